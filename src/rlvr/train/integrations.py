@@ -187,28 +187,10 @@ def format_prompt(tokenizer, prompt: str, system_prompt: str | None) -> str:
     return _format(tokenizer, prompt, system_prompt)
 
 
-def evaluate(
-    model,
-    tokenizer,
-    rows: Sequence[Row],
-    verifier,
-    *,
-    n: int,
-    ks: Sequence[int],
-    sampling,
-    system_prompt: str | None,
-) -> dict[str, float]:
-    """Held-out ``avg@k``/``pass@k`` through the evaluation harness (keys without the ``eval/`` prefix)."""
+def evaluate(model, tokenizer, prompts: Sequence[Any], verifier, *, n: int, ks: Sequence[int], sampling, reward: RewardConfig, system_prompt: str | None = None) -> dict[str, float]:
+    """Held-out ``avg@k``/``pass@k`` of ``prompts`` (``rlvr.train.prompts.Prompt``) through the evaluation harness."""
     from rlvr.evaluation import evaluate as _evaluate
 
-    report = _evaluate(
-        model,
-        tokenizer,
-        list(rows),
-        verifier,
-        n=n,
-        ks=list(ks),
-        sampling=sampling,
-        system_prompt=system_prompt,
-    )
+    rows = [p.row for p in prompts]
+    report = _evaluate(model, tokenizer, rows, verifier, n=n, ks=list(ks), sampling=sampling, system_prompt=system_prompt)
     return {k: float(v) for k, v in report.metrics.items()}

@@ -27,6 +27,17 @@ T = TypeVar("T")
 
 # Sections whose unknown keys are collected into a dict field instead of rejected.
 _EXTRA_KEYS_FIELD: dict[type, str] = {ObjectiveConfig: "hparams"}
+# Top-level sections whose extra keys belong to the named thing: a new name drops them.
+_NAME_SCOPED: dict[str, type] = {"objective": ObjectiveConfig}
+
+
+def _rename(key: str, section: dict[str, Any], name: Any) -> dict[str, Any]:
+    """``section`` with ``name`` set; under a different name, hyperparameters of the old one are dropped."""
+    cls = _NAME_SCOPED.get(key)
+    if cls is not None and section.get("name") != name:
+        fields = {f.name for f in dataclasses.fields(cls)} - {_EXTRA_KEYS_FIELD[cls]}
+        section = {k: v for k, v in section.items() if k in fields}
+    return {**section, "name": name}
 
 
 def embedded_configs() -> list[str]:
@@ -35,8 +46,38 @@ def embedded_configs() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
 
 
-def read_yaml(name_or_path: str) -> dict[str, Any]:
-    """The mapping in a YAML file, or in the embedded config of that name."""
+def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it names one."""
+    data = _read_one(name_or_path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ValueError(f"{name_or_path}: base must name a config, got {base!r}")
+    if base in _seen or base == name_or_path:
+        raise ValueError(f"{name_or_path}: circular base {' -> '.join((*_seen, name_or_path, base))}")
+    return deep_merge(read_yaml(base, (*_seen, name_or_path)), data)
+
+
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, section by section (a scalar section is a ``name``)."""
+    out = _deep_copy(base)
+    for key, value in top.items():
+        below = out.get(key)
+        if isinstance(below, str) and key in _NAME_SCOPED:
+            below = {"name": below}
+        if isinstance(value, str) and isinstance(below, dict) and key in _NAME_SCOPED:
+            value = {"name": value}
+        if isinstance(value, dict) and isinstance(below, dict):
+            if "name" in value:
+                below = _rename(key, below, value["name"])
+            out[key] = deep_merge(below, value)
+        else:
+            out[key] = _deep_copy(value)
+    return out
+
+
+def _read_one(name_or_path: str) -> dict[str, Any]:
     path = Path(name_or_path)
     if path.is_file():
         text, where = path.read_text(), str(path)
@@ -61,7 +102,9 @@ def read_yaml(name_or_path: str) -> dict[str, Any]:
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """A copy of ``data`` with each ``a.b.c=value`` set (value parsed as YAML)."""
     out = _deep_copy(data)
-    for item in overrides:
+    # A new objective name first, so `objective.eps3=0.3 objective.name=abc_grpo` keeps eps3.
+    renames = [o for o in overrides if o.partition("=")[0] in {f"{k}{s}" for k in _NAME_SCOPED for s in ("", ".name")}]
+    for item in renames + [o for o in overrides if o not in renames]:
         key, sep, raw = item.partition("=")
         if not sep or not key or any(not part for part in key.split(".")):
             raise ValueError(f"override {item!r} must look like section.key=value")
@@ -69,8 +112,13 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as err:
             raise ValueError(f"override {item!r}: value is not valid YAML: {err}") from err
-        node = out
         parts = key.split(".")
+        if parts[0] in _NAME_SCOPED and (len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]):
+            section = out.get(parts[0])
+            section = {"name": section} if isinstance(section, str) else dict(section or {})
+            out[parts[0]] = _rename(parts[0], section, value)
+            continue
+        node = out
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:

@@ -1,0 +1,88 @@
+"""The policy update: mini-batches x epochs optimiser steps, each over micro-batches.
+
+Each optimiser step passes the whole step's response-token and sequence counts to the
+objective, so the micro-batch losses sum to the loss of the full mini-batch and the
+accumulated gradient equals the full-batch gradient. When the batch feeds a single
+optimiser step, the behaviour log-probs are the current ones, detached: no extra pass.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from rlvr.train import integrations
+from rlvr.train.batch import RolloutBatch, chunk_rows, split_rows
+from rlvr.train.config import TrainConfig
+from rlvr.train.metrics import StepMetrics
+from rlvr.train.setup import autocast, clip_and_step
+
+
+def micro_loss(model, micro: RolloutBatch, cfg: TrainConfig, num_tokens: int, num_seqs: int) -> tuple[torch.Tensor, dict]:
+    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
+    seqs = micro.seqs
+    with autocast(cfg.model):
+        stats = integrations.token_stats(
+            model,
+            seqs.input_ids,
+            seqs.attention_mask,
+            seqs.response_width,
+            temperature=cfg.rollout.temperature,
+            chunk_size=cfg.model.chunk_size,
+            compute_entropy=True,
+        )
+    logp = stats.logp.float()  # [b, T]
+    entropy = None if stats.entropy is None else stats.entropy.float()  # [b, T]
+    mask = seqs.response_mask.to(logp.dtype)  # [b, T]
+    loss, metrics = integrations.policy_loss(
+        cfg.objective,
+        sft_threshold=cfg.sft_threshold,
+        logp=logp,
+        old_logp=micro.old_logp if micro.old_logp is not None else logp.detach(),
+        advantages=micro.advantages,
+        mask=mask,
+        rewards=micro.rewards,
+        group_stats=micro.group_stats,
+        ref_logp=micro.ref_logp,
+        entropy=entropy,
+        num_tokens=num_tokens,
+        num_seqs=num_seqs,
+    )
+    metrics = dict(metrics)
+    if entropy is not None:
+        metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
+    return loss, metrics
+
+
+def optimizer_step(model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig, acc: StepMetrics) -> dict[str, float]:
+    """Accumulate gradients over micro-batches of ``batch``, then one optimiser step."""
+    num_tokens = int(batch.seqs.response_mask.sum())
+    lr = scheduler.get_last_lr()[0]
+    total, nonfinite = 0.0, 0
+    for index in chunk_rows(batch.size, cfg.optim.micro_batch_size):
+        micro = batch.rows(index)
+        loss, metrics = micro_loss(model, micro, cfg, num_tokens, batch.size)
+        if not torch.isfinite(loss):
+            nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
+            continue
+        loss.backward()
+        total += float(loss.detach())
+        acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
+    if nonfinite:
+        warnings.warn(f"{nonfinite} micro-batch loss(es) not finite; left out of the update", stacklevel=2)
+    grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
+    return {"loss/policy": total, "optim/grad_norm": grad_norm if math.isfinite(grad_norm) else 0.0, "optim/lr": lr, "optim/skipped": float(not stepped), "update/nonfinite_loss": float(nonfinite)}
+
+
+def update_policy(model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig) -> dict[str, float]:
+    """``rollout.epochs`` passes of ``rollout.minibatches`` optimiser steps over ``batch``."""
+    acc, per_step = StepMetrics(), StepMetrics()
+    for _ in range(cfg.rollout.epochs):
+        for rows in split_rows(batch.size, cfg.rollout.minibatches):
+            result = optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc)
+            per_step.add({k: v for k, v in result.items() if k not in ("optim/skipped", "update/nonfinite_loss")}, weight=1.0)
+            per_step.add_sum("optim/skipped_steps", result["optim/skipped"])
+            per_step.add_sum("update/nonfinite_loss", result["update/nonfinite_loss"])
+    return {**acc.result(), **per_step.result(), "update/optimizer_steps": float(cfg.rollout.epochs * len(split_rows(batch.size, cfg.rollout.minibatches)))}

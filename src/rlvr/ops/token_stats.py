@@ -7,8 +7,10 @@ several ``[N, V]`` float32 tensors at once (logits, log-probs, probabilities, an
 copies autograd saves for backward): at ``N = 8 * 1024`` and ``V = 49152`` each one is
 1.6 GB. Here rows are processed ``chunk_size`` at a time by custom autograd functions
 that save only their inputs and ``[N]`` per-row statistics, and recompute each chunk's
-logits in backward, so neither pass holds more than one chunk's ``[chunk, V]`` logits
-(plus a few same-sized temporaries).
+logits in backward, so neither pass holds more than one chunk's ``[chunk, V]`` logits:
+two ``[chunk, V]`` buffers are allocated per pass and reused for every chunk. Other
+memory: the ``[N]`` statistics, the input-sized gradients, and, for bf16/fp16 weights, a
+float32 copy of the ``[V, H]`` weight and a float32 ``[V, H]`` gradient accumulator.
 
 Maths, with ``z = logits / temperature``, ``p = softmax(z)``, ``lse = logsumexp(z)``:
 
@@ -27,7 +29,7 @@ from typing import NamedTuple
 import torch
 
 DEFAULT_CHUNK_SIZE = 1024
-"""Rows per chunk: 1024 x 49152 float32 logits is 201 MB."""
+"""Rows per chunk: one 1024 x 49152 float32 buffer is 192 MiB, and a pass uses two."""
 
 
 class TokenStats(NamedTuple):
@@ -44,15 +46,34 @@ def _compute_dtype(*tensors: torch.Tensor) -> torch.dtype:
     return torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
 
 
+class _Workspace:
+    """Two reusable ``[chunk, V]`` buffers, so chunks after the first allocate nothing big.
+
+    Fresh multi-megabyte allocations are costly on CPU (every page faults on first
+    touch); reusing the buffers also caps the peak at two ``[chunk, V]`` tensors.
+    """
+
+    def __init__(self, rows: int, vocab: int, like: torch.Tensor, dtype: torch.dtype) -> None:
+        self.logits = like.new_empty(rows, vocab, dtype=dtype)  # z, then the gradient
+        self.probs = torch.empty_like(self.logits)  # exp(z - max), then p
+
+    def views(self, c: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first ``c`` rows of both buffers (contiguous)."""
+        return self.logits[:c], self.probs[:c]
+
+
 def _chunk_forward(
-    z: torch.Tensor, labels: torch.Tensor, want_entropy: bool
+    z: torch.Tensor, labels: torch.Tensor, want_entropy: bool, work: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """``z [c, V]`` float32 scaled logits -> ``(logp [c], lse [c], entropy [c] | None)``."""
-    lse = torch.logsumexp(z, dim=-1)  # [c]
+    """``z [c, V]`` scaled logits -> ``(logp [c], lse [c], entropy [c] | None)``; ``work [c, V]`` scratch."""
+    zmax = z.amax(dim=-1, keepdim=True)  # [c, 1]
+    e = torch.sub(z, zmax, out=work).exp_()  # [c, V] exp(z - max)
+    total = e.sum(dim=-1, keepdim=True)  # [c, 1]
+    lse = (zmax + total.log()).squeeze(1)  # [c]
     logp = z.gather(1, labels[:, None]).squeeze(1) - lse
     if not want_entropy:
         return logp, lse, None
-    p = (z - lse[:, None]).exp_()  # [c, V]
+    p = e.div_(total)  # [c, V]
     entropy = lse - torch.einsum("cv,cv->c", p, z)
     return logp, lse, entropy
 
@@ -62,14 +83,16 @@ def _chunk_grad(
     labels: torch.Tensor,
     lse: torch.Tensor,
     entropy: torch.Tensor | None,
-    g_logp: torch.Tensor | None,
-    g_entropy: torch.Tensor | None,
+    grads: tuple[torch.Tensor | None, torch.Tensor | None],
+    work: torch.Tensor,
 ) -> torch.Tensor:
     """Gradient w.r.t. the scaled logits ``z [c, V]``, written over ``z`` in place.
 
+    ``grads = (g_logp [c] | None, g_entropy [c] | None)``; ``work [c, V]`` is scratch.
     ``grad = g_logp * (onehot - p) - g_entropy * p * (z - lse + H)``.
     """
-    p = (z - lse[:, None]).exp_()  # [c, V]
+    g_logp, g_entropy = grads
+    p = torch.sub(z, lse[:, None], out=work).exp_()  # [c, V]
     if g_entropy is not None and entropy is not None:
         z.sub_((lse - entropy)[:, None]).mul_(-g_entropy[:, None])  # -g_H * (log p + H)
     else:
@@ -87,8 +110,24 @@ def _chunks(n: int, chunk_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
 
 
-def _slice(t: torch.Tensor | None, s: int, e: int) -> torch.Tensor | None:
-    return None if t is None else t[s:e]
+def _grads_slice(
+    g_logp: torch.Tensor | None, g_entropy: torch.Tensor | None, s: int, e: int
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Rows ``s:e`` of the incoming gradients (either may be None)."""
+    return (None if g_logp is None else g_logp[s:e], None if g_entropy is None else g_entropy[s:e])
+
+
+def _linear_logits(
+    hidden: torch.Tensor,
+    w32: torch.Tensor,
+    b32: torch.Tensor | None,
+    temperature: float,
+    out: torch.Tensor,
+) -> torch.Tensor:
+    """``[c, H] -> out [c, V] = (hidden @ w32.T + b32) / temperature`` in ``w32.dtype``."""
+    h32 = hidden.to(w32.dtype)
+    z = torch.mm(h32, w32.T, out=out) if b32 is None else torch.addmm(b32, h32, w32.T, out=out)
+    return z.div_(temperature) if temperature != 1.0 else z
 
 
 class _LinearTokenStats(torch.autograd.Function):
@@ -103,9 +142,11 @@ class _LinearTokenStats(torch.autograd.Function):
         with torch.autocast(hidden.device.type, enabled=False):
             w32 = weight.to(dt)
             b32 = None if bias is None else bias.to(dt)
+            ws = _Workspace(min(n, chunk_size), weight.shape[0], hidden, dt)
             for s, e in _chunks(n, chunk_size):
-                z = _linear_logits(hidden[s:e], w32, b32, temperature)
-                logp[s:e], lse[s:e], ent = _chunk_forward(z, labels[s:e], want_entropy)
+                zbuf, work = ws.views(e - s)
+                z = _linear_logits(hidden[s:e], w32, b32, temperature, zbuf)
+                logp[s:e], lse[s:e], ent = _chunk_forward(z, labels[s:e], want_entropy, work)
                 if entropy is not None:
                     entropy[s:e] = ent
         ctx.save_for_backward(hidden, weight, bias, labels, lse, entropy)
@@ -119,25 +160,28 @@ class _LinearTokenStats(torch.autograd.Function):
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         if g_logp is None and g_entropy is None:
             return None, None, None, None, None, None, None
+        n, t = hidden.shape[0], ctx.temperature
         with torch.autocast(hidden.device.type, enabled=False):
-            w32 = weight.to(_compute_dtype(hidden, weight))
-            b32 = None if bias is None else bias.to(w32.dtype)
+            w32 = weight.to(lse.dtype)
+            b32 = None if bias is None else bias.to(lse.dtype)
             grad_h = torch.empty_like(hidden) if need_h else None
             grad_w = torch.zeros_like(w32) if need_w else None
             grad_b = torch.zeros_like(b32) if need_b else None
-            for s, e in _chunks(hidden.shape[0], ctx.chunk_size):
+            ws = _Workspace(min(n, ctx.chunk_size), weight.shape[0], hidden, lse.dtype)
+            for s, e in _chunks(n, ctx.chunk_size):
+                zbuf, work = ws.views(e - s)
                 h32 = hidden[s:e].to(w32.dtype)
-                z = _linear_logits(h32, w32, b32, ctx.temperature)
+                z = _linear_logits(h32, w32, b32, t, zbuf)
                 gz = _chunk_grad(
                     z,
                     labels[s:e],
                     lse[s:e],
-                    _slice(entropy, s, e),
-                    _slice(g_logp, s, e),
-                    _slice(g_entropy, s, e),
+                    None if entropy is None else entropy[s:e],
+                    _grads_slice(g_logp, g_entropy, s, e),
+                    work,
                 )
-                if ctx.temperature != 1.0:
-                    gz.div_(ctx.temperature)  # [c, V] grad w.r.t. the unscaled logits
+                if t != 1.0:
+                    gz.div_(t)  # [c, V] gradient w.r.t. the unscaled logits
                 if grad_h is not None:
                     grad_h[s:e] = gz @ w32
                 if grad_w is not None:
@@ -149,27 +193,20 @@ class _LinearTokenStats(torch.autograd.Function):
         return grad_h, grad_w, grad_b, None, None, None, None
 
 
-def _linear_logits(
-    hidden: torch.Tensor, w32: torch.Tensor, b32: torch.Tensor | None, temperature: float
-) -> torch.Tensor:
-    """``[c, H] -> [c, V]`` ``(hidden @ w32.T + b32) / temperature`` in ``w32.dtype``."""
-    h32 = hidden.to(w32.dtype)
-    z = h32 @ w32.T if b32 is None else torch.addmm(b32, h32, w32.T)
-    return z.div_(temperature) if temperature != 1.0 else z
-
-
 class _LogitsTokenStats(torch.autograd.Function):
     """Chunked ``(logp, entropy)`` of ``softmax(logits / temperature)`` for given logits."""
 
     @staticmethod
     def forward(ctx, logits, labels, temperature, chunk_size, want_entropy):
-        n = logits.shape[0]
-        logp = logits.new_empty(n, dtype=_compute_dtype(logits))
+        n, dt = logits.shape[0], _compute_dtype(logits)
+        logp = logits.new_empty(n, dtype=dt)
         lse = torch.empty_like(logp)
         entropy = torch.empty_like(logp) if want_entropy else None
+        ws = _Workspace(min(n, chunk_size), logits.shape[1], logits, dt)
         for s, e in _chunks(n, chunk_size):
-            z = _scaled(logits[s:e], temperature)
-            logp[s:e], lse[s:e], ent = _chunk_forward(z, labels[s:e], want_entropy)
+            zbuf, work = ws.views(e - s)
+            z = _scaled(logits[s:e], temperature, zbuf)
+            logp[s:e], lse[s:e], ent = _chunk_forward(z, labels[s:e], want_entropy, work)
             if entropy is not None:
                 entropy[s:e] = ent
         ctx.save_for_backward(logits, labels, lse, entropy)
@@ -182,24 +219,27 @@ class _LogitsTokenStats(torch.autograd.Function):
         logits, labels, lse, entropy = ctx.saved_tensors
         if (g_logp is None and g_entropy is None) or not ctx.needs_input_grad[0]:
             return None, None, None, None, None
+        n, t = logits.shape[0], ctx.temperature
         grad = torch.empty_like(logits)
-        for s, e in _chunks(logits.shape[0], ctx.chunk_size):
-            z = _scaled(logits[s:e], ctx.temperature)
+        ws = _Workspace(min(n, ctx.chunk_size), logits.shape[1], logits, lse.dtype)
+        for s, e in _chunks(n, ctx.chunk_size):
+            zbuf, work = ws.views(e - s)
+            z = _scaled(logits[s:e], t, zbuf)
             gz = _chunk_grad(
                 z,
                 labels[s:e],
                 lse[s:e],
-                _slice(entropy, s, e),
-                _slice(g_logp, s, e),
-                _slice(g_entropy, s, e),
+                None if entropy is None else entropy[s:e],
+                _grads_slice(g_logp, g_entropy, s, e),
+                work,
             )
-            grad[s:e] = gz.div_(ctx.temperature) if ctx.temperature != 1.0 else gz
+            grad[s:e] = gz.div_(t) if t != 1.0 else gz
         return grad, None, None, None, None
 
 
-def _scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """A fresh float32/64 copy of ``logits / temperature`` (safe to modify in place)."""
-    z = logits.to(_compute_dtype(logits), copy=True)
+def _scaled(logits: torch.Tensor, temperature: float, out: torch.Tensor) -> torch.Tensor:
+    """``out = logits / temperature`` in ``out.dtype`` (a copy, safe to modify in place)."""
+    z = out.copy_(logits)
     return z.div_(temperature) if temperature != 1.0 else z
 
 

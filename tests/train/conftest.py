@@ -19,55 +19,29 @@ import torch
 # ------------------------------------------------------------------ stand-ins (tests only)
 
 
-def _standin_ops() -> types.ModuleType:
-    mod = types.ModuleType("rlvr.ops")
-
-    @dataclass
-    class TokenStats:
-        logp: torch.Tensor
-        entropy: torch.Tensor | None
-
-    def sequence_token_stats(
-        model,
-        input_ids,
-        attention_mask,
-        num_response_tokens,
-        *,
-        temperature=1.0,
-        chunk_size=1024,
-        compute_entropy=False,
-    ):
-        positions = (attention_mask.cumsum(-1) - 1).clamp_min(0)
-        logits = model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=positions,
-            use_cache=False,
-        ).logits
-        logits = logits[:, -num_response_tokens - 1 : -1].float() / temperature
-        logprobs = logits.log_softmax(-1)
-        logp = logprobs.gather(-1, input_ids[:, -num_response_tokens:, None]).squeeze(-1)
-        entropy = -(logprobs.exp() * logprobs).sum(-1) if compute_entropy else None
-        return TokenStats(logp=logp, entropy=entropy)
-
-    mod.TokenStats = TokenStats
-    mod.sequence_token_stats = sequence_token_stats
-    return mod
-
-
 def _standin_data() -> types.ModuleType:
     mod = types.ModuleType("rlvr.data")
 
-    @dataclass
-    class Example:
-        prompt: str
-        answer: object
+    @dataclass(frozen=True)
+    class FieldMap:
+        prompt: str = "prompt"
+        answer: str | None = "answer"
 
-    def load_examples(source, *, prompt_field="prompt", answer_field="answer", limit=None):
+    @dataclass(frozen=True)
+    class Example:
+        prompt: object
+        reference: object
+        id: str = ""
+
+    def load_examples(source, *, fields=None, split=None, template=None, limit=None):
+        fields = fields or FieldMap()
         with open(source) as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
         rows = rows[:limit] if limit else rows
-        return [Example(prompt=r[prompt_field], answer=r[answer_field]) for r in rows]
+        return [
+            Example(prompt=r[fields.prompt], reference=r[fields.answer], id=str(i))
+            for i, r in enumerate(rows)
+        ]
 
     def format_prompt(tokenizer, prompt, system_prompt=None):
         messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
@@ -75,7 +49,12 @@ def _standin_data() -> types.ModuleType:
         ]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
-    mod.Example, mod.load_examples, mod.format_prompt = Example, load_examples, format_prompt
+    mod.FieldMap, mod.Example, mod.load_examples, mod.format_prompt = (
+        FieldMap,
+        Example,
+        load_examples,
+        format_prompt,
+    )
     return mod
 
 
@@ -85,23 +64,68 @@ def _standin_objectives() -> types.ModuleType:
 
     @dataclass
     class Spec:
-        advantage: str
+        advantage_mode: str
         loss_agg: str
 
-    specs = {"grpo": Spec("group_std", "seq-mean-token-mean"), "dapo": Spec("group_std", "token-mean")}
+    specs = {
+        "grpo": Spec("group_std", "seq-mean-token-mean"),
+        "dapo": Spec("group_std", "token-mean"),
+    }
+
+    @dataclass(frozen=True)
+    class StepCounts:
+        num_tokens: int
+        num_seqs: int
+        num_sft_tokens: int | None
 
     def objective_spec(name):
         if name not in specs:
             raise ValueError(f"unknown objective {name!r}; valid: {', '.join(specs)}")
         return specs[name]
 
-    def validate_hparams(name, hparams):
+    def make_config(name, **hparams):
         objective_spec(name)
-        for key in hparams:
-            if key not in ("eps_low", "eps_high"):
-                raise ValueError(f"unknown hyperparameter {key!r} of {name}; valid: eps_low, eps_high")
+        unknown = sorted(set(hparams) - {"eps_low", "eps_high"})
+        if unknown:
+            raise ValueError(
+                f"unknown hyperparameter(s) {', '.join(unknown)} for objective {name!r}; valid: eps_low, eps_high"
+            )
+        return hparams
 
-    def policy_loss(name, *, logp, old_logp, advantages, mask, rewards=None, group_size=None, group_stats=None, ref_logp=None, entropy=None, loss_agg=None, num_tokens=None, num_seqs=None, eps_low=0.2, eps_high=0.2, kl_coef=0.0, kl_estimator="k3", sft_coef=0.0, sft_threshold=1.0, entropy_coef=0.0):
+    def step_counts(mask, rewards=None, sft_threshold=1.0):
+        rows = mask.sum(1)
+        return StepCounts(
+            int(rows.sum()), int((rows > 0).sum()), int(rows[rewards >= sft_threshold].sum())
+        )
+
+    def group_stats_for(name, rewards, group_size, **hparams):
+        return None
+
+    def policy_loss(
+        name,
+        *,
+        logp,
+        old_logp,
+        advantages,
+        mask,
+        rewards=None,
+        group_size=None,
+        group_stats=None,
+        ref_logp=None,
+        entropy=None,
+        loss_agg=None,
+        num_tokens=None,
+        num_seqs=None,
+        max_len=None,
+        num_sft_tokens=None,
+        eps_low=0.2,
+        eps_high=0.2,
+        kl_coef=0.0,
+        kl_estimator="k3",
+        sft_coef=0.0,
+        sft_threshold=1.0,
+        entropy_coef=0.0,
+    ):
         agg = loss_agg or objective_spec(name).loss_agg
         ratio = torch.exp(logp - old_logp)
         adv = advantages[:, None]
@@ -109,103 +133,177 @@ def _standin_objectives() -> types.ModuleType:
         if kl_coef:
             d = ref_logp - logp
             per_token = per_token + kl_coef * (d.exp() - d - 1)
-        if sft_coef:
-            positive = (rewards >= sft_threshold).float()[:, None]
-            per_token = per_token - sft_coef * logp * positive
         if agg == "token-mean":
-            loss = (per_token * mask).sum() / (num_tokens or mask.sum())
+            loss = (per_token * mask).sum() / num_tokens
         else:
-            loss = ((per_token * mask).sum(1) / mask.sum(1).clamp_min(1)).sum() / (num_seqs or mask.shape[0])
+            loss = ((per_token * mask).sum(1) / mask.sum(1).clamp_min(1)).sum() / num_seqs
+        if sft_coef and num_sft_tokens:
+            positive = (rewards >= sft_threshold).float()[:, None]
+            loss = loss - sft_coef * (logp * mask * positive).sum() / num_sft_tokens
         clipped = ((ratio - 1).abs() > eps_high).float()
-        metrics = {"clip/frac": (clipped * mask).sum() / mask.sum(), "ratio/max": ratio.detach().max(), "kl/old_approx": ((old_logp - logp).detach() * mask).sum() / mask.sum()}
+        metrics = {
+            "clip/frac": (clipped * mask).sum() / mask.sum(),
+            "ratio/max": ratio.detach().max(),
+            "kl/old_approx": ((old_logp - logp).detach() * mask).sum() / mask.sum(),
+        }
         return loss, metrics
 
-    mod.objective_spec, mod.validate_hparams, mod.policy_loss = objective_spec, validate_hparams, policy_loss
+    mod.LOSS_AGG_MODES = (
+        "token-mean",
+        "seq-mean-token-mean",
+        "seq-mean-token-sum",
+        "seq-mean-token-sum-norm",
+    )
+    mod.objective_spec, mod.make_config, mod.policy_loss = objective_spec, make_config, policy_loss
+    mod.step_counts, mod.group_stats_for = step_counts, group_stats_for
     return mod
 
 
 def _standin_advantages() -> types.ModuleType:
     mod = types.ModuleType("rlvr.advantages")
 
-    @dataclass
-    class GroupStats:
-        pass_rate: torch.Tensor
-
-        def select(self, index):
-            return GroupStats(self.pass_rate[index])
-
-    def compute_advantages(rewards, group_size, mode):
+    def compute_advantages(rewards, group_size, mode="group_std"):
         r = rewards.view(-1, group_size)
         centred = r - r.mean(1, keepdim=True)
         if mode == "group_std":
             centred = centred / (r.std(1, unbiased=False, keepdim=True) + 1e-6)
         return centred.reshape(-1)
 
-    def zero_advantage_groups(advantages, group_size):
-        return (advantages.view(-1, group_size).abs() < 1e-8).all(1)
+    def zero_advantage_groups(rewards, group_size):
+        r = rewards.view(-1, group_size)
+        return (r == r[:, :1]).all(1)
 
-    def group_stats(rewards, group_size):
-        rate = (rewards.view(-1, group_size) > 0).float().mean(1)
-        return GroupStats(rate.repeat_interleave(group_size))
-
-    mod.GroupStats, mod.compute_advantages, mod.group_stats = GroupStats, compute_advantages, group_stats
-    mod.zero_advantage_groups = zero_advantage_groups
+    mod.ADVANTAGE_MODES = ("group_std", "group_mean", "batch_std")
+    mod.compute_advantages, mod.zero_advantage_groups = compute_advantages, zero_advantage_groups
     return mod
 
 
-def _standin_rewards() -> types.ModuleType:
-    """``contains``: 1 when the completion contains the reference string."""
-    mod = types.ModuleType("rlvr.rewards")
+def _contains(completion, reference, *, correct=1.0, wrong=0.0):
+    """Test verifier: ``correct`` when the completion contains the reference string."""
+    return correct if str(reference) in completion else wrong
 
-    @dataclass
-    class BatchScores:
-        values: list
-        failures: int
-        timeouts: int
 
-    def get_verifier(spec):
-        if spec == "contains":
-            return lambda completion, reference: float(str(reference) in completion)
-        if spec == "raises":
-            return lambda completion, reference: 1 / 0
-        raise ValueError(f"unknown verifier {spec!r}; valid: contains, raises")
+def _raises(completion, reference, *, correct=1.0, wrong=0.0):
+    """Test verifier that always fails."""
+    raise RuntimeError("broken verifier")
 
-    def score_batch(verifier, completions, references):
-        values, failures = [], 0
+
+@dataclass(frozen=True)
+class _Verifier:
+    fn: object
+    options: dict
+    correct_value: float
+    failure_value: float
+
+    def __call__(self, completion, reference):
+        return float(self.fn(completion, reference, **self.options))
+
+
+@dataclass
+class _Scores:
+    values: list
+    status: list
+
+    @property
+    def failures(self):
+        return self.status.count("error")
+
+    @property
+    def timeouts(self):
+        return self.status.count("timeout")
+
+
+@dataclass(frozen=True)
+class _ScoringConfig:
+    timeout_s: float | None = 10.0
+    workers: int = 0
+
+
+class _Scorer:
+    def __init__(self, verifier, config=_ScoringConfig()):
+        self.verifier, self.config = verifier, config
+
+    def __call__(self, completions, references):
+        values, status = [], []
         for c, r in zip(completions, references, strict=True):
             try:
-                values.append(verifier(c, r))
+                values.append(self.verifier(c, r))
+                status.append("ok")
             except Exception:
-                values.append(0.0)
-                failures += 1
-        return BatchScores(values, failures, 0)
+                values.append(self.verifier.failure_value)
+                status.append("error")
+        return _Scores(values, status)
 
-    mod.get_verifier, mod.score_batch = get_verifier, score_batch
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def _standin_rewards() -> types.ModuleType:
+    mod = types.ModuleType("rlvr.rewards")
+    registry = {}
+
+    def get_verifier(spec, **options):
+        if spec not in registry:
+            raise ValueError(f"unknown verifier {spec!r}; valid: {', '.join(registry)}")
+        return _Verifier(
+            registry[spec], options, options.get("correct", 1.0), options.get("wrong", 0.0)
+        )
+
+    def register(name, *, spec_arg=None):
+        def wrap(fn):
+            registry[name] = fn
+            return fn
+
+        return wrap
+
+    mod.get_verifier, mod.register, mod.Scorer, mod.ScoringConfig = (
+        get_verifier,
+        register,
+        _Scorer,
+        _ScoringConfig,
+    )
     return mod
 
 
 def _standin_evaluation() -> types.ModuleType:
     mod = types.ModuleType("rlvr.evaluation")
 
+    @dataclass(frozen=True)
+    class EvalConfig:
+        n: int = 4
+        ks: tuple = (1,)
+        sampling: object = None
+        batch_size: int = 8
+        seed: int = 0
+        system_prompt: str | None = None
+        keep_completions: bool = True
+
     @dataclass
     class EvalReport:
         metrics: dict
 
-    def evaluate(model, tokenizer, examples, verifier, *, n, ks, sampling, system_prompt=None):
+    def evaluate(model, tokenizer, examples, verifier, config=EvalConfig(), *, scorer=None):
         from rlvr.data import format_prompt
+
         from rlvr.generation import generate
 
-        prompts = [format_prompt(tokenizer, e.prompt, system_prompt) for e in examples]
-        gen = generate(model, tokenizer, prompts, n=n, sampling=sampling)
-        correct = torch.tensor([verifier(t, examples[i].prompt) for t, i in zip(gen.texts, gen.prompt_index, strict=True)]).view(-1, n)
-        return EvalReport({f"avg@{k}": float(correct[:, :k].mean()) for k in ks})
+        prompts = [format_prompt(tokenizer, e.prompt, config.system_prompt) for e in examples]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            gen = generate(model, tokenizer, prompts, n=config.n, sampling=config.sampling)
+        refs = [examples[i].reference for i in gen.prompt_index]
+        values = torch.tensor(scorer(gen.texts, refs).values).view(-1, config.n)
+        correct = (values >= verifier.correct_value).float()
+        return EvalReport({f"avg@{k}": float(correct[:, :k].mean()) for k in config.ks})
 
-    mod.EvalReport, mod.evaluate = EvalReport, evaluate
+    mod.EvalConfig, mod.EvalReport, mod.evaluate = EvalConfig, EvalReport, evaluate
     return mod
 
 
 _STANDINS = {
-    "rlvr.ops": _standin_ops,
     "rlvr.data": _standin_data,
     "rlvr.objectives": _standin_objectives,
     "rlvr.advantages": _standin_advantages,
@@ -221,6 +319,16 @@ def _install_standins() -> None:
 
 
 _install_standins()
+
+
+def _register_test_verifiers() -> None:
+    from rlvr.rewards import register
+
+    register("contains")(_contains)
+    register("raises")(_raises)
+
+
+_register_test_verifiers()
 
 # ------------------------------------------------------------------ fixtures
 
@@ -245,7 +353,10 @@ def sft_file(tmp_path):
     return write_jsonl(tmp_path / "sft.jsonl", SFT_PAIRS)
 
 
-PROMPTS = [{"prompt": f"What is {a} + {b}?", "answer": str(d)} for a, b, d in [(12, 7, 1), (5, 3, 2), (40, 2, 4), (3, 4, 7), (7, 7, 1), (9, 1, 0)]]
+PROMPTS = [
+    {"prompt": f"What is {a} + {b}?", "answer": str(d)}
+    for a, b, d in [(12, 7, 1), (5, 3, 2), (40, 2, 4), (3, 4, 7), (7, 7, 1), (9, 1, 0)]
+]
 
 
 @pytest.fixture()
@@ -270,7 +381,13 @@ def train_config(tiny_model_dir, prompt_file, tmp_path):
             "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
             "objective": {"name": "grpo"},
             "optim": {"lr": 1e-3},
-            "log": {"output_dir": str(tmp_path / out), "tensorboard": False, "progress": "off", "samples_per_step": 2},
+            "log": {
+                "output_dir": str(tmp_path / out),
+                "tensorboard": False,
+                "progress": "off",
+                "samples_per_step": 2,
+                "plots": False,
+            },
             "eval": {"n": 2, "ks": [1], "at_start": False, "at_end": False},
         }
         return from_dict(TrainConfig, apply_overrides(base, list(overrides)))

@@ -1,13 +1,31 @@
 import json
 import math
 
-import pytest
-
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
 
-ALWAYS = ["reward/mean", "reward/std", "reward/accuracy", "response/length_mean", "response/length_max", "response/clipped_frac", "groups/identical_frac", "time/generate", "time/score", "time/step", "perf/tokens_per_s"]
-UPDATE = ["loss/policy", "policy/entropy", "optim/grad_norm", "optim/lr", "time/update", "clip/frac", "kl/old_approx"]
+ALWAYS = [
+    "reward/mean",
+    "reward/std",
+    "reward/accuracy",
+    "response/length_mean",
+    "response/length_max",
+    "response/clipped_frac",
+    "groups/identical_frac",
+    "time/generate",
+    "time/score",
+    "time/step",
+    "perf/tokens_per_s",
+]
+UPDATE = [
+    "loss/policy",
+    "policy/entropy",
+    "optim/grad_norm",
+    "optim/lr",
+    "time/update",
+    "clip/frac",
+    "kl/old_approx",
+]
 
 
 def test_train_writes_finite_metrics_every_step(train_config):
@@ -22,6 +40,8 @@ def test_train_writes_finite_metrics_every_step(train_config):
             for name in UPDATE:
                 assert math.isfinite(row[name]), name
     assert "eval/avg@1" in rows[-1] and 3 in result.evals
-    samples = [json.loads(line) for line in open(result.run_dir / "samples.jsonl")]
+    samples = [
+        json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()
+    ]
     assert [s["step"] for s in samples] == [1, 1, 2, 2, 3, 3]
     assert result.model_dir is not None and (result.model_dir / "trainer_state.pt").exists()

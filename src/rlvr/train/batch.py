@@ -148,6 +148,19 @@ class RolloutBatch:
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
         )
 
+    def trim_responses(self) -> RolloutBatch:
+        """The batch without trailing response columns that are padding in every row."""
+        seqs = self.seqs.trim_responses()
+        width = seqs.response_width
+        if width == self.seqs.response_width:
+            return self
+        return replace(
+            self,
+            seqs=seqs,
+            old_logp=None if self.old_logp is None else self.old_logp[:, :width],
+            ref_logp=None if self.ref_logp is None else self.ref_logp[:, :width],
+        )
+
 
 def split_rows(size: int, parts: int) -> list[torch.Tensor]:
     """``parts`` contiguous row ranges of (almost) equal size covering ``range(size)``."""

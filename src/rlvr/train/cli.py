@@ -62,9 +62,8 @@ def print_config_error(err: ValueError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``rlvr train [--config FILE] [key=value ...] [--resume [DIR]]``."""
-    from rlvr.train.loop import train
-
     from rlvr.train.config import TrainConfig
+    from rlvr.train.loop import train
 
     parser = argparse.ArgumentParser(
         prog="rlvr train",

@@ -50,13 +50,19 @@ class DataConfig:
     """Where the prompts come from and how they are turned into model input."""
 
     train: str
-    """Training prompts: a JSONL/Parquet file, a ``datasets`` name or path."""
+    """Training prompts: a JSONL/Parquet file, a named dataset (``math500``) or a hub name."""
     eval: str | None = None
     """Held-out prompts for periodic evaluation (``None``: no evaluation)."""
+    fields: str | None = None
+    """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field``."""
     prompt_field: str = "prompt"
-    """Column holding the question."""
+    """Column holding the question (when ``fields`` is ``None``)."""
     answer_field: str = "answer"
-    """Column holding the reference the verifier checks against."""
+    """Column holding the reference answer (when ``fields`` is ``None``)."""
+    split: str | None = None
+    """Dataset split for hub datasets (``None``: the dataset's default)."""
+    template: str | None = None
+    """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
     system_prompt: str | None = None
     """System message placed before each prompt when the tokenizer has a chat template."""
     max_prompt_tokens: int = 512
@@ -87,17 +93,28 @@ class RewardConfig:
     """How completions are scored."""
 
     verifier: str = "math"
-    """Verifier spec, e.g. ``math``, ``code``, ``reasoning_gym:chain_sum``."""
+    """Verifier spec ``name[:argument][+format]``, e.g. ``math``, ``reasoning_gym:chain_sum``, ``math+format``."""
     correct: float = 1.0
     """Reward of a correct completion."""
     wrong: float = 0.0
-    """Reward of a wrong completion (``-1`` gives the ``+1/-1`` scheme of ETR)."""
+    """Reward of a wrong completion and of a failed verification (``-1`` gives ETR's ``+1/-1``)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Further verifier options (e.g. ``format_penalty``)."""
+    timeout_s: float | None = 10.0
+    """Time limit per completion (``None``: none)."""
+    workers: int = 0
+    """Verifier worker processes (0: score in the training process)."""
 
     def __post_init__(self) -> None:
         _check(
             self.correct > self.wrong,
             f"reward.correct ({self.correct}) must exceed reward.wrong ({self.wrong})",
         )
+        _check(
+            self.timeout_s is None or self.timeout_s > 0,
+            f"reward.timeout_s must be > 0 or null, got {self.timeout_s}",
+        )
+        _check(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
 
 
 @dataclass(frozen=True)
@@ -253,6 +270,8 @@ class LogConfig:
     """Live progress bar: ``auto`` shows it on a terminal."""
     samples_per_step: int = 2
     """Completions per step written to ``samples.jsonl`` (0: none)."""
+    plots: bool = True
+    """Write PNG plots of the metrics to ``output_dir/plots`` at the end."""
 
     def __post_init__(self) -> None:
         _one_of("log.progress", self.progress, ("auto", "on", "off"))
@@ -276,12 +295,14 @@ class EvalConfig:
     """Samples per problem."""
     ks: tuple[int, ...] = (1,)
     """k values of ``avg@k`` and ``pass@k`` (each <= n)."""
-    temperature: float = 1.0
+    temperature: float = 0.6
     """Sampling temperature of the evaluation (0: greedy)."""
     top_p: float = 1.0
     """Nucleus mass of the evaluation."""
     max_new_tokens: int | None = None
     """Completion budget (``None``: the rollout's)."""
+    batch_size: int = 8
+    """Problems per generation call."""
     seed: int = 1234
     """Seed of the evaluation's own RNG; training randomness is left untouched."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from rlvr.train.config import ObjectiveConfig, RewardConfig
+from rlvr.train.config import EvalConfig, ObjectiveConfig, RewardConfig
 
 # ---------------------------------------------------------------- objectives / advantages
 
@@ -33,25 +33,61 @@ def objective_defaults(name: str) -> ObjectiveDefaults:
     from rlvr.objectives import objective_spec
 
     spec = objective_spec(name)
-    return ObjectiveDefaults(advantage=spec.advantage, loss_agg=spec.loss_agg)
+    return ObjectiveDefaults(advantage=spec.advantage_mode, loss_agg=spec.loss_agg)
 
 
 def validate_objective(cfg: ObjectiveConfig) -> None:
-    """Raise ``ValueError`` naming the key when the objective or a hyperparameter is unknown or invalid."""
-    from rlvr.objectives import validate_hparams
+    """Raise ``ValueError`` naming the key when the objective, a hyperparameter or a mode is invalid."""
+    from rlvr.advantages import ADVANTAGE_MODES
+    from rlvr.objectives import LOSS_AGG_MODES, make_config
 
-    validate_hparams(cfg.name, dict(cfg.hparams))
+    try:
+        make_config(cfg.name, **cfg.hparams)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"objective: {err}") from err
+    if cfg.advantage is not None and cfg.advantage not in ADVANTAGE_MODES:
+        raise ValueError(
+            f"objective.advantage must be one of {list(ADVANTAGE_MODES)}, got {cfg.advantage!r}"
+        )
+    if cfg.loss_agg is not None and cfg.loss_agg not in LOSS_AGG_MODES:
+        raise ValueError(
+            f"objective.loss_agg must be one of {list(LOSS_AGG_MODES)}, got {cfg.loss_agg!r}"
+        )
+
+
+@dataclass(frozen=True)
+class StepCounts:
+    """Denominators of one optimiser step, passed to every micro-batch's loss."""
+
+    num_tokens: int
+    """Response tokens in the step."""
+    num_seqs: int
+    """Sequences with at least one response token."""
+    num_sft_tokens: int | None
+    """Response tokens of the positive responses (the SFT-on-positives term)."""
+
+
+def step_counts(mask: torch.Tensor, rewards: torch.Tensor, sft_threshold: float) -> StepCounts:
+    """Counts over the whole optimiser step's ``mask [B, T]`` and ``rewards [B]``."""
+    from rlvr.objectives import step_counts as _counts
+
+    c = _counts(mask, rewards, sft_threshold)
+    return StepCounts(num_tokens=c.num_tokens, num_seqs=c.num_seqs, num_sft_tokens=c.num_sft_tokens)
 
 
 def policy_loss(
-    cfg: ObjectiveConfig, *, sft_threshold: float, **tensors: Any
+    cfg: ObjectiveConfig, *, sft_threshold: float, counts: StepCounts, max_len: int, **tensors: Any
 ) -> tuple[torch.Tensor, dict[str, Any]]:
-    """``rlvr.objectives.policy_loss`` with the config's hyperparameters and regularisers."""
+    """``rlvr.objectives.policy_loss`` with the config's hyperparameters, regularisers and the step's counts."""
     from rlvr.objectives import policy_loss as _policy_loss
 
     return _policy_loss(
         cfg.name,
         loss_agg=cfg.loss_agg,
+        num_tokens=counts.num_tokens,
+        num_seqs=counts.num_seqs,
+        num_sft_tokens=counts.num_sft_tokens,
+        max_len=max_len,
         kl_coef=cfg.kl_coef,
         kl_estimator=cfg.kl_estimator,
         sft_coef=cfg.sft_coef,
@@ -69,23 +105,23 @@ def compute_advantages(rewards: torch.Tensor, group_size: int, mode: str) -> tor
     return _compute(rewards, group_size, mode)
 
 
-def zero_advantage_groups(advantages: torch.Tensor, group_size: int) -> torch.Tensor:
-    """[B / group_size] bool: groups whose advantages are all zero."""
+def zero_advantage_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """[B / group_size] bool: groups whose rewards are all equal (every advantage zero)."""
     from rlvr.advantages import zero_advantage_groups as _zero
 
-    return _zero(advantages, group_size)
+    return _zero(rewards, group_size)
 
 
-def group_stats(rewards: torch.Tensor, group_size: int):
-    """Per-sample group statistics (pass rate, reward mean/std) over whole groups and the batch."""
-    from rlvr.advantages import group_stats as _group_stats
+def group_stats(cfg: ObjectiveConfig, rewards: torch.Tensor, group_size: int):
+    """The objective's per-sample group statistics over the whole batch (``None`` if it needs none)."""
+    from rlvr.objectives import group_stats_for
 
-    return _group_stats(rewards, group_size)
+    return group_stats_for(cfg.name, rewards, group_size, **cfg.hparams)
 
 
 def select_stats(stats, index: torch.Tensor):
     """The rows ``index`` of a ``GroupStats``."""
-    return stats.select(index)
+    return stats.rows(index)
 
 
 # ---------------------------------------------------------------- log-probs
@@ -134,63 +170,81 @@ class Scores:
     """Rewards of a batch of completions and what went wrong while scoring them."""
 
     rewards: list[float]
-    """One reward per completion, already mapped to ``(wrong, correct)``."""
+    """One reward per completion (``reward.wrong`` where verification failed)."""
     failures: int
-    """Completions whose verifier raised (scored ``wrong``)."""
+    """Completions whose verifier raised or returned a non-finite value."""
     timeouts: int
-    """Completions whose verifier timed out (scored ``wrong``)."""
+    """Completions whose verifier ran out of time."""
 
 
-def build_verifier(cfg: RewardConfig):
-    """The verifier named by ``cfg.verifier``."""
-    from rlvr.rewards import get_verifier
+def open_scorer(cfg: RewardConfig):
+    """A scorer for the run (a context manager; owns worker processes when ``workers >= 1``)."""
+    from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 
-    return get_verifier(cfg.verifier)
-
-
-def score(
-    verifier, cfg: RewardConfig, completions: Sequence[str], references: Sequence[Any]
-) -> Scores:
-    """Score completions; a verifier score ``s`` in ``[0, 1]`` becomes ``wrong + s * (correct - wrong)``."""
-    from rlvr.rewards import score_batch
-
-    result = score_batch(verifier, list(completions), list(references))
-    span = cfg.correct - cfg.wrong
-    rewards = [cfg.wrong + float(s) * span for s in result.values]
-    return Scores(rewards=rewards, failures=int(result.failures), timeouts=int(result.timeouts))
+    verifier = get_verifier(cfg.verifier, correct=cfg.correct, wrong=cfg.wrong, **cfg.options)
+    return Scorer(verifier, ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
-@dataclass(frozen=True)
-class Row:
-    """One dataset row in the trainer's terms."""
-
-    prompt: str
-    """The question, before any chat template."""
-    target: Any
-    """The reference answer (RL) or the target response (SFT)."""
-
-
-def load_rows(source: str, *, prompt_field: str, target_field: str, limit: int | None) -> list[Row]:
-    """Rows of a JSONL/Parquet file or dataset, with the given field mapping."""
-    from rlvr.data import load_examples
-
-    examples = load_examples(
-        source, prompt_field=prompt_field, answer_field=target_field, limit=limit
+def score(scorer, completions: Sequence[str], references: Sequence[Any]) -> Scores:
+    """Score completions; failures and timeouts are counted, never raised."""
+    result = scorer(list(completions), list(references))
+    return Scores(
+        rewards=[float(v) for v in result.values],
+        failures=result.failures,
+        timeouts=result.timeouts,
     )
-    return [Row(prompt=e.prompt, target=e.answer) for e in examples]
 
 
-def format_prompt(tokenizer, prompt: str, system_prompt: str | None) -> str:
+def load_examples(
+    source: str,
+    *,
+    fields: Any,
+    split: str | None = None,
+    template: str | None = None,
+    limit: int | None = None,
+) -> list:
+    """Examples (``.prompt``, ``.reference``) of a file, directory, named or hub dataset."""
+    from rlvr.data import load_examples as _load
+
+    return _load(source, fields=fields, split=split, template=template, limit=limit)
+
+
+def field_map(name: str | None, *, prompt: str, answer: str):
+    """A named field mapping, or the mapping ``prompt``/``answer`` when ``name`` is ``None``."""
+    from rlvr.data import FieldMap
+
+    return name if name is not None else FieldMap(prompt=prompt, answer=answer)
+
+
+def format_prompt(tokenizer, prompt: Any, system_prompt: str | None) -> str:
     """The prompt as the model sees it (chat template applied when the tokenizer has one)."""
     from rlvr.data import format_prompt as _format
 
     return _format(tokenizer, prompt, system_prompt)
 
 
-def evaluate(model, tokenizer, prompts: Sequence[Any], verifier, *, n: int, ks: Sequence[int], sampling, reward: RewardConfig, system_prompt: str | None = None) -> dict[str, float]:
-    """Held-out ``avg@k``/``pass@k`` of ``prompts`` (``rlvr.train.prompts.Prompt``) through the evaluation harness."""
+def evaluate(
+    model,
+    tokenizer,
+    examples: Sequence[Any],
+    scorer,
+    cfg: EvalConfig,
+    *,
+    sampling,
+    system_prompt: str | None,
+) -> dict[str, float]:
+    """Held-out ``avg@k``, ``pass@k`` (and the harness's other metrics) through the evaluation harness."""
+    from rlvr.evaluation import EvalConfig as HarnessConfig
     from rlvr.evaluation import evaluate as _evaluate
 
-    rows = [p.row for p in prompts]
-    report = _evaluate(model, tokenizer, rows, verifier, n=n, ks=list(ks), sampling=sampling, system_prompt=system_prompt)
+    harness = HarnessConfig(
+        n=cfg.n,
+        ks=tuple(cfg.ks),
+        sampling=sampling,
+        batch_size=cfg.batch_size,
+        seed=cfg.seed,
+        system_prompt=system_prompt,
+        keep_completions=False,
+    )
+    report = _evaluate(model, tokenizer, list(examples), scorer.verifier, harness, scorer=scorer)
     return {k: float(v) for k, v in report.metrics.items()}

@@ -13,15 +13,24 @@ from typing import Any
 
 import torch
 
+from rlvr.generation import SamplingConfig
 from rlvr.train import integrations
 from rlvr.train.checkpoint import TrainerState, load_trainer_state, save_checkpoint, seed_everything
 from rlvr.train.config import TrainConfig
-from rlvr.train.metrics import MetricsWriter
+from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
+from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set
 from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
-from rlvr.train.setup import build_optimizer, expand_output_dir, load_policy, peak_rss_mb, prepare_run_dir
+from rlvr.train.setup import (
+    autocast,
+    build_optimizer,
+    expand_output_dir,
+    load_policy,
+    peak_rss_mb,
+    prepare_run_dir,
+)
 from rlvr.train.sft import due
 from rlvr.train.update import update_policy
 
@@ -35,7 +44,7 @@ class Run:
     policy: Any
     reference: Any
     tokenizer: Any
-    verifier: Any
+    scorer: Any
     train_set: PromptSet
     eval_set: PromptSet | None
     sampler: IndexSampler
@@ -57,12 +66,19 @@ class TrainResult:
     metrics: dict[str, float | None]
     """Metrics of the last step."""
     evals: dict[int, dict[str, float]]
-    """Held-out metrics by step (step 0: before training)."""
+    """Held-out ``avg@k``/``pass@k`` by step (step 0: before training)."""
+    plots: list[Path] = field(default_factory=list)
+    """PNG files written at the end."""
 
     def summary_lines(self) -> list[str]:
         """What the command line prints at the end."""
-        lines = [f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items()) for name, m in self._eval_rows()]
-        lines.append(f"metrics:          {self.run_dir / 'metrics.jsonl'}  (plot: rlvr plot {self.run_dir})")
+        lines = [
+            f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items())
+            for name, m in self._eval_rows()
+        ]
+        lines.append(f"metrics:          {self.run_dir / 'metrics.jsonl'}")
+        if self.plots:
+            lines.append(f"plots:            {self.plots[0].parent}")
         if self.model_dir is not None:
             lines.append(f"model:            {self.model_dir}")
         return lines
@@ -80,12 +96,32 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
     if cfg.objective.kl_coef > 0:  # the reference model exists only when the KL term does
         reference, _ = load_policy(cfg.model)
         reference.requires_grad_(False).eval()
-    train_set = load_prompt_set(cfg.data.train, tokenizer, cfg.data, limit=cfg.data.max_train_examples)
-    eval_set = load_prompt_set(cfg.data.eval, tokenizer, cfg.data, limit=cfg.data.max_eval_examples) if cfg.data.eval else None
-    sampler = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=cfg.data.shuffle)
-    optimizer, scheduler = build_optimizer(policy, cfg.optim, cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs)
+    data = cfg.data
+    train_set = load_prompt_set(data.train, tokenizer, data, limit=data.max_train_examples)
+    eval_set = (
+        load_prompt_set(data.eval, tokenizer, data, limit=data.max_eval_examples)
+        if data.eval
+        else None
+    )
+    sampler = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
+    updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
+    optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)
     mode = cfg.objective.advantage or integrations.objective_defaults(cfg.objective.name).advantage
-    run = Run(cfg, run_dir, policy, reference, tokenizer, integrations.build_verifier(cfg.reward), train_set, eval_set, sampler, optimizer, scheduler, mode)
+    scorer = integrations.open_scorer(cfg.reward)
+    run = Run(
+        cfg,
+        run_dir,
+        policy,
+        reference,
+        tokenizer,
+        scorer,
+        train_set,
+        eval_set,
+        sampler,
+        optimizer,
+        scheduler,
+        mode,
+    )
     if checkpoint is not None:
         state = load_trainer_state(checkpoint, optimizer, scheduler)
         sampler.load_state_dict(state.data)
@@ -95,40 +131,61 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
 
 
 def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
-    """One step: rollout, update; returns its metrics and sample completions."""
+    """One step: rollout, filter, update; returns its metrics and a few sample completions."""
     cfg, t0 = run.cfg, time.perf_counter()
     _mode(run, training=False)
-    sampled, kept = collect_rounds(run.policy, run.tokenizer, run.verifier, run.train_set.prompts, run.sampler, cfg)
+    sampled, kept = collect_rounds(
+        run.policy, run.tokenizer, run.scorer, run.train_set.prompts, run.sampler, cfg
+    )
     batch, counts = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
     metrics = {**rollout_metrics(sampled, cfg), **counts}
-    metrics["sampling/underfilled"] = float(cfg.rollout.dynamic_sampling and counts["groups/kept"] < cfg.rollout.prompts_per_step)
-    if batch is None:
-        metrics["update/skipped"] = 1.0  # nothing left to learn from: no optimiser step
-    else:
+    metrics["sampling/underfilled"] = float(
+        cfg.rollout.dynamic_sampling and counts["groups/kept"] < cfg.rollout.prompts_per_step
+    )
+    metrics["update/skipped"] = float(
+        batch is None
+    )  # nothing left to learn from: no optimiser step
+    if batch is not None:
         batch, metrics["time/logp"] = behaviour_logp(batch, run.policy, run.reference, cfg)
         t1 = time.perf_counter()
         _mode(run, training=True)
         metrics.update(update_policy(run.policy, run.optimizer, run.scheduler, batch, cfg))
-        metrics.update({"update/skipped": 0.0, "time/update": time.perf_counter() - t1})
-        metrics.update({"batch/sequences": float(batch.size), "batch/tokens": float(batch.seqs.response_mask.sum())})
+        metrics["time/update"] = time.perf_counter() - t1
+        metrics.update(
+            {
+                "batch/sequences": float(batch.size),
+                "batch/tokens": float(batch.seqs.response_mask.sum()),
+            }
+        )
     metrics["time/step"] = time.perf_counter() - t0
     metrics["perf/tokens_per_s"] = metrics["perf/generated_tokens"] / metrics["time/step"]
     metrics["perf/peak_rss_mb"] = peak_rss_mb()
-    metrics.update({"data/epoch": float(run.sampler.epoch), "data/prompts_skipped": float(run.train_set.skipped), "data/prompts_truncated": float(run.train_set.truncated)})
+    metrics["data/epoch"] = float(run.sampler.epoch)
+    metrics["data/prompts_skipped"] = float(run.train_set.skipped)
+    metrics["data/prompts_truncated"] = float(run.train_set.truncated)
     return metrics, samples(sampled, cfg.log.samples_per_step)
 
 
 def evaluate(run: Run) -> dict[str, float]:
-    """Held-out ``eval/avg@k``, ``eval/pass@k`` with the evaluation's own seeded RNG."""
+    """Held-out metrics (``eval/avg@k``, ``eval/pass@k``, ...) through the evaluation harness."""
     ev, cfg = run.cfg.eval, run.cfg
-    from rlvr.generation import SamplingConfig
-
-    sampling = SamplingConfig(max_new_tokens=ev.max_new_tokens or cfg.rollout.max_new_tokens, temperature=ev.temperature, top_p=ev.top_p)
+    sampling = SamplingConfig(
+        max_new_tokens=ev.max_new_tokens or cfg.rollout.max_new_tokens,
+        temperature=ev.temperature,
+        top_p=ev.top_p,
+    )
     _mode(run, training=False)
     t0 = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(ev.seed)
-        scores = integrations.evaluate(run.policy, run.tokenizer, run.eval_set.prompts, run.verifier, n=ev.n, ks=ev.ks, sampling=sampling, reward=cfg.reward, system_prompt=cfg.data.system_prompt)
+    with autocast(cfg.model):
+        scores = integrations.evaluate(
+            run.policy,
+            run.tokenizer,
+            [p.example for p in run.eval_set.prompts],
+            run.scorer,
+            ev,
+            sampling=sampling,
+            system_prompt=cfg.data.system_prompt,
+        )
     out = {f"eval/{k}": v for k, v in scores.items()}
     out["time/eval"] = time.perf_counter() - t0
     return out
@@ -138,7 +195,11 @@ def _eval_due(run: Run, step: int) -> bool:
     ev = run.cfg.eval
     if run.eval_set is None:
         return False
-    return bool((ev.every and step % ev.every == 0) or (step == run.cfg.steps and ev.at_end) or (step == 0 and ev.at_start))
+    return bool(
+        (ev.every and step % ev.every == 0)
+        or (step == run.cfg.steps and ev.at_end)
+        or (step == 0 and ev.at_start)
+    )
 
 
 def _mode(run: Run, *, training: bool) -> None:
@@ -153,33 +214,68 @@ def train(cfg: TrainConfig, *, resume: bool = False) -> TrainResult:
     integrations.validate_objective(cfg.objective)
     run_dir, checkpoint = prepare_run_dir(cfg, resume=resume)
     run = build_run(cfg, run_dir, checkpoint)
-    writer = MetricsWriter(run_dir, cfg.log, resume_step=run.start_step if checkpoint else None, config=to_dict(cfg))
+    writer = MetricsWriter(
+        run_dir, cfg.log, resume_step=run.start_step if checkpoint else None, config=to_dict(cfg)
+    )
     shown = [("reward/mean", "reward"), ("reward/accuracy", "acc"), ("policy/entropy", "entropy")]
-    progress = ProgressReporter(cfg.log, total=cfg.steps, start=run.start_step, title="train", shown=shown)
-    row, model_dir = {}, None
+    progress = ProgressReporter(
+        cfg.log, total=cfg.steps, start=run.start_step, title="train", shown=shown
+    )
     try:
-        if run.start_step == 0 and _eval_due(run, 0):
-            run.evals[0] = _log_eval(run, writer, progress, 0)
-        for step in range(run.start_step + 1, cfg.steps + 1):
-            metrics, examples = train_step(run)
-            if _eval_due(run, step):
-                metrics.update(evaluate(run))
-                run.evals[step] = {k[5:]: v for k, v in metrics.items() if k.startswith("eval/")}
-            row = writer.write(step, metrics)
-            writer.write_samples(step, examples)
-            progress.step(step, row)
-            if due(step, cfg.steps, cfg.checkpoint):
-                state = TrainerState(step=step, data=run.sampler.state_dict(), extra={"evals": run.evals})
-                model_dir = save_checkpoint(run_dir, run.policy, run.tokenizer, run.optimizer, run.scheduler, state, keep_last=cfg.checkpoint.keep_last)
+        with run.scorer:
+            row, model_dir = _run_steps(run, writer, progress)
     finally:
         writer.close()
         progress.close()
-    return TrainResult(run_dir=run_dir, model_dir=model_dir, metrics=row, evals=run.evals)
+    plots = (
+        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
+        if cfg.log.plots
+        else []
+    )
+    return TrainResult(
+        run_dir=run_dir, model_dir=model_dir, metrics=row, evals=run.evals, plots=plots
+    )
 
 
-def _log_eval(run: Run, writer: MetricsWriter, progress: ProgressReporter, step: int) -> dict[str, float]:
+def _run_steps(
+    run: Run, writer: MetricsWriter, progress: ProgressReporter
+) -> tuple[dict, Path | None]:
+    """Steps ``start + 1 .. steps`` with evaluation and checkpoints on schedule."""
+    cfg, row, model_dir = run.cfg, {}, None
+    if run.start_step == 0 and _eval_due(run, 0):
+        run.evals[0] = _log_eval(run, writer, progress)
+    for step in range(run.start_step + 1, cfg.steps + 1):
+        metrics, examples = train_step(run)
+        if _eval_due(run, step):
+            metrics.update(evaluate(run))
+            run.evals[step] = {
+                k[5:]: v for k, v in metrics.items() if k.startswith("eval/") and "@" in k
+            }
+        row = writer.write(step, metrics)
+        writer.write_samples(step, examples)
+        progress.step(step, row)
+        if due(step, cfg.steps, cfg.checkpoint):
+            state = TrainerState(
+                step=step, data=run.sampler.state_dict(), extra={"evals": run.evals}
+            )
+            model_dir = save_checkpoint(
+                run.run_dir,
+                run.policy,
+                run.tokenizer,
+                run.optimizer,
+                run.scheduler,
+                state,
+                keep_last=cfg.checkpoint.keep_last,
+            )
+    return row, model_dir
+
+
+def _log_eval(run: Run, writer: MetricsWriter, progress: ProgressReporter) -> dict[str, float]:
+    """The evaluation before the first step, written as step 0."""
     metrics = evaluate(run)
-    writer.write(step, metrics)
-    scores = {k[5:]: v for k, v in metrics.items() if k.startswith("eval/")}
-    progress.message("held-out before training: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items()))
+    writer.write(0, metrics)
+    scores = {k[5:]: v for k, v in metrics.items() if k.startswith("eval/") and "@" in k}
+    progress.message(
+        "held-out before training: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
+    )
     return scores

@@ -55,7 +55,9 @@ def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if not isinstance(base, str):
         raise ValueError(f"{name_or_path}: base must name a config, got {base!r}")
     if base in _seen or base == name_or_path:
-        raise ValueError(f"{name_or_path}: circular base {' -> '.join((*_seen, name_or_path, base))}")
+        raise ValueError(
+            f"{name_or_path}: circular base {' -> '.join((*_seen, name_or_path, base))}"
+        )
     return deep_merge(read_yaml(base, (*_seen, name_or_path)), data)
 
 
@@ -103,7 +105,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     """A copy of ``data`` with each ``a.b.c=value`` set (value parsed as YAML)."""
     out = _deep_copy(data)
     # A new objective name first, so `objective.eps3=0.3 objective.name=abc_grpo` keeps eps3.
-    renames = [o for o in overrides if o.partition("=")[0] in {f"{k}{s}" for k in _NAME_SCOPED for s in ("", ".name")}]
+    renames = [
+        o
+        for o in overrides
+        if o.partition("=")[0] in {f"{k}{s}" for k in _NAME_SCOPED for s in ("", ".name")}
+    ]
     for item in renames + [o for o in overrides if o not in renames]:
         key, sep, raw = item.partition("=")
         if not sep or not key or any(not part for part in key.split(".")):
@@ -113,7 +119,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         except yaml.YAMLError as err:
             raise ValueError(f"override {item!r}: value is not valid YAML: {err}") from err
         parts = key.split(".")
-        if parts[0] in _NAME_SCOPED and (len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]):
+        if parts[0] in _NAME_SCOPED and (
+            len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]
+        ):
             section = out.get(parts[0])
             section = {"name": section} if isinstance(section, str) else dict(section or {})
             out[parts[0]] = _rename(parts[0], section, value)

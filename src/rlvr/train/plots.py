@@ -20,7 +20,10 @@ PANELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "reward": ("Reward", ("reward/mean", "reward/accuracy")),
     "entropy": ("Policy entropy", ("policy/entropy",)),
     "clip": ("Clip fractions", ("clip/frac", "clip/low_frac", "clip/high_frac")),
-    "quadrants": ("Out-of-band quadrant shares", ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share")),
+    "quadrants": (
+        "Out-of-band quadrant shares",
+        ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
+    ),
     "length": ("Response length", ("response/length_mean", "response/length_max")),
     "eval": ("Held-out", (r"eval/.*",)),
 }
@@ -64,7 +67,13 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
                 points = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
                 if points:
                     xs, ys = zip(*points, strict=True)
-                    ax.plot(xs, ys, styles[i % len(styles)], marker="." if len(xs) < 30 else None, label=f"{label}: {name}" if len(runs) > 1 else name)
+                    ax.plot(
+                        xs,
+                        ys,
+                        styles[i % len(styles)],
+                        marker="." if len(xs) < 30 else None,
+                        label=f"{label}: {name}" if len(runs) > 1 else name,
+                    )
                     lines += 1
         if lines:
             ax.set(title=title, xlabel="step")
@@ -79,7 +88,9 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """``rlvr plot RUN [RUN ...] [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="rlvr plot", description="Plot metrics.jsonl of one or more runs as PNG files.")
+    parser = argparse.ArgumentParser(
+        prog="rlvr plot", description="Plot metrics.jsonl of one or more runs as PNG files."
+    )
     parser.add_argument("runs", nargs="+", help="run directories or metrics.jsonl files")
     parser.add_argument("--out", help="output directory (default: <first run>/plots)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

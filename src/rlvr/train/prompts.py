@@ -21,8 +21,8 @@ class Prompt:
     """Token ids of the formatted prompt (chat template applied)."""
     reference: Any
     """What the verifier checks completions against."""
-    row: integrations.Row
-    """The dataset row it came from."""
+    example: Any
+    """The ``rlvr.data.Example`` it came from."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,8 @@ class PromptSet:
     """Prompts longer than ``max_prompt_tokens`` that were cut to their last tokens."""
 
 
-def build_prompt_set(
-    rows: Sequence[integrations.Row], tokenizer, cfg: DataConfig, *, source: str
-) -> PromptSet:
-    """Format and tokenise ``rows``; over-long prompts are skipped or truncated (with a warning)."""
+def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source: str) -> PromptSet:
+    """Format and tokenise examples (``rlvr.data.Example``); over-long prompts are skipped or truncated, with a warning."""
     texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     prompts, skipped, truncated = [], 0, 0
@@ -52,7 +50,7 @@ def build_prompt_set(
                 continue
             ids, truncated = ids[-limit:], truncated + 1
         if ids:
-            prompts.append(Prompt(ids=tuple(ids), reference=row.target, row=row))
+            prompts.append(Prompt(ids=tuple(ids), reference=row.reference, example=row))
     if skipped or truncated:
         action = f"skipped {skipped}" if skipped else f"truncated {truncated}"
         warnings.warn(
@@ -67,8 +65,9 @@ def build_prompt_set(
 
 def load_prompt_set(source: str, tokenizer, cfg: DataConfig, *, limit: int | None) -> PromptSet:
     """Rows of ``source`` (file or dataset) as a :class:`PromptSet`."""
-    rows = integrations.load_rows(
-        source, prompt_field=cfg.prompt_field, target_field=cfg.answer_field, limit=limit
+    fields = integrations.field_map(cfg.fields, prompt=cfg.prompt_field, answer=cfg.answer_field)
+    rows = integrations.load_examples(
+        source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
     )
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 
@@ -87,13 +86,12 @@ def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
 ) -> tuple[list[SFTExample], int]:
     """``(examples, skipped)``: prompt/response pairs tokenised; rows over ``max_tokens`` are skipped."""
-    rows = integrations.load_rows(
-        source, prompt_field=cfg.prompt_field, target_field=cfg.response_field, limit=limit
-    )
+    fields = integrations.field_map(None, prompt=cfg.prompt_field, answer=cfg.response_field)
+    rows = integrations.load_examples(source, fields=fields, limit=limit)
     texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (
-        tokenizer([str(r.target) for r in rows], add_special_tokens=False)["input_ids"]
+        tokenizer([str(r.reference) for r in rows], add_special_tokens=False)["input_ids"]
         if rows
         else []
     )

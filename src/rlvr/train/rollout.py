@@ -81,7 +81,7 @@ class Rollout:
     """A few completions for ``samples.jsonl``."""
 
 
-def sample_round(policy, tokenizer, verifier, prompts: list[Prompt], cfg: TrainConfig) -> Round:
+def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainConfig) -> Round:
     """Generate G completions for each prompt and score them."""
     g = cfg.rollout.group_size
     per_call = max(1, (cfg.rollout.generation_batch_size or len(prompts) * g) // g)
@@ -94,7 +94,7 @@ def sample_round(policy, tokenizer, verifier, prompts: list[Prompt], cfg: TrainC
     t1 = time.perf_counter()
     texts = [t for gen in parts for t in gen.texts]
     references = [p.reference for p in prompts for _ in range(g)]
-    scores = integrations.score(verifier, cfg.reward, texts, references)
+    scores = integrations.score(scorer, texts, references)
     t2 = time.perf_counter()
     return Round(
         prompts=list(prompts),
@@ -108,14 +108,16 @@ def sample_round(policy, tokenizer, verifier, prompts: list[Prompt], cfg: TrainC
     )
 
 
-def collect_rounds(policy, tokenizer, verifier, prompts: list[Prompt], sampler: IndexSampler, cfg: TrainConfig) -> tuple[list[Round], list[Round]]:
+def collect_rounds(
+    policy, tokenizer, scorer, prompts: list[Prompt], sampler: IndexSampler, cfg: TrainConfig
+) -> tuple[list[Round], list[Round]]:
     """``(sampled, kept)`` rounds; with dynamic sampling ``kept`` holds only informative groups."""
     ro = cfg.rollout
     sampled, kept, have = [], [], 0
     rounds = ro.max_sampling_rounds if ro.dynamic_sampling else 1
     for _ in range(rounds):
         picked = [prompts[i] for i in sampler.take(ro.prompts_per_step)]
-        rnd = sample_round(policy, tokenizer, verifier, picked, cfg)
+        rnd = sample_round(policy, tokenizer, scorer, picked, cfg)
         sampled.append(rnd)
         if not ro.dynamic_sampling:
             kept.append(rnd)
@@ -132,21 +134,27 @@ def collect_rounds(policy, tokenizer, verifier, prompts: list[Prompt], sampler: 
     return sampled, kept
 
 
-def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig, advantage_mode: str) -> tuple[RolloutBatch | None, dict[str, float]]:
+def assemble(
+    kept: list[Round], pad_id: int, cfg: TrainConfig, advantage_mode: str
+) -> tuple[RolloutBatch | None, dict[str, float]]:
     """The update batch from the kept groups, after the configured filters; plus filter counts."""
     g = cfg.rollout.group_size
     if not kept:
-        return None, {"groups/kept": 0.0, "groups/filtered_zero_adv": 0.0, "rollout/masked_truncated": 0.0}
+        return None, {
+            "groups/kept": 0.0,
+            "groups/filtered_zero_adv": 0.0,
+            "rollout/masked_truncated": 0.0,
+        }
     seqs = concat([r.seqs for r in kept], pad_id)
     rewards = torch.cat([r.rewards for r in kept])
     truncated = torch.cat([r.truncated for r in kept])
     advantages = integrations.compute_advantages(rewards, g, advantage_mode)
-    stats = integrations.group_stats(rewards, g)
+    stats = integrations.group_stats(cfg.objective, rewards, g)
     batch = RolloutBatch(seqs=seqs, rewards=rewards, advantages=advantages, group_stats=stats)
     keep = torch.ones(batch.size, dtype=torch.bool)
     zero = torch.zeros(0, dtype=torch.bool)
     if cfg.rollout.filter_zero_advantage:
-        zero = integrations.zero_advantage_groups(advantages, g)
+        zero = integrations.zero_advantage_groups(rewards, g)
         keep &= ~zero.repeat_interleave(g)
     masked = int((truncated & keep).sum()) if cfg.rollout.mask_truncated else 0
     if cfg.rollout.mask_truncated:
@@ -181,7 +189,9 @@ def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
     return torch.cat(out).clone()  # leave inference mode: these enter the loss
 
 
-def behaviour_logp(batch: RolloutBatch, policy, reference, cfg: TrainConfig) -> tuple[RolloutBatch, float]:
+def behaviour_logp(
+    batch: RolloutBatch, policy, reference, cfg: TrainConfig
+) -> tuple[RolloutBatch, float]:
     """``batch`` with old (if the batch is reused) and reference (if ``kl_coef > 0``) log-probs; seconds."""
     t0 = time.perf_counter()
     old = _logp(policy, batch.seqs, cfg) if cfg.rollout.reuses_rollout else None
@@ -198,10 +208,15 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     empty = sum(not t.strip() for r in sampled for t in r.texts)
     identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
     if empty:
-        warnings.warn(f"{empty} empty completion(s) this step (scored by the verifier as given)", stacklevel=2)
+        warnings.warn(
+            f"{empty} empty completion(s) this step (scored by the verifier as given)", stacklevel=2
+        )
     failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
     if failures or timeouts:
-        warnings.warn(f"verifier: {failures} failure(s), {timeouts} timeout(s) this step, scored as wrong", stacklevel=2)
+        warnings.warn(
+            f"verifier: {failures} failure(s), {timeouts} timeout(s) this step, scored as wrong",
+            stacklevel=2,
+        )
     return {
         "reward/mean": float(rewards.mean()),
         "reward/std": float(rewards.std(unbiased=False)),
@@ -226,7 +241,7 @@ def samples(sampled: list[Round], k: int) -> list[dict[str, Any]]:
     g = len(first.texts) // len(first.prompts)
     return [
         {
-            "prompt": first.prompts[i // g].row.prompt,
+            "prompt": first.prompts[i // g].example.prompt,
             "reference": first.prompts[i // g].reference,
             "completion": first.texts[i],
             "reward": float(first.rewards[i]),

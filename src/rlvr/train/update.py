@@ -20,8 +20,11 @@ from rlvr.train.metrics import StepMetrics
 from rlvr.train.setup import autocast, clip_and_step
 
 
-def micro_loss(model, micro: RolloutBatch, cfg: TrainConfig, num_tokens: int, num_seqs: int) -> tuple[torch.Tensor, dict]:
+def micro_loss(
+    model, micro: RolloutBatch, cfg: TrainConfig, counts: integrations.StepCounts
+) -> tuple[torch.Tensor, dict]:
     """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
+    micro = micro.trim_responses()  # all-padding columns cost compute and change nothing
     seqs = micro.seqs
     with autocast(cfg.model):
         stats = integrations.token_stats(
@@ -39,6 +42,8 @@ def micro_loss(model, micro: RolloutBatch, cfg: TrainConfig, num_tokens: int, nu
     loss, metrics = integrations.policy_loss(
         cfg.objective,
         sft_threshold=cfg.sft_threshold,
+        counts=counts,
+        max_len=cfg.rollout.max_new_tokens,
         logp=logp,
         old_logp=micro.old_logp if micro.old_logp is not None else logp.detach(),
         advantages=micro.advantages,
@@ -47,23 +52,23 @@ def micro_loss(model, micro: RolloutBatch, cfg: TrainConfig, num_tokens: int, nu
         group_stats=micro.group_stats,
         ref_logp=micro.ref_logp,
         entropy=entropy,
-        num_tokens=num_tokens,
-        num_seqs=num_seqs,
     )
     metrics = dict(metrics)
-    if entropy is not None:
+    if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
     return loss, metrics
 
 
-def optimizer_step(model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig, acc: StepMetrics) -> dict[str, float]:
+def optimizer_step(
+    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig, acc: StepMetrics
+) -> dict[str, float]:
     """Accumulate gradients over micro-batches of ``batch``, then one optimiser step."""
-    num_tokens = int(batch.seqs.response_mask.sum())
+    counts = integrations.step_counts(batch.seqs.response_mask, batch.rewards, cfg.sft_threshold)
     lr = scheduler.get_last_lr()[0]
     total, nonfinite = 0.0, 0
     for index in chunk_rows(batch.size, cfg.optim.micro_batch_size):
         micro = batch.rows(index)
-        loss, metrics = micro_loss(model, micro, cfg, num_tokens, batch.size)
+        loss, metrics = micro_loss(model, micro, cfg, counts)
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
@@ -71,18 +76,29 @@ def optimizer_step(model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainC
         total += float(loss.detach())
         acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
     if nonfinite:
-        warnings.warn(f"{nonfinite} micro-batch loss(es) not finite; left out of the update", stacklevel=2)
+        warnings.warn(
+            f"{nonfinite} micro-batch loss(es) not finite; left out of the update", stacklevel=2
+        )
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
-    return {"loss/policy": total, "optim/grad_norm": grad_norm if math.isfinite(grad_norm) else 0.0, "optim/lr": lr, "optim/skipped": float(not stepped), "update/nonfinite_loss": float(nonfinite)}
+    acc.add_sum("optim/skipped_steps", float(not stepped))
+    acc.add_sum("update/nonfinite_losses", float(nonfinite))
+    return {
+        "loss/policy": total,
+        "optim/grad_norm": grad_norm if math.isfinite(grad_norm) else 0.0,
+        "optim/lr": lr,
+    }
 
 
-def update_policy(model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig) -> dict[str, float]:
+def update_policy(
+    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig
+) -> dict[str, float]:
     """``rollout.epochs`` passes of ``rollout.minibatches`` optimiser steps over ``batch``."""
     acc, per_step = StepMetrics(), StepMetrics()
+    steps = 0
     for _ in range(cfg.rollout.epochs):
         for rows in split_rows(batch.size, cfg.rollout.minibatches):
-            result = optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc)
-            per_step.add({k: v for k, v in result.items() if k not in ("optim/skipped", "update/nonfinite_loss")}, weight=1.0)
-            per_step.add_sum("optim/skipped_steps", result["optim/skipped"])
-            per_step.add_sum("update/nonfinite_loss", result["update/nonfinite_loss"])
-    return {**acc.result(), **per_step.result(), "update/optimizer_steps": float(cfg.rollout.epochs * len(split_rows(batch.size, cfg.rollout.minibatches)))}
+            per_step.add(
+                optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc), weight=1.0
+            )
+            steps += 1
+    return {**acc.result(), **per_step.result(), "update/optimizer_steps": float(steps)}

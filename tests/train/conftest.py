@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+torch.set_num_threads(1)  # tiny models: one thread is fastest, and immune to a busy machine
+
 # ------------------------------------------------------------------ stand-ins (tests only)
 
 
@@ -183,6 +185,11 @@ def _contains(completion, reference, *, correct=1.0, wrong=0.0):
     return correct if str(reference) in completion else wrong
 
 
+def _even(completion, reference, *, correct=1.0, wrong=0.0):
+    """Test verifier: ``correct`` for completions of even length (about half of them)."""
+    return correct if len(completion) % 2 == 0 else wrong
+
+
 def _raises(completion, reference, *, correct=1.0, wrong=0.0):
     """Test verifier that always fails."""
     raise RuntimeError("broken verifier")
@@ -326,6 +333,7 @@ def _register_test_verifiers() -> None:
 
     register("contains")(_contains)
     register("raises")(_raises)
+    register("even")(_even)
 
 
 _register_test_verifiers()
@@ -377,7 +385,7 @@ def train_config(tiny_model_dir, prompt_file, tmp_path):
             "seed": 0,
             "model": {"name": str(tiny_model_dir)},
             "data": {"train": prompt_file, "eval": prompt_file, "max_prompt_tokens": 64},
-            "reward": {"verifier": "contains"},
+            "reward": {"verifier": "even"},
             "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8},
             "objective": {"name": "grpo"},
             "optim": {"lr": 1e-3},

@@ -339,6 +339,8 @@ class TrainConfig:
     """Rollout steps (each runs ``rollout.minibatches * rollout.epochs`` optimiser steps)."""
     seed: int = 0
     """Seeds torch, Python, NumPy and the data order."""
+    threads: int | None = None
+    """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """Policy model."""
     data: DataConfig
@@ -360,6 +362,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
+        _check(
+            self.threads is None or self.threads >= 1,
+            f"threads must be >= 1 or null, got {self.threads}",
+        )
         batch = self.rollout.prompts_per_step * self.rollout.group_size
         mb = self.optim.micro_batch_size
         _check(
@@ -417,6 +423,8 @@ class SFTConfig:
     """Sequences per optimiser step."""
     seed: int = 0
     """Seeds torch, Python, NumPy and the data order."""
+    threads: int | None = None
+    """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """Model to fine-tune."""
     data: SFTDataConfig
@@ -432,6 +440,10 @@ class SFTConfig:
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        _check(
+            self.threads is None or self.threads >= 1,
+            f"threads must be >= 1 or null, got {self.threads}",
+        )
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
         mb = self.optim.micro_batch_size
         _check(

@@ -30,6 +30,7 @@ from rlvr.train.setup import (
     load_policy,
     peak_rss_mb,
     prepare_run_dir,
+    set_threads,
 )
 from rlvr.train.sft import due
 from rlvr.train.update import update_policy
@@ -90,6 +91,7 @@ class TrainResult:
 
 def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
     """Load models, data, verifier and optimiser; restore state from ``checkpoint`` if given."""
+    set_threads(cfg.threads)
     seed_everything(cfg.seed)
     policy, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
     reference = None

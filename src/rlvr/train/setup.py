@@ -49,6 +49,12 @@ def prepare_run_dir(config: Any, *, resume: bool) -> tuple[Path, Path | None]:
     return run_dir, checkpoint
 
 
+def set_threads(threads: int | None) -> None:
+    """Limit torch's CPU threads (``None`` leaves torch's default)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
 def load_policy(cfg: ModelConfig, path: str | None = None):
     """``(model, tokenizer)`` ready to train: dropout off, optional gradient checkpointing."""
     from rlvr.models import load_model

@@ -30,6 +30,7 @@ from rlvr.train.setup import (
     expand_output_dir,
     load_policy,
     prepare_run_dir,
+    set_threads,
 )
 
 
@@ -49,6 +50,7 @@ def sft(cfg: SFTConfig, *, resume: bool = False) -> SFTResult:
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
     cfg = expand_output_dir(cfg)
     run_dir, ckpt = prepare_run_dir(cfg, resume=resume)
+    set_threads(cfg.threads)
     seed_everything(cfg.seed)
     model, tokenizer = load_policy(cfg.model, str(ckpt) if ckpt else None)
     examples, skipped = load_sft_examples(

@@ -136,9 +136,11 @@ def test_mask_truncated_drops_truncated_rows(train_config):
 
 
 def test_long_prompts_are_skipped_or_truncated_with_a_count(train_config):
-    with pytest.warns(UserWarning, match="skipped 6 prompt"):
-        with pytest.raises(ValueError, match="no usable prompts"):
-            train(train_config("data.max_prompt_tokens=3", out="a"))
+    with (
+        pytest.warns(UserWarning, match="skipped 6 prompt"),
+        pytest.raises(ValueError, match="no usable prompts"),
+    ):
+        train(train_config("data.max_prompt_tokens=3", out="a"))
     with pytest.warns(UserWarning, match="truncated 6 prompt"):
         result = train(
             train_config(

@@ -45,14 +45,33 @@ class ModelConfig:
         _check(self.chunk_size >= 1, f"model.chunk_size must be >= 1, got {self.chunk_size}")
 
 
+@dataclass(frozen=True)
+class GymConfig:
+    """Task sets generated from ``reasoning-gym`` when a source reads ``reasoning_gym:<task>``."""
+
+    train_size: int = 2000
+    """Training problems to generate."""
+    eval_size: int = 200
+    """Held-out problems to generate (never overlapping the training questions)."""
+    seed: int = 0
+    """Seed of the training set; the held-out set uses ``seed + 1``."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``num_terms``)."""
+
+    def __post_init__(self) -> None:
+        _check(self.train_size >= 1 and self.eval_size >= 1, "data.gym sizes must be >= 1")
+
+
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the prompts come from and how they are turned into model input."""
 
     train: str
-    """Training prompts: a JSONL/Parquet file, a named dataset (``math500``) or a hub name."""
+    """Training prompts: a JSONL/Parquet file, a named dataset, a hub name, or ``reasoning_gym:<task>``."""
     eval: str | None = None
     """Held-out prompts for periodic evaluation (``None``: no evaluation)."""
+    gym: GymConfig = field(default_factory=GymConfig)
+    """Sizes and seed of generated ``reasoning_gym:<task>`` sets (cached under ``$RLVR_CACHE/data``)."""
     fields: str | None = None
     """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field``."""
     prompt_field: str = "prompt"

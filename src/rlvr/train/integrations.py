@@ -209,6 +209,16 @@ def load_examples(
     return _load(source, fields=fields, split=split, template=template, limit=limit)
 
 
+def write_gym_set(
+    path, task: str, *, size: int, seed: int, config: dict[str, Any], exclude: Sequence[str] = ()
+) -> None:
+    """Generate ``size`` reasoning-gym problems of ``task`` into the JSONL file ``path``."""
+    from rlvr.data import gym_rows, questions_in, write_jsonl
+
+    rows = gym_rows(task, size=size, seed=seed, config=config, exclude=questions_in(exclude))
+    write_jsonl(rows, path)
+
+
 def field_map(name: str | None, *, prompt: str, answer: str):
     """A named field mapping, or the mapping ``prompt``/``answer`` when ``name`` is ``None``."""
     from rlvr.data import FieldMap

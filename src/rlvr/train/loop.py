@@ -99,12 +99,8 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
         reference, _ = load_policy(cfg.model)
         reference.requires_grad_(False).eval()
     data = cfg.data
-    train_set = load_prompt_set(data.train, tokenizer, data, limit=data.max_train_examples)
-    eval_set = (
-        load_prompt_set(data.eval, tokenizer, data, limit=data.max_eval_examples)
-        if data.eval
-        else None
-    )
+    train_set = load_prompt_set(tokenizer, data, role="train")
+    eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
     sampler = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)

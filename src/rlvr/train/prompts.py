@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -63,9 +67,62 @@ def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source:
     return PromptSet(prompts=prompts, skipped=skipped, truncated=truncated)
 
 
-def load_prompt_set(source: str, tokenizer, cfg: DataConfig, *, limit: int | None) -> PromptSet:
-    """Rows of ``source`` (file or dataset) as a :class:`PromptSet`."""
-    fields = integrations.field_map(cfg.fields, prompt=cfg.prompt_field, answer=cfg.answer_field)
+GYM_PREFIX = "reasoning_gym:"
+
+
+def gym_files(cfg: DataConfig) -> dict[str, Path]:
+    """``{"train": path, "eval": path}`` of the generated sets for ``reasoning_gym:<task>`` sources.
+
+    Files are cached under ``$RLVR_CACHE/data`` by task, sizes, seed and options, written
+    once (atomically); the held-out set excludes every training question.
+    """
+    out = {}
+    for role, source in (("train", cfg.train), ("eval", cfg.eval)):
+        if source is None or not source.startswith(GYM_PREFIX):
+            continue
+        task, gym = source[len(GYM_PREFIX) :], cfg.gym
+        key = json.dumps(
+            [task, gym.train_size, gym.eval_size, gym.seed, gym.config], sort_keys=True
+        )
+        stem = f"{task}-s{gym.seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+        train_path = _cache_dir() / f"{stem}-train.jsonl"
+        if not train_path.exists():
+            _write_atomic(train_path, task, gym.train_size, gym.seed, gym.config, [])
+        path = train_path
+        if role == "eval":
+            path = _cache_dir() / f"{stem}-eval.jsonl"
+            if not path.exists():
+                _write_atomic(path, task, gym.eval_size, gym.seed + 1, gym.config, [train_path])
+        out[role] = path
+    return out
+
+
+def _cache_dir() -> Path:
+    from rlvr.models import cache_root
+
+    return cache_root() / "data"
+
+
+def _write_atomic(
+    path: Path, task: str, size: int, seed: int, config: dict, exclude: list[Path]
+) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    integrations.write_gym_set(
+        tmp, task, size=size, seed=seed, config=config, exclude=[str(p) for p in exclude]
+    )
+    os.replace(tmp, path)
+
+
+def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
+    """The ``train`` or ``eval`` prompts of ``cfg`` (file, dataset or ``reasoning_gym:<task>``)."""
+    source = cfg.train if role == "train" else cfg.eval
+    limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
+    if source is None:
+        raise ValueError(f"data.{role} is not set")
+    fields_name = cfg.fields
+    if source.startswith(GYM_PREFIX):
+        source, fields_name = str(gym_files(cfg)[role]), fields_name or "reasoning_gym"
+    fields = integrations.field_map(fields_name, prompt=cfg.prompt_field, answer=cfg.answer_field)
     rows = integrations.load_examples(
         source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
     )

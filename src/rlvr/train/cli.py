@@ -63,6 +63,7 @@ def print_config_error(err: ValueError) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``rlvr train [--config FILE] [key=value ...] [--resume [DIR]]``."""
     from rlvr.train.config import TrainConfig
+    from rlvr.train.integrations import validate_objective
     from rlvr.train.loop import train
 
     parser = argparse.ArgumentParser(
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, resume = parse_run_args(
             parser, TrainConfig, sys.argv[1:] if argv is None else argv, default_config="demo"
         )
+        validate_objective(cfg.objective)
     except ValueError as err:
         return print_config_error(err)
     result = train(cfg, resume=resume)

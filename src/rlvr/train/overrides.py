@@ -189,22 +189,9 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, path)
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        rest = [a for a in args if a is not type(None)]
-        errors = []
-        for arg in rest:
-            try:
-                return coerce(value, arg, path)
-            except ValueError as err:
-                errors.append(str(err))
-        raise ValueError(
-            errors[0] if len(errors) == 1 else f"{path}: {value!r} matches none of {rest}"
-        )
+        return _coerce_union(value, args, path)
     if origin is typing.Literal:
-        if value not in args:
-            raise ValueError(f"{path} must be one of {list(args)}, got {value!r}")
-        return value
+        return _coerce_literal(value, args, path)
     if origin is tuple:
         return _coerce_tuple(value, args, path)
     if origin is dict or tp is dict:
@@ -214,6 +201,27 @@ def coerce(value: Any, tp: Any, path: str) -> Any:
     if tp is typing.Any:
         return value
     return _coerce_scalar(value, tp, path)
+
+
+def _coerce_union(value: Any, args: tuple, path: str) -> Any:
+    if value is None and type(None) in args:
+        return None
+    rest = [a for a in args if a is not type(None)]
+    errors = []
+    for arg in rest:
+        try:
+            return coerce(value, arg, path)
+        except ValueError as err:
+            errors.append(str(err))
+    raise ValueError(errors[0] if len(errors) == 1 else f"{path}: {value!r} matches none of {rest}")
+
+
+def _coerce_literal(value: Any, args: tuple, path: str) -> Any:
+    if isinstance(value, bool) and {"on", "off"} <= set(args):  # YAML 1.1 reads on/off as bools
+        value = "on" if value else "off"
+    if value not in args:
+        raise ValueError(f"{path} must be one of {list(args)}, got {value!r}")
+    return value
 
 
 def _coerce_tuple(value: Any, args: tuple, path: str) -> tuple:

@@ -25,7 +25,8 @@ PANELS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
     ),
     "length": ("Response length", ("response/length_mean", "response/length_max")),
-    "eval": ("Held-out", (r"eval/.*",)),
+    "eval": ("Held-out", (r"eval/(avg|pass)@\d+",)),
+    "sft": ("SFT loss", ("sft/loss", "sft/eval_loss")),
 }
 
 

@@ -19,8 +19,9 @@ from rlvr.train import integrations
 from rlvr.train.batch import SequenceBatch, chunk_rows, pack
 from rlvr.train.checkpoint import TrainerState, load_trainer_state, save_checkpoint, seed_everything
 from rlvr.train.config import CheckpointConfig, SFTConfig
-from rlvr.train.metrics import MetricsWriter
+from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
+from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
 from rlvr.train.setup import (
@@ -106,6 +107,8 @@ def sft(cfg: SFTConfig, *, resume: bool = False) -> SFTResult:
     finally:
         writer.close()
         progress.close()
+    if cfg.log.plots:
+        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
     return SFTResult(run_dir=run_dir, model_dir=model_dir, metrics=row)
 
 

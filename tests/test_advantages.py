@@ -96,7 +96,9 @@ def test_reward_range_maps_plus_minus_one_to_unit_interval():
     rewards = torch.tensor([1.0, -1.0, 1.0, 1.0])
     stats = group_stats(rewards, 2, reward_range=(-1, 1))
     assert stats.reward_mean.tolist() == [0.75] * 4
-    assert torch.allclose(stats.reward_std, torch.full((4,), math.sqrt(0.75 * 0.25)))
+    assert torch.allclose(
+        stats.reward_std, torch.full((4,), math.sqrt(0.75 * 0.25), dtype=torch.float64)
+    )
     assert stats.pass_rate.tolist() == [0.5, 0.5, 1.0, 1.0]  # raw rewards > 0
 
 

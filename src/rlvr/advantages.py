@@ -156,13 +156,14 @@ def group_stats(
 ) -> GroupStats:
     """Per-sample statistics of ``rewards [B]`` (contiguous groups), for the whole batch.
 
-    ``pass_rate`` uses the raw rewards; ``reward_mean``/``reward_std`` use the rewards
+    Computed in float64 (objectives cast to their compute dtype). ``pass_rate`` uses the
+    raw rewards; ``reward_mean``/``reward_std`` use the rewards
     mapped to ``[0, 1]`` by ``reward_range`` (unmapped when None) over ``scope``.
     :func:`rlvr.objectives.group_stats_for` picks these options from an objective's
     hyperparameters.
     """
     options = StatsOptions(pass_threshold, reward_range, scope)
-    grouped = _grouped(rewards, group_size)  # [B/G, G]
+    grouped = _grouped(rewards, group_size).double()  # [B/G, G], float64 whatever the input
     passed = (grouped > options.pass_threshold).to(grouped.dtype)
     pass_rate = passed.mean(dim=1, keepdim=True).expand_as(grouped)
     mapped = _mapped(grouped, options.reward_range)

@@ -195,3 +195,26 @@ def test_per_token_advantages_of_one_sign():
     b, _, gb, _ = call("apmpo", adv=per_token)
     close(a, b, 1e-12)
     close(ga, gb, 1e-12)
+
+
+def test_float32_power_mean_stays_accurate_for_small_p():
+    gen = torch.Generator().manual_seed(1)
+    log_ratio = torch.randn(4, 512, generator=gen, dtype=torch.float64) * 0.3
+    rewards = torch.tensor([1.0, 1.0, 1.0, 0.0], dtype=torch.float64)  # mu = 0.75
+    adv = torch.tensor([1.0, -1.0, 0.5, -2.0], dtype=torch.float64)
+    gamma = -math.log(1e-3) / 0.75  # p = 1e-3
+    out = []
+    for dtype in (torch.float64, torch.float32):
+        logp = (log_ratio - 1.0).to(dtype)
+        loss, _ = policy_loss(
+            "pmpo",
+            logp=logp,
+            old_logp=torch.full_like(logp, -1.0),
+            advantages=adv.to(dtype),
+            mask=torch.ones(4, 512),
+            rewards=rewards,
+            group_size=4,
+            gamma=gamma,
+        )
+        out.append(float(loss))
+    assert abs(out[1] - out[0]) <= 1e-5 * abs(out[0])

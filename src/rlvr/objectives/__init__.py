@@ -9,7 +9,7 @@ Pure functions over tensors, registered by name (``OBJECTIVES``); the entry poin
 >>> logp = torch.log(torch.tensor([[0.5, 0.4]])).requires_grad_()
 >>> loss, metrics = policy_loss("grpo", logp=logp, old_logp=logp.detach(),
 ...                             advantages=torch.tensor([1.0]), mask=torch.ones(1, 2))
->>> float(loss), float(metrics["clip/frac"])
+>>> float(loss.detach()), float(metrics["clip/frac"])
 (-1.0, 0.0)
 """
 

@@ -147,8 +147,13 @@ def signed_power_mean_loss(
 
     Computed as ``exp(logmeanexp(p*log_phi)/p)``; rows with ``p < P_GEOMETRIC`` use the
     geometric mean ``exp(mean_t log_phi)``; rows with ``sign == 0`` give exactly 0 (and no
-    NaN in the backward pass: every unused branch sees finite placeholders).
+    NaN in the backward pass: every unused branch sees finite placeholders). The reduction
+    runs in float64 (except on MPS): dividing a log-mean by a small ``p`` would amplify
+    float32 rounding (relative error ~1e-5 at p = 0.05, ~4e-4 at p = 1e-3).
     """
+    out_dtype = log_phi.dtype
+    if log_phi.device.type != "mps":  # float64 keeps (.)^(1/p) accurate for small p
+        log_phi, sign, p = log_phi.double(), sign.double(), p.double()
     skip = sign == 0  # [B]
     valid = mask & ~skip[:, None]
     safe = torch.where(valid, log_phi, torch.zeros_like(log_phi))
@@ -161,4 +166,4 @@ def signed_power_mean_loss(
     log_mean = torch.logsumexp(scaled, dim=1) - torch.log(tokens)
     power = torch.exp(log_mean / p_safe)
     magnitude = torch.where(use_geo, geometric, power)
-    return torch.where(skip, torch.zeros_like(magnitude), -sign * magnitude)
+    return torch.where(skip, torch.zeros_like(magnitude), -sign * magnitude).to(out_dtype)

@@ -31,6 +31,11 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def finite_on(values: torch.Tensor, mask: torch.Tensor) -> bool:
+    """True when ``values`` is finite wherever ``mask`` is set (padding may hold anything)."""
+    return bool(torch.where(mask, torch.isfinite(values.detach()), True).all())
+
+
 def check_tensor(name: str, value: Any, shape: torch.Size, mask: torch.Tensor) -> None:
     """``value`` is a floating tensor of ``shape``, finite on response tokens."""
     if not isinstance(value, torch.Tensor) or value.shape != shape:
@@ -39,7 +44,7 @@ def check_tensor(name: str, value: Any, shape: torch.Size, mask: torch.Tensor) -
         )
     if not value.is_floating_point():
         raise ValueError(f"{name} must be a floating tensor, got {value.dtype}")
-    if not bool(torch.isfinite(value.detach())[mask].all()):
+    if not finite_on(value, mask):
         raise ValueError(f"{name} contains NaN or inf on response tokens")
 
 
@@ -53,7 +58,7 @@ def check_advantages(adv: Any, mask: torch.Tensor, dtype: torch.dtype) -> torch.
             f"got {_describe(adv)}"
         )
     adv = adv.detach().to(dtype)
-    if not bool(torch.isfinite(adv)[mask].all()):
+    if not finite_on(adv, mask):
         raise ValueError("advantages contain NaN or inf on response tokens")
     return torch.where(mask, adv, torch.zeros_like(adv))
 
@@ -100,9 +105,7 @@ def resolve_stats(
     )
 
 
-def build_batch(
-    logp: Any, old_logp: Any, advantages: Any, mask: Any, stats: GroupStats | None
-) -> PolicyBatch:
+def build_batch(logp: Any, old_logp: Any, advantages: Any, mask: Any) -> PolicyBatch:
     """Validated :class:`PolicyBatch`; ratios in float32 (or wider), padding never exponentiated."""
     mask = check_mask(mask)
     check_tensor("logp", logp, mask.shape, mask)
@@ -112,6 +115,4 @@ def build_batch(
     old_logp = old_logp.detach().to(dtype)
     log_ratio = torch.where(mask, logp - old_logp, torch.zeros_like(logp))
     adv = check_advantages(advantages, mask, dtype)
-    if stats is not None:
-        stats = stats.to(mask.device)
-    return PolicyBatch(logp, old_logp, log_ratio, torch.exp(log_ratio), adv, mask, stats)
+    return PolicyBatch(logp, old_logp, log_ratio, torch.exp(log_ratio), adv, mask)

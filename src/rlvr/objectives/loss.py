@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -78,11 +79,12 @@ def policy_loss(
     mode = spec.loss_agg if loss_agg is None else loss_agg
     if mode not in LOSS_AGG_MODES:
         raise ValueError(f"unknown loss_agg {mode!r}; valid: {', '.join(LOSS_AGG_MODES)}")
-    batch_size = logp.shape[0] if isinstance(logp, torch.Tensor) and logp.dim() == 2 else -1
+    batch = build_batch(logp, old_logp, advantages, mask)
     if rewards is not None:
-        rewards = check_rewards(rewards, batch_size)
-    stats = resolve_stats(spec, cfg, group_stats, rewards, group_size, batch_size)
-    batch = build_batch(logp, old_logp, advantages, mask, stats)
+        rewards = check_rewards(rewards, batch.mask.shape[0])
+    stats = resolve_stats(spec, cfg, group_stats, rewards, group_size, batch.mask.shape[0])
+    if stats is not None:
+        batch = dataclasses.replace(batch, stats=stats.to(batch.mask.device))
     out = spec.loss_fn(batch, cfg)
     counts = {"num_tokens": num_tokens, "num_seqs": num_seqs, "max_len": max_len}
     loss = aggregate(out.per_token_loss, batch.mask, mode, **counts)

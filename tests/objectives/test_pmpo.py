@@ -63,6 +63,16 @@ def test_apmpo_hand_worked():
     close(loss, reference(RATIOS, ADV, p, 0.2, eps_ada))
 
 
+def test_pmpo_hand_worked():
+    loss, metrics, _, _ = call("pmpo")
+    p = math.exp(-0.8 * MU)
+    close(metrics["pmpo/p"], p)
+    row0 = ((1.2**p + 0.9**p) / 2) ** (1 / p)  # 1.5 clipped at 1 + eps_high
+    row1 = -((((0.5 * 0.8) ** p + (0.5 * 1.2) ** p) / 2) ** (1 / p))
+    row3 = (((2 * 1.0) ** p + (2 * 1.1) ** p) / 2) ** (1 / p)
+    close(loss, -(row0 + row1 + row3) / 4)
+
+
 def test_eps_ada_uses_tanh_of_fss():
     _, metrics, _, _ = call("apmpo", rewards=torch.tensor([1.0, 0.0, 0.0, 0.0]))
     fss = 0.25 / (math.sqrt(0.25 * 0.75) + 1e-6)

@@ -124,6 +124,10 @@ def test_make_config_sets_and_validates():
         make_config("etr", eps_floor=0.0)
     with pytest.raises(ValueError, match="stats_scope"):
         make_config("apmpo", stats_scope="micro")
+    with pytest.raises(ValueError, match="eps3 must be a number, got '0.3'"):
+        make_config("abc_grpo", eps3="0.3")
+    with pytest.raises(ValueError, match="lam1 must be a number"):
+        make_config("etr", lam1=None)
 
 
 def test_unknown_objective_lists_valid_names():

@@ -35,6 +35,7 @@ from rlvr.objectives.base import (
     masked_mean,
     ppo_clip,
 )
+from rlvr.objectives.ppo_clip import check_number
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class EtrConfig:
     """Largest allowed clip width (keeps ``1 - eps > 0``)."""
 
     def __post_init__(self) -> None:
-        for name in ("eps_base", "lam1", "lam2", "pass_threshold"):
+        for name in ("eps_base", "lam1", "lam2", "pass_threshold", "eps_floor", "eps_ceil"):
+            check_number(name, getattr(self, name))
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
         if not 0 < self.eps_floor <= self.eps_ceil < 1:

@@ -45,7 +45,7 @@ from rlvr.objectives.base import (
     sequence_signs,
     signed_power_mean_loss,
 )
-from rlvr.objectives.ppo_clip import check_eps
+from rlvr.objectives.ppo_clip import check_eps, check_number
 
 P_SCHEDULES = ("exp", "linear")
 
@@ -77,6 +77,7 @@ class PmpoConfig:
             raise ValueError(
                 f"unknown p_schedule {self.p_schedule!r}; valid: {', '.join(P_SCHEDULES)}"
             )
+        check_number("p_min", self.p_min)
         if not 0 < self.p_min <= 1:
             raise ValueError(f"p_min must be in (0, 1], got {self.p_min}")
         if self.stats_scope not in STATS_SCOPES:
@@ -107,6 +108,7 @@ class ApmpoConfig(PmpoConfig):
         check_eps(eps_min=self.eps_min, eps_max=self.eps_max)
         if not self.eps_min <= self.eps_max < math.inf:
             raise ValueError(f"need eps_min <= eps_max < inf, got {self.eps_min}, {self.eps_max}")
+        check_number("delta", self.delta)
         if not self.delta > 0:
             raise ValueError(f"delta must be > 0, got {self.delta}")
 

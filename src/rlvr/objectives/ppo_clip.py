@@ -25,9 +25,16 @@ import torch
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, masked_mean, ppo_clip
 
 
+def check_number(name: str, value: object) -> None:
+    """``value`` must be a real number (not a bool or a string)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+
+
 def check_eps(**values: float) -> None:
-    """Each named clip width must be >= 0 (``inf`` allowed: no bound)."""
+    """Each named clip width must be a number >= 0 (``inf`` allowed: no bound)."""
     for name, value in values.items():
+        check_number(name, value)
         if not value >= 0:
             raise ValueError(f"{name} must be >= 0, got {value}")
 

@@ -84,6 +84,14 @@ def test_custom_field_map_and_limit(tmp_path):
     ]
 
 
+def test_unique_drops_repeated_prompts_before_the_limit(tmp_path):
+    rows = [{"prompt": p, "answer": str(i)} for i, p in enumerate(["a", "a", "b", "a", "c"])]
+    path = write_jsonl(tmp_path / "dup.jsonl", rows)
+    assert [e.id for e in load_examples(str(path), unique=True)] == ["dup-0", "dup-2", "dup-4"]
+    assert [e.prompt for e in load_examples(str(path), unique=True, limit=2)] == ["a", "b"]
+    assert len(load_examples(str(path))) == 5
+
+
 def test_tests_and_row_references(tmp_path):
     row = {"question": "print 1", "input_output": {"inputs": [""], "outputs": ["1\n"]}}
     path = write_jsonl(tmp_path / "code.jsonl", [row])

@@ -44,7 +44,8 @@ def test_reward_pair_and_partial_credit():
 
 
 def test_missing_task_is_a_counted_failure():
-    scores = Scorer("reasoning_gym")(["<answer>3</answer>"], ["3"])  # bare answer, no task
+    with Scorer("reasoning_gym") as scorer:  # one worker process by default
+        scores = scorer(["<answer>3</answer>"], ["3"])  # bare answer, no task
     assert scores.status == ["error"] and "no task" in scores.errors[0]
     with pytest.raises(ValueError, match="unknown reasoning-gym task"):
         get_verifier("reasoning_gym:no_such_task")("x", "1")

@@ -14,7 +14,7 @@ BOOM = Verifier(spec="boom", fn=boom, failure_value=-1.0)
 
 
 def test_inline_errors_and_non_finite_scores_are_counted():
-    scores = Scorer(BOOM)(["ok", "boom", "nan", "ok"], [0, 0, 0, 0])
+    scores = Scorer(BOOM, ScoringConfig(workers=0))(["ok", "boom", "nan", "ok"], [0, 0, 0, 0])
     assert scores.values == [1.0, -1.0, -1.0, 1.0]
     assert scores.status == ["ok", "error", "error", "ok"]
     assert scores.failures == 2 and scores.timeouts == 0
@@ -42,11 +42,14 @@ def test_pool_scores_in_input_order():
 
 def test_mismatched_lengths_raise():
     with pytest.raises(ValueError, match="2 completions but 1 references"):
-        Scorer("math")(["a", "b"], ["1"])
+        Scorer("math", ScoringConfig(workers=0))(["a", "b"], ["1"])
 
 
 def test_empty_batch():
-    assert Scorer("math")([], []) == Scores(values=[], status=[], errors=[])
+    for workers in (0, 1):
+        scorer = Scorer("math", ScoringConfig(workers=workers))
+        assert scorer([], []) == Scores(values=[], status=[], errors=[])
+        assert scorer._pool is None  # no worker started for nothing
 
 
 def test_config_validation():

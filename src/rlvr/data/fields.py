@@ -102,11 +102,14 @@ class DatasetSpec:
     """Dataset configs to load and concatenate (AIME 2025 ships its two exams as two)."""
     template: str | None = None
     """Default prompt template (``{prompt}`` is replaced by the row's prompt)."""
+    unique: bool = False
+    """Drop rows whose prompt repeats an earlier one."""
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    # DAPO's prompts already ask for "Answer: $Answer" on the last line.
-    "dapo-math": DatasetSpec("BytedTsinghua-SIA/DAPO-Math-17k", "train", "dapo-math"),
+    # DAPO's prompts already ask for "Answer: $Answer" on the last line; the hub copy
+    # repeats its ~17.9k problems many times over, so repeats are dropped.
+    "dapo-math": DatasetSpec("BytedTsinghua-SIA/DAPO-Math-17k", "train", "dapo-math", unique=True),
     "math500": DatasetSpec("HuggingFaceH4/MATH-500", "test", "math500", template=MATH_TEMPLATE),
     "aime2024": DatasetSpec("HuggingFaceH4/aime_2024", "train", "aime2024", template=MATH_TEMPLATE),
     "aime2025": DatasetSpec(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -222,28 +221,39 @@ def load_examples(
     template: str | None = None,
     limit: int | None = None,
     name: str | None = None,
+    unique: bool | None = None,
 ) -> list[Example]:
     """Load ``source`` (named dataset, file, directory or hub name) as :class:`Example` s.
 
     ``fields`` is a :class:`FieldMap` or a name in ``FIELD_MAPS`` (named datasets bring
     their own); ``template`` wraps each prompt (``"{prompt}"`` marks where); ``limit``
-    keeps the first rows; ``name`` labels the examples (default: dataset or file name).
+    keeps the first examples; ``name`` labels them (default: dataset or file name);
+    ``unique`` drops rows whose prompt repeats an earlier one (default: the named
+    dataset's setting, else off).
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
     if source in DATASETS:
         spec = DATASETS[source]
-        rows = read_hf(
-            spec.hub, split=split or spec.split, configs=(config,) if config else spec.configs
-        )
+        configs = (config,) if config else spec.configs
+        rows = read_hf(spec.hub, split=split or spec.split, configs=configs)
         fields, template, default_name = fields or spec.fields, template or spec.template, source
+        unique = spec.unique if unique is None else unique
     else:
         rows, default_name = _rows(source, split, config)
     mapping, dataset = field_map(fields), name or default_name
-    examples = []
-    for index, (where, row) in enumerate(islice(rows, limit)):
+    examples: list[Example] = []
+    seen: set[str] = set()
+    for index, (where, row) in enumerate(rows):
         example = row_to_example(row, where, mapping, dataset=dataset, index=index)
+        if unique:
+            key = json.dumps(example.prompt, sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
         examples.append(replace(example, prompt=apply_template(example.prompt, template)))
+        if len(examples) == limit:
+            break
     if not examples:
         raise ValueError(f"{source}: no rows")
     return examples

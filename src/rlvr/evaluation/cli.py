@@ -91,7 +91,10 @@ def _parser() -> argparse.ArgumentParser:
         help="verifier time limit per completion, s (default 10)",
     )
     p.add_argument(
-        "--workers", type=int, default=0, help="verifier worker processes (default 0: in-process)"
+        "--workers",
+        type=int,
+        default=1,
+        help="verifier worker processes (default 1; 0: in-process)",
     )
     p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")

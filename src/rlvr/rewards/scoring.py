@@ -8,11 +8,14 @@ batch.
 
 ``workers=0`` scores in the calling thread (any thread: the limit is enforced by
 :func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
-call). ``workers >= 1`` scores in that many worker processes (spawned once, reused across
-calls, killed and replaced when one overruns its limit), which both spreads scoring over
-cores and makes the limit hard: a SymPy expression such as ``9^{9^{9}}`` that would never
-return is cut off. Workers run verifiers on their main thread; a verifier may start
-subprocesses there (``subprocess``), but not ``multiprocessing`` pools.
+call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
+over cores and makes the limit hard: a SymPy expression such as ``9^{9^{9}}`` that would
+never return is cut off. Workers are fresh Python interpreters in their own session,
+started on first use and reused across calls; one that overruns ``timeout_s +
+kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
+to them pickled, so its function must be importable by module path (not defined in
+``__main__``). Use workers in training: a policy will sooner or later write an answer
+that makes SymPy compute for hours.
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ class ScoringConfig:
 
     timeout_s: float | None = 10.0
     """Wall-clock limit per completion in seconds (``None``: no limit)."""
-    workers: int = 0
-    """Worker processes (0: score in the calling thread)."""
+    workers: int = 1
+    """Worker processes (0: score in the calling thread, where a long C call cannot be cut off)."""
     kill_grace_s: float = 2.0
     """Extra seconds a worker gets past ``timeout_s`` before it is killed."""
 
@@ -294,11 +297,13 @@ class Scorer:
         if len(completions) != len(references):
             raise ValueError(f"{len(completions)} completions but {len(references)} references")
         items = list(zip(completions, references, strict=True))
+        if not items:
+            return Scores(values=[], status=[], errors=[])
         if self.config.workers == 0:
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
             rows = self._pool_or_start().run(items)
-        status, values, errors = zip(*rows, strict=True) if rows else ((), (), ())
+        status, values, errors = zip(*rows, strict=True)
         return Scores(values=list(values), status=list(status), errors=list(errors))
 
     def _pool_or_start(self) -> _Pool:

@@ -40,6 +40,13 @@ def test_pool_scores_in_input_order():
     assert scores.values == [1.0 if c == "1" else -1.0 for c in completions]
 
 
+def test_unpicklable_verifier_needs_inline_scoring():
+    local = Verifier(spec="local", fn=lambda completion, reference: 1.0)
+    with pytest.raises(ValueError, match="cannot be sent to worker processes"):
+        Scorer(local, ScoringConfig(workers=1))(["x"], ["y"])
+    assert Scorer(local, ScoringConfig(workers=0))(["x"], ["y"]).values == [1.0]
+
+
 def test_mismatched_lengths_raise():
     with pytest.raises(ValueError, match="2 completions but 1 references"):
         Scorer("math", ScoringConfig(workers=0))(["a", "b"], ["1"])

@@ -27,80 +27,65 @@ from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rlvr eval", description="Sample n completions per problem, verify, report."
-    )
+def _data_args(p: argparse.ArgumentParser) -> None:
+    sets = ", ".join(DATASETS)
     p.add_argument("--model", required=True, help="preset name, local directory or hub name")
     p.add_argument(
         "--data",
         action="append",
         required=True,
-        help=f"prompt set, repeatable: {', '.join(DATASETS)}, a .jsonl/.parquet file, a directory or a hub name; SOURCE::FIELDS sets its field mapping",
+        metavar="SOURCE[::FIELDS]",
+        help=f"prompt set, repeatable: {sets}, a .jsonl/.parquet file, a directory or a hub name",
     )
+    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
     p.add_argument(
-        "--fields",
-        default=None,
-        help=f"field mapping for file/hub sources: {', '.join(sorted(FIELD_MAPS))}",
+        "--split", help="split for datasets sources (default: the named set's, else train)"
     )
+    p.add_argument("--template", help="prompt template with {prompt}")
+    p.add_argument("--system-prompt", help="system message before every prompt")
+    p.add_argument("--limit", type=int, help="first LIMIT problems of each set")
+
+
+def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--split",
-        default=None,
-        help="split for datasets sources (default: the named set's, else train)",
-    )
-    p.add_argument("--template", default=None, help="prompt template with {prompt}")
-    p.add_argument("--system-prompt", default=None, help="system message before every prompt")
-    p.add_argument(
-        "--verifier",
-        default="math",
-        help="verifier spec: math, math+format, reasoning_gym[:task], code",
+        "--verifier", default="math", help="spec: math, math+format, reasoning_gym[:task], code"
     )
     p.add_argument(
         "--correct", type=float, default=1.0, help="score of a correct completion (default 1)"
     )
     p.add_argument(
-        "--wrong", type=float, default=0.0, help="score of a wrong one (default 0; ETR uses -1)"
+        "--wrong", type=float, default=0.0, help="score of a wrong one (default 0; ETR: -1)"
     )
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="verifier limit per completion, s (default 10)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="verifier worker processes (default 1; 0: inline)"
+    )
+
+
+def _sampling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=int, default=4, help="completions per problem (default 4)")
-    p.add_argument(
-        "-k",
-        type=int,
-        nargs="+",
-        default=None,
-        help="k values for avg@k / pass@k (default 1 and n)",
-    )
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=0.6,
-        help="sampling temperature (default 0.6; 0 = greedy)",
-    )
+    p.add_argument("-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)")
+    p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
-    p.add_argument(
-        "--max-tokens", type=int, default=256, help="max new tokens per completion (default 256)"
-    )
+    p.add_argument("--max-tokens", type=int, default=256, help="max new tokens (default 256)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument("--limit", type=int, default=None, help="first LIMIT problems of each set")
     p.add_argument(
         "--batch-size", type=int, default=8, help="problems per generate call (default 8)"
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=10.0,
-        help="verifier time limit per completion, s (default 10)",
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="verifier worker processes (default 1; 0: in-process)",
-    )
     p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    p.add_argument(
-        "--output", default=None, help="JSON file to write (default runs/eval/<model>-<time>.json)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rlvr eval", description="Sample, verify, report avg@k / pass@k."
     )
+    _data_args(p)
+    _reward_args(p)
+    _sampling_args(p)
+    p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")
     p.add_argument(
         "--no-completions", action="store_true", help="leave completion texts out of the JSON"
     )

@@ -24,6 +24,7 @@ import atexit
 import contextlib
 import math
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -184,6 +185,13 @@ class _Pool:
     def __init__(self, verifier: Verifier, config: ScoringConfig) -> None:
         self.verifier, self.config = verifier, config
         self.workers: list[_Worker] = []
+        try:
+            pickle.dumps(verifier)
+        except Exception as err:
+            raise ValueError(
+                f"verifier {verifier.spec!r} cannot be sent to worker processes ({err}); "
+                "register a module-level function, or use workers=0"
+            ) from err
         try:
             for _ in range(config.workers):
                 self.workers.append(self._start())

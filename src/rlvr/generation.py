@@ -74,9 +74,7 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return ids
 
 
-def response_mask_from_ids(
-    response_ids: torch.Tensor, eos_ids: Sequence[int]
-) -> tuple[torch.Tensor, torch.Tensor]:
+def response_mask_from_ids(response_ids: torch.Tensor, eos_ids: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mask [N, T], truncated [N])``: mask covers tokens up to and including the first EOS."""
     is_eos = torch.isin(response_ids, torch.tensor(list(eos_ids), device=response_ids.device))
     seen_before = torch.cumsum(is_eos.long(), dim=1) - is_eos.long()  # EOS tokens strictly before t
@@ -86,14 +84,7 @@ def response_mask_from_ids(
 
 
 @torch.no_grad()
-def generate(
-    model,
-    tokenizer,
-    prompts: Sequence[str],
-    *,
-    n: int = 1,
-    sampling: SamplingConfig = SamplingConfig(),
-) -> Generation:
+def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, sampling: SamplingConfig = SamplingConfig()) -> Generation:
     """Sample ``n`` completions for each prompt (uses the global torch RNG)."""
     if not prompts:
         raise ValueError("prompts is empty")

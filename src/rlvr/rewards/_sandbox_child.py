@@ -137,7 +137,7 @@ class _Steps:
     def run(self, name, fn, *args):
         try:
             fn(*args)
-        except Exception as exc:  # noqa: BLE001 - every failure is reported
+        except Exception as exc:  # every failure is reported, by name
             if not self.probe:
                 os.write(2, f"sandbox setup failed at {name}: {exc!r}\n".encode())
                 os._exit(EXIT_SETUP)
@@ -324,7 +324,7 @@ def _run_program(source):
             sys.stdout.flush()
         finally:
             os._exit(EXIT_MEMORY)
-    except Exception as exc:  # noqa: BLE001 - the program's own failure, reported as such
+    except Exception as exc:  # the program's own failure, reported as such
         tb = exc.__traceback__.tb_next
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         sys.exit(1)

@@ -314,7 +314,11 @@ def marked_pids(marker: str) -> list[int]:
     """Live processes with the argument ``MARKER_FLAG + marker`` (zombies have no arguments)."""
     needle = (MARKER_FLAG + marker).encode()
     found = []
-    for entry in os.scandir("/proc"):
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc: nothing can be found this way
+        return found
+    for entry in entries:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:

@@ -211,6 +211,13 @@ def test_stderr_flood_counts_towards_the_cap() -> None:
     assert len(result.stderr) == FAST.output_bytes
 
 
+@BOTH
+def test_stdio_can_be_reopened_by_path(policy: SandboxPolicy) -> None:
+    program = "data = open('/dev/stdin').read()\nopen('/dev/stdout', 'w').write(data.upper())"
+    result = run_untrusted(program, stdin="abc\n", limits=FAST, policy=policy)
+    assert (result.status, result.stdout) == (SandboxStatus.OK, "ABC\n")
+
+
 def test_environment_holds_no_inherited_variables(monkeypatch) -> None:
     monkeypatch.setenv("RLVR_TEST_SECRET", "s3cret")
     result = run_untrusted("import os\nprint(sorted(os.environ))", limits=FAST)

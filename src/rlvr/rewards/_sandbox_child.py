@@ -12,12 +12,14 @@ Order of operations, each step before any untrusted code runs:
    namespaces; with a PID namespace this process forks and stays outside as a supervisor that
    mirrors the exit status of the namespace's first process (PID 1, which runs the program; when
    it dies the kernel kills everything left in the namespace);
-2. resource limits (``setrlimit``): CPU time, address space, file size, open files, no core
-   files, and a process-count limit when a dedicated uid is used;
+2. resource limits (``setrlimit``): CPU time (with a SIGXCPU handler, since PID 1 of a
+   namespace ignores signals it has no handler for), address space, file size, open files, no
+   core files;
 3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
    unprivileged uid, optionally keeping only ``CAP_DAC_READ_SEARCH`` so that an interpreter
    installed in a private directory (e.g. ``/root/.pyenv``) can still import its standard
-   library; then ``PR_SET_NO_NEW_PRIVS`` and, in a PID namespace, ``PR_SET_PDEATHSIG``;
+   library, then ``RLIMIT_NPROC``; whenever ctypes is loaded anyway, ``PR_SET_NO_NEW_PRIVS``,
+   ``PR_SET_DUMPABLE`` 0 and, in a PID namespace, ``PR_SET_PDEATHSIG``;
 4. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
    signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
    write, rename, delete or permission change outside the working directory.
@@ -26,8 +28,8 @@ The audit hook is a tripwire, not a security boundary: code that corrupts the in
 memory or monkeypatches the modules the hook relies on can get past it. The kernel layers
 (namespaces, rlimits, uid) are the boundary; see ``docs/sandbox.md``.
 
-In probe mode every layer is attempted, failures are recorded instead of fatal, and a JSON
-report of what worked is printed instead of running a program.
+In probe mode every layer is attempted, failures are recorded instead of fatal, and the
+``repr`` of a dict saying what worked is printed instead of running a program.
 """
 
 import _signal as signal  # the C module: ``signal`` would import ``enum``
@@ -106,25 +108,32 @@ class _Libc:
     """The few libc calls Python 3.11 lacks (unshare, prctl, capset), through ctypes."""
 
     def __init__(self):
-        import ctypes
+        self._ctypes = self._lib = None
 
-        self._ctypes = ctypes
-        self._lib = ctypes.CDLL(None, use_errno=True)
+    def _load(self):
+        """Import ctypes on first use, so that a failure is reported by the step that needed it."""
+        if self._lib is None:
+            import ctypes
 
-    def call(self, name, *args):
-        ulongs = [self._ctypes.c_ulong(a) for a in args]
-        if getattr(self._lib, name)(*ulongs) != 0:
+            self._ctypes = ctypes
+            self._lib = ctypes.CDLL(None, use_errno=True)
+        return self._ctypes, self._lib
+
+    def _check(self, name, status):
+        if status != 0:
             err = self._ctypes.get_errno()
             raise OSError(err, f"{name}: {os.strerror(err)}")
 
+    def call(self, name, *args):
+        ct, lib = self._load()
+        self._check(name, getattr(lib, name)(*[ct.c_ulong(a) for a in args]))
+
     def keep_only_read_search(self):
         """Set effective and permitted capabilities to ``CAP_DAC_READ_SEARCH`` alone."""
-        ct = self._ctypes
+        ct, lib = self._load()
         header = (ct.c_uint32 * 2)(_CAP_VERSION_3, 0)
         data = (ct.c_uint32 * 6)(1 << _CAP_DAC_READ_SEARCH, 1 << _CAP_DAC_READ_SEARCH, 0, 0, 0, 0)
-        if self._lib.capset(ct.byref(header), ct.byref(data)) != 0:
-            err = ct.get_errno()
-            raise OSError(err, f"capset: {os.strerror(err)}")
+        self._check("capset", lib.capset(ct.byref(header), ct.byref(data)))
 
 
 class _Steps:
@@ -212,11 +221,27 @@ def _check_stdlib_and_cwd():
     os.remove("probe.txt")
 
 
+def _path_text(path):
+    """The path a call used, as an exact ``str``.
+
+    Custom path objects (and ``str`` subclasses' methods) could answer differently to the
+    call and to the hook, so only ``str``, ``bytes`` and the stdlib's pathlib classes pass.
+    """
+    if isinstance(path, str):
+        return "".join((path,))
+    if isinstance(path, bytes):
+        return os.fsdecode(b"".join((path,)))
+    pathlib = sys.modules.get("pathlib")
+    if pathlib is not None and type(path) in (pathlib.PosixPath, pathlib.PurePosixPath):
+        return str(path)
+    raise PermissionError("sandbox: file changes need a str, bytes or pathlib path")
+
+
 def _resolve(path, dir_fd, realpath):
-    path = os.fsdecode(os.fspath(path))
-    if dir_fd not in (None, -1) and not path.startswith("/"):
-        path = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
-    return realpath(path)
+    text = _path_text(path)
+    if dir_fd not in (None, -1) and not text.startswith("/"):
+        text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+    return realpath(text)
 
 
 def _make_hook(workdir):
@@ -224,7 +249,9 @@ def _make_hook(workdir):
     prefix = workdir.rstrip("/") + "/"
 
     def check(path, dir_fd=None):
-        if isinstance(path, int) or path in _STD_DEVICES:
+        if isinstance(path, int):
+            return
+        if _path_text(path) in _STD_DEVICES:
             return
         full = _resolve(path, dir_fd, realpath)
         if full != workdir and not full.startswith(prefix):
@@ -251,11 +278,8 @@ def _forget_ctypes():
 
 def _setup(cfg, steps):
     """Apply every configured layer in order; returns in the process that runs the program."""
-    libc = (
-        _Libc()
-        if (cfg["userns"] or cfg["netns"] or cfg["pidns"] or cfg["uid"] is not None)
-        else None
-    )
+    needs_libc = cfg["userns"] or cfg["netns"] or cfg["pidns"] or cfg["uid"] is not None
+    libc = _Libc() if needs_libc else None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if cfg["userns"]:
         steps.run("user_namespace", _enter_user_namespace, libc)

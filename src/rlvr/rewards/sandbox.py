@@ -272,18 +272,17 @@ def _has_exited(pid: int) -> bool:
     return os.waitid(os.P_PID, pid, flags) is not None
 
 
-def _collect(proc: subprocess.Popen[bytes], deadline: float, out: _Output) -> str | None:
+def _collect(pid: int, stdout_fd: int, stderr_fd: int, deadline: float, out: _Output) -> str | None:
     """Read output until the child exits; returns 'timeout', 'output' or None."""
-    pidfd = _pidfd(proc.pid)
+    pidfd = _pidfd(pid)
     with selectors.DefaultSelector() as sel:
-        for stream, is_stdout in ((proc.stdout, True), (proc.stderr, False)):
-            assert stream is not None
-            os.set_blocking(stream.fileno(), False)
-            sel.register(stream.fileno(), selectors.EVENT_READ, is_stdout)
+        for fd, is_stdout in ((stdout_fd, True), (stderr_fd, False)):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, is_stdout)
         if pidfd is not None:
             sel.register(pidfd, selectors.EVENT_READ, None)
         try:
-            return _collect_loop(proc.pid, pidfd, sel, deadline, out)
+            return _collect_loop(pid, pidfd, sel, deadline, out)
         finally:
             if pidfd is not None:
                 os.close(pidfd)
@@ -400,67 +399,82 @@ def _sandbox_error(message: str, started: float) -> SandboxResult:
 
 
 def _spawn(
-    python: str, cfg: dict, workdir: str, stdin: IO[bytes], code_fd: int, marker: str
-) -> subprocess.Popen[bytes]:
-    argv = [
-        python,
-        "-I",
-        "-S",
-        "-X",
-        "utf8",
-        "-c",
-        _child_source(),
-        MARKER_FLAG + marker,
-        marshal.dumps(cfg).hex(),
-    ]
-    return subprocess.Popen(
+    python: str, cfg: dict, stdin_fd: int, stdout_fd: int, stderr_fd: int, marker: str
+) -> int:
+    """Start the bootstrap in its own session; returns its pid."""
+    argv = [python, "-I", "-S", "-X", "utf8", "-c", _child_source(), MARKER_FLAG + marker]
+    argv.append(marshal.dumps(cfg).hex())
+    proc = subprocess.Popen(
         argv,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(code_fd,),
-        cwd=workdir,
-        env=_child_env(workdir),
+        stdin=stdin_fd,
+        stdout=stdout_fd,
+        stderr=stderr_fd,
+        pass_fds=(cfg["code_fd"],),
+        cwd=cfg["workdir"],
+        env=_child_env(cfg["workdir"]),
         start_new_session=True,
     )
+    proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
+    return proc.pid
+
+
+def _give_to(owner: tuple[int, int] | None, workdir: str, *fds: int) -> None:
+    """Hand the working directory and the stdio of a run to the uid it will drop to.
+
+    Owning its stdio lets the program reopen it through /dev/stdin, /dev/stdout, /dev/stderr.
+    """
+    if owner is not None:
+        os.chown(workdir, *owner)
+        for fd in fds:
+            os.fchown(fd, *owner)
 
 
 def _execute(
     source: str, stdin: str, limits: SandboxLimits, cfg: dict, python: str
 ) -> SandboxResult:
-    """Run one child with ``cfg`` (bootstrap config minus fd and directory) and collect it."""
+    """Run one child with ``cfg`` (bootstrap config minus fds and directory) and collect it."""
     started = time.monotonic()
-    workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-")
+    workdir = os.path.realpath(tempfile.mkdtemp(prefix="rlvr-sandbox-"))
     try:
-        if cfg["uid"] is not None:
-            try:
-                os.chown(workdir, cfg["uid"], cfg["gid"])
-            except OSError as exc:
-                return _sandbox_error(f"could not hand the working directory over: {exc}", started)
         with _temp_file(source) as code_f, _temp_file(stdin) as stdin_f:
-            cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": os.path.realpath(workdir)}
-            marker = secrets.token_hex(12)
-            try:
-                proc = _spawn(python, cfg, workdir, stdin_f, code_f.fileno(), marker)
-            except OSError as exc:
-                return _sandbox_error(f"could not start {python}: {exc}", started)
-            return _finish(proc, marker, limits, started)
+            cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": workdir}
+            return _launch(python, cfg, stdin_f.fileno(), limits, started)
     finally:
         _remove_tree(workdir)
 
 
+def _launch(
+    python: str, cfg: dict, stdin_fd: int, limits: SandboxLimits, started: float
+) -> SandboxResult:
+    owner = None if cfg["uid"] is None else (cfg["uid"], cfg["gid"])
+    marker = secrets.token_hex(12)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        try:
+            _give_to(owner, cfg["workdir"], stdin_fd, out_w, err_w)
+            pid = _spawn(python, cfg, stdin_fd, out_w, err_w, marker)
+        except OSError as exc:
+            return _sandbox_error(
+                f"could not start the sandboxed program with {python}: {exc}", started
+            )
+        finally:
+            os.close(out_w)  # the child holds its own copies; EOF comes when it is done
+            os.close(err_w)
+        return _finish(pid, out_r, err_r, marker, limits, started)
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+
+
 def _finish(
-    proc: subprocess.Popen[bytes], marker: str, limits: SandboxLimits, started: float
+    pid: int, stdout_fd: int, stderr_fd: int, marker: str, limits: SandboxLimits, started: float
 ) -> SandboxResult:
     out = _Output(limits.output_bytes)
     try:
-        reason = _collect(proc, started + limits.wall_time_s, out)
+        reason = _collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
     finally:
-        status, cpu_s = _kill_and_reap(proc.pid, marker)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        status, cpu_s = _kill_and_reap(pid, marker)
     signaled = os.WIFSIGNALED(status)
     return SandboxResult(
         status=_classify(reason, status, cpu_s, limits),

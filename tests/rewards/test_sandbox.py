@@ -10,14 +10,17 @@ import doctest
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from rlvr.rewards import sandbox
 from rlvr.rewards.sandbox import (
-    EXIT_CPU,
     MARKER_FLAG,
     SandboxLimits,
     SandboxPolicy,
@@ -90,7 +93,7 @@ def test_syntax_error_has_its_own_status() -> None:
 def test_infinite_loop_hits_the_cpu_limit(policy: SandboxPolicy) -> None:
     result = run_untrusted("while True:\n    pass", limits=FAST, policy=policy)
     assert result.status is SandboxStatus.TIMEOUT
-    assert result.exit_code == EXIT_CPU  # SIGXCPU, not the wall clock, ended it
+    assert result.signal == signal.SIGXCPU  # the CPU limit, not the wall clock, ended it
     assert result.cpu_time_s >= 0.9
 
 
@@ -132,6 +135,39 @@ def test_escaped_background_process_is_killed(policy: SandboxPolicy) -> None:
     assert result.status is SandboxStatus.OK
     assert result.stdout == "parent done\n"
     # the autouse fixture checks that the sleeper is gone
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@BOTH
+def test_run_dies_with_its_caller(policy: SandboxPolicy) -> None:
+    _requires(policy, "parent_death_signal")
+    caller = (
+        "from rlvr.rewards.sandbox import *\n"
+        f"isolation_report({policy!r})\n"  # the probe's own runs are over once this returns
+        "print('probed', flush=True)\n"
+        f"run_untrusted('import time\\ntime.sleep(60)', policy={policy!r})\n"
+    )
+    src = str(Path(sandbox.__file__).parents[2])
+    env = {**os.environ, "PYTHONPATH": src}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", caller], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "probed\n"
+        assert _wait_for(lambda: len(sandbox_pids()) > 0, 30.0), "the run never started"
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    assert _wait_for(lambda: sandbox_pids() == [], 5.0), "the run outlived its caller"
 
 
 @BOTH

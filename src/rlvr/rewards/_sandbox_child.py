@@ -8,18 +8,17 @@ stdout/stderr are pipes read by the parent.
 
 Order of operations, each step before any untrusted code runs:
 
-1. namespaces (when asked for): a user namespace when not root, then network and PID
-   namespaces; with a PID namespace this process forks and stays outside as a supervisor that
-   mirrors the exit status of the namespace's first process (PID 1, which runs the program; when
-   it dies the kernel kills everything left in the namespace);
-2. resource limits (``setrlimit``): CPU time (with a SIGXCPU handler, since PID 1 of a
-   namespace ignores signals it has no handler for), address space, file size, open files, no
-   core files;
+1. ``PR_SET_PDEATHSIG`` (the run dies with its caller), then namespaces when asked for: a user
+   namespace when not root, a network namespace, and a PID namespace, in which case this
+   process forks and stays outside as a supervisor, the namespace's init (PID 1) reaps
+   orphans, and the program runs as PID 2; when init exits the kernel kills everything left
+   in the namespace, and the supervisor leaves with the program's exit status or signal;
+2. resource limits (``setrlimit``): CPU time, address space, file size, open files, no core
+   files;
 3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
    unprivileged uid, optionally keeping only ``CAP_DAC_READ_SEARCH`` so that an interpreter
    installed in a private directory (e.g. ``/root/.pyenv``) can still import its standard
-   library, then ``RLIMIT_NPROC``; whenever ctypes is loaded anyway, ``PR_SET_NO_NEW_PRIVS``,
-   ``PR_SET_DUMPABLE`` 0 and, in a PID namespace, ``PR_SET_PDEATHSIG``;
+   library, then ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE`` 0;
 4. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
    signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
    write, rename, delete or permission change outside the working directory.
@@ -38,7 +37,6 @@ import os
 import resource
 import sys
 
-EXIT_CPU = 250
 EXIT_MEMORY = 251
 EXIT_SETUP = 252
 EXIT_SYNTAX = 253
@@ -172,9 +170,8 @@ def _enter_user_namespace(libc):
     _write_id_maps(uid, gid)
 
 
-def _supervise(pid):
-    """Wait for the PID-namespace init and leave with the same status (never returns)."""
-    _, status = os.waitpid(pid, 0)
+def _exit_like(status):
+    """Leave with the wait status ``status``: same exit code, or death by the same signal."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig not in (signal.SIGKILL, signal.SIGSTOP):
@@ -183,23 +180,59 @@ def _supervise(pid):
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
+def _supervise(init, status_fd):
+    """Outside the namespace: wait for its init, then leave with the program's status."""
+    _, status = os.waitpid(init, 0)
+    reported = os.read(status_fd, 4)
+    _exit_like(int.from_bytes(reported, "little") if len(reported) == 4 else status)
+
+
+def _run_init(program, status_fd, libc):
+    """PID 1 of the namespace: reap every orphan until the program ends, report its status.
+
+    When init exits the kernel kills whatever is left in the namespace.
+    """
+    try:  # noqa: SIM105 - contextlib would be one more import in every run
+        libc.call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass  # the supervisor's death still reaches init through the process group kill
+    while True:
+        child, status = os.waitpid(-1, 0)
+        if child == program:
+            break
+    os.write(status_fd, status.to_bytes(4, "little"))
+    os._exit(0)
+
+
 def _enter_pid_namespace(libc):
+    """Supervisor (outside) -> init (PID 1) -> program (PID 2, the process that returns).
+
+    The program is not PID 1, so signals keep their usual defaults (PID 1 ignores those it
+    has no handler for).
+    """
     libc.call("unshare", _CLONE_NEWPID)
-    pid = os.fork()
-    if pid:
-        _supervise(pid)
-
-
-def _on_cpu_limit(signum, frame):
-    os.write(2, b"CPU time limit exceeded\n")
-    os._exit(EXIT_CPU)
+    status_r, status_w = os.pipe()
+    init = os.fork()
+    if init:
+        os.close(status_w)
+        _supervise(init, status_r)
+    os.close(status_r)
+    program = os.fork()
+    if program:
+        _run_init(program, status_w, libc)
+    os.close(status_w)
 
 
 def _set_rlimits(rlimits):
-    """Apply the limits; SIGXCPU gets a handler because PID 1 of a namespace ignores it otherwise."""
     for name, (soft, hard) in rlimits.items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
-    signal.signal(signal.SIGXCPU, _on_cpu_limit)
+
+
+def _die_with_parent(libc, parent):
+    """SIGKILL this process when its parent dies (needed again after a uid change)."""
+    libc.call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent was already gone
+        os._exit(EXIT_SETUP)
 
 
 def _drop_privileges(libc, uid, gid, keep_read):
@@ -278,39 +311,32 @@ def _forget_ctypes():
 
 def _setup(cfg, steps):
     """Apply every configured layer in order; returns in the process that runs the program."""
-    needs_libc = cfg["userns"] or cfg["netns"] or cfg["pidns"] or cfg["uid"] is not None
-    libc = _Libc() if needs_libc else None
+    libc = _Libc()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cfg["pdeathsig"]:
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
     if cfg["userns"]:
         steps.run("user_namespace", _enter_user_namespace, libc)
     if cfg["netns"]:
         steps.run("network_namespace", libc.call, "unshare", _CLONE_NEWNET)
-    if cfg["pidns"]:
-        steps.run("pid_namespace", _enter_pid_namespace, libc)
+    in_pidns = cfg["pidns"] and steps.run("pid_namespace", _enter_pid_namespace, libc)
     steps.run("rlimits", _set_rlimits, cfg["rlimits"])
     if cfg["uid"] is not None:
-        steps.run("uid_drop", _drop_privileges, libc, cfg["uid"], cfg["gid"], cfg["keep_read"])
-        if "nproc" in cfg:
-            steps.run(
-                "process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"])
-            )
-    if libc is not None:
+        _drop_and_limit(cfg, steps, libc, in_pidns)
+    if cfg["pdeathsig"]:  # these use the same ctypes access
         steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
-        if cfg["pidns"] and steps.report.get("pid_namespace") is True:
-            steps.run(
-                "parent_death_signal",
-                libc.call,
-                "prctl",
-                _PR_SET_PDEATHSIG,
-                signal.SIGKILL,
-                0,
-                0,
-                0,
-            )
     if cfg["hook"]:
         steps.run("audit_hook", sys.addaudithook, _make_hook(cfg["workdir"]))
     _forget_ctypes()
+
+
+def _drop_and_limit(cfg, steps, libc, in_pidns):
+    steps.run("uid_drop", _drop_privileges, libc, cfg["uid"], cfg["gid"], cfg["keep_read"])
+    if "nproc" in cfg:
+        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
+    if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
 
 
 def _read_program(fd):

@@ -52,7 +52,6 @@ from typing import IO
 
 # Exit statuses reserved by the child bootstrap (_sandbox_child.py defines the same numbers);
 # a program that exits with one of them on purpose is classified accordingly.
-EXIT_CPU = 250
 EXIT_MEMORY = 251
 EXIT_SETUP = 252
 EXIT_SYNTAX = 253
@@ -169,6 +168,8 @@ class IsolationReport:
     """RLIMIT_NPROC is in force (it needs a dedicated non-root uid)."""
     audit_hook: bool
     """The in-interpreter audit hook is installed."""
+    parent_death_signal: bool
+    """The run is SIGKILLed if the calling process dies (``PR_SET_PDEATHSIG``)."""
     isolated_interpreter: bool = True
     """``python -I -S``: no site-packages, environment variables or user site."""
     notes: tuple[str, ...] = ()
@@ -365,7 +366,6 @@ def _classify(
             return SandboxStatus.TIMEOUT
         return SandboxStatus.KILLED
     by_code = {
-        EXIT_CPU: SandboxStatus.TIMEOUT,
         0: SandboxStatus.OK,
         EXIT_MEMORY: SandboxStatus.MEMORY,
         EXIT_SETUP: SandboxStatus.SANDBOX_ERROR,
@@ -507,6 +507,8 @@ def _probe_config(
         "keep_read": keep_read,
         "rlimits": _rlimits(_PROBE_LIMITS),
         "hook": policy.audit_hook,
+        "pdeathsig": True,
+        "parent": os.getpid(),
     }
     if ids:
         cfg["nproc"] = [_PROBE_LIMITS.processes] * 2
@@ -578,6 +580,7 @@ def isolation_report(policy: SandboxPolicy = DEFAULT_POLICY) -> IsolationReport:
         read_capability=keep_read,
         process_limit=nproc,
         audit_hook=policy.audit_hook and base.get("audit_hook") is True,
+        parent_death_signal=base.get("parent_death_signal") is True,
         notes=tuple(notes),
     )
 
@@ -594,6 +597,8 @@ def _run_config(limits: SandboxLimits, policy: SandboxPolicy, report: IsolationR
         "keep_read": report.read_capability,
         "rlimits": _rlimits(limits),
         "hook": policy.audit_hook,
+        "pdeathsig": report.parent_death_signal,
+        "parent": os.getpid(),
     }
     if ids and report.process_limit:
         cfg["nproc"] = [limits.processes] * 2

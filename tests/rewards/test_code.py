@@ -91,8 +91,10 @@ def _fenced(program: str) -> str:
     ],
 )
 def test_pass_rates(program: str, reference: object, rate: float) -> None:
-    assert code_verifier(_fenced(program), reference, config=FAST) == pytest.approx(rate, abs=1e-12)
-    assert code_verifier(_fenced(program), reference, soft=False, config=FAST) == float(rate == 1.0)
+    verdict = run_tests(extract_code(_fenced(program)), reference, config=FAST)
+    assert verdict.score(soft=True) == pytest.approx(rate, abs=1e-12)
+    assert verdict.score(soft=False) == float(rate == 1.0)
+    assert len(verdict.passed) == len(parse_reference(reference))
 
 
 def test_taco_json_string_reference() -> None:

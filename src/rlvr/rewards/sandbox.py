@@ -12,11 +12,12 @@ Always (kernel-enforced wherever the child starts at all):
   site-packages, no ``PYTHON*`` variables).
 Where the machine allows (see :func:`isolation_report`; a layer that the probe found working
 is then required, and a run whose set-up fails is reported as ``sandbox_error``):
-  a network namespace (no network at all); a PID namespace (every process the program starts
-  dies with it); a user namespace when not root (needed for the other two); when started as
-  root, a drop to an unprivileged uid (writes only where that uid may write, ``RLIMIT_NPROC``
-  enforced), keeping only ``CAP_DAC_READ_SEARCH`` when the interpreter lives in a directory
-  that uid cannot read.
+  death with the caller (``PR_SET_PDEATHSIG``); a network namespace (no network at all); a
+  PID namespace (the program runs as PID 2 under an init that reaps orphans, and everything
+  left dies with the namespace); a user namespace when not root (needed for the other two);
+  when started as root, a drop to an unprivileged uid (writes only where that uid may write,
+  ``RLIMIT_NPROC`` enforced), keeping only ``CAP_DAC_READ_SEARCH`` when the interpreter lives
+  in a directory that uid cannot read.
 Best effort (a tripwire that deliberately hostile code can defeat):
   an audit hook inside the child refusing fork/exec/subprocess, signals, sockets, ctypes,
   sub-interpreters, raising limits, and filesystem changes outside the working directory; a

@@ -147,7 +147,7 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
 
 
 @BOTH
-def test_run_dies_with_its_caller(policy: SandboxPolicy) -> None:
+def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None:
     _requires(policy, "parent_death_signal")
     caller = (
         "from rlvr.rewards.sandbox import *\n"
@@ -156,7 +156,8 @@ def test_run_dies_with_its_caller(policy: SandboxPolicy) -> None:
         f"run_untrusted('import time\\ntime.sleep(60)', policy={policy!r})\n"
     )
     src = str(Path(sandbox.__file__).parents[2])
-    env = {**os.environ, "PYTHONPATH": src}
+    # A killed caller cannot delete its working directory: keep it under pytest's tmp_path.
+    env = {**os.environ, "PYTHONPATH": src, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen(
         [sys.executable, "-c", caller], env=env, stdout=subprocess.PIPE, text=True
     )

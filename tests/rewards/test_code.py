@@ -16,7 +16,6 @@ from rlvr.rewards.code import (
     code_verifier,
     extract_code,
     parse_reference,
-    register,
     run_tests,
     stdout_matches,
     values_match,
@@ -247,13 +246,17 @@ def test_values_match(actual: object, expected: object, match: bool) -> None:
     assert values_match(actual, expected) is match
 
 
-def test_register_adds_both_names_and_refuses_clashes() -> None:
-    registry: dict = {}
-    register(registry)
-    assert registry == {"code": code_verifier, "code_binary": code_binary_verifier}
-    register(registry)  # idempotent
-    with pytest.raises(ValueError, match="already registered"):
-        register({"code": len})
+def test_registered_code_verifier_maps_pass_rate_onto_reward_pair() -> None:
+    from rlvr.rewards import get_verifier
+
+    half = "print(int(input()) * 2)"
+    ref = {"inputs": ["2", "5"], "outputs": ["4", "11"]}
+    assert get_verifier("code")(half, ref) == 0.5
+    assert get_verifier("code", wrong=-1.0)(half, ref) == 0.0
+    assert get_verifier("code:binary", wrong=-1.0)(half, ref) == -1.0
+    assert get_verifier("code:binary")(SUM_RIGHT, json.dumps(SUM_REF)) == 1.0
+    with pytest.raises(ValueError, match="mode"):
+        get_verifier("code:partial")(half, ref)
 
 
 def test_invalid_config_is_rejected() -> None:

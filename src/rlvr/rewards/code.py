@@ -49,11 +49,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rlvr.rewards.registry import register
 from rlvr.rewards.sandbox import (
     DEFAULT_POLICY,
     EXIT_SYNTAX,
@@ -433,16 +434,30 @@ def code_binary_verifier(
     return code_verifier(completion, reference, soft=False, config=config)
 
 
-VERIFIERS: dict[str, Callable[[str, Any], float]] = {
-    "code": code_verifier,
-    "code_binary": code_binary_verifier,
-}
-"""Verifier names this module provides, for the ``rlvr.rewards`` registry."""
+CODE_MODES = ("soft", "binary")
 
 
-def register(registry: MutableMapping[str, Callable[[str, Any], float]]) -> None:
-    """Add this module's verifiers (``code``, ``code_binary``) to a name -> function registry."""
-    for name, fn in VERIFIERS.items():
-        if name in registry and registry[name] is not fn:
-            raise ValueError(f"verifier name {name!r} is already registered")
-        registry[name] = fn
+@register("code", spec_arg="mode")
+def code_reward(
+    completion: str,
+    reference: Any,
+    *,
+    mode: str = "soft",
+    correct: float = 1.0,
+    wrong: float = 0.0,
+) -> float:
+    """The registered ``code`` verifier: the pass rate mapped onto ``[wrong, correct]``.
+
+    ``code`` (``mode="soft"``) is Klear's soft reward, ``code:binary`` all-or-nothing; with
+    ``wrong=-1`` the binary form is Klear's +1/-1 hard reward.
+
+    >>> ref = {"inputs": ["2", "5"], "outputs": ["4", "11"]}
+    >>> code_reward("print(int(input()) * 2)", ref, wrong=-1.0)
+    0.0
+    >>> code_reward("print(int(input()) * 2)", ref, mode="binary", wrong=-1.0)
+    -1.0
+    """
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+    rate = code_verifier(completion, reference, soft=mode == "soft")
+    return wrong + (correct - wrong) * rate

@@ -24,7 +24,9 @@ def tiny_model_dir(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("tiny-random")
     tokenizer = build_tokenizer(TINY_CORPUS, vocab_size=300)
-    model = random_model(tokenizer, TinySize(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64))
+    model = random_model(
+        tokenizer, TinySize(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    )
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

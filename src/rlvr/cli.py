@@ -10,7 +10,10 @@ import importlib
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("rlvr.train.cli", "RL training (GRPO and the trust-region objectives); no config runs the demo"),
+    "train": (
+        "rlvr.train.cli",
+        "RL training (GRPO and the trust-region objectives); no config runs the demo",
+    ),
     "sft": ("rlvr.train.sft_cli", "supervised fine-tuning on prompt/response JSONL"),
     "eval": ("rlvr.evaluation.cli", "sample, verify and report avg@k / pass@k"),
     "data": ("rlvr.data.cli", "write reasoning-gym task sets to JSONL"),

@@ -1,0 +1,44 @@
+"""Turning an example's prompt into the exact text the model is given.
+
+:func:`format_prompt` applies the tokenizer's chat template when it has one (with the
+generation prompt appended, so the model starts the assistant turn); a tokenizer without
+one (a base model) gets the message contents joined by blank lines.
+"""
+
+from __future__ import annotations
+
+from rlvr.data.loading import Messages
+
+
+def to_messages(prompt: str | Messages, system_prompt: str | None = None) -> Messages:
+    """Chat messages for ``prompt``; ``system_prompt`` replaces any system message in it.
+
+    >>> to_messages("2+2?", system_prompt="Be brief.")
+    [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': '2+2?'}]
+    """
+    messages = (
+        [{"role": "user", "content": prompt}]
+        if isinstance(prompt, str)
+        else [dict(m) for m in prompt]
+    )
+    if system_prompt is not None:
+        messages = [{"role": "system", "content": system_prompt}] + [
+            m for m in messages if m["role"] != "system"
+        ]
+    return messages
+
+
+def has_chat_template(tokenizer) -> bool:
+    """True when the tokenizer carries a chat template."""
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def format_prompt(tokenizer, prompt: str | Messages, system_prompt: str | None = None) -> str:
+    """The prompt string to generate from: chat template applied when the tokenizer has one."""
+    messages = to_messages(prompt, system_prompt)
+    if not has_chat_template(tokenizer):
+        return "\n\n".join(m["content"] for m in messages)
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if not isinstance(text, str):
+        raise TypeError(f"apply_chat_template returned {type(text).__name__}, expected str")
+    return text

@@ -1,0 +1,98 @@
+"""``rlvr data``: write reasoning-gym task sets to JSONL, list tasks, preview a prompt set.
+
+::
+
+    rlvr data gen chain_sum --size 500 --seed 0 -o data/train.jsonl --set max_terms=3
+    rlvr data gen chain_sum --size 100 --seed 1 -o data/test.jsonl --exclude data/train.jsonl
+    rlvr data tasks
+    rlvr data show data/test.jsonl --fields reasoning_gym --limit 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from rlvr.data.fields import FIELD_MAPS
+
+
+def _parse_sets(pairs: list[str]) -> dict[str, object]:
+    """``["key=value", ...]`` -> config dict (values parsed as YAML: numbers, booleans, lists)."""
+    config = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects key=value, got {pair!r}")
+        config[key.strip()] = yaml.safe_load(value)
+    return config
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlvr data", description="Prompt-set utilities.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("gen", help="write a reasoning-gym task set to JSONL")
+    gen.add_argument("task", help="reasoning-gym task name (see 'rlvr data tasks')")
+    gen.add_argument("-o", "--output", required=True, help="JSONL file to write")
+    gen.add_argument("--size", type=int, default=100, help="number of problems (default 100)")
+    gen.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    gen.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="task config field"
+    )
+    gen.add_argument(
+        "--exclude", action="append", default=[], metavar="FILE", help="skip questions in FILE"
+    )
+    sub.add_parser("tasks", help="list reasoning-gym tasks")
+    show = sub.add_parser("show", help="print the first examples of a prompt set as JSON")
+    show.add_argument("source", help="named dataset, .jsonl/.parquet file, directory or hub name")
+    show.add_argument(
+        "--fields", default=None, help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
+    )
+    show.add_argument("--split", default=None, help="split for datasets sources")
+    show.add_argument("--limit", type=int, default=3, help="examples to print (default 3)")
+    return parser
+
+
+def _gen(args: argparse.Namespace) -> None:
+    from rlvr.data.gym import gym_rows, questions_in, write_jsonl
+
+    rows = gym_rows(
+        args.task,
+        size=args.size,
+        seed=args.seed,
+        config=_parse_sets(args.set),
+        exclude=questions_in(args.exclude),
+    )
+    count = write_jsonl(rows, args.output)
+    print(f"wrote {count} {args.task} problems (seed {args.seed}) to {args.output}")
+
+
+def _show(args: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from rlvr.data.loading import load_examples
+
+    for example in load_examples(
+        args.source, fields=args.fields, split=args.split, limit=args.limit
+    ):
+        print(json.dumps(asdict(example), ensure_ascii=False, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``rlvr data ...``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "gen":
+            _gen(args)
+        elif args.command == "tasks":
+            from rlvr.rewards.reasoning_gym import task_names
+
+            print("\n".join(task_names()))
+        else:
+            _show(args)
+    except ValueError as err:
+        print(f"rlvr data: error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,104 @@
+"""Writing reasoning-gym task sets to JSONL, reproducibly from a seed.
+
+Each row is a reasoning-gym entry plus an id::
+
+    {"id": "chain_sum-0-3", "question": "...", "answer": "-4", "metadata": {...}}
+
+Load them with the ``reasoning_gym`` field mapping (the verifier then receives the whole
+entry, metadata included) and score with the ``reasoning_gym`` verifier. Questions are
+unique within a file, and ``exclude`` drops every question already in other files, so a
+held-out set written with another seed never overlaps the training set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+MAX_DRAWS_PER_ROW = 20
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON fallback for metadata values: sets become sorted lists, NumPy scalars numbers."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return repr(value)
+
+
+def _create(task: str, size: int, seed: int, config: Mapping[str, Any]):
+    import reasoning_gym
+    from reasoning_gym.factory import DATASETS
+
+    if task not in DATASETS:
+        raise ValueError(
+            f"unknown reasoning-gym task {task!r}; valid: {', '.join(sorted(DATASETS))}"
+        )
+    valid = {f.name for f in dataclasses.fields(DATASETS[task][1])} - {"seed", "size"}
+    unknown = sorted(set(config) - valid)
+    if unknown:
+        raise ValueError(f"task {task!r} has no config field(s) {unknown}; valid: {sorted(valid)}")
+    try:
+        return reasoning_gym.create_dataset(task, size=size, seed=seed, **config)
+    except AssertionError as err:  # reasoning-gym validates configs with assert
+        raise ValueError(f"invalid config for task {task!r}: {err}") from None
+
+
+def gym_rows(
+    task: str,
+    *,
+    size: int,
+    seed: int,
+    config: Mapping[str, Any] | None = None,
+    exclude: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """``size`` entries of ``task`` with unique questions not in ``exclude``."""
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    dataset = _create(task, size, seed, dict(config or {}))
+    seen, rows = set(exclude), []
+    for index in range(size * MAX_DRAWS_PER_ROW):
+        try:
+            entry = dataset[index]
+        except IndexError:
+            break
+        if entry["question"] in seen:
+            continue
+        seen.add(entry["question"])
+        rows.append({"id": f"{task}-{seed}-{index}", **entry})
+        if len(rows) == size:
+            return rows
+    raise ValueError(
+        f"task {task!r} (seed {seed}) gave only {len(rows)} new unique questions, {size} asked"
+    )
+
+
+def questions_in(paths: Iterable[str | Path]) -> set[str]:
+    """Every ``question`` in the given JSONL files (for ``exclude``)."""
+    from rlvr.data.loading import read_jsonl
+
+    found = set()
+    for path in paths:
+        for where, row in read_jsonl(path):
+            if "question" not in row:
+                raise ValueError(f"{where}: missing field 'question'")
+            found.add(row["question"])
+    return found
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Write ``rows`` one JSON object per line (parent directories created); returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, default=_jsonable, ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,259 @@
+"""Loading prompt sets from JSONL, Parquet, or ``datasets`` into :class:`Example` lists.
+
+Sources, by what ``source`` is:
+
+- a name in :data:`rlvr.data.fields.DATASETS` (``"math500"``): that hub dataset, its split,
+  field mapping and prompt template;
+- a ``.jsonl`` / ``.json`` file (one JSON object per line, or a JSON array), or a
+  ``.parquet`` file;
+- a local directory: ``datasets.load_from_disk`` output, or data files ``datasets`` can read;
+- anything else: a Hugging Face Hub dataset name for ``datasets.load_dataset``.
+
+A malformed row raises ``ValueError`` naming the file and line (``data.jsonl:7: ...``), or
+the row number for Parquet and ``datasets`` sources; so does a missing field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rlvr.data.fields import DATASETS, FieldMap, field_map
+
+Messages = list[dict[str, str]]
+Row = tuple[str, dict[str, Any]]  # (location for error messages, row)
+
+_JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One problem: what the model is asked and what its answer is checked against."""
+
+    prompt: str | Messages
+    """The prompt text, or chat messages ``[{"role": ..., "content": ...}, ...]``."""
+    reference: Any
+    """What the verifier receives: an answer string, code tests, or a reasoning-gym entry."""
+    id: str
+    """Unique id within its dataset."""
+    dataset: str = ""
+    """Name of the set it came from (per-dataset evaluation tables group by it)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Extra fields named by the mapping's ``metadata`` (level, subject, ...)."""
+
+
+def read_jsonl(path: str | Path) -> Iterator[Row]:
+    """``("file:line", row)`` for each non-blank line; bad JSON names the file and line."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        first = handle.read(1)
+        handle.seek(0)
+        if path.suffix == ".json" and first == "[":
+            yield from _json_array(path, handle.read())
+            return
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(
+                    f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
+                ) from None
+            yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
+
+
+def _json_array(path: Path, text: str) -> Iterator[Row]:
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"{path}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})"
+        ) from None
+    for i, row in enumerate(rows):
+        yield f"{path} item {i}", _as_object(row, f"{path} item {i}")
+
+
+def _as_object(row: Any, where: str) -> dict[str, Any]:
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    return row
+
+
+def read_parquet(path: str | Path) -> Iterator[Row]:
+    """``("file row N", row)`` for each row of a Parquet file (N counts from 0)."""
+    import pyarrow.parquet as pq
+
+    for i, row in enumerate(pq.read_table(path).to_pylist()):
+        yield f"{path} row {i}", row
+
+
+def read_hf(source: str, *, split: str, configs: tuple[str | None, ...] = (None,)) -> Iterator[Row]:
+    """Rows of a ``datasets`` dataset: hub name, local data directory, or ``save_to_disk`` output."""
+    for config in configs:
+        table = _load_hf(source, split, config)
+        label = f"{source}[{config + ', ' if config else ''}{split}]"
+        for i, row in enumerate(table):
+            yield f"{label} row {i}", dict(row)
+
+
+def _load_hf(source: str, split: str, config: str | None):
+    import datasets
+
+    path = Path(source)
+    if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise ValueError(f"{source}: no split {split!r}; splits: {', '.join(loaded)}")
+            return loaded[split]
+        return loaded
+    try:
+        return datasets.load_dataset(source, config, split=split)
+    except (FileNotFoundError, ValueError) as err:
+        raise ValueError(
+            f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
+        ) from err
+
+
+def get_path(row: dict[str, Any], dotted: str, where: str, role: str) -> Any:
+    """``row["a"]["b"]`` for ``"a.b"``; a missing field names the field and the row."""
+    value: Any = row
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            present = ", ".join(sorted(row)) if isinstance(row, dict) else "-"
+            raise ValueError(
+                f"{where}: missing field {dotted!r} (the {role}); the row has: {present}"
+            )
+    return value
+
+
+def _check_prompt(prompt: Any, where: str) -> str | Messages:
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt
+    is_messages = (
+        isinstance(prompt, list)
+        and prompt
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("role"), str)
+            and isinstance(m.get("content"), str)
+            for m in prompt
+        )
+    )
+    if is_messages:
+        return [{"role": m["role"], "content": m["content"]} for m in prompt]
+    raise ValueError(
+        f"{where}: prompt must be a non-empty string or a list of {{role, content}} messages, got {prompt!r:.80}"
+    )
+
+
+def apply_template(prompt: str | Messages, template: str | None) -> str | Messages:
+    """Put ``prompt`` (or the last user message) into ``template`` at ``{prompt}``.
+
+    >>> apply_template("1+1?", "Q: {prompt}\\nA:")
+    'Q: 1+1?\\nA:'
+    """
+    if template is None:
+        return prompt
+    if "{prompt}" not in template:
+        raise ValueError(f"template must contain '{{prompt}}', got {template!r}")
+    if isinstance(prompt, str):
+        return template.replace("{prompt}", prompt)
+    users = [i for i, m in enumerate(prompt) if m["role"] == "user"]
+    if not users:
+        return prompt
+    out = [dict(m) for m in prompt]
+    out[users[-1]]["content"] = template.replace("{prompt}", out[users[-1]]["content"])
+    return out
+
+
+def row_to_example(
+    row: dict[str, Any], where: str, fields: FieldMap, *, dataset: str, index: int
+) -> Example:
+    """Map one row to an :class:`Example` (errors name ``where``: file and line)."""
+    prompt = _check_prompt(get_path(row, fields.prompt, where, "prompt field"), where)
+    if fields.reference == "row":
+        reference = row
+    else:
+        path = fields.answer if fields.reference == "answer" else fields.tests
+        reference = get_path(row, path, where, f"{fields.reference} field")
+    ident = str(get_path(row, fields.id, where, "id field")) if fields.id else f"{dataset}-{index}"
+    metadata = {k: get_path(row, k, where, "metadata") for k in fields.metadata if _has(row, k)}
+    return Example(prompt=prompt, reference=reference, id=ident, dataset=dataset, metadata=metadata)
+
+
+def _has(row: dict[str, Any], dotted: str) -> bool:
+    try:
+        get_path(row, dotted, "", "")
+    except ValueError:
+        return False
+    return True
+
+
+def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
+    """Rows of ``source`` and the dataset name they get by default."""
+    path = Path(source)
+    if path.is_file():
+        if path.suffix in _JSON_SUFFIXES:
+            return read_jsonl(path), path.stem
+        if path.suffix == ".parquet":
+            return read_parquet(path), path.stem
+        raise ValueError(
+            f"{source}: unsupported file type {path.suffix!r}; use .jsonl, .json or .parquet"
+        )
+    if path.suffix in _JSON_SUFFIXES + (".parquet",) and not path.exists():
+        raise ValueError(f"{source}: no such file")
+    return read_hf(source, split=split or "train", configs=(config,)), path.name or source
+
+
+def load_examples(
+    source: str,
+    *,
+    fields: FieldMap | str | None = None,
+    split: str | None = None,
+    config: str | None = None,
+    template: str | None = None,
+    limit: int | None = None,
+    name: str | None = None,
+    unique: bool | None = None,
+) -> list[Example]:
+    """Load ``source`` (named dataset, file, directory or hub name) as :class:`Example` s.
+
+    ``fields`` is a :class:`FieldMap` or a name in ``FIELD_MAPS`` (named datasets bring
+    their own); ``template`` wraps each prompt (``"{prompt}"`` marks where); ``limit``
+    keeps the first examples; ``name`` labels them (default: dataset or file name);
+    ``unique`` drops rows whose prompt repeats an earlier one (default: the named
+    dataset's setting, else off).
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    if source in DATASETS:
+        spec = DATASETS[source]
+        configs = (config,) if config else spec.configs
+        rows = read_hf(spec.hub, split=split or spec.split, configs=configs)
+        fields, template, default_name = fields or spec.fields, template or spec.template, source
+        unique = spec.unique if unique is None else unique
+    else:
+        rows, default_name = _rows(source, split, config)
+    mapping, dataset = field_map(fields), name or default_name
+    examples: list[Example] = []
+    seen: set[str] = set()
+    for index, (where, row) in enumerate(rows):
+        example = row_to_example(row, where, mapping, dataset=dataset, index=index)
+        if unique:
+            key = json.dumps(example.prompt, sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+        examples.append(replace(example, prompt=apply_template(example.prompt, template)))
+        if len(examples) == limit:
+            break
+    if not examples:
+        raise ValueError(f"{source}: no rows")
+    return examples

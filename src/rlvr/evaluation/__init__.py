@@ -1,0 +1,43 @@
+"""The evaluation harness: avg@k / pass@k metrics and :func:`evaluate`.
+
+::
+
+    from rlvr.evaluation import EvalConfig, evaluate
+
+    report = evaluate(model, tokenizer, examples, "math", EvalConfig(n=8, ks=(1, 4, 8)))
+    report.metrics["avg@8"], report.metrics["pass@4"], report.per_dataset["math500"]
+"""
+
+from rlvr.evaluation.harness import (
+    EVAL_SAMPLING,
+    EvalConfig,
+    EvalReport,
+    ProblemResult,
+    build_report,
+    evaluate,
+)
+from rlvr.evaluation.metrics import (
+    avg_at_k,
+    best_at_k,
+    mean_at_k,
+    mean_avg_at_k,
+    mean_pass_at_k,
+    pass_at_k,
+    summarize,
+)
+
+__all__ = [
+    "EVAL_SAMPLING",
+    "EvalConfig",
+    "EvalReport",
+    "ProblemResult",
+    "avg_at_k",
+    "best_at_k",
+    "build_report",
+    "evaluate",
+    "mean_at_k",
+    "mean_avg_at_k",
+    "mean_pass_at_k",
+    "pass_at_k",
+    "summarize",
+]

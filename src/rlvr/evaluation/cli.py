@@ -1,0 +1,192 @@
+"""``rlvr eval``: sample, verify, print avg@k / pass@k, and write JSON.
+
+::
+
+    rlvr eval --model tiny --data src/rlvr/assets/math-mini.jsonl -n 8 -k 1 4 8
+    rlvr eval --model HuggingFaceTB/SmolLM2-135M-Instruct --data math500 --data aime2024 \\
+        -n 4 --temperature 0.6 --max-tokens 1024 --output runs/eval/smollm2.json
+    rlvr eval --model ./ckpt --data heldout.jsonl --verifier reasoning_gym --wrong -1
+    rlvr eval --model tiny --data math.jsonl --data gym.jsonl::reasoning_gym --verifier math
+
+The JSON holds the metrics, the per-dataset metrics, the configuration, and every
+problem's completions, scores and verifier status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from rlvr.data.fields import DATASETS, FIELD_MAPS
+from rlvr.evaluation.harness import EvalConfig, EvalReport
+from rlvr.generation import SamplingConfig
+from rlvr.rewards.scoring import ScoringConfig
+
+
+def _data_args(p: argparse.ArgumentParser) -> None:
+    sets = ", ".join(DATASETS)
+    p.add_argument("--model", required=True, help="preset name, local directory or hub name")
+    p.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        metavar="SOURCE[::FIELDS]",
+        help=f"prompt set, repeatable: {sets}, a .jsonl/.parquet file, a directory or a hub name",
+    )
+    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
+    p.add_argument(
+        "--split", help="split for datasets sources (default: the named set's, else train)"
+    )
+    p.add_argument("--template", help="prompt template with {prompt}")
+    p.add_argument("--system-prompt", help="system message before every prompt")
+    p.add_argument("--limit", type=int, help="first LIMIT problems of each set")
+
+
+def _reward_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--verifier", default="math", help="spec: math, math+format, reasoning_gym[:task], code"
+    )
+    p.add_argument(
+        "--correct", type=float, default=1.0, help="score of a correct completion (default 1)"
+    )
+    p.add_argument(
+        "--wrong", type=float, default=0.0, help="score of a wrong one (default 0; ETR: -1)"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="verifier limit per completion, s (default 10)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="verifier worker processes (default 1; 0: inline)"
+    )
+
+
+def _sampling_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", type=int, default=4, help="completions per problem (default 4)")
+    p.add_argument("-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)")
+    p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
+    p.add_argument("--max-tokens", type=int, default=256, help="max new tokens (default 256)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument(
+        "--batch-size", type=int, default=8, help="problems per generate call (default 8)"
+    )
+    p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rlvr eval", description="Sample, verify, report avg@k / pass@k."
+    )
+    _data_args(p)
+    _reward_args(p)
+    _sampling_args(p)
+    p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")
+    p.add_argument(
+        "--no-completions", action="store_true", help="leave completion texts out of the JSON"
+    )
+    return p
+
+
+def _config(args: argparse.Namespace) -> EvalConfig:
+    sampling = SamplingConfig(
+        max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
+    )
+    return EvalConfig(
+        n=args.n,
+        ks=tuple(sorted(set(args.k or [1, args.n]))),
+        sampling=sampling,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        system_prompt=args.system_prompt,
+        scoring=ScoringConfig(timeout_s=args.timeout, workers=args.workers),
+        keep_completions=not args.no_completions,
+    )
+
+
+def _reward_options(args: argparse.Namespace) -> dict[str, float]:
+    """``correct`` / ``wrong`` options, passed only when they differ from the defaults."""
+    options = {"correct": args.correct} if args.correct != 1.0 else {}
+    return options | ({"wrong": args.wrong} if args.wrong != 0.0 else {})
+
+
+def _load(args: argparse.Namespace) -> list:
+    """Examples of every ``--data SOURCE[::FIELDS]`` (a per-source mapping beats ``--fields``)."""
+    from rlvr.data.loading import load_examples
+
+    default = args.fields
+    if default is None and args.verifier.startswith("reasoning_gym"):
+        default = "reasoning_gym"
+    examples = []
+    for item in args.data:
+        source, _, own = item.partition("::")
+        fields = own or (None if source in DATASETS and args.fields is None else default)
+        examples += load_examples(
+            source, fields=fields, split=args.split, template=args.template, limit=args.limit
+        )
+    return examples
+
+
+def print_table(report: EvalReport, title: str) -> None:
+    """avg@k / pass@k (in %) per dataset as a rich table, one column per dataset (+ 'all')."""
+    from rich.console import Console
+    from rich.table import Table
+
+    columns = list(report.per_dataset.items())
+    if len(columns) > 1:
+        columns.append(("all", report.metrics))
+    table = Table(title=title)
+    table.add_column("metric")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    table.add_row("problems", *[f"{m['num_problems']:.0f}" for _, m in columns])
+    for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
+        table.add_row(key, *[f"{m[key] * 100:.1f}" for _, m in columns])
+    table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m in columns])
+    table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m in columns])
+    Console().print(table)
+
+
+def write_json(data: dict, path: Path) -> None:
+    """Write ``data`` as JSON atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _default_output(model: str) -> Path:
+    stem = Path(model.rstrip("/")).name or "model"
+    return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``rlvr eval ...``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        from rlvr.evaluation.harness import evaluate
+        from rlvr.models import load_model
+        from rlvr.rewards.registry import get_verifier
+
+        config = _config(args)
+        verifier = get_verifier(args.verifier, **_reward_options(args))
+        examples = _load(args)
+        model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+    except ValueError as err:
+        print(f"rlvr eval: error: {err}", file=sys.stderr)
+        return 2
+    report = evaluate(model, tokenizer, examples, verifier, config)
+    output = Path(args.output) if args.output else _default_output(args.model)
+    write_json(
+        {"model": args.model, "data": args.data, "verifier": verifier.spec, **report.to_dict()},
+        output,
+    )
+    print_table(
+        report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"
+    )
+    print(f"wrote {output}")
+    return 0

@@ -1,0 +1,232 @@
+"""Evaluation: sample ``n`` completions per problem, verify them, report avg@k / pass@k.
+
+:func:`evaluate` is shared by ``rlvr eval`` and the trainer's periodic held-out
+evaluation. Sampling goes through :func:`rlvr.generation.generate` (the trainer's own
+sampler) under a forked torch RNG seeded from ``EvalConfig.seed``, so an evaluation is
+reproducible and leaves the caller's RNG stream, and the model's train/eval mode, as they
+were. A completion counts as correct when its score reaches the verifier's
+``correct_value`` (``1.0``: all tests passed for the soft code reward).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+import torch
+
+from rlvr.data.chat import format_prompt
+from rlvr.data.loading import Example
+from rlvr.evaluation.metrics import summarize
+from rlvr.generation import SamplingConfig, generate
+from rlvr.rewards.registry import Verifier, get_verifier
+from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
+
+EVAL_SAMPLING = SamplingConfig(max_new_tokens=256, temperature=0.6, top_p=1.0)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How an evaluation samples and scores."""
+
+    n: int = 4
+    """Completions sampled per problem."""
+    ks: tuple[int, ...] = (1, 4)
+    """The k of avg@k / pass@k (each <= n)."""
+    sampling: SamplingConfig = EVAL_SAMPLING
+    """Temperature, top-p and max new tokens (APMPO evaluates at temperature 0.6)."""
+    batch_size: int = 8
+    """Problems per ``generate`` call (``batch_size * n`` sequences at once)."""
+    seed: int = 0
+    """Seed of the sampling RNG (forked: the caller's RNG is left untouched)."""
+    system_prompt: str | None = None
+    """System message put before every prompt (replaces one in the data)."""
+    scoring: ScoringConfig = ScoringConfig()
+    """Verifier time limit and worker processes."""
+    keep_completions: bool = True
+    """Keep completion texts in the report (for the JSON output)."""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if not self.ks or any(not 1 <= k <= self.n for k in self.ks):
+            raise ValueError(f"every k must be in [1, n={self.n}], got ks={self.ks}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+
+
+@dataclass
+class ProblemResult:
+    """The ``n`` completions of one problem and their scores."""
+
+    id: str
+    dataset: str
+    prompt: Any
+    """The example's prompt (before the chat template)."""
+    reference: Any
+    scores: list[float]
+    correct: list[bool]
+    lengths: list[int]
+    """Completion lengths in tokens."""
+    truncated: list[bool]
+    status: list[str]
+    """Verifier status per completion: ``ok``, ``error`` or ``timeout``."""
+    completions: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.scores)
+
+    @property
+    def c(self) -> int:
+        return sum(self.correct)
+
+
+@dataclass
+class EvalReport:
+    """Metrics overall and per dataset, with every problem's results."""
+
+    metrics: dict[str, float]
+    """``avg@k``, ``pass@k`` (each k, and ``avg@n``), ``score/mean``, ``response/length_mean``,
+    ``response/clipped_frac``, ``verifier/failures``, ``verifier/timeouts``, ``num_problems``."""
+    per_dataset: dict[str, dict[str, float]]
+    """The same metrics for each dataset name."""
+    problems: list[ProblemResult]
+    config: EvalConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (what ``rlvr eval --output`` writes)."""
+        problems = [{**asdict(p), "n": p.n, "c": p.c} for p in self.problems]
+        return {
+            "metrics": self.metrics,
+            "per_dataset": self.per_dataset,
+            "config": asdict(self.config),
+            "problems": problems,
+        }
+
+
+def _metrics(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, float]:
+    scores = [s for p in problems for s in p.scores]
+    lengths = [x for p in problems for x in p.lengths]
+    status = [s for p in problems for s in p.status]
+    out = summarize([(p.n, p.c) for p in problems], ks)
+    out.update(
+        {
+            "score/mean": sum(scores) / len(scores),
+            "response/length_mean": sum(lengths) / len(lengths),
+            "response/clipped_frac": sum(t for p in problems for t in p.truncated) / len(lengths),
+            "verifier/failures": float(status.count("error")),
+            "verifier/timeouts": float(status.count("timeout")),
+            "num_problems": float(len(problems)),
+        }
+    )
+    return out
+
+
+def build_report(problems: list[ProblemResult], config: EvalConfig) -> EvalReport:
+    """Overall and per-dataset metrics of scored problems."""
+    if not problems:
+        raise ValueError("no problems to report on")
+    groups: dict[str, list[ProblemResult]] = defaultdict(list)
+    for problem in problems:
+        groups[problem.dataset].append(problem)
+    per_dataset = {name: _metrics(group, config.ks) for name, group in groups.items()}
+    return EvalReport(_metrics(problems, config.ks), per_dataset, problems, config)
+
+
+class Samples(NamedTuple):
+    """``N = problems * n`` completions, grouped by problem."""
+
+    texts: list[str]
+    lengths: list[int]
+    """Completion lengths in tokens (EOS included)."""
+    truncated: list[bool]
+    """Hit ``max_new_tokens`` without an EOS."""
+
+
+def sample(model, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
+    """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time."""
+    texts, lengths, truncated = [], [], []
+    for start in range(0, len(prompts), config.batch_size):
+        batch = prompts[start : start + config.batch_size]
+        out = generate(model, tokenizer, batch, n=config.n, sampling=config.sampling)
+        texts += out.texts
+        lengths += [int(x) for x in out.response_lengths.tolist()]
+        truncated += [bool(x) for x in out.truncated.tolist()]
+    return Samples(texts, lengths, truncated)
+
+
+def _rng_devices(model) -> list[int]:
+    device = next(model.parameters()).device
+    return [device.index or 0] if device.type == "cuda" else []
+
+
+def sample_seeded(model, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
+    """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.random.fork_rng(devices=_rng_devices(model)):
+            torch.manual_seed(config.seed)
+            return sample(model, tokenizer, prompts, config)
+    finally:
+        model.train(was_training)
+
+
+def score_problems(
+    examples: Sequence[Example],
+    verifier: Verifier,
+    samples: Samples,
+    config: EvalConfig,
+    scorer: Callable[[Sequence[str], Sequence[Any]], Scores] | None = None,
+) -> list[ProblemResult]:
+    """Verify ``samples`` (``config.n`` per example, in order) into per-problem results."""
+    references = [ex.reference for ex in examples for _ in range(config.n)]
+    if scorer is None:
+        with Scorer(verifier, config.scoring) as own:
+            scores = own(samples.texts, references)
+    else:
+        scores = scorer(samples.texts, references)
+    problems = []
+    for i, ex in enumerate(examples):
+        rows = slice(i * config.n, (i + 1) * config.n)
+        values = scores.values[rows]
+        problems.append(
+            ProblemResult(
+                id=ex.id,
+                dataset=ex.dataset,
+                prompt=ex.prompt,
+                reference=ex.reference,
+                scores=values,
+                correct=[v >= verifier.correct_value - 1e-9 for v in values],
+                lengths=samples.lengths[rows],
+                truncated=samples.truncated[rows],
+                status=scores.status[rows],
+                completions=samples.texts[rows] if config.keep_completions else [],
+            )
+        )
+    return problems
+
+
+def evaluate(
+    model,
+    tokenizer,
+    examples: Sequence[Example],
+    verifier: Verifier | str,
+    config: EvalConfig = EvalConfig(),
+    *,
+    scorer: Callable[[Sequence[str], Sequence[Any]], Scores] | None = None,
+) -> EvalReport:
+    """Sample ``config.n`` completions per example, verify them, and report.
+
+    ``scorer`` reuses an open :class:`rlvr.rewards.Scorer` (the trainer's, with its worker
+    processes); by default one is made from ``config.scoring`` for this call.
+    """
+    if not examples:
+        raise ValueError("examples is empty")
+    verifier = get_verifier(verifier)
+    prompts = [format_prompt(tokenizer, ex.prompt, config.system_prompt) for ex in examples]
+    samples = sample_seeded(model, tokenizer, prompts, config)
+    return build_report(score_problems(examples, verifier, samples, config, scorer), config)

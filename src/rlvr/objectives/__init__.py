@@ -1,0 +1,60 @@
+"""Policy objectives of GRPO, the trust-region papers and their baselines.
+
+Pure functions over tensors, registered by name (``OBJECTIVES``); the entry point is
+:func:`policy_loss`. Each module cites its paper's equations and lists its departures;
+``docs/objectives.md`` has the table.
+
+>>> import torch
+>>> from rlvr.objectives import policy_loss
+>>> logp = torch.log(torch.tensor([[0.5, 0.4]])).requires_grad_()
+>>> loss, metrics = policy_loss("grpo", logp=logp, old_logp=logp.detach(),
+...                             advantages=torch.tensor([1.0]), mask=torch.ones(1, 2))
+>>> float(loss.detach()), float(metrics["clip/frac"])
+(-1.0, 0.0)
+"""
+
+from rlvr.objectives.abc import AbcConfig
+from rlvr.objectives.aggregation import LOSS_AGG_MODES, StepCounts, aggregate, step_counts
+from rlvr.objectives.cispo import CispoConfig
+from rlvr.objectives.etr import EtrConfig
+from rlvr.objectives.gmpo import GmpoConfig
+from rlvr.objectives.gppo import GppoConfig
+from rlvr.objectives.gspo import GspoConfig
+from rlvr.objectives.loss import policy_loss
+from rlvr.objectives.pmpo import ApmpoConfig, PmpoConfig
+from rlvr.objectives.ppo_clip import DapoConfig, DrGrpoConfig, GrpoConfig
+from rlvr.objectives.registry import (
+    OBJECTIVES,
+    ObjectiveSpec,
+    group_stats_for,
+    make_config,
+    objective_spec,
+)
+from rlvr.objectives.regularizers import KL_ESTIMATORS, RegularizerConfig, kl_penalty
+
+__all__ = [
+    "KL_ESTIMATORS",
+    "LOSS_AGG_MODES",
+    "OBJECTIVES",
+    "AbcConfig",
+    "ApmpoConfig",
+    "CispoConfig",
+    "DapoConfig",
+    "DrGrpoConfig",
+    "EtrConfig",
+    "GmpoConfig",
+    "GppoConfig",
+    "GrpoConfig",
+    "GspoConfig",
+    "ObjectiveSpec",
+    "PmpoConfig",
+    "RegularizerConfig",
+    "StepCounts",
+    "aggregate",
+    "group_stats_for",
+    "kl_penalty",
+    "make_config",
+    "objective_spec",
+    "policy_loss",
+    "step_counts",
+]

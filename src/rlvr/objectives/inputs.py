@@ -1,0 +1,118 @@
+"""Input checking for :func:`rlvr.objectives.policy_loss`: bad input is a ValueError that
+names the argument. Builds the :class:`~rlvr.objectives.base.PolicyBatch` objectives see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from rlvr.advantages import GroupStats, group_stats
+from rlvr.objectives.base import PolicyBatch
+from rlvr.objectives.registry import ObjectiveSpec
+
+
+def check_mask(mask: Any) -> torch.Tensor:
+    """``mask [B, T]`` as bool; values must be 0/1 and at least one must be 1."""
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        raise ValueError(f"mask must be a 2-D tensor [B, T], got {_describe(mask)}")
+    if mask.dtype != torch.bool:
+        if not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError("mask must hold only 0 and 1")
+        mask = mask != 0
+    if not bool(mask.any()):
+        raise ValueError("mask has no response tokens (all zero)")
+    return mask
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def finite_on(values: torch.Tensor, mask: torch.Tensor) -> bool:
+    """True when ``values`` is finite wherever ``mask`` is set (padding may hold anything)."""
+    return bool(torch.where(mask, torch.isfinite(values.detach()), True).all())
+
+
+def check_tensor(name: str, value: Any, shape: torch.Size, mask: torch.Tensor) -> None:
+    """``value`` is a floating tensor of ``shape``, finite on response tokens."""
+    if not isinstance(value, torch.Tensor) or value.shape != shape:
+        raise ValueError(
+            f"{name} must be a tensor of shape {tuple(shape)} (the mask's), got {_describe(value)}"
+        )
+    if not value.is_floating_point():
+        raise ValueError(f"{name} must be a floating tensor, got {value.dtype}")
+    if not finite_on(value, mask):
+        raise ValueError(f"{name} contains NaN or inf on response tokens")
+
+
+def check_advantages(adv: Any, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``[B]`` or ``[B, T]`` advantages as a detached ``[B, T]`` tensor, 0 on padding."""
+    if isinstance(adv, torch.Tensor) and adv.dim() == 1 and adv.shape[0] == mask.shape[0]:
+        adv = adv[:, None].expand(mask.shape)
+    if not isinstance(adv, torch.Tensor) or adv.shape != mask.shape:
+        raise ValueError(
+            f"advantages must have shape [B]=({mask.shape[0]},) or [B, T]={tuple(mask.shape)}, "
+            f"got {_describe(adv)}"
+        )
+    adv = adv.detach().to(dtype)
+    if not finite_on(adv, mask):
+        raise ValueError("advantages contain NaN or inf on response tokens")
+    return torch.where(mask, adv, torch.zeros_like(adv))
+
+
+def check_rewards(rewards: Any, batch_size: int) -> torch.Tensor:
+    """``rewards [B]``, finite."""
+    if not isinstance(rewards, torch.Tensor) or rewards.shape != (batch_size,):
+        raise ValueError(
+            f"rewards must be a tensor of shape [B]=({batch_size},), got {_describe(rewards)}"
+        )
+    if not bool(torch.isfinite(rewards.float()).all()):
+        raise ValueError("rewards contain NaN or inf")
+    return rewards
+
+
+def resolve_stats(
+    spec: ObjectiveSpec,
+    cfg: Any,
+    stats: GroupStats | None,
+    rewards: torch.Tensor | None,
+    group_size: int | None,
+    batch_size: int,
+) -> GroupStats | None:
+    """The rows' group statistics: given (checked) or computed from whole groups here."""
+    if not spec.needs_group_stats:
+        return None
+    if stats is not None:
+        if not isinstance(stats, GroupStats) or len(stats) != batch_size:
+            raise ValueError(
+                f"group_stats must be GroupStats with {batch_size} rows, got {_describe(stats)}"
+            )
+        return stats
+    if rewards is None or group_size is None:
+        raise ValueError(
+            f"rewards and group_size: objective {spec.name!r} needs them (or precomputed group_stats)"
+        )
+    opts = cfg.stats_options()
+    return group_stats(
+        rewards,
+        group_size,
+        pass_threshold=opts.pass_threshold,
+        reward_range=opts.reward_range,
+        scope=opts.scope,
+    )
+
+
+def build_batch(logp: Any, old_logp: Any, advantages: Any, mask: Any) -> PolicyBatch:
+    """Validated :class:`PolicyBatch`; ratios in float32 (or wider), padding never exponentiated."""
+    mask = check_mask(mask)
+    check_tensor("logp", logp, mask.shape, mask)
+    check_tensor("old_logp", old_logp, mask.shape, mask)
+    dtype = torch.promote_types(logp.dtype, torch.float32)
+    logp = logp.to(dtype)
+    old_logp = old_logp.detach().to(dtype)
+    log_ratio = torch.where(mask, logp - old_logp, torch.zeros_like(logp))
+    adv = check_advantages(advantages, mask, dtype)
+    return PolicyBatch(logp, old_logp, log_ratio, torch.exp(log_ratio), adv, mask)

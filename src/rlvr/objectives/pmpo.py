@@ -1,0 +1,186 @@
+"""``pmpo`` and ``apmpo``: (Adaptive) Power-Mean Policy Optimization (papers/apmpo.txt
+eq. 4-10, appendices H, J).
+
+Per sequence: ``phi_t = |min(r*A, rho*A)|`` with ``rho = clip(r, 1-eps_low, 1+eps_up)``
+(eq. 7-8), ``J_i = sign(A_i) * (mean_t phi_t^p)^(1/p)`` (eq. 9), ``loss = -mean_i J_i``
+(eq. 10, KL via the regularisers). The exponent follows the reward mean ``mu``:
+``p = exp(-gamma*mu)`` (eq. 4) or, with ``p_schedule="linear"``, ``clamp(1 - gamma*mu,
+p_min, 1)`` (eq. 11).
+
+- ``pmpo``: fixed band, ``eps_up = eps_high``.
+- ``apmpo``: Feedback-Adaptive Clipping, ``FSS = mu/(sigma + delta)`` (eq. 5) and
+  ``eps_up = eps_ada = eps_min + (eps_max - eps_min)*tanh(FSS)`` (eq. 6).
+
+``mu`` and ``sigma`` (population std) come from precomputed
+:class:`rlvr.advantages.GroupStats` rows, over the ``batch`` (default; main text, K.1) or
+each ``group`` (Alg. 1 l.7-8), on rewards mapped to ``[0, 1]`` by ``reward_range``.
+The per-sequence loss is repeated over each row's tokens (``seq-mean-token-mean`` gives
+``mean_i loss_i``). Invariants (tested): at ``p = 1`` ``apmpo`` is ``grpo`` with
+``eps_high = eps_ada``; as ``p -> 0`` it tends to the geometric mean of ``phi``.
+
+Departures (from the paper, as ``ALGORITHMS.md`` resolves them):
+
+1. eq. 6 with ``tanh``, not Alg. 1 l.18 (which drops it). ``FSS -> 0`` gives ``eps_min``,
+   not the midpoint appendix F claims.
+2. Rewards are mapped to ``[0, 1]`` by ``reward_range`` before ``mu``/``sigma`` (the
+   paper assumes 0/1 rewards); a reward outside the range is an error, so ``p <= 1``.
+3. Numerics: the power mean is computed in log space, ``exp(logmeanexp(p*log phi)/p)``;
+   ``p < 1e-4`` uses the geometric-mean limit; ``A_i = 0`` sequences give ``J_i = 0``.
+4. Per-token advantages are allowed if they keep one sign per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from rlvr.advantages import STATS_SCOPES, GroupStats, StatsOptions
+from rlvr.objectives.base import (
+    ClipInfo,
+    ObjectiveOutput,
+    PolicyBatch,
+    log_magnitude,
+    sequence_signs,
+    signed_power_mean_loss,
+)
+from rlvr.objectives.ppo_clip import check_eps, check_number
+
+P_SCHEDULES = ("exp", "linear")
+
+
+@dataclass(frozen=True)
+class PmpoConfig:
+    """Power-mean objective with a fixed clip band."""
+
+    gamma: float = 0.8
+    """Sensitivity of the exponent to the reward mean (eq. 4)."""
+    eps_low: float = 0.2
+    """Lower clip width (band edge ``1 - eps_low``)."""
+    eps_high: float = 0.2
+    """Upper clip width (band edge ``1 + eps_high``)."""
+    p_schedule: str = "exp"
+    """``exp``: ``p = exp(-gamma*mu)`` (eq. 4); ``linear``: ``1 - gamma*mu`` (eq. 11)."""
+    p_min: float = 0.05
+    """Floor of the linear schedule."""
+    reward_range: tuple[float, float] = (0.0, 1.0)
+    """``(lo, hi)`` of the verifier's rewards, mapped to ``[0, 1]`` for ``mu``/``sigma``."""
+    stats_scope: str = "batch"
+    """``batch`` (paper text) or ``group`` (Alg. 1) for ``mu``/``sigma``."""
+
+    def __post_init__(self) -> None:
+        check_eps(eps_low=self.eps_low, eps_high=self.eps_high, gamma=self.gamma)
+        if not math.isfinite(self.gamma):
+            raise ValueError(f"gamma must be finite, got {self.gamma}")
+        if self.p_schedule not in P_SCHEDULES:
+            raise ValueError(
+                f"unknown p_schedule {self.p_schedule!r}; valid: {', '.join(P_SCHEDULES)}"
+            )
+        check_number("p_min", self.p_min)
+        if not 0 < self.p_min <= 1:
+            raise ValueError(f"p_min must be in (0, 1], got {self.p_min}")
+        if self.stats_scope not in STATS_SCOPES:
+            raise ValueError(
+                f"unknown stats_scope {self.stats_scope!r}; valid: {', '.join(STATS_SCOPES)}"
+            )
+        # validates reward_range (lo < hi) and normalises it to a tuple of floats
+        object.__setattr__(self, "reward_range", self.stats_options().reward_range)
+
+    def stats_options(self) -> StatsOptions:
+        """The group statistics this objective reads."""
+        return StatsOptions(reward_range=tuple(self.reward_range), scope=self.stats_scope)
+
+
+@dataclass(frozen=True)
+class ApmpoConfig(PmpoConfig):
+    """APMPO: the power mean plus Feedback-Adaptive Clipping of the upper bound."""
+
+    eps_min: float = 0.2
+    """Upper clip width when ``FSS = 0`` (eq. 6)."""
+    eps_max: float = 0.4
+    """Upper clip width as ``FSS -> inf`` (eq. 6)."""
+    delta: float = 1e-6
+    """Stabiliser of ``FSS = mu/(sigma + delta)`` (eq. 5)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_eps(eps_min=self.eps_min, eps_max=self.eps_max)
+        if not self.eps_min <= self.eps_max < math.inf:
+            raise ValueError(f"need eps_min <= eps_max < inf, got {self.eps_min}, {self.eps_max}")
+        check_number("delta", self.delta)
+        if not self.delta > 0:
+            raise ValueError(f"delta must be > 0, got {self.delta}")
+
+
+def exponent(mu: torch.Tensor, cfg: PmpoConfig) -> torch.Tensor:
+    """[B] power-mean exponent ``p`` from the reward mean ``mu`` in ``[0, 1]``."""
+    if cfg.p_schedule == "linear":
+        return (1.0 - cfg.gamma * mu).clamp(cfg.p_min, 1.0)
+    return torch.exp(-cfg.gamma * mu)
+
+
+def adaptive_eps(
+    mu: torch.Tensor, sigma: torch.Tensor, cfg: ApmpoConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(eps_ada, fss)``, each [B] (eq. 5-6)."""
+    fss = mu / (sigma + cfg.delta)
+    return cfg.eps_min + (cfg.eps_max - cfg.eps_min) * torch.tanh(fss), fss
+
+
+def _checked_stats(stats: GroupStats, cfg: PmpoConfig, name: str) -> GroupStats:
+    options = stats.options
+    if options.reward_range != cfg.reward_range or options.scope != cfg.stats_scope:
+        raise ValueError(
+            f"group_stats were computed with reward_range={options.reward_range}, "
+            f"scope={options.scope!r}; {name} has reward_range={cfg.reward_range}, "
+            f"stats_scope={cfg.stats_scope!r} (use group_stats_for({name!r}, ...))"
+        )
+    return stats
+
+
+def power_mean_loss(
+    batch: PolicyBatch, eps_low: float, eps_up: torch.Tensor, p: torch.Tensor, name: str
+) -> ObjectiveOutput:
+    """Shared body of pmpo/apmpo: upper widths ``eps_up [B]``, exponents ``p [B]``."""
+    adv, lr = batch.advantages, batch.log_ratio
+    sign = sequence_signs(adv, batch.mask, name)
+    log_lower = math.log(1.0 - eps_low) if eps_low < 1 else -math.inf
+    log_upper = torch.log1p(eps_up)[:, None]  # [B, 1]
+    log_phi = log_magnitude(lr, adv, log_lower, log_upper)
+    per_seq = signed_power_mean_loss(log_phi, sign, batch.mask, p)  # [B]
+    upper = (1.0 + eps_up)[:, None]
+    low = (adv < 0) & (lr < log_lower)
+    high = (adv > 0) & (lr > log_upper)
+    info = ClipInfo(batch.ratio, 1.0 - eps_low, upper, low, high)
+    return ObjectiveOutput(per_seq[:, None].expand_as(lr), info, {})
+
+
+def _row_mean(values: torch.Tensor) -> torch.Tensor:
+    return values.detach().mean()
+
+
+def pmpo_loss(batch: PolicyBatch, cfg: PmpoConfig) -> ObjectiveOutput:
+    """Power-mean loss with the fixed band ``[1-eps_low, 1+eps_high]``."""
+    stats = _checked_stats(batch.stats, cfg, "pmpo")
+    mu = stats.reward_mean.to(batch.ratio.dtype)
+    p = exponent(mu, cfg)
+    eps_up = torch.full_like(mu, cfg.eps_high)
+    out = power_mean_loss(batch, cfg.eps_low, eps_up, p, "pmpo")
+    return out._replace(metrics={"pmpo/p": _row_mean(p)})
+
+
+def apmpo_loss(batch: PolicyBatch, cfg: ApmpoConfig) -> ObjectiveOutput:
+    """Power-mean loss with the feedback-adaptive upper bound ``1 + eps_ada``."""
+    stats = _checked_stats(batch.stats, cfg, "apmpo")
+    mu = stats.reward_mean.to(batch.ratio.dtype)
+    sigma = stats.reward_std.to(batch.ratio.dtype)
+    p = exponent(mu, cfg)
+    eps_ada, fss = adaptive_eps(mu, sigma, cfg)
+    out = power_mean_loss(batch, cfg.eps_low, eps_ada, p, "apmpo")
+    metrics = {
+        "apmpo/p": _row_mean(p),
+        "apmpo/eps_ada": _row_mean(eps_ada),
+        "apmpo/fss": _row_mean(fss),
+    }
+    return out._replace(metrics=metrics)

@@ -1,0 +1,398 @@
+"""Bootstrap that runs inside every sandboxed child process (stdlib only, never imported).
+
+:mod:`rlvr.rewards.sandbox` reads this file as text and starts
+``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
+hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
+run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
+stdout/stderr are pipes read by the parent.
+
+Order of operations, each step before any untrusted code runs:
+
+1. ``PR_SET_PDEATHSIG`` (the run dies with its caller), then namespaces when asked for: a user
+   namespace when not root, a network namespace, and a PID namespace, in which case this
+   process forks and stays outside as a supervisor, the namespace's init (PID 1) reaps
+   orphans, and the program runs as PID 2; when init exits the kernel kills everything left
+   in the namespace, and the supervisor leaves with the program's exit status or signal;
+2. resource limits (``setrlimit``): CPU time, address space, file size, open files, no core
+   files;
+3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
+   unprivileged uid, optionally keeping only ``CAP_DAC_READ_SEARCH`` so that an interpreter
+   installed in a private directory (e.g. ``/root/.pyenv``) can still import its standard
+   library, then ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE`` 0;
+4. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
+   signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
+   write, rename, delete or permission change outside the working directory.
+
+The audit hook is a tripwire, not a security boundary: code that corrupts the interpreter's
+memory or monkeypatches the modules the hook relies on can get past it. The kernel layers
+(namespaces, rlimits, uid) are the boundary; see ``docs/sandbox.md``.
+
+In probe mode every layer is attempted, failures are recorded instead of fatal, and the
+``repr`` of a dict saying what worked is printed instead of running a program.
+"""
+
+import _signal as signal  # the C module: ``signal`` would import ``enum``
+import marshal
+import os
+import resource
+import sys
+
+EXIT_MEMORY = 251
+EXIT_SETUP = 252
+EXIT_SYNTAX = 253
+
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_KEEPCAPS = 8
+_PR_SET_NO_NEW_PRIVS = 38
+_CAP_DAC_READ_SEARCH = 2
+_CAP_VERSION_3 = 0x20080522
+
+_BLOCKED_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+        "os.kill",
+        "os.killpg",
+        "subprocess.Popen",
+        "pty.spawn",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "cpython.PyInterpreterState_New",
+    }
+)
+_BLOCKED_PREFIXES = ("os.exec", "os.spawn", "ctypes.", "socket.")
+_BLOCKED_IMPORTS = frozenset(
+    {
+        "_posixsubprocess",
+        "_ctypes",
+        "ctypes",
+        "_socket",
+        "_xxsubinterpreters",
+        "_xxinterpchannels",
+        "_multiprocessing",
+        "_posixshmem",
+    }
+)
+# event -> ((path index, dir_fd index or None), ...): filesystem changes checked by the hook.
+_PATH_EVENTS = {
+    "os.mkdir": ((0, 2),),
+    "os.rmdir": ((0, 1),),
+    "os.remove": ((0, 1),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.symlink": ((1, 2),),
+    "os.link": ((0, 2), (1, 3)),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),),
+    "os.truncate": ((0, None),),
+    "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+
+
+class _Libc:
+    """The few libc calls Python 3.11 lacks (unshare, prctl, capset), through ctypes."""
+
+    def __init__(self):
+        self._ctypes = self._lib = None
+
+    def _load(self):
+        """Import ctypes on first use, so that a failure is reported by the step that needed it."""
+        if self._lib is None:
+            import ctypes
+
+            self._ctypes = ctypes
+            self._lib = ctypes.CDLL(None, use_errno=True)
+        return self._ctypes, self._lib
+
+    def _check(self, name, status):
+        if status != 0:
+            err = self._ctypes.get_errno()
+            raise OSError(err, f"{name}: {os.strerror(err)}")
+
+    def call(self, name, *args):
+        ct, lib = self._load()
+        self._check(name, getattr(lib, name)(*[ct.c_ulong(a) for a in args]))
+
+    def keep_only_read_search(self):
+        """Set effective and permitted capabilities to ``CAP_DAC_READ_SEARCH`` alone."""
+        ct, lib = self._load()
+        header = (ct.c_uint32 * 2)(_CAP_VERSION_3, 0)
+        data = (ct.c_uint32 * 6)(1 << _CAP_DAC_READ_SEARCH, 1 << _CAP_DAC_READ_SEARCH, 0, 0, 0, 0)
+        self._check("capset", lib.capset(ct.byref(header), ct.byref(data)))
+
+
+class _Steps:
+    """Runs setup steps; strict mode exits on the first failure, probe mode records it."""
+
+    def __init__(self, probe):
+        self.probe = probe
+        self.report = {}
+
+    def run(self, name, fn, *args):
+        try:
+            fn(*args)
+        except Exception as exc:  # every failure is reported, by name
+            if not self.probe:
+                os.write(2, f"sandbox setup failed at {name}: {exc!r}\n".encode())
+                os._exit(EXIT_SETUP)
+            self.report[name] = f"{type(exc).__name__}: {exc}"
+            return False
+        self.report[name] = True
+        return True
+
+
+def _write_id_maps(uid, gid):
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{gid} {gid} 1")
+
+
+def _enter_user_namespace(libc):
+    """Own user namespace mapping our uid/gid to themselves (needs to be set before it is used)."""
+    uid, gid = os.getuid(), os.getgid()
+    libc.call("unshare", _CLONE_NEWUSER)
+    _write_id_maps(uid, gid)
+
+
+def _exit_like(status):
+    """Leave with the wait status ``status``: same exit code, or death by the same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _supervise(init, status_fd):
+    """Outside the namespace: wait for its init, then leave with the program's status."""
+    _, status = os.waitpid(init, 0)
+    reported = os.read(status_fd, 4)
+    _exit_like(int.from_bytes(reported, "little") if len(reported) == 4 else status)
+
+
+def _run_init(program, status_fd, libc):
+    """PID 1 of the namespace: reap every orphan until the program ends, report its status.
+
+    When init exits the kernel kills whatever is left in the namespace.
+    """
+    try:  # noqa: SIM105 - contextlib would be one more import in every run
+        libc.call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass  # the supervisor's death still reaches init through the process group kill
+    while True:
+        child, status = os.waitpid(-1, 0)
+        if child == program:
+            break
+    os.write(status_fd, status.to_bytes(4, "little"))
+    os._exit(0)
+
+
+def _enter_pid_namespace(libc):
+    """Supervisor (outside) -> init (PID 1) -> program (PID 2, the process that returns).
+
+    The program is not PID 1, so signals keep their usual defaults (PID 1 ignores those it
+    has no handler for).
+    """
+    libc.call("unshare", _CLONE_NEWPID)
+    status_r, status_w = os.pipe()
+    init = os.fork()
+    if init:
+        os.close(status_w)
+        _supervise(init, status_r)
+    os.close(status_r)
+    program = os.fork()
+    if program:
+        _run_init(program, status_w, libc)
+    os.close(status_w)
+
+
+def _set_rlimits(rlimits):
+    for name, (soft, hard) in rlimits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+def _die_with_parent(libc, parent):
+    """SIGKILL this process when its parent dies (needed again after a uid change)."""
+    libc.call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent was already gone
+        os._exit(EXIT_SETUP)
+
+
+def _drop_privileges(libc, uid, gid, keep_read):
+    if keep_read:
+        libc.call("prctl", _PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if keep_read:
+        libc.keep_only_read_search()
+
+
+def _check_stdlib_and_cwd():
+    """Probe: the dropped uid can import unloaded stdlib modules and write its working dir."""
+    import statistics  # noqa: F401 - pure-Python module pulling in C extensions
+
+    with open("probe.txt", "w") as f:
+        f.write("ok")
+    os.remove("probe.txt")
+
+
+def _path_text(path):
+    """The path a call used, as an exact ``str``.
+
+    Custom path objects (and ``str`` subclasses' methods) could answer differently to the
+    call and to the hook, so only ``str``, ``bytes`` and the stdlib's pathlib classes pass.
+    """
+    if isinstance(path, str):
+        return "".join((path,))
+    if isinstance(path, bytes):
+        return os.fsdecode(b"".join((path,)))
+    pathlib = sys.modules.get("pathlib")
+    if pathlib is not None and type(path) in (pathlib.PosixPath, pathlib.PurePosixPath):
+        return str(path)
+    raise PermissionError("sandbox: file changes need a str, bytes or pathlib path")
+
+
+def _resolve(path, dir_fd, realpath):
+    text = _path_text(path)
+    if dir_fd not in (None, -1) and not text.startswith("/"):
+        text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+    return realpath(text)
+
+
+def _make_hook(workdir):
+    realpath = os.path.realpath
+    prefix = workdir.rstrip("/") + "/"
+
+    def check(path, dir_fd=None):
+        if isinstance(path, int):
+            return
+        if _path_text(path) in _STD_DEVICES:
+            return
+        full = _resolve(path, dir_fd, realpath)
+        if full != workdir and not full.startswith(prefix):
+            raise PermissionError(f"sandbox: writing outside the working directory: {full}")
+
+    def hook(event, args):
+        if event in _BLOCKED_EVENTS or event.startswith(_BLOCKED_PREFIXES):
+            raise PermissionError(f"sandbox: '{event}' is not permitted")
+        if event == "import" and args[0] in _BLOCKED_IMPORTS:
+            raise ImportError(f"sandbox: importing '{args[0]}' is not permitted")
+        if event == "open" and args[2] & _WRITE_FLAGS:
+            check(args[0])
+        elif event in _PATH_EVENTS:
+            for path_i, fd_i in _PATH_EVENTS[event]:
+                check(args[path_i], None if fd_i is None else args[fd_i])
+
+    return hook
+
+
+def _forget_ctypes():
+    for name in [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]:
+        del sys.modules[name]
+
+
+def _setup(cfg, steps):
+    """Apply every configured layer in order; returns in the process that runs the program."""
+    libc = _Libc()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cfg["pdeathsig"]:
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
+    if cfg["userns"]:
+        steps.run("user_namespace", _enter_user_namespace, libc)
+    if cfg["netns"]:
+        steps.run("network_namespace", libc.call, "unshare", _CLONE_NEWNET)
+    in_pidns = cfg["pidns"] and steps.run("pid_namespace", _enter_pid_namespace, libc)
+    steps.run("rlimits", _set_rlimits, cfg["rlimits"])
+    if cfg["uid"] is not None:
+        _drop_and_limit(cfg, steps, libc, in_pidns)
+    if cfg["pdeathsig"]:  # these use the same ctypes access
+        steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if cfg["hook"]:
+        steps.run("audit_hook", sys.addaudithook, _make_hook(cfg["workdir"]))
+    _forget_ctypes()
+
+
+def _drop_and_limit(cfg, steps, libc, in_pidns):
+    steps.run("uid_drop", _drop_privileges, libc, cfg["uid"], cfg["gid"], cfg["keep_read"])
+    if "nproc" in cfg:
+        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
+    if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
+
+
+def _read_program(fd):
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks).decode("utf-8")
+
+
+def _compile(source):
+    """Compile the program; a program that does not compile leaves with ``EXIT_SYNTAX``."""
+    try:
+        return compile(source, "solution.py", "exec")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        sys.excepthook(type(exc), exc.with_traceback(None), None)
+        sys.exit(EXIT_SYNTAX)
+
+
+def _run_program(source):
+    """Run the program as ``__main__``; exceptions are printed without the bootstrap's frames.
+
+    A MemoryError leaves with ``EXIT_MEMORY``, any other exception with status 1, and
+    ``SystemExit`` keeps its meaning.
+    """
+    main = type(sys)("__main__")
+    sys.modules["__main__"] = main
+    sys.argv = ["solution.py"]
+    code = _compile(source)
+    try:
+        exec(code, main.__dict__)
+    except MemoryError:
+        os.write(2, b"MemoryError\n")
+        try:
+            sys.stdout.flush()
+        finally:
+            os._exit(EXIT_MEMORY)
+    except Exception as exc:  # the program's own failure, reported as such
+        tb = exc.__traceback__.tb_next
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        sys.exit(1)
+
+
+def main():
+    cfg = marshal.loads(bytes.fromhex(sys.argv[2]))
+    source = _read_program(cfg["code_fd"])
+    steps = _Steps(cfg["probe"])
+    _setup(cfg, steps)
+    if cfg["probe"]:
+        if cfg["uid"] is not None and steps.report.get("uid_drop") is True:
+            steps.run("uid_drop_usable", _check_stdlib_and_cwd)
+        sys.stdout.write(repr(steps.report) + "\n")
+        return
+    del cfg, steps
+    _run_program(source)
+
+
+if __name__ == "__main__":
+    main()

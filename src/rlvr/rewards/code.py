@@ -1,0 +1,463 @@
+"""The ``code`` verifier: run the Python program in a completion against tests in the sandbox.
+
+Reference formats (a Python object, or its JSON text as TACO stores it):
+
+- stdin/stdout, the APPS/TACO ``input_output`` convention: ``{"inputs": [...], "outputs":
+  [...]}``; each input is fed to stdin and each output is the expected stdout (a list of lines
+  is joined with newlines in both places, as APPS does);
+- call style: the same dict with ``"fn_name"``; each input is the argument list and each
+  output the return value (a one-element list wrapping the value is accepted too, as in
+  APPS); when the program defines ``class Solution`` with that method, the method of a fresh
+  instance is called (LeetCode style), otherwise the top-level function;
+- asserts: a list of assert statements (strings), each run after the program.
+
+Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
+the same lines as the expected output, each with the same whitespace-separated tokens, where
+two numeric tokens also match when ``|a - b| <= abs_tol + rel_tol * |b|`` (NumPy ``allclose``
+rule, the tolerance APPS applies to float answers). A call passes when the ``repr`` of the
+return value parses back to a value equal to the expected one (tuples read as lists, dict keys
+compared as strings, numbers with the same tolerance). An assert passes when the program and
+the statement both run to the end.
+
+Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
+``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
+
+Execution. Each test is its own sandbox run (:func:`rlvr.rewards.sandbox.run_untrusted`):
+state never leaks between tests and one hung test costs only its own time limit. Runs of one
+program go through a thread pool of ``workers`` (default: the CPU cores this process may use);
+tests not started within ``total_time_s`` count as failed. A program that does not compile
+stops the remaining tests (they would all fail the same way), and so does the first failure
+when ``soft=False``.
+
+What is guaranteed: stdin/stdout and call-style verdicts are taken in the parent, from output
+the program produced before it exited, against expected values the program never sees, so a
+program cannot pass by exiting early or by returning an object with a permissive ``__eq__``.
+What is not: assert statements run inside the program's interpreter, so a program that
+tampers with that interpreter (rebinding builtins, objects equal to everything, reading the
+harness through frame introspection) can fake them. Call-style and assert tests get a prelude
+of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
+stdin/stdout programs run exactly as written. The program sees the standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rlvr.rewards.registry import register
+from rlvr.rewards.sandbox import (
+    DEFAULT_POLICY,
+    EXIT_SYNTAX,
+    SandboxError,
+    SandboxLimits,
+    SandboxPolicy,
+    SandboxResult,
+    SandboxStatus,
+    run_untrusted,
+)
+
+STYLES = ("stdio", "call", "assert")
+SKIPPED = "skipped"
+"""Status of a test that was not run (budget spent, or an earlier result made it moot)."""
+
+_PRELUDE = (
+    "import bisect, collections, functools, heapq, itertools, math, string, sys\n"
+    "from typing import *\n"
+    "from collections import Counter, OrderedDict, defaultdict, deque\n"
+    "from functools import cache, lru_cache, reduce\n"
+    "from heapq import heapify, heappop, heappush\n"
+    "from bisect import bisect_left, bisect_right, insort\n"
+    "from itertools import accumulate, combinations, permutations, product\n"
+    "from math import ceil, comb, floor, gcd, inf, isqrt, sqrt\n"
+)
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
+_OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
+_PYTHON_TAGS = frozenset({"python", "python3", "py"})
+
+
+@dataclass(frozen=True)
+class CodeConfig:
+    """How the code verifier runs and judges tests."""
+
+    limits: SandboxLimits = SandboxLimits(wall_time_s=8.0, cpu_time_s=4.0, memory_mb=1024)
+    """Limits of each test's sandbox run."""
+    policy: SandboxPolicy = DEFAULT_POLICY
+    """Isolation layers asked of the sandbox."""
+    workers: int = 0
+    """Sandbox runs in flight per program; 0 means the CPU cores this process may use."""
+    total_time_s: float = 60.0
+    """Budget for all tests of one program; tests not started within it count as failed."""
+    rel_tol: float = 1e-5
+    """Relative tolerance between numeric tokens or values."""
+    abs_tol: float = 1e-8
+    """Absolute tolerance between numeric tokens or values."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ValueError(f"CodeConfig.workers must be >= 0, got {self.workers}")
+        if not self.total_time_s > 0:
+            raise ValueError(f"CodeConfig.total_time_s must be positive, got {self.total_time_s}")
+        if self.rel_tol < 0 or self.abs_tol < 0:
+            raise ValueError("CodeConfig.rel_tol and abs_tol must be >= 0")
+
+
+DEFAULT_CODE_CONFIG = CodeConfig()
+
+
+@dataclass(frozen=True)
+class TestSuite:
+    """Tests of one problem, parsed from a reference."""
+
+    __test__ = False  # not a pytest test class
+
+    style: str
+    """``stdio``, ``call`` or ``assert``."""
+    inputs: tuple[Any, ...]
+    """stdin texts, argument lists, or assert statements."""
+    outputs: tuple[Any, ...]
+    """Expected stdout texts or return values; empty for asserts."""
+    fn_name: str | None = None
+    """Function or ``Solution`` method called by call-style tests."""
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+
+@dataclass(frozen=True)
+class CodeVerdict:
+    """Outcome of one program against its tests, in reference order."""
+
+    passed: tuple[bool, ...]
+    """Whether each test passed."""
+    statuses: tuple[str, ...]
+    """Sandbox status of each test's run (``ok``, ``timeout``, ...) or ``skipped``."""
+
+    @property
+    def pass_rate(self) -> float:
+        """Fraction of tests passed."""
+        return sum(self.passed) / len(self.passed)
+
+    def score(self, soft: bool = True) -> float:
+        """Pass rate when ``soft``, else 1.0 if every test passed and 0.0 otherwise."""
+        return self.pass_rate if soft else float(all(self.passed))
+
+
+def extract_code(completion: str) -> str:
+    """The program in a completion: its last fenced Python block, else the whole text.
+
+    Text up to the last ``</think>`` is ignored. A block tagged ``python``/``py``/``python3``
+    wins over an untagged one; a final ``python`` fence left open (a cut-off generation) gives
+    the rest of the text.
+
+    >>> extract_code("Idea...\\n```python\\nprint(1)\\n```\\nthen\\n```python\\nprint(2)\\n```")
+    'print(2)\\n'
+    >>> extract_code("x = 1")
+    'x = 1'
+    """
+    text = completion.rsplit("</think>", 1)[-1]
+    blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+    for wanted in (_PYTHON_TAGS, frozenset({""})):
+        chosen = [body for tag, body in blocks if tag in wanted]
+        if chosen:
+            return chosen[-1]
+    opened = list(_OPEN_PYTHON_FENCE.finditer(text))
+    return text[opened[-1].end() :] if opened else text
+
+
+def _as_text(value: Any, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    raise ValueError(f"reference: {what} must be a string or a list of strings, got {value!r:.80}")
+
+
+def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
+    inputs, outputs = reference.get("inputs"), reference.get("outputs")
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ValueError("reference: 'inputs' and 'outputs' must both be lists")
+    if len(inputs) != len(outputs) or not inputs:
+        raise ValueError(
+            f"reference: {len(inputs)} inputs and {len(outputs)} outputs; need as many, at least one"
+        )
+    fn_name = reference.get("fn_name") or None
+    if fn_name is None:
+        texts_in = tuple(_as_text(x, f"inputs[{i}]") for i, x in enumerate(inputs))
+        texts_out = tuple(_as_text(y, f"outputs[{i}]") for i, y in enumerate(outputs))
+        return TestSuite("stdio", texts_in, texts_out)
+    if not isinstance(fn_name, str) or not fn_name.isidentifier():
+        raise ValueError(f"reference: 'fn_name' must be an identifier, got {fn_name!r}")
+    args = tuple(tuple(x) if isinstance(x, list) else (x,) for x in inputs)
+    return TestSuite("call", args, tuple(outputs), fn_name)
+
+
+def parse_reference(reference: Any) -> TestSuite:
+    """Read a reference in any accepted format (see the module docstring) into a suite.
+
+    >>> parse_reference('{"inputs": ["1 2\\\\n"], "outputs": ["3\\\\n"]}').style
+    'stdio'
+    >>> parse_reference(["assert f(1) == 2"]).inputs
+    ('assert f(1) == 2',)
+    """
+    if isinstance(reference, TestSuite):
+        return reference
+    if isinstance(reference, (str, bytes)):
+        try:
+            reference = json.loads(reference)
+        except ValueError as exc:
+            raise ValueError(f"reference: not valid JSON ({exc})") from exc
+    if isinstance(reference, Mapping):
+        return _io_suite(reference)
+    if isinstance(reference, Sequence) and reference and all(isinstance(s, str) for s in reference):
+        return TestSuite("assert", tuple(reference), ())
+    raise ValueError(
+        "reference: expected {'inputs': [...], 'outputs': [...]} (optionally with 'fn_name') "
+        f"or a non-empty list of assert statements, got {type(reference).__name__}"
+    )
+
+
+def _compile_guard(code: str) -> str:
+    """Harness lines compiling the program, leaving with EXIT_SYNTAX when it does not compile."""
+    return (
+        "import sys as _sys\n"
+        "try:\n"
+        f"    _code = compile({code!r}, 'solution.py', 'exec')\n"
+        "except (SyntaxError, ValueError, RecursionError) as _exc:\n"
+        "    _sys.excepthook(type(_exc), _exc.with_traceback(None), None)\n"
+        f"    raise SystemExit({EXIT_SYNTAX})\n"
+        "_ns = {'__name__': 'solution', '__builtins__': __builtins__}\n"
+        f"exec({_PRELUDE!r}, _ns)\n"
+        "exec(_code, _ns)\n"
+    )
+
+
+def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) -> str:
+    return _compile_guard(code) + (
+        f"_cls = _ns.get('Solution')\n"
+        f"if isinstance(_cls, type) and hasattr(_cls, {fn_name!r}):\n"
+        f"    _fn = getattr(_cls(), {fn_name!r})\n"
+        "else:\n"
+        f"    _fn = _ns[{fn_name!r}]\n"
+        f"_out = _fn(*{list(args)!r})\n"
+        f"_sys.stdout.write('\\n{nonce} ' + repr(_out) + '\\n')\n"
+    )
+
+
+def _assert_harness(code: str, statement: str, nonce: str) -> str:
+    return _compile_guard(code) + (
+        f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n_sys.stdout.write('\\n{nonce}\\n')\n"
+    )
+
+
+def _job(code: str, suite: TestSuite, index: int, nonce: str) -> tuple[str, str]:
+    """(source, stdin) of the sandbox run for one test."""
+    if suite.style == "stdio":
+        return code, suite.inputs[index]
+    if suite.style == "call":
+        assert suite.fn_name is not None
+        return _call_harness(code, suite.fn_name, suite.inputs[index], nonce), ""
+    return _assert_harness(code, suite.inputs[index], nonce), ""
+
+
+def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
+    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
+        return False
+    x, y = float(a), float(b)
+    return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
+
+
+def stdout_matches(actual: str, expected: str, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
+    """Whitespace- and numeric-tolerant comparison of a program's stdout with the expected one.
+
+    >>> stdout_matches("1 2\\n\\n3.0000001  \\n", "1  2\\n3\\n")
+    True
+    >>> stdout_matches("1 2 3\\n", "1 2\\n3\\n")
+    False
+    """
+    got = [line.split() for line in actual.splitlines() if line.strip()]
+    want = [line.split() for line in expected.splitlines() if line.strip()]
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        if len(g) != len(w):
+            return False
+        if not all(s == t or _numbers_close(s, t, cfg) for s, t in zip(g, w, strict=True)):
+            return False
+    return True
+
+
+def _normalise(value: Any) -> Any:
+    """Tuples as lists, dict keys as strings: how a value looks after a JSON round trip."""
+    if isinstance(value, (list, tuple)):
+        return [_normalise(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    return value
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
+    """Equality of normalised values, with the numeric tolerance for non-boolean numbers.
+
+    >>> values_match((1, [2.0000000001]), [1, [2]])
+    True
+    >>> values_match({1: "a"}, {"1": "a"})
+    True
+    """
+    a, b = _normalise(actual), _normalise(expected)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(values_match(x, y, cfg) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(values_match(a[k], b[k], cfg) for k in a)
+    if _is_real(a) and _is_real(b) and math.isfinite(a) and math.isfinite(b):
+        return abs(a - b) <= cfg.abs_tol + cfg.rel_tol * abs(b)
+    return bool(a == b)
+
+
+def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
+    """(found, value) of the harness's result line."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(nonce + " "):
+            try:
+                return True, ast.literal_eval(line[len(nonce) + 1 :])
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return False, None
+    return False, None
+
+
+def _judge(
+    suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
+) -> bool:
+    if not result.ok:
+        return False
+    if suite.style == "stdio":
+        return stdout_matches(result.stdout, suite.outputs[index], cfg)
+    if suite.style == "assert":
+        return nonce in result.stdout.splitlines()
+    found, value = _returned_value(result.stdout, nonce)
+    expected = suite.outputs[index]
+    if not found:
+        return False
+    wrapped = (
+        isinstance(expected, list) and len(expected) > 0 and values_match(value, expected[0], cfg)
+    )
+    return values_match(value, expected, cfg) or wrapped
+
+
+def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
+    cores = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
+    return max(1, min(cfg.workers or cores, n_tests))
+
+
+class _Run:
+    """Shared state of one program's tests: deadline and early stop."""
+
+    def __init__(self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool) -> None:
+        self.code, self.suite, self.cfg, self.soft = code, suite, cfg, soft
+        self.deadline = time.monotonic() + cfg.total_time_s
+        self.stop = threading.Event()
+
+    def test(self, index: int) -> tuple[bool, str]:
+        remaining = self.deadline - time.monotonic()
+        if self.stop.is_set() or remaining <= 0:
+            return False, SKIPPED
+        nonce = secrets.token_hex(16)
+        source, stdin = _job(self.code, self.suite, index, nonce)
+        limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
+        result = run_untrusted(source, stdin=stdin, limits=limits, policy=self.cfg.policy)
+        if result.status is SandboxStatus.SANDBOX_ERROR:
+            self.stop.set()
+            raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
+        passed = _judge(self.suite, index, result, nonce, self.cfg)
+        if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
+            self.stop.set()
+        return passed, result.status.value
+
+
+def run_tests(
+    code: str, reference: Any, *, soft: bool = True, config: CodeConfig = DEFAULT_CODE_CONFIG
+) -> CodeVerdict:
+    """Run ``code`` against every test of ``reference``, in parallel, within the time budget.
+
+    With ``soft=False`` the first failure stops the tests not yet started. Raises
+    :class:`SandboxError` when the sandbox itself cannot run, ``ValueError`` for a malformed
+    reference.
+    """
+    suite = parse_reference(reference)
+    run = _Run(code, suite, config, soft)
+    with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
+        outcomes = list(pool.map(run.test, range(len(suite))))
+    return CodeVerdict(tuple(p for p, _ in outcomes), tuple(s for _, s in outcomes))
+
+
+def code_verifier(
+    completion: str, reference: Any, *, soft: bool = True, config: CodeConfig = DEFAULT_CODE_CONFIG
+) -> float:
+    """Reward of a completion's program: its test pass rate, or all-or-nothing with ``soft=False``.
+
+    >>> code_verifier("```python\\nprint(int(input()) * 2)\\n```", {"inputs": ["2", "5"], "outputs": ["4", "11"]})
+    0.5
+    >>> code_verifier("def add(a, b):\\n    return a + b", {"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]})
+    1.0
+    >>> code_verifier("def add(a, b):\\n    return a - b", ["assert add(1, 2) == 3", "assert add(2, 0) == 2"])
+    0.5
+    >>> code_verifier("def add(a, b):\\n    return a - b", ["assert add(1, 2) == 3", "assert add(2, 0) == 2"], soft=False)
+    0.0
+    """
+    return run_tests(extract_code(completion), reference, soft=soft, config=config).score(soft)
+
+
+def code_binary_verifier(
+    completion: str, reference: Any, *, config: CodeConfig = DEFAULT_CODE_CONFIG
+) -> float:
+    """1.0 when the completion's program passes every test, else 0.0 (Klear's "hard" reward).
+
+    >>> code_binary_verifier("print(input())", {"inputs": ["a", "b"], "outputs": ["a", "b"]})
+    1.0
+    """
+    return code_verifier(completion, reference, soft=False, config=config)
+
+
+CODE_MODES = ("soft", "binary")
+
+
+@register("code", spec_arg="mode")
+def code_reward(
+    completion: str,
+    reference: Any,
+    *,
+    mode: str = "soft",
+    correct: float = 1.0,
+    wrong: float = 0.0,
+) -> float:
+    """The registered ``code`` verifier: the pass rate mapped onto ``[wrong, correct]``.
+
+    ``code`` (``mode="soft"``) is Klear's soft reward, ``code:binary`` all-or-nothing; with
+    ``wrong=-1`` the binary form is Klear's +1/-1 hard reward.
+
+    >>> ref = {"inputs": ["2", "5"], "outputs": ["4", "11"]}
+    >>> code_reward("print(int(input()) * 2)", ref, wrong=-1.0)
+    0.0
+    >>> code_reward("print(int(input()) * 2)", ref, mode="binary", wrong=-1.0)
+    -1.0
+    """
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+    rate = code_verifier(completion, reference, soft=mode == "soft")
+    return wrong + (correct - wrong) * rate

@@ -1,0 +1,122 @@
+r"""Finding the final answer in a completion.
+
+The rules, in order (the first that matches wins, and within a rule the *last* match):
+
+1. ``\boxed{...}`` (or ``\fbox{...}``), braces matched so nested groups such as
+   ``\boxed{\frac{3}{4}}`` come out whole;
+2. ``<answer>...</answer>`` tags (the reasoning-gym convention);
+3. a final-answer phrase: ``The answer is ...``, ``final answer: ...``, or a line that
+   starts with ``Answer:`` (DAPO-Math's instruction).
+
+Text inside ``<think>...</think>`` is never searched when a closing ``</think>`` is
+present: the answer is what follows the reasoning.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_PHRASE_RE = re.compile(
+    r"(?:final answer|the answer)\s*(?:is|:)\s*:?\s*(?P<a>[^\n]+)"
+    r"|^[ \t*#>]*answer[ \t*]*:[ \t*]*(?P<b>[^\n]+)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_SENTENCE_END_RE = re.compile(r"\.\s")
+_DELIMITERS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+THINK_CLOSE = "</think>"
+
+
+def after_think(text: str) -> str:
+    r"""The part of ``text`` after the last ``</think>`` (all of it if there is none).
+
+    >>> after_think("<think>2+2 is 4</think> \\boxed{4}")
+    ' \\boxed{4}'
+    """
+    cut = text.rfind(THINK_CLOSE)
+    return text if cut < 0 else text[cut + len(THINK_CLOSE) :]
+
+
+def _balanced(text: str, open_at: int) -> str | None:
+    """Contents of the brace group whose ``{`` is at ``open_at``; ``None`` if unclosed."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1 : i]
+    return None
+
+
+def last_boxed(text: str) -> str | None:
+    r"""Contents of the last complete ``\boxed{...}`` in ``text``.
+
+    >>> last_boxed(r"so \boxed{1} then \boxed{\frac{3}{4}}.")
+    '\\frac{3}{4}'
+    >>> last_boxed(r"\boxed{\{1, \{2\}\}}")
+    '\\{1, \\{2\\}\\}'
+    >>> last_boxed(r"\boxed{unclosed") is None
+    True
+    """
+    found = None
+    for match in _BOX_RE.finditer(text):
+        inner = _balanced(text, match.end() - 1)
+        if inner is not None:
+            found = inner
+    return found
+
+
+def _clean(answer: str) -> str:
+    """Strip the prose around an answer: a trailing sentence, ``$``/``\\(`` delimiters, ``**``."""
+    answer = _SENTENCE_END_RE.split(answer, maxsplit=1)[0]
+    answer = answer.strip().strip("*").strip().rstrip(".").strip()
+    for left, right in _DELIMITERS:
+        if (
+            len(answer) > len(left) + len(right)
+            and answer.startswith(left)
+            and answer.endswith(right)
+        ):
+            answer = answer[len(left) : len(answer) - len(right)].strip()
+    return answer
+
+
+def _last_phrase(text: str) -> str | None:
+    """The answer after the last final-answer phrase ("Final Answer: The final answer is 5")."""
+    answer = None
+    while True:
+        matches = list(_PHRASE_RE.finditer(text))
+        if not matches:
+            return answer
+        last = matches[-1]
+        text = last.group("a") or last.group("b")
+        answer = _clean(text)
+
+
+def extract_answer(text: str) -> str | None:
+    r"""The final answer written in ``text``, or ``None`` when there is none.
+
+    >>> extract_answer(r"We get $x = 3$, so the answer is $\boxed{\dfrac{3}{4}}$.")
+    '\\dfrac{3}{4}'
+    >>> extract_answer("Calculate 5 - 3 - 6. The answer is -4.")
+    '-4'
+    >>> extract_answer("Working...\nAnswer: 1,000")
+    '1,000'
+    >>> extract_answer("Final Answer: The final answer is $-5$. I hope it is correct.")
+    '-5'
+    >>> extract_answer("<think>maybe \\boxed{7}</think><answer> 12 </answer>")
+    '12'
+    >>> extract_answer("I do not know.") is None
+    True
+    """
+    text = after_think(text)
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return boxed.strip()
+    tags = _ANSWER_TAG_RE.findall(text)
+    if tags:
+        return tags[-1].strip()
+    phrase = _last_phrase(text)
+    return phrase or None

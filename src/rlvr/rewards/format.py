@@ -1,0 +1,77 @@
+r"""Klear-Reasoner's format rule: reasoning must be wrapped in ``<think>...</think>``.
+
+Klear (Sec. 3.2.4) penalises math responses that do not put their reasoning inside
+``<think>...</think>``. The rule composes with any verifier: ``math+format`` in a spec,
+or :func:`with_format` in code. A completion is well formed when
+
+- it contains exactly one ``</think>`` and at most one ``<think>``;
+- ``<think>`` opens the completion (leading whitespace allowed), unless
+  ``think_in_prompt`` says the chat template already opened it in the prompt, in which
+  case the completion must not open another;
+- the reasoning between the tags and the text after ``</think>`` are both non-empty.
+
+A well-formed completion gets the inner verifier's score computed on the text after
+``</think>`` (the answer is what follows the reasoning); a malformed one gets ``penalty``,
+which defaults to the inner verifier's ``wrong`` value.
+
+Departure from the paper: Klear does not give the penalty's size; here it is a
+parameter, by default equal to the wrong-answer score, so a malformed response is never
+rewarded and never scored below a wrong one unless asked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from rlvr.rewards.registry import Verifier
+
+OPEN, CLOSE = "<think>", "</think>"
+_SPLIT_RE = re.compile(r"\s*<think>(?P<think>.*?)</think>(?P<rest>.*)\Z", re.DOTALL)
+
+
+def think_format_ok(completion: str, *, think_in_prompt: bool = False) -> bool:
+    r"""True when ``completion`` follows the ``<think>...</think>`` rule above.
+
+    >>> think_format_ok("<think>3 * 4 = 12</think> \\boxed{12}")
+    True
+    >>> think_format_ok("\\boxed{12}"), think_format_ok("<think>12</think>")
+    (False, False)
+    >>> think_format_ok("3 * 4 = 12</think> 12", think_in_prompt=True)
+    True
+    """
+    if completion.count(CLOSE) != 1 or completion.count(OPEN) > (0 if think_in_prompt else 1):
+        return False
+    text = completion if not think_in_prompt else OPEN + completion
+    match = _SPLIT_RE.match(text)
+    return bool(match and match["think"].strip() and match["rest"].strip())
+
+
+def formatted(
+    completion: str,
+    reference: Any,
+    *,
+    inner: Verifier,
+    penalty: float | None = None,
+    think_in_prompt: bool = False,
+) -> float:
+    """``inner``'s score on the answer part if the format holds, else the penalty."""
+    if not think_format_ok(completion, think_in_prompt=think_in_prompt):
+        return inner.failure_value if penalty is None else float(penalty)
+    answer_part = completion.split(CLOSE, 1)[1]
+    return inner(answer_part, reference)
+
+
+def with_format(
+    inner: Verifier, *, penalty: float | None = None, think_in_prompt: bool = False
+) -> Verifier:
+    r"""Wrap ``inner`` in the format rule (``penalty=None``: the inner ``wrong`` value).
+
+    >>> from rlvr.rewards import get_verifier
+    >>> v = with_format(get_verifier("math", wrong=-1.0), penalty=-2.0)
+    >>> v("<think>6/8 reduces</think> \\boxed{3/4}", "0.75"), v(r"\boxed{3/4}", "0.75")
+    (1.0, -2.0)
+    """
+    options = {"inner": inner, "penalty": penalty, "think_in_prompt": think_in_prompt}
+    return replace(inner, spec=inner.spec + "+format", fn=formatted, options=options)

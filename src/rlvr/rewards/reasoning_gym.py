@@ -1,0 +1,100 @@
+r"""``reasoning_gym:<task>`` verifiers: reasoning-gym's own scorers, offline.
+
+The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``, as
+written by ``rlvr data gen`` and loaded with the ``reasoning_gym`` field mapping) or just
+the answer string for tasks whose scorer needs nothing else. The task comes from the
+spec (``reasoning_gym:chain_sum``) or, for a plain ``reasoning_gym`` spec, from the
+entry's ``metadata["source_dataset"]``, so mixed task files verify with one verifier.
+
+The answer handed to the scorer is found as for ``math`` (``\boxed{}``, ``<answer>``
+tags, "The answer is ..." lines); failing those, the text after ``</think>``, stripped.
+
+reasoning-gym scorers give partial credit to near misses (e.g. 0.01 for a wrong number
+in ``gsm_symbolic``). With ``binary=True`` (default) only a full score of 1 counts as
+correct and the result is ``correct`` or ``wrong``; with ``binary=False`` the raw score
+``s`` in [0, 1] maps linearly to ``wrong + (correct - wrong) * s``.
+
+Tasks with no single oracle answer (``answer`` is ``None``: ``graph_color``,
+``rubiks_cube``, ...) score procedurally from the metadata; ``arc_agi`` and ``rearc``
+keep tuples in their metadata that JSON turns into lists, so their gold answers do not
+verify after a JSONL round trip.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import reasoning_gym
+from reasoning_gym.factory import DATASETS
+
+from rlvr.rewards.extract import after_think, extract_answer
+from rlvr.rewards.registry import register
+
+
+def task_names() -> list[str]:
+    """Every task reasoning-gym registers."""
+    return sorted(DATASETS)
+
+
+@functools.cache
+def _score_fn(task: str):
+    """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
+    if task not in DATASETS:
+        raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
+    return reasoning_gym.get_score_answer_fn(task)
+
+
+def _entry(reference: Any) -> dict[str, Any]:
+    """The reasoning-gym entry behind ``reference`` (a bare answer becomes a minimal entry)."""
+    if isinstance(reference, dict):
+        if "answer" not in reference:
+            raise ValueError(
+                f"reasoning-gym reference has no 'answer' key: keys {sorted(reference)}"
+            )
+        return {"metadata": {}, **reference}
+    return {"answer": None if reference is None else str(reference), "metadata": {}}
+
+
+def _task_of(entry: dict[str, Any], task: str | None) -> str:
+    if task:
+        return task
+    source = (
+        entry["metadata"].get("source_dataset") if isinstance(entry["metadata"], dict) else None
+    )
+    if not source:
+        raise ValueError(
+            "no task: use a 'reasoning_gym:<task>' spec or references with metadata.source_dataset"
+        )
+    return str(source)
+
+
+def gym_answer(completion: str) -> str:
+    """The answer string given to reasoning-gym's scorer."""
+    found = extract_answer(completion)
+    return found if found is not None else after_think(completion).strip()
+
+
+@register("reasoning_gym", spec_arg="task")
+def reasoning_gym_verifier(
+    completion: str,
+    reference: Any,
+    *,
+    task: str | None = None,
+    correct: float = 1.0,
+    wrong: float = 0.0,
+    binary: bool = True,
+) -> float:
+    r"""Score ``completion`` with the reasoning-gym scorer of ``task``.
+
+    >>> entry = {"question": "4 - 1 - 7 =", "answer": "-4", "metadata": {"source_dataset": "chain_sum"}}
+    >>> reasoning_gym_verifier("<answer>-4</answer>", entry), reasoning_gym_verifier(r"\boxed{5}", entry)
+    (1.0, 0.0)
+    >>> reasoning_gym_verifier("The answer is -4.", "-4", task="chain_sum", wrong=-1.0)
+    1.0
+    """
+    entry = _entry(reference)
+    raw = float(_score_fn(_task_of(entry, task))(gym_answer(completion), entry))
+    if binary:
+        return correct if raw >= 1.0 else wrong
+    return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)

@@ -1,0 +1,193 @@
+"""The verifier registry: plain functions registered by name, looked up by spec string.
+
+A verifier is a module-level function ``fn(completion: str, reference, **options) -> float``
+registered with :func:`register`. Its keyword options have defaults; two of them carry a
+convention the rest of the package relies on:
+
+- ``correct``: the score of a fully correct completion (``1.0``);
+- ``wrong``: the score of a wrong one, and the score a completion gets when its verifier
+  raises or times out (``0.0`` for APMPO's 1/0 rewards, ``-1.0`` for ETR's +1/-1).
+
+A *spec* names a verifier and optional modifiers: ``name[:argument][+format]``:
+
+- ``math`` -- a registered name;
+- ``reasoning_gym:chain_sum`` -- the part after ``:`` is bound to the option the verifier
+  declared as its ``spec_arg`` when it registered (here ``task``);
+- ``math+format`` -- wrapped in Klear's ``<think>...</think>`` format rule
+  (:mod:`rlvr.rewards.format`); options prefixed ``format_`` go to the wrapper.
+
+Registering a new verifier (this is all a module needs to do)::
+
+    from rlvr.rewards import register
+
+    @register("code", spec_arg="mode")
+    def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0):
+        ...
+
+Built-in verifiers live in modules imported on first use (see ``BUILTIN_MODULES``), so
+``import rlvr.rewards`` stays cheap and a missing optional module costs nothing until its
+verifier is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+VerifierFn = Callable[..., float]
+
+# name -> (function, spec_arg): every verifier registered so far.
+VERIFIERS: dict[str, tuple[VerifierFn, str | None]] = {}
+
+# name -> module that registers it when imported.
+BUILTIN_MODULES: dict[str, str] = {
+    "math": "rlvr.rewards.math",
+    "reasoning_gym": "rlvr.rewards.reasoning_gym",
+    "code": "rlvr.rewards.code",
+}
+
+MODIFIERS = ("format",)
+
+
+def register(name: str, *, spec_arg: str | None = None) -> Callable[[VerifierFn], VerifierFn]:
+    """Decorator: register ``fn(completion, reference, **options) -> float`` as ``name``.
+
+    ``spec_arg`` names the keyword option that ``name:<value>`` in a spec sets.
+    """
+    if not name or any(c in name for c in ":+"):
+        raise ValueError(f"verifier name must be non-empty without ':' or '+', got {name!r}")
+
+    def wrap(fn: VerifierFn) -> VerifierFn:
+        if spec_arg is not None and spec_arg not in _keyword_defaults(fn):
+            raise ValueError(
+                f"verifier {name!r}: spec_arg {spec_arg!r} is not a keyword option of {fn.__name__}"
+            )
+        VERIFIERS[name] = (fn, spec_arg)
+        return fn
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A registered verifier bound to its options; call it like the plain function.
+
+    Picklable (module-level function plus options), so worker processes can run it.
+    """
+
+    spec: str
+    """The spec it was built from, e.g. ``"math+format"``."""
+    fn: VerifierFn
+    """The registered function."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword options bound to ``fn``."""
+    correct_value: float = 1.0
+    """Score of a fully correct completion."""
+    failure_value: float = 0.0
+    """Score of a wrong completion, and of one whose verification failed or timed out."""
+
+    def __call__(self, completion: str, reference: Any) -> float:
+        return float(self.fn(completion, reference, **self.options))
+
+
+def _keyword_defaults(fn: VerifierFn) -> dict[str, Any]:
+    """Keyword options of ``fn`` (parameters after the first two) and their defaults."""
+    params = list(inspect.signature(fn).parameters.values())[2:]
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {p.name: p.default for p in params if p.kind in kinds}
+
+
+def available_verifiers() -> list[str]:
+    """Every verifier name that :func:`get_verifier` accepts (built-in and registered)."""
+    names = set(VERIFIERS)
+    names.update(n for n, m in BUILTIN_MODULES.items() if _module_exists(m))
+    return sorted(names)
+
+
+def _module_exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _lookup(name: str) -> tuple[VerifierFn, str | None]:
+    """The registered entry for ``name``, importing its built-in module if needed."""
+    if name not in VERIFIERS and name in BUILTIN_MODULES and _module_exists(BUILTIN_MODULES[name]):
+        importlib.import_module(BUILTIN_MODULES[name])
+    if name not in VERIFIERS:
+        raise ValueError(f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}")
+    return VERIFIERS[name]
+
+
+def parse_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:
+    """``"name[:argument][+modifier...]"`` -> ``(name, argument, modifiers)``.
+
+    >>> parse_spec("reasoning_gym:chain_sum+format")
+    ('reasoning_gym', 'chain_sum', ('format',))
+    >>> parse_spec("math")
+    ('math', None, ())
+    """
+    head, *modifiers = [part.strip() for part in spec.split("+")]
+    name, _, argument = head.partition(":")
+    unknown = [m for m in modifiers if m not in MODIFIERS]
+    if not name or unknown:
+        raise ValueError(
+            f"bad verifier spec {spec!r}: expected name[:argument][+format], unknown parts {unknown}"
+        )
+    return name, (argument or None), tuple(modifiers)
+
+
+def _bind(name: str, argument: str | None, options: dict[str, Any]) -> Verifier:
+    """Check ``options`` against the verifier's signature and bind them."""
+    fn, spec_arg = _lookup(name)
+    defaults = _keyword_defaults(fn)
+    if argument is not None:
+        if spec_arg is None:
+            raise ValueError(f"verifier {name!r} takes no ':argument' in its spec")
+        options = {**options, spec_arg: argument}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"verifier {name!r} has no option(s) {unknown}; valid: {sorted(defaults)}")
+    bound = {**defaults, **options}
+    return Verifier(
+        spec=name if argument is None else f"{name}:{argument}",
+        fn=fn,
+        options=options,
+        correct_value=float(bound.get("correct", 1.0)),
+        failure_value=float(bound.get("wrong", 0.0)),
+    )
+
+
+def get_verifier(spec: str | Verifier, **options: Any) -> Verifier:
+    """Build the verifier named by ``spec`` with keyword ``options``.
+
+    Options prefixed ``format_`` configure the ``+format`` wrapper (``format_penalty``,
+    ``format_think_in_prompt``); the rest go to the named verifier.
+
+    >>> v = get_verifier("math", correct=1.0, wrong=-1.0)
+    >>> v(r"... so \\boxed{\\dfrac{3}{4}}", "0.75"), v("no idea", "0.75")
+    (1.0, -1.0)
+    """
+    if isinstance(spec, Verifier):
+        if options:
+            raise ValueError("options cannot be applied to an already-built Verifier")
+        return spec
+    name, argument, modifiers = parse_spec(spec)
+    format_options = {
+        k.removeprefix("format_"): v for k, v in options.items() if k.startswith("format_")
+    }
+    if format_options and "format" not in modifiers:
+        raise ValueError(
+            f"format_* options {sorted(format_options)} given but spec {spec!r} has no '+format'"
+        )
+    inner = _bind(name, argument, {k: v for k, v in options.items() if not k.startswith("format_")})
+    if "format" in modifiers:
+        from rlvr.rewards.format import with_format
+
+        return with_format(inner, **format_options)
+    return inner

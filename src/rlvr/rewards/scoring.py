@@ -1,0 +1,356 @@
+"""Scoring batches of completions: time limits, failure accounting, worker processes.
+
+:class:`Scorer` is what the trainer and the evaluation harness call. Each completion is
+scored by the verifier under a wall-clock limit; a verifier that raises, returns a
+non-finite number or runs out of time gives the verifier's ``failure_value`` (its
+``wrong`` score) for that completion, is counted in :class:`Scores`, and never stops the
+batch.
+
+``workers=0`` scores in the calling thread (any thread: the limit is enforced by
+:func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
+call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
+over cores and makes the limit hard: a SymPy expression such as ``9^{9^{9}}`` that would
+never return is cut off. Workers are fresh Python interpreters in their own session,
+started on first use and reused across calls; one that overruns ``timeout_s +
+kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
+to them pickled, so its function must be importable by module path (not defined in
+``__main__``). Use workers in training: a policy will sooner or later write an answer
+that makes SymPy compute for hours.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from rlvr.rewards.registry import Verifier, get_verifier
+from rlvr.rewards.timeout import VerifierTimeout, time_limit
+
+OK, ERROR, TIMEOUT = "ok", "error", "timeout"
+_START_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """How a batch of completions is scored."""
+
+    timeout_s: float | None = 10.0
+    """Wall-clock limit per completion in seconds (``None``: no limit)."""
+    workers: int = 1
+    """Worker processes (0: score in the calling thread, where a long C call cannot be cut off)."""
+    kill_grace_s: float = 2.0
+    """Extra seconds a worker gets past ``timeout_s`` before it is killed."""
+
+    def __post_init__(self) -> None:
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0 or None, got {self.timeout_s}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0, got {self.workers}")
+        if self.kill_grace_s < 0:
+            raise ValueError(f"kill_grace_s must be >= 0, got {self.kill_grace_s}")
+
+
+@dataclass
+class Scores:
+    """Scores of one batch, in input order, with the failures counted."""
+
+    values: list[float]
+    """One score per completion (the failure value where verification failed)."""
+    status: list[str]
+    """Per completion: ``"ok"``, ``"error"`` (the verifier raised) or ``"timeout"``."""
+    errors: list[str | None] = field(default_factory=list)
+    """Per completion: the error message, or ``None``."""
+
+    @property
+    def failures(self) -> int:
+        """Completions whose verifier raised or returned a non-finite score."""
+        return self.status.count(ERROR)
+
+    @property
+    def timeouts(self) -> int:
+        """Completions whose verifier ran out of time."""
+        return self.status.count(TIMEOUT)
+
+    def metrics(self) -> dict[str, float]:
+        """``verifier/failures`` and ``verifier/timeouts`` counts for logging."""
+        return {
+            "verifier/failures": float(self.failures),
+            "verifier/timeouts": float(self.timeouts),
+        }
+
+
+def score_one(
+    verifier: Verifier, completion: str, reference: Any, timeout_s: float | None
+) -> tuple[str, float, str | None]:
+    """``(status, value, error)`` for one completion; never raises for verifier errors."""
+    try:
+        with time_limit(timeout_s):
+            value = float(verifier(completion, reference))
+    except VerifierTimeout:
+        return TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s"
+    except Exception as err:  # a verifier bug or bad input must not stop training
+        return ERROR, verifier.failure_value, f"{type(err).__name__}: {err}"
+    if not math.isfinite(value):
+        return ERROR, verifier.failure_value, f"non-finite score {value}"
+    return OK, value, None
+
+
+def _worker_main(read_fd: int, write_fd: int) -> None:
+    """Worker process: receive the verifier, then score ``(index, completion, reference)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    verifier, timeout_s = inbox.recv()
+    outbox.send("ready")
+    while True:
+        try:
+            message = inbox.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        index, completion, reference = message
+        try:
+            outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
+        except Exception:  # an unpicklable result: report it rather than die silently
+            outbox.send((index, ERROR, verifier.failure_value, traceback.format_exc(limit=1)))
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: subprocess.Popen
+    inbox: Connection
+    """Results from the worker."""
+    outbox: Connection
+    """Work for the worker."""
+    index: int | None = None
+    """Item being scored, or ``None`` when idle."""
+    deadline: float = math.inf
+
+
+def _spawn_worker(verifier: Verifier, timeout_s: float | None) -> _Worker:
+    """Start a worker in a fresh interpreter (its own session) and hand it the verifier.
+
+    A plain subprocess rather than ``multiprocessing``: nothing re-imports the caller's
+    ``__main__``, so scripts without a main guard and notebooks work.
+    """
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    code = (
+        f"from rlvr.rewards.scoring import _worker_main; _worker_main({to_child_r}, {from_child_w})"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        pass_fds=(to_child_r, from_child_w),
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(to_child_r)
+    os.close(from_child_w)
+    worker = _Worker(
+        process, Connection(from_child_r, writable=False), Connection(to_child_w, readable=False)
+    )
+    worker.outbox.send((verifier, timeout_s))
+    return worker
+
+
+def _kill(worker: _Worker) -> None:
+    """Kill the worker and everything in its session, then release its pipes."""
+    if worker.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(worker.process.pid, signal.SIGKILL)
+    worker.process.wait()
+    worker.inbox.close()
+    worker.outbox.close()
+
+
+class _Pool:
+    """Worker processes scoring items with a hard per-item deadline."""
+
+    def __init__(self, verifier: Verifier, config: ScoringConfig) -> None:
+        self.verifier, self.config = verifier, config
+        self.workers: list[_Worker] = []
+        try:
+            pickle.dumps(verifier)
+        except Exception as err:
+            raise ValueError(
+                f"verifier {verifier.spec!r} cannot be sent to worker processes ({err}); "
+                "register a module-level function, or use workers=0"
+            ) from err
+        try:
+            for _ in range(config.workers):
+                self.workers.append(self._start())
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> _Worker:
+        worker = _spawn_worker(self.verifier, self.config.timeout_s)
+        ready = worker.inbox.poll(_START_TIMEOUT_S)
+        try:
+            ready = ready and worker.inbox.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            _kill(worker)
+            raise RuntimeError(
+                f"verifier worker process failed to start for {self.verifier.spec!r}: its function must be "
+                "importable by module path (not defined in __main__); see the traceback above, or use workers=0"
+            )
+        return worker
+
+    def _replace(self, worker: _Worker) -> None:
+        _kill(worker)
+        self.workers[self.workers.index(worker)] = self._start()
+
+    def _hard_limit(self) -> float:
+        t = self.config.timeout_s
+        return math.inf if t is None else t + self.config.kill_grace_s
+
+    def run(self, items: Sequence[tuple[str, Any]]) -> list[tuple[str, float, str | None]]:
+        results: list[tuple[str, float, str | None] | None] = [None] * len(items)
+        pending = deque(range(len(items)))
+        while pending or any(w.index is not None for w in self.workers):
+            self._dispatch(pending, items)
+            self._collect(results)
+            self._reap_overdue(results)
+        return results  # type: ignore[return-value]
+
+    def _dispatch(self, pending: deque[int], items: Sequence[tuple[str, Any]]) -> None:
+        for worker in self.workers:
+            if worker.index is None and pending:
+                index = pending.popleft()
+                worker.outbox.send((index, *items[index]))
+                worker.index, worker.deadline = index, time.monotonic() + self._hard_limit()
+
+    def _collect(self, results: list) -> None:
+        busy = {w.inbox: w for w in self.workers if w.index is not None}
+        if not busy:
+            return
+        wait_s = max(0.0, min(w.deadline for w in busy.values()) - time.monotonic())
+        for conn in wait(list(busy), timeout=min(wait_s, 3600.0)):
+            worker = busy[conn]
+            try:
+                index, status, value, error = conn.recv()
+            except (EOFError, OSError):
+                results[worker.index] = (
+                    ERROR,
+                    self.verifier.failure_value,
+                    "verifier worker process died",
+                )
+                self._replace(worker)
+                continue
+            results[index] = (status, value, error)
+            worker.index, worker.deadline = None, math.inf
+
+    def _reap_overdue(self, results: list) -> None:
+        now = time.monotonic()
+        for worker in list(self.workers):
+            if worker.index is not None and now >= worker.deadline:
+                message = f"timed out after {self.config.timeout_s:g} s (worker killed)"
+                results[worker.index] = (TIMEOUT, self.verifier.failure_value, message)
+                self._replace(worker)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            with contextlib.suppress(OSError, ValueError):
+                worker.outbox.send(None)
+        for worker in self.workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(timeout=2)
+            _kill(worker)
+        self.workers = []
+
+
+_LIVE_POOLS: weakref.WeakSet[_Pool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_pools() -> None:
+    """Stop worker processes before ``multiprocessing`` joins them at interpreter exit."""
+    for pool in list(_LIVE_POOLS):
+        pool.close()
+
+
+class Scorer:
+    """Scores batches with one verifier; owns the worker processes when ``workers >= 1``.
+
+    Use as a context manager (or call :meth:`close`) so the workers stop::
+
+        with Scorer(get_verifier("math"), ScoringConfig(workers=2)) as scorer:
+            scores = scorer(completions, references)
+    """
+
+    def __init__(self, verifier: Verifier | str, config: ScoringConfig = ScoringConfig()) -> None:
+        self._pool: _Pool | None = None
+        self.verifier = get_verifier(verifier)
+        self.config = config
+
+    def __call__(self, completions: Sequence[str], references: Sequence[Any]) -> Scores:
+        if len(completions) != len(references):
+            raise ValueError(f"{len(completions)} completions but {len(references)} references")
+        items = list(zip(completions, references, strict=True))
+        if not items:
+            return Scores(values=[], status=[], errors=[])
+        if self.config.workers == 0:
+            rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
+        else:
+            rows = self._pool_or_start().run(items)
+        status, values, errors = zip(*rows, strict=True)
+        return Scores(values=list(values), status=list(status), errors=list(errors))
+
+    def _pool_or_start(self) -> _Pool:
+        if self._pool is None:
+            self._pool = _Pool(self.verifier, self.config)
+            _LIVE_POOLS.add(self._pool)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes (the scorer restarts them if called again)."""
+        if self._pool is not None:
+            self._pool.close()
+            _LIVE_POOLS.discard(self._pool)
+            self._pool = None
+
+    def __enter__(self) -> Scorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def score_completions(
+    verifier: Verifier | str,
+    completions: Sequence[str],
+    references: Sequence[Any],
+    *,
+    timeout_s: float | None = 10.0,
+    workers: int = 0,
+) -> Scores:
+    r"""Score ``completions[i]`` against ``references[i]``; failures score the failure value.
+
+    >>> s = score_completions("math", [r"\boxed{2}", "no answer", r"\boxed{3}"], ["2", "2", "2"])
+    >>> s.values, s.failures, s.timeouts
+    ([1.0, 0.0, 0.0], 0, 0)
+    """
+    with Scorer(verifier, ScoringConfig(timeout_s=timeout_s, workers=workers)) as scorer:
+        return scorer(completions, references)

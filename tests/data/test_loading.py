@@ -1,0 +1,208 @@
+"""Loading prompt sets: every format, field mappings, errors that name file and line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr.data import DATASETS, FIELD_MAPS, Example, FieldMap, load_examples
+
+MATH500_ROWS = [
+    {
+        "problem": "What is $1+1$?",
+        "solution": "...",
+        "answer": "2",
+        "subject": "Algebra",
+        "level": 1,
+        "unique_id": "test/algebra/1.json",
+    },
+    {
+        "problem": "Simplify $6/8$.",
+        "solution": "...",
+        "answer": "\\frac{3}{4}",
+        "subject": "Prealgebra",
+        "level": 2,
+        "unique_id": "test/prealgebra/7.json",
+    },
+]
+DAPO_ROW = {
+    "data_source": "math_dapo",
+    "prompt": [{"content": "Solve ... Answer: $Answer\n\nWhat is 2+3?", "role": "user"}],
+    "ability": "MATH",
+    "reward_model": {"ground_truth": "5", "style": "rule"},
+    "extra_info": {"index": "a1b2"},
+}
+
+
+def write_jsonl(path, rows, extra_lines=()):
+    lines = [json.dumps(r) for r in rows] + list(extra_lines)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_default_mapping_skips_blank_lines(tmp_path):
+    path = write_jsonl(tmp_path / "set.jsonl", [{"prompt": "1+1?", "answer": "2"}], ["", "  "])
+    path.write_text(path.read_text() + json.dumps({"prompt": "2+2?", "answer": 4}) + "\n")
+    examples = load_examples(str(path))
+    assert examples == [
+        Example(prompt="1+1?", reference="2", id="set-0", dataset="set"),
+        Example(prompt="2+2?", reference=4, id="set-1", dataset="set"),
+    ]
+
+
+def test_json_array_file(tmp_path):
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps([{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": "2"}]))
+    assert [e.reference for e in load_examples(str(path))] == ["1", "2"]
+
+
+def test_named_mapping_math500_on_a_local_copy(tmp_path):
+    path = write_jsonl(tmp_path / "math500.jsonl", MATH500_ROWS)
+    examples = load_examples(str(path), fields="math500", template="{prompt} Box it.")
+    assert examples[1].id == "test/prealgebra/7.json"
+    assert examples[1].prompt == "Simplify $6/8$. Box it."
+    assert examples[1].reference == "\\frac{3}{4}"
+    assert examples[1].metadata == {"subject": "Prealgebra", "level": 2}
+
+
+def test_dapo_mapping_reads_nested_fields_and_chat_prompts(tmp_path):
+    path = write_jsonl(tmp_path / "dapo.jsonl", [DAPO_ROW])
+    (example,) = load_examples(str(path), fields="dapo-math")
+    assert example.prompt == DAPO_ROW["prompt"]
+    assert example.reference == "5" and example.id == "a1b2"
+
+
+def test_custom_field_map_and_limit(tmp_path):
+    rows = [{"q": {"text": f"p{i}"}, "gold": str(i), "key": i} for i in range(5)]
+    path = write_jsonl(tmp_path / "custom.jsonl", rows)
+    fields = FieldMap(prompt="q.text", answer="gold", id="key")
+    examples = load_examples(str(path), fields=fields, limit=2, name="mine")
+    assert [(e.prompt, e.reference, e.id, e.dataset) for e in examples] == [
+        ("p0", "0", "0", "mine"),
+        ("p1", "1", "1", "mine"),
+    ]
+
+
+def test_unique_drops_repeated_prompts_before_the_limit(tmp_path):
+    rows = [{"prompt": p, "answer": str(i)} for i, p in enumerate(["a", "a", "b", "a", "c"])]
+    path = write_jsonl(tmp_path / "dup.jsonl", rows)
+    assert [e.id for e in load_examples(str(path), unique=True)] == ["dup-0", "dup-2", "dup-4"]
+    assert [e.prompt for e in load_examples(str(path), unique=True, limit=2)] == ["a", "b"]
+    assert len(load_examples(str(path))) == 5
+
+
+def test_tests_and_row_references(tmp_path):
+    row = {"question": "print 1", "input_output": {"inputs": [""], "outputs": ["1\n"]}}
+    path = write_jsonl(tmp_path / "code.jsonl", [row])
+    (ex,) = load_examples(
+        str(path),
+        fields=FieldMap(prompt="question", answer=None, tests="input_output", reference="tests"),
+    )
+    assert ex.reference == row["input_output"]
+    (ex,) = load_examples(str(path), fields=FieldMap(prompt="question", reference="row"))
+    assert ex.reference == row
+
+
+def test_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "aime.parquet"
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"id": 60, "problem": "Find x.", "answer": "204", "url": "u", "year": "2024"}]
+        ),
+        path,
+    )
+    (ex,) = load_examples(str(path), fields="aime2024")
+    assert (ex.prompt, ex.reference, ex.id, ex.dataset) == ("Find x.", "204", "60", "aime")
+
+
+def test_datasets_directory_and_save_to_disk(tmp_path):
+    import datasets
+
+    data_dir = tmp_path / "amc"
+    data_dir.mkdir()
+    write_jsonl(data_dir / "test.jsonl", [{"id": 0, "question": "Q?", "answer": 27.0, "url": "u"}])
+    (ex,) = load_examples(str(data_dir), fields="amc23", split="test")
+    assert (ex.prompt, ex.reference, ex.id) == ("Q?", 27.0, "0")
+
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(MATH500_ROWS)}).save_to_disk(
+        str(saved)
+    )
+    examples = load_examples(str(saved), fields="math500", split="test")
+    assert [e.reference for e in examples] == ["2", "\\frac{3}{4}"]
+    with pytest.raises(ValueError, match="no split 'train'"):
+        load_examples(str(saved), fields="math500", split="train")
+
+
+def test_malformed_jsonl_names_file_and_line(tmp_path):
+    path = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [{"prompt": "a", "answer": "1"}],
+        ['{"prompt": "b", "answer": ', '{"prompt": "c"}'],
+    )
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: invalid JSON"):
+        load_examples(str(path))
+
+
+def test_missing_field_names_field_and_line(tmp_path):
+    path = write_jsonl(tmp_path / "set.jsonl", [{"problem": "a", "answer": "1"}, {"problem": "b"}])
+    with pytest.raises(ValueError, match=r"set\.jsonl:2: missing field 'answer'.*has: problem"):
+        load_examples(str(path), fields=FieldMap(prompt="problem"))
+    with pytest.raises(ValueError, match=r"set\.jsonl:1: missing field 'prompt'"):
+        load_examples(str(path))
+
+
+def test_missing_nested_field_in_parquet_names_the_row(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "dapo.parquet"
+    row = {**DAPO_ROW, "reward_model": {"style": "rule"}}
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    with pytest.raises(
+        ValueError, match=r"dapo\.parquet row 0: missing field 'reward_model\.ground_truth'"
+    ):
+        load_examples(str(path), fields="dapo-math")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("[1, 2]", "expected a JSON object, got list"),
+        ('{"prompt": 3, "answer": "1"}', "prompt must be"),
+        ('{"prompt": [{"role": "user"}], "answer": "1"}', "prompt must be"),
+        ('{"prompt": "  ", "answer": "1"}', "prompt must be"),
+    ],
+)
+def test_bad_rows(tmp_path, line, message):
+    path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "ok", "answer": "1"}], [line])
+    with pytest.raises(ValueError, match=rf"rows\.jsonl:2: {message}"):
+        load_examples(str(path))
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        load_examples(str(tmp_path / "missing.jsonl"))
+    (tmp_path / "x.csv").write_text("a,b\n")
+    with pytest.raises(ValueError, match="unsupported file type"):
+        load_examples(str(tmp_path / "x.csv"))
+    with pytest.raises(ValueError, match="unknown field mapping 'nope'.*math500"):
+        load_examples(str(write_jsonl(tmp_path / "a.jsonl", [{"prompt": "a"}])), fields="nope")
+    with pytest.raises(ValueError, match="needs a tests field"):
+        FieldMap(reference="tests")
+    with pytest.raises(ValueError, match="must contain"):
+        load_examples(
+            str(tmp_path / "a.jsonl"),
+            fields=FieldMap(answer=None, reference="row"),
+            template="no slot",
+        )
+
+
+def test_named_datasets_use_their_mappings():
+    assert DATASETS["aime2025"].configs == ("AIME2025-I", "AIME2025-II")
+    for spec in DATASETS.values():
+        assert spec.fields in FIELD_MAPS

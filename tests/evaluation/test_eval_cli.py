@@ -1,0 +1,85 @@
+"""`rlvr eval` end to end on CPU with a tiny random model and a bundled problem file."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from rlvr.evaluation import pass_at_k
+from rlvr.evaluation.cli import main
+
+ASSETS = resources.files("rlvr") / "assets"
+
+
+def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    argv = [
+        "--model", str(tiny_model_dir),
+        "--data", str(ASSETS / "math-mini.jsonl"),
+        "--data", f"{ASSETS / 'chain_sum-mini.jsonl'}::reasoning_gym",
+        "-n", "3", "-k", "1", "2", "--max-tokens", "8", "--temperature", "1.0",
+        "--seed", "1", "--limit", "3", "--output", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert "avg@3" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert set(data) == {
+        "model",
+        "data",
+        "verifier",
+        "metrics",
+        "per_dataset",
+        "config",
+        "problems",
+    }
+    assert set(data["per_dataset"]) == {"math-mini", "chain_sum-mini"}
+    assert len(data["problems"]) == 6
+    problems = data["problems"]
+    for p in problems:
+        assert set(p) >= {
+            "id",
+            "dataset",
+            "prompt",
+            "reference",
+            "scores",
+            "correct",
+            "completions",
+            "status",
+            "n",
+            "c",
+        }
+        assert p["n"] == 3 == len(p["completions"]) and p["c"] == sum(p["correct"])
+    for k in (1, 2, 3):
+        avg = sum(p["c"] / p["n"] for p in problems) / len(problems)
+        assert abs(data["metrics"][f"avg@{k}"] - avg) < 1e-12
+    for k in (1, 2):
+        expected = sum(pass_at_k(p["n"], p["c"], k) for p in problems) / len(problems)
+        assert abs(data["metrics"][f"pass@{k}"] - expected) < 1e-12
+    assert data["config"]["sampling"]["max_new_tokens"] == 8 and data["config"]["n"] == 3
+
+
+def test_eval_is_reproducible_under_seed(tiny_model_dir, tmp_path):
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"), "-n", "2",
+                "--max-tokens", "6", "--limit", "2", "--seed", "3", "--output", str(out)]  # fmt: skip
+        assert main(argv) == 0
+    a, b = (json.loads(o.read_text())["problems"] for o in outs)
+    assert [p["completions"] for p in a] == [p["completions"] for p in b]
+
+
+def test_eval_reports_bad_input(tiny_model_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "1+1?", "answer": "2"}\n{"prompt": \n')
+    argv = [
+        "--model",
+        str(tiny_model_dir),
+        "--data",
+        str(bad),
+        "--output",
+        str(tmp_path / "o.json"),
+    ]
+    assert main(argv) == 2
+    assert "bad.jsonl:2: invalid JSON" in capsys.readouterr().err
+    assert main(["--model", str(tiny_model_dir), "--data", str(bad), "--verifier", "nope"]) == 2
+    assert main(["--model", str(tiny_model_dir), "--data", str(bad), "-n", "2", "-k", "4"]) == 2

@@ -1,0 +1,76 @@
+"""evaluate(): exact metrics from known completions, RNG and mode left untouched."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import rlvr.evaluation.harness as harness
+from rlvr.data import Example
+from rlvr.evaluation import EvalConfig, evaluate
+from rlvr.generation import SamplingConfig
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier
+
+EXAMPLES = [
+    Example(prompt="1+1?", reference="2", id="a", dataset="easy"),
+    Example(prompt="3/4 as a decimal?", reference="0.75", id="b", dataset="easy"),
+    Example(prompt="x^2=4, x>0?", reference="2", id="c", dataset="hard"),
+]
+# n = 4 completions per problem: 1, 4 and 0 correct.
+TEXTS = {
+    "a": ["\\boxed{2}", "\\boxed{3}", "no idea", "\\boxed{5}"],
+    "b": ["\\boxed{3/4}", "Answer: 0.75", "The answer is $\\frac{3}{4}$.", "\\boxed{\\dfrac34}"],
+    "c": ["\\boxed{-2}", "\\boxed{4}", "", "\\boxed{9^{9^{9}}}"],
+}
+
+
+def fake_sample(model, tokenizer, prompts, config):
+    texts = [t for ex in EXAMPLES for t in TEXTS[ex.id]]
+    return harness.Samples(texts, [len(t) for t in texts], [t == "" for t in texts])
+
+
+def test_metrics_from_known_completions(monkeypatch, tiny_model):
+    model, tokenizer = tiny_model
+    monkeypatch.setattr(harness, "sample", fake_sample)
+    config = EvalConfig(
+        n=4, ks=(1, 2), scoring=ScoringConfig(timeout_s=1.0, workers=1, kill_grace_s=0.5)
+    )
+    report = evaluate(model, tokenizer, EXAMPLES, get_verifier("math", wrong=-1.0), config)
+    assert [p.c for p in report.problems] == [1, 4, 0]
+    # avg: (1/4 + 1 + 0) / 3; pass@2: ((1 - C(3,2)/C(4,2)) + 1 + 0) / 3 = 1.5 / 3
+    m = report.metrics
+    assert m["avg@1"] == pytest.approx(1.25 / 3, abs=1e-12) and m["avg@4"] == m["avg@1"]
+    assert m["pass@1"] == pytest.approx(1.25 / 3, abs=1e-12)
+    assert m["pass@2"] == pytest.approx(0.5, abs=1e-12)
+    assert m["score/mean"] == pytest.approx((1 - 3 + 4 - 4) / 12, abs=1e-12)
+    assert m["verifier/timeouts"] == 1.0 and report.problems[2].status[3] == "timeout"
+    assert m["response/clipped_frac"] == pytest.approx(1 / 12, abs=1e-12)
+    assert report.per_dataset["easy"]["avg@4"] == pytest.approx(1.25 / 2, abs=1e-12)
+    assert report.per_dataset["hard"]["pass@2"] == 0.0
+    assert report.problems[0].scores == [1.0, -1.0, -1.0, -1.0]
+
+
+def test_real_sampling_is_seeded_and_leaves_state_alone(tiny_model):
+    model, tokenizer = tiny_model
+    model.train()
+    config = EvalConfig(
+        n=2, ks=(1, 2), sampling=SamplingConfig(max_new_tokens=6), batch_size=2, seed=7
+    )
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    with Scorer("math") as scorer:
+        first = evaluate(model, tokenizer, EXAMPLES, "math", config, scorer=scorer)
+    assert torch.equal(torch.rand(3), expected_next)  # the caller's RNG stream is untouched
+    assert model.training
+    second = evaluate(model, tokenizer, EXAMPLES, "math", config)
+    assert [p.completions for p in first.problems] == [p.completions for p in second.problems]
+    assert all(len(p.completions) == 2 and all(x <= 6 for x in p.lengths) for p in first.problems)
+    assert set(first.to_dict()) == {"metrics", "per_dataset", "config", "problems"}
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="every k"):
+        EvalConfig(n=4, ks=(8,))
+    with pytest.raises(ValueError, match="n must be"):
+        EvalConfig(n=0, ks=(1,))

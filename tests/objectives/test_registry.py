@@ -1,0 +1,159 @@
+import dataclasses
+
+import pytest
+
+from rlvr.objectives import (
+    OBJECTIVES,
+    AbcConfig,
+    ApmpoConfig,
+    DapoConfig,
+    GrpoConfig,
+    make_config,
+    objective_spec,
+)
+
+NAMES = [
+    "grpo",
+    "dapo",
+    "dr_grpo",
+    "abc_grpo",
+    "etr",
+    "gppo",
+    "cispo",
+    "gspo",
+    "gmpo",
+    "pmpo",
+    "apmpo",
+]
+
+
+def test_every_named_objective_is_registered():
+    assert sorted(OBJECTIVES) == sorted(NAMES)
+
+
+@pytest.mark.parametrize(
+    ("name", "advantage", "agg", "stats"),
+    [
+        ("grpo", "group_std", "seq-mean-token-mean", False),
+        ("dapo", "group_std", "token-mean", False),
+        ("dr_grpo", "group_mean", "seq-mean-token-sum-norm", False),
+        ("abc_grpo", "group_mean", "seq-mean-token-mean", False),
+        ("etr", "group_std", "seq-mean-token-mean", True),
+        ("gppo", "group_std", "token-mean", False),
+        ("cispo", "group_std", "token-mean", False),
+        ("gspo", "group_std", "seq-mean-token-mean", False),
+        ("gmpo", "group_std", "seq-mean-token-mean", False),
+        ("pmpo", "group_std", "seq-mean-token-mean", True),
+        ("apmpo", "group_std", "seq-mean-token-mean", True),
+    ],
+)
+def test_spec_defaults(name, advantage, agg, stats):
+    spec = objective_spec(name)
+    assert (spec.advantage_mode, spec.loss_agg, spec.needs_group_stats, spec.needs_rewards) == (
+        advantage,
+        agg,
+        stats,
+        stats,
+    )
+    assert dataclasses.is_dataclass(spec.config_cls)
+    assert spec.config_cls.__dataclass_params__.frozen
+
+
+def test_defaults_from_the_spec():
+    assert make_config("grpo") == GrpoConfig(eps_low=0.2, eps_high=0.2, clip_c=None)
+    assert make_config("dapo") == DapoConfig(eps_low=0.2, eps_high=0.28)
+    assert make_config("abc_grpo") == AbcConfig(0.2, 0.2, 0.2, 0.2)
+    etr = make_config("etr")
+    assert (etr.eps_base, etr.lam1, etr.lam2, etr.pass_threshold, etr.eps_floor, etr.eps_ceil) == (
+        0.2,
+        0.1,
+        0.1,
+        0.0,
+        0.01,
+        0.95,
+    )
+    gppo = make_config("gppo")
+    assert (gppo.eps_low, gppo.eps_high, gppo.b1, gppo.b2, gppo.clip_c) == (
+        0.2,
+        0.28,
+        1.0,
+        1.0,
+        None,
+    )
+    cispo = make_config("cispo")
+    assert (cispo.eps_low, cispo.eps_high) == (0.2, 0.28)
+    gspo = make_config("gspo")
+    assert (gspo.eps_low, gspo.eps_high) == (3e-4, 4e-4)
+    gmpo = make_config("gmpo")
+    assert (gmpo.eps_low, gmpo.eps_high) == (0.4, 0.4)
+    pmpo = make_config("pmpo")
+    assert (pmpo.gamma, pmpo.eps_low, pmpo.eps_high, pmpo.p_schedule, pmpo.p_min) == (
+        0.8,
+        0.2,
+        0.2,
+        "exp",
+        0.05,
+    )
+    assert (pmpo.reward_range, pmpo.stats_scope) == ((0.0, 1.0), "batch")
+    apmpo = make_config("apmpo")
+    assert (apmpo.eps_min, apmpo.eps_max, apmpo.eps_low, apmpo.delta, apmpo.gamma) == (
+        0.2,
+        0.4,
+        0.2,
+        1e-6,
+        0.8,
+    )
+
+
+def test_make_config_sets_and_validates():
+    assert make_config("abc_grpo", eps3=0.3).eps3 == 0.3
+    assert make_config("apmpo", reward_range=[-1, 1]).reward_range == (-1.0, 1.0)
+    with pytest.raises(
+        ValueError, match=r"unknown hyperparameter\(s\) eps5 .*valid: eps1, eps2, eps3, eps4"
+    ):
+        make_config("abc_grpo", eps5=0.1)
+    with pytest.raises(ValueError, match="eps1 must be >= 0"):
+        make_config("abc_grpo", eps1=-0.1)
+    with pytest.raises(ValueError, match="clip_c"):
+        make_config("grpo", clip_c=0.5)
+    with pytest.raises(ValueError, match="p_schedule"):
+        make_config("pmpo", p_schedule="cosine")
+    with pytest.raises(ValueError, match="eps_min <= eps_max"):
+        make_config("apmpo", eps_min=0.5, eps_max=0.3)
+    with pytest.raises(ValueError, match="eps_floor"):
+        make_config("etr", eps_floor=0.0)
+    with pytest.raises(ValueError, match="stats_scope"):
+        make_config("apmpo", stats_scope="micro")
+    with pytest.raises(ValueError, match="eps3 must be a number, got '0.3'"):
+        make_config("abc_grpo", eps3="0.3")
+    with pytest.raises(ValueError, match="lam1 must be a number"):
+        make_config("etr", lam1=None)
+
+
+def test_unknown_objective_lists_valid_names():
+    with pytest.raises(ValueError, match="unknown objective 'ppo'; valid: grpo, dapo, dr_grpo"):
+        objective_spec("ppo")
+
+
+def test_apmpo_config_is_frozen():
+    cfg = ApmpoConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.eps_max = 1.0
+
+
+def test_every_config_field_has_a_docstring():
+    import ast
+    import inspect
+
+    for spec in OBJECTIVES.values():
+        for cls in spec.config_cls.__mro__:
+            if not dataclasses.is_dataclass(cls):
+                continue
+            tree = ast.parse(inspect.getsource(cls))
+            body = tree.body[0].body
+            for i, node in enumerate(body):
+                if isinstance(node, ast.AnnAssign):
+                    after = body[i + 1] if i + 1 < len(body) else None
+                    assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant), (
+                        f"{cls.__name__}.{node.target.id} has no docstring"
+                    )

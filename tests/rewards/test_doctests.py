@@ -1,0 +1,35 @@
+"""Run the doctest examples of the rewards, data and evaluation packages."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+PACKAGES = ["rlvr.rewards", "rlvr.data", "rlvr.evaluation"]
+
+
+def _modules() -> list[str]:
+    names = []
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        names += [f"{package}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_doctests(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_every_verifier_module_has_examples():
+    for name in [
+        "rlvr.rewards.math",
+        "rlvr.rewards.format",
+        "rlvr.rewards.reasoning_gym",
+        "rlvr.rewards.extract",
+    ]:
+        assert doctest.testmod(importlib.import_module(name)).attempted > 0, name

@@ -1,0 +1,150 @@
+"""The math verifier on real answer formats, plus thread safety and time limits."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier, score_completions
+from rlvr.rewards.math import answers_match, math_verifier
+
+ETR = {"correct": 1.0, "wrong": -1.0}
+
+# (completion, gold): equivalent answers written differently.
+EQUIVALENT = [
+    # fractions
+    (r"\boxed{3/4}", r"\frac{3}{4}"),
+    (r"\boxed{\dfrac{3}{4}}", "3/4"),
+    (r"\boxed{\tfrac34}", "0.75"),
+    (r"The answer is 0.75.", r"\frac{3}{4}"),
+    # intervals
+    (r"\boxed{\left(0, 1\right]}", "(0, 1]"),
+    (r"\boxed{[-2,\infty)}", r"[-2, \infty)"),
+    # units
+    (r"\boxed{5 \text{ cm}}", "5"),
+    (r"\boxed{18^\circ}", "18"),
+    (r"\boxed{50\%}", r"50\%"),
+    # LaTeX vs plain
+    (r"\boxed{\frac{\sqrt{2}}{2}}", "sqrt(2)/2"),
+    (r"\boxed{(x+1)^2}", "x^2+2x+1"),
+    (r"\boxed{\pi}", r"\pi"),
+    # negative numbers
+    (r"\boxed{-4}", "-4"),
+    ("Answer: \N{MINUS SIGN}4", "-4"),
+    (r"\boxed{- 4}", "-4"),
+    # nested braces inside \boxed
+    (r"so \boxed{\frac{\sqrt{3}}{2}} is it", r"\frac{\sqrt3}{2}"),
+    (r"\boxed{\{1, \{2\}\}}", r"\{1, \{2\}\}"),
+    # sets and lists of solutions
+    (r"\boxed{\{2, 1\}}", r"\{1, 2\}"),
+    (r"\boxed{x = 2 \text{ or } x = 3}", "2, 3"),
+    # thousands separators
+    (r"\boxed{10,000}", "10000"),
+    (r"\boxed{10{,}000}", "10000"),
+    (r"\boxed{10\,000}", "10000"),
+    ("Answer: 1,234,567", "1234567"),
+    # multiple choice
+    (r"\boxed{B}", r"\text{(B)}"),
+]
+
+WRONG = [
+    (r"\boxed{0.7}", "3/4"),
+    (r"\boxed{(0,1)}", "(0, 1]"),
+    (r"\boxed{[0,1]}", "(0, 1]"),
+    (r"\boxed{\{1,2,3\}}", r"\{1, 2\}"),
+    (r"\boxed{4}", "-4"),
+    (r"\boxed{x^2+2x}", "x^2+2x+1"),
+    (r"\boxed{1000}", "10000"),
+    (r"\boxed{0.707}", r"\frac{\sqrt{2}}{2}"),
+]
+
+NO_ANSWER = [
+    "",
+    "I am not sure.",
+    "Let me think about 3/4 for a while",
+    r"\boxed{3/4",
+    "<think>\\boxed{3/4}</think>",
+]
+
+
+@pytest.mark.parametrize(("completion", "gold"), EQUIVALENT)
+def test_equivalent_answers_score_correct(completion, gold):
+    assert math_verifier(completion, gold, **ETR) == 1.0
+
+
+@pytest.mark.parametrize(("completion", "gold"), WRONG)
+def test_wrong_answers_score_wrong(completion, gold):
+    assert math_verifier(completion, gold, **ETR) == -1.0
+    assert math_verifier(completion, gold) == 0.0
+
+
+@pytest.mark.parametrize("completion", NO_ANSWER)
+def test_no_answer_scores_wrong(completion):
+    assert math_verifier(completion, "3/4", **ETR) == -1.0
+
+
+GOLD_FORMATS = {
+    r"\frac{3}{4}": ["3/4", r"\dfrac{3}{4}", "0.75", r"\frac34"],
+    "-12": ["-12", "-12.0", r"-\frac{24}{2}"],
+    "(0, 1]": [r"\left(0,1\right]", "(0,1]"],
+    r"\{1, 2\}": [r"\{2,1\}", "1, 2"],
+    r"2\sqrt{3}": [r"\sqrt{12}", r"2 \sqrt 3"],
+    "10000": ["10,000", "10{,}000", "10^4", "10^{4}"],
+}
+
+
+@pytest.mark.parametrize("gold", sorted(GOLD_FORMATS))
+def test_gold_verifies_against_itself_in_other_formats(gold):
+    for other in [gold, *GOLD_FORMATS[gold]]:
+        for completion in (rf"\boxed{{{other}}}", f"The answer is ${other}$.", f"Answer: {other}"):
+            assert math_verifier(completion, gold) == 1.0, (completion, gold)
+        assert answers_match(gold, other), (gold, other)
+
+
+def test_reference_may_be_a_number_a_boxed_solution_or_an_entry():
+    assert math_verifier(r"\boxed{27}", 27.0) == 1.0
+    assert math_verifier(r"\boxed{27}", r"so the total is $\boxed{27}$.") == 1.0
+    assert math_verifier(r"\boxed{27}", {"answer": "27", "metadata": {}}) == 1.0
+
+
+def test_answer_after_think_wins_over_the_reasoning():
+    assert math_verifier(r"<think>maybe \boxed{5}</think> so \boxed{6}", "6") == 1.0
+    assert math_verifier(r"<think>maybe \boxed{6}</think> so \boxed{5}", "6") == 0.0
+
+
+def test_math_verifier_runs_on_worker_threads():
+    cases = [(c, g, 1.0) for c, g in EQUIVALENT[:8]] + [(c, g, 0.0) for c, g in WRONG[:4]]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda case: math_verifier(case[0], case[1]), cases))
+    assert got == [expected for *_, expected in cases]
+
+
+def test_scorer_on_a_worker_thread_enforces_its_limit():
+    from verifier_helpers import spin
+
+    from rlvr.rewards.registry import Verifier
+
+    verifier = Verifier(spec="spin", fn=spin, failure_value=-1.0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scores = pool.submit(
+            score_completions, verifier, ["x", "y"], ["1", "1"], timeout_s=0.2
+        ).result()
+    assert scores.values == [-1.0, -1.0]
+    assert scores.timeouts == 2 and scores.failures == 0
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scores = pool.submit(score_completions, "math", [r"\boxed{1/2}"], ["0.5"]).result()
+    assert scores.values == [1.0] and scores.status == ["ok"]
+
+
+def test_pathological_input_times_out_and_is_counted():
+    # 9^(9^9) has ~370 million digits: SymPy would compute it in one C call that no
+    # in-thread limit can interrupt; the worker process is killed instead.
+    verifier = get_verifier("math", **ETR)
+    completions = [r"\boxed{9^{9^{9}}}", r"\boxed{2}", r"\boxed{3}"]
+    with Scorer(verifier, ScoringConfig(timeout_s=1.0, workers=1, kill_grace_s=0.5)) as scorer:
+        scores = scorer(completions, ["2", "2", "2"])
+        assert scores.status == ["timeout", "ok", "ok"]
+        assert scores.values == [-1.0, 1.0, -1.0]
+        assert scores.timeouts == 1 and scores.failures == 0
+        assert scorer([r"\boxed{2}"], ["2"]).values == [1.0]  # the replacement worker works

@@ -1,0 +1,51 @@
+"""reasoning-gym verifiers on generated task sets: gold answers score 1, wrong ones 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.data import gym_rows, load_examples, write_jsonl
+from rlvr.rewards import Scorer, get_verifier
+from rlvr.rewards.reasoning_gym import reasoning_gym_verifier
+
+TASKS = ["chain_sum", "basic_arithmetic", "gsm_symbolic", "countdown", "leg_counting"]
+
+
+@pytest.fixture(scope="module")
+def task_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gym")
+    paths = {}
+    for task in TASKS:
+        paths[task] = root / f"{task}.jsonl"
+        write_jsonl(gym_rows(task, size=4, seed=11), paths[task])
+    return paths
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_gold_scores_one_and_wrong_scores_zero(task, task_files):
+    examples = load_examples(str(task_files[task]), fields="reasoning_gym")
+    for spec in (f"reasoning_gym:{task}", "reasoning_gym"):
+        verifier = get_verifier(spec)
+        for ex in examples:
+            gold = ex.reference["answer"]
+            assert verifier(f"<answer>{gold}</answer>", ex.reference) == 1.0
+            assert verifier(f"<think>work</think>\\boxed{{{gold}}}", ex.reference) == 1.0
+            assert verifier("<answer>99999999</answer>", ex.reference) == 0.0
+            assert verifier("", ex.reference) == 0.0
+
+
+def test_reward_pair_and_partial_credit():
+    entry = gym_rows("gsm_symbolic", size=1, seed=3)[0]
+    wrong = str(int(entry["answer"]) + 1)
+    assert reasoning_gym_verifier(f"<answer>{wrong}</answer>", entry, wrong=-1.0) == -1.0
+    partial = reasoning_gym_verifier(f"<answer>{wrong}</answer>", entry, binary=False)
+    assert 0.0 < partial < 1.0  # gsm_symbolic's near-miss credit, passed through
+    assert reasoning_gym_verifier(entry["answer"], entry, binary=False) == 1.0
+
+
+def test_missing_task_is_a_counted_failure():
+    with Scorer("reasoning_gym") as scorer:  # one worker process by default
+        scores = scorer(["<answer>3</answer>"], ["3"])  # bare answer, no task
+    assert scores.status == ["error"] and "no task" in scores.errors[0]
+    with pytest.raises(ValueError, match="unknown reasoning-gym task"):
+        get_verifier("reasoning_gym:no_such_task")("x", "1")

@@ -1,0 +1,64 @@
+"""The verifier registry: specs, options, errors that list valid names."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.rewards import available_verifiers, get_verifier, parse_spec, register
+from rlvr.rewards.registry import VERIFIERS
+
+
+def test_builtin_names_are_listed():
+    names = available_verifiers()
+    assert {"math", "reasoning_gym"} <= set(names)
+
+
+def test_unknown_verifier_lists_valid_ones():
+    with pytest.raises(ValueError, match="unknown verifier 'maths'.*math"):
+        get_verifier("maths")
+
+
+def test_unknown_option_lists_valid_ones():
+    with pytest.raises(ValueError, match=r"no option\(s\) \['wrongg'\].*'correct', 'wrong'"):
+        get_verifier("math", wrongg=-1)
+
+
+def test_reward_pair_sets_correct_and_failure_values():
+    etr = get_verifier("math", correct=1.0, wrong=-1.0)
+    assert (etr.correct_value, etr.failure_value) == (1.0, -1.0)
+    apmpo = get_verifier("math")
+    assert (apmpo.correct_value, apmpo.failure_value) == (1.0, 0.0)
+
+
+def test_spec_argument_binds_the_declared_option():
+    verifier = get_verifier("reasoning_gym:chain_sum")
+    assert verifier.options == {"task": "chain_sum"}
+    assert verifier("<answer>3</answer>", "3") == 1.0
+    with pytest.raises(ValueError, match="takes no ':argument'"):
+        get_verifier("math:foo")
+
+
+@pytest.mark.parametrize("spec", ["", "math+bold", "+format"])
+def test_bad_specs(spec):
+    with pytest.raises(ValueError, match="bad verifier spec"):
+        parse_spec(spec)
+
+
+def test_register_a_new_verifier():
+    @register("length_test", spec_arg="limit")
+    def length(completion, reference, *, limit="3", correct=1.0, wrong=0.0):
+        return correct if len(completion) <= int(limit) else wrong
+
+    try:
+        assert get_verifier("length_test:5")("12345", None) == 1.0
+        assert get_verifier("length_test", wrong=-1.0)("1234", None) == -1.0
+        assert "length_test" in available_verifiers()
+    finally:
+        VERIFIERS.pop("length_test")
+
+
+def test_register_rejects_bad_declarations():
+    with pytest.raises(ValueError, match="without ':' or '\\+'"):
+        register("a:b")
+    with pytest.raises(ValueError, match="spec_arg 'task'"):
+        register("x_test", spec_arg="task")(lambda completion, reference, *, other=1: 0.0)

@@ -1,144 +1,15 @@
-"""Fixtures of the trainer tests: small prompt files and a config builder.
-
-Until the layers the trainer drives are all importable, the missing ones are replaced
-here (and only here) by minimal stand-ins with the same call signatures, so the loop
-itself can be tested; each stand-in is used only when the real module is absent.
-"""
+"""Fixtures of the trainer tests: test verifiers, small prompt files and a config builder."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-import types
-from dataclasses import dataclass
 
 import pytest
 import torch
 
 torch.set_num_threads(1)  # tiny models: one thread is fastest, and immune to a busy machine
 
-# ------------------------------------------------------------------ stand-ins (tests only)
-
-
-def _standin_objectives() -> types.ModuleType:
-    """PPO-clip only, token-mean or seq-mean-token-mean, with the KL and SFT terms."""
-    mod = types.ModuleType("rlvr.objectives")
-
-    @dataclass
-    class Spec:
-        advantage_mode: str
-        loss_agg: str
-
-    specs = {
-        "grpo": Spec("group_std", "seq-mean-token-mean"),
-        "dapo": Spec("group_std", "token-mean"),
-    }
-
-    @dataclass(frozen=True)
-    class StepCounts:
-        num_tokens: int
-        num_seqs: int
-        num_sft_tokens: int | None
-
-    def objective_spec(name):
-        if name not in specs:
-            raise ValueError(f"unknown objective {name!r}; valid: {', '.join(specs)}")
-        return specs[name]
-
-    def make_config(name, **hparams):
-        objective_spec(name)
-        unknown = sorted(set(hparams) - {"eps_low", "eps_high"})
-        if unknown:
-            raise ValueError(
-                f"unknown hyperparameter(s) {', '.join(unknown)} for objective {name!r}; valid: eps_low, eps_high"
-            )
-        return hparams
-
-    def step_counts(mask, rewards=None, sft_threshold=1.0):
-        rows = mask.sum(1)
-        return StepCounts(
-            int(rows.sum()), int((rows > 0).sum()), int(rows[rewards >= sft_threshold].sum())
-        )
-
-    def group_stats_for(name, rewards, group_size, **hparams):
-        return None
-
-    def policy_loss(
-        name,
-        *,
-        logp,
-        old_logp,
-        advantages,
-        mask,
-        rewards=None,
-        group_size=None,
-        group_stats=None,
-        ref_logp=None,
-        entropy=None,
-        loss_agg=None,
-        num_tokens=None,
-        num_seqs=None,
-        max_len=None,
-        num_sft_tokens=None,
-        eps_low=0.2,
-        eps_high=0.2,
-        kl_coef=0.0,
-        kl_estimator="k3",
-        sft_coef=0.0,
-        sft_threshold=1.0,
-        entropy_coef=0.0,
-    ):
-        agg = loss_agg or objective_spec(name).loss_agg
-        ratio = torch.exp(logp - old_logp)
-        adv = advantages[:, None]
-        per_token = -torch.minimum(ratio * adv, ratio.clamp(1 - eps_low, 1 + eps_high) * adv)
-        if kl_coef:
-            d = ref_logp - logp
-            per_token = per_token + kl_coef * (d.exp() - d - 1)
-        if agg == "token-mean":
-            loss = (per_token * mask).sum() / num_tokens
-        else:
-            loss = ((per_token * mask).sum(1) / mask.sum(1).clamp_min(1)).sum() / num_seqs
-        if sft_coef and num_sft_tokens:
-            positive = (rewards >= sft_threshold).float()[:, None]
-            loss = loss - sft_coef * (logp * mask * positive).sum() / num_sft_tokens
-        clipped = ((ratio - 1).abs() > eps_high).float()
-        metrics = {
-            "clip/frac": (clipped * mask).sum() / mask.sum(),
-            "ratio/max": ratio.detach().max(),
-            "kl/old_approx": ((old_logp - logp).detach() * mask).sum() / mask.sum(),
-        }
-        return loss, metrics
-
-    mod.LOSS_AGG_MODES = (
-        "token-mean",
-        "seq-mean-token-mean",
-        "seq-mean-token-sum",
-        "seq-mean-token-sum-norm",
-    )
-    mod.objective_spec, mod.make_config, mod.policy_loss = objective_spec, make_config, policy_loss
-    mod.step_counts, mod.group_stats_for = step_counts, group_stats_for
-    return mod
-
-
-def _standin_advantages() -> types.ModuleType:
-    mod = types.ModuleType("rlvr.advantages")
-
-    def compute_advantages(rewards, group_size, mode="group_std"):
-        r = rewards.view(-1, group_size)
-        centred = r - r.mean(1, keepdim=True)
-        if mode == "group_std":
-            centred = centred / (r.std(1, unbiased=False, keepdim=True) + 1e-6)
-        return centred.reshape(-1)
-
-    def zero_advantage_groups(rewards, group_size):
-        r = rewards.view(-1, group_size)
-        return (r == r[:, :1]).all(1)
-
-    mod.ADVANTAGE_MODES = ("group_std", "group_mean", "batch_std")
-    mod.compute_advantages, mod.zero_advantage_groups = compute_advantages, zero_advantage_groups
-    return mod
+# ------------------------------------------------------------------ test verifiers
 
 
 def _contains(completion, reference, *, correct=1.0, wrong=0.0):
@@ -154,18 +25,6 @@ def _even(completion, reference, *, correct=1.0, wrong=0.0):
 def _raises(completion, reference, *, correct=1.0, wrong=0.0):
     """Test verifier that always fails."""
     raise RuntimeError("broken verifier")
-
-
-_STANDINS = {"rlvr.objectives": _standin_objectives, "rlvr.advantages": _standin_advantages}
-
-
-def _install_standins() -> None:
-    for name, build in _STANDINS.items():
-        if importlib.util.find_spec(name) is None and name not in sys.modules:
-            sys.modules[name] = build()
-
-
-_install_standins()
 
 
 def _register_test_verifiers() -> None:

@@ -1,7 +1,5 @@
 import json
 
-import pytest
-
 from rlvr.train.config import DataConfig, GymConfig
 from rlvr.train.prompts import IndexSampler, gym_files
 
@@ -20,13 +18,6 @@ def test_index_sampler_covers_each_epoch_once_and_resumes_exactly():
     assert IndexSampler(4, seed=0, shuffle=False).take(6) == [0, 1, 2, 3, 0, 1]
 
 
-def _has_gym() -> bool:
-    import importlib
-
-    return hasattr(importlib.import_module("rlvr.data"), "gym_rows")
-
-
-@pytest.mark.skipif(not _has_gym(), reason="rlvr.data without reasoning-gym generators")
 def test_gym_sources_are_generated_once_without_overlap(tmp_path, monkeypatch):
     monkeypatch.setenv("RLVR_CACHE", str(tmp_path))
     cfg = DataConfig(
@@ -47,7 +38,6 @@ def test_gym_sources_are_generated_once_without_overlap(tmp_path, monkeypatch):
     assert other["train"] != files["train"]
 
 
-@pytest.mark.skipif(not _has_gym(), reason="rlvr.data without reasoning-gym generators")
 def test_train_on_a_generated_reasoning_gym_task(train_config, tmp_path, monkeypatch):
     from rlvr.train.loop import train
     from rlvr.train.metrics import read_metrics

@@ -191,10 +191,19 @@ def next_tokens(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
     return torch.multinomial(probs, num_samples=1).squeeze(1)
 
 
-def _sample_lean(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> torch.Tensor:
-    """[N, T] tokens from a plain KV-cached loop; rows that finished get ``pad_id``."""
+def _sample_lean(
+    model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id, *, prune: bool = True
+) -> torch.Tensor:
+    """[N, T] tokens from a plain KV-cached loop; rows that finished get ``pad_id``.
+
+    With ``prune`` a row leaves the batch (and its KV cache) once it has emitted EOS, so
+    the remaining rows are computed alone; each row's tokens are still drawn from its own
+    warped distribution, but after the first row finishes the RNG stream is split over
+    fewer rows than ``model.generate`` would use, so draws differ from HF's from then on.
+    """
     from transformers import DynamicCache
 
+    n, device = prompt_ids.shape[0], prompt_ids.device
     cache = DynamicCache(config=model.config)
     keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
     attn = prompt_mask
@@ -207,19 +216,29 @@ def _sample_lean(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> t
         use_cache=True,
         **keep_last,
     )
-    position = positions[:, -1:] + 1  # [N, 1]; the last prompt column is real for every row
-    eos = torch.tensor(eos_ids, device=prompt_ids.device)
-    finished = torch.zeros(prompt_ids.shape[0], dtype=torch.bool, device=prompt_ids.device)
-    one = torch.ones_like(attn[:, :1])
-    steps = []
-    for _ in range(sampling.max_new_tokens):
-        token = next_tokens(out.logits[:, -1].float(), sampling)
+    position = positions[:, -1:] + 1  # [n, 1]; the last prompt column is real for every row
+    eos = torch.tensor(eos_ids, device=device)
+    tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
+    rows = torch.arange(n, device=device)  # original index of each row still in the batch
+    finished = torch.zeros(n, dtype=torch.bool, device=device)
+    for t in range(sampling.max_new_tokens):
+        token = next_tokens(out.logits[:, -1].float(), sampling)  # [rows]
         token = torch.where(finished, torch.full_like(token, pad_id), token)
-        steps.append(token)
+        tokens[rows, t] = token
         finished |= torch.isin(token, eos)
-        if len(steps) == sampling.max_new_tokens or bool(finished.all()):
-            break
-        attn = torch.cat([attn, one], dim=1)
+        if t + 1 == sampling.max_new_tokens or bool(finished.all()):
+            return tokens[:, : t + 1]
+        if prune and bool(finished.any()):
+            keep = (~finished).nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            rows, attn, position, token, finished = (
+                rows[keep],
+                attn[keep],
+                position[keep],
+                token[keep],
+                finished[keep],
+            )
+        attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
         out = model(
             input_ids=token[:, None],
             attention_mask=attn,
@@ -228,7 +247,7 @@ def _sample_lean(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> t
             use_cache=True,
         )
         position = position + 1
-    return torch.stack(steps, dim=1)
+    return tokens
 
 
 def _sample_hf(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> torch.Tensor:

@@ -172,3 +172,16 @@ def chunk_rows(size: int, chunk: int | None) -> list[torch.Tensor]:
     if chunk is None or chunk >= size:
         return [torch.arange(size)]
     return list(torch.arange(size).split(chunk))
+
+
+def length_sorted_chunks(seqs: SequenceBatch, chunk: int | None) -> list[torch.Tensor]:
+    """Row indices in chunks of at most ``chunk``, longest sequences together (``None``: one chunk).
+
+    Micro-batches of similar lengths carry less padding, so less compute; the losses are
+    sums over rows, so the grouping does not change the result.
+    """
+    if chunk is None or chunk >= seqs.size:
+        return [torch.arange(seqs.size)]
+    lengths = seqs.attention_mask.sum(1)  # [B] real tokens (prompt + response)
+    order = torch.argsort(lengths, descending=True, stable=True)
+    return list(order.split(chunk))

@@ -68,6 +68,8 @@ def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source:
 
 
 GYM_PREFIX = "reasoning_gym:"
+EVAL_SEED_OFFSET = 1_000_000
+"""Held-out seed offset: reasoning-gym seeds entry ``i`` with ``seed + i``, so seed + 1 would repeat."""
 
 
 def gym_files(cfg: DataConfig) -> dict[str, Path]:
@@ -92,7 +94,9 @@ def gym_files(cfg: DataConfig) -> dict[str, Path]:
         if role == "eval":
             path = _cache_dir() / f"{stem}-eval.jsonl"
             if not path.exists():
-                _write_atomic(path, task, gym.eval_size, gym.seed + 1, gym.config, [train_path])
+                _write_atomic(
+                    path, task, gym.eval_size, gym.seed + EVAL_SEED_OFFSET, gym.config, [train_path]
+                )
         out[role] = path
     return out
 

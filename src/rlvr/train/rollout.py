@@ -25,7 +25,13 @@ import torch
 
 from rlvr.generation import generate_ids
 from rlvr.train import integrations
-from rlvr.train.batch import RolloutBatch, SequenceBatch, chunk_rows, concat, from_generation
+from rlvr.train.batch import (
+    RolloutBatch,
+    SequenceBatch,
+    concat,
+    from_generation,
+    length_sorted_chunks,
+)
 from rlvr.train.config import TrainConfig
 from rlvr.train.prompts import IndexSampler, Prompt
 from rlvr.train.setup import autocast
@@ -169,12 +175,17 @@ def assemble(
     return (batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1))), counts
 
 
-@torch.inference_mode()
 def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
     """[B, T] log-probs of the response tokens under ``model``, micro-batch by micro-batch."""
-    out = []
-    for index in chunk_rows(seqs.size, cfg.optim.micro_batch_size):
-        micro = seqs.rows(index)
+    out = torch.zeros(seqs.response_mask.shape, dtype=torch.float32)  # [B, T], a normal tensor
+    with torch.inference_mode():
+        _fill_logp(model, seqs, cfg, out)
+    return out
+
+
+def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) -> None:
+    for index in length_sorted_chunks(seqs, cfg.optim.micro_batch_size):
+        micro = seqs.rows(index).trim_responses()
         with autocast(cfg.model):
             stats = integrations.token_stats(
                 model,
@@ -185,8 +196,7 @@ def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
                 chunk_size=cfg.model.chunk_size,
                 compute_entropy=False,
             )
-        out.append(stats.logp.float())
-    return torch.cat(out).clone()  # leave inference mode: these enter the loss
+        out[index, : micro.response_width] = stats.logp.float()
 
 
 def behaviour_logp(

@@ -14,7 +14,7 @@ import warnings
 import torch
 
 from rlvr.train import integrations
-from rlvr.train.batch import RolloutBatch, chunk_rows, split_rows
+from rlvr.train.batch import RolloutBatch, length_sorted_chunks, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.metrics import StepMetrics
 from rlvr.train.setup import autocast, clip_and_step
@@ -66,7 +66,7 @@ def optimizer_step(
     counts = integrations.step_counts(batch.seqs.response_mask, batch.rewards, cfg.sft_threshold)
     lr = scheduler.get_last_lr()[0]
     total, nonfinite = 0.0, 0
-    for index in chunk_rows(batch.size, cfg.optim.micro_batch_size):
+    for index in length_sorted_chunks(batch.seqs, cfg.optim.micro_batch_size):
         micro = batch.rows(index)
         loss, metrics = micro_loss(model, micro, cfg, counts)
         if not torch.isfinite(loss):

@@ -124,3 +124,38 @@ def test_step_metrics_weights_and_extremes():
         "ratio/min": 0.8,
         "optim/skipped_steps": 2.0,
     }
+
+
+def test_quadrant_shares_are_recomputed_from_event_fractions():
+    from rlvr.train.update import exact_shares
+
+    # micro-batch A: 10 tokens, 1 event in q1; micro-batch B: 30 tokens, 3 events in q3
+    acc = StepMetrics()
+    acc.add(
+        {
+            "clip/q1_frac": 0.1,
+            "clip/q2_frac": 0.0,
+            "clip/q3_frac": 0.0,
+            "clip/q4_frac": 0.0,
+            "clip/q1_share": 1.0,
+            "clip/q3_share": 0.0,
+        },
+        weight=10,
+    )
+    acc.add(
+        {
+            "clip/q1_frac": 0.0,
+            "clip/q2_frac": 0.0,
+            "clip/q3_frac": 0.1,
+            "clip/q4_frac": 0.0,
+            "clip/q1_share": 0.0,
+            "clip/q3_share": 1.0,
+        },
+        weight=30,
+    )
+    out = exact_shares(acc.result())
+    assert out["clip/q1_share"] == pytest.approx(0.25) and out["clip/q3_share"] == pytest.approx(
+        0.75
+    )
+    assert out["clip/q2_share"] == 0.0 and out["clip/q4_share"] == 0.0
+    assert exact_shares({"clip/frac": 0.5}) == {"clip/frac": 0.5}

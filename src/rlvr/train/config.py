@@ -54,10 +54,7 @@ class GymConfig:
     eval_size: int = 200
     """Held-out problems to generate (never overlapping the training questions)."""
     seed: int = 0
-    """Seed of the training set; the held-out set uses ``seed + 1_000_000``.
-
-    reasoning-gym seeds entry ``i`` with ``seed + i``, so nearby seeds give the same problems.
-    """
+    """Seed of the training set; the held-out set uses ``seed + 1_000_000`` (gym entry i uses seed + i)."""
     config: dict[str, Any] = field(default_factory=dict)
     """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``num_terms``)."""
 

@@ -101,4 +101,27 @@ def update_policy(
                 optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc), weight=1.0
             )
             steps += 1
-    return {**acc.result(), **per_step.result(), "update/optimizer_steps": float(steps)}
+    return {
+        **exact_shares(acc.result()),
+        **per_step.result(),
+        "update/optimizer_steps": float(steps),
+    }
+
+
+def exact_shares(metrics: dict[str, float]) -> dict[str, float]:
+    """Quadrant shares recomputed from the token-weighted per-token fractions of the whole step.
+
+    Averaging each micro-batch's shares would weight them by tokens, not by events; the
+    fractions ``clip/q{k}_frac`` average exactly, and the shares are their ratios.
+    """
+    fracs = [metrics.get(f"clip/q{k}_frac") for k in (1, 2, 3, 4)]
+    if any(f is None for f in fracs):
+        return metrics
+    events = sum(fracs)
+    return {
+        **metrics,
+        **{
+            f"clip/q{k}_share": (f / events if events > 0 else 0.0)
+            for k, f in zip((1, 2, 3, 4), fracs, strict=True)
+        },
+    }

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
-from rlvr.train.sft import sft
+from rlvr.train.supervised import sft
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 

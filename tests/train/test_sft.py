@@ -8,7 +8,7 @@ from rlvr.train.batch import pack
 from rlvr.train.config import ModelConfig, OptimConfig, SFTConfig, SFTDataConfig
 from rlvr.train.metrics import read_metrics
 from rlvr.train.prompts import load_sft_examples
-from rlvr.train.sft import eval_nll, sft, sft_step
+from rlvr.train.supervised import eval_nll, sft, sft_step
 
 
 def _cfg(tiny_model_dir, sft_file, out, **kw):

@@ -35,8 +35,8 @@ from rlvr.train.overrides import dump_yaml, from_dict, load_config
 _LAZY = {
     "train": "rlvr.train.loop",
     "TrainResult": "rlvr.train.loop",
-    "sft": "rlvr.train.sft",
-    "SFTResult": "rlvr.train.sft",
+    "sft": "rlvr.train.supervised",
+    "SFTResult": "rlvr.train.supervised",
 }
 
 __all__ = [

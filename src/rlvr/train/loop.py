@@ -32,7 +32,7 @@ from rlvr.train.setup import (
     prepare_run_dir,
     set_threads,
 )
-from rlvr.train.sft import due
+from rlvr.train.supervised import due
 from rlvr.train.update import update_policy
 
 

@@ -11,7 +11,7 @@ from rlvr.train.cli import parse_run_args, print_config_error
 def main(argv: list[str] | None = None) -> int:
     """``rlvr sft --config FILE [key=value ...] [--resume [DIR]]``."""
     from rlvr.train.config import SFTConfig
-    from rlvr.train.sft import sft
+    from rlvr.train.supervised import sft
 
     parser = argparse.ArgumentParser(
         prog="rlvr sft",

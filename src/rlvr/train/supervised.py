@@ -12,11 +12,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from rlvr.train import integrations
-from rlvr.train.batch import SequenceBatch, chunk_rows, pack
+from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.checkpoint import TrainerState, load_trainer_state, save_checkpoint, seed_everything
 from rlvr.train.config import CheckpointConfig, SFTConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
@@ -47,69 +48,114 @@ class SFTResult:
     """Metrics of the last step."""
 
 
+@dataclass
+class SFTRun:
+    """Everything the steps of one SFT run share."""
+
+    cfg: SFTConfig
+    run_dir: Path
+    model: Any
+    tokenizer: Any
+    examples: list[SFTExample]
+    held_out: list[SFTExample]
+    skipped: int
+    sampler: IndexSampler
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    steps_per_epoch: int
+    start_step: int = 0
+
+    @property
+    def total_steps(self) -> int:
+        """Optimiser steps of the whole run."""
+        return self.cfg.epochs * self.steps_per_epoch
+
+
+def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFTRun:
+    """Load model and data, build the optimiser; restore state from ``checkpoint`` if given."""
+    set_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    model, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
+    data = cfg.data
+    examples, skipped = load_sft_examples(data.train, tokenizer, data, limit=data.max_examples)
+    held_out = load_sft_examples(data.eval, tokenizer, data, limit=None)[0] if data.eval else []
+    per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.epochs * per_epoch)
+    sampler = IndexSampler(len(examples), seed=cfg.seed, shuffle=True)
+    run = SFTRun(
+        cfg,
+        run_dir,
+        model,
+        tokenizer,
+        examples,
+        held_out,
+        skipped,
+        sampler,
+        optimizer,
+        scheduler,
+        per_epoch,
+    )
+    if checkpoint is not None:
+        state = load_trainer_state(checkpoint, optimizer, scheduler)
+        sampler.load_state_dict(state.data)
+        run.start_step = state.step
+    return run
+
+
 def sft(cfg: SFTConfig, *, resume: bool = False) -> SFTResult:
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
     cfg = expand_output_dir(cfg)
-    run_dir, ckpt = prepare_run_dir(cfg, resume=resume)
-    set_threads(cfg.threads)
-    seed_everything(cfg.seed)
-    model, tokenizer = load_policy(cfg.model, str(ckpt) if ckpt else None)
-    examples, skipped = load_sft_examples(
-        cfg.data.train, tokenizer, cfg.data, limit=cfg.data.max_examples
-    )
-    held_out = (
-        load_sft_examples(cfg.data.eval, tokenizer, cfg.data, limit=None)[0]
-        if cfg.data.eval
-        else []
-    )
-    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    total = cfg.epochs * steps_per_epoch
-    optimizer, scheduler = build_optimizer(model, cfg.optim, total)
-    sampler = IndexSampler(len(examples), seed=cfg.seed, shuffle=True)
-    start = 0
-    if ckpt is not None:
-        state = load_trainer_state(ckpt, optimizer, scheduler)
-        sampler.load_state_dict(state.data)
-        start = state.step
+    run_dir, checkpoint = prepare_run_dir(cfg, resume=resume)
+    run = build_sft_run(cfg, run_dir, checkpoint)
     writer = MetricsWriter(
-        run_dir, cfg.log, resume_step=start if ckpt else None, config=to_dict(cfg)
+        run_dir, cfg.log, resume_step=run.start_step if checkpoint else None, config=to_dict(cfg)
     )
     progress = ProgressReporter(
-        cfg.log, total=total, start=start, title="sft", shown=[("sft/loss", "loss")]
+        cfg.log,
+        total=run.total_steps,
+        start=run.start_step,
+        title="sft",
+        shown=[("sft/loss", "loss")],
     )
-    pad_id = tokenizer.pad_token_id
-    row: dict[str, float | None] = {}
-    model_dir = None
     try:
-        for step in range(start + 1, total + 1):
-            t0 = time.perf_counter()
-            picked = [examples[i] for i in sampler.take(cfg.batch_size)]
-            metrics = sft_step(model, optimizer, scheduler, _pack(picked, pad_id), cfg)
-            metrics["data/skipped"] = float(skipped)
-            metrics["data/epoch"] = float(sampler.epoch)
-            if held_out and (step % steps_per_epoch == 0 or step == total):
-                metrics["sft/eval_loss"] = eval_nll(model, _pack(held_out, pad_id), cfg)
-            metrics["time/step"] = time.perf_counter() - t0
-            metrics["perf/tokens_per_s"] = metrics["sft/tokens"] / metrics["time/step"]
-            row = writer.write(step, metrics)
-            progress.step(step, row)
-            if due(step, total, cfg.checkpoint):
-                state = TrainerState(step=step, data=sampler.state_dict())
-                model_dir = save_checkpoint(
-                    run_dir,
-                    model,
-                    tokenizer,
-                    optimizer,
-                    scheduler,
-                    state,
-                    keep_last=cfg.checkpoint.keep_last,
-                )
+        row, model_dir = _sft_steps(run, writer, progress)
     finally:
         writer.close()
         progress.close()
     if cfg.log.plots:
         plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
     return SFTResult(run_dir=run_dir, model_dir=model_dir, metrics=row)
+
+
+def _sft_steps(
+    run: SFTRun, writer: MetricsWriter, progress: ProgressReporter
+) -> tuple[dict, Path | None]:
+    """Steps ``start + 1 .. total`` with held-out NLL per epoch and checkpoints on schedule."""
+    cfg, total, pad_id = run.cfg, run.total_steps, run.tokenizer.pad_token_id
+    row, model_dir = {}, None
+    for step in range(run.start_step + 1, total + 1):
+        t0 = time.perf_counter()
+        picked = [run.examples[i] for i in run.sampler.take(cfg.batch_size)]
+        metrics = sft_step(run.model, run.optimizer, run.scheduler, _pack(picked, pad_id), cfg)
+        metrics.update({"data/skipped": float(run.skipped), "data/epoch": float(run.sampler.epoch)})
+        if run.held_out and (step % run.steps_per_epoch == 0 or step == total):
+            metrics["sft/eval_loss"] = eval_nll(run.model, _pack(run.held_out, pad_id), cfg)
+        metrics["time/step"] = time.perf_counter() - t0
+        metrics["perf/tokens_per_s"] = metrics["sft/tokens"] / metrics["time/step"]
+        row = writer.write(step, metrics)
+        progress.step(step, row)
+        if due(step, total, cfg.checkpoint):
+            state = TrainerState(step=step, data=run.sampler.state_dict())
+            model_dir = save_checkpoint(
+                run.run_dir,
+                run.model,
+                run.tokenizer,
+                run.optimizer,
+                run.scheduler,
+                state,
+                keep_last=cfg.checkpoint.keep_last,
+            )
+    return row, model_dir
 
 
 def due(step: int, total: int, cfg: CheckpointConfig) -> bool:
@@ -142,7 +188,7 @@ def sft_step(model, optimizer, scheduler, batch: SequenceBatch, cfg: SFTConfig) 
     num_tokens = int(batch.response_mask.sum())
     lr = scheduler.get_last_lr()[0]
     total = 0.0
-    for index in chunk_rows(batch.size, cfg.optim.micro_batch_size):
+    for index in length_sorted_chunks(batch, cfg.optim.micro_batch_size):
         loss = _response_nll_sum(model, batch.rows(index), cfg) / num_tokens
         loss.backward()
         total += float(loss.detach())
@@ -160,6 +206,6 @@ def sft_step(model, optimizer, scheduler, batch: SequenceBatch, cfg: SFTConfig) 
 def eval_nll(model, batch: SequenceBatch, cfg: SFTConfig) -> float:
     """Token-mean NLL of ``batch`` without gradients."""
     total = 0.0
-    for index in chunk_rows(batch.size, cfg.optim.micro_batch_size or cfg.batch_size):
+    for index in length_sorted_chunks(batch, cfg.optim.micro_batch_size or cfg.batch_size):
         total += float(_response_nll_sum(model, batch.rows(index), cfg))
     return total / int(batch.response_mask.sum())

@@ -227,3 +227,16 @@ def test_micro_batched_update_equals_full_batch(train_config):
     assert m_micro["optim/grad_norm"] == pytest.approx(m_full["optim/grad_norm"], rel=1e-4)
     for name, value in p_full.items():
         torch.testing.assert_close(p_micro[name], value, rtol=1e-5, atol=1e-7)
+
+
+def test_bf16_autocast_and_gradient_checkpointing_train(train_config):
+    cfg = train_config(
+        "model.autocast=bf16",
+        "model.gradient_checkpointing=true",
+        "rollout.minibatches=2",
+        "optim.micro_batch_size=3",
+    )
+    rows = read_metrics(train(cfg).run_dir / "metrics.jsonl")
+    for row in rows:
+        assert "log/nonfinite_metrics" not in row
+        assert math.isfinite(row["loss/policy"]) and math.isfinite(row["policy/entropy"])

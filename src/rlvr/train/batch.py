@@ -167,13 +167,6 @@ def split_rows(size: int, parts: int) -> list[torch.Tensor]:
     return [chunk for chunk in torch.arange(size).tensor_split(parts) if len(chunk)]
 
 
-def chunk_rows(size: int, chunk: int | None) -> list[torch.Tensor]:
-    """Contiguous row ranges of at most ``chunk`` rows (``None``: one range)."""
-    if chunk is None or chunk >= size:
-        return [torch.arange(size)]
-    return list(torch.arange(size).split(chunk))
-
-
 def length_sorted_chunks(seqs: SequenceBatch, chunk: int | None) -> list[torch.Tensor]:
     """Row indices in chunks of at most ``chunk``, longest sequences together (``None``: one chunk).
 

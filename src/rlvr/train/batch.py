@@ -55,6 +55,14 @@ class SequenceBatch:
             response_mask=self.response_mask[index],
         )
 
+    def to(self, device: torch.device | str) -> SequenceBatch:
+        """The batch on ``device``."""
+        return SequenceBatch(
+            input_ids=self.input_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            response_mask=self.response_mask.to(device),
+        )
+
     def trim_responses(self) -> SequenceBatch:
         """The batch without trailing response columns that are padding in every row."""
         width = int(self.response_mask.sum(1).max()) if self.size else 0
@@ -69,11 +77,14 @@ class SequenceBatch:
 
 
 def from_generation(gen: Generation) -> SequenceBatch:
-    """A generation round as one batch (tensors detached from inference mode)."""
+    """A generation round as one batch on the CPU (tensors detached from inference mode).
+
+    Rollout batches live on the CPU; each micro-batch moves to the model's device.
+    """
     return SequenceBatch(
-        input_ids=torch.cat([gen.prompt_ids, gen.response_ids], dim=1).clone(),
-        attention_mask=torch.cat([gen.prompt_mask, gen.response_mask], dim=1).clone(),
-        response_mask=gen.response_mask.clone(),
+        input_ids=torch.cat([gen.prompt_ids, gen.response_ids], dim=1).cpu().clone(),
+        attention_mask=torch.cat([gen.prompt_mask, gen.response_mask], dim=1).cpu().clone(),
+        response_mask=gen.response_mask.cpu().clone(),
     )
 
 
@@ -146,6 +157,18 @@ class RolloutBatch:
             group_stats=None if self.group_stats is None else select_stats(self.group_stats, index),
             old_logp=None if self.old_logp is None else self.old_logp[index],
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
+        )
+
+    def to(self, device: torch.device | str) -> RolloutBatch:
+        """Every tensor of the batch on ``device``."""
+        return replace(
+            self,
+            seqs=self.seqs.to(device),
+            rewards=self.rewards.to(device),
+            advantages=self.advantages.to(device),
+            group_stats=None if self.group_stats is None else self.group_stats.to(device),
+            old_logp=None if self.old_logp is None else self.old_logp.to(device),
+            ref_logp=None if self.ref_logp is None else self.ref_logp.to(device),
         )
 
     def trim_responses(self) -> RolloutBatch:

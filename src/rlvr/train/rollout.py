@@ -107,7 +107,7 @@ def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainCon
         seqs=concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id),
         texts=texts,
         rewards=torch.tensor(scores.rewards, dtype=torch.float32),
-        truncated=torch.cat([gen.truncated.clone() for gen in parts]),
+        truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
         failures=scores.failures,
         timeouts=scores.timeouts,
         seconds={"generate": t1 - t0, "score": t2 - t1},
@@ -184,8 +184,9 @@ def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
 
 
 def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) -> None:
+    device = next(model.parameters()).device
     for index in length_sorted_chunks(seqs, cfg.optim.micro_batch_size):
-        micro = seqs.rows(index).trim_responses()
+        micro = seqs.rows(index).trim_responses().to(device)
         with autocast(cfg.model):
             stats = integrations.token_stats(
                 model,
@@ -196,7 +197,7 @@ def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) 
                 chunk_size=cfg.model.chunk_size,
                 compute_entropy=False,
             )
-        out[index, : micro.response_width] = stats.logp.float()
+        out[index, : micro.response_width] = stats.logp.float().cpu()
 
 
 def behaviour_logp(

@@ -62,7 +62,10 @@ def load_policy(cfg: ModelConfig, path: str | None = None):
     model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
     disable_dropout(model)
     if cfg.gradient_checkpointing:
-        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable = (
+            getattr(model, "activation_checkpointing_enable", None)
+            or model.gradient_checkpointing_enable
+        )
         enable()
         model.train()  # HF models checkpoint only in training mode; dropout is off anyway
     return model, tokenizer

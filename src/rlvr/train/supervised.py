@@ -169,7 +169,7 @@ def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:
 
 def _response_nll_sum(model, micro: SequenceBatch, cfg: SFTConfig) -> torch.Tensor:
     """Summed NLL of the response tokens of ``micro`` (prompt and padding masked)."""
-    micro = micro.trim_responses()
+    micro = micro.trim_responses().to(next(model.parameters()).device)
     with autocast(cfg.model):
         stats = integrations.token_stats(
             model,

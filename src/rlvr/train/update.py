@@ -24,7 +24,9 @@ def micro_loss(
     model, micro: RolloutBatch, cfg: TrainConfig, counts: integrations.StepCounts
 ) -> tuple[torch.Tensor, dict]:
     """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
-    micro = micro.trim_responses()  # all-padding columns cost compute and change nothing
+    micro = micro.trim_responses().to(
+        next(model.parameters()).device
+    )  # padding columns change nothing
     seqs = micro.seqs
     with autocast(cfg.model):
         stats = integrations.token_stats(

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.train.config import CheckpointConfig
+
 STATE_FILE = "trainer_state.pt"
 _STEP_DIR = re.compile(r"^step_(\d{6,})$")
 
@@ -62,6 +64,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
+
+
+def due(step: int, total: int, cfg: CheckpointConfig) -> bool:
+    """Whether a checkpoint is written after ``step`` of ``total``."""
+    return bool((cfg.every and step % cfg.every == 0) or (step == total and cfg.save_final))
 
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:

@@ -15,7 +15,13 @@ import torch
 
 from rlvr.generation import SamplingConfig
 from rlvr.train import integrations
-from rlvr.train.checkpoint import TrainerState, load_trainer_state, save_checkpoint, seed_everything
+from rlvr.train.checkpoint import (
+    TrainerState,
+    due,
+    load_trainer_state,
+    save_checkpoint,
+    seed_everything,
+)
 from rlvr.train.config import TrainConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
@@ -32,7 +38,6 @@ from rlvr.train.setup import (
     prepare_run_dir,
     set_threads,
 )
-from rlvr.train.supervised import due
 from rlvr.train.update import update_policy
 
 
@@ -41,19 +46,33 @@ class Run:
     """Everything the steps of one run share."""
 
     cfg: TrainConfig
+    """The run's configuration."""
     run_dir: Path
+    """Where everything is written."""
     policy: Any
+    """The model being trained."""
     reference: Any
+    """Frozen initial policy for the KL term (``None`` when ``kl_coef = 0``)."""
     tokenizer: Any
+    """The policy's tokenizer."""
     scorer: Any
+    """``rlvr.rewards.Scorer`` of the configured verifier."""
     train_set: PromptSet
+    """Training prompts, tokenised."""
     eval_set: PromptSet | None
+    """Held-out prompts (``None``: no evaluation)."""
     sampler: IndexSampler
+    """Order of the training prompts (resumable)."""
     optimizer: torch.optim.Optimizer
+    """AdamW over the policy."""
     scheduler: Any
+    """Learning-rate schedule (``LambdaLR``)."""
     advantage_mode: str
+    """Advantage mode in use (the config's or the objective's default)."""
     start_step: int = 0
+    """Last completed step before this process started (0: fresh run)."""
     evals: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Held-out ``avg@k``/``pass@k`` by step."""
 
 
 @dataclass(frozen=True)

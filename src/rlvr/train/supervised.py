@@ -18,8 +18,14 @@ import torch
 
 from rlvr.train import integrations
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
-from rlvr.train.checkpoint import TrainerState, load_trainer_state, save_checkpoint, seed_everything
-from rlvr.train.config import CheckpointConfig, SFTConfig
+from rlvr.train.checkpoint import (
+    TrainerState,
+    due,
+    load_trainer_state,
+    save_checkpoint,
+    seed_everything,
+)
+from rlvr.train.config import SFTConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -53,17 +59,29 @@ class SFTRun:
     """Everything the steps of one SFT run share."""
 
     cfg: SFTConfig
+    """The run's configuration."""
     run_dir: Path
+    """Where everything is written."""
     model: Any
+    """The model being fine-tuned."""
     tokenizer: Any
+    """Its tokenizer."""
     examples: list[SFTExample]
+    """Training pairs, tokenised."""
     held_out: list[SFTExample]
+    """Held-out pairs (may be empty)."""
     skipped: int
+    """Training rows dropped for length."""
     sampler: IndexSampler
+    """Order of the training pairs (resumable)."""
     optimizer: torch.optim.Optimizer
+    """AdamW over the model."""
     scheduler: Any
+    """Learning-rate schedule (``LambdaLR``)."""
     steps_per_epoch: int
+    """Optimiser steps per pass over the data."""
     start_step: int = 0
+    """Last completed step before this process started (0: fresh run)."""
 
     @property
     def total_steps(self) -> int:
@@ -156,11 +174,6 @@ def _sft_steps(
                 keep_last=cfg.checkpoint.keep_last,
             )
     return row, model_dir
-
-
-def due(step: int, total: int, cfg: CheckpointConfig) -> bool:
-    """Whether a checkpoint is written after ``step``."""
-    return bool((cfg.every and step % cfg.every == 0) or (step == total and cfg.save_final))
 
 
 def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:

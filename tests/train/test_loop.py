@@ -240,3 +240,30 @@ def test_bf16_autocast_and_gradient_checkpointing_train(train_config):
     for row in rows:
         assert "log/nonfinite_metrics" not in row
         assert math.isfinite(row["loss/policy"]) and math.isfinite(row["policy/entropy"])
+
+
+def test_prompt_limit_fits_the_models_context(train_config, tiny_model):
+    from rlvr.train.loop import fit_context
+
+    model, _ = tiny_model
+    context = model.config.max_position_embeddings
+    assert fit_context(train_config(), model).max_prompt_tokens == 64
+    cfg = train_config(f"data.max_prompt_tokens={context}", "rollout.max_new_tokens=24")
+    with pytest.warns(UserWarning, match="exceeds the model's context"):
+        assert fit_context(cfg, model).max_prompt_tokens == context - 24
+    with pytest.raises(ValueError, match="leaves no room"):
+        fit_context(train_config(f"rollout.max_new_tokens={context}"), model)
+
+
+def test_reward_range_must_hold_the_rewards():
+    from rlvr.train.config import ObjectiveConfig, RewardConfig
+    from rlvr.train.integrations import validate_objective
+
+    with pytest.raises(
+        ValueError, match=r"objective.reward_range=\[0.0, 1.0\] must hold reward.wrong=-1.0"
+    ):
+        validate_objective(ObjectiveConfig(name="apmpo"), RewardConfig(wrong=-1.0))
+    validate_objective(
+        ObjectiveConfig(name="apmpo", hparams={"reward_range": [-1, 1]}), RewardConfig(wrong=-1.0)
+    )
+    validate_objective(ObjectiveConfig(name="etr"), RewardConfig(wrong=-1.0))

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, resume = parse_run_args(
             parser, TrainConfig, sys.argv[1:] if argv is None else argv, default_config="demo"
         )
-        validate_objective(cfg.objective)
+        validate_objective(cfg.objective, cfg.reward)
     except ValueError as err:
         return print_config_error(err)
     result = train(cfg, resume=resume)

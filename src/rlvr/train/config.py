@@ -152,6 +152,8 @@ class RolloutConfig:
     """Nucleus sampling mass (1 disables it)."""
     top_k: int = 0
     """Top-k sampling (0 disables it)."""
+    engine: Literal["lean", "hf"] = "lean"
+    """Sampler: the lean KV-cached loop of ``rlvr.generation`` or Hugging Face ``generate``."""
     generation_batch_size: int | None = None
     """Sequences per generation call (``None``: the whole round at once)."""
     filter_zero_advantage: bool = False
@@ -177,6 +179,7 @@ class RolloutConfig:
         ):
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
+        _one_of("rollout.engine", self.engine, ("lean", "hf"))
         _check(
             self.generation_batch_size is None or self.generation_batch_size >= 1,
             f"rollout.generation_batch_size must be >= 1 or null, got {self.generation_batch_size}",

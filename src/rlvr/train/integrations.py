@@ -36,15 +36,29 @@ def objective_defaults(name: str) -> ObjectiveDefaults:
     return ObjectiveDefaults(advantage=spec.advantage_mode, loss_agg=spec.loss_agg)
 
 
-def validate_objective(cfg: ObjectiveConfig) -> None:
-    """Raise ``ValueError`` naming the key when the objective, a hyperparameter or a mode is invalid."""
+def validate_objective(cfg: ObjectiveConfig, reward: RewardConfig | None = None) -> None:
+    """Raise ``ValueError`` naming the key when the objective, a hyperparameter or a mode is invalid.
+
+    With ``reward``, an objective that maps rewards through ``reward_range`` (``pmpo``,
+    ``apmpo``) must have a range holding ``reward.wrong`` and ``reward.correct``.
+    """
     from rlvr.advantages import ADVANTAGE_MODES
     from rlvr.objectives import LOSS_AGG_MODES, make_config
 
     try:
-        make_config(cfg.name, **cfg.hparams)
+        objective = make_config(cfg.name, **cfg.hparams)
     except (TypeError, ValueError) as err:
         raise ValueError(f"objective: {err}") from err
+    span = getattr(objective, "reward_range", None)
+    if (
+        reward is not None
+        and span is not None
+        and not span[0] <= reward.wrong < reward.correct <= span[1]
+    ):
+        raise ValueError(
+            f"objective.reward_range={list(span)} must hold reward.wrong={reward.wrong} and "
+            f"reward.correct={reward.correct} (e.g. objective.reward_range=[{reward.wrong}, {reward.correct}])"
+        )
     if cfg.advantage is not None and cfg.advantage not in ADVANTAGE_MODES:
         raise ValueError(
             f"objective.advantage must be one of {list(ADVANTAGE_MODES)}, got {cfg.advantage!r}"

@@ -6,7 +6,9 @@ then calls :func:`train_step` once per step, evaluating and checkpointing on sch
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from rlvr.train.checkpoint import (
     save_checkpoint,
     seed_everything,
 )
-from rlvr.train.config import TrainConfig
+from rlvr.train.config import DataConfig, TrainConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -117,7 +119,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
     if cfg.objective.kl_coef > 0:  # the reference model exists only when the KL term does
         reference, _ = load_policy(cfg.model)
         reference.requires_grad_(False).eval()
-    data = cfg.data
+    data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
     sampler = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
@@ -145,6 +147,23 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
         run.start_step = state.step
         run.evals = {int(k): v for k, v in state.extra.get("evals", {}).items()}
     return run
+
+
+def fit_context(cfg: TrainConfig, model) -> DataConfig:
+    """``cfg.data`` with ``max_prompt_tokens`` lowered (and a warning) so prompt + completion fit the model's context."""
+    context = getattr(model.config, "max_position_embeddings", None)
+    data, budget = cfg.data, cfg.rollout.max_new_tokens
+    if context is None or data.max_prompt_tokens + budget <= context:
+        return data
+    if context - budget < 1:
+        raise ValueError(
+            f"rollout.max_new_tokens={budget} leaves no room for a prompt in the model's context of {context} tokens"
+        )
+    warnings.warn(
+        f"data.max_prompt_tokens={data.max_prompt_tokens} + rollout.max_new_tokens={budget} exceeds the model's context of {context}; prompts are limited to {context - budget} tokens",
+        stacklevel=2,
+    )
+    return dataclasses.replace(data, max_prompt_tokens=context - budget)
 
 
 def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
@@ -228,7 +247,7 @@ def _mode(run: Run, *, training: bool) -> None:
 def train(cfg: TrainConfig, *, resume: bool = False) -> TrainResult:
     """Run RL training; ``resume`` continues from the latest checkpoint in ``log.output_dir``."""
     cfg = expand_output_dir(cfg)
-    integrations.validate_objective(cfg.objective)
+    integrations.validate_objective(cfg.objective, cfg.reward)
     run_dir, checkpoint = prepare_run_dir(cfg, resume=resume)
     run = build_run(cfg, run_dir, checkpoint)
     writer = MetricsWriter(

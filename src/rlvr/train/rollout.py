@@ -96,7 +96,16 @@ def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainCon
     with autocast(cfg.model):
         for start in range(0, len(prompts), per_call):
             chunk = [p.ids for p in prompts[start : start + per_call]]
-            parts.append(generate_ids(policy, tokenizer, chunk, n=g, sampling=cfg.rollout.sampling))
+            parts.append(
+                generate_ids(
+                    policy,
+                    tokenizer,
+                    chunk,
+                    n=g,
+                    sampling=cfg.rollout.sampling,
+                    engine=cfg.rollout.engine,
+                )
+            )
     t1 = time.perf_counter()
     texts = [t for gen in parts for t in gen.texts]
     references = [p.reference for p in prompts for _ in range(g)]
@@ -218,14 +227,21 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     truncated = torch.cat([r.truncated for r in sampled]).float()
     empty = sum(not t.strip() for r in sampled for t in r.texts)
     identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
+    failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
+    # Constant messages: Python shows each once per run; the metrics count every step.
     if empty:
         warnings.warn(
-            f"{empty} empty completion(s) this step (scored by the verifier as given)", stacklevel=2
+            "empty completions sampled; scored as given (counted in response/empty_frac)",
+            stacklevel=2,
         )
-    failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
     if failures or timeouts:
         warnings.warn(
-            f"verifier: {failures} failure(s), {timeouts} timeout(s) this step, scored as wrong",
+            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, verifier/timeouts)",
+            stacklevel=2,
+        )
+    if bool(identical.any()):
+        warnings.warn(
+            "groups with identical rewards carry no learning signal (counted in groups/identical_frac)",
             stacklevel=2,
         )
     return {

@@ -79,7 +79,8 @@ def optimizer_step(
         acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
     if nonfinite:
         warnings.warn(
-            f"{nonfinite} micro-batch loss(es) not finite; left out of the update", stacklevel=2
+            "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",
+            stacklevel=2,
         )
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
     acc.add_sum("optim/skipped_steps", float(not stepped))

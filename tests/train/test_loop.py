@@ -267,3 +267,44 @@ def test_reward_range_must_hold_the_rewards():
         ObjectiveConfig(name="apmpo", hparams={"reward_range": [-1, 1]}), RewardConfig(wrong=-1.0)
     )
     validate_objective(ObjectiveConfig(name="etr"), RewardConfig(wrong=-1.0))
+
+
+@pytest.mark.parametrize(
+    "split",
+    [[], ["optim.micro_batch_size=5", "rollout.minibatches=2"]],
+    ids=["one-pass", "micro+mini"],
+)
+def test_rl_raises_a_learnable_reward(train_config, tiny_model, split):
+    """Reward: the completion starts like the random model's most common first character.
+
+    Any misalignment of rewards, advantages and sequences (filtering, length-sorted
+    micro-batches, mini-batches) would stop the reward from climbing.
+    """
+    import collections
+
+    from rlvr.generation import SamplingConfig, generate
+    from rlvr.rewards import register
+
+    model, tokenizer = tiny_model
+    torch.manual_seed(0)
+    texts = generate(
+        model, tokenizer, ["What is 12 + 7?"], n=64, sampling=SamplingConfig(max_new_tokens=4)
+    ).texts
+    first = collections.Counter(t[:1] for t in texts).most_common(1)[0][0]
+
+    @register("starts_like_most")
+    def starts_like_most(completion, reference, *, correct=1.0, wrong=0.0):
+        return correct if completion.startswith(first) else wrong
+
+    overrides = [
+        "reward.verifier=starts_like_most",
+        "steps=25",
+        "optim.lr=2e-2",
+        "rollout.prompts_per_step=4",
+        "rollout.group_size=8",
+        "rollout.max_new_tokens=4",
+        *split,
+    ]
+    rows = read_metrics(train(train_config(*overrides)).run_dir / "metrics.jsonl")
+    rewards = [r["reward/mean"] for r in rows]
+    assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.3, rewards

@@ -8,6 +8,7 @@ given on the command line still apply, e.g. ``steps=200`` to extend a run).
 from __future__ import annotations
 
 import argparse
+import warnings
 import sys
 from pathlib import Path
 
@@ -54,6 +55,11 @@ def parse_run_args(
     return load_config(cls, source, overrides), args.resume is not None
 
 
+def plain_warnings() -> None:
+    """Show warnings as one ``warning: ...`` line each (no source line) on the command line."""
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+
+
 def print_config_error(err: ValueError) -> int:
     """Report a configuration error on stderr; returns the exit status 2."""
     print(f"rlvr: configuration error: {err}", file=sys.stderr)
@@ -78,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         validate_objective(cfg.objective, cfg.reward)
     except ValueError as err:
         return print_config_error(err)
+    plain_warnings()
     result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlvr.train.cli import parse_run_args, print_config_error
+from rlvr.train.cli import parse_run_args, plain_warnings, print_config_error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as err:
         return print_config_error(err)
+    plain_warnings()
     result = sft(cfg, resume=resume)
     print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
     if result.model_dir is not None:

@@ -8,8 +8,8 @@ given on the command line still apply, e.g. ``steps=200`` to extend a run).
 from __future__ import annotations
 
 import argparse
-import warnings
 import sys
+import warnings
 from pathlib import Path
 
 from rlvr.train.overrides import embedded_configs, load_config, read_yaml

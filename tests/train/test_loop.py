@@ -308,3 +308,11 @@ def test_rl_raises_a_learnable_reward(train_config, tiny_model, split):
     rows = read_metrics(train(train_config(*overrides)).run_dir / "metrics.jsonl")
     rewards = [r["reward/mean"] for r in rows]
     assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.3, rewards
+
+
+def test_resume_without_a_checkpoint_starts_over(train_config, monkeypatch):
+    cfg = train_config("steps=2", "checkpoint.save_final=false")
+    train(cfg)  # finished, but no checkpoint was written
+    with pytest.warns(UserWarning, match="no checkpoint"):
+        result = train(cfg, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import LogConfig, ModelConfig, OptimConfig
-from rlvr.train.metrics import METRICS_FILE
+from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
 from rlvr.train.overrides import dump_yaml
 
 CONFIG_FILE = "config.yaml"
@@ -44,6 +45,13 @@ def prepare_run_dir(config: Any, *, resume: bool) -> tuple[Path, Path | None]:
             f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
         )
+    if resume and checkpoint is None:
+        warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
+        for name in (
+            METRICS_FILE,
+            SAMPLES_FILE,
+        ):  # rows of a run killed before its first checkpoint
+            truncate_after(run_dir / name, -1)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG_FILE).write_text(dump_yaml(config))
     return run_dir, checkpoint

@@ -117,12 +117,24 @@ class LRSchedule:
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def adamw(params: list[torch.nn.Parameter], cfg: OptimConfig) -> torch.optim.AdamW:
+    """AdamW, fused where torch has a fused kernel for the parameters (CPU and CUDA floats).
+
+    The fused step updates each tensor in one pass: no temporary copy of all parameters
+    (the multi-tensor path holds one, about the model's size), and on CPU it is several
+    times faster. Elsewhere the per-tensor loop is used, for the same reason.
+    """
+    kwargs = {"lr": cfg.lr, "betas": cfg.betas, "eps": cfg.eps, "weight_decay": cfg.weight_decay}
+    try:
+        return torch.optim.AdamW(params, fused=True, **kwargs)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(params, foreach=False, **kwargs)
+
+
 def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
     """``(AdamW, LambdaLR)`` over the trainable parameters."""
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
-    )
+    optimizer = adamw(params, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule)
     )

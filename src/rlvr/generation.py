@@ -201,10 +201,8 @@ def _sample_lean(
     warped distribution, but after the first row finishes the RNG stream is split over
     fewer rows than ``model.generate`` would use, so draws differ from HF's from then on.
     """
-    from transformers import DynamicCache
-
     n, device = prompt_ids.shape[0], prompt_ids.device
-    cache = DynamicCache(config=model.config)
+    cache = _new_cache(model)
     keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
     attn = prompt_mask
     positions = position_ids_from_mask(attn)
@@ -266,6 +264,16 @@ def _sample_hf(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> tor
         pad_token_id=pad_id,
     )
     return out[:, prompt_ids.shape[1] :]
+
+
+def _new_cache(model):
+    """An empty ``DynamicCache`` (transformers 5 takes the config; 4.x takes nothing)."""
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:
+        return DynamicCache()
 
 
 def _accepts_logits_to_keep(model) -> bool:

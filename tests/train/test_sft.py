@@ -123,3 +123,11 @@ def test_sft_resume_continues_exactly(tiny_model_dir, sft_file, tmp_path):
         json.dumps({k: v for k, v in r.items() if not k.startswith(drop)}, sort_keys=True)
         for r in b
     ]
+
+
+def test_rl_starts_from_an_sft_checkpoint(tiny_model_dir, sft_file, tmp_path, train_config):
+    from rlvr.train.loop import train
+
+    warm = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "warm", epochs=1))
+    result = train(train_config(f"model.name={warm.model_dir}", "steps=1", out="rl-from-sft"))
+    assert read_metrics(result.run_dir / "metrics.jsonl")[0]["step"] == 1

@@ -167,32 +167,19 @@ def fit_context(cfg: TrainConfig, model) -> DataConfig:
 
 
 def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
-    """One step: rollout, filter, update; returns its metrics and a few sample completions."""
+    """One step: rollout and verify, advantages and filters, update; its metrics and a few samples."""
     cfg, t0 = run.cfg, time.perf_counter()
     _mode(run, training=False)
     sampled, kept = collect_rounds(
         run.policy, run.tokenizer, run.scorer, run.train_set.prompts, run.sampler, cfg
     )
-    batch, counts = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
-    metrics = {**rollout_metrics(sampled, cfg), **counts}
-    metrics["sampling/underfilled"] = float(
-        cfg.rollout.dynamic_sampling and counts["groups/kept"] < cfg.rollout.prompts_per_step
-    )
+    batch, metrics = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
+    metrics.update(rollout_metrics(sampled, cfg))
     metrics["update/skipped"] = float(
         batch is None
     )  # nothing left to learn from: no optimiser step
     if batch is not None:
-        batch, metrics["time/logp"] = behaviour_logp(batch, run.policy, run.reference, cfg)
-        t1 = time.perf_counter()
-        _mode(run, training=True)
-        metrics.update(update_policy(run.policy, run.optimizer, run.scheduler, batch, cfg))
-        metrics["time/update"] = time.perf_counter() - t1
-        metrics.update(
-            {
-                "batch/sequences": float(batch.size),
-                "batch/tokens": float(batch.seqs.response_mask.sum()),
-            }
-        )
+        metrics.update(_update(run, batch))
     metrics["time/step"] = time.perf_counter() - t0
     metrics["perf/tokens_per_s"] = metrics["perf/generated_tokens"] / metrics["time/step"]
     metrics["perf/peak_rss_mb"] = peak_rss_mb()
@@ -200,6 +187,18 @@ def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
     metrics["data/prompts_skipped"] = float(run.train_set.skipped)
     metrics["data/prompts_truncated"] = float(run.train_set.truncated)
     return metrics, samples(sampled, cfg.log.samples_per_step)
+
+
+def _update(run: Run, batch) -> dict[str, float]:
+    """Behaviour/reference log-probs where needed, then the optimiser steps over ``batch``."""
+    batch, seconds = behaviour_logp(batch, run.policy, run.reference, run.cfg)
+    t0 = time.perf_counter()
+    _mode(run, training=True)
+    metrics = update_policy(run.policy, run.optimizer, run.scheduler, batch, run.cfg)
+    metrics["time/logp"], metrics["time/update"] = seconds, time.perf_counter() - t0
+    metrics["batch/sequences"] = float(batch.size)
+    metrics["batch/tokens"] = float(batch.seqs.response_mask.sum())
+    return metrics
 
 
 def evaluate(run: Run) -> dict[str, float]:

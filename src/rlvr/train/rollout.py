@@ -152,33 +152,40 @@ def collect_rounds(
 def assemble(
     kept: list[Round], pad_id: int, cfg: TrainConfig, advantage_mode: str
 ) -> tuple[RolloutBatch | None, dict[str, float]]:
-    """The update batch from the kept groups, after the configured filters; plus filter counts."""
-    g = cfg.rollout.group_size
-    if not kept:
-        return None, {
-            "groups/kept": 0.0,
-            "groups/filtered_zero_adv": 0.0,
-            "rollout/masked_truncated": 0.0,
-        }
-    seqs = concat([r.seqs for r in kept], pad_id)
-    rewards = torch.cat([r.rewards for r in kept])
-    truncated = torch.cat([r.truncated for r in kept])
-    advantages = integrations.compute_advantages(rewards, g, advantage_mode)
-    stats = integrations.group_stats(cfg.objective, rewards, g)
-    batch = RolloutBatch(seqs=seqs, rewards=rewards, advantages=advantages, group_stats=stats)
-    keep = torch.ones(batch.size, dtype=torch.bool)
-    zero = torch.zeros(0, dtype=torch.bool)
-    if cfg.rollout.filter_zero_advantage:
-        zero = integrations.zero_advantage_groups(rewards, g)
-        keep &= ~zero.repeat_interleave(g)
-    masked = int((truncated & keep).sum()) if cfg.rollout.mask_truncated else 0
-    if cfg.rollout.mask_truncated:
-        keep &= ~truncated
+    """The update batch from the kept groups, after the configured filters; plus its counts.
+
+    Advantages and group statistics come from the whole groups first; the filters then
+    drop rows, so filtered rows count in no denominator of the loss.
+    """
+    g, ro = cfg.rollout.group_size, cfg.rollout
+    groups = sum(len(r.prompts) for r in kept)
     counts = {
-        "groups/kept": float(batch.size // g - int(zero.sum())),
-        "groups/filtered_zero_adv": float(zero.sum()),
-        "rollout/masked_truncated": float(masked),
+        "groups/kept": float(groups),
+        "groups/filtered_zero_adv": 0.0,
+        "rollout/masked_truncated": 0.0,
     }
+    counts["sampling/underfilled"] = float(ro.dynamic_sampling and groups < ro.prompts_per_step)
+    if not kept:
+        return None, counts
+    rewards = torch.cat([r.rewards for r in kept])  # [B]
+    truncated = torch.cat([r.truncated for r in kept])  # [B]
+    advantages = integrations.compute_advantages(rewards, g, advantage_mode)  # [B]
+    stats = integrations.group_stats(cfg.objective, rewards, g)
+    batch = RolloutBatch(
+        seqs=concat([r.seqs for r in kept], pad_id),
+        rewards=rewards,
+        advantages=advantages,
+        group_stats=stats,
+    )
+    keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
+    if ro.filter_zero_advantage:
+        zero = integrations.zero_advantage_groups(rewards, g)  # [B / G]
+        keep &= ~zero.repeat_interleave(g)
+        counts["groups/kept"] -= float(zero.sum())
+        counts["groups/filtered_zero_adv"] = float(zero.sum())
+    if ro.mask_truncated:
+        counts["rollout/masked_truncated"] = float((truncated & keep).sum())
+        keep &= ~truncated
     if not keep.any():
         return None, counts
     return (batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1))), counts

@@ -175,9 +175,8 @@ def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
     )
     batch, metrics = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
     metrics.update(rollout_metrics(sampled, cfg))
-    metrics["update/skipped"] = float(
-        batch is None
-    )  # nothing left to learn from: no optimiser step
+    # With nothing left to learn from (all filtered or masked) there is no optimiser step.
+    metrics["update/skipped"] = float(batch is None)
     if batch is not None:
         metrics.update(_update(run, batch))
     metrics["time/step"] = time.perf_counter() - t0

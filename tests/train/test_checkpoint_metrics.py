@@ -159,3 +159,51 @@ def test_quadrant_shares_are_recomputed_from_event_fractions():
     )
     assert out["clip/q2_share"] == 0.0 and out["clip/q4_share"] == 0.0
     assert exact_shares({"clip/frac": 0.5}) == {"clip/frac": 0.5}
+
+
+def test_wandb_is_used_when_installed_and_asked_for(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    calls = []
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.append(("init", kw)) or fake
+    fake.log = lambda row, step: calls.append(("log", step, row))
+    fake.finish = lambda: calls.append(("finish",))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    cfg = LogConfig(
+        output_dir=str(tmp_path), tensorboard=False, wandb=True, wandb_project="p", progress="off"
+    )
+    writer = MetricsWriter(tmp_path, cfg, resume_step=None, config={"steps": 3})
+    writer.write(1, {"reward/mean": 0.5, "bad": float("inf")})
+    writer.close()
+    assert (
+        calls[0][0] == "init"
+        and calls[0][1]["project"] == "p"
+        and calls[0][1]["config"] == {"steps": 3}
+    )
+    assert calls[1] == ("log", 1, {"reward/mean": 0.5, "log/nonfinite_metrics": 1.0})
+    assert calls[2] == ("finish",)
+
+
+def test_wandb_missing_is_a_warning(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import fails
+    cfg = LogConfig(output_dir=str(tmp_path), tensorboard=False, wandb=True, progress="off")
+    with pytest.warns(UserWarning, match="wandb is not installed"):
+        MetricsWriter(tmp_path, cfg, resume_step=None, config={}).close()
+
+
+def test_progress_bar_and_plain_lines(capsys):
+    from rlvr.train.progress import ProgressReporter
+
+    shown = [("reward/mean", "reward"), ("policy/entropy", "entropy")]
+    bar = ProgressReporter(LogConfig(progress="on"), total=2, start=0, title="train", shown=shown)
+    bar.step(1, {"reward/mean": 0.25, "policy/entropy": None})
+    bar.close()
+    lines = ProgressReporter(
+        LogConfig(progress="auto"), total=2, start=0, title="train", shown=shown
+    )
+    lines.step(2, {"reward/mean": 0.5, "policy/entropy": 1.5})
+    assert "train step 2/2  reward 0.500  entropy 1.500" in capsys.readouterr().err

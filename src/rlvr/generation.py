@@ -191,36 +191,83 @@ def next_tokens(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
     return torch.multinomial(probs, num_samples=1).squeeze(1)
 
 
+class _HFStepper:
+    """Prefill / decode / keep over the model's own forward and ``DynamicCache`` (any causal LM)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
+
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self.cache, self.attn = _new_cache(self.model), mask
+        positions = position_ids_from_mask(mask)
+        self.position = positions[:, -1:] + 1  # [N, 1]; the last prompt column is real in every row
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=self.cache,
+            use_cache=True,
+            **self.keep_last,
+        )
+        return out.logits[:, -1].float()
+
+    def decode(self, tokens: torch.Tensor) -> torch.Tensor:
+        self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], dim=1)
+        out = self.model(
+            input_ids=tokens[:, None],
+            attention_mask=self.attn,
+            position_ids=self.position,
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.position = self.position + 1
+        return out.logits[:, -1].float()
+
+    def keep(self, rows: torch.Tensor) -> None:
+        self.cache.batch_select_indices(rows)
+        self.attn, self.position = self.attn[rows], self.position[rows]
+
+
+def _stepper(model, fast: bool):
+    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward."""
+    from rlvr import fast_decode
+
+    return (
+        fast_decode.FastDecoder(model)
+        if fast and fast_decode.supports(model)
+        else _HFStepper(model)
+    )
+
+
 def _sample_lean(
-    model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id, *, prune: bool = True
+    model,
+    prompt_ids,
+    prompt_mask,
+    sampling,
+    eos_ids,
+    pad_id,
+    *,
+    prune: bool = True,
+    fast: bool = True,
 ) -> torch.Tensor:
-    """[N, T] tokens from a plain KV-cached loop; rows that finished get ``pad_id``.
+    """[N, T] tokens from a KV-cached loop; rows that finished get ``pad_id``.
 
     With ``prune`` a row leaves the batch (and its KV cache) once it has emitted EOS, so
     the remaining rows are computed alone; each row's tokens are still drawn from its own
     warped distribution, but after the first row finishes the RNG stream is split over
     fewer rows than ``model.generate`` would use, so draws differ from HF's from then on.
+    ``fast`` uses :mod:`rlvr.fast_decode` for the models it supports.
     """
     n, device = prompt_ids.shape[0], prompt_ids.device
-    cache = _new_cache(model)
-    keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
-    attn = prompt_mask
-    positions = position_ids_from_mask(attn)
-    out = model(
-        input_ids=prompt_ids,
-        attention_mask=attn,
-        position_ids=positions,
-        past_key_values=cache,
-        use_cache=True,
-        **keep_last,
-    )
-    position = positions[:, -1:] + 1  # [n, 1]; the last prompt column is real for every row
+    step = _stepper(model, fast)
+    logits = step.prefill(prompt_ids, prompt_mask)
     eos = torch.tensor(eos_ids, device=device)
     tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
     rows = torch.arange(n, device=device)  # original index of each row still in the batch
     finished = torch.zeros(n, dtype=torch.bool, device=device)
     for t in range(sampling.max_new_tokens):
-        token = next_tokens(out.logits[:, -1].float(), sampling)  # [rows]
+        token = next_tokens(logits.float(), sampling)  # [rows]
         token = torch.where(finished, torch.full_like(token, pad_id), token)
         tokens[rows, t] = token
         finished |= torch.isin(token, eos)
@@ -228,23 +275,9 @@ def _sample_lean(
             return tokens[:, : t + 1]
         if prune and bool(finished.any()):
             keep = (~finished).nonzero().squeeze(1)
-            cache.batch_select_indices(keep)
-            rows, attn, position, token, finished = (
-                rows[keep],
-                attn[keep],
-                position[keep],
-                token[keep],
-                finished[keep],
-            )
-        attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
-        out = model(
-            input_ids=token[:, None],
-            attention_mask=attn,
-            position_ids=position,
-            past_key_values=cache,
-            use_cache=True,
-        )
-        position = position + 1
+            step.keep(keep)
+            rows, token, finished = rows[keep], token[keep], finished[keep]
+        logits = step.decode(token)
     return tokens
 
 

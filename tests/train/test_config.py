@@ -75,6 +75,7 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         (["optim.micro_batch_size=100"], r"exceeds the rollout batch"),
         (["rollout"], r"must look like section.key=value"),
         (["eval.ks=[1, 8]"], r"eval.ks must be in \[1, eval.n=4\]"),
+        (["rollout.temperature=0"], r"rollout.temperature must be > 0"),
     ],
 )
 def test_bad_values_name_the_key(overrides, message):

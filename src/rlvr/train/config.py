@@ -147,7 +147,7 @@ class RolloutConfig:
     max_new_tokens: int = 256
     """Longest completion; one that reaches it without EOS is truncated."""
     temperature: float = 1.0
-    """Sampling temperature; log-probs in the update use the same temperature."""
+    """Sampling temperature (> 0); log-probs in the update use the same temperature."""
     top_p: float = 1.0
     """Nucleus sampling mass (1 disables it)."""
     top_k: int = 0
@@ -180,6 +180,10 @@ class RolloutConfig:
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
         _one_of("rollout.engine", self.engine, ("lean", "hf"))
+        _check(
+            self.temperature > 0,
+            f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",
+        )
         _check(
             self.generation_batch_size is None or self.generation_batch_size >= 1,
             f"rollout.generation_batch_size must be >= 1 or null, got {self.generation_batch_size}",

@@ -1,11 +1,14 @@
-"""docs/training.md lists every configuration key."""
+"""docs/training.md's reference lists every configuration key with its current default and docstring."""
 
+import ast
 import dataclasses
+import json
 from pathlib import Path
 
 from rlvr.train import config as C
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "training.md").read_text()
 SECTIONS = [
     (C.TrainConfig, ""),
     (C.ModelConfig, "model."),
@@ -23,11 +26,53 @@ SECTIONS = [
 ]
 
 
-def test_every_config_key_is_in_the_reference():
+def _field_docs() -> dict[str, dict[str, str]]:
+    """Class name -> field -> its one-line docstring, read from the source."""
+    tree = ast.parse((ROOT / "src" / "rlvr" / "train" / "config.py").read_text())
+    docs = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            pairs = zip(node.body, node.body[1:], strict=False)
+            docs[node.name] = {
+                a.target.id: b.value.value.strip()
+                for a, b in pairs
+                if isinstance(a, ast.AnnAssign)
+                and isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Constant)
+            }
+    return docs
+
+
+def _default(f: dataclasses.Field) -> str:
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+        if dataclasses.is_dataclass(value):
+            return "(section)"
+    else:
+        return "required"
+    value = list(value) if isinstance(value, tuple) else value
+    return "`" + (value if isinstance(value, str) else json.dumps(value)) + "`"
+
+
+def test_every_field_has_a_one_line_docstring():
+    docs = _field_docs()
     missing = [
-        f"{prefix}{f.name}"
-        for cls, prefix in SECTIONS
+        f"{cls.__name__}.{f.name}"
+        for cls, _ in SECTIONS
         for f in dataclasses.fields(cls)
-        if f"| `{prefix}{f.name}` |" not in DOC
+        if "\n" in docs[cls.__name__].get(f.name, "\n")
     ]
     assert missing == []
+
+
+def test_the_reference_rows_match_the_code():
+    docs = _field_docs()
+    rows = [
+        f"| `{prefix}{f.name}` | {_default(f)} | {docs[cls.__name__][f.name].replace('``', '`')} |"
+        for cls, prefix in SECTIONS
+        for f in dataclasses.fields(cls)
+    ]
+    stale = [row for row in rows if row not in DOC]
+    assert stale == [], "regenerate the reference tables of docs/training.md"

@@ -75,4 +75,25 @@ def test_the_reference_rows_match_the_code():
         for f in dataclasses.fields(cls)
     ]
     stale = [row for row in rows if row not in DOC]
-    assert stale == [], "regenerate the reference tables of docs/training.md"
+    assert stale == [], "regenerate the reference: python tests/train/test_docs.py"
+
+
+def reference_tables() -> str:
+    """The configuration reference as docs/training.md holds it (``python tests/train/test_docs.py``)."""
+    docs, out = _field_docs(), []
+    for cls, prefix in SECTIONS:
+        title = f"`{cls.__name__}`" + (f" (`{prefix.strip()}`)" if prefix else "")
+        out += [
+            f"\n### {title}: {cls.__doc__}\n",
+            "| key | default | meaning |",
+            "| --- | --- | --- |",
+        ]
+        out += [
+            f"| `{prefix}{f.name}` | {_default(f)} | {docs[cls.__name__][f.name].replace('``', '`')} |"
+            for f in dataclasses.fields(cls)
+        ]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_tables(), end="")

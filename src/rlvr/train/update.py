@@ -24,9 +24,8 @@ def micro_loss(
     model, micro: RolloutBatch, cfg: TrainConfig, counts: integrations.StepCounts
 ) -> tuple[torch.Tensor, dict]:
     """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
-    micro = micro.trim_responses().to(
-        next(model.parameters()).device
-    )  # padding columns change nothing
+    device = next(model.parameters()).device
+    micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
     seqs = micro.seqs
     with autocast(cfg.model):
         stats = integrations.token_stats(

@@ -6,11 +6,13 @@ Prompts are fully formatted strings (the data layer applies chat templates); the
 tokenised without extra special tokens and left-padded, completions are right-padded.
 :func:`generate_ids` takes prompts already tokenised.
 
-Two engines draw the same tokens: ``"lean"`` (default), a plain KV-cached sampling loop
-that calls the model's forward directly and applies temperature, top-k and top-p exactly
-as Hugging Face's logits warpers do (same order, same RNG draws), and ``"hf"``,
-``model.generate``. The lean loop avoids ``generate``'s per-token bookkeeping, which
-dominates on small models; a test checks both engines give identical tokens.
+Two engines: ``"hf"`` is ``model.generate``; ``"lean"`` (default) is a plain KV-cached
+loop that applies temperature, top-k and top-p exactly as Hugging Face's logits warpers
+do (same order, same RNG draws), drops rows from the batch once they emit EOS, and for
+Llama-family models computes each step with :mod:`rlvr.fast_decode` instead of the
+Hugging Face forward. Tests check that, without the row dropping, both engines draw
+identical tokens, and that with it every row still samples from its own distribution
+(greedy output is identical).
 """
 
 from __future__ import annotations

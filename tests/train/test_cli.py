@@ -42,6 +42,9 @@ def test_train_cli_resume_reads_the_saved_config(train_config, tmp_path):
     assert rlvr(["train", "--config", str(path), f"log.output_dir={out}"]) == 0
     assert rlvr(["train", "--resume", str(out), "steps=2"]) == 0  # extend the finished run
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2]
+    args = ["train", "--config", str(out / "config.yaml"), "--resume", "steps=3"]
+    assert rlvr(args) == 0  # `--resume key=value`: resume log.output_dir, extended
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]
 
 
 def test_cli_reports_configuration_errors(tmp_path, capsys):

@@ -39,6 +39,9 @@ def parse_run_args(
     args = parser.parse_args(argv)
     source = args.config
     overrides = list(args.overrides)
+    if isinstance(args.resume, str) and "=" in args.resume and not Path(args.resume).exists():
+        overrides.insert(0, args.resume)  # `--resume steps=200`: an override, not a directory
+        args.resume = True
     if isinstance(args.resume, str):
         saved = Path(args.resume) / "config.yaml"
         if source is None:

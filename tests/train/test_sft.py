@@ -131,3 +131,16 @@ def test_rl_starts_from_an_sft_checkpoint(tiny_model_dir, sft_file, tmp_path, tr
     warm = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "warm", epochs=1))
     result = train(train_config(f"model.name={warm.model_dir}", "steps=1", out="rl-from-sft"))
     assert read_metrics(result.run_dir / "metrics.jsonl")[0]["step"] == 1
+
+
+def test_sft_steps_override_epochs(tiny_model_dir, sft_file, tmp_path):
+    result = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "steps", epochs=1, steps=5))
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]  # 6 pairs, batches of 3: wraps into epoch 1 and 2
+    assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 1.0, 1.0, 2.0]

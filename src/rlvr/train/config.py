@@ -52,14 +52,21 @@ class GymConfig:
     train_size: int = 2000
     """Training problems to generate."""
     eval_size: int = 200
-    """Held-out problems to generate (never overlapping the training questions)."""
+    """Held-out problems to generate (the training set never contains their questions)."""
     seed: int = 0
-    """Seed of the training set; the held-out set uses ``seed + 1_000_000`` (gym entry i uses seed + i)."""
+    """Seed of the training set (reasoning-gym seeds entry ``i`` with ``seed + i``)."""
+    eval_seed: int | None = None
+    """Seed of the held-out set (``None``: ``seed + 1_000_000``, far from the training entries)."""
     config: dict[str, Any] = field(default_factory=dict)
-    """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``num_terms``)."""
+    """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``max_terms``)."""
 
     def __post_init__(self) -> None:
         _check(self.train_size >= 1 and self.eval_size >= 1, "data.gym sizes must be >= 1")
+
+    @property
+    def held_out_seed(self) -> int:
+        """The seed the held-out set is generated with."""
+        return self.seed + 1_000_000 if self.eval_seed is None else self.eval_seed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -445,6 +452,8 @@ class SFTConfig:
 
     epochs: int = 1
     """Passes over the data."""
+    steps: int | None = None
+    """Optimiser steps of the run (``None``: ``epochs`` passes); batches wrap into the next epoch."""
     batch_size: int = 16
     """Sequences per optimiser step."""
     seed: int = 0
@@ -466,6 +475,9 @@ class SFTConfig:
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        _check(
+            self.steps is None or self.steps >= 1, f"steps must be >= 1 or null, got {self.steps}"
+        )
         _check(
             self.threads is None or self.threads >= 1,
             f"threads must be >= 1 or null, got {self.threads}",

@@ -68,37 +68,36 @@ def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source:
 
 
 GYM_PREFIX = "reasoning_gym:"
-EVAL_SEED_OFFSET = 1_000_000
-"""Held-out seed offset: reasoning-gym seeds entry ``i`` with ``seed + i``, so seed + 1 would repeat."""
 
 
 def gym_files(cfg: DataConfig) -> dict[str, Path]:
     """``{"train": path, "eval": path}`` of the generated sets for ``reasoning_gym:<task>`` sources.
 
-    Files are cached under ``$RLVR_CACHE/data`` by task, sizes, seed and options, written
-    once (atomically); the held-out set excludes every training question.
+    The held-out set is generated first (seed ``data.gym.eval_seed``); the training set
+    then skips every held-out question. Files are cached under ``$RLVR_CACHE/data`` by
+    task, size, seed, options and exclusions, each written once (atomically).
     """
-    out = {}
-    for role, source in (("train", cfg.train), ("eval", cfg.eval)):
-        if source is None or not source.startswith(GYM_PREFIX):
-            continue
-        task, gym = source[len(GYM_PREFIX) :], cfg.gym
-        key = json.dumps(
-            [task, gym.train_size, gym.eval_size, gym.seed, gym.config], sort_keys=True
+    gym, out = cfg.gym, {}
+    if cfg.eval is not None and cfg.eval.startswith(GYM_PREFIX):
+        out["eval"] = _gym_file(
+            cfg.eval[len(GYM_PREFIX) :], gym.eval_size, gym.held_out_seed, gym.config, None
         )
-        stem = f"{task}-s{gym.seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
-        train_path = _cache_dir() / f"{stem}-train.jsonl"
-        if not train_path.exists():
-            _write_atomic(train_path, task, gym.train_size, gym.seed, gym.config, [])
-        path = train_path
-        if role == "eval":
-            path = _cache_dir() / f"{stem}-eval.jsonl"
-            if not path.exists():
-                _write_atomic(
-                    path, task, gym.eval_size, gym.seed + EVAL_SEED_OFFSET, gym.config, [train_path]
-                )
-        out[role] = path
+    if cfg.train.startswith(GYM_PREFIX):
+        out["train"] = _gym_file(
+            cfg.train[len(GYM_PREFIX) :], gym.train_size, gym.seed, gym.config, out.get("eval")
+        )
     return out
+
+
+def _gym_file(task: str, size: int, seed: int, config: dict, exclude: Path | None) -> Path:
+    """The cached JSONL of ``size`` problems of ``task``, none of whose questions is in ``exclude``."""
+    key = json.dumps([task, size, seed, config, exclude.name if exclude else None], sort_keys=True)
+    path = (
+        _cache_dir() / f"{task}-n{size}-s{seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.jsonl"
+    )
+    if not path.exists():
+        _write_atomic(path, task, size, seed, config, [exclude] if exclude else [])
+    return path
 
 
 def _cache_dir() -> Path:

@@ -86,7 +86,7 @@ class SFTRun:
     @property
     def total_steps(self) -> int:
         """Optimiser steps of the whole run."""
-        return self.cfg.epochs * self.steps_per_epoch
+        return self.cfg.steps or self.cfg.epochs * self.steps_per_epoch
 
 
 def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFTRun:
@@ -98,7 +98,7 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
     examples, skipped = load_sft_examples(data.train, tokenizer, data, limit=data.max_examples)
     held_out = load_sft_examples(data.eval, tokenizer, data, limit=None)[0] if data.eval else []
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.epochs * per_epoch)
+    optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.steps or cfg.epochs * per_epoch)
     sampler = IndexSampler(len(examples), seed=cfg.seed, shuffle=True)
     run = SFTRun(
         cfg,

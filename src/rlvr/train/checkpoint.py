@@ -9,6 +9,7 @@ place, so a run killed at any moment (even by SIGKILL) leaves only complete chec
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -110,7 +111,8 @@ def save_checkpoint(
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    model.save_pretrained(tmp, safe_serialization=True)
+    with _quiet_hf_progress():
+        model.save_pretrained(tmp, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     payload = {
@@ -139,6 +141,23 @@ def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
     return TrainerState(
         step=int(payload["step"]), data=dict(payload["data"]), extra=dict(payload["extra"])
     )
+
+
+@contextlib.contextmanager
+def _quiet_hf_progress():
+    """No "Writing model shards" bar from transformers while a checkpoint is saved."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:

@@ -111,7 +111,7 @@ def save_checkpoint(
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    with _quiet_hf_progress():
+    with quiet_hf_progress():
         model.save_pretrained(tmp, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
@@ -144,7 +144,7 @@ def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
 
 
 @contextlib.contextmanager
-def _quiet_hf_progress():
+def quiet_hf_progress():
     """No "Writing model shards" bar from transformers while a checkpoint is saved."""
     try:
         from transformers.utils import logging as hf_logging

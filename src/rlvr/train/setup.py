@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from rlvr.train.checkpoint import latest_checkpoint
+from rlvr.train.checkpoint import latest_checkpoint, quiet_hf_progress
 from rlvr.train.config import LogConfig, ModelConfig, OptimConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
 from rlvr.train.overrides import dump_yaml
@@ -67,7 +67,8 @@ def load_policy(cfg: ModelConfig, path: str | None = None):
     """``(model, tokenizer)`` ready to train: dropout off, optional gradient checkpointing."""
     from rlvr.models import load_model
 
-    model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
+    with quiet_hf_progress():  # a preset's own build progress still shows
+        model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
     disable_dropout(model)
     if cfg.gradient_checkpointing:
         enable = (

@@ -8,6 +8,7 @@ given on the command line still apply, e.g. ``steps=200`` to extend a run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -58,9 +59,15 @@ def parse_run_args(
     return load_config(cls, source, overrides), args.resume is not None
 
 
-def plain_warnings() -> None:
-    """Show warnings as one ``warning: ...`` line each (no source line) on the command line."""
+@contextlib.contextmanager
+def plain_warnings():
+    """Within the block, warnings print as one ``warning: ...`` line each (no source line)."""
+    original = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
 
 
 def print_config_error(err: ValueError) -> int:
@@ -87,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         validate_objective(cfg.objective, cfg.reward)
     except ValueError as err:
         return print_config_error(err)
-    plain_warnings()
-    result = train(cfg, resume=resume)
+    with plain_warnings():
+        result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)
     return 0

@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as err:
         return print_config_error(err)
-    plain_warnings()
-    result = sft(cfg, resume=resume)
+    with plain_warnings():
+        result = sft(cfg, resume=resume)
     print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
     if result.model_dir is not None:
         print(f"model:   {result.model_dir}")

@@ -43,3 +43,118 @@ def test_sampling_config_rejects_bad_values():
         SamplingConfig(top_p=0)
     with pytest.raises(ValueError, match="max_new_tokens"):
         SamplingConfig(max_new_tokens=0)
+
+
+CONFIGS = [
+    SamplingConfig(max_new_tokens=12, temperature=0),
+    SamplingConfig(max_new_tokens=12, temperature=1.0),
+    SamplingConfig(max_new_tokens=12, temperature=0.7, top_k=20, top_p=0.9),
+]
+IDS = ["greedy", "t1", "t0.7-k20-p0.9"]
+PROMPTS = [
+    "What is 12 + 7?",
+    "Calculate",
+    "State the final answer: 40 + 2",
+]  # unequal: left padding
+
+
+def _boost_eos(model, tokenizer, boost):
+    """Raise the EOS logit where the final hidden state sums above 0: rows stop at varied steps.
+
+    A hook on the LM head applies in every engine (the fast decoder calls the same head).
+    """
+    eos = torch.arange(len(tokenizer)) == tokenizer.eos_token_id
+
+    def hook(module, args, out):
+        return out + boost * (args[0].sum(-1, keepdim=True) > 0) * eos
+
+    model.lm_head.register_forward_hook(hook)
+
+
+def _both(model, tokenizer, cfg, engines, prompts=PROMPTS):
+    out = {}
+    for name, engine in engines.items():
+        torch.manual_seed(11)
+        out[name] = generate(model, tokenizer, prompts, n=3, sampling=cfg, engine=engine)
+    return out
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("eos_boost", [3.0], ids=["early-eos"])
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-decoder", "hf-forward"])
+def test_lean_loop_without_pruning_draws_the_same_tokens_as_hf_generate(
+    tiny_model, cfg, eos_boost, fast, monkeypatch
+):
+    import functools
+
+    import rlvr.generation as generation
+
+    model, tokenizer = tiny_model
+    _boost_eos(model, tokenizer, eos_boost)
+    monkeypatch.setattr(
+        generation,
+        "_sample_lean",
+        functools.partial(generation._sample_lean, prune=False, fast=fast),
+    )
+    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": "lean"})
+    hf, lean = out["hf"], out["lean"]
+    width = min(hf.response_ids.shape[1], lean.response_ids.shape[1])
+    assert torch.equal(hf.response_mask.sum(1), lean.response_mask.sum(1))
+    assert torch.equal(hf.response_ids[:, :width], lean.response_ids[:, :width])
+    assert hf.texts == lean.texts
+    assert torch.equal(hf.truncated, lean.truncated)
+    if eos_boost and cfg.temperature == 1.0:  # some rows stop early, some run to the budget
+        assert 0 < int(lean.truncated.sum()) < len(lean.texts)
+        assert int(lean.response_mask.sum(1).min()) < cfg.max_new_tokens
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_pruning_finished_rows_keeps_each_rows_distribution(tiny_model, cfg):
+    """Greedy: identical to HF. Sampling: identical until the first row stops, then every
+    token is still inside the row's own top-k / top-p support."""
+    from rlvr.generation import warp_logits
+
+    model, tokenizer = tiny_model
+    _boost_eos(model, tokenizer, 6.0)
+    prompts = [*PROMPTS, "12", "5 - 3 - 6", "times 4 is", "<think>", "Answer: 19", "The answer is"]
+    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": "lean"}, prompts)
+    hf, lean = out["hf"], out["lean"]
+    first_stop = int(hf.response_mask.sum(1).min())
+    assert first_stop < cfg.max_new_tokens
+    lengths = lean.response_mask.sum(1)
+    assert int(lengths.min()) < int(lengths.max())  # rows stop at different steps: pruning happens
+    if cfg.temperature == 0:
+        assert torch.equal(hf.response_ids, lean.response_ids[:, : hf.response_ids.shape[1]])
+        return
+    assert torch.equal(hf.response_ids[:, :first_stop], lean.response_ids[:, :first_stop])
+    ids = torch.cat([lean.prompt_ids, lean.response_ids], 1)
+    attn = torch.cat([lean.prompt_mask, lean.response_mask], 1)
+    positions = (attn.cumsum(-1) - 1).clamp_min(0)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=positions).logits.float()
+    p, t = lean.prompt_ids.shape[1], lean.response_ids.shape[1]
+    warped = warp_logits(logits[:, p - 1 : p + t - 1].reshape(-1, logits.shape[-1]), cfg)
+    chosen = warped.gather(1, lean.response_ids.reshape(-1, 1)).view(-1, t)
+    assert torch.isfinite(chosen[lean.response_mask.bool()]).all()
+
+
+def test_warp_logits_keeps_top_k_and_nucleus():
+    from rlvr.generation import warp_logits
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    kept = warp_logits(logits, SamplingConfig(top_k=2)).isfinite()
+    assert kept.tolist() == [[True, True, False, False]]
+    kept = warp_logits(logits, SamplingConfig(top_p=0.8)).isfinite()  # 0.5 + 0.3 reaches 0.8
+    assert kept.tolist() == [[True, True, False, False]]
+    kept = warp_logits(logits, SamplingConfig(top_p=0.81)).isfinite()
+    assert kept.tolist() == [[True, True, True, False]]
+
+
+def test_generate_ids_rejects_empty_prompt(tiny_model):
+    from rlvr.generation import generate_ids
+
+    model, tokenizer = tiny_model
+    with pytest.raises(ValueError, match="empty prompt"):
+        generate_ids(model, tokenizer, [[5, 6], []], n=1)
+    with pytest.raises(ValueError, match="engine"):
+        generate_ids(model, tokenizer, [[5, 6]], engine="vllm")

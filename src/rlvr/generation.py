@@ -4,14 +4,26 @@ One function, :func:`generate`, shared by the trainer's rollouts and by the eval
 harness, so that training reward and evaluation score come from the same sampler.
 Prompts are fully formatted strings (the data layer applies chat templates); they are
 tokenised without extra special tokens and left-padded, completions are right-padded.
+:func:`generate_ids` takes prompts already tokenised.
+
+Two engines: ``"hf"`` is ``model.generate``; ``"lean"`` (default) is a plain KV-cached
+loop that applies temperature, top-k and top-p exactly as Hugging Face's logits warpers
+do (same order, same RNG draws), drops rows from the batch once they emit EOS, and for
+Llama-family models computes each step with :mod:`rlvr.fast_decode` instead of the
+Hugging Face forward. Tests check that, without the row dropping, both engines draw
+identical tokens, and that with it every row still samples from its own distribution
+(greedy output is identical).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+
+ENGINES = ("lean", "hf")
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,9 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return ids
 
 
-def response_mask_from_ids(response_ids: torch.Tensor, eos_ids: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def response_mask_from_ids(
+    response_ids: torch.Tensor, eos_ids: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mask [N, T], truncated [N])``: mask covers tokens up to and including the first EOS."""
     is_eos = torch.isin(response_ids, torch.tensor(list(eos_ids), device=response_ids.device))
     seen_before = torch.cumsum(is_eos.long(), dim=1) - is_eos.long()  # EOS tokens strictly before t
@@ -83,24 +97,194 @@ def response_mask_from_ids(response_ids: torch.Tensor, eos_ids: Sequence[int]) -
     return mask, truncated
 
 
-@torch.no_grad()
-def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, sampling: SamplingConfig = SamplingConfig()) -> Generation:
+def generate(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    *,
+    n: int = 1,
+    sampling: SamplingConfig = SamplingConfig(),
+    engine: str = "lean",
+) -> Generation:
     """Sample ``n`` completions for each prompt (uses the global torch RNG)."""
     if not prompts:
         raise ValueError("prompts is empty")
+    enc = tokenizer(list(prompts), add_special_tokens=False)
+    return generate_ids(model, tokenizer, enc["input_ids"], n=n, sampling=sampling, engine=engine)
+
+
+def generate_ids(
+    model,
+    tokenizer,
+    prompt_ids: Sequence[Sequence[int]],
+    *,
+    n: int = 1,
+    sampling: SamplingConfig = SamplingConfig(),
+    engine: str = "lean",
+) -> Generation:
+    """Like :func:`generate` for prompts given as token ids (each non-empty)."""
+    if not prompt_ids:
+        raise ValueError("prompt_ids is empty")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    if any(len(ids) == 0 for ids in prompt_ids):
+        raise ValueError("prompt_ids contains an empty prompt")
     eos_ids = _eos_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_ids[0]
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    try:
-        enc = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
-    finally:
-        tokenizer.padding_side = side
     device = next(model.parameters()).device
-    prompt_ids = enc["input_ids"].repeat_interleave(n, dim=0).to(device)
-    prompt_mask = enc["attention_mask"].repeat_interleave(n, dim=0).to(device)
+    ids, mask = left_pad(prompt_ids, pad_id)
+    prompt_ids_t = ids.repeat_interleave(n, dim=0).to(device)
+    prompt_mask = mask.repeat_interleave(n, dim=0).to(device)
+    with torch.inference_mode():
+        sample = _sample_lean if engine == "lean" else _sample_hf
+        response_ids = sample(model, prompt_ids_t, prompt_mask, sampling, eos_ids, pad_id)
+    mask, truncated = response_mask_from_ids(response_ids, eos_ids)
+    response_ids = torch.where(mask.bool(), response_ids, torch.full_like(response_ids, pad_id))
+    texts = tokenizer.batch_decode(response_ids, skip_special_tokens=True)
+    return Generation(
+        prompt_ids=prompt_ids_t,
+        prompt_mask=prompt_mask,
+        response_ids=response_ids,
+        response_mask=mask,
+        truncated=truncated,
+        texts=texts,
+        prompt_index=[i for i in range(len(prompt_ids)) for _ in range(n)],
+    )
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids [N, P], mask [N, P])``: token lists left-padded to the longest."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        if row:
+            ids[i, width - len(row) :] = torch.as_tensor(list(row), dtype=torch.long)
+            mask[i, width - len(row) :] = 1
+    return ids, mask
+
+
+def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """[N, L] positions counted over real tokens (0 on left padding), as HF generate does."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
+def warp_logits(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    """[N, V] float32 logits after temperature, top-k and top-p (HF's warper order and maths)."""
+    scores = logits / sampling.temperature if sampling.temperature != 1.0 else logits
+    if sampling.top_k:
+        kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]))[0][..., -1, None]
+        scores = scores.masked_fill(scores < kth, -float("inf"))
+    if sampling.top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, descending=False)
+        remove = sorted_scores.softmax(dim=-1).cumsum(dim=-1) <= (1 - sampling.top_p)
+        remove[..., -1:] = False
+        scores = scores.masked_fill(remove.scatter(1, order, remove), -float("inf"))
+    return scores
+
+
+def next_tokens(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    """[N] tokens drawn from [N, V] float32 logits (argmax when temperature is 0)."""
+    if sampling.temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(warp_logits(logits, sampling), dim=-1)
+    return torch.multinomial(probs, num_samples=1).squeeze(1)
+
+
+class _HFStepper:
+    """Prefill / decode / keep over the model's own forward and ``DynamicCache`` (any causal LM)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
+
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self.cache, self.attn = _new_cache(self.model), mask
+        positions = position_ids_from_mask(mask)
+        self.position = positions[:, -1:] + 1  # [N, 1]; the last prompt column is real in every row
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=self.cache,
+            use_cache=True,
+            **self.keep_last,
+        )
+        return out.logits[:, -1].float()
+
+    def decode(self, tokens: torch.Tensor) -> torch.Tensor:
+        self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], dim=1)
+        out = self.model(
+            input_ids=tokens[:, None],
+            attention_mask=self.attn,
+            position_ids=self.position,
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.position = self.position + 1
+        return out.logits[:, -1].float()
+
+    def keep(self, rows: torch.Tensor) -> None:
+        self.cache.batch_select_indices(rows)
+        self.attn, self.position = self.attn[rows], self.position[rows]
+
+
+def _stepper(model, fast: bool):
+    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward."""
+    from rlvr import fast_decode
+
+    return (
+        fast_decode.FastDecoder(model)
+        if fast and fast_decode.supports(model)
+        else _HFStepper(model)
+    )
+
+
+def _sample_lean(
+    model,
+    prompt_ids,
+    prompt_mask,
+    sampling,
+    eos_ids,
+    pad_id,
+    *,
+    prune: bool = True,
+    fast: bool = True,
+) -> torch.Tensor:
+    """[N, T] tokens from a KV-cached loop; rows that finished get ``pad_id``.
+
+    With ``prune`` a row leaves the batch (and its KV cache) once it has emitted EOS, so
+    the remaining rows are computed alone; each row's tokens are still drawn from its own
+    warped distribution, but after the first row finishes the RNG stream is split over
+    fewer rows than ``model.generate`` would use, so draws differ from HF's from then on.
+    ``fast`` uses :mod:`rlvr.fast_decode` for the models it supports.
+    """
+    n, device = prompt_ids.shape[0], prompt_ids.device
+    step = _stepper(model, fast)
+    logits = step.prefill(prompt_ids, prompt_mask)
+    eos = torch.tensor(eos_ids, device=device)
+    tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
+    rows = torch.arange(n, device=device)  # original index of each row still in the batch
+    finished = torch.zeros(n, dtype=torch.bool, device=device)
+    for t in range(sampling.max_new_tokens):
+        token = next_tokens(logits.float(), sampling)  # [rows]
+        token = torch.where(finished, torch.full_like(token, pad_id), token)
+        tokens[rows, t] = token
+        finished |= torch.isin(token, eos)
+        if t + 1 == sampling.max_new_tokens or bool(finished.all()):
+            return tokens[:, : t + 1]
+        if prune and bool(finished.any()):
+            keep = (~finished).nonzero().squeeze(1)
+            step.keep(keep)
+            rows, token, finished = rows[keep], token[keep], finished[keep]
+        logits = step.decode(token)
+    return tokens
+
+
+def _sample_hf(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> torch.Tensor:
+    """[N, T] tokens from ``model.generate``."""
     greedy = sampling.temperature == 0
     out = model.generate(
         input_ids=prompt_ids,
@@ -114,16 +298,18 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, sampling: 
         eos_token_id=eos_ids,
         pad_token_id=pad_id,
     )
-    response_ids = out[:, prompt_ids.shape[1] :]
-    mask, truncated = response_mask_from_ids(response_ids, eos_ids)
-    response_ids = torch.where(mask.bool(), response_ids, torch.full_like(response_ids, pad_id))
-    texts = tokenizer.batch_decode(response_ids, skip_special_tokens=True)
-    return Generation(
-        prompt_ids=prompt_ids,
-        prompt_mask=prompt_mask,
-        response_ids=response_ids,
-        response_mask=mask,
-        truncated=truncated,
-        texts=texts,
-        prompt_index=[i for i in range(len(prompts)) for _ in range(n)],
-    )
+    return out[:, prompt_ids.shape[1] :]
+
+
+def _new_cache(model):
+    """An empty ``DynamicCache`` (transformers 5 takes the config; 4.x takes nothing)."""
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:
+        return DynamicCache()
+
+
+def _accepts_logits_to_keep(model) -> bool:
+    return "logits_to_keep" in inspect.signature(model.forward).parameters

@@ -1,0 +1,173 @@
+"""A lean forward pass for sampling from Llama-family models (Llama, Qwen2, SmolLM2).
+
+Hugging Face's forward spends most of a decoding step on bookkeeping when the model is
+small (mask construction, cache objects, module dispatch, output classes). This module
+computes the same thing with a few tensor operations per layer, reading the model's own
+weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, SwiGLU MLP,
+the final norm and the LM head on the last position only.
+
+Only configurations it reproduces exactly are accepted (:func:`supports`); anything else
+(rotary scaling, sliding windows, other activations, biases in the MLP, models in
+training mode) goes through the Hugging Face forward. A test checks the logits against
+Hugging Face's, prefill and decoding, for Qwen2 and Llama.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+SUPPORTED_TYPES = ("llama", "qwen2")
+_GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
+
+
+def supports(model) -> bool:
+    """Whether :class:`FastDecoder` computes exactly what ``model``'s forward does."""
+    cfg = model.config
+    inner = getattr(model, "model", None)
+    rotary = getattr(inner, "rotary_emb", None)
+    checks = (
+        getattr(cfg, "model_type", None) in SUPPORTED_TYPES,
+        getattr(cfg, "hidden_act", None) == "silu",
+        not model.training,
+        rotary is not None and getattr(rotary, "rope_type", None) == "default",
+        getattr(rotary, "attention_scaling", 1.0) == 1.0,
+        not getattr(cfg, "use_sliding_window", False),
+        all(
+            t == "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])
+        ),
+        getattr(cfg, "pretraining_tp", 1) == 1,
+        not getattr(cfg, "mlp_bias", False),
+        isinstance(getattr(model, "lm_head", None), torch.nn.Linear),
+        getattr(cfg, "quantization_config", None) is None,
+    )
+    return all(checks)
+
+
+@dataclass
+class _Layer:
+    """The weights of one decoder layer (views of the model's parameters, no copies)."""
+
+    norm1: torch.Tensor
+    q: torch.nn.Linear
+    k: torch.nn.Linear
+    v: torch.nn.Linear
+    o: torch.nn.Linear
+    norm2: torch.Tensor
+    gate: torch.nn.Linear
+    up: torch.nn.Linear
+    down: torch.nn.Linear
+
+
+class FastDecoder:
+    """Prefill and one-token decoding steps with a KV cache, for a model :func:`supports`.
+
+    ``prefill(ids [N, P], mask [N, P])`` and ``decode(tokens [N])`` return the logits
+    [N, V] of the last position; ``keep(rows)`` drops the other rows from the cache.
+    Prompts are left-padded; positions count real tokens, as Hugging Face's generate does.
+    """
+
+    def __init__(self, model) -> None:
+        cfg, inner = model.config, model.model
+        self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.eps = cfg.rms_norm_eps
+        self.embed = inner.embed_tokens.weight
+        self.final_norm = inner.norm.weight
+        self.head = model.lm_head
+        self.inv_freq = inner.rotary_emb.inv_freq
+        self.layers = [
+            _Layer(
+                layer.input_layernorm.weight,
+                layer.self_attn.q_proj,
+                layer.self_attn.k_proj,
+                layer.self_attn.v_proj,
+                layer.self_attn.o_proj,
+                layer.post_attention_layernorm.weight,
+                layer.mlp.gate_proj,
+                layer.mlp.up_proj,
+                layer.mlp.down_proj,
+            )
+            for layer in inner.layers
+        ]
+        self.cache: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.key_mask = torch.zeros(0, 0, dtype=torch.bool)  # [N, L] real keys in the cache
+        self.position = torch.zeros(0, 1, dtype=torch.long)  # [N, 1] position of the next token
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return weight * x.to(dtype)
+
+    def _rotary(
+        self, positions: torch.Tensor, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cos, sin)`` [N, 1, S, D] for ``positions`` [N, S]."""
+        freqs = positions[..., None].float() * self.inv_freq.to(positions.device).float()
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    def _attention(
+        self, layer: _Layer, h: torch.Tensor, i: int, rot, mask: torch.Tensor
+    ) -> torch.Tensor:
+        n, s, _ = h.shape
+        q = layer.q(h).view(n, s, self.heads, self.head_dim).transpose(1, 2)
+        k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self._rotate(q, *rot), self._rotate(k, *rot)
+        if i < len(self.cache):
+            k, v = torch.cat([self.cache[i][0], k], dim=2), torch.cat([self.cache[i][1], v], dim=2)
+            self.cache[i] = (k, v)
+        else:
+            self.cache.append((k, v))
+        if self.kv_heads != self.heads and not _GQA_IN_SDPA:
+            k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        gqa = {"enable_gqa": True} if self.kv_heads != self.heads and _GQA_IN_SDPA else {}
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **gqa)
+        return layer.o(out.transpose(1, 2).reshape(n, s, -1))
+
+    def _forward(
+        self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Logits [N, V] of the last of the ``S`` new positions; ``mask`` [N, 1, S, L] bool."""
+        x = F.embedding(ids, self.embed)  # [N, S, H]
+        rot = self._rotary(positions, x.dtype)
+        for i, layer in enumerate(self.layers):
+            x = x + self._attention(layer, self._norm(x, layer.norm1), i, rot, mask)
+            h = self._norm(x, layer.norm2)
+            x = x + layer.down(F.silu(layer.gate(h)) * layer.up(h))
+        return self.head(self._norm(x[:, -1], self.final_norm))
+
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Run the prompts ``ids`` [N, P] (left-padded, ``mask`` [N, P]); logits [N, V]."""
+        real = mask.bool()
+        positions = (mask.long().cumsum(-1) - 1).clamp_min(0)
+        p = ids.shape[1]
+        causal = torch.ones(p, p, dtype=torch.bool, device=ids.device).tril()
+        # A padding query attends to itself only, so no row of the mask is empty.
+        allowed = (causal[None] & real[:, None, :]) | torch.eye(
+            p, dtype=torch.bool, device=ids.device
+        )[None]
+        self.cache, self.key_mask, self.position = [], real, positions[:, -1:] + 1
+        return self._forward(ids, positions, allowed[:, None])
+
+    def decode(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Append one token per row (``tokens`` [N]); logits [N, V]."""
+        self.key_mask = torch.cat([self.key_mask, torch.ones_like(self.key_mask[:, :1])], dim=1)
+        logits = self._forward(tokens[:, None], self.position, self.key_mask[:, None, None, :])
+        self.position = self.position + 1
+        return logits
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Keep only ``rows`` of the batch (and of the cache)."""
+        self.cache = [(k[rows], v[rows]) for k, v in self.cache]
+        self.key_mask, self.position = self.key_mask[rows], self.position[rows]

@@ -1,0 +1,203 @@
+"""Typed batches: sequences laid out as left-padded prompts followed by right-padded responses.
+
+``B`` sequences, ``P`` prompt columns, ``T`` response columns. The log-prob kernels read
+the last ``T`` columns, so every batch here keeps that layout, also after rows from
+different generation rounds are merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from rlvr.generation import Generation, left_pad
+
+
+@dataclass(frozen=True)
+class SequenceBatch:
+    """Token ids of ``B`` prompt + response sequences."""
+
+    input_ids: torch.Tensor
+    """[B, P + T] prompt tokens (left-padded) then response tokens (right-padded)."""
+    attention_mask: torch.Tensor
+    """[B, P + T] 1 on real tokens (prompt and response up to its EOS)."""
+    response_mask: torch.Tensor
+    """[B, T] 1 on response tokens (generated or target), EOS included."""
+
+    @property
+    def size(self) -> int:
+        """B."""
+        return self.input_ids.shape[0]
+
+    @property
+    def response_width(self) -> int:
+        """T."""
+        return self.response_mask.shape[1]
+
+    @property
+    def prompt_width(self) -> int:
+        """P."""
+        return self.input_ids.shape[1] - self.response_width
+
+    def rows(self, index: torch.Tensor) -> SequenceBatch:
+        """The rows ``index`` [b], with prompt columns that are padding in every row dropped."""
+        ids, attn = self.input_ids[index], self.attention_mask[index]
+        prompt_attn = attn[:, : self.prompt_width]
+        first = (
+            int((prompt_attn.sum(0) > 0).nonzero()[0]) if prompt_attn.any() else self.prompt_width
+        )
+        return SequenceBatch(
+            input_ids=ids[:, first:],
+            attention_mask=attn[:, first:],
+            response_mask=self.response_mask[index],
+        )
+
+    def to(self, device: torch.device | str) -> SequenceBatch:
+        """The batch on ``device``."""
+        return SequenceBatch(
+            input_ids=self.input_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            response_mask=self.response_mask.to(device),
+        )
+
+    def trim_responses(self) -> SequenceBatch:
+        """The batch without trailing response columns that are padding in every row."""
+        width = int(self.response_mask.sum(1).max()) if self.size else 0
+        cut = self.response_width - width
+        if cut == 0:
+            return self
+        return SequenceBatch(
+            input_ids=self.input_ids[:, :-cut],
+            attention_mask=self.attention_mask[:, :-cut],
+            response_mask=self.response_mask[:, :width],
+        )
+
+
+def from_generation(gen: Generation) -> SequenceBatch:
+    """A generation round as one batch on the CPU (tensors detached from inference mode).
+
+    Rollout batches live on the CPU; each micro-batch moves to the model's device.
+    """
+    return SequenceBatch(
+        input_ids=torch.cat([gen.prompt_ids, gen.response_ids], dim=1).cpu().clone(),
+        attention_mask=torch.cat([gen.prompt_mask, gen.response_mask], dim=1).cpu().clone(),
+        response_mask=gen.response_mask.cpu().clone(),
+    )
+
+
+def pack(
+    prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], pad_id: int
+) -> SequenceBatch:
+    """Token lists as one batch; each response must be non-empty."""
+    p_ids, p_mask = left_pad(prompts, pad_id)
+    width = max(len(r) for r in responses)
+    r_ids = torch.full((len(responses), width), pad_id, dtype=torch.long)
+    r_mask = torch.zeros((len(responses), width), dtype=torch.long)
+    for i, row in enumerate(responses):
+        r_ids[i, : len(row)] = torch.as_tensor(list(row), dtype=torch.long)
+        r_mask[i, : len(row)] = 1
+    return SequenceBatch(
+        input_ids=torch.cat([p_ids, r_ids], dim=1),
+        attention_mask=torch.cat([p_mask, r_mask], dim=1),
+        response_mask=r_mask,
+    )
+
+
+def concat(batches: Sequence[SequenceBatch], pad_id: int) -> SequenceBatch:
+    """Stack batches of different widths, re-padding prompts on the left and responses on the right."""
+    if len(batches) == 1:
+        return batches[0]
+    p_width = max(b.prompt_width for b in batches)
+    t_width = max(b.response_width for b in batches)
+    ids, attn, resp = [], [], []
+    for b in batches:
+        left, right = p_width - b.prompt_width, t_width - b.response_width
+        ids.append(torch.nn.functional.pad(b.input_ids, (left, right), value=pad_id))
+        attn.append(torch.nn.functional.pad(b.attention_mask, (left, right), value=0))
+        resp.append(torch.nn.functional.pad(b.response_mask, (0, right), value=0))
+    return SequenceBatch(
+        input_ids=torch.cat(ids), attention_mask=torch.cat(attn), response_mask=torch.cat(resp)
+    )
+
+
+@dataclass(frozen=True)
+class RolloutBatch:
+    """What the update consumes: sequences with rewards, advantages and behaviour log-probs."""
+
+    seqs: SequenceBatch
+    """The sampled sequences."""
+    rewards: torch.Tensor
+    """[B] verifier rewards."""
+    advantages: torch.Tensor
+    """[B] sequence advantages (computed over whole groups before any filtering)."""
+    group_stats: Any
+    """Per-row group statistics (``rlvr.advantages.GroupStats``) over whole groups."""
+    old_logp: torch.Tensor | None = None
+    """[B, T] behaviour-policy log-probs; ``None`` when the batch is used for one update only."""
+    ref_logp: torch.Tensor | None = None
+    """[B, T] reference-model log-probs; ``None`` when ``kl_coef = 0``."""
+
+    @property
+    def size(self) -> int:
+        """B."""
+        return self.seqs.size
+
+    def rows(self, index: torch.Tensor) -> RolloutBatch:
+        """The rows ``index`` [b] of every field."""
+        from rlvr.train.integrations import select_stats
+
+        return replace(
+            self,
+            seqs=self.seqs.rows(index),
+            rewards=self.rewards[index],
+            advantages=self.advantages[index],
+            group_stats=None if self.group_stats is None else select_stats(self.group_stats, index),
+            old_logp=None if self.old_logp is None else self.old_logp[index],
+            ref_logp=None if self.ref_logp is None else self.ref_logp[index],
+        )
+
+    def to(self, device: torch.device | str) -> RolloutBatch:
+        """Every tensor of the batch on ``device``."""
+        return replace(
+            self,
+            seqs=self.seqs.to(device),
+            rewards=self.rewards.to(device),
+            advantages=self.advantages.to(device),
+            group_stats=None if self.group_stats is None else self.group_stats.to(device),
+            old_logp=None if self.old_logp is None else self.old_logp.to(device),
+            ref_logp=None if self.ref_logp is None else self.ref_logp.to(device),
+        )
+
+    def trim_responses(self) -> RolloutBatch:
+        """The batch without trailing response columns that are padding in every row."""
+        seqs = self.seqs.trim_responses()
+        width = seqs.response_width
+        if width == self.seqs.response_width:
+            return self
+        return replace(
+            self,
+            seqs=seqs,
+            old_logp=None if self.old_logp is None else self.old_logp[:, :width],
+            ref_logp=None if self.ref_logp is None else self.ref_logp[:, :width],
+        )
+
+
+def split_rows(size: int, parts: int) -> list[torch.Tensor]:
+    """``parts`` contiguous row ranges of (almost) equal size covering ``range(size)``."""
+    return [chunk for chunk in torch.arange(size).tensor_split(parts) if len(chunk)]
+
+
+def length_sorted_chunks(seqs: SequenceBatch, chunk: int | None) -> list[torch.Tensor]:
+    """Row indices in chunks of at most ``chunk``, longest sequences together (``None``: one chunk).
+
+    Micro-batches of similar lengths carry less padding, so less compute; the losses are
+    sums over rows, so the grouping does not change the result.
+    """
+    if chunk is None or chunk >= seqs.size:
+        return [torch.arange(seqs.size)]
+    lengths = seqs.attention_mask.sum(1)  # [B] real tokens (prompt + response)
+    order = torch.argsort(lengths, descending=True, stable=True)
+    return list(order.split(chunk))

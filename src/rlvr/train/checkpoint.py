@@ -1,0 +1,189 @@
+"""Atomic checkpoints that let a killed run continue exactly where it stopped.
+
+A checkpoint is a directory ``<run>/checkpoints/step_000042/`` with the model and
+tokenizer (a plain Hugging Face directory, loadable by ``rlvr.models.load_model``) and
+``trainer_state.pt``: optimiser, scheduler, RNG states (torch, CUDA, Python, NumPy), the
+data position and the step. It is written under a temporary name and renamed into
+place, so a run killed at any moment (even by SIGKILL) leaves only complete checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlvr.train.config import CheckpointConfig
+
+STATE_FILE = "trainer_state.pt"
+_STEP_DIR = re.compile(r"^step_(\d{6,})$")
+
+
+@dataclass
+class TrainerState:
+    """Everything besides the weights that the next step depends on."""
+
+    step: int
+    """Last completed step."""
+    data: dict[str, int] = field(default_factory=dict)
+    """Position of the prompt sampler (see ``PromptSampler.state_dict``)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Loop-specific counters (e.g. cumulative totals reported in metrics)."""
+
+
+def rng_state() -> dict[str, Any]:
+    """The states of every RNG the run draws from."""
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` returned."""
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch, Python and NumPy."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+
+
+def due(step: int, total: int, cfg: CheckpointConfig) -> bool:
+    """Whether a checkpoint is written after ``step`` of ``total``."""
+    return bool((cfg.every and step % cfg.every == 0) or (step == total and cfg.save_final))
+
+
+def checkpoint_dir(run_dir: Path, step: int) -> Path:
+    """Where the checkpoint of ``step`` lives."""
+    return Path(run_dir) / "checkpoints" / f"step_{step:06d}"
+
+
+def list_checkpoints(run_dir: Path) -> list[Path]:
+    """Complete checkpoints of a run, oldest first."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), p)
+        for p in root.iterdir()
+        if (m := _STEP_DIR.match(p.name)) and (p / STATE_FILE).is_file()
+    ]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The most recent complete checkpoint, or ``None``."""
+    found = list_checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def save_checkpoint(
+    run_dir: Path,
+    model,
+    tokenizer,
+    optimizer,
+    scheduler,
+    state: TrainerState,
+    *,
+    keep_last: int = 0,
+) -> Path:
+    """Write a checkpoint atomically, then delete all but the ``keep_last`` newest (0: keep all)."""
+    final = checkpoint_dir(run_dir, state.step)
+    tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with quiet_hf_progress():
+        model.save_pretrained(tmp, safe_serialization=True)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(tmp)
+    payload = {
+        "step": state.step,
+        "data": state.data,
+        "extra": state.extra,
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": rng_state(),
+    }
+    torch.save(payload, tmp / STATE_FILE)
+    _fsync_tree(tmp)
+    _replace_dir(tmp, final)
+    if keep_last:
+        for old in list_checkpoints(run_dir)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
+    """Restore optimiser, scheduler and RNG states from a checkpoint; returns the rest."""
+    payload = torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
+    optimizer.load_state_dict(payload["optimizer"])
+    scheduler.load_state_dict(payload["scheduler"])
+    set_rng_state(payload["rng"])
+    return TrainerState(
+        step=int(payload["step"]), data=dict(payload["data"]), extra=dict(payload["extra"])
+    )
+
+
+@contextlib.contextmanager
+def quiet_hf_progress():
+    """No "Writing model shards" bar from transformers while a checkpoint is saved."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first, then removed."""
+    if final.exists():
+        aside = final.with_name(f".{final.name}.old{os.getpid()}")
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(final, aside)
+        os.replace(tmp, final)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+    _fsync_dir(final.parent)
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in root.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as fh:
+                os.fsync(fh.fileno())
+    _fsync_dir(root)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

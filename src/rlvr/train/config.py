@@ -1,0 +1,490 @@
+"""Typed configuration of ``rlvr train`` and ``rlvr sft``: one small frozen dataclass per concern.
+
+Every field has a one-line docstring; checks that involve one section live in its
+``__post_init__``, checks across sections in :class:`TrainConfig`'s. Configs are built
+from YAML plus ``key=value`` overrides by :mod:`rlvr.train.overrides`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlvr.generation import SamplingConfig
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _one_of(name: str, value: str, valid: tuple[str, ...]) -> None:
+    _check(value in valid, f"{name} must be one of {list(valid)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which model is trained and how its forward passes run."""
+
+    name: str = "tiny"
+    """Preset (``tiny``, ``smollm2-135m``), local directory or Hugging Face hub name."""
+    dtype: str = "float32"
+    """Parameter dtype: ``float32``, ``bfloat16`` or ``float16``."""
+    autocast: Literal["none", "bf16"] = "none"
+    """Run forward passes (rollout and update) under bfloat16 autocast."""
+    device: str = "cpu"
+    """Torch device for the policy (and the reference model)."""
+    chunk_size: int = 1024
+    """Positions per chunk when log-probs and entropy are computed from logits."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass to save memory."""
+
+    def __post_init__(self) -> None:
+        _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _one_of("model.autocast", self.autocast, ("none", "bf16"))
+        _check(self.chunk_size >= 1, f"model.chunk_size must be >= 1, got {self.chunk_size}")
+
+
+@dataclass(frozen=True)
+class GymConfig:
+    """Task sets generated from ``reasoning-gym`` when a source reads ``reasoning_gym:<task>``."""
+
+    train_size: int = 2000
+    """Training problems to generate."""
+    eval_size: int = 200
+    """Held-out problems to generate (the training set never contains their questions)."""
+    seed: int = 0
+    """Seed of the training set (reasoning-gym seeds entry ``i`` with ``seed + i``)."""
+    eval_seed: int | None = None
+    """Seed of the held-out set (``None``: ``seed + 1_000_000``, far from the training entries)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``max_terms``)."""
+
+    def __post_init__(self) -> None:
+        _check(self.train_size >= 1 and self.eval_size >= 1, "data.gym sizes must be >= 1")
+
+    @property
+    def held_out_seed(self) -> int:
+        """The seed the held-out set is generated with."""
+        return self.seed + 1_000_000 if self.eval_seed is None else self.eval_seed
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    """Where the prompts come from and how they are turned into model input."""
+
+    train: str
+    """Training prompts: a JSONL/Parquet file, a named dataset, a hub name, or ``reasoning_gym:<task>``."""
+    eval: str | None = None
+    """Held-out prompts for periodic evaluation (``None``: no evaluation)."""
+    gym: GymConfig = field(default_factory=GymConfig)
+    """Sizes and seed of generated ``reasoning_gym:<task>`` sets (cached under ``$RLVR_CACHE/data``)."""
+    fields: str | None = None
+    """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field``."""
+    prompt_field: str = "prompt"
+    """Column holding the question (when ``fields`` is ``None``)."""
+    answer_field: str = "answer"
+    """Column holding the reference answer (when ``fields`` is ``None``)."""
+    split: str | None = None
+    """Dataset split for hub datasets (``None``: the dataset's default)."""
+    template: str | None = None
+    """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
+    system_prompt: str | None = None
+    """System message placed before each prompt when the tokenizer has a chat template."""
+    max_prompt_tokens: int = 512
+    """Longest prompt in tokens; longer ones are skipped or truncated (see ``long_prompts``)."""
+    long_prompts: Literal["skip", "truncate"] = "skip"
+    """``skip`` drops over-long prompts, ``truncate`` keeps their last ``max_prompt_tokens``."""
+    max_train_examples: int | None = None
+    """Use only the first N training rows (``None``: all)."""
+    max_eval_examples: int | None = None
+    """Use only the first N held-out rows (``None``: all)."""
+    shuffle: bool = True
+    """Reshuffle the training prompts every epoch (seeded by ``seed`` and the epoch)."""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.train), "data.train must name the training prompts (a file or dataset)")
+        _check(
+            self.max_prompt_tokens >= 1,
+            f"data.max_prompt_tokens must be >= 1, got {self.max_prompt_tokens}",
+        )
+        _one_of("data.long_prompts", self.long_prompts, ("skip", "truncate"))
+        for name in ("max_train_examples", "max_eval_examples"):
+            value = getattr(self, name)
+            _check(value is None or value >= 1, f"data.{name} must be >= 1 or null, got {value}")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How completions are scored."""
+
+    verifier: str = "math"
+    """Verifier spec ``name[:argument][+format]``, e.g. ``math``, ``reasoning_gym:chain_sum``, ``math+format``."""
+    correct: float = 1.0
+    """Reward of a correct completion."""
+    wrong: float = 0.0
+    """Reward of a wrong completion and of a failed verification (``-1`` gives ETR's ``+1/-1``)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Further verifier options (e.g. ``format_penalty``)."""
+    timeout_s: float | None = 10.0
+    """Time limit per completion (``None``: none)."""
+    workers: int = 0
+    """Verifier worker processes (0: score in the training process)."""
+
+    def __post_init__(self) -> None:
+        _check(
+            self.correct > self.wrong,
+            f"reward.correct ({self.correct}) must exceed reward.wrong ({self.wrong})",
+        )
+        _check(
+            self.timeout_s is None or self.timeout_s > 0,
+            f"reward.timeout_s must be > 0 or null, got {self.timeout_s}",
+        )
+        _check(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How each step's batch of completions is sampled, filtered and reused."""
+
+    prompts_per_step: int = 8
+    """Groups (prompts) in one rollout batch."""
+    group_size: int = 8
+    """Completions sampled per prompt (G)."""
+    max_new_tokens: int = 256
+    """Longest completion; one that reaches it without EOS is truncated."""
+    temperature: float = 1.0
+    """Sampling temperature (> 0); log-probs in the update use the same temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1 disables it)."""
+    top_k: int = 0
+    """Top-k sampling (0 disables it)."""
+    engine: Literal["lean", "hf"] = "lean"
+    """Sampler: the lean KV-cached loop of ``rlvr.generation`` or Hugging Face ``generate``."""
+    generation_batch_size: int | None = None
+    """Sequences per generation call (``None``: the whole round at once)."""
+    filter_zero_advantage: bool = False
+    """Drop groups whose advantages are all zero before the update (Klear)."""
+    dynamic_sampling: bool = False
+    """Resample until ``prompts_per_step`` groups with non-identical rewards are found (DAPO)."""
+    max_sampling_rounds: int = 3
+    """Cap on generation rounds per step under dynamic sampling."""
+    mask_truncated: bool = False
+    """Leave truncated completions out of the loss (DAPO overlong filtering)."""
+    minibatches: int = 1
+    """Optimiser steps per rollout batch per epoch (ABC-GRPO uses 4)."""
+    epochs: int = 1
+    """Passes over each rollout batch."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "prompts_per_step",
+            "group_size",
+            "max_sampling_rounds",
+            "minibatches",
+            "epochs",
+        ):
+            value = getattr(self, name)
+            _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
+        _one_of("rollout.engine", self.engine, ("lean", "hf"))
+        _check(
+            self.temperature > 0,
+            f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",
+        )
+        _check(
+            self.generation_batch_size is None or self.generation_batch_size >= 1,
+            f"rollout.generation_batch_size must be >= 1 or null, got {self.generation_batch_size}",
+        )
+        _check(
+            self.prompts_per_step * self.group_size >= self.minibatches,
+            f"rollout.minibatches ({self.minibatches}) exceeds the rollout batch "
+            f"({self.prompts_per_step} prompts x {self.group_size})",
+        )
+        self.sampling  # noqa: B018 - validates temperature/top_p/top_k/max_new_tokens
+
+    @property
+    def sampling(self) -> SamplingConfig:
+        """The sampler settings of the rollouts."""
+        return SamplingConfig(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+        )
+
+    @property
+    def reuses_rollout(self) -> bool:
+        """True when the policy changes before the batch's last update (old log-probs needed)."""
+        return self.minibatches > 1 or self.epochs > 1
+
+
+@dataclass(frozen=True)
+class ObjectiveConfig:
+    """The policy objective by name, its hyperparameters, and the regularisers."""
+
+    name: str = "grpo"
+    """Registered objective, e.g. ``grpo``, ``abc_grpo``, ``etr``, ``gppo``, ``apmpo``."""
+    advantage: str | None = None
+    """Advantage mode (``group_std``, ``group_mean``, ``batch_std``); ``None``: the objective's default."""
+    loss_agg: str | None = None
+    """Aggregation mode; ``None``: the objective's default."""
+    kl_coef: float = 0.0
+    """Weight of the KL to the reference model (0: no reference model is loaded)."""
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """KL estimator."""
+    sft_coef: float = 0.0
+    """Weight of the NLL on positive responses (Klear's SFT term; 0.1 in Klear)."""
+    sft_threshold: float | None = None
+    """Reward a response must reach to count as positive (``None``: ``reward.correct``)."""
+    entropy_coef: float = 0.0
+    """Entropy bonus weight."""
+    hparams: dict[str, Any] = field(default_factory=dict)
+    """The objective's own hyperparameters (``eps1``, ``eps_high``, ...), by their ALGORITHMS.md names."""
+
+    def __post_init__(self) -> None:
+        _check(self.kl_coef >= 0, f"objective.kl_coef must be >= 0, got {self.kl_coef}")
+        _check(self.sft_coef >= 0, f"objective.sft_coef must be >= 0, got {self.sft_coef}")
+        _one_of("objective.kl_estimator", self.kl_estimator, ("k1", "k2", "k3"))
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """AdamW, its learning-rate schedule, clipping and gradient accumulation."""
+
+    lr: float = 1e-6
+    """Peak learning rate."""
+    weight_decay: float = 0.0
+    """AdamW decoupled weight decay."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW moment coefficients."""
+    eps: float = 1e-8
+    """AdamW denominator epsilon."""
+    max_grad_norm: float | None = 1.0
+    """Clip the global gradient norm to this value (``None``: no clipping)."""
+    warmup_steps: int = 0
+    """Optimiser steps of linear warm-up from 0 to ``lr``."""
+    schedule: Literal["constant", "cosine"] = "constant"
+    """After warm-up: constant, or cosine decay to 0 at the last step."""
+    micro_batch_size: int | None = None
+    """Sequences per forward/backward pass; gradients are accumulated (``None``: no splitting)."""
+
+    def __post_init__(self) -> None:
+        _check(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
+        _check(self.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.weight_decay}")
+        _check(
+            len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
+            f"optim.betas must be two numbers in [0, 1), got {self.betas}",
+        )
+        _check(
+            self.max_grad_norm is None or self.max_grad_norm > 0,
+            f"optim.max_grad_norm must be > 0 or null, got {self.max_grad_norm}",
+        )
+        _check(self.warmup_steps >= 0, f"optim.warmup_steps must be >= 0, got {self.warmup_steps}")
+        _one_of("optim.schedule", self.schedule, ("constant", "cosine"))
+        _check(
+            self.micro_batch_size is None or self.micro_batch_size >= 1,
+            f"optim.micro_batch_size must be >= 1 or null, got {self.micro_batch_size}",
+        )
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Where and how metrics are written."""
+
+    output_dir: str = "runs/default"
+    """Run directory: metrics.jsonl, TensorBoard events, checkpoints, samples, plots."""
+    tensorboard: bool = True
+    """Write TensorBoard event files under ``output_dir/tb``."""
+    wandb: bool = False
+    """Also log to Weights & Biases (only if ``wandb`` is installed)."""
+    wandb_project: str = "rlvr"
+    """W&B project name."""
+    progress: Literal["auto", "on", "off"] = "auto"
+    """Live progress bar: ``auto`` shows it on a terminal."""
+    samples_per_step: int = 2
+    """Completions per step written to ``samples.jsonl`` (0: none)."""
+    plots: bool = True
+    """Write PNG plots of the metrics to ``output_dir/plots`` at the end."""
+
+    def __post_init__(self) -> None:
+        _one_of("log.progress", self.progress, ("auto", "on", "off"))
+        _check(
+            self.samples_per_step >= 0,
+            f"log.samples_per_step must be >= 0, got {self.samples_per_step}",
+        )
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Periodic held-out evaluation through the evaluation harness."""
+
+    every: int = 0
+    """Evaluate every N steps (0: only at the start and the end)."""
+    at_start: bool = True
+    """Evaluate before the first step."""
+    at_end: bool = True
+    """Evaluate after the last step."""
+    n: int = 4
+    """Samples per problem."""
+    ks: tuple[int, ...] = (1,)
+    """k values of ``avg@k`` and ``pass@k`` (each <= n)."""
+    temperature: float = 0.6
+    """Sampling temperature of the evaluation (0: greedy)."""
+    top_p: float = 1.0
+    """Nucleus mass of the evaluation."""
+    max_new_tokens: int | None = None
+    """Completion budget (``None``: the rollout's)."""
+    batch_size: int = 8
+    """Problems per generation call."""
+    seed: int = 1234
+    """Seed of the evaluation's own RNG; training randomness is left untouched."""
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
+        _check(self.n >= 1, f"eval.n must be >= 1, got {self.n}")
+        _check(
+            len(self.ks) > 0 and all(1 <= k <= self.n for k in self.ks),
+            f"eval.ks must be in [1, eval.n={self.n}], got {list(self.ks)}",
+        )
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """When checkpoints are written and how many are kept."""
+
+    every: int = 0
+    """Save every N steps (0: only at the end)."""
+    keep_last: int = 2
+    """Keep the N most recent checkpoints (0: keep all)."""
+    save_final: bool = True
+    """Save after the last step."""
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 0, f"checkpoint.every must be >= 0, got {self.every}")
+        _check(self.keep_last >= 0, f"checkpoint.keep_last must be >= 0, got {self.keep_last}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """A whole RL run."""
+
+    steps: int = 100
+    """Rollout steps (each runs ``rollout.minibatches * rollout.epochs`` optimiser steps)."""
+    seed: int = 0
+    """Seeds torch, Python, NumPy and the data order."""
+    threads: int | None = None
+    """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """Policy model."""
+    data: DataConfig
+    """Prompts."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """Verifier and reward values."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """Sampling and batch reuse."""
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    """Policy loss and regularisers."""
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    """Optimiser."""
+    log: LogConfig = field(default_factory=LogConfig)
+    """Metrics output."""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """Held-out evaluation."""
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Checkpointing."""
+
+    def __post_init__(self) -> None:
+        _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
+        _check(
+            self.threads is None or self.threads >= 1,
+            f"threads must be >= 1 or null, got {self.threads}",
+        )
+        batch = self.rollout.prompts_per_step * self.rollout.group_size
+        mb = self.optim.micro_batch_size
+        _check(
+            mb is None or mb <= batch,
+            f"optim.micro_batch_size ({mb}) exceeds the rollout batch ({batch} sequences)",
+        )
+        if self.rollout.dynamic_sampling or self.rollout.filter_zero_advantage:
+            _check(
+                self.rollout.group_size >= 2,
+                "dynamic sampling / zero-advantage filtering need rollout.group_size >= 2",
+            )
+
+    @property
+    def sft_threshold(self) -> float:
+        """Reward a response needs for the SFT-on-positives term."""
+        t = self.objective.sft_threshold
+        return self.reward.correct if t is None else t
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTDataConfig:
+    """Prompt/response pairs for supervised fine-tuning."""
+
+    train: str
+    """JSONL/Parquet file or dataset with one prompt and one response per row."""
+    eval: str | None = None
+    """Held-out pairs whose NLL is reported at the end of each epoch (``None``: none)."""
+    prompt_field: str = "prompt"
+    """Column holding the prompt."""
+    response_field: str = "response"
+    """Column holding the target response."""
+    system_prompt: str | None = None
+    """System message placed before each prompt when the tokenizer has a chat template."""
+    max_tokens: int = 1024
+    """Longest prompt + response in tokens; longer rows are skipped (counted)."""
+    max_examples: int | None = None
+    """Use only the first N rows (``None``: all)."""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.train), "data.train must name the SFT data (a file or dataset)")
+        _check(self.max_tokens >= 2, f"data.max_tokens must be >= 2, got {self.max_tokens}")
+        _check(
+            self.max_examples is None or self.max_examples >= 1,
+            f"data.max_examples must be >= 1 or null, got {self.max_examples}",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SFTConfig:
+    """A supervised fine-tuning run (token-mean NLL on responses, prompt tokens masked)."""
+
+    epochs: int = 1
+    """Passes over the data."""
+    steps: int | None = None
+    """Optimiser steps of the run (``None``: ``epochs`` passes); batches wrap into the next epoch."""
+    batch_size: int = 16
+    """Sequences per optimiser step."""
+    seed: int = 0
+    """Seeds torch, Python, NumPy and the data order."""
+    threads: int | None = None
+    """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """Model to fine-tune."""
+    data: SFTDataConfig
+    """Prompt/response pairs."""
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-4))
+    """Optimiser."""
+    log: LogConfig = field(
+        default_factory=lambda: LogConfig(output_dir="runs/sft", samples_per_step=0)
+    )
+    """Metrics output."""
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    """Checkpointing."""
+
+    def __post_init__(self) -> None:
+        _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        _check(
+            self.steps is None or self.steps >= 1, f"steps must be >= 1 or null, got {self.steps}"
+        )
+        _check(
+            self.threads is None or self.threads >= 1,
+            f"threads must be >= 1 or null, got {self.threads}",
+        )
+        _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
+        mb = self.optim.micro_batch_size
+        _check(
+            mb is None or mb <= self.batch_size,
+            f"optim.micro_batch_size ({mb}) exceeds batch_size ({self.batch_size})",
+        )

@@ -1,0 +1,174 @@
+"""Metric writers (``metrics.jsonl``, TensorBoard, optional W&B) and per-step reduction.
+
+Names are the stable list in ``docs/metrics.md``. Every row of ``metrics.jsonl`` is one
+JSON object ``{"step": k, "name": value, ...}``; a value that is not finite is written as
+``null`` and counted in ``log/nonfinite_metrics``, never as ``NaN``. On resume from step
+``k`` the rows after ``k`` are dropped, so the file reads as one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.train.config import LogConfig
+
+METRICS_FILE = "metrics.jsonl"
+SAMPLES_FILE = "samples.jsonl"
+
+
+def to_float(value: Any) -> float:
+    """A Python float from a float, int, bool or 0-dim tensor."""
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().float().item())
+    return float(value)
+
+
+class MetricsWriter:
+    """Writes one row of metrics per step to every configured sink."""
+
+    def __init__(
+        self, run_dir: Path, cfg: LogConfig, *, resume_step: int | None, config: Mapping[str, Any]
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if resume_step is not None:
+            truncate_after(self.run_dir / METRICS_FILE, resume_step)
+            truncate_after(self.run_dir / SAMPLES_FILE, resume_step)
+        self._metrics = open(self.run_dir / METRICS_FILE, "a")  # noqa: SIM115 - closed in close()
+        self._samples = open(self.run_dir / SAMPLES_FILE, "a")  # noqa: SIM115
+        self._tb = _tensorboard(self.run_dir / "tb", resume_step) if cfg.tensorboard else None
+        self._wandb = _wandb(cfg, self.run_dir, config) if cfg.wandb else None
+
+    def write(self, step: int, metrics: Mapping[str, Any]) -> dict[str, float | None]:
+        """Write ``metrics`` for ``step``; returns the row as written."""
+        row: dict[str, float | None] = {}
+        bad = 0
+        for name, value in metrics.items():
+            x = to_float(value)
+            finite = math.isfinite(x)
+            bad += not finite
+            row[name] = x if finite else None
+        if bad:
+            row["log/nonfinite_metrics"] = float(bad)
+        self._metrics.write(json.dumps({"step": step, **row}) + "\n")
+        self._metrics.flush()
+        if self._tb is not None:
+            for name, x in row.items():
+                if x is not None:
+                    self._tb.add_scalar(name, x, step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in row.items() if v is not None}, step=step)
+        return row
+
+    def write_samples(self, step: int, samples: Iterable[Mapping[str, Any]]) -> None:
+        """Append example completions of ``step`` to ``samples.jsonl``."""
+        for sample in samples:
+            self._samples.write(json.dumps({"step": step, **sample}, default=str) + "\n")
+        self._samples.flush()
+
+    def close(self) -> None:
+        """Flush and close every sink."""
+        self._metrics.close()
+        self._samples.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``metrics.jsonl`` (a torn last line, left by a kill, is ignored)."""
+    rows = []
+    with open(path) as fh:
+        for line in fh:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def truncate_after(path: Path, step: int) -> None:
+    """Rewrite a JSONL file keeping only complete rows with ``row["step"] <= step``."""
+    if not path.exists():
+        return
+    kept = [row for row in read_metrics(path) if row.get("step", 0) <= step]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in kept)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _tensorboard(log_dir: Path, resume_step: int | None):
+    from torch.utils.tensorboard import SummaryWriter
+
+    purge = None if resume_step is None else resume_step + 1
+    return SummaryWriter(log_dir=str(log_dir), purge_step=purge)
+
+
+def _wandb(cfg: LogConfig, run_dir: Path, config: Mapping[str, Any]):
+    try:
+        import wandb
+    except ImportError:
+        warnings.warn(
+            "log.wandb=true but wandb is not installed (pip install wandb); logging without it",
+            stacklevel=3,
+        )
+        return None
+    return wandb.init(
+        project=cfg.wandb_project,
+        dir=str(run_dir),
+        config=dict(config),
+        name=run_dir.name,
+        resume="allow",
+    )
+
+
+class StepMetrics:
+    """Accumulates metrics over the micro-batches of a step.
+
+    Per-token objective metrics are averaged with the micro-batch's token count as
+    weight; names ending in ``max``/``min`` take the max/min; ``loss/*`` and counts
+    registered with :meth:`add_sum` are summed.
+    """
+
+    def __init__(self) -> None:
+        self._weighted: dict[str, float] = {}
+        self._weights: dict[str, float] = {}
+        self._extreme: dict[str, float] = {}
+        self._sums: dict[str, float] = {}
+
+    def add(self, metrics: Mapping[str, Any], weight: float) -> None:
+        """Fold in one micro-batch's metrics."""
+        for name, value in metrics.items():
+            x = to_float(value)
+            if name.endswith(("max", "min")):
+                pick = max if name.endswith("max") else min
+                self._extreme[name] = pick(self._extreme.get(name, x), x)
+            else:
+                self._weighted[name] = self._weighted.get(name, 0.0) + weight * x
+                self._weights[name] = self._weights.get(name, 0.0) + weight
+
+    def add_sum(self, name: str, value: float) -> None:
+        """Add ``value`` to a summed metric."""
+        self._sums[name] = self._sums.get(name, 0.0) + to_float(value)
+
+    def result(self) -> dict[str, float]:
+        """The reduced metrics."""
+        out = {
+            k: v / self._weights[k] if self._weights[k] else 0.0 for k, v in self._weighted.items()
+        }
+        out.update(self._extreme)
+        out.update(self._sums)
+        return out

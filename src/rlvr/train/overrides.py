@@ -1,0 +1,295 @@
+"""Config dataclasses from YAML files and ``key=value`` overrides, with checked types.
+
+``load_config(TrainConfig, "demo", ["objective.name=abc_grpo", "objective.eps3=0.3"])``
+reads an embedded config (``src/rlvr/configs/demo.yaml``) or a YAML file, applies the
+dotted overrides (values parsed as YAML scalars), and builds the frozen dataclasses,
+naming the offending key on any error. Two conveniences:
+
+- a scalar given for a section sets its ``name`` (``model=smollm2-135m``);
+- keys of ``objective`` that are not its fields are the objective's hyperparameters
+  (``objective.eps3=0.3`` lands in ``objective.hparams``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from rlvr.train.config import ObjectiveConfig
+
+T = TypeVar("T")
+
+# Sections whose unknown keys are collected into a dict field instead of rejected.
+_EXTRA_KEYS_FIELD: dict[type, str] = {ObjectiveConfig: "hparams"}
+# Top-level sections whose extra keys belong to the named thing: a new name drops them.
+_NAME_SCOPED: dict[str, type] = {"objective": ObjectiveConfig}
+
+
+def _rename(key: str, section: dict[str, Any], name: Any) -> dict[str, Any]:
+    """``section`` with ``name`` set; under a different name, hyperparameters of the old one are dropped."""
+    cls = _NAME_SCOPED.get(key)
+    if cls is not None and section.get("name") != name:
+        fields = {f.name for f in dataclasses.fields(cls)} - {_EXTRA_KEYS_FIELD[cls]}
+        section = {k: v for k, v in section.items() if k in fields}
+    return {**section, "name": name}
+
+
+def embedded_configs() -> list[str]:
+    """Names of the configs shipped in ``rlvr/configs``."""
+    root = resources.files("rlvr") / "configs"
+    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it names one."""
+    data = _read_one(name_or_path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ValueError(f"{name_or_path}: base must name a config, got {base!r}")
+    if base in _seen or base == name_or_path:
+        raise ValueError(
+            f"{name_or_path}: circular base {' -> '.join((*_seen, name_or_path, base))}"
+        )
+    return deep_merge(read_yaml(base, (*_seen, name_or_path)), data)
+
+
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, section by section (a scalar section is a ``name``)."""
+    out = _deep_copy(base)
+    for key, value in top.items():
+        below = out.get(key)
+        if isinstance(below, str) and key in _NAME_SCOPED:
+            below = {"name": below}
+        if isinstance(value, str) and isinstance(below, dict) and key in _NAME_SCOPED:
+            value = {"name": value}
+        if isinstance(value, dict) and isinstance(below, dict):
+            if "name" in value:
+                below = _rename(key, below, value["name"])
+            out[key] = deep_merge(below, value)
+        else:
+            out[key] = _deep_copy(value)
+    return out
+
+
+def _read_one(name_or_path: str) -> dict[str, Any]:
+    path = Path(name_or_path)
+    if path.is_file():
+        text, where = path.read_text(), str(path)
+    else:
+        embedded = resources.files("rlvr") / "configs" / f"{name_or_path}.yaml"
+        if not embedded.is_file():
+            raise ValueError(
+                f"config {name_or_path!r} is neither a file nor an embedded config ({', '.join(embedded_configs())})"
+            )
+        text, where = embedded.read_text(), f"rlvr/configs/{name_or_path}.yaml"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """A copy of ``data`` with each ``a.b.c=value`` set (value parsed as YAML)."""
+    out = _deep_copy(data)
+    # A new objective name first, so `objective.eps3=0.3 objective.name=abc_grpo` keeps eps3.
+    renames = [
+        o
+        for o in overrides
+        if o.partition("=")[0] in {f"{k}{s}" for k in _NAME_SCOPED for s in ("", ".name")}
+    ]
+    for item in renames + [o for o in overrides if o not in renames]:
+        key, sep, raw = item.partition("=")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ValueError(f"override {item!r} must look like section.key=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as err:
+            raise ValueError(f"override {item!r}: value is not valid YAML: {err}") from err
+        parts = key.split(".")
+        if parts[0] in _NAME_SCOPED and (
+            len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]
+        ):
+            section = out.get(parts[0])
+            section = {"name": section} if isinstance(section, str) else dict(section or {})
+            out[parts[0]] = _rename(parts[0], section, value)
+            continue
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):  # `model: tiny` then `model.dtype=...`
+                child = node[part] = {"name": child}
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def load_config(cls: type[T], name_or_path: str | None, overrides: list[str] = ()) -> T:  # type: ignore[assignment]
+    """Build ``cls`` from a YAML file / embedded config (or nothing) plus overrides."""
+    data = read_yaml(name_or_path) if name_or_path else {}
+    return from_dict(cls, apply_overrides(data, list(overrides)))
+
+
+def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from a mapping, checking keys and value types."""
+    where = path or "config"
+    if not isinstance(data, dict):
+        if "name" in {f.name for f in dataclasses.fields(cls)} and isinstance(data, str):
+            data = {"name": data}
+        else:
+            raise ValueError(f"{where} must be a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    extra_field = _EXTRA_KEYS_FIELD.get(cls)
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(data.get(extra_field) or {}) if extra_field else {}
+    for key, value in data.items():
+        dotted = f"{path}.{key}" if path else str(key)
+        if key == extra_field:
+            continue
+        if key not in fields:
+            if extra_field:
+                extra[key] = value
+                continue
+            raise ValueError(f"unknown key {dotted!r}; valid keys of {where}: {', '.join(fields)}")
+        kwargs[key] = coerce(value, hints[key], dotted)
+    if extra_field:
+        kwargs[extra_field] = extra
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ValueError(
+            f"{where}: missing required key(s) {', '.join((f'{path}.' if path else '') + m for m in missing)}"
+        )
+    return cls(**kwargs)
+
+
+def coerce(value: Any, tp: Any, path: str) -> Any:
+    """``value`` checked against (and converted to) the annotated type ``tp``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, path)
+    if origin in (typing.Union, types.UnionType):
+        return _coerce_union(value, args, path)
+    if origin is typing.Literal:
+        return _coerce_literal(value, args, path)
+    if origin is tuple:
+        return _coerce_tuple(value, args, path)
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{path} must be a mapping, got {value!r}")
+        return dict(value)
+    if tp is typing.Any:
+        return value
+    return _coerce_scalar(value, tp, path)
+
+
+def _coerce_union(value: Any, args: tuple, path: str) -> Any:
+    if value is None and type(None) in args:
+        return None
+    rest = [a for a in args if a is not type(None)]
+    errors = []
+    for arg in rest:
+        try:
+            return coerce(value, arg, path)
+        except ValueError as err:
+            errors.append(str(err))
+    raise ValueError(errors[0] if len(errors) == 1 else f"{path}: {value!r} matches none of {rest}")
+
+
+def _coerce_literal(value: Any, args: tuple, path: str) -> Any:
+    if isinstance(value, bool) and {"on", "off"} <= set(args):  # YAML 1.1 reads on/off as bools
+        value = "on" if value else "off"
+    if value not in args:
+        raise ValueError(f"{path} must be one of {list(args)}, got {value!r}")
+    return value
+
+
+def _coerce_tuple(value: Any, args: tuple, path: str) -> tuple:
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and len(args) == 2
+        and args[1] is Ellipsis
+    ):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{path} must be a list, got {value!r}")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(coerce(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
+    if len(value) != len(args):
+        raise ValueError(f"{path} must have {len(args)} items, got {len(value)}")
+    return tuple(
+        coerce(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))
+    )
+
+
+def _coerce_scalar(value: Any, tp: Any, path: str) -> Any:
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # PyYAML reads 1e-6 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    else:
+        raise TypeError(f"{path}: unsupported annotation {tp!r}")
+    raise ValueError(f"{path} must be {tp.__name__}, got {value!r}")
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """A plain mapping (tuples as lists) that :func:`from_dict` turns back into ``config``."""
+    data = dataclasses.asdict(config)
+    return _plain(data)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dump_yaml(config: Any) -> str:
+    """``config`` as YAML text (round-trips through :func:`load_config`)."""
+    return yaml.safe_dump(to_dict(config), sort_keys=False)
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_deep_copy(v) for v in data]
+    return data

@@ -1,0 +1,107 @@
+"""``rlvr plot``: PNG curves of one or more runs' ``metrics.jsonl``.
+
+One figure per panel (reward, entropy, clip fractions, quadrant shares, response
+length, held-out scores), one line per run and metric. Panels whose metrics no run
+logged are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rlvr.train.metrics import METRICS_FILE, read_metrics
+
+# panel file name -> (title, metric names or regular expressions)
+PANELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "reward": ("Reward", ("reward/mean", "reward/accuracy")),
+    "entropy": ("Policy entropy", ("policy/entropy",)),
+    "clip": ("Clip fractions", ("clip/frac", "clip/low_frac", "clip/high_frac")),
+    "quadrants": (
+        "Out-of-band quadrant shares",
+        ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
+    ),
+    "length": ("Response length", ("response/length_mean", "response/length_max")),
+    "eval": ("Held-out", (r"eval/(avg|pass)@\d+",)),
+    "sft": ("SFT loss", ("sft/loss", "sft/eval_loss")),
+}
+
+
+def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
+    """``{label: rows}`` for run directories or ``metrics.jsonl`` files."""
+    runs = {}
+    for raw in paths:
+        path = Path(raw)
+        file = path / METRICS_FILE if path.is_dir() else path
+        if not file.is_file():
+            raise ValueError(f"{raw}: no {METRICS_FILE} found")
+        label = (file.parent.name if file.name == METRICS_FILE else file.stem) or str(file)
+        while label in runs:
+            label += "'"
+        runs[label] = read_metrics(file)
+    return runs
+
+
+def _names(patterns: Sequence[str], rows: list[dict]) -> list[str]:
+    present = sorted({k for row in rows for k in row if k != "step"})
+    return [n for p in patterns for n in present if re.fullmatch(p, n)]
+
+
+def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
+    """Write one PNG per panel that has data; returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    styles = ["-", "--", ":", "-."]
+    for panel, (title, patterns) in PANELS.items():
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        lines = 0
+        for label, rows in runs.items():
+            for i, name in enumerate(_names(patterns, rows)):
+                points = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
+                if points:
+                    xs, ys = zip(*points, strict=True)
+                    ax.plot(
+                        xs,
+                        ys,
+                        styles[i % len(styles)],
+                        marker="." if len(xs) < 30 else None,
+                        label=f"{label}: {name}" if len(runs) > 1 else name,
+                    )
+                    lines += 1
+        if lines:
+            ax.set(title=title, xlabel="step")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(out_dir / f"{panel}.png", dpi=120)
+            written.append(out_dir / f"{panel}.png")
+        plt.close(fig)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``rlvr plot RUN [RUN ...] [--out DIR]``."""
+    parser = argparse.ArgumentParser(
+        prog="rlvr plot", description="Plot metrics.jsonl of one or more runs as PNG files."
+    )
+    parser.add_argument("runs", nargs="+", help="run directories or metrics.jsonl files")
+    parser.add_argument("--out", help="output directory (default: <first run>/plots)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        runs = load_runs(args.runs)
+    except ValueError as err:
+        print(f"rlvr plot: {err}", file=sys.stderr)
+        return 2
+    first = Path(args.runs[0])
+    out = Path(args.out) if args.out else (first if first.is_dir() else first.parent) / "plots"
+    for path in plot_runs(runs, out):
+        print(path)
+    return 0

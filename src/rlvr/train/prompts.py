@@ -1,0 +1,217 @@
+"""Prompts and SFT pairs, tokenised once, and a resumable seeded sampler over them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.train import integrations
+from rlvr.train.config import DataConfig, SFTDataConfig
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One training or evaluation prompt."""
+
+    ids: tuple[int, ...]
+    """Token ids of the formatted prompt (chat template applied)."""
+    reference: Any
+    """What the verifier checks completions against."""
+    example: Any
+    """The ``rlvr.data.Example`` it came from."""
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """Tokenised prompts and how many over-long ones were skipped or truncated."""
+
+    prompts: list[Prompt]
+    """Usable prompts, in file order."""
+    skipped: int
+    """Prompts longer than ``max_prompt_tokens`` that were dropped."""
+    truncated: int
+    """Prompts longer than ``max_prompt_tokens`` that were cut to their last tokens."""
+
+
+def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source: str) -> PromptSet:
+    """Format and tokenise examples (``rlvr.data.Example``); over-long prompts are skipped or truncated, with a warning."""
+    texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    prompts, skipped, truncated = [], 0, 0
+    limit = cfg.max_prompt_tokens
+    for row, ids in zip(rows, encoded, strict=True):
+        if len(ids) > limit:
+            if cfg.long_prompts == "skip":
+                skipped += 1
+                continue
+            ids, truncated = ids[-limit:], truncated + 1
+        if ids:
+            prompts.append(Prompt(ids=tuple(ids), reference=row.reference, example=row))
+    if skipped or truncated:
+        action = f"skipped {skipped}" if skipped else f"truncated {truncated}"
+        warnings.warn(
+            f"{source}: {action} prompt(s) longer than data.max_prompt_tokens={limit}", stacklevel=2
+        )
+    if not prompts:
+        raise ValueError(
+            f"{source}: no usable prompts (all {len(rows)} rows empty or longer than data.max_prompt_tokens={limit})"
+        )
+    return PromptSet(prompts=prompts, skipped=skipped, truncated=truncated)
+
+
+GYM_PREFIX = "reasoning_gym:"
+
+
+def gym_files(cfg: DataConfig) -> dict[str, Path]:
+    """``{"train": path, "eval": path}`` of the generated sets for ``reasoning_gym:<task>`` sources.
+
+    The held-out set is generated first (seed ``data.gym.eval_seed``); the training set
+    then skips every held-out question. Files are cached under ``$RLVR_CACHE/data`` by
+    task, size, seed, options and exclusions, each written once (atomically).
+    """
+    gym, out = cfg.gym, {}
+    if cfg.eval is not None and cfg.eval.startswith(GYM_PREFIX):
+        out["eval"] = _gym_file(
+            cfg.eval[len(GYM_PREFIX) :], gym.eval_size, gym.held_out_seed, gym.config, None
+        )
+    if cfg.train.startswith(GYM_PREFIX):
+        out["train"] = _gym_file(
+            cfg.train[len(GYM_PREFIX) :], gym.train_size, gym.seed, gym.config, out.get("eval")
+        )
+    return out
+
+
+def _gym_file(task: str, size: int, seed: int, config: dict, exclude: Path | None) -> Path:
+    """The cached JSONL of ``size`` problems of ``task``, none of whose questions is in ``exclude``."""
+    key = json.dumps([task, size, seed, config, exclude.name if exclude else None], sort_keys=True)
+    path = (
+        _cache_dir() / f"{task}-n{size}-s{seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.jsonl"
+    )
+    if not path.exists():
+        _write_atomic(path, task, size, seed, config, [exclude] if exclude else [])
+    return path
+
+
+def _cache_dir() -> Path:
+    from rlvr.models import cache_root
+
+    return cache_root() / "data"
+
+
+def _write_atomic(
+    path: Path, task: str, size: int, seed: int, config: dict, exclude: list[Path]
+) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    integrations.write_gym_set(
+        tmp, task, size=size, seed=seed, config=config, exclude=[str(p) for p in exclude]
+    )
+    os.replace(tmp, path)
+
+
+def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
+    """The ``train`` or ``eval`` prompts of ``cfg`` (file, dataset or ``reasoning_gym:<task>``)."""
+    source = cfg.train if role == "train" else cfg.eval
+    limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
+    if source is None:
+        raise ValueError(f"data.{role} is not set")
+    fields_name = cfg.fields
+    if source.startswith(GYM_PREFIX):
+        source, fields_name = str(gym_files(cfg)[role]), fields_name or "reasoning_gym"
+    fields = integrations.field_map(fields_name, prompt=cfg.prompt_field, answer=cfg.answer_field)
+    rows = integrations.load_examples(
+        source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
+    )
+    return build_prompt_set(rows, tokenizer, cfg, source=source)
+
+
+@dataclass(frozen=True)
+class SFTExample:
+    """One supervised pair."""
+
+    prompt_ids: tuple[int, ...]
+    """Formatted prompt tokens (masked out of the loss)."""
+    response_ids: tuple[int, ...]
+    """Target tokens, ending with EOS."""
+
+
+def load_sft_examples(
+    source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
+) -> tuple[list[SFTExample], int]:
+    """``(examples, skipped)``: prompt/response pairs tokenised; rows over ``max_tokens`` are skipped."""
+    fields = integrations.field_map(None, prompt=cfg.prompt_field, answer=cfg.response_field)
+    rows = integrations.load_examples(source, fields=fields, limit=limit)
+    texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
+    prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    responses = (
+        tokenizer([str(r.reference) for r in rows], add_special_tokens=False)["input_ids"]
+        if rows
+        else []
+    )
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
+    out, skipped = [], 0
+    for p, r in zip(prompts, responses, strict=True):
+        r = [*r, eos]
+        if len(p) + len(r) > cfg.max_tokens or not p:
+            skipped += 1
+            continue
+        out.append(SFTExample(prompt_ids=tuple(p), response_ids=tuple(r)))
+    if skipped:
+        warnings.warn(
+            f"{source}: skipped {skipped} row(s) longer than data.max_tokens={cfg.max_tokens} or with an empty prompt",
+            stacklevel=2,
+        )
+    if not out:
+        raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
+    return out, skipped
+
+
+class IndexSampler:
+    """Endless stream of indices into ``range(size)``: epoch by epoch, each a seeded permutation.
+
+    The order depends only on ``(seed, epoch)``, so the state is two integers and a resumed
+    run draws the same indices as an uninterrupted one.
+    """
+
+    def __init__(self, size: int, *, seed: int, shuffle: bool = True) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        self.size, self.seed, self.shuffle = size, seed, shuffle
+        self.epoch, self.position = 0, 0
+        self._order = self._permutation(0)
+
+    def _permutation(self, epoch: int) -> list[int]:
+        if not self.shuffle:
+            return list(range(self.size))
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        return torch.randperm(self.size, generator=gen).tolist()
+
+    def take(self, k: int) -> list[int]:
+        """The next ``k`` indices (wrapping into the next epoch)."""
+        out = []
+        while len(out) < k:
+            if self.position == self.size:
+                self.epoch, self.position = self.epoch + 1, 0
+                self._order = self._permutation(self.epoch)
+            n = min(k - len(out), self.size - self.position)
+            out.extend(self._order[self.position : self.position + n])
+            self.position += n
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        """``{"epoch", "position"}``."""
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Continue from a :meth:`state_dict`."""
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self._order = self._permutation(self.epoch)

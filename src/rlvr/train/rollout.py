@@ -1,0 +1,284 @@
+"""One step's rollout: sample G completions per prompt, score them, build the update batch.
+
+Order of operations (each line a function below):
+
+1. ``sample_round``: draw ``prompts_per_step`` prompts, generate G completions each
+   (``torch.inference_mode``, the lean KV-cached sampler), score them with the verifier.
+2. Dynamic sampling (DAPO): keep only groups whose rewards differ and draw further
+   rounds until ``prompts_per_step`` groups are kept or ``max_sampling_rounds`` is hit.
+3. ``assemble``: advantages and group statistics over the whole, unfiltered batch
+   (never from part of a group); then Klear's zero-advantage group filter and DAPO's
+   truncated-completion mask drop rows.
+4. ``behaviour_logp``: old log-probs only when the batch feeds more than one optimiser
+   step, reference log-probs only when ``kl_coef > 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rlvr.generation import generate_ids
+from rlvr.train import integrations
+from rlvr.train.batch import (
+    RolloutBatch,
+    SequenceBatch,
+    concat,
+    from_generation,
+    length_sorted_chunks,
+)
+from rlvr.train.config import TrainConfig
+from rlvr.train.prompts import IndexSampler, Prompt
+from rlvr.train.setup import autocast
+
+
+@dataclass
+class Round:
+    """One generation round: ``n`` groups of G completions, groups contiguous."""
+
+    prompts: list[Prompt]
+    """The n prompts, one per group."""
+    seqs: SequenceBatch
+    """[n * G] sampled sequences."""
+    texts: list[str]
+    """n * G decoded completions."""
+    rewards: torch.Tensor
+    """[n * G] rewards."""
+    truncated: torch.Tensor
+    """[n * G] bool: hit ``max_new_tokens`` without EOS."""
+    failures: int = 0
+    """Verifier exceptions."""
+    timeouts: int = 0
+    """Verifier timeouts."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """``generate`` and ``score`` wall time."""
+
+    def informative(self, group_size: int) -> torch.Tensor:
+        """[n] bool: groups whose rewards are not all equal."""
+        r = self.rewards.view(-1, group_size)
+        return (r.max(dim=1).values - r.min(dim=1).values) > 0
+
+    def groups(self, keep: torch.Tensor, group_size: int) -> Round:
+        """The groups ``keep`` [n] bool of this round."""
+        rows = keep.repeat_interleave(group_size).nonzero().squeeze(1)
+        return Round(
+            prompts=[p for p, k in zip(self.prompts, keep.tolist(), strict=True) if k],
+            seqs=self.seqs.rows(rows),
+            texts=[self.texts[i] for i in rows.tolist()],
+            rewards=self.rewards[rows],
+            truncated=self.truncated[rows],
+        )
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What a step's rollout produced."""
+
+    batch: RolloutBatch | None
+    """The update batch (``None`` when every row was filtered out)."""
+    metrics: dict[str, float]
+    """Reward, length, filtering and timing metrics."""
+    samples: list[dict[str, Any]]
+    """A few completions for ``samples.jsonl``."""
+
+
+def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainConfig) -> Round:
+    """Generate G completions for each prompt and score them."""
+    g = cfg.rollout.group_size
+    per_call = max(1, (cfg.rollout.generation_batch_size or len(prompts) * g) // g)
+    t0 = time.perf_counter()
+    parts = []
+    with autocast(cfg.model):
+        for start in range(0, len(prompts), per_call):
+            chunk = [p.ids for p in prompts[start : start + per_call]]
+            parts.append(
+                generate_ids(
+                    policy,
+                    tokenizer,
+                    chunk,
+                    n=g,
+                    sampling=cfg.rollout.sampling,
+                    engine=cfg.rollout.engine,
+                )
+            )
+    t1 = time.perf_counter()
+    texts = [t for gen in parts for t in gen.texts]
+    references = [p.reference for p in prompts for _ in range(g)]
+    scores = integrations.score(scorer, texts, references)
+    t2 = time.perf_counter()
+    return Round(
+        prompts=list(prompts),
+        seqs=concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id),
+        texts=texts,
+        rewards=torch.tensor(scores.rewards, dtype=torch.float32),
+        truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
+        failures=scores.failures,
+        timeouts=scores.timeouts,
+        seconds={"generate": t1 - t0, "score": t2 - t1},
+    )
+
+
+def collect_rounds(
+    policy, tokenizer, scorer, prompts: list[Prompt], sampler: IndexSampler, cfg: TrainConfig
+) -> tuple[list[Round], list[Round]]:
+    """``(sampled, kept)`` rounds; with dynamic sampling ``kept`` holds only informative groups."""
+    ro = cfg.rollout
+    sampled, kept, have = [], [], 0
+    rounds = ro.max_sampling_rounds if ro.dynamic_sampling else 1
+    for _ in range(rounds):
+        picked = [prompts[i] for i in sampler.take(ro.prompts_per_step)]
+        rnd = sample_round(policy, tokenizer, scorer, picked, cfg)
+        sampled.append(rnd)
+        if not ro.dynamic_sampling:
+            kept.append(rnd)
+            break
+        keep = rnd.informative(ro.group_size)
+        excess = have + int(keep.sum()) - ro.prompts_per_step
+        if excess > 0:  # drop the last informative groups beyond the target
+            keep &= keep.cumsum(0) <= int(keep.sum()) - excess
+        if keep.any():
+            kept.append(rnd.groups(keep, ro.group_size))
+            have += int(keep.sum())
+        if have >= ro.prompts_per_step:
+            break
+    return sampled, kept
+
+
+def assemble(
+    kept: list[Round], pad_id: int, cfg: TrainConfig, advantage_mode: str
+) -> tuple[RolloutBatch | None, dict[str, float]]:
+    """The update batch from the kept groups, after the configured filters; plus its counts.
+
+    Advantages and group statistics come from the whole groups first; the filters then
+    drop rows, so filtered rows count in no denominator of the loss.
+    """
+    g, ro = cfg.rollout.group_size, cfg.rollout
+    groups = sum(len(r.prompts) for r in kept)
+    counts = {
+        "groups/kept": float(groups),
+        "groups/filtered_zero_adv": 0.0,
+        "rollout/masked_truncated": 0.0,
+    }
+    counts["sampling/underfilled"] = float(ro.dynamic_sampling and groups < ro.prompts_per_step)
+    if not kept:
+        return None, counts
+    rewards = torch.cat([r.rewards for r in kept])  # [B]
+    truncated = torch.cat([r.truncated for r in kept])  # [B]
+    advantages = integrations.compute_advantages(rewards, g, advantage_mode)  # [B]
+    stats = integrations.group_stats(cfg.objective, rewards, g)
+    batch = RolloutBatch(
+        seqs=concat([r.seqs for r in kept], pad_id),
+        rewards=rewards,
+        advantages=advantages,
+        group_stats=stats,
+    )
+    keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
+    if ro.filter_zero_advantage:
+        zero = integrations.zero_advantage_groups(rewards, g)  # [B / G]
+        keep &= ~zero.repeat_interleave(g)
+        counts["groups/kept"] -= float(zero.sum())
+        counts["groups/filtered_zero_adv"] = float(zero.sum())
+    if ro.mask_truncated:
+        counts["rollout/masked_truncated"] = float((truncated & keep).sum())
+        keep &= ~truncated
+    if not keep.any():
+        return None, counts
+    return (batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1))), counts
+
+
+def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
+    """[B, T] log-probs of the response tokens under ``model``, micro-batch by micro-batch."""
+    out = torch.zeros(seqs.response_mask.shape, dtype=torch.float32)  # [B, T], a normal tensor
+    with torch.inference_mode():
+        _fill_logp(model, seqs, cfg, out)
+    return out
+
+
+def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) -> None:
+    device = next(model.parameters()).device
+    for index in length_sorted_chunks(seqs, cfg.optim.micro_batch_size):
+        micro = seqs.rows(index).trim_responses().to(device)
+        with autocast(cfg.model):
+            stats = integrations.token_stats(
+                model,
+                micro.input_ids,
+                micro.attention_mask,
+                micro.response_width,
+                temperature=cfg.rollout.temperature,
+                chunk_size=cfg.model.chunk_size,
+                compute_entropy=False,
+            )
+        out[index, : micro.response_width] = stats.logp.float().cpu()
+
+
+def behaviour_logp(
+    batch: RolloutBatch, policy, reference, cfg: TrainConfig
+) -> tuple[RolloutBatch, float]:
+    """``batch`` with old (if the batch is reused) and reference (if ``kl_coef > 0``) log-probs; seconds."""
+    t0 = time.perf_counter()
+    old = _logp(policy, batch.seqs, cfg) if cfg.rollout.reuses_rollout else None
+    ref = _logp(reference, batch.seqs, cfg) if reference is not None else None
+    batch = dataclasses.replace(batch, old_logp=old, ref_logp=ref)
+    return batch, time.perf_counter() - t0
+
+
+def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
+    """Reward, accuracy, length and verifier metrics over every completion sampled this step."""
+    rewards = torch.cat([r.rewards for r in sampled])
+    lengths = torch.cat([r.seqs.response_mask.sum(1) for r in sampled]).float()
+    truncated = torch.cat([r.truncated for r in sampled]).float()
+    empty = sum(not t.strip() for r in sampled for t in r.texts)
+    identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
+    failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
+    # Constant messages: Python shows each once per run; the metrics count every step.
+    if empty:
+        warnings.warn(
+            "empty completions sampled; scored as given (counted in response/empty_frac)",
+            stacklevel=2,
+        )
+    if failures or timeouts:
+        warnings.warn(
+            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, verifier/timeouts)",
+            stacklevel=2,
+        )
+    if bool(identical.any()):
+        warnings.warn(
+            "groups with identical rewards carry no learning signal (counted in groups/identical_frac)",
+            stacklevel=2,
+        )
+    return {
+        "reward/mean": float(rewards.mean()),
+        "reward/std": float(rewards.std(unbiased=False)),
+        "reward/accuracy": float((rewards >= cfg.reward.correct - 1e-9).float().mean()),
+        "response/length_mean": float(lengths.mean()),
+        "response/length_max": float(lengths.max()),
+        "response/clipped_frac": float(truncated.mean()),
+        "response/empty_frac": empty / len(rewards),
+        "groups/identical_frac": float(identical.mean()),
+        "sampling/rounds": float(len(sampled)),
+        "verifier/failures": float(failures),
+        "verifier/timeouts": float(timeouts),
+        "perf/generated_tokens": float(lengths.sum()),
+        "time/generate": sum(r.seconds["generate"] for r in sampled),
+        "time/score": sum(r.seconds["score"] for r in sampled),
+    }
+
+
+def samples(sampled: list[Round], k: int) -> list[dict[str, Any]]:
+    """The first ``k`` completions of the step, with prompt, reference and reward."""
+    first = sampled[0]
+    g = len(first.texts) // len(first.prompts)
+    return [
+        {
+            "prompt": first.prompts[i // g].example.prompt,
+            "reference": first.prompts[i // g].reference,
+            "completion": first.texts[i],
+            "reward": float(first.rewards[i]),
+        }
+        for i in range(min(k, len(first.texts)))
+    ]

@@ -1,0 +1,170 @@
+"""What RL and SFT runs share: run directory, model loading, optimiser and schedule, autocast."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr.train.checkpoint import latest_checkpoint, quiet_hf_progress
+from rlvr.train.config import LogConfig, ModelConfig, OptimConfig
+from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
+from rlvr.train.overrides import dump_yaml
+
+CONFIG_FILE = "config.yaml"
+
+
+def expand_output_dir(config: Any) -> Any:
+    """``config`` with ``{time}`` in ``log.output_dir`` replaced by the current time."""
+    out = config.log.output_dir
+    if "{time}" not in out:
+        return config
+    log = dataclasses.replace(
+        config.log, output_dir=out.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
+    )
+    return dataclasses.replace(config, log=log)
+
+
+def prepare_run_dir(config: Any, *, resume: bool) -> tuple[Path, Path | None]:
+    """``(run_dir, checkpoint to resume from or None)``; writes ``config.yaml``.
+
+    A fresh run refuses a directory that already holds metrics or checkpoints; a resumed
+    run with no checkpoint yet starts from scratch.
+    """
+    log: LogConfig = config.log
+    run_dir = Path(log.output_dir)
+    checkpoint = latest_checkpoint(run_dir) if resume else None
+    if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
+        raise ValueError(
+            f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
+            "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
+        )
+    if resume and checkpoint is None:
+        warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
+        for name in (
+            METRICS_FILE,
+            SAMPLES_FILE,
+        ):  # rows of a run killed before its first checkpoint
+            truncate_after(run_dir / name, -1)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / CONFIG_FILE).write_text(dump_yaml(config))
+    return run_dir, checkpoint
+
+
+def set_threads(threads: int | None) -> None:
+    """Limit torch's CPU threads (``None`` leaves torch's default)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def load_policy(cfg: ModelConfig, path: str | None = None):
+    """``(model, tokenizer)`` ready to train: dropout off, optional gradient checkpointing."""
+    from rlvr.models import load_model
+
+    with quiet_hf_progress():  # a preset's own build progress still shows
+        model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
+    disable_dropout(model)
+    if cfg.gradient_checkpointing:
+        enable = (
+            getattr(model, "activation_checkpointing_enable", None)
+            or model.gradient_checkpointing_enable
+        )
+        enable()
+        model.train()  # HF models checkpoint only in training mode; dropout is off anyway
+    return model, tokenizer
+
+
+def disable_dropout(model: torch.nn.Module) -> None:
+    """Set every dropout probability to 0 (log-probs must not depend on the module's mode)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    for name in ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"):
+        if hasattr(model.config, name):
+            setattr(model.config, name, 0.0)
+
+
+def autocast(cfg: ModelConfig):
+    """The forward-pass autocast context of ``cfg`` (a no-op unless ``autocast=bf16``)."""
+    if cfg.autocast == "bf16":
+        return torch.autocast(device_type=torch.device(cfg.device).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@dataclasses.dataclass(frozen=True)
+class LRSchedule:
+    """Multiplier of the peak learning rate at optimiser step ``s`` (0-based)."""
+
+    warmup_steps: int
+    """Linear warm-up length."""
+    total_steps: int
+    """Optimiser steps in the run (the cosine reaches 0 after the last one)."""
+    kind: str
+    """``constant`` or ``cosine``."""
+
+    def __call__(self, s: int) -> float:
+        if s < self.warmup_steps:
+            return (s + 1) / self.warmup_steps
+        if self.kind == "constant":
+            return 1.0
+        span = max(1, self.total_steps - self.warmup_steps)
+        progress = min(1.0, (s - self.warmup_steps) / span)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def adamw(params: list[torch.nn.Parameter], cfg: OptimConfig) -> torch.optim.AdamW:
+    """AdamW, fused where torch has a fused kernel for the parameters (CPU and CUDA floats).
+
+    The fused step updates each tensor in one pass: no temporary copy of all parameters
+    (the multi-tensor path holds one, about the model's size), and on CPU it is several
+    times faster. Elsewhere the per-tensor loop is used, for the same reason.
+    """
+    kwargs = {"lr": cfg.lr, "betas": cfg.betas, "eps": cfg.eps, "weight_decay": cfg.weight_decay}
+    try:
+        return torch.optim.AdamW(params, fused=True, **kwargs)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(params, foreach=False, **kwargs)
+
+
+def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
+    """``(AdamW, LambdaLR)`` over the trainable parameters."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = adamw(params, cfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule)
+    )
+    return optimizer, scheduler
+
+
+def clip_and_step(
+    model: torch.nn.Module, optimizer, scheduler, cfg: OptimConfig
+) -> tuple[float, bool]:
+    """Clip gradients, step optimiser and schedule; ``(grad_norm, stepped)``.
+
+    A non-finite gradient norm skips the update (gradients are dropped) instead of
+    writing NaN into the weights.
+    """
+    params = [p for p in model.parameters() if p.grad is not None]
+    max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
+    norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm)) if params else 0.0
+    stepped = math.isfinite(norm)
+    if stepped:
+        optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return norm, stepped
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

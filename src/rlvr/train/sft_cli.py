@@ -1,0 +1,32 @@
+"""``rlvr sft``: supervised fine-tuning on prompt/response JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rlvr.train.cli import parse_run_args, plain_warnings, print_config_error
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``rlvr sft --config FILE [key=value ...] [--resume [DIR]]``."""
+    from rlvr.train.config import SFTConfig
+    from rlvr.train.supervised import sft
+
+    parser = argparse.ArgumentParser(
+        prog="rlvr sft",
+        description="Supervised fine-tuning: token-mean NLL of responses, prompt tokens masked.",
+        epilog="example: rlvr sft data.train=pairs.jsonl model=tiny optim.lr=3e-4 epochs=2",
+    )
+    try:
+        cfg, resume = parse_run_args(
+            parser, SFTConfig, sys.argv[1:] if argv is None else argv, default_config=None
+        )
+    except ValueError as err:
+        return print_config_error(err)
+    with plain_warnings():
+        result = sft(cfg, resume=resume)
+    print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
+    if result.model_dir is not None:
+        print(f"model:   {result.model_dir}")
+    return 0

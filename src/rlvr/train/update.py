@@ -1,0 +1,129 @@
+"""The policy update: mini-batches x epochs optimiser steps, each over micro-batches.
+
+Each optimiser step passes the whole step's response-token and sequence counts to the
+objective, so the micro-batch losses sum to the loss of the full mini-batch and the
+accumulated gradient equals the full-batch gradient. When the batch feeds a single
+optimiser step, the behaviour log-probs are the current ones, detached: no extra pass.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from rlvr.train import integrations
+from rlvr.train.batch import RolloutBatch, length_sorted_chunks, split_rows
+from rlvr.train.config import TrainConfig
+from rlvr.train.metrics import StepMetrics
+from rlvr.train.setup import autocast, clip_and_step
+
+
+def micro_loss(
+    model, micro: RolloutBatch, cfg: TrainConfig, counts: integrations.StepCounts
+) -> tuple[torch.Tensor, dict]:
+    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
+    device = next(model.parameters()).device
+    micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
+    seqs = micro.seqs
+    with autocast(cfg.model):
+        stats = integrations.token_stats(
+            model,
+            seqs.input_ids,
+            seqs.attention_mask,
+            seqs.response_width,
+            temperature=cfg.rollout.temperature,
+            chunk_size=cfg.model.chunk_size,
+            compute_entropy=True,
+        )
+    logp = stats.logp.float()  # [b, T]
+    entropy = None if stats.entropy is None else stats.entropy.float()  # [b, T]
+    mask = seqs.response_mask.to(logp.dtype)  # [b, T]
+    loss, metrics = integrations.policy_loss(
+        cfg.objective,
+        sft_threshold=cfg.sft_threshold,
+        counts=counts,
+        max_len=cfg.rollout.max_new_tokens,
+        logp=logp,
+        old_logp=micro.old_logp if micro.old_logp is not None else logp.detach(),
+        advantages=micro.advantages,
+        mask=mask,
+        rewards=micro.rewards,
+        group_stats=micro.group_stats,
+        ref_logp=micro.ref_logp,
+        entropy=entropy,
+    )
+    metrics = dict(metrics)
+    if entropy is not None and "policy/entropy" not in metrics:
+        metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
+    return loss, metrics
+
+
+def optimizer_step(
+    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig, acc: StepMetrics
+) -> dict[str, float]:
+    """Accumulate gradients over micro-batches of ``batch``, then one optimiser step."""
+    counts = integrations.step_counts(batch.seqs.response_mask, batch.rewards, cfg.sft_threshold)
+    lr = scheduler.get_last_lr()[0]
+    total, nonfinite = 0.0, 0
+    for index in length_sorted_chunks(batch.seqs, cfg.optim.micro_batch_size):
+        micro = batch.rows(index)
+        loss, metrics = micro_loss(model, micro, cfg, counts)
+        if not torch.isfinite(loss):
+            nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
+            continue
+        loss.backward()
+        total += float(loss.detach())
+        acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
+    if nonfinite:
+        warnings.warn(
+            "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",
+            stacklevel=2,
+        )
+    grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
+    acc.add_sum("optim/skipped_steps", float(not stepped))
+    acc.add_sum("update/nonfinite_losses", float(nonfinite))
+    return {
+        "loss/policy": total,
+        "optim/grad_norm": grad_norm if math.isfinite(grad_norm) else 0.0,
+        "optim/lr": lr,
+    }
+
+
+def update_policy(
+    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig
+) -> dict[str, float]:
+    """``rollout.epochs`` passes of ``rollout.minibatches`` optimiser steps over ``batch``."""
+    acc, per_step = StepMetrics(), StepMetrics()
+    steps = 0
+    for _ in range(cfg.rollout.epochs):
+        for rows in split_rows(batch.size, cfg.rollout.minibatches):
+            per_step.add(
+                optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc), weight=1.0
+            )
+            steps += 1
+    return {
+        **exact_shares(acc.result()),
+        **per_step.result(),
+        "update/optimizer_steps": float(steps),
+    }
+
+
+def exact_shares(metrics: dict[str, float]) -> dict[str, float]:
+    """Quadrant shares recomputed from the token-weighted per-token fractions of the whole step.
+
+    Averaging each micro-batch's shares would weight them by tokens, not by events; the
+    fractions ``clip/q{k}_frac`` average exactly, and the shares are their ratios.
+    """
+    fracs = [metrics.get(f"clip/q{k}_frac") for k in (1, 2, 3, 4)]
+    if any(f is None for f in fracs):
+        return metrics
+    events = sum(fracs)
+    return {
+        **metrics,
+        **{
+            f"clip/q{k}_share": (f / events if events > 0 else 0.0)
+            for k, f in zip((1, 2, 3, 4), fracs, strict=True)
+        },
+    }

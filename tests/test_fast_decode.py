@@ -1,0 +1,76 @@
+"""The fast Llama-family decoder reproduces the Hugging Face forward exactly."""
+
+import pytest
+import torch
+
+from rlvr.fast_decode import FastDecoder, supports
+from rlvr.generation import left_pad, position_ids_from_mask
+
+
+def _llama(gqa: bool):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2 if gqa else 4,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+    )
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _hf_logits(model, ids, mask):
+    with torch.no_grad():
+        return model(
+            input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)
+        ).logits.float()
+
+
+def _check(model, vocab: int) -> None:
+    prompts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]  # left padding
+    ids, mask = left_pad(prompts, 0)
+    cont = torch.randint(1, vocab, (3, 4))  # four decoded tokens per row
+    dec = FastDecoder(model)
+    with torch.no_grad():
+        logits = [dec.prefill(ids, mask)]
+        for t in range(3):
+            logits.append(dec.decode(cont[:, t]))
+        dec.keep(torch.tensor([0, 2]))  # a row finished: the others continue alone
+        last = dec.decode(cont[[0, 2], 3])
+    full_ids = torch.cat([ids, cont], 1)
+    full_mask = torch.cat([mask, torch.ones_like(cont)], 1)
+    ref = _hf_logits(model, full_ids, full_mask)  # [3, P + 4, V]
+    p = ids.shape[1]
+    for t, got in enumerate(logits):
+        torch.testing.assert_close(got, ref[:, p - 1 + t], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last, ref[[0, 2], p + 3], rtol=1e-5, atol=1e-5)
+
+
+def test_qwen2_logits_match_hf(tiny_model):
+    model, tokenizer = tiny_model
+    assert supports(model)
+    _check(model, len(tokenizer))
+
+
+@pytest.mark.parametrize("gqa", [False, True], ids=["mha", "gqa"])
+def test_llama_logits_match_hf(gqa):
+    model = _llama(gqa)
+    assert supports(model)
+    _check(model, 97)
+
+
+def test_unsupported_configurations_fall_back():
+    model = _llama(False)
+    model.train()
+    assert not supports(model)
+    model.eval()
+    model.model.rotary_emb.rope_type = "linear"
+    assert not supports(model)
+    model.model.rotary_emb.rope_type = "default"
+    model.config.hidden_act = "gelu"
+    assert not supports(model)

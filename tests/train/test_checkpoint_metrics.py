@@ -1,0 +1,209 @@
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from rlvr.train.checkpoint import (
+    TrainerState,
+    latest_checkpoint,
+    list_checkpoints,
+    load_trainer_state,
+    save_checkpoint,
+)
+from rlvr.train.config import LogConfig, OptimConfig
+from rlvr.train.metrics import MetricsWriter, StepMetrics, read_metrics, truncate_after
+from rlvr.train.setup import LRSchedule, build_optimizer
+
+
+def _optim(model, total=10):
+    return build_optimizer(model, OptimConfig(lr=1e-3, warmup_steps=2), total)
+
+
+def test_checkpoint_restores_optimizer_scheduler_rng_and_data(tiny_model, tmp_path):
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    model(torch.tensor([[1, 2, 3]])).logits.sum().backward()
+    optimizer.step()
+    scheduler.step()
+    torch.manual_seed(7), random.seed(7), np.random.seed(7)
+    path = save_checkpoint(
+        tmp_path,
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        TrainerState(step=3, data={"epoch": 1, "position": 4}),
+    )
+    expected = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(0), random.seed(0), np.random.seed(0)
+    fresh_opt, fresh_sched = _optim(model)
+    state = load_trainer_state(path, fresh_opt, fresh_sched)
+    assert (state.step, state.data) == (3, {"epoch": 1, "position": 4})
+    assert (
+        torch.equal(torch.rand(3), expected[0])
+        and random.random() == expected[1]
+        and np.random.rand() == expected[2]
+    )
+    assert fresh_sched.get_last_lr() == scheduler.get_last_lr()
+    a, b = optimizer.state_dict()["state"], fresh_opt.state_dict()["state"]
+    assert all(torch.equal(a[k]["exp_avg"], b[k]["exp_avg"]) for k in a)
+    from rlvr.models import load_model
+
+    reloaded, _ = load_model(str(path))
+    for name, value in model.state_dict().items():
+        assert torch.equal(reloaded.state_dict()[name], value), name
+
+
+def test_keep_last_and_half_written_checkpoints(tiny_model, tmp_path):
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    for step in (1, 2, 3):
+        save_checkpoint(
+            tmp_path, model, None, optimizer, scheduler, TrainerState(step=step), keep_last=2
+        )
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step_000002", "step_000003"]
+    # a kill while writing leaves a hidden temporary directory, never a step_ directory
+    (tmp_path / "checkpoints" / ".step_000004.tmp123").mkdir()
+    (tmp_path / "checkpoints" / "step_000005").mkdir()  # no trainer_state.pt: incomplete
+    assert latest_checkpoint(tmp_path).name == "step_000003"
+    save_checkpoint(
+        tmp_path, model, None, optimizer, scheduler, TrainerState(step=3)
+    )  # rewrite in place
+    assert latest_checkpoint(tmp_path).name == "step_000003"
+
+
+def test_lr_schedule_warmup_then_constant_or_cosine():
+    constant = LRSchedule(warmup_steps=2, total_steps=6, kind="constant")
+    assert [constant(s) for s in range(6)] == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
+    cosine = LRSchedule(warmup_steps=2, total_steps=6, kind="cosine")
+    c = math.cos(math.pi / 4)
+    expected = [0.5, 1.0, 1.0, 0.5 * (1 + c), 0.5, 0.5 * (1 - c), 0.0]
+    assert [cosine(s) for s in range(7)] == pytest.approx(expected, abs=1e-12)
+
+
+def test_metrics_writer_nulls_nonfinite_and_truncates_on_resume(tmp_path):
+    cfg = LogConfig(output_dir=str(tmp_path), tensorboard=True, progress="off")
+    writer = MetricsWriter(tmp_path, cfg, resume_step=None, config={})
+    for step in (1, 2, 3):
+        writer.write(step, {"a": step, "b": torch.tensor(float("nan")) if step == 2 else 0.5})
+    writer.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert rows[1] == {"step": 2, "a": 2.0, "b": None, "log/nonfinite_metrics": 1.0}
+    with open(tmp_path / "metrics.jsonl", "a") as fh:
+        fh.write('{"step": 4, "a"')  # torn line of a killed run
+    writer = MetricsWriter(tmp_path, cfg, resume_step=2, config={})
+    writer.write(3, {"a": 30})
+    writer.close()
+    assert [(r["step"], r["a"]) for r in read_metrics(tmp_path / "metrics.jsonl")] == [
+        (1, 1.0),
+        (2, 2.0),
+        (3, 30.0),
+    ]
+    assert list((tmp_path / "tb").iterdir())
+
+
+def test_truncate_after_keeps_rows_up_to_step(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps({"step": s}) + "\n" for s in (0, 1, 2, 3)))
+    truncate_after(path, 1)
+    assert [r["step"] for r in read_metrics(path)] == [0, 1]
+
+
+def test_step_metrics_weights_and_extremes():
+    acc = StepMetrics()
+    acc.add({"clip/frac": 0.5, "ratio/max": 1.2, "ratio/min": 0.9}, weight=1)
+    acc.add({"clip/frac": 0.0, "ratio/max": 1.1, "ratio/min": 0.8}, weight=3)
+    acc.add_sum("optim/skipped_steps", 1)
+    acc.add_sum("optim/skipped_steps", 1)
+    assert acc.result() == {
+        "clip/frac": 0.125,
+        "ratio/max": 1.2,
+        "ratio/min": 0.8,
+        "optim/skipped_steps": 2.0,
+    }
+
+
+def test_quadrant_shares_are_recomputed_from_event_fractions():
+    from rlvr.train.update import exact_shares
+
+    # micro-batch A: 10 tokens, 1 event in q1; micro-batch B: 30 tokens, 3 events in q3
+    acc = StepMetrics()
+    acc.add(
+        {
+            "clip/q1_frac": 0.1,
+            "clip/q2_frac": 0.0,
+            "clip/q3_frac": 0.0,
+            "clip/q4_frac": 0.0,
+            "clip/q1_share": 1.0,
+            "clip/q3_share": 0.0,
+        },
+        weight=10,
+    )
+    acc.add(
+        {
+            "clip/q1_frac": 0.0,
+            "clip/q2_frac": 0.0,
+            "clip/q3_frac": 0.1,
+            "clip/q4_frac": 0.0,
+            "clip/q1_share": 0.0,
+            "clip/q3_share": 1.0,
+        },
+        weight=30,
+    )
+    out = exact_shares(acc.result())
+    assert out["clip/q1_share"] == pytest.approx(0.25) and out["clip/q3_share"] == pytest.approx(
+        0.75
+    )
+    assert out["clip/q2_share"] == 0.0 and out["clip/q4_share"] == 0.0
+    assert exact_shares({"clip/frac": 0.5}) == {"clip/frac": 0.5}
+
+
+def test_wandb_is_used_when_installed_and_asked_for(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    calls = []
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.append(("init", kw)) or fake
+    fake.log = lambda row, step: calls.append(("log", step, row))
+    fake.finish = lambda: calls.append(("finish",))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    cfg = LogConfig(
+        output_dir=str(tmp_path), tensorboard=False, wandb=True, wandb_project="p", progress="off"
+    )
+    writer = MetricsWriter(tmp_path, cfg, resume_step=None, config={"steps": 3})
+    writer.write(1, {"reward/mean": 0.5, "bad": float("inf")})
+    writer.close()
+    assert (
+        calls[0][0] == "init"
+        and calls[0][1]["project"] == "p"
+        and calls[0][1]["config"] == {"steps": 3}
+    )
+    assert calls[1] == ("log", 1, {"reward/mean": 0.5, "log/nonfinite_metrics": 1.0})
+    assert calls[2] == ("finish",)
+
+
+def test_wandb_missing_is_a_warning(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import fails
+    cfg = LogConfig(output_dir=str(tmp_path), tensorboard=False, wandb=True, progress="off")
+    with pytest.warns(UserWarning, match="wandb is not installed"):
+        MetricsWriter(tmp_path, cfg, resume_step=None, config={}).close()
+
+
+def test_progress_bar_and_plain_lines(capsys):
+    from rlvr.train.progress import ProgressReporter
+
+    shown = [("reward/mean", "reward"), ("policy/entropy", "entropy")]
+    bar = ProgressReporter(LogConfig(progress="on"), total=2, start=0, title="train", shown=shown)
+    bar.step(1, {"reward/mean": 0.25, "policy/entropy": None})
+    bar.close()
+    lines = ProgressReporter(
+        LogConfig(progress="auto"), total=2, start=0, title="train", shown=shown
+    )
+    lines.step(2, {"reward/mean": 0.5, "policy/entropy": 1.5})
+    assert "train step 2/2  reward 0.500  entropy 1.500" in capsys.readouterr().err

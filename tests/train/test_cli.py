@@ -1,0 +1,103 @@
+import json
+
+import yaml
+
+from rlvr.cli import main as rlvr
+from rlvr.train.metrics import read_metrics
+
+
+def _write_config(train_config, tmp_path, *overrides, out="cli"):
+    from rlvr.train.overrides import dump_yaml
+
+    path = tmp_path / "run.yaml"
+    path.write_text(dump_yaml(train_config(*overrides, out=out)))
+    return path
+
+
+def test_train_cli_runs_a_config_with_overrides(train_config, tmp_path, capsys):
+    path = _write_config(train_config, tmp_path)
+    out = tmp_path / "cli-run"
+    assert (
+        rlvr(
+            [
+                "train",
+                "--config",
+                str(path),
+                "steps=1",
+                f"log.output_dir={out}",
+                "rollout.group_size=2",
+            ]
+        )
+        == 0
+    )
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["steps"] == 1 and saved["rollout"]["group_size"] == 2
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1]
+    assert "metrics:" in capsys.readouterr().out
+
+
+def test_train_cli_resume_reads_the_saved_config(train_config, tmp_path):
+    path = _write_config(train_config, tmp_path, "steps=1")
+    out = tmp_path / "r"
+    assert rlvr(["train", "--config", str(path), f"log.output_dir={out}"]) == 0
+    assert rlvr(["train", "--resume", str(out), "steps=2"]) == 0  # extend the finished run
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2]
+    args = ["train", "--config", str(out / "config.yaml"), "--resume", "steps=3"]
+    assert rlvr(args) == 0  # `--resume key=value`: resume log.output_dir, extended
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_cli_reports_configuration_errors(tmp_path, capsys):
+    assert rlvr(["train", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "neither a file nor an embedded config" in capsys.readouterr().err
+    assert rlvr(["train", "data.train=x.jsonl", "rollout.group_sise=4"]) == 2
+    assert "unknown key 'rollout.group_sise'" in capsys.readouterr().err
+    assert rlvr(["train", "data.train=x.jsonl", "objective.eps_hgh=0.3"]) == 2
+    assert "eps_hgh" in capsys.readouterr().err
+    assert rlvr(["sft", "epochs=1"]) == 2
+    assert "missing required key(s) data" in capsys.readouterr().err
+
+
+def test_sft_cli(tiny_model_dir, sft_file, tmp_path, capsys):
+    out = tmp_path / "sft"
+    args = [
+        "sft",
+        "--config",
+        "sft",
+        f"data.train={sft_file}",
+        f"model={tiny_model_dir}",
+        f"log.output_dir={out}",
+        "log.progress=off",
+        "log.tensorboard=false",
+        "log.plots=false",
+        "batch_size=3",
+        "epochs=1",
+    ]
+    assert rlvr(args) == 0
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2]
+    assert "model:" in capsys.readouterr().out
+
+
+def test_plot_cli_writes_pngs_for_several_runs(tmp_path, capsys):
+    for name, scale in (("a", 1.0), ("b", 2.0)):
+        run = tmp_path / name
+        run.mkdir()
+        rows = [
+            {
+                "step": s,
+                "reward/mean": scale * s,
+                "policy/entropy": 1.0 / s,
+                "clip/q1_share": 0.25,
+                "eval/avg@1": None,
+            }
+            for s in (1, 2, 3)
+        ]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert (
+        rlvr(["plot", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "plots")])
+        == 0
+    )
+    written = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert written == ["entropy.png", "quadrants.png", "reward.png"]
+    assert all((tmp_path / "plots" / w).stat().st_size > 1000 for w in written)
+    assert rlvr(["plot", str(tmp_path / "nope")]) == 2

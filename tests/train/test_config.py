@@ -1,0 +1,143 @@
+import pytest
+
+from rlvr.train.config import ObjectiveConfig, RolloutConfig, SFTConfig, TrainConfig
+from rlvr.train.integrations import validate_objective
+from rlvr.train.overrides import (
+    apply_overrides,
+    deep_merge,
+    dump_yaml,
+    embedded_configs,
+    from_dict,
+    load_config,
+    read_yaml,
+)
+
+BASE = {"data": {"train": "prompts.jsonl"}}
+
+
+def test_overrides_set_nested_values_with_yaml_types():
+    data = apply_overrides(
+        BASE,
+        [
+            "rollout.group_size=16",
+            "optim.lr=1e-6",
+            "optim.betas=[0.9, 0.95]",
+            "data.eval=null",
+            "steps=7",
+        ],
+    )
+    cfg = from_dict(TrainConfig, data)
+    assert cfg.rollout.group_size == 16 and cfg.steps == 7
+    assert cfg.optim.lr == 1e-6  # PyYAML reads "1e-6" as a string: converted for float fields
+    assert cfg.optim.betas == (0.9, 0.95) and cfg.data.eval is None
+
+
+def test_objective_hyperparameters_and_section_shorthand():
+    data = apply_overrides(
+        BASE,
+        [
+            "objective.eps3=0.3",
+            "objective.name=abc_grpo",
+            "model=smollm2-135m",
+            "model.dtype=bfloat16",
+        ],
+    )
+    cfg = from_dict(TrainConfig, data)
+    assert cfg.objective == ObjectiveConfig(name="abc_grpo", hparams={"eps3": 0.3})
+    assert cfg.model.name == "smollm2-135m" and cfg.model.dtype == "bfloat16"
+
+
+def test_new_objective_name_drops_the_old_objectives_hyperparameters():
+    base = {**BASE, "objective": {"name": "grpo", "eps_high": 0.28, "kl_coef": 0.01}}
+    cfg = from_dict(
+        TrainConfig, apply_overrides(base, ["objective=abc_grpo", "objective.eps1=0.3"])
+    )
+    assert cfg.objective.name == "abc_grpo" and cfg.objective.hparams == {"eps1": 0.3}
+    assert cfg.objective.kl_coef == 0.01  # a regulariser is not the objective's own
+    same = from_dict(TrainConfig, apply_overrides(base, ["objective.name=grpo"]))
+    assert same.objective.hparams == {"eps_high": 0.28}
+    merged = deep_merge(base, {"objective": {"name": "etr", "lam1": 0.2}})
+    assert merged["objective"] == {"name": "etr", "kl_coef": 0.01, "lam1": 0.2}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["rollout.gruop_size=8"],
+            r"unknown key 'rollout.gruop_size'; valid keys of rollout: prompts_per_step, group_size",
+        ),
+        (["rollout.group_size=eight"], r"rollout.group_size must be int, got 'eight'"),
+        (["rollout.group_size=0"], r"rollout.group_size must be >= 1"),
+        (["model.autocast=fp8"], r"model.autocast must be one of \['none', 'bf16'\]"),
+        (["log.tensorboard=1"], r"log.tensorboard must be bool"),
+        (["reward.correct=0", "reward.wrong=0"], r"reward.correct \(0.0\) must exceed"),
+        (["optim.micro_batch_size=100"], r"exceeds the rollout batch"),
+        (["rollout"], r"must look like section.key=value"),
+        (["eval.ks=[1, 8]"], r"eval.ks must be in \[1, eval.n=4\]"),
+        (["rollout.temperature=0"], r"rollout.temperature must be > 0"),
+    ],
+)
+def test_bad_values_name_the_key(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        from_dict(TrainConfig, apply_overrides(BASE, overrides))
+
+
+def test_missing_required_section_is_named():
+    with pytest.raises(ValueError, match="missing required key"):
+        from_dict(TrainConfig, {})
+    with pytest.raises(ValueError, match=r"data: missing required key\(s\) data.train"):
+        from_dict(TrainConfig, {"data": {}})
+
+
+def test_dump_and_reload_round_trip(tmp_path):
+    cfg = from_dict(
+        TrainConfig,
+        apply_overrides(BASE, ["objective.name=etr", "objective.lam1=0.3", "eval.ks=[1,2]"]),
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(dump_yaml(cfg))
+    assert load_config(TrainConfig, str(path)) == cfg
+
+
+def test_yaml_base_inheritance(tmp_path):
+    (tmp_path / "a.yaml").write_text(
+        "steps: 5\ndata: {train: x.jsonl}\nrollout: {group_size: 4}\nobjective: {name: grpo, eps_high: 0.28}\n"
+    )
+    (tmp_path / "b.yaml").write_text(
+        f"base: {tmp_path / 'a.yaml'}\nrollout: {{prompts_per_step: 3}}\nobjective: abc_grpo\n"
+    )
+    cfg = load_config(TrainConfig, str(tmp_path / "b.yaml"), ["steps=6"])
+    assert (cfg.steps, cfg.rollout.group_size, cfg.rollout.prompts_per_step) == (6, 4, 3)
+    assert cfg.objective.name == "abc_grpo" and cfg.objective.hparams == {}
+    (tmp_path / "c.yaml").write_text(f"base: {tmp_path / 'c.yaml'}\n")
+    with pytest.raises(ValueError, match="circular base"):
+        read_yaml(str(tmp_path / "c.yaml"))
+
+
+def test_embedded_configs_load():
+    names = embedded_configs()
+    assert "demo" in names
+    for name in names:
+        cls = SFTConfig if name.startswith("sft") else TrainConfig
+        data = read_yaml(name)
+        if cls is SFTConfig:
+            data = apply_overrides(data, ["data.train=x.jsonl"])
+        cfg = from_dict(cls, data)
+        assert isinstance(cfg, cls)
+        if cls is TrainConfig:
+            validate_objective(cfg.objective)
+
+
+def test_objective_validation_names_the_bad_hyperparameter():
+    with pytest.raises(ValueError, match="objective: unknown hyperparameter"):
+        validate_objective(ObjectiveConfig(name="grpo", hparams={"eps_hihg": 0.3}))
+    with pytest.raises(ValueError, match="unknown objective 'grpp'"):
+        validate_objective(ObjectiveConfig(name="grpp"))
+    with pytest.raises(ValueError, match="objective.loss_agg must be one of"):
+        validate_objective(ObjectiveConfig(loss_agg="mean"))
+
+
+def test_rollout_reuse_flag():
+    assert not RolloutConfig().reuses_rollout
+    assert RolloutConfig(minibatches=4).reuses_rollout and RolloutConfig(epochs=2).reuses_rollout

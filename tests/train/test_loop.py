@@ -1,0 +1,318 @@
+import json
+import math
+
+import pytest
+import torch
+
+from rlvr.train.checkpoint import list_checkpoints
+from rlvr.train.loop import build_run, train
+from rlvr.train.metrics import MetricsWriter, read_metrics
+
+ALWAYS = [
+    "reward/mean",
+    "reward/std",
+    "reward/accuracy",
+    "response/length_mean",
+    "response/length_max",
+    "response/clipped_frac",
+    "response/empty_frac",
+    "groups/identical_frac",
+    "verifier/failures",
+    "time/generate",
+    "time/score",
+    "time/step",
+    "perf/tokens_per_s",
+    "data/prompts_skipped",
+]
+UPDATE = [
+    "loss/policy",
+    "policy/entropy",
+    "optim/grad_norm",
+    "optim/lr",
+    "time/update",
+    "clip/frac",
+    "kl/old_approx",
+]
+VOLATILE = ("time/", "perf/")
+
+
+def _stable(rows):
+    """Rows without wall-clock metrics (the only ones a resumed run may change)."""
+    return [
+        json.dumps({k: v for k, v in r.items() if not k.startswith(VOLATILE)}, sort_keys=True)
+        for r in rows
+    ]
+
+
+def test_train_writes_finite_metrics_every_step(train_config):
+    result = train(train_config("steps=3", "eval.at_end=true", "eval.at_start=true"))
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]  # step 0: held-out before training
+    for row in rows[1:]:
+        assert "log/nonfinite_metrics" not in row
+        for name in ALWAYS:
+            assert math.isfinite(row[name]), name
+        if row["update/skipped"] == 0:
+            for name in UPDATE:
+                assert math.isfinite(row[name]), name
+    assert "eval/avg@1" in rows[0] and "eval/avg@1" in rows[-1] and sorted(result.evals) == [0, 3]
+    samples = [
+        json.loads(line) for line in (result.run_dir / "samples.jsonl").read_text().splitlines()
+    ]
+    assert [s["step"] for s in samples] == [1, 1, 2, 2, 3, 3]
+    assert {"prompt", "completion", "reward", "reference"} <= set(samples[0])
+    assert result.model_dir is not None and (result.model_dir / "trainer_state.pt").exists()
+    assert any("held-out" in line for line in result.summary_lines())
+
+
+def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch):
+    full = train(train_config("steps=4", out="full"))
+    cfg = train_config("steps=4", "checkpoint.every=2", "checkpoint.keep_last=1", out="cut")
+    real_write = MetricsWriter.write
+
+    def crash_after_step_3(self, step, metrics):
+        row = real_write(self, step, metrics)
+        if step == 3:  # the row of step 3 is on disk, its checkpoint is not
+            raise KeyboardInterrupt
+        return row
+
+    monkeypatch.setattr(MetricsWriter, "write", crash_after_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg)
+    monkeypatch.setattr(MetricsWriter, "write", real_write)
+    assert [p.name for p in list_checkpoints(cfg.log.output_dir)] == ["step_000002"]
+    train(cfg, resume=True)
+    cut_rows = read_metrics(full.run_dir.parent / "cut" / "metrics.jsonl")
+    assert [r["step"] for r in cut_rows] == [1, 2, 3, 4]
+    assert _stable(cut_rows) == _stable(read_metrics(full.run_dir / "metrics.jsonl"))
+
+
+def test_fresh_run_refuses_a_used_directory(train_config):
+    cfg = train_config("steps=1")
+    train(cfg)
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(cfg)
+
+
+def test_reference_model_loaded_only_with_kl(train_config):
+    from rlvr.train.setup import prepare_run_dir
+
+    for kl, loaded in ((0.0, False), (0.05, True)):
+        cfg = train_config(f"objective.kl_coef={kl}", out=f"kl{kl}")
+        run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
+        assert (run.reference is not None) is loaded
+    result = train(train_config("objective.kl_coef=0.05", "rollout.minibatches=2", out="kl-train"))
+    row = read_metrics(result.run_dir / "metrics.jsonl")[-1]
+    assert row["update/optimizer_steps"] == 2
+
+
+def test_failing_verifier_is_counted_not_fatal(train_config):
+    with pytest.warns(UserWarning, match="verifier"):
+        result = train(train_config("reward.verifier=raises", "reward.wrong=-1"))
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    for row in rows:
+        assert row["verifier/failures"] == 8  # every completion: 2 prompts x 4
+        assert row["reward/mean"] == -1.0 and row["groups/identical_frac"] == 1.0
+        assert row["loss/policy"] == 0.0 and "log/nonfinite_metrics" not in row
+
+
+def test_all_groups_filtered_skips_the_update(train_config):
+    cfg = train_config("reward.verifier=raises", "rollout.filter_zero_advantage=true")
+    with pytest.warns(UserWarning):
+        result = train(cfg)
+    for row in read_metrics(result.run_dir / "metrics.jsonl"):
+        assert row["update/skipped"] == 1 and row["groups/filtered_zero_adv"] == 2
+        assert "loss/policy" not in row
+
+
+def test_mask_truncated_drops_truncated_rows(train_config):
+    result = train(train_config("rollout.mask_truncated=true", "rollout.max_new_tokens=4"))
+    for row in read_metrics(result.run_dir / "metrics.jsonl"):
+        truncated = round(row["response/clipped_frac"] * 8)
+        assert row["rollout/masked_truncated"] == truncated
+        assert row["update/skipped"] == float(truncated == 8)
+        if truncated < 8:
+            assert row["batch/sequences"] == 8 - truncated
+
+
+def test_long_prompts_are_skipped_or_truncated_with_a_count(train_config):
+    with (
+        pytest.warns(UserWarning, match="skipped 6 prompt"),
+        pytest.raises(ValueError, match="no usable prompts"),
+    ):
+        train(train_config("data.max_prompt_tokens=3", out="a"))
+    with pytest.warns(UserWarning, match="truncated 6 prompt"):
+        result = train(
+            train_config(
+                "data.max_prompt_tokens=6", "data.long_prompts=truncate", "steps=1", out="b"
+            )
+        )
+    row = read_metrics(result.run_dir / "metrics.jsonl")[-1]
+    assert row["data/prompts_truncated"] == 6 and row["data/prompts_skipped"] == 0
+
+
+def test_dynamic_sampling_fills_the_batch(train_config):
+    result = train(
+        train_config("rollout.dynamic_sampling=true", "rollout.max_sampling_rounds=6", "steps=4")
+    )
+    for row in read_metrics(result.run_dir / "metrics.jsonl"):
+        assert 1 <= row["sampling/rounds"] <= 6
+        # a second round happens exactly when the first had a group with equal rewards
+        assert (row["sampling/rounds"] > 1) == (row["groups/identical_frac"] > 0)
+        if row["sampling/underfilled"] == 0:
+            assert row["groups/kept"] == 2 and row["batch/sequences"] == 8
+
+
+def test_dynamic_sampling_keeps_informative_groups_up_to_the_target(train_config, monkeypatch):
+    from rlvr.train import rollout
+    from rlvr.train.batch import pack
+    from rlvr.train.prompts import IndexSampler, Prompt
+
+    rounds = iter(
+        [
+            [0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 1, 1],  # groups: equal, mixed, equal
+            [1, 1, 1, 1, 0, 1, 0, 0, 1, 0, 0, 0],  # groups: equal, mixed, mixed (one too many)
+        ]
+    )
+
+    def fake_round(policy, tokenizer, scorer, prompts, cfg):
+        rewards = torch.tensor(next(rounds), dtype=torch.float32)
+        seqs = pack([[1, 2]] * 12, [[i + 3] for i in range(12)], 0)
+        return rollout.Round(
+            prompts, seqs, [str(i) for i in range(12)], rewards, torch.zeros(12, dtype=torch.bool)
+        )
+
+    monkeypatch.setattr(rollout, "sample_round", fake_round)
+    cfg = train_config(
+        "rollout.prompts_per_step=3",
+        "rollout.dynamic_sampling=true",
+        "rollout.max_sampling_rounds=5",
+    )
+    prompts = [Prompt(ids=(1, 2), reference=str(i), example=None) for i in range(6)]
+    sampled, kept = rollout.collect_rounds(None, None, None, prompts, IndexSampler(6, seed=0), cfg)
+    assert len(sampled) == 2 and [len(r.prompts) for r in kept] == [1, 2]
+    batch, counts = rollout.assemble(kept, 0, cfg, "group_mean")
+    assert batch.rewards.tolist() == [1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0]
+    assert batch.seqs.input_ids[:, -1].tolist() == [7, 8, 9, 10, 7, 8, 9, 10, 11, 12, 13, 14]
+    assert counts["groups/kept"] == 3
+
+
+def test_micro_batched_update_equals_full_batch(train_config):
+    from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds
+    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.update import update_policy
+
+    params = []
+    for micro in ("null", "3"):
+        cfg = train_config(
+            f"optim.micro_batch_size={micro}",
+            "optim.eps=1.0",
+            "optim.lr=1e-2",
+            "rollout.prompts_per_step=3",
+            out=f"m{micro}",
+        )
+        run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
+        torch.manual_seed(5)
+        run.scorer.verifier.options  # noqa: B018 - the same scorer for both runs
+        _, kept = collect_rounds(
+            run.policy, run.tokenizer, run.scorer, run.train_set.prompts, run.sampler, cfg
+        )
+        batch, _ = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
+        batch, _ = behaviour_logp(batch, run.policy, None, cfg)
+        assert batch.advantages.abs().sum() > 0  # a real gradient, not all-zero advantages
+        metrics = update_policy(run.policy, run.optimizer, run.scheduler, batch, cfg)
+        params.append((metrics, {k: v.clone() for k, v in run.policy.state_dict().items()}))
+    (m_full, p_full), (m_micro, p_micro) = params
+    assert m_micro["loss/policy"] == pytest.approx(m_full["loss/policy"], rel=1e-5, abs=1e-7)
+    assert m_micro["optim/grad_norm"] == pytest.approx(m_full["optim/grad_norm"], rel=1e-4)
+    for name, value in p_full.items():
+        torch.testing.assert_close(p_micro[name], value, rtol=1e-5, atol=1e-7)
+
+
+def test_bf16_autocast_and_gradient_checkpointing_train(train_config):
+    cfg = train_config(
+        "model.autocast=bf16",
+        "model.gradient_checkpointing=true",
+        "rollout.minibatches=2",
+        "optim.micro_batch_size=3",
+    )
+    rows = read_metrics(train(cfg).run_dir / "metrics.jsonl")
+    for row in rows:
+        assert "log/nonfinite_metrics" not in row
+        assert math.isfinite(row["loss/policy"]) and math.isfinite(row["policy/entropy"])
+
+
+def test_prompt_limit_fits_the_models_context(train_config, tiny_model):
+    from rlvr.train.loop import fit_context
+
+    model, _ = tiny_model
+    context = model.config.max_position_embeddings
+    assert fit_context(train_config(), model).max_prompt_tokens == 64
+    cfg = train_config(f"data.max_prompt_tokens={context}", "rollout.max_new_tokens=24")
+    with pytest.warns(UserWarning, match="exceeds the model's context"):
+        assert fit_context(cfg, model).max_prompt_tokens == context - 24
+    with pytest.raises(ValueError, match="leaves no room"):
+        fit_context(train_config(f"rollout.max_new_tokens={context}"), model)
+
+
+def test_reward_range_must_hold_the_rewards():
+    from rlvr.train.config import ObjectiveConfig, RewardConfig
+    from rlvr.train.integrations import validate_objective
+
+    with pytest.raises(
+        ValueError, match=r"objective.reward_range=\[0.0, 1.0\] must hold reward.wrong=-1.0"
+    ):
+        validate_objective(ObjectiveConfig(name="apmpo"), RewardConfig(wrong=-1.0))
+    validate_objective(
+        ObjectiveConfig(name="apmpo", hparams={"reward_range": [-1, 1]}), RewardConfig(wrong=-1.0)
+    )
+    validate_objective(ObjectiveConfig(name="etr"), RewardConfig(wrong=-1.0))
+
+
+@pytest.mark.parametrize(
+    "split",
+    [[], ["optim.micro_batch_size=5", "rollout.minibatches=2"]],
+    ids=["one-pass", "micro+mini"],
+)
+def test_rl_raises_a_learnable_reward(train_config, tiny_model, split):
+    """Reward: the completion starts like the random model's most common first character.
+
+    Any misalignment of rewards, advantages and sequences (filtering, length-sorted
+    micro-batches, mini-batches) would stop the reward from climbing.
+    """
+    import collections
+
+    from rlvr.generation import SamplingConfig, generate
+    from rlvr.rewards import register
+
+    model, tokenizer = tiny_model
+    torch.manual_seed(0)
+    texts = generate(
+        model, tokenizer, ["What is 12 + 7?"], n=64, sampling=SamplingConfig(max_new_tokens=4)
+    ).texts
+    first = collections.Counter(t[:1] for t in texts).most_common(1)[0][0]
+
+    @register("starts_like_most")
+    def starts_like_most(completion, reference, *, correct=1.0, wrong=0.0):
+        return correct if completion.startswith(first) else wrong
+
+    overrides = [
+        "reward.verifier=starts_like_most",
+        "steps=25",
+        "optim.lr=2e-2",
+        "rollout.prompts_per_step=4",
+        "rollout.group_size=8",
+        "rollout.max_new_tokens=4",
+        *split,
+    ]
+    rows = read_metrics(train(train_config(*overrides)).run_dir / "metrics.jsonl")
+    rewards = [r["reward/mean"] for r in rows]
+    assert sum(rewards[-5:]) / 5 > sum(rewards[:5]) / 5 + 0.3, rewards
+
+
+def test_resume_without_a_checkpoint_starts_over(train_config, monkeypatch):
+    cfg = train_config("steps=2", "checkpoint.save_final=false")
+    train(cfg)  # finished, but no checkpoint was written
+    with pytest.warns(UserWarning, match="no checkpoint"):
+        result = train(cfg, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]

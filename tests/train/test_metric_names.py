@@ -1,0 +1,72 @@
+"""Every metric a run writes is in the documented list of docs/metrics.md."""
+
+import re
+from pathlib import Path
+
+from rlvr.train.loop import train
+from rlvr.train.metrics import read_metrics
+from rlvr.train.supervised import sft
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+
+
+def documented() -> list[re.Pattern]:
+    """Backticked names in the doc's tables; ``{k}`` and ``q1 .. q4`` ranges become patterns."""
+    names = []
+    for line in DOC.read_text().splitlines():
+        if not line.startswith("| `"):
+            continue
+        cell = line.split("|")[1]
+        for name in re.findall(r"`([^`]+)`", cell):
+            pattern = re.escape(name).replace(r"\{k\}", r"\d+")
+            names.append(re.compile(pattern))
+        if " .. " in cell:  # `clip/q1_frac` .. `clip/q4_frac`
+            first = re.findall(r"`([^`]+)`", cell)[0]
+            names.append(re.compile(re.escape(first).replace("q1", "q[1-4]")))
+    return names
+
+
+def _undocumented(keys, patterns):
+    return sorted(k for k in keys if k != "step" and not any(p.fullmatch(k) for p in patterns))
+
+
+def test_every_rl_metric_is_documented(train_config):
+    patterns, keys = documented(), set()
+    for name in ("etr", "apmpo", "gppo"):
+        cfg = train_config(
+            f"objective.name={name}",
+            "objective.kl_coef=0.01",
+            "objective.sft_coef=0.1",
+            "rollout.minibatches=2",
+            "rollout.filter_zero_advantage=true",
+            "rollout.dynamic_sampling=true",
+            "eval.at_end=true",
+            out=name,
+        )
+        for row in read_metrics(train(cfg).run_dir / "metrics.jsonl"):
+            keys |= set(row)
+    assert {
+        "apmpo/p",
+        "etr/eps_mean",
+        "gppo/preserved_frac",
+        "kl/ref_k3",
+        "sft/loss",
+        "eval/avg@1",
+    } <= keys
+    assert _undocumented(keys, patterns) == []
+
+
+def test_every_sft_metric_is_documented(tiny_model_dir, sft_file, tmp_path):
+    from rlvr.train.config import LogConfig, ModelConfig, SFTConfig, SFTDataConfig
+
+    cfg = SFTConfig(
+        model=ModelConfig(name=str(tiny_model_dir)),
+        data=SFTDataConfig(train=sft_file, eval=sft_file),
+        batch_size=3,
+        log=LogConfig(
+            output_dir=str(tmp_path / "s"), tensorboard=False, progress="off", plots=False
+        ),
+    )
+    keys = {k for row in read_metrics(sft(cfg).run_dir / "metrics.jsonl") for k in row}
+    assert "sft/eval_loss" in keys
+    assert _undocumented(keys, documented()) == []

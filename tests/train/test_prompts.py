@@ -1,0 +1,57 @@
+import json
+
+from rlvr.train.config import DataConfig, GymConfig
+from rlvr.train.prompts import IndexSampler, gym_files
+
+
+def test_index_sampler_covers_each_epoch_once_and_resumes_exactly():
+    a = IndexSampler(5, seed=3)
+    first = a.take(7)
+    assert sorted(first[:5]) == [0, 1, 2, 3, 4] and a.epoch == 1
+    state = a.state_dict()
+    rest = a.take(9)
+    b = IndexSampler(5, seed=3)
+    b.load_state_dict(state)
+    assert b.take(9) == rest
+    assert sorted(first[5:] + rest[:3]) == [0, 1, 2, 3, 4]  # epoch 1 is a permutation too
+    assert IndexSampler(5, seed=4).take(5) != IndexSampler(5, seed=3).take(5)
+    assert IndexSampler(4, seed=0, shuffle=False).take(6) == [0, 1, 2, 3, 0, 1]
+
+
+def test_gym_sources_are_generated_once_without_overlap(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path))
+    cfg = DataConfig(
+        train="reasoning_gym:chain_sum",
+        eval="reasoning_gym:chain_sum",
+        gym=GymConfig(train_size=30, eval_size=8, config={"max_terms": 2}),
+    )
+    files = gym_files(cfg)
+    train = [json.loads(line) for line in files["train"].read_text().splitlines()]
+    held_out = [json.loads(line) for line in files["eval"].read_text().splitlines()]
+    assert len(train) == 30 and len(held_out) == 8
+    assert not {r["question"] for r in train} & {r["question"] for r in held_out}
+    stamp = files["train"].stat().st_mtime_ns
+    assert gym_files(cfg) == files and files["train"].stat().st_mtime_ns == stamp
+    other = gym_files(
+        DataConfig(train="reasoning_gym:chain_sum", gym=GymConfig(train_size=30, seed=1))
+    )
+    assert other["train"] != files["train"]
+
+
+def test_train_on_a_generated_reasoning_gym_task(train_config, tmp_path, monkeypatch):
+    from rlvr.train.loop import train
+    from rlvr.train.metrics import read_metrics
+
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    cfg = train_config(
+        "data.train=reasoning_gym:chain_sum",
+        "data.eval=reasoning_gym:chain_sum",
+        "data.gym={train_size: 16, eval_size: 4}",
+        "reward.verifier=reasoning_gym:chain_sum",
+        "data.max_prompt_tokens=200",
+        "eval.at_start=true",
+    )
+    result = train(cfg)
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert rows[0]["step"] == 0 and rows[0]["eval/avg@1"] == 0.0  # a random model solves none
+    assert rows[-1]["reward/mean"] == 0.0 and rows[-1]["verifier/failures"] == 0

@@ -156,6 +156,7 @@ def cached_tiny(cache: Path, settings: TinyPresetSettings = TINY, report=None) -
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache))
     try:
         build_tiny_into(tmp, settings, report)
+        tmp.chmod(0o755)  # mkdtemp made it private
         try:
             tmp.rename(target)
         except OSError:  # built meanwhile by another process: keep theirs

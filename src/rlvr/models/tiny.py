@@ -27,13 +27,13 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 class TinySize:
     """Shape of a tiny Qwen2 model."""
 
-    hidden_size: int = 128
+    hidden_size: int = 64
     """Width of the residual stream."""
     num_layers: int = 2
     """Transformer blocks."""
     num_heads: int = 4
     """Attention heads (key/value heads are the same number)."""
-    intermediate_size: int = 512
+    intermediate_size: int = 256
     """MLP width."""
     max_position_embeddings: int = 1024
     """Longest sequence the rotary embedding is configured for."""

@@ -34,7 +34,7 @@ from rlvr.train.batch import (
 )
 from rlvr.train.config import TrainConfig
 from rlvr.train.prompts import IndexSampler, Prompt
-from rlvr.train.setup import autocast
+from rlvr.train.setup import autocast, response_stats
 
 
 @dataclass
@@ -203,16 +203,9 @@ def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) 
     device = next(model.parameters()).device
     for index in length_sorted_chunks(seqs, cfg.optim.micro_batch_size):
         micro = seqs.rows(index).trim_responses().to(device)
-        with autocast(cfg.model):
-            stats = integrations.token_stats(
-                model,
-                micro.input_ids,
-                micro.attention_mask,
-                micro.response_width,
-                temperature=cfg.rollout.temperature,
-                chunk_size=cfg.model.chunk_size,
-                compute_entropy=False,
-            )
+        stats = response_stats(
+            model, micro, cfg.model, temperature=cfg.rollout.temperature, entropy=False
+        )
         out[index, : micro.response_width] = stats.logp.float().cpu()
 
 

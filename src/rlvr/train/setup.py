@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from rlvr.train import integrations
 from rlvr.train.checkpoint import latest_checkpoint, quiet_hf_progress
 from rlvr.train.config import LogConfig, ModelConfig, OptimConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
@@ -95,6 +96,23 @@ def autocast(cfg: ModelConfig):
     if cfg.autocast == "bf16":
         return torch.autocast(device_type=torch.device(cfg.device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def response_stats(
+    model, seqs, cfg: ModelConfig, *, temperature: float, entropy: bool
+) -> integrations.TokenStats:
+    """Chunked log-probs (and entropy) of the response columns of ``seqs`` (a
+    :class:`rlvr.train.batch.SequenceBatch` on the model's device), under ``cfg``'s autocast."""
+    with autocast(cfg):
+        return integrations.token_stats(
+            model,
+            seqs.input_ids,
+            seqs.attention_mask,
+            seqs.response_width,
+            temperature=temperature,
+            chunk_size=cfg.chunk_size,
+            compute_entropy=entropy,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

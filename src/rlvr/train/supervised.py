@@ -16,7 +16,6 @@ from typing import Any
 
 import torch
 
-from rlvr.train import integrations
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.checkpoint import (
     TrainerState,
@@ -32,12 +31,12 @@ from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
 from rlvr.train.setup import (
-    autocast,
     build_optimizer,
     clip_and_step,
     expand_output_dir,
     load_policy,
     prepare_run_dir,
+    response_stats,
     set_threads,
 )
 
@@ -183,16 +182,7 @@ def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:
 def _response_nll_sum(model, micro: SequenceBatch, cfg: SFTConfig) -> torch.Tensor:
     """Summed NLL of the response tokens of ``micro`` (prompt and padding masked)."""
     micro = micro.trim_responses().to(next(model.parameters()).device)
-    with autocast(cfg.model):
-        stats = integrations.token_stats(
-            model,
-            micro.input_ids,
-            micro.attention_mask,
-            micro.response_width,
-            temperature=1.0,
-            chunk_size=cfg.model.chunk_size,
-            compute_entropy=False,
-        )
+    stats = response_stats(model, micro, cfg.model, temperature=1.0, entropy=False)
     return -(stats.logp.float() * micro.response_mask).sum()
 
 

@@ -17,7 +17,7 @@ from rlvr.train import integrations
 from rlvr.train.batch import RolloutBatch, length_sorted_chunks, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.metrics import StepMetrics
-from rlvr.train.setup import autocast, clip_and_step
+from rlvr.train.setup import clip_and_step, response_stats
 
 
 def micro_loss(
@@ -27,16 +27,9 @@ def micro_loss(
     device = next(model.parameters()).device
     micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
     seqs = micro.seqs
-    with autocast(cfg.model):
-        stats = integrations.token_stats(
-            model,
-            seqs.input_ids,
-            seqs.attention_mask,
-            seqs.response_width,
-            temperature=cfg.rollout.temperature,
-            chunk_size=cfg.model.chunk_size,
-            compute_entropy=True,
-        )
+    stats = response_stats(
+        model, seqs, cfg.model, temperature=cfg.rollout.temperature, entropy=True
+    )
     logp = stats.logp.float()  # [b, T]
     entropy = None if stats.entropy is None else stats.entropy.float()  # [b, T]
     mask = seqs.response_mask.to(logp.dtype)  # [b, T]

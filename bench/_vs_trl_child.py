@@ -4,7 +4,7 @@
 
 The result holds, per step: wall seconds (from the end of the previous step, or from
 the start of the first), generated completion tokens (up to and including EOS),
-completions, and the seconds spent generating, scoring and updating; plus the process's
+completions, the longest completion, and the seconds spent generating, scoring and updating; plus the process's
 peak resident set (``VmHWM``), its resident set when the first step started, and a hash
 of the token ids of the prompts the trainer actually sampled from, in order.
 """
@@ -61,16 +61,14 @@ class StepClock:
             self.setup_rss_mb = memory_mb("VmRSS")
             self._start = time.perf_counter()
 
-    def end(self, tokens: float, completions: int, generate: float, score: float, update: float):
-        """Close a step: its wall time, token counts and phase times (``other`` is the rest)."""
+    def end(self, counts: dict[str, float], phases: dict[str, float]) -> None:
+        """Close a step: its wall time, ``counts`` (``tokens``, ``completions``, ``longest``)
+        and ``phases`` (``generate``, ``score``, ``update`` seconds; ``other`` is the rest)."""
         now = time.perf_counter()
         seconds = now - (self._last_end if self._last_end is not None else self._start)
         self._last_end = now
-        phases = {"generate": generate, "score": score, "update": update}
-        phases["other"] = seconds - sum(phases.values())
-        self.steps.append(
-            {"seconds": seconds, "tokens": tokens, "completions": completions, "phases": phases}
-        )
+        phases = {**phases, "other": seconds - sum(phases.values())}
+        self.steps.append({"seconds": seconds, **counts, "phases": phases})
 
     def result(self, trainer: str, used: list[list[int]]) -> dict[str, Any]:
         """The measurements of the run, with the process's peak resident set so far.
@@ -107,13 +105,14 @@ def run_rlvr(spec: BenchSpec, work: Path) -> dict[str, Any]:
     def timed_step(run):
         clock.begin()
         metrics, examples = step(run)
-        clock.end(
-            tokens=metrics["perf/generated_tokens"],
-            completions=spec.batch,
-            generate=metrics["time/generate"],
-            score=metrics["time/score"],
-            update=metrics.get("time/logp", 0.0) + metrics.get("time/update", 0.0),
-        )
+        counts = {
+            "tokens": metrics["perf/generated_tokens"],
+            "completions": spec.batch,
+            "longest": metrics["response/length_max"],
+        }
+        update = metrics.get("time/logp", 0.0) + metrics.get("time/update", 0.0)
+        phases = {"generate": metrics["time/generate"], "score": metrics["time/score"]}
+        clock.end(counts, {**phases, "update": update})
         return metrics, examples
 
     loop.train_step, rollout.sample_round = timed_step, recorded_round
@@ -150,8 +149,10 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
 
     def chain_sum_reward(completions, row, completion_ids, **_):
         used.extend(list(ids[i]) for i in dict.fromkeys(row))  # each prompt's G rows once
-        callback.tokens += sum(len(c) for c in completion_ids)
-        callback.completions += len(completion_ids)
+        lengths = [len(c) for c in completion_ids]
+        callback.tokens += sum(lengths)
+        callback.completions += len(lengths)
+        callback.longest = max(callback.longest, *lengths)
         return integrations.score(scorer, completions, [references[i] for i in row]).rewards
 
     trainer = trainer_cls(
@@ -205,7 +206,7 @@ def phase_callback(clock: StepClock):
     class PhaseCallback(TrainerCallback):
         def __init__(self) -> None:
             self.phases: dict[str, float] = {}
-            self.tokens, self.completions, self._opt = 0, 0, 0.0
+            self.tokens, self.completions, self.longest, self._opt = 0, 0, 0, 0.0
 
         def on_step_begin(self, args, state, control, **kwargs):
             clock.begin()
@@ -222,11 +223,11 @@ def phase_callback(clock: StepClock):
             # its first call), gradient clipping and the optimiser step.
             update = p.get("training_step", 0.0) - p.get("rollout", 0.0)
             update += p.get("clip", 0.0) + p.get("optimizer", 0.0)
-            clock.end(
-                self.tokens, self.completions, p.get("generate", 0.0), p.get("score", 0.0), update
-            )
+            counts = {"tokens": self.tokens, "completions": self.completions}
+            phases = {"generate": p.get("generate", 0.0), "score": p.get("score", 0.0)}
+            clock.end({**counts, "longest": self.longest}, {**phases, "update": update})
             self.phases.clear()
-            self.tokens, self.completions = 0, 0
+            self.tokens, self.completions, self.longest = 0, 0, 0
 
     return PhaseCallback()
 

@@ -21,8 +21,9 @@ peak resident set (``VmHWM``) is its own. The first ``--warmup`` steps are exclu
 the timings; a step is timed from the end of the previous one to its own end (so the
 trainer's per-step bookkeeping counts). Generated tokens are completion tokens up to and
 including EOS, counted the same way for both. Sampling differs between the trainers (different
-random streams), so the mean completion length is printed too, with the time per
-generated token. Where each trainer's step goes (generation, scoring, update) is
+random streams), so the mean and the longest completion length are printed too, with the
+time per generated token (generation runs until the batch's longest completion ends and
+the update pads to it, so a step's time follows the longest more than the mean). Where each trainer's step goes (generation, scoring, update) is
 printed under the table. On a shared machine read the times as rough.
 """
 
@@ -318,6 +319,8 @@ class Summary:
     """Generated completion tokens / time."""
     length_mean: float
     """Mean completion length in tokens (EOS included)."""
+    longest_mean: float
+    """Mean over steps of the step's longest completion: the decode steps generation runs."""
     ms_per_token: float
     """Time per generated completion token."""
     peak_rss_mb: float
@@ -350,6 +353,7 @@ def summarize(result: dict[str, Any], warmup: int) -> Summary:
         seconds_per_step=statistics.median(seconds),
         tokens_per_s=tokens / sum(seconds),
         length_mean=tokens / completions,
+        longest_mean=statistics.fmean(s["longest"] for s in steps),
         ms_per_token=1000 * sum(seconds) / tokens,
         peak_rss_mb=result["peak_rss_mb"],
         setup_rss_mb=result["setup_rss_mb"],
@@ -362,6 +366,7 @@ ROWS = (
     ("steps / s", "steps_per_s", "{:.3f}"),
     ("tokens / s (generated)", "tokens_per_s", "{:.0f}"),
     ("mean completion length", "length_mean", "{:.1f}"),
+    ("longest completion / step (mean)", "longest_mean", "{:.1f}"),
     ("ms / generated token", "ms_per_token", "{:.2f}"),
     ("peak RSS (MiB)", "peak_rss_mb", "{:.0f}"),
     ("RSS at first step (MiB)", "setup_rss_mb", "{:.0f}"),
@@ -397,7 +402,8 @@ def target_lines(preset: str, ours: Summary, trl: Summary) -> list[str]:
         f"steps/s rlvr / TRL = {speed:.2f}x (target >= 2x): {'met' if speed >= 2 else 'MISSED'}",
         # Sampling differs, so the completions (and the work per step) differ in length.
         f"  per generated token: {per_token:.2f}x as fast "
-        f"(mean completion length {ours.length_mean:.1f} vs {trl.length_mean:.1f} tokens)",
+        f"(mean completion length {ours.length_mean:.1f} vs {trl.length_mean:.1f} tokens, "
+        f"longest per step {ours.longest_mean:.1f} vs {trl.longest_mean:.1f})",
     ]
     if preset == "smollm2-135m":
         verdict = "met" if memory <= 0.5 else "MISSED"

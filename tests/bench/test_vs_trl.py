@@ -101,6 +101,7 @@ def _result(trainer, seconds, tokens, peak):
             "seconds": s,
             "tokens": t,
             "completions": 16,
+            "longest": t / 16 + 4,
             "phases": {"generate": s / 2, "score": 0.0, "update": s / 4, "other": s / 4},
         }
         for s, t in zip(seconds, tokens, strict=True)
@@ -115,6 +116,7 @@ def test_summary_leaves_out_warmup_and_takes_medians(vs_trl):
     assert s.steps_per_s == 0.5
     assert s.tokens_per_s == pytest.approx(800 / 6)
     assert s.length_mean == pytest.approx(800 / 48)
+    assert s.longest_mean == pytest.approx((10 + 20 + 20) / 3 + 4)  # mean of the steps' longest
     assert s.ms_per_token == pytest.approx(1000 * 6 / 800)
     assert s.phases == {"generate": 1.0, "score": 0.0, "update": 0.5, "other": 0.5}
     with pytest.raises(ValueError, match="no measured steps"):
@@ -131,17 +133,20 @@ def test_table_ratios_and_targets(vs_trl):
     assert rows["peak RSS (MiB)"] == "| peak RSS (MiB) | 1000 | 2500 | 0.40x |"
     assert rows["generate s / step"] == "|   generate s / step | 0.50 | 1.25 | 0.40x |"
     assert rows["score s / step"] == "|   score s / step | 0.00 | 0.00 | n/a |"
-    per_token = "  per generated token: {}x as fast (mean completion length {} vs 20.0 tokens)"
+    per_token = (
+        "  per generated token: {}x as fast (mean completion length {} vs 20.0 tokens, "
+        "longest per step {} vs 24.0)"
+    )
     assert vs_trl.target_lines("smollm2-135m", ours, trl) == [
         "steps/s rlvr / TRL = 2.50x (target >= 2x): met",
-        per_token.format("2.50", "20.0"),
+        per_token.format("2.50", "20.0", "24.0"),
         "peak RSS rlvr / TRL = 0.40x (target <= 0.5x): met",
     ]
     # Slower per step only because its completions are twice as long: the per-token line shows it.
     slow = vs_trl.summarize(_result("rlvr", [4.0, 4.0], [640, 640], 2000), warmup=0)
     assert vs_trl.target_lines("tiny", slow, trl) == [
         "steps/s rlvr / TRL = 0.62x (target >= 2x): MISSED",
-        per_token.format("1.25", "40.0"),
+        per_token.format("1.25", "40.0", "44.0"),
     ]
 
 
@@ -158,7 +163,8 @@ def test_report_labels_a_stand_in_model(vs_trl):
     assert "| steps / s | 1.000 | 0.500 | 2.00x |" in lines
     assert lines[-2:] == [
         "steps/s rlvr / TRL = 2.00x (target >= 2x): met",
-        "  per generated token: 2.00x as fast (mean completion length 20.0 vs 20.0 tokens)",
+        "  per generated token: 2.00x as fast "
+        "(mean completion length 20.0 vs 20.0 tokens, longest per step 24.0 vs 24.0)",
     ]
     real = vs_trl.report("tiny", _spec(vs_trl, micro_batch=8, steps=2, warmup=1), results)
     assert real[0].startswith("## tiny: ") and not real[1].startswith("model:")

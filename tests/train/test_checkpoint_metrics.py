@@ -207,3 +207,17 @@ def test_progress_bar_and_plain_lines(capsys):
     )
     lines.step(2, {"reward/mean": 0.5, "policy/entropy": 1.5})
     assert "train step 2/2  reward 0.500  entropy 1.500" in capsys.readouterr().err
+
+
+def test_plain_lines_are_thinned_on_long_runs(capsys):
+    from rlvr.train.progress import MAX_PLAIN_LINES, ProgressReporter
+
+    total = 8 * MAX_PLAIN_LINES + 3
+    lines = ProgressReporter(
+        LogConfig(progress="auto"), total=total, start=0, title="sft", shown=[]
+    )
+    for step in range(1, total + 1):
+        lines.step(step, {})
+    printed = [line.split()[2] for line in capsys.readouterr().err.splitlines()]
+    assert printed[:2] == ["8/403", "16/403"] and printed[-1] == "403/403"
+    assert len(printed) == MAX_PLAIN_LINES + 1

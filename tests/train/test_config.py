@@ -72,7 +72,7 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         (["model.autocast=fp8"], r"model.autocast must be one of \['none', 'bf16'\]"),
         (["log.tensorboard=1"], r"log.tensorboard must be bool"),
         (["reward.correct=0", "reward.wrong=0"], r"reward.correct \(0.0\) must exceed"),
-        (["optim.micro_batch_size=100"], r"exceeds the rollout batch"),
+        (["optim.micro_batch_size=0"], r"optim.micro_batch_size must be >= 1"),
         (["rollout"], r"must look like section.key=value"),
         (["eval.ks=[1, 8]"], r"eval.ks must be in \[1, eval.n=4\]"),
         (["rollout.temperature=0"], r"rollout.temperature must be > 0"),

@@ -63,6 +63,9 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert {"prompt", "completion", "reward", "reference"} <= set(samples[0])
     assert result.model_dir is not None and (result.model_dir / "trainer_state.pt").exists()
     assert any("held-out" in line for line in result.summary_lines())
+    gain = 100 * (result.evals[3]["avg@1"] - result.evals[0]["avg@1"])
+    assert result.change_points()["avg@1"] == pytest.approx(gain)
+    assert f"avg@1 {gain:+.1f} pts" in result.summary_lines()[2]
 
 
 def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch):

@@ -7,6 +7,7 @@ name or local path. Presets register themselves in :data:`PRESETS`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -51,12 +52,26 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def load_tokenizer(name_or_path: str):
     """The tokenizer of a model (preset, local path or hub name), with a pad token set."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(name_or_path))
+    path = resolve_model_path(name_or_path)
+    if _is_generic_fast_tokenizer(path):
+        # AutoTokenizer would rebuild a Qwen2 model's tokenizer with Qwen2's own
+        # pre-tokenizer; a generic tokenizer.json (ours) must be loaded as it was saved.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def _is_generic_fast_tokenizer(path: str) -> bool:
+    """Whether a local directory holds a generic ``tokenizer.json`` (saved as ``TokenizersBackend``)."""
+    config = Path(path) / "tokenizer_config.json"
+    if not (config.is_file() and (Path(path) / "tokenizer.json").is_file()):
+        return False
+    return json.loads(config.read_text()).get("tokenizer_class") == "TokenizersBackend"
 
 
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):

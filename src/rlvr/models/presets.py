@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from rlvr.models import register_preset
+from rlvr.models.tiny_preset import build_tiny
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -45,3 +46,6 @@ def build_smollm2(cache: Path) -> Path:
     tokenizer.save_pretrained(tmp)
     tmp.rename(target)
     return target
+
+
+register_preset("tiny")(build_tiny)

@@ -3,6 +3,11 @@
 The building blocks of the ``tiny`` preset and of the test suite's random model: a
 byte-level BPE tokenizer that splits digits (so arithmetic stays learnable at a tiny
 vocabulary), with a ChatML template, and a randomly initialised ``Qwen2ForCausalLM``.
+
+By default the BPE merges may cross spaces, so the fixed phrases of a task corpus
+("State the final answer to the following arithmetic problem: ", " + ", "</think>") become
+single tokens: sequences are about 40% shorter than with word-level pre-splitting, which
+is most of the cost on a CPU. Digits are always single tokens.
 """
 
 from __future__ import annotations
@@ -34,18 +39,24 @@ class TinySize:
     """Longest sequence the rotary embedding is configured for."""
 
 
-def build_tokenizer(corpus: Iterable[str], vocab_size: int = 512):
+def build_tokenizer(corpus: Iterable[str], vocab_size: int = 512, *, split_words: bool = False):
     """Train a digit-splitting byte-level BPE tokenizer on ``corpus``.
 
     Returns a ``PreTrainedTokenizerFast`` whose EOS is ``<|im_end|>`` (the end of an
-    assistant turn), pad is ``<|endoftext|>``, with a ChatML chat template.
+    assistant turn), pad is ``<|endoftext|>``, with a ChatML chat template. With
+    ``split_words`` the text is first cut at word boundaries (GPT-2 style), so no token
+    spans a space. Load a saved copy with :func:`rlvr.models.load_tokenizer` (plain
+    ``AutoTokenizer`` would swap in Qwen2's own pre-tokenizer).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words),
+        ]
     )
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
@@ -88,3 +99,20 @@ def random_model(tokenizer, size: TinySize = TinySize(), seed: int = 0):
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model
+
+
+def chat_corpus(pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """Tokenizer training text for ``(prompt, response)`` pairs, as the chat template lays them out.
+
+    The special tokens are left out (they are added to the vocabulary whole); the role
+    names stay, so ``user`` and ``assistant`` get merged like any frequent word.
+
+    >>> chat_corpus([("1 + 1 =", "2")])
+    ['user\\n1 + 1 =\\nassistant\\n2\\n']
+    """
+    return [f"user\n{prompt}\nassistant\n{response}\n" for prompt, response in pairs]
+
+
+def build_task_tokenizer(pairs: Iterable[tuple[str, str]], vocab_size: int = 512):
+    """A tokenizer trained on the chat-formatted ``(prompt, response)`` pairs of a task."""
+    return build_tokenizer(chat_corpus(pairs), vocab_size=vocab_size)

@@ -266,7 +266,7 @@ class OptimConfig:
     schedule: Literal["constant", "cosine"] = "constant"
     """After warm-up: constant, or cosine decay to 0 at the last step."""
     micro_batch_size: int | None = None
-    """Sequences per forward/backward pass; gradients are accumulated (``None``: no splitting)."""
+    """Sequences per forward/backward; gradients accumulate (``None`` or >= the batch: one pass)."""
 
     def __post_init__(self) -> None:
         _check(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
@@ -399,12 +399,6 @@ class TrainConfig:
             self.threads is None or self.threads >= 1,
             f"threads must be >= 1 or null, got {self.threads}",
         )
-        batch = self.rollout.prompts_per_step * self.rollout.group_size
-        mb = self.optim.micro_batch_size
-        _check(
-            mb is None or mb <= batch,
-            f"optim.micro_batch_size ({mb}) exceeds the rollout batch ({batch} sequences)",
-        )
         if self.rollout.dynamic_sampling or self.rollout.filter_zero_advantage:
             _check(
                 self.rollout.group_size >= 2,
@@ -483,8 +477,3 @@ class SFTConfig:
             f"threads must be >= 1 or null, got {self.threads}",
         )
         _check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
-        mb = self.optim.micro_batch_size
-        _check(
-            mb is None or mb <= self.batch_size,
-            f"optim.micro_batch_size ({mb}) exceeds batch_size ({self.batch_size})",
-        )

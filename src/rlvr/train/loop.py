@@ -98,6 +98,11 @@ class TrainResult:
             f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items())
             for name, m in self._eval_rows()
         ]
+        if change := self.change_points():
+            lines.append(
+                f"{'held-out change:':<18}"
+                + "  ".join(f"{k} {v:+.1f} pts" for k, v in change.items())
+            )
         lines.append(f"metrics:          {self.run_dir / 'metrics.jsonl'}")
         if self.plots:
             lines.append(f"plots:            {self.plots[0].parent}")
@@ -108,6 +113,14 @@ class TrainResult:
     def _eval_rows(self):
         for step in sorted(self.evals):
             yield (f"held-out @ {step}:" if step else "held-out before:"), self.evals[step]
+
+    def change_points(self) -> dict[str, float]:
+        """Held-out gain of the run in points (last evaluation minus the one before training)."""
+        steps = sorted(self.evals)
+        if len(steps) < 2 or steps[0] != 0:
+            return {}
+        first, last = self.evals[0], self.evals[steps[-1]]
+        return {k: 100 * (last[k] - first[k]) for k in first if k in last}
 
 
 def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:

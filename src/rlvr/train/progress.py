@@ -17,9 +17,16 @@ from rich.progress import (
 
 from rlvr.train.config import LogConfig
 
+MAX_PLAIN_LINES = 50
+"""Off a terminal, about this many step lines per run (every step of a short run)."""
+
 
 class ProgressReporter:
-    """Shows each step's headline metrics (``shown``: ``(metric name, label)`` pairs)."""
+    """Shows each step's headline metrics (``shown``: ``(metric name, label)`` pairs).
+
+    On a terminal a live bar; elsewhere (logs, CI) plain lines, thinned to about
+    :data:`MAX_PLAIN_LINES` per run plus the last step.
+    """
 
     def __init__(
         self,
@@ -35,6 +42,7 @@ class ProgressReporter:
         if self.mode == "auto":
             self.mode = "on" if self.console.is_terminal else "lines"
         self.total, self.shown, self.title = total, shown, title
+        self.line_every = max(1, total // MAX_PLAIN_LINES)
         self._bar = None
         if self.mode == "on":
             self._bar = Progress(
@@ -61,7 +69,7 @@ class ProgressReporter:
         """Report that ``step`` finished with ``metrics``."""
         if self._bar is not None:
             self._bar.update(self._task, completed=step, stats=self._stats(metrics))
-        elif self.mode == "lines":
+        elif self.mode == "lines" and (step % self.line_every == 0 or step == self.total):
             self.console.print(
                 f"{self.title} step {step}/{self.total}  {self._stats(metrics)}", highlight=False
             )

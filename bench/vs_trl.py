@@ -43,6 +43,9 @@ from pathlib import Path
 from typing import Any
 
 PRESETS = ("tiny", "smollm2-135m")
+# Measured steps per preset unless --steps is given: a tiny step takes ~0.1 s, so a
+# handful would be mostly noise; a smollm2-135m step takes ~30-50 s per trainer on one core.
+DEFAULT_STEPS = {"tiny": 20, "smollm2-135m": 3}
 TRAINERS = ("rlvr", "trl", "trl-defaults")
 CHILD = Path(__file__).with_name("_vs_trl_child.py")
 
@@ -70,8 +73,6 @@ class BenchSpec:
     """Preset name shown in the table."""
     model_dir: str
     """Local Hugging Face directory both trainers load."""
-    model_note: str = ""
-    """How the model was obtained when it is not the preset itself."""
     prompts_per_step: int = 4
     """Prompts (groups) per step."""
     group_size: int = 4
@@ -265,43 +266,14 @@ def trl_kwargs(spec: BenchSpec, output_dir: str, *, trl_defaults: bool = False) 
 # ---------------------------------------------------------------- model
 
 
-def model_dir_for(preset: str, cache: Path) -> tuple[str, str]:
-    """``(directory, note)`` of ``preset``; a missing ``tiny`` preset is stood in for by a random tiny Qwen2."""
+def model_dir_for(preset: str) -> str:
+    """The local directory of ``preset`` (built and cached on first use)."""
     from rlvr.models import resolve_model_path
 
     path = resolve_model_path(preset)
-    if Path(path).is_dir():
-        return path, ""
-    if preset != "tiny":
+    if not Path(path).is_dir():
         raise ValueError(f"preset {preset!r} did not resolve to a local directory ({path!r})")
-    return str(build_tiny_stand_in(cache)), (
-        "STAND-IN: the tiny preset is not registered on this branch; a random (untrained) "
-        "Qwen2 of the preset's shape (hidden 128, 2 layers, 4 heads, MLP 512) with a "
-        "tokenizer trained on chain_sum problems (rlvr.models.tiny)"
-    )
-
-
-def build_tiny_stand_in(cache: Path) -> Path:
-    """A random 2-layer Qwen2 of the ``tiny`` preset's shape with a task tokenizer, built once."""
-    from rlvr.data import gym_rows
-    from rlvr.models.tiny import TinySize, build_tokenizer, random_model
-
-    target = cache / "bench" / "tiny-random-h128-l2"
-    if (target / "config.json").exists():
-        return target
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # no "Writing model shards" bar in the bench output
-    rows = gym_rows(TASK, size=2000, seed=0, config=TASK_CONFIG, exclude=set())
-    corpus = [f"{r['question']} {r['answer']}" for r in rows]
-    tokenizer = build_tokenizer(corpus, vocab_size=512)
-    size = TinySize(hidden_size=128, num_layers=2, num_heads=4, intermediate_size=512)
-    model = random_model(tokenizer, size, seed=0)
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    tmp.rename(target)
-    return target
+    return path
 
 
 # ---------------------------------------------------------------- summary and table
@@ -420,7 +392,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--presets", nargs="+", choices=PRESETS, default=list(PRESETS))
-    p.add_argument("--steps", type=int, default=3, help="measured steps per trainer")
+    p.add_argument(
+        "--steps",
+        type=int,
+        help=f"measured steps per trainer (default per preset: {DEFAULT_STEPS})",
+    )
     p.add_argument("--warmup", type=int, default=1, help="steps run first and not timed")
     p.add_argument("--prompts", type=int, default=4, help="prompts per step")
     p.add_argument("--group-size", type=int, default=4, help="completions per prompt (G)")
@@ -442,13 +418,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def spec_for(args: argparse.Namespace, preset: str, cache: Path) -> BenchSpec:
+def steps_for(args: argparse.Namespace, preset: str) -> int:
+    """``--steps`` if given, else the preset's :data:`DEFAULT_STEPS`."""
+    return args.steps if args.steps is not None else DEFAULT_STEPS[preset]
+
+
+def spec_for(args: argparse.Namespace, preset: str) -> BenchSpec:
     """The :class:`BenchSpec` of ``preset`` from the command-line options."""
-    model_dir, note = model_dir_for(preset, cache)
     return BenchSpec(
         preset=preset,
-        model_dir=model_dir,
-        model_note=note,
+        model_dir=model_dir_for(preset),
         prompts_per_step=args.prompts,
         group_size=args.group_size,
         max_new_tokens=args.max_new_tokens,
@@ -458,7 +437,7 @@ def spec_for(args: argparse.Namespace, preset: str, cache: Path) -> BenchSpec:
         loss_agg=args.loss_agg,
         lr=args.lr,
         micro_batch=args.micro_batch,
-        steps=args.steps,
+        steps=steps_for(args, preset),
         warmup=args.warmup,
         threads=args.threads,
         seed=args.seed,
@@ -512,16 +491,13 @@ def check_same_prompts(spec: BenchSpec, results: dict[str, Any]) -> None:
 
 
 def report(preset: str, spec: BenchSpec, results: dict[str, Any]) -> list[str]:
-    """The preset's heading, model note, table and target verdicts."""
+    """The preset's heading, table and target verdicts."""
     summaries = [summarize(results[t], spec.warmup) for t in results]
-    label = f"{preset} (STAND-IN model)" if spec.model_note else preset
     lines = [
-        f"## {label}: {spec.prompts_per_step} prompts x G={spec.group_size}, "
+        f"## {preset}: {spec.prompts_per_step} prompts x G={spec.group_size}, "
         f"{spec.max_new_tokens} new tokens, micro-batch {spec.micro_batch}, "
         f"{spec.threads} thread(s), {spec.steps} measured step(s) after {spec.warmup} warm-up",
     ]
-    if spec.model_note:
-        lines.append(f"model: {spec.model_note}")
     lines += ["", *format_table(summaries), ""]
     lines += target_lines(preset, summaries[0], summaries[1])
     return lines
@@ -543,13 +519,11 @@ def machine_line() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Benchmark every preset asked for; print (and optionally save) the results."""
     args = parse_args(argv)
-    from rlvr.models import cache_root
-
     trainers = ["rlvr", "trl"] + (["trl-defaults"] if args.trl_defaults else [])
     print(machine_line(), flush=True)
     out: dict[str, Any] = {"machine": machine_line(), "started": time.time(), "presets": {}}
     for preset in args.presets:
-        spec = spec_for(args, preset, cache_root())
+        spec = spec_for(args, preset)
         print(f"{preset}: {spec.model_dir}", flush=True)
         run = bench_preset(spec, trainers)
         out["presets"][preset] = run

@@ -150,24 +150,24 @@ def test_table_ratios_and_targets(vs_trl):
     ]
 
 
-def test_report_labels_a_stand_in_model(vs_trl):
-    spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1, model_note="STAND-IN: random")
+def test_report_heading_table_and_verdicts(vs_trl):
+    spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1)
     results = {
         "rlvr": _result("rlvr", [9.0, 1.0, 1.0], [320] * 3, 1000),
         "trl": _result("trl", [9.0, 2.0, 2.0], [320] * 3, 2000),
     }
     lines = vs_trl.report("tiny", spec, results)
-    assert lines[0].startswith("## tiny (STAND-IN model): 4 prompts x G=4, 64 new tokens")
-    assert lines[0].endswith("2 measured step(s) after 1 warm-up")
-    assert lines[1] == "model: STAND-IN: random"
-    assert "| steps / s | 1.000 | 0.500 | 2.00x |" in lines
+    assert lines[0] == (
+        "## tiny: 4 prompts x G=4, 64 new tokens, micro-batch 8, 1 thread(s), "
+        "2 measured step(s) after 1 warm-up"
+    )
+    assert lines[1:3] == ["", "|  | rlvr | trl | rlvr / trl |"]
+    assert "| steps / s | 1.000 | 0.500 | 2.00x |" in lines  # warm-up step left out
     assert lines[-2:] == [
         "steps/s rlvr / TRL = 2.00x (target >= 2x): met",
         "  per generated token: 2.00x as fast "
         "(mean completion length 20.0 vs 20.0 tokens, longest per step 24.0 vs 24.0)",
     ]
-    real = vs_trl.report("tiny", _spec(vs_trl, micro_batch=8, steps=2, warmup=1), results)
-    assert real[0].startswith("## tiny: ") and not real[1].startswith("model:")
 
 
 def test_children_run_offline_with_pinned_threads(vs_trl):
@@ -188,3 +188,10 @@ def test_trainers_must_sample_the_same_prompts(vs_trl):
         vs_trl.check_same_prompts(spec, {**same, "trl": {"prompts_used": 12, "prompt_hash": "b"}})
     with pytest.raises(RuntimeError, match="expected 12 prompts"):
         vs_trl.check_same_prompts(spec, {**same, "trl": {"prompts_used": 16, "prompt_hash": "a"}})
+
+
+def test_steps_default_per_preset_unless_given(vs_trl):
+    args = vs_trl.parse_args([])
+    assert args.presets == ["tiny", "smollm2-135m"] and args.warmup == 1
+    assert [vs_trl.steps_for(args, p) for p in args.presets] == [20, 3]
+    assert vs_trl.steps_for(vs_trl.parse_args(["--steps", "5"]), "smollm2-135m") == 5

@@ -158,3 +158,53 @@ def test_generate_ids_rejects_empty_prompt(tiny_model):
         generate_ids(model, tokenizer, [[5, 6], []], n=1)
     with pytest.raises(ValueError, match="engine"):
         generate_ids(model, tokenizer, [[5, 6]], engine="vllm")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-decoder", "hf-forward"])
+def test_shared_prefill_gives_every_copy_the_logits_and_cache_of_its_prompt(tiny_model, fast):
+    """Prefilling each distinct prompt once and copying its cache to the group's rows gives
+    the same logits, at prefill and at every later step, as prefilling every row."""
+    from rlvr.generation import _prefill, _stepper, left_pad
+
+    model, tokenizer = tiny_model
+    ids, mask = left_pad([[5, 6, 7, 8], [9, 10], [11, 12, 13]], tokenizer.pad_token_id)
+    ids, mask = ids.repeat_interleave(2, 0), mask.repeat_interleave(2, 0)  # groups of 2
+    tokens = torch.randint(3, len(tokenizer), (3, 6), generator=torch.Generator().manual_seed(0))
+    out = {}
+    with torch.inference_mode():
+        for group in (1, 2):
+            step = _stepper(model, fast)
+            logits = [_prefill(step, ids, mask, group)]
+            logits += [step.decode(tokens[t]) for t in range(3)]
+            out[group] = torch.stack(logits)  # [4, 6, V]
+    torch.testing.assert_close(out[2], out[1], rtol=1e-5, atol=1e-5)
+    assert out[2].shape == (4, 6, len(tokenizer))
+    # the two copies of a prompt share its prefill logits exactly
+    assert torch.equal(out[2][0, 0], out[2][0, 1])
+
+
+def test_shared_prefill_rejects_rows_that_are_not_whole_groups(tiny_model):
+    from rlvr.generation import _prefill, _stepper, left_pad
+
+    model, tokenizer = tiny_model
+    ids, mask = left_pad([[5, 6], [5, 6], [7, 8]], tokenizer.pad_token_id)
+    with torch.inference_mode(), pytest.raises(ValueError, match="groups of 2"):
+        _prefill(_stepper(model, True), ids, mask, 2)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_shared_prefill_draws_the_same_tokens(tiny_model, cfg, monkeypatch):
+    import functools
+
+    import rlvr.generation as generation
+
+    model, tokenizer = tiny_model
+    _boost_eos(model, tokenizer, 3.0)
+    torch.manual_seed(5)
+    shared = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg)
+    per_row = functools.partial(generation._sample_lean, group=1)
+    monkeypatch.setattr(generation, "_sample_lean", lambda *a, group, **k: per_row(*a, **k))
+    torch.manual_seed(5)
+    every_row = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg)
+    assert torch.equal(shared.response_ids, every_row.response_ids)
+    assert shared.texts == every_row.texts

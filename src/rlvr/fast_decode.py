@@ -168,6 +168,6 @@ class FastDecoder:
         return logits
 
     def keep(self, rows: torch.Tensor) -> None:
-        """Keep only ``rows`` of the batch (and of the cache)."""
+        """Keep ``rows`` of the batch (and of the cache), in that order; a repeated index copies its row."""
         self.cache = [(k[rows], v[rows]) for k, v in self.cache]
         self.key_mask, self.position = self.key_mask[rows], self.position[rows]

@@ -8,7 +8,8 @@ tokenised without extra special tokens and left-padded, completions are right-pa
 
 Two engines: ``"hf"`` is ``model.generate``; ``"lean"`` (default) is a plain KV-cached
 loop that applies temperature, top-k and top-p exactly as Hugging Face's logits warpers
-do (same order, same RNG draws), drops rows from the batch once they emit EOS, and for
+do (same order, same RNG draws), prefills each distinct prompt once for its ``n`` samples
+(the KV cache is copied to them), drops rows from the batch once they emit EOS, and for
 Llama-family models computes each step with :mod:`rlvr.fast_decode` instead of the
 Hugging Face forward. Tests check that, without the row dropping, both engines draw
 identical tokens, and that with it every row still samples from its own distribution
@@ -138,8 +139,12 @@ def generate_ids(
     prompt_ids_t = ids.repeat_interleave(n, dim=0).to(device)
     prompt_mask = mask.repeat_interleave(n, dim=0).to(device)
     with torch.inference_mode():
-        sample = _sample_lean if engine == "lean" else _sample_hf
-        response_ids = sample(model, prompt_ids_t, prompt_mask, sampling, eos_ids, pad_id)
+        if engine == "lean":
+            response_ids = _sample_lean(
+                model, prompt_ids_t, prompt_mask, sampling, eos_ids, pad_id, group=n
+            )
+        else:
+            response_ids = _sample_hf(model, prompt_ids_t, prompt_mask, sampling, eos_ids, pad_id)
     mask, truncated = response_mask_from_ids(response_ids, eos_ids)
     response_ids = torch.where(mask.bool(), response_ids, torch.full_like(response_ids, pad_id))
     texts = tokenizer.batch_decode(response_ids, skip_special_tokens=True)
@@ -250,10 +255,14 @@ def _sample_lean(
     eos_ids,
     pad_id,
     *,
+    group: int = 1,
     prune: bool = True,
     fast: bool = True,
 ) -> torch.Tensor:
     """[N, T] tokens from a KV-cached loop; rows that finished get ``pad_id``.
+
+    ``group``: the rows come in contiguous runs of ``group`` copies of one prompt; each
+    distinct prompt is prefilled once and its KV cache copied to its ``group`` rows.
 
     With ``prune`` a row leaves the batch (and its KV cache) once it has emitted EOS, so
     the remaining rows are computed alone; each row's tokens are still drawn from its own
@@ -263,7 +272,7 @@ def _sample_lean(
     """
     n, device = prompt_ids.shape[0], prompt_ids.device
     step = _stepper(model, fast)
-    logits = step.prefill(prompt_ids, prompt_mask)
+    logits = _prefill(step, prompt_ids, prompt_mask, group)
     eos = torch.tensor(eos_ids, device=device)
     tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
     rows = torch.arange(n, device=device)  # original index of each row still in the batch
@@ -281,6 +290,19 @@ def _sample_lean(
             rows, token, finished = rows[keep], token[keep], finished[keep]
         logits = step.decode(token)
     return tokens
+
+
+def _prefill(step, prompt_ids, prompt_mask, group: int) -> torch.Tensor:
+    """[N, V] last-position logits; each run of ``group`` identical rows is computed once."""
+    if group == 1:
+        return step.prefill(prompt_ids, prompt_mask)
+    n = prompt_ids.shape[0]
+    if n % group:
+        raise ValueError(f"{n} prompt rows do not come in groups of {group}")
+    logits = step.prefill(prompt_ids[::group], prompt_mask[::group])  # [N / group, V]
+    rows = torch.arange(n // group, device=prompt_ids.device).repeat_interleave(group)
+    step.keep(rows)  # each prompt's cache, copied to its group
+    return logits[rows]
 
 
 def _sample_hf(model, prompt_ids, prompt_mask, sampling, eos_ids, pad_id) -> torch.Tensor:

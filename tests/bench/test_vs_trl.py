@@ -1,0 +1,197 @@
+"""The pure parts of ``bench/vs_trl.py``: configuration mapping, summaries, the table.
+
+Nothing here trains; the checks against TRL's own ``GRPOConfig`` skip when TRL is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "vs_trl.py"
+
+
+@pytest.fixture(scope="module")
+def vs_trl():
+    spec = importlib.util.spec_from_file_location("vs_trl", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vs_trl"] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("vs_trl", None)
+
+
+def _spec(vs_trl, **kw):
+    base = dict(preset="tiny", model_dir="/models/tiny", prompts_per_step=4, group_size=4)
+    return vs_trl.BenchSpec(**{**base, **kw})
+
+
+def test_spec_rejects_micro_batches_that_do_not_divide_the_batch(vs_trl):
+    with pytest.raises(ValueError, match="micro_batch"):
+        _spec(vs_trl, micro_batch=6)  # 16 sequences
+    with pytest.raises(ValueError, match="group_size"):
+        _spec(vs_trl, group_size=1, micro_batch=4)
+    with pytest.raises(ValueError, match="loss_agg"):
+        _spec(vs_trl, loss_agg="sum")
+    spec = _spec(vs_trl, micro_batch=8, steps=3, warmup=2)
+    assert (spec.batch, spec.total_steps, spec.num_prompts) == (16, 5, 20)
+
+
+def test_our_config_is_grpo_without_evaluation_or_checkpoints(vs_trl):
+    spec = _spec(vs_trl, micro_batch=8, steps=3, warmup=1, max_new_tokens=32, lr=2e-6, top_k=5)
+    cfg = vs_trl.rlvr_config(spec, "/tmp/out")
+    assert cfg.steps == 4 and cfg.threads == 1 and cfg.model.name == "/models/tiny"
+    assert (cfg.objective.name, cfg.objective.loss_agg, cfg.objective.kl_coef) == (
+        "grpo",
+        "seq-mean-token-mean",
+        0.0,
+    )
+    assert cfg.objective.hparams == {}  # eps_low = eps_high = 0.2, the defaults
+    assert (cfg.rollout.prompts_per_step, cfg.rollout.group_size) == (4, 4)
+    assert (cfg.rollout.max_new_tokens, cfg.rollout.top_k, cfg.rollout.minibatches) == (32, 5, 1)
+    assert cfg.optim.micro_batch_size == 8 and cfg.optim.lr == 2e-6
+    assert cfg.optim.max_grad_norm == 1.0 and cfg.optim.schedule == "constant"
+    assert cfg.model.dtype == "float32" and not cfg.model.gradient_checkpointing
+    assert cfg.data.eval is None and not cfg.data.shuffle
+    assert cfg.data.gym.train_size == spec.num_prompts == 16
+    assert not cfg.checkpoint.save_final and not cfg.log.tensorboard and not cfg.log.plots
+
+
+@pytest.mark.parametrize(
+    ("agg", "loss_type"),
+    [
+        ("seq-mean-token-mean", "grpo"),
+        ("token-mean", "dapo"),
+        ("seq-mean-token-sum-norm", "dr_grpo"),
+    ],
+)
+def test_trl_arguments_match_ours(vs_trl, agg, loss_type):
+    spec = _spec(vs_trl, micro_batch=4, loss_agg=agg, steps=2, warmup=1, max_new_tokens=48)
+    kw = vs_trl.trl_kwargs(spec, "/tmp/out")
+    assert kw["loss_type"] == loss_type
+    assert kw["per_device_train_batch_size"] == 4
+    assert kw["gradient_accumulation_steps"] == kw["steps_per_generation"] == 4  # 16 / 4
+    assert kw["num_generations"] == 4 and kw["max_completion_length"] == 48
+    assert (kw["beta"], kw["epsilon"], kw["num_iterations"]) == (0.0, 0.2, 1)
+    assert kw["max_steps"] == 3 and not kw["shuffle_dataset"] and not kw["use_vllm"]
+    assert (kw["bf16"], kw["fp16"], kw["gradient_checkpointing"]) == (False, False, False)
+    defaults = vs_trl.trl_kwargs(spec, "/tmp/out", trl_defaults=True)
+    assert not {"bf16", "fp16", "gradient_checkpointing"} & defaults.keys()
+
+
+@pytest.mark.filterwarnings("ignore:`gradient_checkpointing` is deprecated:FutureWarning")
+def test_trl_config_generates_one_batch_per_optimiser_step(vs_trl, tmp_path):
+    trl = pytest.importorskip("trl")
+    spec = _spec(vs_trl, micro_batch=8)
+    args = trl.GRPOConfig(**vs_trl.trl_kwargs(spec, str(tmp_path)))
+    assert args.generation_batch_size == spec.batch == 16
+    assert args.steps_per_generation == args.gradient_accumulation_steps == 2
+    assert not args.bf16 and not args.gradient_checkpointing
+    assert args.epsilon_high is None or args.epsilon_high == 0.2
+    defaults = trl.GRPOConfig(**vs_trl.trl_kwargs(spec, str(tmp_path), trl_defaults=True))
+    assert defaults.bf16 and defaults.gradient_checkpointing
+
+
+def _result(trainer, seconds, tokens, peak):
+    steps = [
+        {
+            "seconds": s,
+            "tokens": t,
+            "completions": 16,
+            "longest": t / 16 + 4,
+            "phases": {"generate": s / 2, "score": 0.0, "update": s / 4, "other": s / 4},
+        }
+        for s, t in zip(seconds, tokens, strict=True)
+    ]
+    return {"trainer": trainer, "steps": steps, "peak_rss_mb": peak, "setup_rss_mb": peak / 2}
+
+
+def test_summary_leaves_out_warmup_and_takes_medians(vs_trl):
+    result = _result("rlvr", seconds=[9.0, 1.0, 3.0, 2.0], tokens=[999, 160, 320, 320], peak=800)
+    s = vs_trl.summarize(result, warmup=1)
+    assert s.seconds_per_step == 2.0  # median of 1, 3, 2
+    assert s.steps_per_s == 0.5
+    assert s.tokens_per_s == pytest.approx(800 / 6)
+    assert s.length_mean == pytest.approx(800 / 48)
+    assert s.longest_mean == pytest.approx((10 + 20 + 20) / 3 + 4)  # mean of the steps' longest
+    assert s.ms_per_token == pytest.approx(1000 * 6 / 800)
+    assert s.phases == {"generate": 1.0, "score": 0.0, "update": 0.5, "other": 0.5}
+    with pytest.raises(ValueError, match="no measured steps"):
+        vs_trl.summarize(result, warmup=4)
+
+
+def test_table_ratios_and_targets(vs_trl):
+    ours = vs_trl.summarize(_result("rlvr", [1.0, 1.0], [320, 320], 1000), warmup=0)
+    trl = vs_trl.summarize(_result("trl", [2.5, 2.5], [320, 320], 2500), warmup=0)
+    lines = vs_trl.format_table([ours, trl])
+    assert lines[0] == "|  | rlvr | trl | rlvr / trl |"
+    rows = {line.split(" | ")[0].strip("| "): line for line in lines[2:]}
+    assert rows["steps / s"] == "| steps / s | 1.000 | 0.400 | 2.50x |"
+    assert rows["peak RSS (MiB)"] == "| peak RSS (MiB) | 1000 | 2500 | 0.40x |"
+    assert rows["generate s / step"] == "|   generate s / step | 0.50 | 1.25 | 0.40x |"
+    assert rows["score s / step"] == "|   score s / step | 0.00 | 0.00 | n/a |"
+    per_token = (
+        "  per generated token: {}x as fast (mean completion length {} vs 20.0 tokens, "
+        "longest per step {} vs 24.0)"
+    )
+    assert vs_trl.target_lines("smollm2-135m", ours, trl) == [
+        "steps/s rlvr / TRL = 2.50x (target >= 2x): met",
+        per_token.format("2.50", "20.0", "24.0"),
+        "peak RSS rlvr / TRL = 0.40x (target <= 0.5x): met",
+    ]
+    # Slower per step only because its completions are twice as long: the per-token line shows it.
+    slow = vs_trl.summarize(_result("rlvr", [4.0, 4.0], [640, 640], 2000), warmup=0)
+    assert vs_trl.target_lines("tiny", slow, trl) == [
+        "steps/s rlvr / TRL = 0.62x (target >= 2x): MISSED",
+        per_token.format("1.25", "40.0", "44.0"),
+    ]
+
+
+def test_report_heading_table_and_verdicts(vs_trl):
+    spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1)
+    results = {
+        "rlvr": _result("rlvr", [9.0, 1.0, 1.0], [320] * 3, 1000),
+        "trl": _result("trl", [9.0, 2.0, 2.0], [320] * 3, 2000),
+    }
+    lines = vs_trl.report("tiny", spec, results)
+    assert lines[0] == (
+        "## tiny: 4 prompts x G=4, 64 new tokens, micro-batch 8, 1 thread(s), "
+        "2 measured step(s) after 1 warm-up"
+    )
+    assert lines[1:3] == ["", "|  | rlvr | trl | rlvr / trl |"]
+    assert "| steps / s | 1.000 | 0.500 | 2.00x |" in lines  # warm-up step left out
+    assert lines[-2:] == [
+        "steps/s rlvr / TRL = 2.00x (target >= 2x): met",
+        "  per generated token: 2.00x as fast "
+        "(mean completion length 20.0 vs 20.0 tokens, longest per step 24.0 vs 24.0)",
+    ]
+
+
+def test_children_run_offline_with_pinned_threads(vs_trl):
+    env = vs_trl.child_env(threads=2)
+    assert env["HF_HUB_OFFLINE"] == "1"
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2"
+    assert env["PYTHONPATH"].split(":")[0] == str(BENCH.parents[1] / "src")
+
+
+def test_trainers_must_sample_the_same_prompts(vs_trl):
+    spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1)  # 12 prompts
+    same = {
+        "rlvr": {"prompts_used": 12, "prompt_hash": "a"},
+        "trl": {"prompts_used": 12, "prompt_hash": "a"},
+    }
+    vs_trl.check_same_prompts(spec, same)
+    with pytest.raises(RuntimeError, match="different prompts"):
+        vs_trl.check_same_prompts(spec, {**same, "trl": {"prompts_used": 12, "prompt_hash": "b"}})
+    with pytest.raises(RuntimeError, match="expected 12 prompts"):
+        vs_trl.check_same_prompts(spec, {**same, "trl": {"prompts_used": 16, "prompt_hash": "a"}})
+
+
+def test_steps_default_per_preset_unless_given(vs_trl):
+    args = vs_trl.parse_args([])
+    assert args.presets == ["tiny", "smollm2-135m"] and args.warmup == 1
+    assert [vs_trl.steps_for(args, p) for p in args.presets] == [20, 3]
+    assert vs_trl.steps_for(vs_trl.parse_args(["--steps", "5"]), "smollm2-135m") == 5

@@ -26,6 +26,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# rlvr against TRL's GRPOTrainer on both presets (docs/benchmarks.md); installs TRL first.
+bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[bench]"
+	$(BIN)/python bench/vs_trl.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench

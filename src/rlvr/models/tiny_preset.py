@@ -93,6 +93,11 @@ def tiny_cache_key(settings: TinyPresetSettings) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def tiny_dir(cache: Path, settings: TinyPresetSettings = TINY) -> Path:
+    """Where the model built with ``settings`` is cached under ``cache``."""
+    return cache / f"tiny-{tiny_cache_key(settings)}"
+
+
 def tiny_held_out(settings: TinyPresetSettings = TINY) -> list[dict]:
     """The held-out problems (reasoning-gym entries) the warm start never sees."""
     import reasoning_gym
@@ -122,7 +127,7 @@ def cached_tiny(cache: Path, settings: TinyPresetSettings = TINY) -> Path:
     a finished directory is always whole; a killed build leaves its work directory
     behind and the next call resumes the warm start from its last checkpoint.
     """
-    target = cache / f"tiny-{tiny_cache_key(settings)}"
+    target = tiny_dir(cache, settings)
     if (target / "config.json").exists():
         return target
     work = cache / f".{target.name}.build"
@@ -214,7 +219,7 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
 
 def build_tiny(cache: Path) -> Path:
     """The ``tiny`` preset: built on first use (a few minutes on 2 CPU cores), then cached."""
-    target = cache / f"tiny-{tiny_cache_key(TINY)}"
+    target = tiny_dir(cache, TINY)
     if not (target / "config.json").exists():
         print(
             f"tiny preset: building once into {target} (SFT warm start, ~4 min on 2 CPU cores)",

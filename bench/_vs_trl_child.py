@@ -89,36 +89,31 @@ class StepClock:
 
 
 def run_rlvr(spec: BenchSpec, work: Path) -> dict[str, Any]:
-    """``rlvr.train.train`` with every step timed through a wrapper around ``train_step``.
+    """``rlvr.train.train`` with every step timed and its prompts recorded by a callback."""
+    from rlvr.train import Callback
+    from rlvr.train.loop import train
 
-    ``sample_round`` is wrapped too, to record the prompts each step sampled from.
-    """
-    import rlvr.train.loop as loop
-    import rlvr.train.rollout as rollout
+    clock, used = StepClock(), []
 
-    clock, step, sample_round, used = StepClock(), loop.train_step, rollout.sample_round, []
+    class Timing(Callback):
+        def on_start(self, job, start_step):
+            clock.begin()
 
-    def recorded_round(policy, tokenizer, scorer, prompts, cfg):
-        used.extend(list(p.ids) for p in prompts)
-        return sample_round(policy, tokenizer, scorer, prompts, cfg)
+        def on_step(self, job, step, record):
+            metrics = record.metrics
+            used.extend(list(p.ids) for p in record.prompts)
+            counts = {
+                "tokens": metrics["perf/generated_tokens"],
+                "completions": spec.batch,
+                "longest": metrics["response/length_max"],
+            }
+            update = (metrics.get("time/logp") or 0.0) + (metrics.get("time/update") or 0.0)
+            phases = {"generate": metrics["time/generate"], "score": metrics["time/score"]}
+            clock.end(counts, {**phases, "update": update})
 
-    def timed_step(run):
-        clock.begin()
-        metrics, examples = step(run)
-        counts = {
-            "tokens": metrics["perf/generated_tokens"],
-            "completions": spec.batch,
-            "longest": metrics["response/length_max"],
-        }
-        update = metrics.get("time/logp", 0.0) + metrics.get("time/update", 0.0)
-        phases = {"generate": metrics["time/generate"], "score": metrics["time/score"]}
-        clock.end(counts, {**phases, "update": update})
-        return metrics, examples
-
-    loop.train_step, rollout.sample_round = timed_step, recorded_round
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loop.train(rlvr_config(spec, str(work / "run")))
+        train(rlvr_config(spec, str(work / "run")), callbacks=[Timing()])
     return clock.result("rlvr", used)
 
 
@@ -131,19 +126,20 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
     from datasets import Dataset
     from trl import GRPOConfig
 
+    from rlvr.data import format_prompt
     from rlvr.models import load_tokenizer
-    from rlvr.train import integrations
+    from rlvr.train.setup import open_scorer
 
     torch.set_num_threads(spec.threads)
     tokenizer = load_tokenizer(spec.model_dir)
     prompts = load_prompts(spec, tokenizer)
-    texts = [integrations.format_prompt(tokenizer, p.example.prompt, None) for p in prompts]
+    texts = [format_prompt(tokenizer, p.example.prompt, None) for p in prompts]
     ids = tokenizer(text=texts)["input_ids"]  # the call TRL makes on text prompts
     if [list(i) for i in ids] != [list(p.ids) for p in prompts]:
         raise RuntimeError("TRL's tokenisation of the templated prompts differs from ours")
     references = [p.reference for p in prompts]
     dataset = Dataset.from_dict({"prompt": texts, "row": list(range(len(texts)))})
-    scorer = integrations.open_scorer(reward_config())
+    scorer = open_scorer(reward_config())
     clock, used = StepClock(), []
     trainer_cls, callback = timed_trainer_class(), phase_callback(clock)
 
@@ -153,7 +149,7 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
         callback.tokens += sum(lengths)
         callback.completions += len(lengths)
         callback.longest = max(callback.longest, *lengths)
-        return integrations.score(scorer, completions, [references[i] for i in row]).rewards
+        return [float(v) for v in scorer(completions, [references[i] for i in row]).values]
 
     trainer = trainer_cls(
         model=spec.model_dir,

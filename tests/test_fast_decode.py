@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from rlvr.fast_decode import FastDecoder, supports
 from rlvr.generation import left_pad, position_ids_from_mask
+from rlvr.generation.fast_decode import FastDecoder, supports
 
 
 def _llama(gqa: bool):

@@ -71,11 +71,11 @@ def _boost_eos(model, tokenizer, boost):
     model.lm_head.register_forward_hook(hook)
 
 
-def _both(model, tokenizer, cfg, engines, prompts=PROMPTS):
+def _both(model, tokenizer, cfg, samplers, prompts=PROMPTS):
     out = {}
-    for name, engine in engines.items():
+    for name, sampler in samplers.items():
         torch.manual_seed(11)
-        out[name] = generate(model, tokenizer, prompts, n=3, sampling=cfg, engine=engine)
+        out[name] = generate(model, tokenizer, prompts, n=3, sampling=cfg, sampler=sampler)
     return out
 
 
@@ -83,20 +83,14 @@ def _both(model, tokenizer, cfg, engines, prompts=PROMPTS):
 @pytest.mark.parametrize("eos_boost", [3.0], ids=["early-eos"])
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-decoder", "hf-forward"])
 def test_lean_loop_without_pruning_draws_the_same_tokens_as_hf_generate(
-    tiny_model, cfg, eos_boost, fast, monkeypatch
+    tiny_model, cfg, eos_boost, fast
 ):
-    import functools
-
-    import rlvr.generation as generation
+    from rlvr.generation import make_sampler
 
     model, tokenizer = tiny_model
     _boost_eos(model, tokenizer, eos_boost)
-    monkeypatch.setattr(
-        generation,
-        "_sample_lean",
-        functools.partial(generation._sample_lean, prune=False, fast=fast),
-    )
-    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": "lean"})
+    lean = make_sampler("lean", model, tokenizer, prune=False, fast=fast)
+    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": lean})
     hf, lean = out["hf"], out["lean"]
     width = min(hf.response_ids.shape[1], lean.response_ids.shape[1])
     assert torch.equal(hf.response_mask.sum(1), lean.response_mask.sum(1))
@@ -156,15 +150,17 @@ def test_generate_ids_rejects_empty_prompt(tiny_model):
     model, tokenizer = tiny_model
     with pytest.raises(ValueError, match="empty prompt"):
         generate_ids(model, tokenizer, [[5, 6], []], n=1)
-    with pytest.raises(ValueError, match="engine"):
-        generate_ids(model, tokenizer, [[5, 6]], engine="vllm")
+    with pytest.raises(ValueError, match="unknown sampler 'nope'; valid: .*hf, lean"):
+        generate_ids(model, tokenizer, [[5, 6]], sampler="nope")
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-decoder", "hf-forward"])
 def test_shared_prefill_gives_every_copy_the_logits_and_cache_of_its_prompt(tiny_model, fast):
     """Prefilling each distinct prompt once and copying its cache to the group's rows gives
     the same logits, at prefill and at every later step, as prefilling every row."""
-    from rlvr.generation import _prefill, _stepper, left_pad
+    from rlvr.generation import left_pad
+    from rlvr.generation.lean import prefill as _prefill
+    from rlvr.generation.lean import stepper as _stepper
 
     model, tokenizer = tiny_model
     ids, mask = left_pad([[5, 6, 7, 8], [9, 10], [11, 12, 13]], tokenizer.pad_token_id)
@@ -184,7 +180,9 @@ def test_shared_prefill_gives_every_copy_the_logits_and_cache_of_its_prompt(tiny
 
 
 def test_shared_prefill_rejects_rows_that_are_not_whole_groups(tiny_model):
-    from rlvr.generation import _prefill, _stepper, left_pad
+    from rlvr.generation import left_pad
+    from rlvr.generation.lean import prefill as _prefill
+    from rlvr.generation.lean import stepper as _stepper
 
     model, tokenizer = tiny_model
     ids, mask = left_pad([[5, 6], [5, 6], [7, 8]], tokenizer.pad_token_id)
@@ -193,18 +191,15 @@ def test_shared_prefill_rejects_rows_that_are_not_whole_groups(tiny_model):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
-def test_shared_prefill_draws_the_same_tokens(tiny_model, cfg, monkeypatch):
-    import functools
-
-    import rlvr.generation as generation
+def test_shared_prefill_draws_the_same_tokens(tiny_model, cfg):
+    from rlvr.generation import make_sampler
 
     model, tokenizer = tiny_model
     _boost_eos(model, tokenizer, 3.0)
     torch.manual_seed(5)
     shared = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg)
-    per_row = functools.partial(generation._sample_lean, group=1)
-    monkeypatch.setattr(generation, "_sample_lean", lambda *a, group, **k: per_row(*a, **k))
+    per_row = make_sampler("lean", model, tokenizer, share_prefill=False)
     torch.manual_seed(5)
-    every_row = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg)
+    every_row = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg, sampler=per_row)
     assert torch.equal(shared.response_ids, every_row.response_ids)
     assert shared.texts == every_row.texts

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.objectives import GrpoConfig
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "vs_trl.py"
 
 
@@ -49,7 +51,7 @@ def test_our_config_is_grpo_without_evaluation_or_checkpoints(vs_trl):
         "seq-mean-token-mean",
         0.0,
     )
-    assert cfg.objective.hparams == {}  # eps_low = eps_high = 0.2, the defaults
+    assert cfg.objective.params == GrpoConfig()  # eps_low = eps_high = 0.2, the defaults
     assert (cfg.rollout.prompts_per_step, cfg.rollout.group_size) == (4, 4)
     assert (cfg.rollout.max_new_tokens, cfg.rollout.top_k, cfg.rollout.minibatches) == (32, 5, 1)
     assert cfg.optim.micro_batch_size == 8 and cfg.optim.lr == 2e-6

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from rlvr.cli.data import main
 from rlvr.data import gym_rows, load_examples, questions_in, write_jsonl
-from rlvr.data.cli import main
 
 
 def test_rows_are_reproducible_and_unique():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
-from rlvr.evaluation.cli import main
 
 ASSETS = resources.files("rlvr") / "assets"
 

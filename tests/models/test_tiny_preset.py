@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from rlvr.models import PRESETS, load_model, load_tokenizer, tiny_preset
+import rlvr.presets.tiny as tiny_preset
+from rlvr.models import PRESETS, load_model, load_tokenizer
 from rlvr.models.tiny import TinySize
-from rlvr.models.tiny_preset import (
+from rlvr.presets.tiny import (
     TINY,
     SftSettings,
     TinyPresetSettings,
@@ -30,9 +31,11 @@ MICRO = TinyPresetSettings(
 
 
 def test_tiny_is_registered():
-    import rlvr.models.presets  # noqa: F401  (registers the presets)
+    from rlvr.models import BUILTIN_PRESETS, preset_names
 
-    assert PRESETS["tiny"] is tiny_preset.build_tiny
+    assert PRESETS["tiny"] is tiny_preset.build_tiny  # registered when its module was imported
+    assert BUILTIN_PRESETS["tiny"] == tiny_preset.__name__
+    assert {"tiny", "smollm2-135m"} <= set(preset_names())
 
 
 def test_cache_key_follows_settings_and_version(monkeypatch):

@@ -27,7 +27,7 @@ def loss_and_grads(name, mode, parts, regularise=False):
     logp.requires_grad_()
     entropy.requires_grad_()
     stats = group_stats_for(name, rewards, G)
-    counts = step_counts(mask, rewards)._asdict()
+    counts = step_counts(mask, rewards, max_len=T)._asdict()
     reg = {"kl_coef": 0.05, "sft_coef": 0.1, "entropy_coef": 0.01} if regularise else {}
     total = 0.0
     for part in parts:
@@ -44,7 +44,6 @@ def loss_and_grads(name, mode, parts, regularise=False):
             ref_logp=ref[part, cols],
             entropy=entropy[part, cols],
             loss_agg=mode,
-            max_len=T,
             **counts,
             **reg,
         )

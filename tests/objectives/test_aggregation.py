@@ -92,5 +92,5 @@ def test_micro_batches_sum_to_full_batch(mode):
 def test_step_counts():
     rewards = torch.tensor([1.0, 0.0, 1.0])
     counts = step_counts(MASK, rewards, sft_threshold=1.0)
-    assert counts == (6, 3, 4)
+    assert counts == (6, 3, 4, None)
     assert step_counts(MASK).num_sft_tokens is None

@@ -1,4 +1,4 @@
-"""Run the doctest examples of the rewards, data and evaluation packages."""
+"""Run the doctest examples of the rewards, data, evaluation, cli, generation and objectives packages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ["rlvr.rewards", "rlvr.data", "rlvr.evaluation"]
+PACKAGES = [
+    "rlvr.rewards",
+    "rlvr.data",
+    "rlvr.evaluation",
+    "rlvr.cli",
+    "rlvr.generation",
+    "rlvr.objectives",
+]
 
 
 def _modules() -> list[str]:

@@ -1,7 +1,7 @@
 import pytest
 
-from rlvr.train.config import ObjectiveConfig, RolloutConfig, SFTConfig, TrainConfig
-from rlvr.train.integrations import validate_objective
+from rlvr.objectives import AbcConfig, DapoConfig, GrpoConfig, ObjectiveConfig
+from rlvr.train.config import RolloutConfig, SFTConfig, TrainConfig
 from rlvr.train.overrides import (
     apply_overrides,
     deep_merge,
@@ -43,7 +43,7 @@ def test_objective_hyperparameters_and_section_shorthand():
         ],
     )
     cfg = from_dict(TrainConfig, data)
-    assert cfg.objective == ObjectiveConfig(name="abc_grpo", hparams={"eps3": 0.3})
+    assert cfg.objective == ObjectiveConfig(name="abc_grpo", params=AbcConfig(eps3=0.3))
     assert cfg.model.name == "smollm2-135m" and cfg.model.dtype == "bfloat16"
 
 
@@ -52,10 +52,10 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
     cfg = from_dict(
         TrainConfig, apply_overrides(base, ["objective=abc_grpo", "objective.eps1=0.3"])
     )
-    assert cfg.objective.name == "abc_grpo" and cfg.objective.hparams == {"eps1": 0.3}
+    assert cfg.objective.name == "abc_grpo" and cfg.objective.params == AbcConfig(eps1=0.3)
     assert cfg.objective.kl_coef == 0.01  # a regulariser is not the objective's own
     same = from_dict(TrainConfig, apply_overrides(base, ["objective.name=grpo"]))
-    assert same.objective.hparams == {"eps_high": 0.28}
+    assert same.objective.params == GrpoConfig(eps_high=0.28)
     merged = deep_merge(base, {"objective": {"name": "etr", "lam1": 0.2}})
     assert merged["objective"] == {"name": "etr", "kl_coef": 0.01, "lam1": 0.2}
 
@@ -109,7 +109,7 @@ def test_yaml_base_inheritance(tmp_path):
     )
     cfg = load_config(TrainConfig, str(tmp_path / "b.yaml"), ["steps=6"])
     assert (cfg.steps, cfg.rollout.group_size, cfg.rollout.prompts_per_step) == (6, 4, 3)
-    assert cfg.objective.name == "abc_grpo" and cfg.objective.hparams == {}
+    assert cfg.objective.name == "abc_grpo" and cfg.objective.params == AbcConfig()
     (tmp_path / "c.yaml").write_text(f"base: {tmp_path / 'c.yaml'}\n")
     with pytest.raises(ValueError, match="circular base"):
         read_yaml(str(tmp_path / "c.yaml"))
@@ -125,17 +125,25 @@ def test_embedded_configs_load():
             data = apply_overrides(data, ["data.train=x.jsonl"])
         cfg = from_dict(cls, data)
         assert isinstance(cfg, cls)
-        if cls is TrainConfig:
-            validate_objective(cfg.objective)
+        if cls is TrainConfig:  # the objective's own config is built and checked with the rest
+            assert type(cfg.objective.params) is cfg.objective.spec.config_cls
 
 
 def test_objective_validation_names_the_bad_hyperparameter():
-    with pytest.raises(ValueError, match="objective: unknown hyperparameter"):
-        validate_objective(ObjectiveConfig(name="grpo", hparams={"eps_hihg": 0.3}))
+    def objective(*overrides):
+        return from_dict(TrainConfig, apply_overrides(BASE, list(overrides)))
+
+    with pytest.raises(ValueError, match="objective: unknown hyperparameter.*eps_hihg"):
+        objective("objective.eps_hihg=0.3")
     with pytest.raises(ValueError, match="unknown objective 'grpp'"):
-        validate_objective(ObjectiveConfig(name="grpp"))
-    with pytest.raises(ValueError, match="objective.loss_agg must be one of"):
-        validate_objective(ObjectiveConfig(loss_agg="mean"))
+        objective("objective.name=grpp")
+    with pytest.raises(ValueError, match="objective: unknown loss_agg 'mean'; valid: token-mean"):
+        objective("objective.loss_agg=mean")
+    with pytest.raises(ValueError, match="objective.eps3 must be float, got 'x'"):
+        objective("objective=abc_grpo", "objective.eps3=x")
+    with pytest.raises(ValueError, match="objective: eps1 must be >= 0"):
+        objective("objective=abc_grpo", "objective.eps1=-1")
+    assert objective("objective=dapo").objective.params == DapoConfig()
 
 
 def test_rollout_reuse_flag():

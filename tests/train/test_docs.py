@@ -28,9 +28,12 @@ SECTIONS = [
 
 def _field_docs() -> dict[str, dict[str, str]]:
     """Class name -> field -> its one-line docstring, read from the source."""
-    tree = ast.parse((ROOT / "src" / "rlvr" / "train" / "config.py").read_text())
+    files = [
+        ROOT / "src" / "rlvr" / "train" / "config.py",
+        ROOT / "src" / "rlvr" / "objectives" / "config.py",
+    ]
     docs = {}
-    for node in tree.body:
+    for node in (n for file in files for n in ast.parse(file.read_text()).body):
         if isinstance(node, ast.ClassDef):
             pairs = zip(node.body, node.body[1:], strict=False)
             docs[node.name] = {

@@ -13,7 +13,14 @@
 from rlvr.data.chat import format_prompt, has_chat_template, to_messages
 from rlvr.data.fields import DATASETS, FIELD_MAPS, MATH_TEMPLATE, DatasetSpec, FieldMap, field_map
 from rlvr.data.gym import gym_rows, questions_in, write_jsonl
-from rlvr.data.loading import Example, apply_template, load_examples, read_jsonl, read_parquet
+from rlvr.data.loading import (
+    Example,
+    apply_template,
+    check_source,
+    load_examples,
+    read_jsonl,
+    read_parquet,
+)
 
 __all__ = [
     "DATASETS",
@@ -23,6 +30,7 @@ __all__ = [
     "Example",
     "FieldMap",
     "apply_template",
+    "check_source",
     "field_map",
     "format_prompt",
     "gym_rows",

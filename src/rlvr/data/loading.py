@@ -196,6 +196,24 @@ def _has(row: dict[str, Any], dotted: str) -> bool:
     return True
 
 
+def looks_like_path(source: str) -> bool:
+    """Whether ``source`` names a local file or directory rather than a hub dataset."""
+    return source.startswith(("/", "./", "../", "~")) or Path(source).suffix in _JSON_SUFFIXES + (
+        ".parquet",
+    )
+
+
+def check_source(source: str) -> None:
+    """A cheap check before anything loads: a local path that does not exist is an error.
+
+    Named datasets, hub names and ``reasoning_gym:<task>`` pass (they are checked when read).
+    """
+    if source in DATASETS or not looks_like_path(source):
+        return
+    if not Path(source).expanduser().exists():
+        raise ValueError(f"{source}: no such file or directory")
+
+
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
     """Rows of ``source`` and the dataset name they get by default."""
     path = Path(source)

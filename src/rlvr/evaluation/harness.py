@@ -20,7 +20,7 @@ import torch
 from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
 from rlvr.evaluation.metrics import summarize
-from rlvr.generation import SamplingConfig, generate
+from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
 
@@ -146,12 +146,13 @@ class Samples(NamedTuple):
     """Hit ``max_new_tokens`` without an EOS."""
 
 
-def sample(model, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
+def sample(sampler: Sampler, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
     """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time."""
     texts, lengths, truncated = [], [], []
     for start in range(0, len(prompts), config.batch_size):
         batch = prompts[start : start + config.batch_size]
-        out = generate(model, tokenizer, batch, n=config.n, sampling=config.sampling)
+        ids = tokenizer(batch, add_special_tokens=False)["input_ids"]
+        out = sampler.generate(ids, n=config.n, sampling=config.sampling)
         texts += out.texts
         lengths += [int(x) for x in out.response_lengths.tolist()]
         truncated += [bool(x) for x in out.truncated.tolist()]
@@ -163,14 +164,20 @@ def _rng_devices(model) -> list[int]:
     return [device.index or 0] if device.type == "cuda" else []
 
 
-def sample_seeded(model, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
-    """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``."""
+def sample_seeded(
+    model, tokenizer, prompts: list[str], config: EvalConfig, sampler: Sampler | None = None
+) -> Samples:
+    """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``.
+
+    ``sampler``: the one to sample with (the trainer's); default the ``lean`` sampler on ``model``.
+    """
+    sampler = sampler or make_sampler("lean", model, tokenizer)
     was_training = model.training
     model.eval()
     try:
         with torch.random.fork_rng(devices=_rng_devices(model)):
             torch.manual_seed(config.seed)
-            return sample(model, tokenizer, prompts, config)
+            return sample(sampler, tokenizer, prompts, config)
     finally:
         model.train(was_training)
 
@@ -218,15 +225,18 @@ def evaluate(
     config: EvalConfig = EvalConfig(),
     *,
     scorer: Callable[[Sequence[str], Sequence[Any]], Scores] | None = None,
+    sampler: Sampler | None = None,
 ) -> EvalReport:
     """Sample ``config.n`` completions per example, verify them, and report.
 
     ``scorer`` reuses an open :class:`rlvr.rewards.Scorer` (the trainer's, with its worker
-    processes); by default one is made from ``config.scoring`` for this call.
+    processes); by default one is made from ``config.scoring`` for this call. ``sampler``
+    reuses the trainer's sampler (so training reward and evaluation score come from the
+    same one); by default the ``lean`` sampler on ``model``.
     """
     if not examples:
         raise ValueError("examples is empty")
     verifier = get_verifier(verifier)
     prompts = [format_prompt(tokenizer, ex.prompt, config.system_prompt) for ex in examples]
-    samples = sample_seeded(model, tokenizer, prompts, config)
+    samples = sample_seeded(model, tokenizer, prompts, config, sampler)
     return build_report(score_problems(examples, verifier, samples, config, scorer), config)

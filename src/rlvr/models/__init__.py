@@ -2,11 +2,16 @@
 
 ``load_model("tiny")`` and ``load_model("smollm2-135m")`` build (once) and cache a plain
 Hugging Face directory offline; any other string is handed to ``transformers`` as a hub
-name or local path. Presets register themselves in :data:`PRESETS`.
+name or local path. Presets register themselves in :data:`PRESETS` with
+:func:`register_preset`; the built-in ones live in the modules :data:`BUILTIN_PRESETS`
+names and are imported (so registered) the first time their name is asked for. Building a
+preset may train (``tiny`` runs a supervised warm start), so its builder lives in a layer
+above the trainer (:mod:`rlvr.presets`); this package only loads models.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -16,6 +21,12 @@ import torch
 
 # name -> builder(cache_root) that returns a local HF model directory (building it once).
 PRESETS: dict[str, Callable[[Path], Path]] = {}
+
+BUILTIN_PRESETS: dict[str, str] = {
+    "tiny": "rlvr.presets.tiny",
+    "smollm2-135m": "rlvr.models.smollm2",
+}
+"""Preset name -> the module that registers it, imported on first use."""
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -37,10 +48,16 @@ def cache_root() -> Path:
 
 def resolve_model_path(name_or_path: str) -> str:
     """A preset name becomes its cached directory; anything else is returned unchanged."""
-    _import_presets()
+    if name_or_path in BUILTIN_PRESETS and name_or_path not in PRESETS:
+        importlib.import_module(BUILTIN_PRESETS[name_or_path])
     if name_or_path in PRESETS:
         return str(PRESETS[name_or_path](cache_root()))
     return name_or_path
+
+
+def preset_names() -> list[str]:
+    """Every preset name :func:`load_model` accepts."""
+    return sorted(set(PRESETS) | set(BUILTIN_PRESETS))
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -83,15 +100,10 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:
         raise ValueError(
-            f"could not load model {name_or_path!r}: not a preset ({', '.join(sorted(PRESETS))}), "
+            f"could not load model {name_or_path!r}: not a preset ({', '.join(preset_names())}), "
             f"not a local directory, and not reachable on the Hugging Face Hub ({err})"
         ) from err
     tokenizer = load_tokenizer(name_or_path)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.to(device).eval(), tokenizer
-
-
-def _import_presets() -> None:
-    """Import the modules that register presets (kept lazy: they pull in tokenizers)."""
-    from rlvr.models import presets  # noqa: F401

@@ -1,7 +1,8 @@
 """Policy objectives of GRPO, the trust-region papers and their baselines.
 
-Pure functions over tensors, registered by name (``OBJECTIVES``); the entry point is
-:func:`policy_loss`. Each module cites its paper's equations and lists its departures;
+Pure functions over tensors, registered by name (``OBJECTIVES``). Two entry points: the
+typed core :func:`objective_loss` (``LossInputs``, an ``ObjectiveConfig`` built once, the
+step's ``StepCounts``) and the keyword wrapper :func:`policy_loss`. Each module cites its paper's equations and lists its departures;
 ``docs/objectives.md`` has the table.
 
 >>> import torch
@@ -16,20 +17,15 @@ Pure functions over tensors, registered by name (``OBJECTIVES``); the entry poin
 from rlvr.objectives.abc import AbcConfig
 from rlvr.objectives.aggregation import LOSS_AGG_MODES, StepCounts, aggregate, step_counts
 from rlvr.objectives.cispo import CispoConfig
+from rlvr.objectives.config import ObjectiveConfig, group_stats_for
 from rlvr.objectives.etr import EtrConfig
 from rlvr.objectives.gmpo import GmpoConfig
 from rlvr.objectives.gppo import GppoConfig
 from rlvr.objectives.gspo import GspoConfig
-from rlvr.objectives.loss import policy_loss
+from rlvr.objectives.loss import LossInputs, LossOutput, objective_loss, policy_loss
 from rlvr.objectives.pmpo import ApmpoConfig, PmpoConfig
 from rlvr.objectives.ppo_clip import DapoConfig, DrGrpoConfig, GrpoConfig
-from rlvr.objectives.registry import (
-    OBJECTIVES,
-    ObjectiveSpec,
-    group_stats_for,
-    make_config,
-    objective_spec,
-)
+from rlvr.objectives.registry import OBJECTIVES, ObjectiveSpec, make_config, objective_spec
 from rlvr.objectives.regularizers import KL_ESTIMATORS, RegularizerConfig, kl_penalty
 
 __all__ = [
@@ -46,6 +42,9 @@ __all__ = [
     "GppoConfig",
     "GrpoConfig",
     "GspoConfig",
+    "LossInputs",
+    "LossOutput",
+    "ObjectiveConfig",
     "ObjectiveSpec",
     "PmpoConfig",
     "RegularizerConfig",
@@ -54,6 +53,7 @@ __all__ = [
     "group_stats_for",
     "kl_penalty",
     "make_config",
+    "objective_loss",
     "objective_spec",
     "policy_loss",
     "step_counts",

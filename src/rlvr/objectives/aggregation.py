@@ -42,23 +42,32 @@ Count = int | float | torch.Tensor
 
 
 class StepCounts(NamedTuple):
-    """Denominators of one optimizer step, to pass to every micro-batch's loss call."""
+    """Denominators of one optimizer step, passed to every micro-batch's loss.
 
-    num_tokens: int
+    A count left ``None`` is taken from the call's own mask (right only when the call
+    holds the whole step).
+    """
+
+    num_tokens: Count | None = None
     """Response tokens in the step (``token-mean``)."""
-    num_seqs: int
+    num_seqs: Count | None = None
     """Sequences with at least one response token (the ``seq-mean-*`` modes)."""
-    num_sft_tokens: int | None
+    num_sft_tokens: Count | None = None
     """Response tokens of the responses the SFT term trains on (None without rewards)."""
+    max_len: int | None = None
+    """Dr.GRPO's constant ``L_max`` (``seq-mean-token-sum-norm``), e.g. ``max_new_tokens``."""
 
 
 def step_counts(
-    mask: torch.Tensor, rewards: torch.Tensor | None = None, sft_threshold: float = 1.0
+    mask: torch.Tensor,
+    rewards: torch.Tensor | None = None,
+    sft_threshold: float = 1.0,
+    max_len: int | None = None,
 ) -> StepCounts:
     """Counts over the whole step's ``mask [B, T]`` (and ``rewards [B]`` for the SFT term).
 
-    ``policy_loss(..., **step_counts(mask, rewards)._asdict())`` on each micro-batch makes
-    the summed gradient equal the full-batch one.
+    Passing them to the loss of each micro-batch makes the summed gradient equal the
+    full-batch one (``policy_loss(..., **step_counts(mask, rewards)._asdict())``).
     """
     mask = _bool_mask(mask)
     row_tokens = mask.sum(dim=1)  # [B]
@@ -69,7 +78,7 @@ def step_counts(
                 f"rewards must have shape [B]={tuple(row_tokens.shape)}, got {tuple(rewards.shape)}"
             )
         num_sft = int(row_tokens[rewards >= sft_threshold].sum())
-    return StepCounts(int(row_tokens.sum()), int((row_tokens > 0).sum()), num_sft)
+    return StepCounts(int(row_tokens.sum()), int((row_tokens > 0).sum()), num_sft, max_len)
 
 
 def _bool_mask(mask: torch.Tensor) -> torch.Tensor:

@@ -75,12 +75,23 @@ def masked_extreme(values: torch.Tensor, mask: torch.Tensor, largest: bool) -> t
     return values.max() if largest else values.min()
 
 
+class ClippedLoss(NamedTuple):
+    """The PPO-clip loss and where each bound held it constant."""
+
+    loss: torch.Tensor
+    """[B, T] ``-min(r*A, clip(r, lower, upper)*A)``."""
+    low: torch.Tensor
+    """[B, T] bool: ``A < 0`` and ``r < lower``."""
+    high: torch.Tensor
+    """[B, T] bool: ``A > 0`` and ``r > upper``."""
+
+
 def ppo_clip(
     ratio: torch.Tensor,
     adv: torch.Tensor,
     lower: torch.Tensor | float,
     upper: torch.Tensor | float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> ClippedLoss:
     """``-min(r*A, clip(r, lower, upper)*A)`` and its (low, high) clipped masks, [B, T] each.
 
     ``low``: ``A < 0`` and ``r < lower`` (the clip holds the loss constant);
@@ -91,7 +102,7 @@ def ppo_clip(
     loss = -torch.minimum(ratio * adv, clipped * adv)
     low = (adv < 0) & (ratio < lower)
     high = (adv > 0) & (ratio > upper)
-    return loss, low, high
+    return ClippedLoss(loss, low, high)
 
 
 def as_bound(bound: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor:

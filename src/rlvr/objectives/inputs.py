@@ -7,9 +7,8 @@ from typing import Any
 
 import torch
 
-from rlvr.advantages import GroupStats, group_stats
+from rlvr.advantages import GroupStats
 from rlvr.objectives.base import PolicyBatch
-from rlvr.objectives.registry import ObjectiveSpec
 
 
 def check_mask(mask: Any) -> torch.Tensor:
@@ -74,35 +73,27 @@ def check_rewards(rewards: Any, batch_size: int) -> torch.Tensor:
     return rewards
 
 
-def resolve_stats(
-    spec: ObjectiveSpec,
-    cfg: Any,
-    stats: GroupStats | None,
-    rewards: torch.Tensor | None,
-    group_size: int | None,
-    batch_size: int,
-) -> GroupStats | None:
-    """The rows' group statistics: given (checked) or computed from whole groups here."""
-    if not spec.needs_group_stats:
-        return None
-    if stats is not None:
-        if not isinstance(stats, GroupStats) or len(stats) != batch_size:
-            raise ValueError(
-                f"group_stats must be GroupStats with {batch_size} rows, got {_describe(stats)}"
-            )
-        return stats
-    if rewards is None or group_size is None:
+def check_stats(name: str, stats: Any, batch_size: int) -> GroupStats:
+    """The rows' group statistics, which objective ``name`` needs: present and ``batch_size`` long."""
+    if stats is None:
         raise ValueError(
-            f"rewards and group_size: objective {spec.name!r} needs them (or precomputed group_stats)"
+            f"group_stats: objective {name!r} needs per-row statistics of whole groups "
+            "(ObjectiveConfig.group_stats over the whole rollout batch, then .rows(index))"
         )
-    opts = cfg.stats_options()
-    return group_stats(
-        rewards,
-        group_size,
-        pass_threshold=opts.pass_threshold,
-        reward_range=opts.reward_range,
-        scope=opts.scope,
-    )
+    if not isinstance(stats, GroupStats) or len(stats) != batch_size:
+        raise ValueError(
+            f"group_stats must be GroupStats with {batch_size} rows, got {_describe(stats)}"
+        )
+    return stats
+
+
+def check_weights(weights: Any, mask: torch.Tensor) -> torch.Tensor:
+    """``token_weights [B, T]``: floating, finite and >= 0 on response tokens; detached, 0 on padding."""
+    check_tensor("token_weights", weights, mask.shape, mask)
+    weights = weights.detach()
+    if bool((torch.where(mask, weights, torch.zeros_like(weights)) < 0).any()):
+        raise ValueError("token_weights must be >= 0 on response tokens")
+    return torch.where(mask, weights, torch.zeros_like(weights))
 
 
 def build_batch(logp: Any, old_logp: Any, advantages: Any, mask: Any) -> PolicyBatch:

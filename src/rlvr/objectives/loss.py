@@ -1,19 +1,115 @@
-"""The stable entry point: :func:`policy_loss`."""
+"""The entry points: the typed core :func:`objective_loss` and the keyword wrapper :func:`policy_loss`.
+
+A trainer builds an :class:`~rlvr.objectives.config.ObjectiveConfig` once, the step's
+:class:`~rlvr.objectives.aggregation.StepCounts` once per optimiser step, and calls
+``objective_loss(LossInputs(...), cfg, counts)`` per micro-batch. Outside callers (a
+notebook, another trainer) use ``policy_loss(name, logp=..., ..., **hparams)``, which builds
+the same three things from keywords.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import torch
 
 from rlvr.advantages import GroupStats
-from rlvr.objectives.aggregation import LOSS_AGG_MODES, Count, aggregate
+from rlvr.objectives.aggregation import Count, StepCounts, aggregate
 from rlvr.objectives.base import PolicyBatch, masked_mean
-from rlvr.objectives.inputs import build_batch, check_rewards, check_tensor, resolve_stats
+from rlvr.objectives.config import ObjectiveConfig
+from rlvr.objectives.inputs import (
+    build_batch,
+    check_rewards,
+    check_stats,
+    check_tensor,
+    check_weights,
+)
 from rlvr.objectives.metrics import clip_metrics, ratio_metrics
 from rlvr.objectives.registry import objective_spec, resolve_config
 from rlvr.objectives.regularizers import RegularizerConfig, kl_penalty, sft_nll
+
+
+@dataclass(frozen=True)
+class LossInputs:
+    """One (micro-)batch of ``B`` sequences and ``T`` response positions, as the loss reads it.
+
+    Any float dtype; ratios are computed in float32 or wider. ``logp`` carries the gradient
+    (and ``entropy`` when the entropy bonus is on).
+    """
+
+    logp: torch.Tensor
+    """[B, T] current log-probs of the sampled tokens."""
+    old_logp: torch.Tensor
+    """[B, T] behaviour-policy log-probs (detached)."""
+    advantages: torch.Tensor
+    """[B] sequence advantages, or [B, T] per-token ones."""
+    mask: torch.Tensor
+    """[B, T] 1 on response tokens, 0 on padding."""
+    rewards: torch.Tensor | None = None
+    """[B] rewards (the SFT-on-positives term reads them)."""
+    group_stats: GroupStats | None = None
+    """Per-row group statistics over whole groups (``etr``, ``pmpo``, ``apmpo``)."""
+    ref_logp: torch.Tensor | None = None
+    """[B, T] reference-model log-probs (the KL term)."""
+    entropy: torch.Tensor | None = None
+    """[B, T] policy entropy at each position (metric; the bonus when ``entropy_coef > 0``)."""
+    token_weights: torch.Tensor | None = None
+    """[B, T] non-negative weights multiplying the objective's per-token loss before aggregation
+    (e.g. truncated importance weights correcting a rollout engine's log-prob mismatch)."""
+
+
+class LossOutput(NamedTuple):
+    """What the loss returns."""
+
+    loss: torch.Tensor
+    """Scalar loss with gradient: objective + ``kl_coef*KL + sft_coef*NLL - entropy_coef*H``."""
+    metrics: dict[str, torch.Tensor]
+    """Metric name -> detached 0-dim tensor (names in ``docs/metrics.md``)."""
+
+
+def objective_loss(
+    batch: LossInputs, cfg: ObjectiveConfig, counts: StepCounts | None = None
+) -> LossOutput:
+    """The loss of objective ``cfg`` on one (micro-)batch.
+
+    ``counts`` are the whole optimiser step's denominators (:func:`step_counts` over the
+    step's mask and rewards): with them the micro-batch losses sum to the full-batch loss
+    and gradient. ``None``: this call's own counts. Objectives that read group statistics
+    need ``batch.group_stats`` (``cfg.group_stats(rewards, G)`` over the whole rollout
+    batch, then ``.rows(index)`` per micro-batch).
+
+    Raises ValueError naming the argument for a shape mismatch, NaN/inf on response
+    tokens, an all-zero mask, or a missing input the configuration needs.
+    """
+    spec, counts = cfg.spec, counts or StepCounts()
+    policy = build_batch(batch.logp, batch.old_logp, batch.advantages, batch.mask)
+    size = policy.mask.shape[0]
+    if batch.rewards is not None:
+        check_rewards(batch.rewards, size)
+    if spec.needs_group_stats:
+        stats = check_stats(spec.name, batch.group_stats, size)
+        policy = dataclasses.replace(policy, stats=stats.to(policy.mask.device))
+    out = spec.loss_fn(policy, cfg.params)
+    per_token = out.per_token_loss
+    if batch.token_weights is not None:
+        weights = check_weights(batch.token_weights, policy.mask)
+        per_token = per_token * weights.to(per_token.dtype)
+    loss = aggregate(per_token, policy.mask, cfg.agg_mode, **_denominators(counts))
+    with torch.no_grad():
+        metrics = {
+            **ratio_metrics(policy),
+            **clip_metrics(out.clip, policy.advantages, policy.mask),
+        }
+        metrics.update(out.metrics)
+    extra, reg_metrics = regularization(cfg.regularizers, policy, cfg.agg_mode, counts, batch)
+    metrics.update(reg_metrics)
+    return LossOutput(loss if extra is None else loss + extra, metrics)
+
+
+def _denominators(counts: StepCounts) -> dict[str, Any]:
+    return {"num_tokens": counts.num_tokens, "num_seqs": counts.num_seqs, "max_len": counts.max_len}
 
 
 def policy_loss(
@@ -28,6 +124,7 @@ def policy_loss(
     group_stats: GroupStats | None = None,
     ref_logp: torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
+    token_weights: torch.Tensor | None = None,
     loss_agg: str | None = None,
     num_tokens: Count | None = None,
     num_seqs: Count | None = None,
@@ -40,19 +137,18 @@ def policy_loss(
     sft_threshold: float = 1.0,
     entropy_coef: float = 0.0,
     **hparams: Any,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``(loss, metrics)`` of objective ``name`` on one (micro-)batch.
+) -> LossOutput:
+    """``(loss, metrics)`` of objective ``name`` on one (micro-)batch, from keywords.
+
+    A thin wrapper over :func:`objective_loss`: the tensors become :class:`LossInputs`,
+    ``name`` with ``hparams`` (the objective's hyperparameters named as in
+    ``ALGORITHMS.md``, ``eps1=0.3``...) or a ready ``config`` (``make_config(name, ...)``)
+    and the regulariser coefficients become an :class:`ObjectiveConfig`, and
+    ``num_tokens``/``num_seqs``/``num_sft_tokens``/``max_len`` the :class:`StepCounts`.
 
     Tensors (``B`` sequences, ``T`` positions; ``mask`` is 1 on response tokens):
-    ``logp``/``old_logp``/``ref_logp``/``entropy`` ``[B, T]`` float (``logp`` and, when
-    ``entropy_coef > 0``, ``entropy`` carry the gradient; any float dtype, ratios are
-    computed in float32 or wider), ``advantages`` ``[B]`` or ``[B, T]``, ``rewards [B]``.
-    ``hparams`` are the objective's hyperparameters named as in ``ALGORITHMS.md``
-    (``eps1=0.3``...), or pass a ready ``config`` (``make_config(name, ...)``).
-
-    Returns a scalar ``loss`` with gradient (the objective aggregated by ``loss_agg``,
-    default the objective's own, plus ``kl_coef*KL + sft_coef*NLL - entropy_coef*H``) and
-    ``metrics``: name -> detached 0-dim tensor (names in ``docs/objectives.md``).
+    ``logp``/``old_logp``/``ref_logp``/``entropy``/``token_weights`` ``[B, T]`` float,
+    ``advantages`` ``[B]`` or ``[B, T]``, ``rewards [B]``.
 
     Gradient accumulation: pass the WHOLE optimizer step's ``num_tokens``, ``num_seqs``,
     ``num_sft_tokens`` (:func:`~rlvr.objectives.aggregation.step_counts` over the step's
@@ -62,54 +158,56 @@ def policy_loss(
 
     Group statistics (``etr``, ``pmpo``, ``apmpo``): compute them ONCE over the whole
     rollout batch, ``stats = group_stats_for(name, rewards, group_size, **hparams)``,
-    and pass ``group_stats=stats.rows(index)`` with each micro-batch's row ``index``
-    (a slice or index tensor), so no statistic comes from a partial group. Without
-    ``group_stats`` they are computed from this call's ``rewards``/``group_size``, which
-    is right only when the call holds whole groups (and, for ``stats_scope="batch"``,
-    the whole batch). Stats computed with other options than the objective's
-    (``pass_threshold``, ``reward_range``, ``stats_scope``) are rejected.
+    and pass ``group_stats=stats.rows(index)`` with each micro-batch's row ``index``, so
+    no statistic comes from a partial group. Without ``group_stats`` they are computed
+    from this call's ``rewards``/``group_size``, which is right only when the call holds
+    whole groups (and, for ``stats_scope="batch"``, the whole batch). Stats computed with
+    other options than the objective's are rejected.
 
     Raises ValueError naming the argument for: unknown objective, hyperparameter or
     mode; shape mismatch; NaN/inf on response tokens; an all-zero mask; rewards or
     group statistics missing where needed; ``group_size`` not dividing ``B``.
     """
     spec = objective_spec(name)
-    cfg = resolve_config(spec, config, hparams)
-    reg = RegularizerConfig(kl_coef, kl_estimator, sft_coef, sft_threshold, entropy_coef)
-    mode = spec.loss_agg if loss_agg is None else loss_agg
-    if mode not in LOSS_AGG_MODES:
-        raise ValueError(f"unknown loss_agg {mode!r}; valid: {', '.join(LOSS_AGG_MODES)}")
-    batch = build_batch(logp, old_logp, advantages, mask)
-    if rewards is not None:
-        rewards = check_rewards(rewards, batch.mask.shape[0])
-    stats = resolve_stats(spec, cfg, group_stats, rewards, group_size, batch.mask.shape[0])
-    if stats is not None:
-        batch = dataclasses.replace(batch, stats=stats.to(batch.mask.device))
-    out = spec.loss_fn(batch, cfg)
-    counts = {"num_tokens": num_tokens, "num_seqs": num_seqs, "max_len": max_len}
-    loss = aggregate(out.per_token_loss, batch.mask, mode, **counts)
-    with torch.no_grad():
-        metrics = {**ratio_metrics(batch), **clip_metrics(out.clip, batch.advantages, batch.mask)}
-        metrics.update(out.metrics)
-    extra, reg_metrics = regularization(
-        reg, batch, mode, counts, ref_logp, entropy, rewards, num_sft_tokens
+    cfg = ObjectiveConfig(
+        name,
+        params=resolve_config(spec, config, hparams),
+        loss_agg=loss_agg,
+        kl_coef=kl_coef,
+        kl_estimator=kl_estimator,
+        sft_coef=sft_coef,
+        sft_threshold=sft_threshold,
+        entropy_coef=entropy_coef,
     )
-    metrics.update(reg_metrics)
-    return (loss if extra is None else loss + extra), metrics
+    if spec.needs_group_stats and group_stats is None:
+        if rewards is None or group_size is None:
+            raise ValueError(
+                f"rewards and group_size: objective {name!r} needs them (or precomputed group_stats)"
+            )
+        rewards = check_rewards(rewards, _rows(mask))
+        group_stats = cfg.group_stats(rewards, group_size)
+    batch = LossInputs(
+        logp, old_logp, advantages, mask, rewards, group_stats, ref_logp, entropy, token_weights
+    )
+    return objective_loss(batch, cfg, StepCounts(num_tokens, num_seqs, num_sft_tokens, max_len))
+
+
+def _rows(mask: Any) -> int:
+    """``B`` of a ``[B, T]`` mask (shape errors are reported by the batch checks)."""
+    return mask.shape[0] if isinstance(mask, torch.Tensor) and mask.dim() == 2 else -1
 
 
 def regularization(
     reg: RegularizerConfig,
     batch: PolicyBatch,
     mode: str,
-    counts: dict[str, Any],
-    ref_logp: torch.Tensor | None,
-    entropy: torch.Tensor | None,
-    rewards: torch.Tensor | None,
-    num_sft_tokens: Count | None,
+    counts: StepCounts,
+    inputs: LossInputs,
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
     """``(kl_coef*KL + sft_coef*NLL - entropy_coef*H or None, metrics)``."""
     total, metrics, mask = None, {}, batch.mask
+    denominators = _denominators(counts)
+    ref_logp, entropy, rewards = inputs.ref_logp, inputs.entropy, inputs.rewards
     if reg.kl_coef > 0 and ref_logp is None:
         raise ValueError("ref_logp is required when kl_coef > 0")
     if ref_logp is not None:
@@ -117,14 +215,14 @@ def regularization(
         kl = kl_penalty(batch.logp, ref_logp.detach().to(batch.logp.dtype), mask, reg.kl_estimator)
         metrics[f"kl/ref_{reg.kl_estimator}"] = masked_mean(kl, mask)
         if reg.kl_coef > 0:
-            total = _add(total, reg.kl_coef * aggregate(kl, mask, mode, **counts))
+            total = _add(total, reg.kl_coef * aggregate(kl, mask, mode, **denominators))
     if reg.sft_coef > 0:
         if rewards is None:
             raise ValueError(
                 "rewards are required when sft_coef > 0 (to find the positive responses)"
             )
         positive = (rewards >= reg.sft_threshold).to(mask.device)
-        sft, nll = sft_nll(batch.logp, mask, positive, num_sft_tokens)
+        sft, nll = sft_nll(batch.logp, mask, positive, counts.num_sft_tokens)
         metrics["sft/loss"] = nll
         total = _add(total, reg.sft_coef * sft)
     if reg.entropy_coef > 0 and entropy is None:
@@ -135,10 +233,8 @@ def regularization(
         if reg.entropy_coef > 0:
             if batch.logp.requires_grad and torch.is_grad_enabled() and not entropy.requires_grad:
                 raise ValueError("entropy must carry a gradient when entropy_coef > 0")
-            total = _add(
-                total,
-                -reg.entropy_coef * aggregate(entropy.to(batch.logp.dtype), mask, mode, **counts),
-            )
+            bonus = aggregate(entropy.to(batch.logp.dtype), mask, mode, **denominators)
+            total = _add(total, -reg.entropy_coef * bonus)
     return total, metrics
 
 

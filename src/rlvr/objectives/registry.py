@@ -6,9 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-import torch
-
-from rlvr.advantages import GroupStats, group_stats
 from rlvr.objectives.abc import AbcConfig, abc_loss
 from rlvr.objectives.base import ObjectiveOutput, PolicyBatch
 from rlvr.objectives.cispo import CispoConfig, cispo_loss
@@ -122,30 +119,6 @@ def make_config(name: str, **hparams: Any) -> Any:
             f"valid: {', '.join(valid)}"
         )
     return spec.config_cls(**hparams)
-
-
-def group_stats_for(
-    name: str, rewards: torch.Tensor, group_size: int, config: Any = None, **hparams: Any
-) -> GroupStats | None:
-    """Group statistics for objective ``name`` over the whole rollout batch, or None.
-
-    The objective's own hyperparameters (``pass_threshold`` for ``etr``; ``reward_range``
-    and ``stats_scope`` for ``pmpo``/``apmpo``) choose the options, so the caller passes
-    the same ``hparams`` (or ``config``) it gives ``policy_loss``. None for objectives
-    that read no statistics.
-    """
-    spec = objective_spec(name)
-    cfg = resolve_config(spec, config, hparams)
-    if not spec.needs_group_stats:
-        return None
-    options = cfg.stats_options()
-    return group_stats(
-        rewards,
-        group_size,
-        pass_threshold=options.pass_threshold,
-        reward_range=options.reward_range,
-        scope=options.scope,
-    )
 
 
 def resolve_config(spec: ObjectiveSpec, config: Any, hparams: dict[str, Any]) -> Any:

@@ -7,8 +7,8 @@
     cfg = load_config(TrainConfig, "demo", ["objective.name=abc_grpo", "rollout.minibatches=4"])
     result = train(cfg)                  # TrainResult(run_dir, model_dir, metrics, evals, plots)
 
-``train`` and ``sft`` (and their results) are imported on first use, so importing the
-configuration classes stays cheap. See ``docs/training.md`` and ``docs/metrics.md``.
+``train`` and ``sft`` (and their results, and the harness's :class:`Callback`) are imported
+on first use, so importing the configuration classes stays cheap. See ``docs/training.md`` and ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -37,12 +37,18 @@ _LAZY = {
     "TrainResult": "rlvr.train.loop",
     "sft": "rlvr.train.supervised",
     "SFTResult": "rlvr.train.supervised",
+    "Callback": "rlvr.train.harness",
+    "RunResult": "rlvr.train.harness",
+    "StepRecord": "rlvr.train.harness",
+    "EvalRecord": "rlvr.train.harness",
 }
 
 __all__ = [
+    "Callback",
     "CheckpointConfig",
     "DataConfig",
     "EvalConfig",
+    "EvalRecord",
     "GymConfig",
     "LogConfig",
     "ModelConfig",
@@ -50,9 +56,11 @@ __all__ = [
     "OptimConfig",
     "RewardConfig",
     "RolloutConfig",
+    "RunResult",
     "SFTConfig",
     "SFTDataConfig",
     "SFTResult",
+    "StepRecord",
     "TrainConfig",
     "TrainResult",
     "dump_yaml",

@@ -147,14 +147,12 @@ class RolloutBatch:
 
     def rows(self, index: torch.Tensor) -> RolloutBatch:
         """The rows ``index`` [b] of every field."""
-        from rlvr.train.integrations import select_stats
-
         return replace(
             self,
             seqs=self.seqs.rows(index),
             rewards=self.rewards[index],
             advantages=self.advantages[index],
-            group_stats=None if self.group_stats is None else select_stats(self.group_stats, index),
+            group_stats=None if self.group_stats is None else self.group_stats.rows(index),
             old_logp=None if self.old_logp is None else self.old_logp[index],
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
         )

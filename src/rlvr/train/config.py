@@ -7,10 +7,13 @@ from YAML plus ``key=value`` overrides by :mod:`rlvr.train.overrides`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from rlvr.generation import SamplingConfig
+from rlvr.evaluation.harness import EvalConfig as HarnessConfig
+from rlvr.generation import SamplingConfig, sampler_options
+from rlvr.objectives.config import ObjectiveConfig
 
 
 def _check(ok: bool, message: str) -> None:
@@ -147,6 +150,9 @@ class RewardConfig:
 class RolloutConfig:
     """How each step's batch of completions is sampled, filtered and reused."""
 
+    RENAMED: ClassVar[dict[str, str]] = {"engine": "sampler"}
+    """Keys of earlier versions, read under their new names."""
+
     prompts_per_step: int = 8
     """Groups (prompts) in one rollout batch."""
     group_size: int = 8
@@ -159,8 +165,10 @@ class RolloutConfig:
     """Nucleus sampling mass (1 disables it)."""
     top_k: int = 0
     """Top-k sampling (0 disables it)."""
-    engine: Literal["lean", "hf"] = "lean"
-    """Sampler: the lean KV-cached loop of ``rlvr.generation`` or Hugging Face ``generate``."""
+    sampler: str = "lean"
+    """Sampler by name: ``lean`` (the KV-cached loop of ``rlvr.generation.lean``), ``hf`` (Hugging Face ``generate``), ``vllm``."""
+    sampler_options: dict[str, Any] = field(default_factory=dict)
+    """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``), checked against its options class."""
     generation_batch_size: int | None = None
     """Sequences per generation call (``None``: the whole round at once)."""
     filter_zero_advantage: bool = False
@@ -186,7 +194,10 @@ class RolloutConfig:
         ):
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
-        _one_of("rollout.engine", self.engine, ("lean", "hf"))
+        try:
+            sampler_options(self.sampler, **self.sampler_options)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"rollout.sampler: {err}") from err
         _check(
             self.temperature > 0,
             f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",
@@ -216,35 +227,6 @@ class RolloutConfig:
     def reuses_rollout(self) -> bool:
         """True when the policy changes before the batch's last update (old log-probs needed)."""
         return self.minibatches > 1 or self.epochs > 1
-
-
-@dataclass(frozen=True)
-class ObjectiveConfig:
-    """The policy objective by name, its hyperparameters, and the regularisers."""
-
-    name: str = "grpo"
-    """Registered objective, e.g. ``grpo``, ``abc_grpo``, ``etr``, ``gppo``, ``apmpo``."""
-    advantage: str | None = None
-    """Advantage mode (``group_std``, ``group_mean``, ``batch_std``); ``None``: the objective's default."""
-    loss_agg: str | None = None
-    """Aggregation mode; ``None``: the objective's default."""
-    kl_coef: float = 0.0
-    """Weight of the KL to the reference model (0: no reference model is loaded)."""
-    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
-    """KL estimator."""
-    sft_coef: float = 0.0
-    """Weight of the NLL on positive responses (Klear's SFT term; 0.1 in Klear)."""
-    sft_threshold: float | None = None
-    """Reward a response must reach to count as positive (``None``: ``reward.correct``)."""
-    entropy_coef: float = 0.0
-    """Entropy bonus weight."""
-    hparams: dict[str, Any] = field(default_factory=dict)
-    """The objective's own hyperparameters (``eps1``, ``eps_high``, ...), by their ALGORITHMS.md names."""
-
-    def __post_init__(self) -> None:
-        _check(self.kl_coef >= 0, f"objective.kl_coef must be >= 0, got {self.kl_coef}")
-        _check(self.sft_coef >= 0, f"objective.sft_coef must be >= 0, got {self.sft_coef}")
-        _one_of("objective.kl_estimator", self.kl_estimator, ("k1", "k2", "k3"))
 
 
 @dataclass(frozen=True)
@@ -339,6 +321,18 @@ class EvalConfig:
     seed: int = 1234
     """Seed of the evaluation's own RNG; training randomness is left untouched."""
 
+    def harness(self, sampling: SamplingConfig, *, system_prompt: str | None) -> HarnessConfig:
+        """The evaluation harness's settings for these (completions are not kept)."""
+        return HarnessConfig(
+            n=self.n,
+            ks=tuple(self.ks),
+            sampling=sampling,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            system_prompt=system_prompt,
+            keep_completions=False,
+        )
+
     def __post_init__(self) -> None:
         _check(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
         _check(self.n >= 1, f"eval.n must be >= 1, got {self.n}")
@@ -404,12 +398,23 @@ class TrainConfig:
                 self.rollout.group_size >= 2,
                 "dynamic sampling / zero-advantage filtering need rollout.group_size >= 2",
             )
+        self._check_reward_range()
+
+    def _check_reward_range(self) -> None:
+        """An objective that maps rewards through ``reward_range`` must see every reward in it."""
+        span, reward = getattr(self.objective.params, "reward_range", None), self.reward
+        if span is not None and not span[0] <= reward.wrong < reward.correct <= span[1]:
+            raise ValueError(
+                f"objective.reward_range={list(span)} must hold reward.wrong={reward.wrong} and "
+                f"reward.correct={reward.correct} (e.g. objective.reward_range=[{reward.wrong}, {reward.correct}])"
+            )
 
     @property
-    def sft_threshold(self) -> float:
-        """Reward a response needs for the SFT-on-positives term."""
-        t = self.objective.sft_threshold
-        return self.reward.correct if t is None else t
+    def loss_config(self) -> ObjectiveConfig:
+        """The objective section with the SFT threshold resolved (``None``: ``reward.correct``)."""
+        if self.objective.sft_threshold is not None:
+            return self.objective
+        return dataclasses.replace(self.objective, sft_threshold=self.reward.correct)
 
 
 @dataclass(frozen=True, kw_only=True)

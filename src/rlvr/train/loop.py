@@ -1,7 +1,9 @@
-"""The RL loop: rollout -> verify -> advantages -> objective -> optimiser step, logged.
+"""The RL job: rollout -> verify -> advantages -> objective -> optimiser step, logged.
 
-Read :func:`train` top to bottom: it builds a :class:`Run` (everything the steps share),
-then calls :func:`train_step` once per step, evaluating and checkpointing on schedule.
+Read :func:`train_step` top to bottom for one step. :func:`build_run` loads everything the
+steps share into an :class:`RLRun`; :func:`train` hands it to the run harness
+(:mod:`rlvr.train.harness`), which owns the loop, evaluation and checkpoint schedule,
+logging and resuming.
 """
 
 from __future__ import annotations
@@ -9,43 +11,40 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from rlvr.generation import SamplingConfig
-from rlvr.train import integrations
-from rlvr.train.checkpoint import (
-    TrainerState,
-    due,
-    load_trainer_state,
-    save_checkpoint,
-    seed_everything,
-)
+from rlvr.evaluation import evaluate as evaluate_examples
+from rlvr.generation import Sampler, SamplingConfig, make_sampler
+from rlvr.objectives import ObjectiveConfig
+from rlvr.rewards import Scorer
 from rlvr.train.config import DataConfig, TrainConfig
-from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
-from rlvr.train.overrides import to_dict
-from rlvr.train.plots import plot_runs
-from rlvr.train.progress import ProgressReporter
+from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set
 from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
 from rlvr.train.setup import (
     autocast,
     build_optimizer,
-    expand_output_dir,
     load_policy,
+    open_scorer,
     peak_rss_mb,
-    prepare_run_dir,
-    set_threads,
+    preflight,
 )
 from rlvr.train.update import update_policy
 
+TrainResult = RunResult
+"""What :func:`train` returns (run directory, final model, last metrics, held-out scores, plots)."""
 
-@dataclass
-class Run:
-    """Everything the steps of one run share."""
+SHOWN = (("reward/mean", "reward"), ("reward/accuracy", "acc"), ("policy/entropy", "entropy"))
+
+
+@dataclass(kw_only=True)
+class RLRun:
+    """Everything the steps of one RL run share (a :class:`~rlvr.train.harness.Job`)."""
 
     cfg: TrainConfig
     """The run's configuration."""
@@ -57,76 +56,55 @@ class Run:
     """Frozen initial policy for the KL term (``None`` when ``kl_coef = 0``)."""
     tokenizer: Any
     """The policy's tokenizer."""
-    scorer: Any
-    """``rlvr.rewards.Scorer`` of the configured verifier."""
+    generator: Sampler
+    """Samples the rollouts and the evaluations (``rollout.sampler``)."""
+    scorer: Scorer
+    """The configured verifier with its time limit and worker processes."""
     train_set: PromptSet
     """Training prompts, tokenised."""
     eval_set: PromptSet | None
     """Held-out prompts (``None``: no evaluation)."""
-    sampler: IndexSampler
+    order: IndexSampler
     """Order of the training prompts (resumable)."""
     optimizer: torch.optim.Optimizer
     """AdamW over the policy."""
     scheduler: Any
     """Learning-rate schedule (``LambdaLR``)."""
-    advantage_mode: str
-    """Advantage mode in use (the config's or the objective's default)."""
-    start_step: int = 0
-    """Last completed step before this process started (0: fresh run)."""
-    evals: dict[int, dict[str, float]] = field(default_factory=dict)
-    """Held-out ``avg@k``/``pass@k`` by step."""
+    objective: ObjectiveConfig
+    """The policy loss, built once (SFT threshold resolved against ``reward.correct``)."""
+    title: str = "train"
+    """Progress-bar title."""
+    shown: Sequence[tuple[str, str]] = SHOWN
+    """Headline metrics of the progress bar."""
+
+    @property
+    def model(self) -> Any:
+        """The policy (what the harness checkpoints)."""
+        return self.policy
+
+    @property
+    def total_steps(self) -> int:
+        """Rollout steps of the run."""
+        return self.cfg.steps
+
+    def step(self, step: int) -> StepRecord:
+        """One RL step (:func:`train_step`)."""
+        return train_step(self)
+
+    def evaluate(self, step: int) -> EvalRecord | None:
+        """Held-out ``avg@k``/``pass@k`` when the schedule says so."""
+        return evaluate(self) if _eval_due(self, step) else None
+
+    def close(self) -> None:
+        """Stop the verifier workers and release the sampler."""
+        try:
+            self.scorer.close()
+        finally:
+            self.generator.close()
 
 
-@dataclass(frozen=True)
-class TrainResult:
-    """Where a run wrote its outputs, and its held-out scores."""
-
-    run_dir: Path
-    """Run directory (config, metrics.jsonl, samples.jsonl, tb/, checkpoints/)."""
-    model_dir: Path | None
-    """Final checkpoint (a plain HF model directory), if saved."""
-    metrics: dict[str, float | None]
-    """Metrics of the last step."""
-    evals: dict[int, dict[str, float]]
-    """Held-out ``avg@k``/``pass@k`` by step (step 0: before training)."""
-    plots: list[Path] = field(default_factory=list)
-    """PNG files written at the end."""
-
-    def summary_lines(self) -> list[str]:
-        """What the command line prints at the end."""
-        lines = [
-            f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items())
-            for name, m in self._eval_rows()
-        ]
-        if change := self.change_points():
-            lines.append(
-                f"{'held-out change:':<18}"
-                + "  ".join(f"{k} {v:+.1f} pts" for k, v in change.items())
-            )
-        lines.append(f"metrics:          {self.run_dir / 'metrics.jsonl'}")
-        if self.plots:
-            lines.append(f"plots:            {self.plots[0].parent}")
-        if self.model_dir is not None:
-            lines.append(f"model:            {self.model_dir}")
-        return lines
-
-    def _eval_rows(self):
-        for step in sorted(self.evals):
-            yield (f"held-out @ {step}:" if step else "held-out before:"), self.evals[step]
-
-    def change_points(self) -> dict[str, float]:
-        """Held-out gain of the run in points (last evaluation minus the one before training)."""
-        steps = sorted(self.evals)
-        if len(steps) < 2 or steps[0] != 0:
-            return {}
-        first, last = self.evals[0], self.evals[steps[-1]]
-        return {k: 100 * (last[k] - first[k]) for k in first if k in last}
-
-
-def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
-    """Load models, data, verifier and optimiser; restore state from ``checkpoint`` if given."""
-    set_threads(cfg.threads)
-    seed_everything(cfg.seed)
+def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun:
+    """Load models, data, verifier, sampler and optimiser (weights from ``checkpoint`` if given)."""
     policy, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
     reference = None
     if cfg.objective.kl_coef > 0:  # the reference model exists only when the KL term does
@@ -135,31 +113,25 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run:
     data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
-    sampler = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
+    order = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)
-    mode = cfg.objective.advantage or integrations.objective_defaults(cfg.objective.name).advantage
-    scorer = integrations.open_scorer(cfg.reward)
-    run = Run(
-        cfg,
-        run_dir,
-        policy,
-        reference,
-        tokenizer,
-        scorer,
-        train_set,
-        eval_set,
-        sampler,
-        optimizer,
-        scheduler,
-        mode,
+    ro = cfg.rollout
+    return RLRun(
+        cfg=cfg,
+        run_dir=run_dir,
+        policy=policy,
+        reference=reference,
+        tokenizer=tokenizer,
+        generator=make_sampler(ro.sampler, policy, tokenizer, **ro.sampler_options),
+        scorer=open_scorer(cfg.reward),
+        train_set=train_set,
+        eval_set=eval_set,
+        order=order,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        objective=cfg.loss_config,
     )
-    if checkpoint is not None:
-        state = load_trainer_state(checkpoint, optimizer, scheduler)
-        sampler.load_state_dict(state.data)
-        run.start_step = state.step
-        run.evals = {int(k): v for k, v in state.extra.get("evals", {}).items()}
-    return run
 
 
 def fit_context(cfg: TrainConfig, model) -> DataConfig:
@@ -179,15 +151,16 @@ def fit_context(cfg: TrainConfig, model) -> DataConfig:
     return dataclasses.replace(data, max_prompt_tokens=context - budget)
 
 
-def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
+def train_step(run: RLRun) -> StepRecord:
     """One step: rollout and verify, advantages and filters, update; its metrics and a few samples."""
     cfg, t0 = run.cfg, time.perf_counter()
     _mode(run, training=False)
-    sampled, kept = collect_rounds(
-        run.policy, run.tokenizer, run.scorer, run.train_set.prompts, run.sampler, cfg
+    run.generator.sync_weights()  # the policy changed since the last rollout
+    rounds = collect_rounds(
+        run.generator, run.tokenizer, run.scorer, run.train_set.prompts, run.order, cfg
     )
-    batch, metrics = assemble(kept, run.tokenizer.pad_token_id, cfg, run.advantage_mode)
-    metrics.update(rollout_metrics(sampled, cfg))
+    batch, metrics = assemble(rounds.kept, run.tokenizer.pad_token_id, cfg)
+    metrics.update(rollout_metrics(rounds.sampled, cfg))
     # With nothing left to learn from (all filtered or masked) there is no optimiser step.
     metrics["update/skipped"] = float(batch is None)
     if batch is not None:
@@ -195,25 +168,26 @@ def train_step(run: Run) -> tuple[dict[str, float], list[dict]]:
     metrics["time/step"] = time.perf_counter() - t0
     metrics["perf/tokens_per_s"] = metrics["perf/generated_tokens"] / metrics["time/step"]
     metrics["perf/peak_rss_mb"] = peak_rss_mb()
-    metrics["data/epoch"] = float(run.sampler.epoch)
+    metrics["data/epoch"] = float(run.order.epoch)
     metrics["data/prompts_skipped"] = float(run.train_set.skipped)
     metrics["data/prompts_truncated"] = float(run.train_set.truncated)
-    return metrics, samples(sampled, cfg.log.samples_per_step)
+    prompts = [p for rnd in rounds.sampled for p in rnd.prompts]
+    return StepRecord(metrics, samples(rounds.sampled, cfg.log.samples_per_step), prompts)
 
 
-def _update(run: Run, batch) -> dict[str, float]:
+def _update(run: RLRun, batch) -> dict[str, float]:
     """Behaviour/reference log-probs where needed, then the optimiser steps over ``batch``."""
     batch, seconds = behaviour_logp(batch, run.policy, run.reference, run.cfg)
     t0 = time.perf_counter()
     _mode(run, training=True)
-    metrics = update_policy(run.policy, run.optimizer, run.scheduler, batch, run.cfg)
+    metrics = update_policy(run.policy, run.optimizer, run.scheduler, batch, run.cfg, run.objective)
     metrics["time/logp"], metrics["time/update"] = seconds, time.perf_counter() - t0
     metrics["batch/sequences"] = float(batch.size)
     metrics["batch/tokens"] = float(batch.seqs.response_mask.sum())
     return metrics
 
 
-def evaluate(run: Run) -> dict[str, float]:
+def evaluate(run: RLRun) -> EvalRecord:
     """Held-out metrics (``eval/avg@k``, ``eval/pass@k``, ...) through the evaluation harness."""
     ev, cfg = run.cfg.eval, run.cfg
     sampling = SamplingConfig(
@@ -223,22 +197,26 @@ def evaluate(run: Run) -> dict[str, float]:
     )
     _mode(run, training=False)
     t0 = time.perf_counter()
+    examples = [p.example for p in run.eval_set.prompts]
+    harness = ev.harness(sampling, system_prompt=cfg.data.system_prompt)
     with autocast(cfg.model):
-        scores = integrations.evaluate(
+        report = evaluate_examples(
             run.policy,
             run.tokenizer,
-            [p.example for p in run.eval_set.prompts],
-            run.scorer,
-            ev,
-            sampling=sampling,
-            system_prompt=cfg.data.system_prompt,
+            examples,
+            run.scorer.verifier,
+            harness,
+            scorer=run.scorer,
+            sampler=run.generator,
         )
-    out = {f"eval/{k}": v for k, v in scores.items()}
-    out["time/eval"] = time.perf_counter() - t0
-    return out
+    scores = {k: float(v) for k, v in report.metrics.items()}
+    metrics = {f"eval/{k}": v for k, v in scores.items()}
+    metrics["time/eval"] = time.perf_counter() - t0
+    headline = {k: v for k, v in scores.items() if "@" in k}
+    return EvalRecord(metrics, headline)
 
 
-def _eval_due(run: Run, step: int) -> bool:
+def _eval_due(run: RLRun, step: int) -> bool:
     ev = run.cfg.eval
     if run.eval_set is None:
         return False
@@ -249,80 +227,15 @@ def _eval_due(run: Run, step: int) -> bool:
     )
 
 
-def _mode(run: Run, *, training: bool) -> None:
+def _mode(run: RLRun, *, training: bool) -> None:
     """Train mode only where gradient checkpointing needs it (dropout is disabled at load)."""
     if run.cfg.model.gradient_checkpointing:
         run.policy.train(training)
 
 
-def train(cfg: TrainConfig, *, resume: bool = False) -> TrainResult:
+def train(
+    cfg: TrainConfig, *, resume: bool = False, callbacks: Sequence[Callback] = ()
+) -> TrainResult:
     """Run RL training; ``resume`` continues from the latest checkpoint in ``log.output_dir``."""
-    cfg = expand_output_dir(cfg)
-    integrations.validate_objective(cfg.objective, cfg.reward)
-    run_dir, checkpoint = prepare_run_dir(cfg, resume=resume)
-    run = build_run(cfg, run_dir, checkpoint)
-    writer = MetricsWriter(
-        run_dir, cfg.log, resume_step=run.start_step if checkpoint else None, config=to_dict(cfg)
-    )
-    shown = [("reward/mean", "reward"), ("reward/accuracy", "acc"), ("policy/entropy", "entropy")]
-    progress = ProgressReporter(
-        cfg.log, total=cfg.steps, start=run.start_step, title="train", shown=shown
-    )
-    try:
-        with run.scorer:
-            row, model_dir = _run_steps(run, writer, progress)
-    finally:
-        writer.close()
-        progress.close()
-    plots = (
-        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
-        if cfg.log.plots
-        else []
-    )
-    return TrainResult(
-        run_dir=run_dir, model_dir=model_dir, metrics=row, evals=run.evals, plots=plots
-    )
-
-
-def _run_steps(
-    run: Run, writer: MetricsWriter, progress: ProgressReporter
-) -> tuple[dict, Path | None]:
-    """Steps ``start + 1 .. steps`` with evaluation and checkpoints on schedule."""
-    cfg, row, model_dir = run.cfg, {}, None
-    if run.start_step == 0 and _eval_due(run, 0):
-        run.evals[0] = _log_eval(run, writer, progress)
-    for step in range(run.start_step + 1, cfg.steps + 1):
-        metrics, examples = train_step(run)
-        if _eval_due(run, step):
-            metrics.update(evaluate(run))
-            run.evals[step] = {
-                k[5:]: v for k, v in metrics.items() if k.startswith("eval/") and "@" in k
-            }
-        row = writer.write(step, metrics)
-        writer.write_samples(step, examples)
-        progress.step(step, row)
-        if due(step, cfg.steps, cfg.checkpoint):
-            state = TrainerState(
-                step=step, data=run.sampler.state_dict(), extra={"evals": run.evals}
-            )
-            model_dir = save_checkpoint(
-                run.run_dir,
-                run.policy,
-                run.tokenizer,
-                run.optimizer,
-                run.scheduler,
-                state,
-                keep_last=cfg.checkpoint.keep_last,
-            )
-    return row, model_dir
-
-
-def _log_eval(run: Run, writer: MetricsWriter, progress: ProgressReporter) -> dict[str, float]:
-    """The evaluation before the first step, written as step 0."""
-    metrics = evaluate(run)
-    writer.write(0, metrics)
-    scores = {k[5:]: v for k, v in metrics.items() if k.startswith("eval/") and "@" in k}
-    progress.message(
-        "held-out before training: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
-    )
-    return scores
+    preflight(cfg)
+    return run_job(cfg, build_run, resume=resume, callbacks=callbacks)

@@ -7,7 +7,10 @@ naming the offending key on any error. Two conveniences:
 
 - a scalar given for a section sets its ``name`` (``model=smollm2-135m``);
 - keys of ``objective`` that are not its fields are the objective's hyperparameters
-  (``objective.eps3=0.3`` lands in ``objective.hparams``).
+  (``objective.eps3=0.3``): they are built into the objective's own config dataclass
+  (``objective.params``, an ``AbcConfig``...), with the same type checks as every key.
+  A dataclass opts into this by naming the field in ``EXTRA_KEYS`` and providing
+  ``params_class(name)``.
 """
 
 from __future__ import annotations
@@ -15,27 +18,28 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+import warnings
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
-from rlvr.train.config import ObjectiveConfig
+from rlvr.objectives.config import ObjectiveConfig
 
 T = TypeVar("T")
 
-# Sections whose unknown keys are collected into a dict field instead of rejected.
-_EXTRA_KEYS_FIELD: dict[type, str] = {ObjectiveConfig: "hparams"}
 # Top-level sections whose extra keys belong to the named thing: a new name drops them.
 _NAME_SCOPED: dict[str, type] = {"objective": ObjectiveConfig}
+# Older spellings of a section's nested extra-keys mapping, still read.
+_EXTRA_ALIASES = ("hparams",)
 
 
 def _rename(key: str, section: dict[str, Any], name: Any) -> dict[str, Any]:
     """``section`` with ``name`` set; under a different name, hyperparameters of the old one are dropped."""
     cls = _NAME_SCOPED.get(key)
     if cls is not None and section.get("name") != name:
-        fields = {f.name for f in dataclasses.fields(cls)} - {_EXTRA_KEYS_FIELD[cls]}
+        fields = {f.name for f in dataclasses.fields(cls)} - {cls.EXTRA_KEYS}
         section = {k: v for k, v in section.items() if k in fields}
     return {**section, "name": name}
 
@@ -154,21 +158,23 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
             raise ValueError(f"{where} must be a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    extra_field = _EXTRA_KEYS_FIELD.get(cls)
+    extra_field = getattr(cls, "EXTRA_KEYS", None)
     kwargs: dict[str, Any] = {}
-    extra: dict[str, Any] = dict(data.get(extra_field) or {}) if extra_field else {}
-    for key, value in data.items():
+    extra: dict[str, Any] = {}
+    for key, value in _renamed(cls, data, path).items():
         dotted = f"{path}.{key}" if path else str(key)
-        if key == extra_field:
-            continue
-        if key not in fields:
-            if extra_field:
-                extra[key] = value
-                continue
+        if extra_field and key in (extra_field, *_EXTRA_ALIASES):
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"{dotted} must be a mapping, got {value!r}")
+            extra.update(value or {})
+        elif key in fields:
+            kwargs[key] = coerce(value, hints[key], dotted)
+        elif extra_field:
+            extra[key] = value
+        else:
             raise ValueError(f"unknown key {dotted!r}; valid keys of {where}: {', '.join(fields)}")
-        kwargs[key] = coerce(value, hints[key], dotted)
     if extra_field:
-        kwargs[extra_field] = extra
+        kwargs[extra_field] = _extra_section(cls, kwargs, extra, path, fields)
     missing = [
         name
         for name, f in fields.items()
@@ -180,7 +186,48 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise ValueError(
             f"{where}: missing required key(s) {', '.join((f'{path}.' if path else '') + m for m in missing)}"
         )
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        if extra_field:  # cross-field checks of a section with extra keys: name the section
+            raise ValueError(f"{where}: {err}") from err
+        raise
+
+
+def _renamed(cls: type, data: dict[str, Any], path: str) -> dict[str, Any]:
+    """``data`` with keys an earlier version used (``cls.RENAMED``) under their new names, with a warning."""
+    renamed = getattr(cls, "RENAMED", {})
+    out = {}
+    for key, value in data.items():
+        if key in renamed:
+            new = renamed[key]
+            warnings.warn(f"{path}.{key} is now {path}.{new}; read as {path}.{new}", stacklevel=4)
+            key = new
+        out[key] = value
+    return out
+
+
+def _extra_section(cls: type, kwargs: dict, extra: dict, path: str, fields: dict) -> Any:
+    """The ``EXTRA_KEYS`` dataclass of ``cls`` (e.g. the objective's hyperparameters) from ``extra``."""
+    where = path or "config"
+    name = kwargs.get("name", fields["name"].default)
+    try:
+        params_cls = cls.params_class(name)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from err
+    known = [f.name for f in dataclasses.fields(params_cls)]
+    unknown = sorted(set(extra) - set(known))
+    if unknown:
+        own = ", ".join(k for k in fields if k != cls.EXTRA_KEYS)
+        raise ValueError(
+            f"{where}: unknown hyperparameter(s) {', '.join(unknown)} for {name!r} "
+            f"({', '.join(f'{path}.{k}' if path else k for k in unknown)}); valid: "
+            f"{', '.join(known) or 'none'} (and the section's own keys: {own})"
+        )
+    try:
+        return from_dict(params_cls, extra, path)
+    except (TypeError, ValueError) as err:
+        raise ValueError(err if str(err).startswith(where) else f"{where}: {err}") from err
 
 
 def coerce(value: Any, tp: Any, path: str) -> Any:
@@ -269,12 +316,26 @@ def _coerce_scalar(value: Any, tp: Any, path: str) -> Any:
 
 
 def to_dict(config: Any) -> dict[str, Any]:
-    """A plain mapping (tuples as lists) that :func:`from_dict` turns back into ``config``."""
-    data = dataclasses.asdict(config)
-    return _plain(data)
+    """A plain mapping (tuples as lists) that :func:`from_dict` turns back into ``config``.
+
+    A section's ``EXTRA_KEYS`` dataclass is written flat into the section, as it is read.
+    """
+    out: dict[str, Any] = {}
+    extra_field = getattr(config, "EXTRA_KEYS", None)
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == extra_field:
+            out.update(to_dict(value))
+        elif dataclasses.is_dataclass(value):
+            out[f.name] = to_dict(value)
+        else:
+            out[f.name] = _plain(value)
+    return out
 
 
 def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return to_dict(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

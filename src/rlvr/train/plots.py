@@ -1,4 +1,4 @@
-"""``rlvr plot``: PNG curves of one or more runs' ``metrics.jsonl``.
+"""PNG curves of one or more runs' ``metrics.jsonl`` (``rlvr plot``).
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, response
 length, held-out scores), one line per run and metric. Panels whose metrics no run
@@ -7,9 +7,7 @@ logged are skipped.
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -85,23 +83,3 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
             written.append(out_dir / f"{panel}.png")
         plt.close(fig)
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``rlvr plot RUN [RUN ...] [--out DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="rlvr plot", description="Plot metrics.jsonl of one or more runs as PNG files."
-    )
-    parser.add_argument("runs", nargs="+", help="run directories or metrics.jsonl files")
-    parser.add_argument("--out", help="output directory (default: <first run>/plots)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        runs = load_runs(args.runs)
-    except ValueError as err:
-        print(f"rlvr plot: {err}", file=sys.stderr)
-        return 2
-    first = Path(args.runs[0])
-    out = Path(args.out) if args.out else (first if first.is_dir() else first.parent) / "plots"
-    for path in plot_runs(runs, out):
-        print(path)
-    return 0

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from rlvr.train import integrations
+from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
+from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
 
@@ -43,7 +44,7 @@ class PromptSet:
 
 def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source: str) -> PromptSet:
     """Format and tokenise examples (``rlvr.data.Example``); over-long prompts are skipped or truncated, with a warning."""
-    texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
+    texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     prompts, skipped, truncated = [], 0, 0
     limit = cfg.max_prompt_tokens
@@ -101,8 +102,6 @@ def _gym_file(task: str, size: int, seed: int, config: dict, exclude: Path | Non
 
 
 def _cache_dir() -> Path:
-    from rlvr.models import cache_root
-
     return cache_root() / "data"
 
 
@@ -110,9 +109,8 @@ def _write_atomic(
     path: Path, task: str, size: int, seed: int, config: dict, exclude: list[Path]
 ) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    integrations.write_gym_set(
-        tmp, task, size=size, seed=seed, config=config, exclude=[str(p) for p in exclude]
-    )
+    rows = gym_rows(task, size=size, seed=seed, config=config, exclude=questions_in(exclude))
+    write_jsonl(rows, tmp)
     os.replace(tmp, path)
 
 
@@ -125,10 +123,8 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     fields_name = cfg.fields
     if source.startswith(GYM_PREFIX):
         source, fields_name = str(gym_files(cfg)[role]), fields_name or "reasoning_gym"
-    fields = integrations.field_map(fields_name, prompt=cfg.prompt_field, answer=cfg.answer_field)
-    rows = integrations.load_examples(
-        source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
-    )
+    fields = fields_name or FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
+    rows = load_examples(source, fields=fields, split=cfg.split, template=cfg.template, limit=limit)
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 
 
@@ -146,9 +142,9 @@ def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
 ) -> tuple[list[SFTExample], int]:
     """``(examples, skipped)``: prompt/response pairs tokenised; rows over ``max_tokens`` are skipped."""
-    fields = integrations.field_map(None, prompt=cfg.prompt_field, answer=cfg.response_field)
-    rows = integrations.load_examples(source, fields=fields, limit=limit)
-    texts = [integrations.format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
+    fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
+    rows = load_examples(source, fields=fields, limit=limit)
+    texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (
         tokenizer([str(r.reference) for r in rows], add_special_tokens=False)["input_ids"]

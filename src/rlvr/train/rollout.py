@@ -2,8 +2,9 @@
 
 Order of operations (each line a function below):
 
-1. ``sample_round``: draw ``prompts_per_step`` prompts, generate G completions each
-   (``torch.inference_mode``, the lean KV-cached sampler), score them with the verifier.
+1. ``sample_round``: draw ``prompts_per_step`` prompts, generate G completions each with
+   the run's sampler (``rollout.sampler``, after pushing the policy's weights to it), and
+   score them with the verifier.
 2. Dynamic sampling (DAPO): keep only groups whose rewards differ and draw further
    rounds until ``prompts_per_step`` groups are kept or ``max_sampling_rounds`` is hit.
 3. ``assemble``: advantages and group statistics over the whole, unfiltered batch
@@ -19,12 +20,13 @@ import dataclasses
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
-from rlvr.generation import generate_ids
-from rlvr.train import integrations
+from rlvr.advantages import compute_advantages, zero_advantage_groups
+from rlvr.generation import Sampler
+from rlvr.rewards import Scorer
 from rlvr.train.batch import (
     RolloutBatch,
     SequenceBatch,
@@ -75,19 +77,9 @@ class Round:
         )
 
 
-@dataclass(frozen=True)
-class Rollout:
-    """What a step's rollout produced."""
-
-    batch: RolloutBatch | None
-    """The update batch (``None`` when every row was filtered out)."""
-    metrics: dict[str, float]
-    """Reward, length, filtering and timing metrics."""
-    samples: list[dict[str, Any]]
-    """A few completions for ``samples.jsonl``."""
-
-
-def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainConfig) -> Round:
+def sample_round(
+    generator: Sampler, tokenizer, scorer: Scorer, prompts: list[Prompt], cfg: TrainConfig
+) -> Round:
     """Generate G completions for each prompt and score them."""
     g = cfg.rollout.group_size
     per_call = max(1, (cfg.rollout.generation_batch_size or len(prompts) * g) // g)
@@ -96,26 +88,17 @@ def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainCon
     with autocast(cfg.model):
         for start in range(0, len(prompts), per_call):
             chunk = [p.ids for p in prompts[start : start + per_call]]
-            parts.append(
-                generate_ids(
-                    policy,
-                    tokenizer,
-                    chunk,
-                    n=g,
-                    sampling=cfg.rollout.sampling,
-                    engine=cfg.rollout.engine,
-                )
-            )
+            parts.append(generator.generate(chunk, n=g, sampling=cfg.rollout.sampling))
     t1 = time.perf_counter()
     texts = [t for gen in parts for t in gen.texts]
     references = [p.reference for p in prompts for _ in range(g)]
-    scores = integrations.score(scorer, texts, references)
+    scores = scorer(texts, references)
     t2 = time.perf_counter()
     return Round(
         prompts=list(prompts),
         seqs=concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id),
         texts=texts,
-        rewards=torch.tensor(scores.rewards, dtype=torch.float32),
+        rewards=torch.tensor([float(v) for v in scores.values], dtype=torch.float32),
         truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
         failures=scores.failures,
         timeouts=scores.timeouts,
@@ -123,16 +106,30 @@ def sample_round(policy, tokenizer, scorer, prompts: list[Prompt], cfg: TrainCon
     )
 
 
+class Rounds(NamedTuple):
+    """A step's generation rounds."""
+
+    sampled: list[Round]
+    """Every round drawn (all count in the rollout metrics)."""
+    kept: list[Round]
+    """What the update learns from (under dynamic sampling: the informative groups only)."""
+
+
 def collect_rounds(
-    policy, tokenizer, scorer, prompts: list[Prompt], sampler: IndexSampler, cfg: TrainConfig
-) -> tuple[list[Round], list[Round]]:
-    """``(sampled, kept)`` rounds; with dynamic sampling ``kept`` holds only informative groups."""
+    generator: Sampler,
+    tokenizer,
+    scorer: Scorer,
+    prompts: list[Prompt],
+    order: IndexSampler,
+    cfg: TrainConfig,
+) -> Rounds:
+    """The step's rounds; with dynamic sampling ``kept`` holds only informative groups."""
     ro = cfg.rollout
     sampled, kept, have = [], [], 0
     rounds = ro.max_sampling_rounds if ro.dynamic_sampling else 1
     for _ in range(rounds):
-        picked = [prompts[i] for i in sampler.take(ro.prompts_per_step)]
-        rnd = sample_round(policy, tokenizer, scorer, picked, cfg)
+        picked = [prompts[i] for i in order.take(ro.prompts_per_step)]
+        rnd = sample_round(generator, tokenizer, scorer, picked, cfg)
         sampled.append(rnd)
         if not ro.dynamic_sampling:
             kept.append(rnd)
@@ -146,12 +143,19 @@ def collect_rounds(
             have += int(keep.sum())
         if have >= ro.prompts_per_step:
             break
-    return sampled, kept
+    return Rounds(sampled, kept)
 
 
-def assemble(
-    kept: list[Round], pad_id: int, cfg: TrainConfig, advantage_mode: str
-) -> tuple[RolloutBatch | None, dict[str, float]]:
+class Assembled(NamedTuple):
+    """The update batch and the counts of what the filters did."""
+
+    batch: RolloutBatch | None
+    """What the update learns from (``None`` when every row was filtered out)."""
+    metrics: dict[str, float]
+    """``groups/*``, ``rollout/masked_truncated``, ``sampling/underfilled``."""
+
+
+def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     """The update batch from the kept groups, after the configured filters; plus its counts.
 
     Advantages and group statistics come from the whole groups first; the filters then
@@ -166,11 +170,11 @@ def assemble(
     }
     counts["sampling/underfilled"] = float(ro.dynamic_sampling and groups < ro.prompts_per_step)
     if not kept:
-        return None, counts
+        return Assembled(None, counts)
     rewards = torch.cat([r.rewards for r in kept])  # [B]
     truncated = torch.cat([r.truncated for r in kept])  # [B]
-    advantages = integrations.compute_advantages(rewards, g, advantage_mode)  # [B]
-    stats = integrations.group_stats(cfg.objective, rewards, g)
+    advantages = compute_advantages(rewards, g, cfg.objective.advantage_mode)  # [B]
+    stats = cfg.objective.group_stats(rewards, g)
     batch = RolloutBatch(
         seqs=concat([r.seqs for r in kept], pad_id),
         rewards=rewards,
@@ -179,7 +183,7 @@ def assemble(
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:
-        zero = integrations.zero_advantage_groups(rewards, g)  # [B / G]
+        zero = zero_advantage_groups(rewards, g)  # [B / G]
         keep &= ~zero.repeat_interleave(g)
         counts["groups/kept"] -= float(zero.sum())
         counts["groups/filtered_zero_adv"] = float(zero.sum())
@@ -187,8 +191,8 @@ def assemble(
         counts["rollout/masked_truncated"] = float((truncated & keep).sum())
         keep &= ~truncated
     if not keep.any():
-        return None, counts
-    return (batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1))), counts
+        return Assembled(None, counts)
+    return Assembled(batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1)), counts)
 
 
 def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
@@ -209,15 +213,22 @@ def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) 
         out[index, : micro.response_width] = stats.logp.float().cpu()
 
 
-def behaviour_logp(
-    batch: RolloutBatch, policy, reference, cfg: TrainConfig
-) -> tuple[RolloutBatch, float]:
-    """``batch`` with old (if the batch is reused) and reference (if ``kl_coef > 0``) log-probs; seconds."""
+class WithLogp(NamedTuple):
+    """The batch with its behaviour and reference log-probs, and the seconds they took."""
+
+    batch: RolloutBatch
+    """``old_logp`` / ``ref_logp`` filled where needed."""
+    seconds: float
+    """Wall time of the forward passes."""
+
+
+def behaviour_logp(batch: RolloutBatch, policy, reference, cfg: TrainConfig) -> WithLogp:
+    """``batch`` with old (if the batch is reused) and reference (if ``kl_coef > 0``) log-probs."""
     t0 = time.perf_counter()
     old = _logp(policy, batch.seqs, cfg) if cfg.rollout.reuses_rollout else None
     ref = _logp(reference, batch.seqs, cfg) if reference is not None else None
     batch = dataclasses.replace(batch, old_logp=old, ref_logp=ref)
-    return batch, time.perf_counter() - t0
+    return WithLogp(batch, time.perf_counter() - t0)
 
 
 def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:

@@ -12,9 +12,10 @@ from typing import Any
 
 import torch
 
-from rlvr.train import integrations
+from rlvr.ops import TokenStats, sequence_token_stats
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.train.checkpoint import latest_checkpoint, quiet_hf_progress
-from rlvr.train.config import LogConfig, ModelConfig, OptimConfig
+from rlvr.train.config import LogConfig, ModelConfig, OptimConfig, RewardConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
 from rlvr.train.overrides import dump_yaml
 
@@ -100,11 +101,11 @@ def autocast(cfg: ModelConfig):
 
 def response_stats(
     model, seqs, cfg: ModelConfig, *, temperature: float, entropy: bool
-) -> integrations.TokenStats:
+) -> TokenStats:
     """Chunked log-probs (and entropy) of the response columns of ``seqs`` (a
     :class:`rlvr.train.batch.SequenceBatch` on the model's device), under ``cfg``'s autocast."""
     with autocast(cfg):
-        return integrations.token_stats(
+        return sequence_token_stats(
             model,
             seqs.input_ids,
             seqs.attention_mask,
@@ -113,6 +114,12 @@ def response_stats(
             chunk_size=cfg.chunk_size,
             compute_entropy=entropy,
         )
+
+
+def open_scorer(cfg: RewardConfig) -> Scorer:
+    """The run's scorer (a context manager; owns worker processes when ``workers >= 1``)."""
+    verifier = get_verifier(cfg.verifier, correct=cfg.correct, wrong=cfg.wrong, **cfg.options)
+    return Scorer(verifier, ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,3 +193,34 @@ def peak_rss_mb() -> float:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def preflight(config: Any) -> None:
+    """What can be checked before anything loads (a preset build can take minutes).
+
+    Missing local data files or model directories and an unknown verifier are reported
+    first, each naming its key.
+    """
+    from rlvr.data import check_source
+    from rlvr.models import preset_names
+    from rlvr.train.prompts import GYM_PREFIX
+
+    for key in ("train", "eval"):
+        source = getattr(config.data, key, None)
+        if source and not source.startswith(GYM_PREFIX):
+            try:
+                check_source(source)
+            except ValueError as err:
+                raise ValueError(f"data.{key}: {err}") from None
+    name = config.model.name
+    path_like = name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
+    if name not in preset_names() and path_like and not Path(name).expanduser().is_dir():
+        raise ValueError(f"model.name: {name}: no such directory")
+    reward = getattr(config, "reward", None)
+    if reward is not None:
+        try:
+            get_verifier(
+                reward.verifier, correct=reward.correct, wrong=reward.wrong, **reward.options
+            )
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"reward.verifier: {err}") from None

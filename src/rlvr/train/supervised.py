@@ -1,8 +1,9 @@
 """Supervised fine-tuning: token-mean NLL of the responses, prompt tokens masked.
 
 ``sft(cfg)`` is the library entry point (``rlvr sft`` and the ``tiny`` preset's warm
-start call it); it shares the trainer's data loading, metric writers, progress bar and
-checkpoints, so ``--resume`` continues an interrupted SFT run exactly as well.
+start call it). It runs an :class:`SFTRun` in the run harness shared with RL
+(:mod:`rlvr.train.harness`): the same data loading, metric writers, progress bar, callbacks
+and checkpoints, so ``--resume`` continues an interrupted SFT run exactly as well.
 """
 
 from __future__ import annotations
@@ -17,45 +18,24 @@ from typing import Any
 import torch
 
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
-from rlvr.train.checkpoint import (
-    TrainerState,
-    due,
-    load_trainer_state,
-    save_checkpoint,
-    seed_everything,
-)
 from rlvr.train.config import SFTConfig
-from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
-from rlvr.train.overrides import to_dict
-from rlvr.train.plots import plot_runs
-from rlvr.train.progress import ProgressReporter
+from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
 from rlvr.train.setup import (
     build_optimizer,
     clip_and_step,
-    expand_output_dir,
     load_policy,
-    prepare_run_dir,
+    preflight,
     response_stats,
-    set_threads,
 )
 
-
-@dataclass(frozen=True)
-class SFTResult:
-    """Where an SFT run wrote its outputs."""
-
-    run_dir: Path
-    """Run directory (metrics, config, checkpoints)."""
-    model_dir: Path | None
-    """Final checkpoint, a plain HF model directory (``None`` if not saved)."""
-    metrics: dict[str, float | None]
-    """Metrics of the last step."""
+SFTResult = RunResult
+"""What :func:`sft` returns (run directory, final model, last metrics)."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SFTRun:
-    """Everything the steps of one SFT run share."""
+    """Everything the steps of one SFT run share (a :class:`~rlvr.train.harness.Job`)."""
 
     cfg: SFTConfig
     """The run's configuration."""
@@ -71,7 +51,7 @@ class SFTRun:
     """Held-out pairs (may be empty)."""
     skipped: int
     """Training rows dropped for length."""
-    sampler: IndexSampler
+    order: IndexSampler
     """Order of the training pairs (resumable)."""
     optimizer: torch.optim.Optimizer
     """AdamW over the model."""
@@ -79,100 +59,69 @@ class SFTRun:
     """Learning-rate schedule (``LambdaLR``)."""
     steps_per_epoch: int
     """Optimiser steps per pass over the data."""
-    start_step: int = 0
-    """Last completed step before this process started (0: fresh run)."""
+    title: str = "sft"
+    """Progress-bar title."""
+    shown: Sequence[tuple[str, str]] = (("sft/loss", "loss"),)
+    """Headline metrics of the progress bar."""
 
     @property
     def total_steps(self) -> int:
         """Optimiser steps of the whole run."""
         return self.cfg.steps or self.cfg.epochs * self.steps_per_epoch
 
+    def step(self, step: int) -> StepRecord:
+        """One optimiser step on the next ``batch_size`` pairs."""
+        t0 = time.perf_counter()
+        picked = [self.examples[i] for i in self.order.take(self.cfg.batch_size)]
+        pad_id = self.tokenizer.pad_token_id
+        metrics = sft_step(
+            self.model, self.optimizer, self.scheduler, _pack(picked, pad_id), self.cfg
+        )
+        metrics.update({"data/skipped": float(self.skipped), "data/epoch": float(self.order.epoch)})
+        metrics["time/step"] = time.perf_counter() - t0
+        metrics["perf/tokens_per_s"] = metrics["sft/tokens"] / metrics["time/step"]
+        return StepRecord(metrics)
+
+    def evaluate(self, step: int) -> EvalRecord | None:
+        """Held-out NLL at the end of every epoch and of the run."""
+        if not self.held_out or step == 0:
+            return None
+        if step % self.steps_per_epoch and step != self.total_steps:
+            return None
+        nll = eval_nll(self.model, _pack(self.held_out, self.tokenizer.pad_token_id), self.cfg)
+        return EvalRecord({"sft/eval_loss": nll}, {"eval_loss": nll})
+
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFTRun:
-    """Load model and data, build the optimiser; restore state from ``checkpoint`` if given."""
-    set_threads(cfg.threads)
-    seed_everything(cfg.seed)
+    """Load model and data, build the optimiser (weights from ``checkpoint`` if given)."""
     model, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
     data = cfg.data
     examples, skipped = load_sft_examples(data.train, tokenizer, data, limit=data.max_examples)
     held_out = load_sft_examples(data.eval, tokenizer, data, limit=None)[0] if data.eval else []
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.steps or cfg.epochs * per_epoch)
-    sampler = IndexSampler(len(examples), seed=cfg.seed, shuffle=True)
-    run = SFTRun(
-        cfg,
-        run_dir,
-        model,
-        tokenizer,
-        examples,
-        held_out,
-        skipped,
-        sampler,
-        optimizer,
-        scheduler,
-        per_epoch,
+    return SFTRun(
+        cfg=cfg,
+        run_dir=run_dir,
+        model=model,
+        tokenizer=tokenizer,
+        examples=examples,
+        held_out=held_out,
+        skipped=skipped,
+        order=IndexSampler(len(examples), seed=cfg.seed, shuffle=True),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        steps_per_epoch=per_epoch,
     )
-    if checkpoint is not None:
-        state = load_trainer_state(checkpoint, optimizer, scheduler)
-        sampler.load_state_dict(state.data)
-        run.start_step = state.step
-    return run
 
 
-def sft(cfg: SFTConfig, *, resume: bool = False) -> SFTResult:
+def sft(cfg: SFTConfig, *, resume: bool = False, callbacks: Sequence[Callback] = ()) -> SFTResult:
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
-    cfg = expand_output_dir(cfg)
-    run_dir, checkpoint = prepare_run_dir(cfg, resume=resume)
-    run = build_sft_run(cfg, run_dir, checkpoint)
-    writer = MetricsWriter(
-        run_dir, cfg.log, resume_step=run.start_step if checkpoint else None, config=to_dict(cfg)
-    )
-    progress = ProgressReporter(
-        cfg.log,
-        total=run.total_steps,
-        start=run.start_step,
-        title="sft",
-        shown=[("sft/loss", "loss")],
-    )
-    try:
-        row, model_dir = _sft_steps(run, writer, progress)
-    finally:
-        writer.close()
-        progress.close()
-    if cfg.log.plots:
-        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
-    return SFTResult(run_dir=run_dir, model_dir=model_dir, metrics=row)
-
-
-def _sft_steps(
-    run: SFTRun, writer: MetricsWriter, progress: ProgressReporter
-) -> tuple[dict, Path | None]:
-    """Steps ``start + 1 .. total`` with held-out NLL per epoch and checkpoints on schedule."""
-    cfg, total, pad_id = run.cfg, run.total_steps, run.tokenizer.pad_token_id
-    row, model_dir = {}, None
-    for step in range(run.start_step + 1, total + 1):
-        t0 = time.perf_counter()
-        picked = [run.examples[i] for i in run.sampler.take(cfg.batch_size)]
-        metrics = sft_step(run.model, run.optimizer, run.scheduler, _pack(picked, pad_id), cfg)
-        metrics.update({"data/skipped": float(run.skipped), "data/epoch": float(run.sampler.epoch)})
-        if run.held_out and (step % run.steps_per_epoch == 0 or step == total):
-            metrics["sft/eval_loss"] = eval_nll(run.model, _pack(run.held_out, pad_id), cfg)
-        metrics["time/step"] = time.perf_counter() - t0
-        metrics["perf/tokens_per_s"] = metrics["sft/tokens"] / metrics["time/step"]
-        row = writer.write(step, metrics)
-        progress.step(step, row)
-        if due(step, total, cfg.checkpoint):
-            state = TrainerState(step=step, data=run.sampler.state_dict())
-            model_dir = save_checkpoint(
-                run.run_dir,
-                run.model,
-                run.tokenizer,
-                run.optimizer,
-                run.scheduler,
-                state,
-                keep_last=cfg.checkpoint.keep_last,
-            )
-    return row, model_dir
+    preflight(cfg)
+    return run_job(cfg, build_sft_run, resume=resume, callbacks=callbacks)
 
 
 def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:

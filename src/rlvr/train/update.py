@@ -13,7 +13,14 @@ import warnings
 
 import torch
 
-from rlvr.train import integrations
+from rlvr.objectives import (
+    LossInputs,
+    LossOutput,
+    ObjectiveConfig,
+    StepCounts,
+    objective_loss,
+    step_counts,
+)
 from rlvr.train.batch import RolloutBatch, length_sorted_chunks, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.metrics import StepMetrics
@@ -21,8 +28,8 @@ from rlvr.train.setup import clip_and_step, response_stats
 
 
 def micro_loss(
-    model, micro: RolloutBatch, cfg: TrainConfig, counts: integrations.StepCounts
-) -> tuple[torch.Tensor, dict]:
+    model, micro: RolloutBatch, cfg: TrainConfig, objective: ObjectiveConfig, counts: StepCounts
+) -> LossOutput:
     """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
     device = next(model.parameters()).device
     micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
@@ -33,11 +40,7 @@ def micro_loss(
     logp = stats.logp.float()  # [b, T]
     entropy = None if stats.entropy is None else stats.entropy.float()  # [b, T]
     mask = seqs.response_mask.to(logp.dtype)  # [b, T]
-    loss, metrics = integrations.policy_loss(
-        cfg.objective,
-        sft_threshold=cfg.sft_threshold,
-        counts=counts,
-        max_len=cfg.rollout.max_new_tokens,
+    inputs = LossInputs(
         logp=logp,
         old_logp=micro.old_logp if micro.old_logp is not None else logp.detach(),
         advantages=micro.advantages,
@@ -47,22 +50,33 @@ def micro_loss(
         ref_logp=micro.ref_logp,
         entropy=entropy,
     )
-    metrics = dict(metrics)
+    loss, metrics = objective_loss(inputs, objective, counts)
     if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
-    return loss, metrics
+    return LossOutput(loss, metrics)
 
 
 def optimizer_step(
-    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig, acc: StepMetrics
+    model,
+    optimizer,
+    scheduler,
+    batch: RolloutBatch,
+    cfg: TrainConfig,
+    objective: ObjectiveConfig,
+    acc: StepMetrics,
 ) -> dict[str, float]:
     """Accumulate gradients over micro-batches of ``batch``, then one optimiser step."""
-    counts = integrations.step_counts(batch.seqs.response_mask, batch.rewards, cfg.sft_threshold)
+    counts = step_counts(
+        batch.seqs.response_mask,
+        batch.rewards,
+        objective.regularizers.sft_threshold,
+        max_len=cfg.rollout.max_new_tokens,
+    )
     lr = scheduler.get_last_lr()[0]
     total, nonfinite = 0.0, 0
     for index in length_sorted_chunks(batch.seqs, cfg.optim.micro_batch_size):
         micro = batch.rows(index)
-        loss, metrics = micro_loss(model, micro, cfg, counts)
+        loss, metrics = micro_loss(model, micro, cfg, objective, counts)
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
@@ -85,15 +99,25 @@ def optimizer_step(
 
 
 def update_policy(
-    model, optimizer, scheduler, batch: RolloutBatch, cfg: TrainConfig
+    model,
+    optimizer,
+    scheduler,
+    batch: RolloutBatch,
+    cfg: TrainConfig,
+    objective: ObjectiveConfig | None = None,
 ) -> dict[str, float]:
-    """``rollout.epochs`` passes of ``rollout.minibatches`` optimiser steps over ``batch``."""
+    """``rollout.epochs`` passes of ``rollout.minibatches`` optimiser steps over ``batch``.
+
+    ``objective``: the loss (default ``cfg.loss_config``, built here once).
+    """
+    objective = objective or cfg.loss_config
     acc, per_step = StepMetrics(), StepMetrics()
     steps = 0
     for _ in range(cfg.rollout.epochs):
         for rows in split_rows(batch.size, cfg.rollout.minibatches):
             per_step.add(
-                optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, acc), weight=1.0
+                optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, objective, acc),
+                weight=1.0,
             )
             steps += 1
     return {

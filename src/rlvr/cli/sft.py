@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rlvr.train.cli import parse_run_args, plain_warnings, print_config_error
+from rlvr.cli.common import command, parse_run_args
 
 
-def main(argv: list[str] | None = None) -> int:
+@command
+def main(argv: list[str]) -> int:
     """``rlvr sft --config FILE [key=value ...] [--resume [DIR]]``."""
     from rlvr.train.config import SFTConfig
     from rlvr.train.supervised import sft
@@ -18,14 +18,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Supervised fine-tuning: token-mean NLL of responses, prompt tokens masked.",
         epilog="example: rlvr sft data.train=pairs.jsonl model=tiny optim.lr=3e-4 epochs=2",
     )
-    try:
-        cfg, resume = parse_run_args(
-            parser, SFTConfig, sys.argv[1:] if argv is None else argv, default_config=None
-        )
-    except ValueError as err:
-        return print_config_error(err)
-    with plain_warnings():
-        result = sft(cfg, resume=resume)
+    cfg, resume = parse_run_args(parser, SFTConfig, argv, default_config=None)
+    result = sft(cfg, resume=resume)
     print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
     if result.model_dir is not None:
         print(f"model:   {result.model_dir}")

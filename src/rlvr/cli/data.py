@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import yaml
 
+from rlvr.cli.common import command
 from rlvr.data.fields import FIELD_MAPS
 
 
@@ -80,19 +80,16 @@ def _show(args: argparse.Namespace) -> None:
         print(json.dumps(asdict(example), ensure_ascii=False, default=str))
 
 
-def main(argv: list[str] | None = None) -> int:
+@command
+def main(argv: list[str]) -> int:
     """Run ``rlvr data ...``; returns the exit status."""
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "gen":
-            _gen(args)
-        elif args.command == "tasks":
-            from rlvr.rewards.reasoning_gym import task_names
+    if args.command == "gen":
+        _gen(args)
+    elif args.command == "tasks":
+        from rlvr.rewards.reasoning_gym import task_names
 
-            print("\n".join(task_names()))
-        else:
-            _show(args)
-    except ValueError as err:
-        print(f"rlvr data: error: {err}", file=sys.stderr)
-        return 2
+        print("\n".join(task_names()))
+    else:
+        _show(args)
     return 0

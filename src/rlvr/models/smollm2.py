@@ -1,4 +1,4 @@
-"""Offline model presets: built once, cached as plain Hugging Face directories."""
+"""The ``smollm2-135m`` preset: SmolLM2-135M-Instruct converted once from a packaged GGUF file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 from rlvr.models import register_preset
-from rlvr.models.tiny_preset import build_tiny
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -46,6 +45,3 @@ def build_smollm2(cache: Path) -> Path:
     tokenizer.save_pretrained(tmp)
     tmp.rename(target)
     return target
-
-
-register_preset("tiny")(build_tiny)

@@ -26,8 +26,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rlvr.data.worked import WorkedPair, worked_pairs, write_jsonl
+from rlvr.models import register_preset
 from rlvr.models.tiny import TinySize, build_task_tokenizer, random_model
 from rlvr.train.checkpoint import STATE_FILE, latest_checkpoint
+from rlvr.train.config import (
+    CheckpointConfig,
+    LogConfig,
+    ModelConfig,
+    OptimConfig,
+    SFTConfig,
+    SFTDataConfig,
+)
+from rlvr.train.supervised import sft as run_sft
 
 TINY_BUILD_VERSION = 2
 """Bump when the build changes in a way the settings do not show (the cache key uses it)."""
@@ -184,16 +194,6 @@ def _write_initial_model(init_dir: Path, data_file: Path, settings: TinyPresetSe
 
 def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings) -> Path:
     """Run (or resume) the library SFT on the worked solutions; returns its final checkpoint."""
-    from rlvr.train.config import (
-        CheckpointConfig,
-        LogConfig,
-        ModelConfig,
-        OptimConfig,
-        SFTConfig,
-        SFTDataConfig,
-    )
-    from rlvr.train.supervised import sft as run_sft
-
     config = SFTConfig(
         steps=sft.steps,
         batch_size=sft.batch_size,
@@ -217,6 +217,7 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
     return result.model_dir or latest_checkpoint(run_dir)
 
 
+@register_preset("tiny")
 def build_tiny(cache: Path) -> Path:
     """The ``tiny`` preset: built on first use (a few minutes on 2 CPU cores), then cached."""
     target = tiny_dir(cache, TINY)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
+from rlvr.cli.common import command
 from rlvr.data.fields import DATASETS, FIELD_MAPS
 from rlvr.evaluation.harness import EvalConfig, EvalReport
 from rlvr.generation import SamplingConfig
@@ -164,21 +164,18 @@ def _default_output(model: str) -> Path:
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
-def main(argv: list[str] | None = None) -> int:
+@command
+def main(argv: list[str]) -> int:
     """Run ``rlvr eval ...``; returns the exit status."""
-    args = _parser().parse_args(argv)
-    try:
-        from rlvr.evaluation.harness import evaluate
-        from rlvr.models import load_model
-        from rlvr.rewards.registry import get_verifier
+    from rlvr.evaluation.harness import evaluate
+    from rlvr.models import load_model
+    from rlvr.rewards.registry import get_verifier
 
-        config = _config(args)
-        verifier = get_verifier(args.verifier, **_reward_options(args))
-        examples = _load(args)
-        model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
-    except ValueError as err:
-        print(f"rlvr eval: error: {err}", file=sys.stderr)
-        return 2
+    args = _parser().parse_args(argv)
+    config = _config(args)
+    verifier = get_verifier(args.verifier, **_reward_options(args))
+    examples = _load(args)
+    model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     report = evaluate(model, tokenizer, examples, verifier, config)
     output = Path(args.output) if args.output else _default_output(args.model)
     write_json(

@@ -1,0 +1,57 @@
+"""The ``rlvr`` command: a thin dispatcher to one module per sub-command.
+
+Each sub-command lives in its own module of this package with a ``main(argv) -> int``;
+the dispatcher imports it only when asked, so ``rlvr --help`` stays instant. Every user
+error (missing file, malformed row, bad model path, bad value) prints one line
+``rlvr: error: ...`` and exits with status 2; ``--debug`` (anywhere on the line, or
+``RLVR_DEBUG=1``) shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": (
+        "rlvr.cli.train",
+        "RL training (GRPO and the trust-region objectives); no config runs the demo",
+    ),
+    "sft": ("rlvr.cli.sft", "supervised fine-tuning on prompt/response JSONL"),
+    "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
+    "data": ("rlvr.cli.data", "write reasoning-gym task sets to JSONL"),
+    "plot": ("rlvr.cli.plot", "plot metrics.jsonl of one or more runs"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
+    return (
+        f"usage: rlvr <command> [options] [--debug]\n\ncommands:\n{rows}\n\n"
+        "'rlvr <command> --help' for options; --debug shows tracebacks."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``rlvr <command> ...``; returns the process exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    words = [a for a in args if a != "--debug"]
+    if not words or words[0] in {"-h", "--help", "help"}:
+        print(_usage())
+        return 0
+    if words[0] in {"-V", "--version"}:
+        from rlvr import __version__
+
+        print(f"rlvr {__version__}")
+        return 0
+    name = words[0]
+    if name not in COMMANDS:
+        print(
+            f"rlvr: error: unknown command {name!r}; valid: {', '.join(COMMANDS)}", file=sys.stderr
+        )
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    rest = list(args)
+    rest.remove(name)
+    return int(module.main(rest) or 0)

@@ -1,0 +1,108 @@
+"""What the sub-commands share: user errors as one line, warnings as one line, run arguments."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+USER_ERRORS = (ValueError, OSError)
+"""Exceptions that report a user's mistake (bad value, missing or unreadable file)."""
+
+
+def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | None], int]:
+    """Wrap a sub-command's ``body(argv)``: user errors print ``rlvr: error: ...`` and return 2.
+
+    ``--debug`` anywhere in ``argv`` (or ``RLVR_DEBUG=1``) lets the exception through with its
+    traceback. Ctrl-C returns 130 with one line.
+    """
+
+    @functools.wraps(body)
+    def main(argv: list[str] | None = None) -> int:
+        args = sys.argv[1:] if argv is None else list(argv)
+        debug = "--debug" in args or os.environ.get("RLVR_DEBUG", "") not in ("", "0")
+        args = [a for a in args if a != "--debug"]
+        try:
+            with plain_warnings():
+                return int(body(args) or 0)
+        except USER_ERRORS as err:
+            if debug:
+                raise
+            print(f"rlvr: error: {one_line(err)}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            print("rlvr: interrupted", file=sys.stderr)
+            return 130
+
+    return main
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line."""
+    text = str(err) or type(err).__name__
+    if isinstance(err, OSError) and err.filename is not None and str(err.filename) not in text:
+        text = f"{err.filename}: {text}"
+    return " | ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+@contextlib.contextmanager
+def plain_warnings():
+    """Within the block, warnings print as one ``warning: ...`` line each (no source line)."""
+    original = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
+
+
+def parse_run_args(
+    parser: argparse.ArgumentParser, cls, argv: list[str], *, default_config: str | None
+):
+    """``(config, resume)`` from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides."""
+    from rlvr.train.overrides import embedded_configs, load_config, read_yaml
+
+    parser.add_argument(
+        "--config", help=f"YAML file or embedded config ({', '.join(embedded_configs())})"
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="DIR",
+        help="continue from the latest checkpoint (of DIR, or of log.output_dir)",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="e.g. objective.name=abc_grpo rollout.group_size=8",
+    )
+    args = parser.parse_args(argv)
+    source = args.config
+    overrides = list(args.overrides)
+    if isinstance(args.resume, str) and "=" in args.resume and not Path(args.resume).exists():
+        overrides.insert(0, args.resume)  # `--resume steps=200`: an override, not a directory
+        args.resume = True
+    if isinstance(args.resume, str):
+        saved = Path(args.resume) / "config.yaml"
+        if source is None:
+            if not saved.is_file():
+                raise ValueError(
+                    f"--resume {args.resume}: no config.yaml there (pass --config as well)"
+                )
+            source = str(saved)
+        overrides.append(f"log.output_dir={args.resume}")
+    if source is None:
+        source = default_config
+    if source is not None:
+        read_yaml(source)  # a clear error for a missing file before anything else
+    return load_config(cls, source, overrides), args.resume is not None

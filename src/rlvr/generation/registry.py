@@ -1,0 +1,128 @@
+"""Samplers by name: the :class:`Sampler` protocol and its registry.
+
+A sampler turns prompt token ids into ``n`` completions each (a :class:`Generation`). The
+built-in ``lean`` and ``hf`` samplers draw from the policy model itself; a backend with an
+engine of its own (vLLM) receives the policy's weights through :meth:`Sampler.sync_weights`
+before each rollout. A new backend is one module that registers itself::
+
+    @register_sampler("mine", options=MineOptions)
+    class MineSampler:
+        def __init__(self, model, tokenizer, options: MineOptions): ...
+        def generate(self, prompt_ids, *, n, sampling) -> Generation: ...
+        def sync_weights(self) -> None: ...
+        def close(self) -> None: ...
+
+plus one line in :data:`BUILTIN_MODULES` if it ships with ``rlvr`` (so it is found by name
+without being imported first). ``rollout.sampler=mine`` then selects it and
+``rollout.sampler_options`` fills ``MineOptions``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from rlvr.generation.base import Generation, SamplingConfig
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """What the trainer and the evaluation harness sample with."""
+
+    def generate(
+        self, prompt_ids: Sequence[Sequence[int]], *, n: int, sampling: SamplingConfig
+    ) -> Generation:
+        """``n`` completions of each prompt (rows grouped by prompt), drawn from the torch RNG's stream or seeded from it."""
+        ...
+
+    def sync_weights(self) -> None:
+        """Make the next :meth:`generate` sample from the policy's current weights."""
+        ...
+
+    def close(self) -> None:
+        """Release what the sampler holds (engines, memory)."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """A sampler without options."""
+
+
+@dataclass(frozen=True)
+class SamplerEntry:
+    """A registered sampler."""
+
+    factory: Callable[[Any, Any, Any], Sampler]
+    """``factory(model, tokenizer, options) -> Sampler``."""
+    options: type
+    """Frozen dataclass of its options (``rollout.sampler_options``)."""
+
+
+SAMPLERS: dict[str, SamplerEntry] = {}
+"""Every sampler registered so far."""
+
+BUILTIN_MODULES: dict[str, str] = {
+    "lean": "rlvr.generation.lean",
+    "hf": "rlvr.generation.hf",
+    "vllm": "rlvr.generation.vllm",
+}
+"""Samplers shipped with rlvr, imported (and so registered) on first use."""
+
+
+def register_sampler(name: str, *, options: type = NoOptions) -> Callable:
+    """Decorator: register ``factory(model, tokenizer, options)`` (usually a class) as ``name``."""
+    if not dataclasses.is_dataclass(options):
+        raise ValueError(f"sampler {name!r}: options must be a dataclass, got {options!r}")
+
+    def wrap(factory):
+        SAMPLERS[name] = SamplerEntry(factory, options)
+        return factory
+
+    return wrap
+
+
+def available_samplers() -> list[str]:
+    """Names :func:`make_sampler` accepts (built-in and registered)."""
+    names = set(SAMPLERS)
+    names.update(n for n, module in BUILTIN_MODULES.items() if _module_exists(module))
+    return sorted(names)
+
+
+def _module_exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def sampler_entry(name: str) -> SamplerEntry:
+    """The registered entry of ``name``; an unknown name lists the valid ones."""
+    module = BUILTIN_MODULES.get(name)
+    if name not in SAMPLERS and module is not None and _module_exists(module):
+        importlib.import_module(module)
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r}; valid: {', '.join(available_samplers())}")
+    return SAMPLERS[name]
+
+
+def sampler_options(name: str, **options: Any) -> Any:
+    """The options dataclass of sampler ``name`` built from ``options`` (unknown keys listed)."""
+    cls = sampler_entry(name).options
+    valid = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; valid: {', '.join(valid) or 'none'}"
+        )
+    return cls(**options)
+
+
+def make_sampler(name: str, model, tokenizer, **options: Any) -> Sampler:
+    """Sampler ``name`` for ``model`` and ``tokenizer`` with its ``options``."""
+    entry = sampler_entry(name)
+    return entry.factory(model, tokenizer, sampler_options(name, **options))

@@ -1,0 +1,289 @@
+"""The run harness shared by RL (``rlvr train``) and SFT (``rlvr sft``).
+
+:func:`run_job` owns everything a run does around its steps: the run directory and its
+``config.yaml``, threads and seeds, restoring a checkpoint (weights, optimiser, schedule,
+RNG, data order, held-out scores), the step loop with evaluation and checkpoints on
+schedule, metrics (JSONL, TensorBoard, W&B), the progress bar, the plots at the end, and
+the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
+built, what one step does, and what its evaluation measures.
+
+Callbacks let tools observe a run without touching its code::
+
+    class Timer(Callback):
+        def on_step(self, job, step, record):
+            print(step, record.metrics["time/step"])
+
+    train(cfg, callbacks=[Timer()])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from rlvr.train.checkpoint import (
+    TrainerState,
+    due,
+    load_trainer_state,
+    save_checkpoint,
+    seed_everything,
+)
+from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
+from rlvr.train.overrides import to_dict
+from rlvr.train.plots import plot_runs
+from rlvr.train.progress import ProgressReporter
+from rlvr.train.prompts import IndexSampler
+from rlvr.train.setup import expand_output_dir, prepare_run_dir, set_threads
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one step produced."""
+
+    metrics: dict[str, Any]
+    """Metric name -> value (``docs/metrics.md``)."""
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    """A few completions for ``samples.jsonl``."""
+    prompts: list[Any] = field(default_factory=list)
+    """RL: the prompts (``rlvr.train.prompts.Prompt``) the step sampled from, in order."""
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """What one evaluation produced."""
+
+    metrics: dict[str, float]
+    """Written into the step's row (``eval/avg@4``, ``time/eval``, ...)."""
+    scores: dict[str, float]
+    """The headline scores kept by step in :attr:`RunResult.evals` (``avg@4``, ``pass@4``)."""
+
+
+class Job(Protocol):
+    """One run's state and its step, as :func:`run_job` drives it."""
+
+    title: str
+    """Progress-bar title (``train``, ``sft``)."""
+    shown: Sequence[tuple[str, str]]
+    """``(metric, label)`` pairs the progress bar shows."""
+    total_steps: int
+    """Last step of the run."""
+    model: torch.nn.Module
+    """The model being trained (saved in every checkpoint)."""
+    tokenizer: Any
+    """Its tokenizer (saved beside it)."""
+    optimizer: torch.optim.Optimizer
+    """Restored from and saved to checkpoints."""
+    scheduler: Any
+    """Learning-rate schedule, likewise."""
+    order: IndexSampler
+    """Data order, likewise."""
+
+    def step(self, step: int) -> StepRecord:
+        """Run step ``step`` (1-based)."""
+        ...
+
+    def evaluate(self, step: int) -> EvalRecord | None:
+        """The evaluation after ``step`` (0: before training), or ``None`` when none is due."""
+        ...
+
+    def close(self) -> None:
+        """Release what the job holds (verifier workers, sampler engines)."""
+        ...
+
+
+class Callback:
+    """Hooks of a run; override the ones you need (each default does nothing)."""
+
+    def on_start(self, job: Job, start_step: int) -> None:
+        """After the job is built (and restored), before the first step of this process."""
+
+    def on_step(self, job: Job, step: int, record: StepRecord) -> None:
+        """After step ``step``'s metrics are written."""
+
+    def on_eval(self, job: Job, step: int, record: EvalRecord) -> None:
+        """After an evaluation (step 0: before training)."""
+
+    def on_checkpoint(self, job: Job, step: int, path: Path) -> None:
+        """After a checkpoint is written to ``path``."""
+
+    def on_end(self, job: Job, result: RunResult) -> None:
+        """After the last step, the plots and the result."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run wrote its outputs, and its held-out scores."""
+
+    run_dir: Path
+    """Run directory (config, metrics.jsonl, samples.jsonl, tb/, checkpoints/)."""
+    model_dir: Path | None
+    """Final checkpoint (a plain HF model directory), if saved."""
+    metrics: dict[str, float | None]
+    """Metrics of the last step."""
+    evals: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Held-out scores by step (step 0: before training)."""
+    plots: list[Path] = field(default_factory=list)
+    """PNG files written at the end."""
+
+    def summary_lines(self) -> list[str]:
+        """What the command line prints at the end."""
+        lines = [
+            f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items())
+            for name, m in self._eval_rows()
+        ]
+        if change := self.change_points():
+            lines.append(
+                f"{'held-out change:':<18}"
+                + "  ".join(f"{k} {v:+.1f} pts" for k, v in change.items())
+            )
+        lines.append(f"metrics:          {self.run_dir / METRICS_FILE}")
+        if self.plots:
+            lines.append(f"plots:            {self.plots[0].parent}")
+        if self.model_dir is not None:
+            lines.append(f"model:            {self.model_dir}")
+        return lines
+
+    def _eval_rows(self):
+        for step in sorted(self.evals):
+            yield (f"held-out @ {step}:" if step else "held-out before:"), self.evals[step]
+
+    def change_points(self) -> dict[str, float]:
+        """Held-out gain of the run in points (last evaluation minus the one before training)."""
+        steps = sorted(self.evals)
+        if len(steps) < 2 or steps[0] != 0:
+            return {}
+        first, last = self.evals[0], self.evals[steps[-1]]
+        return {k: 100 * (last[k] - first[k]) for k in first if k in last}
+
+
+JobBuilder = Callable[[Any, Path, "Path | None"], Job]
+"""``build(config, run_dir, checkpoint or None) -> Job``: load models and data (the weights from
+``checkpoint`` when resuming); the harness restores the rest."""
+
+
+def run_job(
+    config: Any, build: JobBuilder, *, resume: bool = False, callbacks: Sequence[Callback] = ()
+) -> RunResult:
+    """Run ``build``'s job under ``config`` (a ``TrainConfig`` or ``SFTConfig``).
+
+    ``resume`` continues from the latest checkpoint in ``config.log.output_dir``.
+    """
+    config = expand_output_dir(config)
+    run_dir, checkpoint = prepare_run_dir(config, resume=resume)
+    set_threads(config.threads)
+    seed_everything(config.seed)
+    job = build(config, run_dir, checkpoint)
+    loop = _Loop(config, job, run_dir, list(callbacks))
+    try:
+        if checkpoint is not None:
+            loop.restore(checkpoint)
+        row, model_dir = loop.run()
+    finally:
+        loop.close()
+    plots = (
+        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
+        if config.log.plots
+        else []
+    )
+    result = RunResult(run_dir, model_dir, row, dict(loop.evals), plots)
+    loop.notify("on_end", result)
+    return result
+
+
+class _Loop:
+    """The step loop of one process: writers, schedule, checkpoints, callbacks."""
+
+    def __init__(self, config: Any, job: Job, run_dir: Path, callbacks: list[Callback]) -> None:
+        self.config, self.job, self.run_dir, self.callbacks = config, job, run_dir, callbacks
+        self.start_step, self.evals = 0, {}
+        self.writer: MetricsWriter | None = None
+        self.progress: ProgressReporter | None = None
+
+    def restore(self, checkpoint: Path) -> None:
+        """Optimiser, schedule, RNG, data order and held-out scores from ``checkpoint``."""
+        state = load_trainer_state(checkpoint, self.job.optimizer, self.job.scheduler)
+        self.job.order.load_state_dict(state.data)
+        self.start_step = state.step
+        self.evals = {int(k): v for k, v in state.extra.get("evals", {}).items()}
+
+    def notify(self, hook: str, *args: Any) -> None:
+        for callback in self.callbacks:
+            getattr(callback, hook)(self.job, *args)
+
+    def run(self) -> tuple[Mapping[str, Any], Path | None]:
+        """Steps ``start + 1 .. total``; returns the last row and the last checkpoint."""
+        job, config = self.job, self.config
+        resumed = self.start_step if self.start_step else None
+        self.writer = MetricsWriter(
+            self.run_dir, config.log, resume_step=resumed, config=to_dict(config)
+        )
+        self.progress = ProgressReporter(
+            config.log,
+            total=job.total_steps,
+            start=self.start_step,
+            title=job.title,
+            shown=job.shown,
+        )
+        self.notify("on_start", self.start_step)
+        row, model_dir = {}, None
+        if self.start_step == 0:
+            self._evaluate_before()
+        for step in range(self.start_step + 1, job.total_steps + 1):
+            row = self._step(step)
+            if due(step, job.total_steps, config.checkpoint):
+                model_dir = self._checkpoint(step)
+        return row, model_dir
+
+    def _evaluate_before(self) -> None:
+        record = self.job.evaluate(0)
+        if record is None:
+            return
+        self.writer.write(0, record.metrics)
+        self.evals[0] = record.scores
+        self.progress.message(
+            "held-out before training: "
+            + "  ".join(f"{k} {v:.3f}" for k, v in record.scores.items())
+        )
+        self.notify("on_eval", 0, record)
+
+    def _step(self, step: int) -> Mapping[str, Any]:
+        record = self.job.step(step)
+        metrics = dict(record.metrics)
+        evaluation = self.job.evaluate(step)
+        if evaluation is not None:
+            metrics.update(evaluation.metrics)
+            self.evals[step] = evaluation.scores
+        row = self.writer.write(step, metrics)
+        self.writer.write_samples(step, record.samples)
+        self.progress.step(step, row)
+        if evaluation is not None:
+            self.notify("on_eval", step, evaluation)
+        self.notify("on_step", step, StepRecord(dict(row), record.samples, record.prompts))
+        return row
+
+    def _checkpoint(self, step: int) -> Path:
+        job = self.job
+        state = TrainerState(step=step, data=job.order.state_dict(), extra={"evals": self.evals})
+        path = save_checkpoint(
+            self.run_dir,
+            job.model,
+            job.tokenizer,
+            job.optimizer,
+            job.scheduler,
+            state,
+            keep_last=self.config.checkpoint.keep_last,
+        )
+        self.notify("on_checkpoint", step, path)
+        return path
+
+    def close(self) -> None:
+        try:
+            self.job.close()
+        finally:
+            for sink in (self.writer, self.progress):
+                if sink is not None:
+                    sink.close()

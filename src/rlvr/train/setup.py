@@ -113,6 +113,7 @@ def response_stats(
             temperature=temperature,
             chunk_size=cfg.chunk_size,
             compute_entropy=entropy,
+            share_prompt=cfg.share_prompt,
         )
 
 

@@ -92,13 +92,16 @@ class HFStepper:
         self.attn, self.position = self.attn[rows], self.position[rows]
 
 
-def stepper(model, fast: bool):
-    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward."""
+def stepper(model, fast: bool, room: int = 0):
+    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward.
+
+    ``room``: decoding steps to reserve cache space for after the prompt.
+    """
     from rlvr.generation import fast_decode
 
-    return (
-        fast_decode.FastDecoder(model) if fast and fast_decode.supports(model) else HFStepper(model)
-    )
+    if fast and fast_decode.supports(model):
+        return fast_decode.FastDecoder(model, room=room)
+    return HFStepper(model)
 
 
 def sample_lean(
@@ -120,7 +123,7 @@ def sample_lean(
     ``prune`` and ``fast``: see :class:`LeanOptions`.
     """
     n, device = prompt_ids.shape[0], prompt_ids.device
-    step = stepper(model, fast)
+    step = stepper(model, fast, room=sampling.max_new_tokens)
     logits = prefill(step, prompt_ids, prompt_mask, group)
     eos = torch.tensor(eos_ids, device=device)
     tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)

@@ -18,12 +18,14 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "vs_trl.py"
 
 @pytest.fixture(scope="module")
 def vs_trl():
+    sys.path.insert(0, str(BENCH.parent))  # vs_trl imports its sibling floors.py
     spec = importlib.util.spec_from_file_location("vs_trl", BENCH)
     module = importlib.util.module_from_spec(spec)
     sys.modules["vs_trl"] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
     yield module
     sys.modules.pop("vs_trl", None)
+    sys.path.remove(str(BENCH.parent))
 
 
 def _spec(vs_trl, **kw):
@@ -125,7 +127,13 @@ def test_summary_leaves_out_warmup_and_takes_medians(vs_trl):
         vs_trl.summarize(result, warmup=4)
 
 
-def test_table_ratios_and_targets(vs_trl):
+@pytest.fixture()
+def earlier(vs_trl):
+    """The targets these assertions were written for (2x, half the memory, no floors)."""
+    return vs_trl.Targets(speed=2.0, memory=0.5, generation_floor=None, update_gemm=None)
+
+
+def test_table_ratios_and_targets(vs_trl, earlier):
     ours = vs_trl.summarize(_result("rlvr", [1.0, 1.0], [320, 320], 1000), warmup=0)
     trl = vs_trl.summarize(_result("trl", [2.5, 2.5], [320, 320], 2500), warmup=0)
     lines = vs_trl.format_table([ours, trl])
@@ -139,26 +147,26 @@ def test_table_ratios_and_targets(vs_trl):
         "  per generated token: {}x as fast (mean completion length {} vs 20.0 tokens, "
         "longest per step {} vs 24.0)"
     )
-    assert vs_trl.target_lines("smollm2-135m", ours, trl) == [
+    assert vs_trl.target_lines("smollm2-135m", ours, trl, earlier) == [
         "steps/s rlvr / TRL = 2.50x (target >= 2x): met",
         per_token.format("2.50", "20.0", "24.0"),
         "peak RSS rlvr / TRL = 0.40x (target <= 0.5x): met",
     ]
     # Slower per step only because its completions are twice as long: the per-token line shows it.
     slow = vs_trl.summarize(_result("rlvr", [4.0, 4.0], [640, 640], 2000), warmup=0)
-    assert vs_trl.target_lines("tiny", slow, trl) == [
+    assert vs_trl.target_lines("tiny", slow, trl, earlier) == [
         "steps/s rlvr / TRL = 0.62x (target >= 2x): MISSED",
         per_token.format("1.25", "40.0", "44.0"),
     ]
 
 
-def test_report_heading_table_and_verdicts(vs_trl):
+def test_report_heading_table_and_verdicts(vs_trl, earlier):
     spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1)
     results = {
         "rlvr": _result("rlvr", [9.0, 1.0, 1.0], [320] * 3, 1000),
         "trl": _result("trl", [9.0, 2.0, 2.0], [320] * 3, 2000),
     }
-    lines = vs_trl.report("tiny", spec, results)
+    lines = vs_trl.report("tiny", spec, results, targets=earlier)
     assert lines[0] == (
         "## tiny: 4 prompts x G=4, 64 new tokens, micro-batch 8, 1 thread(s), "
         "2 measured step(s) after 1 warm-up"

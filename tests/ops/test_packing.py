@@ -124,6 +124,7 @@ def both_layouts(model, ids, mask, t, weights, *, entropy=True):
         if entropy:
             loss = loss + 0.3 * (weights * stats.entropy).sum()
         grads = torch.autograd.grad(loss, params)
+        assert seq_module._VERIFIED.get(model, False) is share  # no silent fallback
         out.append((stats.logp.detach(), None if not entropy else stats.entropy.detach(), grads))
     return out
 
@@ -228,6 +229,7 @@ def test_micro_batches_that_split_groups(tiny_model):
 
     whole = grads(False, [torch.arange(8)])
     split = grads(True, [torch.tensor([0, 1, 4]), torch.tensor([2, 3, 5, 6, 7])])
+    assert seq_module._VERIFIED[model]
     assert_grads_close(split, whole, rtol=1e-5)
 
 

@@ -205,3 +205,78 @@ def test_steps_default_per_preset_unless_given(vs_trl):
     assert args.presets == ["tiny", "smollm2-135m"] and args.warmup == 1
     assert [vs_trl.steps_for(args, p) for p in args.presets] == [20, 3]
     assert vs_trl.steps_for(vs_trl.parse_args(["--steps", "5"]), "smollm2-135m") == 5
+
+
+def test_default_targets_with_floors(vs_trl):
+    ours = vs_trl.summarize(_result("rlvr", [1.0, 1.0], [320, 320], 1000), warmup=0)
+    trl = vs_trl.summarize(_result("trl", [2.4, 2.4], [320, 320], 2000), warmup=0)
+    ours = vs_trl.dataclasses.replace(
+        ours, floor_shares={"generate": 0.65, "update": 0.7, "update_gemm": 0.79}
+    )
+    lines = vs_trl.target_lines("smollm2-135m", ours, trl)
+    assert lines[0] == "steps/s rlvr / TRL = 2.40x (target >= 2.5x): MISSED"
+    assert lines[2:] == [
+        "peak RSS rlvr / TRL = 0.50x (target <= 0.6x): met",
+        "generation at 65% of its floor (target >= 60%): met",
+        "update at 79% of the GEMM rate (target >= 80%): MISSED",
+    ]
+    assert len(vs_trl.target_lines("tiny", ours, trl)) == 2  # memory and floors: smollm2 only
+
+
+def test_floor_shares_from_the_steps(vs_trl):
+    from floors import ModelShape, Rates, StepWork, generation_floor, update_floor, update_flops
+
+    shape = ModelShape(
+        layers=2, hidden=8, intermediate=16, heads=2, kv_heads=1, head_dim=4, vocab=10, params=100
+    )
+    rates = vs_trl.Rates(gemm_flops=1e4, read_bytes=1e3)
+    result = _result("rlvr", [4.0, 4.0], [320, 320], 1000)
+    for step in result["steps"]:
+        step["prompt_lengths"] = [5, 7, 6, 6]
+    s = vs_trl.summarize(result, warmup=0, floors=vs_trl.Floors(shape, rates))
+    work = StepWork((5, 7, 6, 6), 16, 320, 24)
+    assert s.floor_shares["generate"] == pytest.approx(generation_floor(shape, work, rates) / 2.0)
+    assert s.floor_shares["update"] == pytest.approx(update_floor(shape, work, rates) / 1.0)
+    assert s.floor_shares["update_gemm"] == pytest.approx(update_flops(shape, work) / 1e4)
+    table = vs_trl.format_table([s, s])
+    assert any(line.startswith("|   update: FLOP rate / GEMM rate |") for line in table)
+    assert isinstance(rates, Rates)
+
+
+def test_best_settings(vs_trl, monkeypatch):
+    spec = _spec(vs_trl, micro_batch=8)
+    monkeypatch.setattr(vs_trl, "native_bf16", lambda: False)
+    best = vs_trl.with_settings(spec, "best")
+    assert (best.settings, best.gradient_checkpointing, best.bf16) == ("best", True, False)
+    cfg = vs_trl.rlvr_config(best, "/tmp/out")
+    assert cfg.model.gradient_checkpointing and cfg.model.autocast == "none"
+    kw = vs_trl.trl_kwargs(best, "/tmp/out")
+    assert (kw["bf16"], kw["gradient_checkpointing"]) == (False, True)
+    assert "each trainer at its best: gradient checkpointing, fp32" in vs_trl.heading("tiny", best)
+    monkeypatch.setattr(vs_trl, "native_bf16", lambda: True)
+    best = vs_trl.with_settings(spec, "best")
+    assert best.bf16 and vs_trl.rlvr_config(best, "/tmp/out").model.autocast == "bf16"
+    equal = vs_trl.with_settings(best, "equal")
+    assert (equal.gradient_checkpointing, equal.bf16) == (False, False)
+    with pytest.raises(ValueError, match="settings"):
+        _spec(vs_trl, micro_batch=8, settings="fastest")
+
+
+def test_gpu_vllm_configuration(vs_trl):
+    from rlvr.generation import available_samplers
+
+    spec = _spec(vs_trl, micro_batch=8, device="cuda", sampler="vllm")
+    if "vllm" in available_samplers():  # rlvr's vLLM sampler is an optional module
+        cfg = vs_trl.rlvr_config(spec, "/tmp/out")
+        assert cfg.model.device == "cuda" and cfg.rollout.sampler == "vllm"
+    kw = vs_trl.trl_kwargs(spec, "/tmp/out")
+    assert kw["use_vllm"] and kw["vllm_mode"] == "colocate" and not kw["use_cpu"]
+    assert "cuda, sampler vllm" in vs_trl.heading("smollm2-135m", spec)
+
+
+def test_threads_default_to_one_and_all_cores(vs_trl):
+    import os
+
+    assert vs_trl.parse_args([]).threads == sorted({1, os.cpu_count() or 1})
+    assert vs_trl.parse_args(["--threads", "2"]).threads == [2]
+    assert vs_trl.parse_args([]).settings == ["equal"]

@@ -203,3 +203,24 @@ def test_shared_prefill_draws_the_same_tokens(tiny_model, cfg):
     every_row = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg, sampler=per_row)
     assert torch.equal(shared.response_ids, every_row.response_ids)
     assert shared.texts == every_row.texts
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])
+def test_hf_shared_prefill_draws_the_same_tokens(tiny_model, temperature, monkeypatch):
+    from rlvr.generation import hf, make_sampler
+
+    """``hf`` with each prompt prefilled once draws what ``generate`` draws from scratch."""
+    model, tokenizer = tiny_model
+    prompts = [tokenizer("What is 12 + 7?")["input_ids"], tokenizer("5 - 3")["input_ids"]]
+    cfg = SamplingConfig(max_new_tokens=10, temperature=temperature)
+    calls = []
+    original = hf.shared_prefix
+    monkeypatch.setattr(hf, "shared_prefix", lambda *a: calls.append(a[1].shape) or original(*a))
+    out = {}
+    for share in (False, True):
+        sampler = make_sampler("hf", model, tokenizer, share_prefill=share)
+        torch.manual_seed(3)
+        out[share] = sampler.generate(prompts, n=3, sampling=cfg)
+    assert len(calls) == 1 and calls[0][0] == 6  # only the shared run, over 2 prompts x 3
+    assert torch.equal(out[False].response_ids, out[True].response_ids)
+    assert out[False].texts == out[True].texts

@@ -59,10 +59,10 @@ class HFStepper:
 
     def __init__(self, model) -> None:
         self.model = model
-        self.keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
+        self.keep_last = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
 
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        self.cache, self.attn = _new_cache(self.model), mask
+        self.cache, self.attn = new_cache(self.model), mask
         positions = position_ids_from_mask(mask)
         self.position = positions[:, -1:] + 1  # [N, 1]; the last prompt column is real in every row
         out = self.model(
@@ -157,7 +157,7 @@ def prefill(step, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: in
     return logits[rows]
 
 
-def _new_cache(model):
+def new_cache(model):
     """An empty ``DynamicCache`` (transformers 5 takes the config; 4.x takes nothing)."""
     from transformers import DynamicCache
 
@@ -167,5 +167,6 @@ def _new_cache(model):
         return DynamicCache()
 
 
-def _accepts_logits_to_keep(model) -> bool:
+def accepts_logits_to_keep(model) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep`` (logits of the last positions only)."""
     return "logits_to_keep" in inspect.signature(model.forward).parameters

@@ -31,6 +31,15 @@ def memory_mb(field: str) -> float:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
+def gpu_peak_mb() -> float | None:
+    """Peak memory torch allocated on the GPU (vLLM's KV cache included), or None on CPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20
+
+
 def prompt_hash(ids: list[list[int]]) -> str:
     """Short hash of a list of token-id lists."""
     return hashlib.sha1(json.dumps(ids).encode()).hexdigest()[:16]
@@ -82,6 +91,7 @@ class StepClock:
             "steps": self.steps,
             "peak_rss_mb": memory_mb("VmHWM"),
             "setup_rss_mb": self.setup_rss_mb,
+            "peak_gpu_mb": gpu_peak_mb(),
             "prompt_hash": prompt_hash(used),
             "prompts_used": len(used),
         }

@@ -382,6 +382,8 @@ class Summary:
     """Resident set when the first step started (model, optimiser state not yet allocated)."""
     phases: dict[str, float]
     """Median seconds per step of ``generate``, ``score``, ``update``, ``other``."""
+    peak_gpu_mb: float | None = None
+    """Peak GPU memory torch allocated (``None`` on CPU)."""
     floor_shares: dict[str, float] = field(default_factory=dict)
     """``generate`` / ``update``: the phase's floor over its time, summed over the measured
     steps; ``update_gemm``: the update's FLOP rate over the GEMM rate (empty: not measured)."""
@@ -445,6 +447,7 @@ def summarize(result: dict[str, Any], warmup: int, floors: Floors | None = None)
         ms_per_token=1000 * sum(seconds) / tokens,
         peak_rss_mb=result["peak_rss_mb"],
         setup_rss_mb=result["setup_rss_mb"],
+        peak_gpu_mb=result.get("peak_gpu_mb"),
         phases=phases,
         floor_shares={} if floors is None else floors.shares(steps),
     )
@@ -482,6 +485,8 @@ def format_table(summaries: list[Summary]) -> list[str]:
         (f"  {phase} s / step", "{:.2f}", [s.phases[phase] for s in summaries])
         for phase in ("generate", "score", "update", "other")
     ]
+    if all(s.peak_gpu_mb is not None for s in summaries):
+        rows.append(("peak GPU memory (MiB)", "{:.0f}", [s.peak_gpu_mb for s in summaries]))
     if all(s.floor_shares for s in summaries):
         rows += [
             (label, "{:.0%}", [s.floor_shares[key] for s in summaries]) for label, key in FLOOR_ROWS

@@ -23,6 +23,23 @@ SUPPORTED_TYPES = ("llama", "qwen2")
 _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
+FEW_ROWS = 64
+"""Up to this many rows a projection runs as ``(W @ x.T).T``: on CPU the matrix-product
+kernels handle a large first dimension better than a small one (a decoding step's rows)."""
+
+
+def _project(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``linear(x)`` for ``x`` [..., in]; as ``(W @ x.T).T`` when ``x`` has few rows (and
+    the module has no hooks, which only a call of the module runs)."""
+    rows = x.reshape(-1, x.shape[-1])
+    if rows.shape[0] > FEW_ROWS or linear._forward_hooks or linear._forward_pre_hooks:
+        return linear(x)
+    out = torch.mm(linear.weight, rows.T).T
+    if linear.bias is not None:
+        out = out + linear.bias
+    return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
 def supports(model) -> bool:
     """Whether :class:`FastDecoder` computes exactly what ``model``'s forward does."""
     cfg = model.config
@@ -125,9 +142,9 @@ class FastDecoder:
         self, layer: _Layer, h: torch.Tensor, i: int, rot, mask: torch.Tensor
     ) -> torch.Tensor:
         n, s, _ = h.shape
-        q = layer.q(h).view(n, s, self.heads, self.head_dim).transpose(1, 2)
-        k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = _project(layer.q, h).reshape(n, s, self.heads, self.head_dim).transpose(1, 2)
+        k = _project(layer.k, h).reshape(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = _project(layer.v, h).reshape(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = self._rotate(q, *rot), self._rotate(k, *rot)
         if i == len(self.cache):  # prefill: this layer's buffers, in the dtype k comes in
             shape = (n, self.kv_heads, self.key_mask.shape[1], self.head_dim)
@@ -142,7 +159,7 @@ class FastDecoder:
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         gqa = {"enable_gqa": True} if self.kv_heads != self.heads and _GQA_IN_SDPA else {}
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **gqa)
-        return layer.o(out.transpose(1, 2).reshape(n, s, -1))
+        return _project(layer.o, out.transpose(1, 2).reshape(n, s, -1))
 
     def _forward(
         self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
@@ -153,9 +170,9 @@ class FastDecoder:
         for i, layer in enumerate(self.layers):
             x = x + self._attention(layer, self._norm(x, layer.norm1), i, rot, mask)
             h = self._norm(x, layer.norm2)
-            x = x + layer.down(F.silu(layer.gate(h)) * layer.up(h))
+            x = x + _project(layer.down, F.silu(_project(layer.gate, h)) * _project(layer.up, h))
         self.length += ids.shape[1]
-        return self.head(self._norm(x[:, -1], self.final_norm))
+        return _project(self.head, self._norm(x[:, -1], self.final_norm))
 
     def _grow(self) -> None:
         """Double the cache's capacity (decoding past the room asked for)."""
@@ -201,5 +218,5 @@ class FastDecoder:
 
     def keep(self, rows: torch.Tensor) -> None:
         """Keep ``rows`` of the batch (and of the cache), in that order; a repeated index copies its row."""
-        self.cache = [(k[rows], v[rows]) for k, v in self.cache]
+        self.cache = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cache]
         self.key_mask, self.position = self.key_mask[rows], self.position[rows]

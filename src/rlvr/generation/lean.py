@@ -19,7 +19,7 @@ import torch
 from rlvr.generation.base import SamplingConfig, position_ids_from_mask
 from rlvr.generation.policy import PolicySampler
 from rlvr.generation.registry import register_sampler
-from rlvr.generation.warp import next_tokens
+from rlvr.generation.warp import next_tokens, warp_logits
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,18 @@ class LeanOptions:
     split over fewer rows than ``hf`` would use, so draws differ from then on)."""
     share_prefill: bool = True
     """Prefill each distinct prompt once and copy its KV cache to its ``n`` rows."""
+    draw: str = "cdf"
+    """How a token is drawn from the warped distribution: ``cdf`` (one uniform number per
+    row against the float64 cumulative sum; the same distribution) or ``multinomial``
+    (``torch.multinomial``, one exponential number per vocabulary entry, as Hugging
+    Face's ``generate`` draws: the same tokens as ``hf`` under the same seed)."""
+
+    def __post_init__(self) -> None:
+        if self.draw not in DRAWS:
+            raise ValueError(f"draw must be one of {list(DRAWS)}, got {self.draw!r}")
+
+
+DRAWS = ("cdf", "multinomial")
 
 
 @register_sampler("lean", options=LeanOptions)
@@ -51,6 +63,7 @@ class LeanSampler(PolicySampler):
             group=group if opts.share_prefill else 1,
             prune=opts.prune,
             fast=opts.fast,
+            draw=opts.draw,
         )
 
 
@@ -115,12 +128,13 @@ def sample_lean(
     group: int = 1,
     prune: bool = True,
     fast: bool = True,
+    draw: str = "cdf",
 ) -> torch.Tensor:
     """[N, T] tokens from a KV-cached loop; rows that finished get ``pad_id``.
 
     ``group``: the rows come in contiguous runs of ``group`` copies of one prompt; each
     distinct prompt is prefilled once and its KV cache copied to its ``group`` rows.
-    ``prune`` and ``fast``: see :class:`LeanOptions`.
+    ``prune``, ``fast`` and ``draw``: see :class:`LeanOptions`.
     """
     n, device = prompt_ids.shape[0], prompt_ids.device
     step = stepper(model, fast, room=sampling.max_new_tokens)
@@ -130,7 +144,7 @@ def sample_lean(
     rows = torch.arange(n, device=device)  # original index of each row still in the batch
     finished = torch.zeros(n, dtype=torch.bool, device=device)
     for t in range(sampling.max_new_tokens):
-        token = next_tokens(logits.float(), sampling)  # [rows]
+        token = draw_tokens(logits.float(), sampling, draw)  # [rows]
         token = torch.where(finished, torch.full_like(token, pad_id), token)
         tokens[rows, t] = token
         finished |= torch.isin(token, eos)
@@ -142,6 +156,27 @@ def sample_lean(
             rows, token, finished = rows[keep], token[keep], finished[keep]
         logits = step.decode(token)
     return tokens
+
+
+def draw_tokens(logits: torch.Tensor, sampling: SamplingConfig, draw: str) -> torch.Tensor:
+    """[N] tokens from [N, V] float32 logits: argmax at temperature 0, else by ``draw``."""
+    if sampling.temperature == 0 or draw == "multinomial":
+        return next_tokens(logits, sampling)
+    return inverse_cdf(torch.softmax(warp_logits(logits, sampling), dim=-1))
+
+
+def inverse_cdf(probs: torch.Tensor) -> torch.Tensor:
+    """[N] one draw per row of [N, V] probabilities: the first token whose cumulative mass
+    exceeds ``u x total``, ``u ~ U[0, 1)``, in float64 (so a token's chance is its
+    probability to ~1e-16; tokens of probability 0 are never drawn)."""
+    cdf = probs.double().cumsum(dim=-1)  # [N, V]
+    u = torch.rand(probs.shape[0], 1, dtype=torch.float64, device=probs.device)
+    index = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1)  # [N]
+    over = index >= probs.shape[1]  # u * total rounded up to the total (chance ~2^-53)
+    if bool(over.any()):
+        last = probs.shape[1] - 1 - (probs.flip(-1) > 0).int().argmax(dim=-1)
+        index = torch.where(over, last, index)
+    return index
 
 
 def prefill(step, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: int) -> torch.Tensor:

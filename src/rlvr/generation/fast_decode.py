@@ -24,20 +24,14 @@ _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[
 
 
 FEW_ROWS = 64
-"""Up to this many rows a projection runs as ``(W @ x.T).T``: on CPU the matrix-product
-kernels handle a large first dimension better than a small one (a decoding step's rows)."""
+"""Up to this many rows (a decoding step) the MLP and the LM head run as ``W @ x.T``: on
+CPU the matrix-product kernels handle a large first dimension much better than a small
+one, and the MLP stays in that layout from its input to its output."""
 
 
-def _project(linear: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """``linear(x)`` for ``x`` [..., in]; as ``(W @ x.T).T`` when ``x`` has few rows (and
-    the module has no hooks, which only a call of the module runs)."""
-    rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] > FEW_ROWS or linear._forward_hooks or linear._forward_pre_hooks:
-        return linear(x)
-    out = torch.mm(linear.weight, rows.T).T
-    if linear.bias is not None:
-        out = out + linear.bias
-    return out.reshape(*x.shape[:-1], out.shape[-1])
+def _plain(*modules: torch.nn.Module) -> bool:
+    """No hooks on ``modules`` (hooks run only when a module is called)."""
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
 
 
 def supports(model) -> bool:
@@ -121,6 +115,8 @@ class FastDecoder:
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
+        if dtype == torch.float32:  # one fused kernel, the same arithmetic
+            return F.rms_norm(x, weight.shape, weight, self.eps)
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return weight * x.to(dtype)
@@ -142,9 +138,9 @@ class FastDecoder:
         self, layer: _Layer, h: torch.Tensor, i: int, rot, mask: torch.Tensor
     ) -> torch.Tensor:
         n, s, _ = h.shape
-        q = _project(layer.q, h).reshape(n, s, self.heads, self.head_dim).transpose(1, 2)
-        k = _project(layer.k, h).reshape(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = _project(layer.v, h).reshape(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = layer.q(h).view(n, s, self.heads, self.head_dim).transpose(1, 2)
+        k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = self._rotate(q, *rot), self._rotate(k, *rot)
         if i == len(self.cache):  # prefill: this layer's buffers, in the dtype k comes in
             shape = (n, self.kv_heads, self.key_mask.shape[1], self.head_dim)
@@ -159,7 +155,7 @@ class FastDecoder:
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         gqa = {"enable_gqa": True} if self.kv_heads != self.heads and _GQA_IN_SDPA else {}
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **gqa)
-        return _project(layer.o, out.transpose(1, 2).reshape(n, s, -1))
+        return layer.o(out.transpose(1, 2).reshape(n, s, -1))
 
     def _forward(
         self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
@@ -170,9 +166,23 @@ class FastDecoder:
         for i, layer in enumerate(self.layers):
             x = x + self._attention(layer, self._norm(x, layer.norm1), i, rot, mask)
             h = self._norm(x, layer.norm2)
-            x = x + _project(layer.down, F.silu(_project(layer.gate, h)) * _project(layer.up, h))
+            x = x + self._mlp(layer, h)
         self.length += ids.shape[1]
-        return _project(self.head, self._norm(x[:, -1], self.final_norm))
+        last = self._norm(x[:, -1], self.final_norm)  # [N, H]
+        if last.shape[0] > FEW_ROWS or not _plain(self.head) or self.head.bias is not None:
+            return self.head(last)
+        return torch.mm(self.head.weight, last.T).T.contiguous()
+
+    @staticmethod
+    def _mlp(layer: _Layer, h: torch.Tensor) -> torch.Tensor:
+        """``down(silu(gate(h)) * up(h))``; for few rows computed transposed, ``[I, rows]``."""
+        rows = h.reshape(-1, h.shape[-1])  # [R, H]
+        if rows.shape[0] > FEW_ROWS or not _plain(layer.gate, layer.up, layer.down):
+            return layer.down(F.silu(layer.gate(h)) * layer.up(h))
+        gate = torch.mm(layer.gate.weight, rows.T)  # [I, R]
+        up = torch.mm(layer.up.weight, rows.T)
+        out = torch.mm(layer.down.weight, F.silu(gate).mul_(up))  # [H, R]
+        return out.T.reshape(h.shape)
 
     def _grow(self) -> None:
         """Double the cache's capacity (decoding past the room asked for)."""

@@ -181,8 +181,7 @@ class _LinearTokenStats(torch.autograd.Function):
             w32 = weight.to(lse.dtype)
             b32 = None if bias is None else bias.to(lse.dtype)
             grad_h = torch.empty_like(hidden) if need_h else None
-            grad_w = torch.zeros_like(w32) if need_w else None
-            grad_b = torch.zeros_like(b32) if need_b else None
+            grad_w = grad_b = None  # written by the first chunk, accumulated by the others
             ws = _Workspace(min(n, ctx.chunk_size), weight.shape[0], hidden, lse.dtype, kept)
             for s, e in _chunks(n, ctx.chunk_size):
                 zbuf, work = ws.views(e - s)
@@ -200,12 +199,14 @@ class _LinearTokenStats(torch.autograd.Function):
                     gz.div_(t)  # [c, V] gradient w.r.t. the unscaled logits
                 if grad_h is not None:
                     grad_h[s:e] = gz @ w32
-                if grad_w is not None:
-                    grad_w.addmm_(gz.T, h32)
-                if grad_b is not None:
-                    grad_b += gz.sum(0)
-        grad_w = None if grad_w is None else grad_w.to(weight.dtype)
-        grad_b = None if grad_b is None else grad_b.to(bias.dtype)
+                if need_w:
+                    grad_w = gz.T @ h32 if grad_w is None else grad_w.addmm_(gz.T, h32)
+                if need_b:
+                    grad_b = gz.sum(0) if grad_b is None else grad_b.add_(gz.sum(0))
+        if need_w:
+            grad_w = grad_w.to(weight.dtype) if grad_w is not None else torch.zeros_like(weight)
+        if need_b:
+            grad_b = grad_b.to(bias.dtype) if grad_b is not None else torch.zeros_like(bias)
         return grad_h, grad_w, grad_b, None, None, None, None
 
 

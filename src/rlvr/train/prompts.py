@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -138,10 +138,19 @@ class SFTExample:
     """Target tokens, ending with EOS."""
 
 
+class SFTExamples(NamedTuple):
+    """Tokenised SFT pairs and how many rows were dropped."""
+
+    examples: list[SFTExample]
+    """Usable pairs, in file order."""
+    skipped: int
+    """Rows longer than ``max_tokens`` or with an empty prompt."""
+
+
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
-) -> tuple[list[SFTExample], int]:
-    """``(examples, skipped)``: prompt/response pairs tokenised; rows over ``max_tokens`` are skipped."""
+) -> SFTExamples:
+    """Prompt/response pairs tokenised; rows over ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
     rows = load_examples(source, fields=fields, limit=limit)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
@@ -168,7 +177,7 @@ def load_sft_examples(
         )
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
-    return out, skipped
+    return SFTExamples(out, skipped)
 
 
 class IndexSampler:

@@ -19,7 +19,14 @@ def test_inline_errors_and_non_finite_scores_are_counted():
     assert scores.status == ["ok", "error", "error", "ok"]
     assert scores.failures == 2 and scores.timeouts == 0
     assert "verifier exploded" in scores.errors[1]
-    assert scores.metrics() == {"verifier/failures": 2.0, "verifier/timeouts": 0.0}
+    assert scores.metrics() == {
+        "verifier/failures": 2.0,
+        "verifier/timeouts": 0.0,
+        "verifier/math_rejected": 0.0,
+        "verifier/math_hedged": 0.0,
+        "verifier/asserts_judged": 0.0,
+        "verifier/asserts_in_process": 0.0,
+    }
 
 
 def test_worker_processes_match_inline_and_survive_crashes():

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.timeout import VerifierTimeout, time_limit
 
@@ -74,6 +75,9 @@ class Scores:
     """Per completion: ``"ok"``, ``"error"`` (the verifier raised) or ``"timeout"``."""
     errors: list[str | None] = field(default_factory=list)
     """Per completion: the error message, or ``None``."""
+    events: list[dict[str, int]] = field(default_factory=list)
+    """Per completion: what its verifier counted (:mod:`rlvr.rewards.events`), e.g.
+    ``{"asserts_in_process": 2}``; empty when nothing was recorded."""
 
     @property
     def failures(self) -> int:
@@ -85,28 +89,41 @@ class Scores:
         """Completions whose verifier ran out of time."""
         return self.status.count(TIMEOUT)
 
+    def event_count(self, name: str) -> int:
+        """Sum over the batch of the event ``name`` (a key of :data:`rlvr.rewards.events.EVENTS`)."""
+        if name not in EVENTS:
+            raise ValueError(f"unknown verifier event {name!r}; valid: {', '.join(sorted(EVENTS))}")
+        return sum(counts.get(name, 0) for counts in self.events)
+
     def metrics(self) -> dict[str, float]:
-        """``verifier/failures`` and ``verifier/timeouts`` counts for logging."""
-        return {
+        """Counts for logging, always the same keys: ``verifier/failures``,
+        ``verifier/timeouts`` and ``verifier/<event>`` for every event in
+        :data:`rlvr.rewards.events.EVENTS`."""
+        counts = {
             "verifier/failures": float(self.failures),
             "verifier/timeouts": float(self.timeouts),
         }
+        counts.update({f"verifier/{name}": float(self.event_count(name)) for name in EVENTS})
+        return counts
 
 
-def score_one(
-    verifier: Verifier, completion: str, reference: Any, timeout_s: float | None
-) -> tuple[str, float, str | None]:
-    """``(status, value, error)`` for one completion; never raises for verifier errors."""
-    try:
-        with time_limit(timeout_s):
-            value = float(verifier(completion, reference))
-    except VerifierTimeout:
-        return TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s"
-    except Exception as err:  # a verifier bug or bad input must not stop training
-        return ERROR, verifier.failure_value, f"{type(err).__name__}: {err}"
+Row = tuple[str, float, str | None, dict[str, int]]
+"""``(status, value, error, events)`` of one scored completion."""
+
+
+def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: float | None) -> Row:
+    """``(status, value, error, events)`` for one completion; never raises for verifier errors."""
+    with counting() as events:
+        try:
+            with time_limit(timeout_s):
+                value = float(verifier(completion, reference))
+        except VerifierTimeout:
+            return TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s", events
+        except Exception as err:  # a verifier bug or bad input must not stop training
+            return ERROR, verifier.failure_value, f"{type(err).__name__}: {err}", events
     if not math.isfinite(value):
-        return ERROR, verifier.failure_value, f"non-finite score {value}"
-    return OK, value, None
+        return ERROR, verifier.failure_value, f"non-finite score {value}", events
+    return OK, value, None, events
 
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
@@ -126,7 +143,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         try:
             outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
         except Exception:  # an unpicklable result: report it rather than die silently
-            outbox.send((index, ERROR, verifier.failure_value, traceback.format_exc(limit=1)))
+            error = traceback.format_exc(limit=1)
+            outbox.send((index, ERROR, verifier.failure_value, error, {}))
 
 
 @dataclass(eq=False)
@@ -222,8 +240,8 @@ class _Pool:
         t = self.config.timeout_s
         return math.inf if t is None else t + self.config.kill_grace_s
 
-    def run(self, items: Sequence[tuple[str, Any]]) -> list[tuple[str, float, str | None]]:
-        results: list[tuple[str, float, str | None] | None] = [None] * len(items)
+    def run(self, items: Sequence[tuple[str, Any]]) -> list[Row]:
+        results: list[Row | None] = [None] * len(items)
         pending = deque(range(len(items)))
         while pending or any(w.index is not None for w in self.workers):
             self._dispatch(pending, items)
@@ -246,16 +264,13 @@ class _Pool:
         for conn in wait(list(busy), timeout=min(wait_s, 3600.0)):
             worker = busy[conn]
             try:
-                index, status, value, error = conn.recv()
+                index, *row = conn.recv()
             except (EOFError, OSError):
-                results[worker.index] = (
-                    ERROR,
-                    self.verifier.failure_value,
-                    "verifier worker process died",
-                )
+                message = "verifier worker process died"
+                results[worker.index] = (ERROR, self.verifier.failure_value, message, {})
                 self._replace(worker)
                 continue
-            results[index] = (status, value, error)
+            results[index] = tuple(row)
             worker.index, worker.deadline = None, math.inf
 
     def _reap_overdue(self, results: list) -> None:
@@ -263,7 +278,7 @@ class _Pool:
         for worker in list(self.workers):
             if worker.index is not None and now >= worker.deadline:
                 message = f"timed out after {self.config.timeout_s:g} s (worker killed)"
-                results[worker.index] = (TIMEOUT, self.verifier.failure_value, message)
+                results[worker.index] = (TIMEOUT, self.verifier.failure_value, message, {})
                 self._replace(worker)
 
     def close(self) -> None:
@@ -306,13 +321,15 @@ class Scorer:
             raise ValueError(f"{len(completions)} completions but {len(references)} references")
         items = list(zip(completions, references, strict=True))
         if not items:
-            return Scores(values=[], status=[], errors=[])
+            return Scores(values=[], status=[], errors=[], events=[])
         if self.config.workers == 0:
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
             rows = self._pool_or_start().run(items)
-        status, values, errors = zip(*rows, strict=True)
-        return Scores(values=list(values), status=list(status), errors=list(errors))
+        status, values, errors, events = zip(*rows, strict=True)
+        return Scores(
+            values=list(values), status=list(status), errors=list(errors), events=list(events)
+        )
 
     def _pool_or_start(self) -> _Pool:
         if self._pool is None:

@@ -450,7 +450,8 @@ def _sandbox_error(message: str, started: float) -> SandboxResult:
 
 
 def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
-    """bubblewrap's options: fresh namespaces, the interpreter's files read-only, the workdir."""
+    """bubblewrap's options: fresh namespaces, the interpreter's files read-only, the workdir
+    the only writable place."""
     assert launcher.bwrap is not None
     argv = [launcher.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
     argv += ["--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
@@ -464,7 +465,8 @@ def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
         else:
             argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", workdir, workdir, "--chdir", workdir]
-    return [*argv, "--"]
+    # Nothing but the working directory is writable: not the root tmpfs, not /dev (or /dev/shm).
+    return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--"]
 
 
 def _spawn(

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from verifier_helpers import sandbox_pids
 
 from rlvr.rewards import sandbox
 from rlvr.rewards.sandbox import (
-    MARKER_FLAG,
     SandboxLimits,
     SandboxPolicy,
     SandboxStatus,
@@ -46,23 +46,6 @@ MINIMAL_NO_HOOK = SandboxPolicy(
 BOTH = pytest.mark.parametrize(
     "policy", [DEFAULT, FALLBACK, MINIMAL], ids=["all-layers", "fallback", "minimal"]
 )
-
-
-def sandbox_pids() -> list[int]:
-    """Live processes carrying any sandbox marker argument (zombies have no arguments)."""
-    flag = MARKER_FLAG.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(arg.startswith(flag) for arg in args):
-            found.append(int(name))
-    return found
 
 
 @pytest.fixture(autouse=True)

@@ -46,3 +46,45 @@ def test_calls_from_several_threads_at_once():
 def test_invalid_limits_are_rejected():
     with pytest.raises(ValueError, match="positive"):
         call_bounded(divmod, 1, 1, timeout_s=0)
+
+
+def test_killing_the_callers_process_group_kills_its_helper(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    caller = (
+        "from rlvr.rewards import bounded\n"
+        "bounded.call_bounded(divmod, 1, 1)\n"
+        "print(bounded._POOL.idle[-1].process.pid, flush=True)\n"
+        "bounded.call_bounded(pow, 9, 9**9, timeout_s=60)\n"  # busy in the helper
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", caller],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        helper = int(proc.stdout.readline())
+        time.sleep(0.3)
+        assert os.path.exists(f"/proc/{helper}")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # what the scorer does to an overdue worker
+        proc.wait()
+        proc.stdout.close()
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{helper}/stat") as f:
+                return f.read().split(") ")[1].startswith("Z")  # a zombie is dead
+        except FileNotFoundError:
+            return True
+
+    deadline = time.monotonic() + 5
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(), "the helper outlived its caller"

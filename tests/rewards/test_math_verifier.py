@@ -218,11 +218,14 @@ def test_slow_comparison_is_cut_off_inside_the_verifier():
     # Passes the screen, but expanding the power takes SymPy far longer than the limit.
     started = time.monotonic()
     scores = score_completions(
-        get_verifier("math", timeout_s=1.0), [r"\boxed{(x+1)^{3000}}"], ["3"], timeout_s=None
+        get_verifier("math", compare_timeout_s=1.0),
+        [r"\boxed{(x+1)^{3000}}"],
+        ["3"],
+        timeout_s=None,
     )
     assert time.monotonic() - started < 4.0
     assert scores.values == [0.0] and scores.event_count("math_rejected") == 1
-    assert math_verifier(r"\boxed{3}", "3", timeout_s=1.0) == 1.0  # the next call works
+    assert math_verifier(r"\boxed{3}", "3", compare_timeout_s=1.0) == 1.0  # the next call works
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,10 @@ thread, and bounds memory too.
 
 Helpers are plain interpreters started on first use (nothing re-imports the caller's
 ``__main__``), kept idle between calls and reused: the call costs a round trip through a
-pipe. Importing the function's module happens before the clock starts. The CPU limit also
-ends a helper whose caller died in the middle of a call.
+pipe. Importing the function's module happens before the clock starts. Helpers stay in the
+caller's process group (ignoring Ctrl-C), so killing a scorer worker's group takes its
+helpers with it; an idle helper leaves when its pipe closes, and the CPU limit ends one whose
+caller died in the middle of a call.
 
 >>> call_bounded(divmod, 17, 5)
 (3, 2)
@@ -115,7 +117,6 @@ def _spawn(memory_mb: int) -> _Helper:
         pass_fds=(to_child_r, from_child_w),
         stdin=subprocess.DEVNULL,
         env=env,
-        start_new_session=True,
     )
     os.close(to_child_r)
     os.close(from_child_w)
@@ -125,8 +126,8 @@ def _spawn(memory_mb: int) -> _Helper:
 
 def _kill(helper: _Helper) -> None:
     if helper.process.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(helper.process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            helper.process.kill()
     helper.process.wait()
     helper.inbox.close()
     helper.outbox.close()

@@ -16,9 +16,10 @@ r"""The ``math`` verifier: one final answer, screened, compared through ``math-v
 3. **Compare.** The extracted answer and the reference are parsed by ``math-verify``
    (LaTeX and plain expressions: fractions, ``\dfrac``, decimals, intervals, sets, units,
    percentages, degrees) and compared symbolically and numerically, in a helper process
-   (:func:`rlvr.rewards.bounded.call_bounded`) with a hard limit of ``timeout_s`` seconds
-   and ``memory_mb`` MiB: a comparison past either scores ``wrong`` and counts as
-   ``math_rejected``.
+   (:func:`rlvr.rewards.bounded.call_bounded`) with a hard limit of ``compare_timeout_s``
+   seconds and ``compare_memory_mb`` MiB: a comparison past either scores ``wrong`` and
+   counts as ``math_rejected``. The helper starts on the first call (or on
+   :meth:`rlvr.rewards.verifier.Verifier.warm_up`, which the scorer calls), outside the limit.
 
 So :func:`math_verifier` returns in bounded time and memory when called on its own, from
 any thread (as TRL calls a reward function), not only inside the
@@ -280,12 +281,12 @@ def math_verifier(
     *,
     correct: float = 1.0,
     wrong: float = 0.0,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    memory_mb: int = DEFAULT_MEMORY_MB,
+    compare_timeout_s: float = DEFAULT_TIMEOUT_S,
+    compare_memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> float:
     r"""``correct`` if the completion's one final answer equals ``reference``, else ``wrong``.
 
-    ``timeout_s`` and ``memory_mb`` bound the comparison (see the module docstring).
+    ``compare_timeout_s`` and ``compare_memory_mb`` bound the comparison (module docstring).
 
     >>> math_verifier(r"Half of 3/2 is \boxed{\dfrac{3}{4}}.", "0.75")
     1.0
@@ -306,9 +307,21 @@ def math_verifier(
         return wrong
     try:
         same = call_bounded(
-            answers_match, answer, reference, timeout_s=timeout_s, memory_mb=memory_mb
+            answers_match,
+            answer,
+            reference,
+            timeout_s=compare_timeout_s,
+            memory_mb=compare_memory_mb,
         )
     except LimitExceeded:
         record("math_rejected")
         return wrong
     return correct if same else wrong
+
+
+def _start_helper() -> None:
+    """Start a comparison helper process (and import SymPy in it) ahead of the first answer."""
+    call_bounded(answers_match, "0", "0")
+
+
+math_verifier.warm_up = _start_helper  # type: ignore[attr-defined]

@@ -9,8 +9,12 @@ batch.
 ``workers=0`` scores in the calling thread (any thread: the limit is enforced by
 :func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
 call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
-over cores and makes the limit hard: a SymPy expression such as ``9^{9^{9}}`` that would
-never return is cut off. Workers are fresh Python interpreters in their own session,
+over cores and makes the limit hard: a verifier stuck in a C call that would never return
+is cut off. (The ``math`` verifier bounds its own SymPy work, see :mod:`rlvr.rewards.math`.)
+Before the first completion, the scorer calls :meth:`Verifier.warm_up` (in each worker), so
+that helpers a verifier starts lazily are not charged to a completion's time limit. Events a
+verifier records (:mod:`rlvr.rewards.events`) are collected per completion into
+:attr:`Scores.events`. Workers are fresh Python interpreters in their own session,
 started on first use and reused across calls; one that overruns ``timeout_s +
 kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
 to them pickled, so its function must be importable by module path (not defined in
@@ -131,6 +135,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     verifier, timeout_s = inbox.recv()
+    with contextlib.suppress(Exception):  # a failed warm-up shows again on the first item
+        verifier.warm_up()
     outbox.send("ready")
     while True:
         try:
@@ -313,6 +319,7 @@ class Scorer:
 
     def __init__(self, verifier: Verifier | str, config: ScoringConfig = ScoringConfig()) -> None:
         self._pool: _Pool | None = None
+        self._warm = False
         self.verifier = get_verifier(verifier)
         self.config = config
 
@@ -323,6 +330,7 @@ class Scorer:
         if not items:
             return Scores(values=[], status=[], errors=[], events=[])
         if self.config.workers == 0:
+            self._warm_up()
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
             rows = self._pool_or_start().run(items)
@@ -330,6 +338,13 @@ class Scorer:
         return Scores(
             values=list(values), status=list(status), errors=list(errors), events=list(events)
         )
+
+    def _warm_up(self) -> None:
+        """Start the verifier's helpers once, outside the per-completion time limit."""
+        if not self._warm:
+            self._warm = True
+            with contextlib.suppress(Exception):  # a failed warm-up shows again when scoring
+                self.verifier.warm_up()
 
     def _pool_or_start(self) -> _Pool:
         if self._pool is None:

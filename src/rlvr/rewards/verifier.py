@@ -33,3 +33,17 @@ class Verifier:
 
     def __call__(self, completion: str, reference: Any) -> float:
         return float(self.fn(completion, reference, **self.options))
+
+    def warm_up(self) -> None:
+        """Start what the verifier would start on its first call (the ``math`` verifier's
+        comparison helper), so that start-up is not charged to a completion's time limit.
+
+        A verifier function opts in with a ``warm_up`` attribute (a function of no
+        arguments); verifiers among the options (a ``+format`` wrapper's) are warmed too.
+        """
+        hook = getattr(self.fn, "warm_up", None)
+        if callable(hook):
+            hook()
+        for option in self.options.values():
+            if isinstance(option, Verifier):
+                option.warm_up()

@@ -58,7 +58,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO
 
-from rlvr.rewards.interpreter import Runtime, describe, readable_copy, runtime_readable_by_others
+from rlvr.rewards.interpreter import (
+    SYSTEM_PATHS,
+    Runtime,
+    describe,
+    readable_copy,
+    runtime_readable_by_others,
+)
 
 # Exit statuses reserved by the child bootstrap (_sandbox_child.py defines the same numbers);
 # a program that exits with one of them on purpose is classified accordingly.
@@ -73,6 +79,7 @@ ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minim
 _READ_CHUNK = 1 << 16
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
 _DEVICES_WRITE = ("/dev/null",)
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
 logger = logging.getLogger(__name__)
 
 
@@ -459,11 +466,16 @@ def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
         argv += ["--uid", str(launcher.inner_ids[0]), "--gid", str(launcher.inner_ids[1])]
     elif launcher.run_as is None and os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
+    hidden = []
     for path in launcher.runtime.read_paths:
         if os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib
             argv += ["--symlink", os.readlink(path), path]
-        else:
-            argv += ["--ro-bind", path, path]
+            continue
+        argv += ["--ro-bind", path, path]
+        if path not in SYSTEM_PATHS:  # the standard library without installed packages
+            hidden += [os.path.join(path, d) for d in _PACKAGE_DIRS]
+    for path in filter(os.path.isdir, hidden):
+        argv += ["--tmpfs", path, "--remount-ro", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--bind", workdir, workdir, "--chdir", workdir]
     # Nothing but the working directory is writable: not the root tmpfs, not /dev (or /dev/shm).
     return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--"]

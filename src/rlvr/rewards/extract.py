@@ -26,6 +26,7 @@ _PHRASE_RE = re.compile(
 _SENTENCE_END_RE = re.compile(r"\.\s")
 _DELIMITERS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 THINK_CLOSE = "</think>"
+_MAX_NESTED_PHRASES = 16
 
 
 def after_think(text: str) -> str:
@@ -38,17 +39,27 @@ def after_think(text: str) -> str:
     return text if cut < 0 else text[cut + len(THINK_CLOSE) :]
 
 
-def _balanced(text: str, open_at: int) -> str | None:
-    """Contents of the brace group whose ``{`` is at ``open_at``; ``None`` if unclosed."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
-    return None
+def _closing_braces(text: str) -> dict[int, int]:
+    """Index of each ``{`` whose group closes -> index of its ``}`` (one linear pass)."""
+    closes: dict[int, int] = {}
+    stack: list[int] = []
+    for i, char in enumerate(text):
+        if char == "{":
+            stack.append(i)
+        elif char == "}" and stack:
+            closes[stack.pop()] = i
+    return closes
+
+
+def _boxes(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the contents of every complete ``\\boxed{...}``, in order."""
+    closes = _closing_braces(text)
+    spans = []
+    for match in _BOX_RE.finditer(text):
+        open_at = match.end() - 1
+        if open_at in closes:
+            spans.append((open_at + 1, closes[open_at]))
+    return spans
 
 
 def last_boxed(text: str) -> str | None:
@@ -61,11 +72,21 @@ def last_boxed(text: str) -> str | None:
     >>> last_boxed(r"\boxed{unclosed") is None
     True
     """
-    found = None
-    for match in _BOX_RE.finditer(text):
-        inner = _balanced(text, match.end() - 1)
-        if inner is not None:
-            found = inner
+    spans = _boxes(text)
+    return text[spans[-1][0] : spans[-1][1]] if spans else None
+
+
+def boxed_answers(text: str) -> list[str]:
+    r"""Contents of every complete ``\boxed{...}`` not nested in another one, in order.
+
+    >>> boxed_answers(r"maybe \boxed{2}, or \boxed{\boxed{3}}? \boxed{4")
+    ['2', '\\boxed{3}']
+    """
+    found, outer_end = [], -1
+    for start, end in _boxes(text):
+        if start > outer_end:
+            found.append(text[start:end])
+            outer_end = end
     return found
 
 
@@ -86,13 +107,39 @@ def _clean(answer: str) -> str:
 def _last_phrase(text: str) -> str | None:
     """The answer after the last final-answer phrase ("Final Answer: The final answer is 5")."""
     answer = None
-    while True:
+    for _ in range(_MAX_NESTED_PHRASES):  # a bound: each round rescans the line
         matches = list(_PHRASE_RE.finditer(text))
         if not matches:
             return answer
         last = matches[-1]
         text = last.group("a") or last.group("b")
         answer = _clean(text)
+    return answer
+
+
+def final_answers(text: str) -> list[str]:
+    r"""Every final answer ``text`` states under the first rule that finds one, in order.
+
+    Several different entries mean the completion hedges between answers; one entry (or the
+    same one repeated) is a single final answer. Boxed answers nested in another box count as
+    part of it; the answer-phrase rule gives at most one.
+
+    >>> final_answers(r"\boxed{3} or maybe \boxed{4}")
+    ['3', '4']
+    >>> final_answers("<answer>7</answer> and again <answer> 7 </answer>")
+    ['7', '7']
+    >>> final_answers("The answer is 5.")
+    ['5']
+    """
+    text = after_think(text)
+    boxed = boxed_answers(text)
+    if boxed:
+        return [b.strip() for b in boxed]
+    tags = _ANSWER_TAG_RE.findall(text)
+    if tags:
+        return [t.strip() for t in tags]
+    phrase = _last_phrase(text)
+    return [phrase] if phrase else []
 
 
 def extract_answer(text: str) -> str | None:

@@ -34,11 +34,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-VerifierFn = Callable[..., float]
+from rlvr.rewards.format import with_format
+from rlvr.rewards.verifier import Verifier, VerifierFn
 
 # name -> (function, spec_arg): every verifier registered so far.
 VERIFIERS: dict[str, tuple[VerifierFn, str | None]] = {}
@@ -70,28 +70,6 @@ def register(name: str, *, spec_arg: str | None = None) -> Callable[[VerifierFn]
         return fn
 
     return wrap
-
-
-@dataclass(frozen=True)
-class Verifier:
-    """A registered verifier bound to its options; call it like the plain function.
-
-    Picklable (module-level function plus options), so worker processes can run it.
-    """
-
-    spec: str
-    """The spec it was built from, e.g. ``"math+format"``."""
-    fn: VerifierFn
-    """The registered function."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword options bound to ``fn``."""
-    correct_value: float = 1.0
-    """Score of a fully correct completion."""
-    failure_value: float = 0.0
-    """Score of a wrong completion, and of one whose verification failed or timed out."""
-
-    def __call__(self, completion: str, reference: Any) -> float:
-        return float(self.fn(completion, reference, **self.options))
 
 
 def _keyword_defaults(fn: VerifierFn) -> dict[str, Any]:
@@ -187,7 +165,5 @@ def get_verifier(spec: str | Verifier, **options: Any) -> Verifier:
         )
     inner = _bind(name, argument, {k: v for k, v in options.items() if not k.startswith("format_")})
     if "format" in modifiers:
-        from rlvr.rewards.format import with_format
-
         return with_format(inner, **format_options)
     return inner

@@ -373,3 +373,17 @@ def test_invalid_limits_are_rejected() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(sandbox).failed == 0
+
+
+def test_isolation_level_and_which_verifiers_run_programs():
+    from rlvr.rewards.sandbox import (
+        ISOLATION_MODES,
+        isolation_level,
+        isolation_mode,
+        sandbox_isolation,
+    )
+
+    assert [isolation_level(m) for m in ISOLATION_MODES] == [4, 3, 2, 1]
+    assert isolation_level("unavailable") == 0
+    assert sandbox_isolation("math") is None and sandbox_isolation("math+format") is None
+    assert sandbox_isolation("code:binary") == isolation_mode()

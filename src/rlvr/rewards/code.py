@@ -92,7 +92,6 @@ from rlvr.rewards.sandbox import (
     run_untrusted,
 )
 
-STYLES = ("stdio", "call", "assert")
 SKIPPED = "skipped"
 """Status of a test that was not run (budget spent, or an earlier result made it moot)."""
 

@@ -31,12 +31,11 @@ verifier is asked for.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 from collections.abc import Callable
 from typing import Any
 
+from rlvr.builtins import available, load_builtin
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
@@ -81,22 +80,12 @@ def _keyword_defaults(fn: VerifierFn) -> dict[str, Any]:
 
 def available_verifiers() -> list[str]:
     """Every verifier name that :func:`get_verifier` accepts (built-in and registered)."""
-    names = set(VERIFIERS)
-    names.update(n for n, m in BUILTIN_MODULES.items() if _module_exists(m))
-    return sorted(names)
-
-
-def _module_exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+    return available(VERIFIERS, BUILTIN_MODULES)
 
 
 def _lookup(name: str) -> tuple[VerifierFn, str | None]:
     """The registered entry for ``name``, importing its built-in module if needed."""
-    if name not in VERIFIERS and name in BUILTIN_MODULES and _module_exists(BUILTIN_MODULES[name]):
-        importlib.import_module(BUILTIN_MODULES[name])
+    load_builtin(name, VERIFIERS, BUILTIN_MODULES)
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}")
     return VERIFIERS[name]

@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
@@ -111,23 +111,32 @@ class Scores:
         return counts
 
 
-Row = tuple[str, float, str | None, dict[str, int]]
-"""``(status, value, error, events)`` of one scored completion."""
+class Row(NamedTuple):
+    """One scored completion (plain data: it travels back from worker processes)."""
+
+    status: str
+    """``"ok"``, ``"error"`` or ``"timeout"``."""
+    value: float
+    """The score (the failure value when verification failed)."""
+    error: str | None
+    """What went wrong, or ``None``."""
+    events: dict[str, int]
+    """Verifier events counted while scoring it (:data:`rlvr.rewards.events.EVENTS`)."""
 
 
 def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: float | None) -> Row:
-    """``(status, value, error, events)`` for one completion; never raises for verifier errors."""
+    """One completion's :class:`Row`; never raises for verifier errors."""
     with counting() as events:
         try:
             with time_limit(timeout_s):
                 value = float(verifier(completion, reference))
         except VerifierTimeout:
-            return TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s", events
+            return Row(TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s", events)
         except Exception as err:  # a verifier bug or bad input must not stop training
-            return ERROR, verifier.failure_value, f"{type(err).__name__}: {err}", events
+            return Row(ERROR, verifier.failure_value, f"{type(err).__name__}: {err}", events)
     if not math.isfinite(value):
-        return ERROR, verifier.failure_value, f"non-finite score {value}", events
-    return OK, value, None, events
+        return Row(ERROR, verifier.failure_value, f"non-finite score {value}", events)
+    return Row(OK, value, None, events)
 
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
@@ -150,7 +159,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
         except Exception:  # an unpicklable result: report it rather than die silently
             error = traceback.format_exc(limit=1)
-            outbox.send((index, ERROR, verifier.failure_value, error, {}))
+            outbox.send((index, *Row(ERROR, verifier.failure_value, error, {})))
 
 
 @dataclass(eq=False)
@@ -273,10 +282,10 @@ class _Pool:
                 index, *row = conn.recv()
             except (EOFError, OSError):
                 message = "verifier worker process died"
-                results[worker.index] = (ERROR, self.verifier.failure_value, message, {})
+                results[worker.index] = Row(ERROR, self.verifier.failure_value, message, {})
                 self._replace(worker)
                 continue
-            results[index] = tuple(row)
+            results[index] = Row(*row)
             worker.index, worker.deadline = None, math.inf
 
     def _reap_overdue(self, results: list) -> None:
@@ -284,7 +293,7 @@ class _Pool:
         for worker in list(self.workers):
             if worker.index is not None and now >= worker.deadline:
                 message = f"timed out after {self.config.timeout_s:g} s (worker killed)"
-                results[worker.index] = (TIMEOUT, self.verifier.failure_value, message, {})
+                results[worker.index] = Row(TIMEOUT, self.verifier.failure_value, message, {})
                 self._replace(worker)
 
     def close(self) -> None:

@@ -228,6 +228,8 @@ class _Loop:
             title=job.title,
             shown=job.shown,
         )
+        for line in getattr(job, "notes", ()):
+            self.progress.message(line)
         self.notify("on_start", self.start_step)
         row, model_dir = {}, None
         if self.start_step == 0:

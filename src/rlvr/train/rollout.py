@@ -53,10 +53,8 @@ class Round:
     """[n * G] rewards."""
     truncated: torch.Tensor
     """[n * G] bool: hit ``max_new_tokens`` without EOS."""
-    failures: int = 0
-    """Verifier exceptions."""
-    timeouts: int = 0
-    """Verifier timeouts."""
+    verifier: dict[str, float] = field(default_factory=dict)
+    """Verifier counts (``verifier/failures``, ``verifier/timeouts``, events; ``Scores.metrics``)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """``generate`` and ``score`` wall time."""
 
@@ -100,8 +98,7 @@ def sample_round(
         texts=texts,
         rewards=torch.tensor([float(v) for v in scores.values], dtype=torch.float32),
         truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
-        failures=scores.failures,
-        timeouts=scores.timeouts,
+        verifier=scores.metrics(),
         seconds={"generate": t1 - t0, "score": t2 - t1},
     )
 
@@ -238,7 +235,12 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     truncated = torch.cat([r.truncated for r in sampled]).float()
     empty = sum(not t.strip() for r in sampled for t in r.texts)
     identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
-    failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
+    verifier: dict[str, float] = {}
+    for rnd in sampled:
+        for name, count in rnd.verifier.items():
+            verifier[name] = verifier.get(name, 0.0) + count
+    failures = verifier.get("verifier/failures", 0.0)
+    timeouts = verifier.get("verifier/timeouts", 0.0)
     # Constant messages: Python shows each once per run; the metrics count every step.
     if empty:
         warnings.warn(
@@ -265,8 +267,9 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
         "response/empty_frac": empty / len(rewards),
         "groups/identical_frac": float(identical.mean()),
         "sampling/rounds": float(len(sampled)),
-        "verifier/failures": float(failures),
-        "verifier/timeouts": float(timeouts),
+        "verifier/failures": failures,
+        "verifier/timeouts": timeouts,
+        **verifier,
         "perf/generated_tokens": float(lengths.sum()),
         "time/generate": sum(r.seconds["generate"] for r in sampled),
         "time/score": sum(r.seconds["score"] for r in sampled),

@@ -1,6 +1,5 @@
 """Every user error is one line `rlvr: error: ...`, exit status 2, found before anything loads."""
 
-
 import pytest
 
 from rlvr.cli import main as rlvr

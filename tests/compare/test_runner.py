@@ -16,7 +16,13 @@ from rlvr.compare.worker import FINAL_FILE, RUN_FILE
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
-SECTIONS = ["# Study `small`", "## Claims", "### Final held-out scores", "## How the numbers are made", "## Runs"]
+SECTIONS = [
+    "# Study `small`",
+    "## Claims",
+    "### Final held-out scores",
+    "## How the numbers are made",
+    "## Runs",
+]
 
 
 def _row(run_dir: Path, step: int) -> dict:
@@ -28,7 +34,9 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
     study = load_study(small_study())
     out = tmp_path / "out"
     result = run_study(study, out, jobs=2, live=False)
-    assert [s.status for s in result.states] == ["finished"] * 4, [s.log.read_text()[-2000:] for s in result.states]
+    assert [s.status for s in result.states] == ["finished"] * 4, [
+        s.log.read_text()[-2000:] for s in result.states
+    ]
     for state in result.states:
         final = json.loads((state.spec.run_dir / FINAL_FILE).read_text())
         assert final["step"] == 2 and len(final["final_eval"]["problems"]) == 8
@@ -40,7 +48,9 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
         assert section in text, section
     assert "GRPO (`grpo`)" in text and "vs `grpo`" in text  # final table with the paired CI
     assert {v.claim.id for v in report.verdicts} == {"entropy", "q4", "avg"}
-    assert all(v.status in ("reproduced", "not reproduced", "inconclusive") for v in report.verdicts)
+    assert all(
+        v.status in ("reproduced", "not reproduced", "inconclusive") for v in report.verdicts
+    )
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") == len(report.figures) >= 2
     assert "<table>" in page and "src='figures/" not in page  # self-contained
@@ -53,7 +63,9 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
     before = {s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in result.states}
     again = run_study(study, out, jobs=2, live=False)
     assert [s.status for s in again.states] == ["done"] * 4
-    assert {s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in again.states} == before
+    assert {
+        s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in again.states
+    } == before
 
     # a changed setting is a different run (a new directory), the old ones stay
     changed = load_study(small_study(base={"threads": 1, "optim": {"lr": 2e-3}}))

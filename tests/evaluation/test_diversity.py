@@ -21,8 +21,8 @@ def test_distinct_n_by_hand():
 
 
 def test_bleu_by_hand():
-    hyp = "a b c d e".split()
-    ref = "a b c x e f".split()
+    hyp = ["a", "b", "c", "d", "e"]
+    ref = ["a", "b", "c", "x", "e", "f"]
     # clipped matches: 1-grams 4/5; 2-grams ab bc: 2/4 -> (2+1)/(4+1); 3-grams abc: 1/3 -> 2/4;
     # 4-grams none: 0/2 -> 1/3. Brevity: hyp 5 < ref 6 -> exp(1 - 6/5).
     expected = math.exp(1 - 6 / 5) * (4 / 5 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25

@@ -21,19 +21,35 @@ def main(argv: list[str]) -> int:
         "paired bootstrap intervals and each paper claim's verdict.",
         epilog="example: rlvr compare abc --jobs 2   |   rlvr compare all --report-dir docs/studies/all",
     )
-    parser.add_argument("study", nargs="?", help=f"bundled study ({', '.join(bundled_studies())}) or a YAML file")
-    parser.add_argument("--out", default="runs/compare", help="runs go to OUT/runs, the report to OUT/STUDY")
+    parser.add_argument(
+        "study", nargs="?", help=f"bundled study ({', '.join(bundled_studies())}) or a YAML file"
+    )
+    parser.add_argument(
+        "--out", default="runs/compare", help="runs go to OUT/runs, the report to OUT/STUDY"
+    )
     parser.add_argument("--report-dir", help="write the report here instead of OUT/STUDY")
-    parser.add_argument("--jobs", type=int, help="parallel runs (default: CPU cores // the runs' threads)")
-    parser.add_argument("--fresh", action="store_true", help="delete the study's runs and run them again")
-    parser.add_argument("--report-only", action="store_true", help="write the report from finished runs; run nothing")
-    parser.add_argument("--dry-run", action="store_true", help="list the runs and what would be done; run nothing")
+    parser.add_argument(
+        "--jobs", type=int, help="parallel runs (default: CPU cores // the runs' threads)"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="delete the study's runs and run them again"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the report from finished runs; run nothing",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list the runs and what would be done; run nothing"
+    )
     parser.add_argument("--list", action="store_true", help="list the bundled studies")
     args = parser.parse_args(argv)
     if args.list or not args.study:
         for name in bundled_studies():
             study = load_study(name)
-            print(f"{name:<8} {len(study.arms)} arms x {len(study.seeds)} seeds, {study.steps} steps: {study.title}")
+            print(
+                f"{name:<8} {len(study.arms)} arms x {len(study.seeds)} seeds, {study.steps} steps: {study.title}"
+            )
         return 0
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")

@@ -124,7 +124,10 @@ def load_claims(name_or_path: str) -> list[Claim]:
         text, where = bundled.read_text(), f"rlvr/compare/claims/{name_or_path}.yaml"
     data = yaml.safe_load(text) or {}
     paper = str(data.get("paper", ""))
-    return [_claim(item, paper, f"{where} claim {i + 1}") for i, item in enumerate(data.get("claims", []))]
+    return [
+        _claim(item, paper, f"{where} claim {i + 1}")
+        for i, item in enumerate(data.get("claims", []))
+    ]
 
 
 def _claim(item: dict[str, Any], paper: str, where: str) -> Claim:
@@ -132,7 +135,9 @@ def _claim(item: dict[str, Any], paper: str, where: str) -> Claim:
         raise ValueError(f"{where}: a claim must be a mapping")
     unknown = sorted(set(item) - set(CLAIM_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(CLAIM_KEYS)}")
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(CLAIM_KEYS)}"
+        )
     for key in ("id", "text", "rule"):
         if not item.get(key):
             raise ValueError(f"{where}: missing {key}")
@@ -166,34 +171,50 @@ def _check(c: Claim, where: str) -> None:
         need(bool(c.metric and c.arm and c.baseline), "direction needs metric, arm and baseline")
         need(c.direction in ("higher", "lower"), "direction must be higher or lower")
     elif c.rule == "order":
-        need(c.direction in ("increasing", "decreasing"), "order needs direction increasing or decreasing")
+        need(
+            c.direction in ("increasing", "decreasing"),
+            "order needs direction increasing or decreasing",
+        )
         by_arms = bool(c.arms and c.metric)
         by_metrics = bool(c.metrics and c.arm)
         need(by_arms != by_metrics, "order needs either arms + metric or metrics + arm")
         need(len(c.arms or c.metrics) >= 2, "order needs at least two items")
     else:
-        need(bool(c.arm and c.metrics and c.expect in c.metrics), "largest needs arm, metrics and expect in metrics")
+        need(
+            bool(c.arm and c.metrics and c.expect in c.metrics),
+            "largest needs arm, metrics and expect in metrics",
+        )
 
 
 # ------------------------------------------------------------------ judging
 
 
-def _pair(claim: Claim, data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, seeds) -> Interval:
-    """Paired interval of ``a:ma - b:mb`` over ``seeds`` (by problem too for final held-out scores)."""
-    if claim.summary == "final" and ma == mb:
+def paired_arrays(
+    data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, summary: str, seeds: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem for a final held-out score of both
+    (when every run kept its per-problem results), else ``[S, 1]`` per-run summaries."""
+    if summary == "final" and ma == mb:
         left, right = data[a].problem_matrix(ma, seeds), data[b].problem_matrix(mb, seeds)
-        if left is not None and right is not None and left.shape == right.shape:
-            if not (np.isnan(left).any() or np.isnan(right).any()):
-                return paired_bootstrap(left, right)
-    left = data[a].values(ma, claim.summary, seeds)[:, None]
-    right = data[b].values(mb, claim.summary, seeds)[:, None]
+        complete = left is not None and right is not None and left.shape == right.shape
+        if complete and not (np.isnan(left).any() or np.isnan(right).any()):
+            return left, right
+    left = data[a].values(ma, summary, seeds)[:, None]
+    right = data[b].values(mb, summary, seeds)[:, None]
     if np.isnan(left).any() or np.isnan(right).any():
         metric = ma if np.isnan(left).any() else mb
         raise ValueError(
-            f"{metric} ({claim.summary}) is undefined in some run (never logged, or no "
+            f"{metric} ({summary}) is undefined in some run (never logged, or no "
             "out-of-band events for a quadrant share)"
         )
-    return paired_bootstrap(left, right)
+    return left, right
+
+
+def _pair(
+    claim: Claim, data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, seeds
+) -> Interval:
+    """Paired interval of ``a:ma - b:mb`` over ``seeds`` (by problem too for final held-out scores)."""
+    return paired_bootstrap(*paired_arrays(data, a, b, ma, mb, claim.summary, seeds))
 
 
 def _seeds(claim: Claim, data: dict[str, ArmData]) -> tuple[list[int], str]:
@@ -258,9 +279,13 @@ def _order(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
         status = NOT_REPRODUCED
     else:
         status = INCONCLUSIVE
-    means = ", ".join(f"{_name(claim, a, m)} {_mean(claim, data, a, m, seeds):.4g}" for a, m in items)
+    means = ", ".join(
+        f"{_name(claim, a, m)} {_mean(claim, data, a, m, seeds):.4g}" for a, m in items
+    )
     diffs = "; ".join(f"{k}: {ci.text(4)}" for k, ci in intervals.items())
-    numbers = f"{claim.summary}: {means}; consecutive differences {diffs} (95% CI, {len(seeds)} seeds)"
+    numbers = (
+        f"{claim.summary}: {means}; consecutive differences {diffs} (95% CI, {len(seeds)} seeds)"
+    )
     return Verdict(claim, status, numbers, RULE_TEXT["order"], intervals, seeds)
 
 

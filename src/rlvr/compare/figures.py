@@ -75,7 +75,9 @@ def band(arm: ArmData, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return np.asarray(steps), stack.mean(0), stack.min(0), stack.max(0)
 
 
-def curves_figure(title: str, arms: list[ArmData], labels: dict[str, str], path: Path) -> Path | None:
+def curves_figure(
+    title: str, arms: list[ArmData], labels: dict[str, str], path: Path
+) -> Path | None:
     """A grid of the group's curves (one panel per metric logged, one line per arm)."""
     metrics = [(m, label) for pattern, label in CURVES if (m := resolve(pattern, arms))]
     if not metrics:
@@ -107,12 +109,17 @@ def curves_figure(title: str, arms: list[ArmData], labels: dict[str, str], path:
     return path
 
 
-def quadrant_figure(title: str, arms: list[ArmData], labels: dict[str, str], path: Path) -> Path | None:
+def quadrant_figure(
+    title: str, arms: list[ArmData], labels: dict[str, str], path: Path
+) -> Path | None:
     """Stacked bars: each arm's share of out-of-band events by quadrant over the whole run."""
     shares, names = [], []
     for arm in arms:
         per_seed = np.asarray(
-            [[run.summary(f"clip/q{k}_share", "run-share") for k in range(1, 5)] for run in arm.runs.values()]
+            [
+                [run.summary(f"clip/q{k}_share", "run-share") for k in range(1, 5)]
+                for run in arm.runs.values()
+            ]
         )
         if per_seed.size == 0 or np.isnan(per_seed).all():
             continue
@@ -127,7 +134,9 @@ def quadrant_figure(title: str, arms: list[ArmData], labels: dict[str, str], pat
         ax.bar(names, values, bottom=bottom, color=QUADRANT_COLORS[k], label=f"Q{k + 1}")
         bottom += values
     ax.set_ylabel("share of out-of-band events")
-    ax.set_title(f"{title}: events by quadrant (Q1 A>0 r>1, Q2 A>0 r<1, Q3 A<0 r<1, Q4 A<0 r>1)", fontsize=9)
+    ax.set_title(
+        f"{title}: events by quadrant (Q1 A>0 r>1, Q2 A>0 r<1, Q3 A<0 r<1, Q4 A<0 r>1)", fontsize=9
+    )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelsize=8, rotation=20)
     fig.tight_layout()

@@ -32,7 +32,9 @@ class StudyDisplay:
 
     def _table(self, states: list[RunState]) -> Table:
         done = sum(s.status in ("done", "finished") for s in states)
-        table = Table(title=f"{done}/{len(states)} runs finished, {_minutes(time.monotonic() - self.start)} elapsed")
+        table = Table(
+            title=f"{done}/{len(states)} runs finished, {_minutes(time.monotonic() - self.start)} elapsed"
+        )
         for name in ("arm", "seed", "status", "step", "time"):
             table.add_column(name, justify="right" if name in ("seed", "step", "time") else "left")
         for s in states:

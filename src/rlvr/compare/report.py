@@ -16,13 +16,25 @@ from pathlib import Path
 import numpy as np
 
 from rlvr.compare import figures
-from rlvr.compare.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict, judge, load_claims
+from rlvr.compare.claims import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Verdict,
+    judge,
+    load_claims,
+    paired_arrays,
+)
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, RESAMPLES, mean_std, paired_bootstrap
 from rlvr.compare.study import RunSpec, Study
 
 FIGURES_DIR = "figures"
-MARK = {REPRODUCED: "reproduced", NOT_REPRODUCED: "**not reproduced**", INCONCLUSIVE: "inconclusive"}
+MARK = {
+    REPRODUCED: "reproduced",
+    NOT_REPRODUCED: "**not reproduced**",
+    INCONCLUSIVE: "inconclusive",
+}
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,9 @@ def held_out_keys(data: dict[str, ArmData]) -> list[str]:
     return [k for k in keys if k]
 
 
-def _final_table(study: Study, arms: list, data: dict[str, ArmData], keys: list[str]) -> list[list[str]]:
+def _final_table(
+    study: Study, arms: list, data: dict[str, ArmData], keys: list[str]
+) -> list[list[str]]:
     head = ["arm", "seeds"] + [f"{k[5:]} mean ± std" for k in keys]
     head += [f"Δ {k[5:]} vs baseline [95% CI]" for k in keys[:2]]
     rows = [head]
@@ -86,10 +100,10 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
     seeds = sorted(set(data[arm.name].runs) & set(data[arm.baseline].runs))
     if len(seeds) < 2:
         return "too few seeds"
-    a, b = data[arm.name].problem_matrix(key, seeds), data[arm.baseline].problem_matrix(key, seeds)
-    if a is None or b is None or a.shape != b.shape:
-        a = data[arm.name].values(key, "final", seeds)[:, None]
-        b = data[arm.baseline].values(key, "final", seeds)[:, None]
+    try:
+        a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
+    except ValueError:
+        return "undefined"
     return f"{paired_bootstrap(a, b).text(3)} vs `{arm.baseline}`"
 
 
@@ -124,12 +138,18 @@ RULES_TEXT = [
 
 
 def build_blocks(
-    study: Study, specs: list[RunSpec], data: dict[str, ArmData], verdicts: list[Verdict],
-    figure_files: dict[str, list[Path]], command: str,
+    study: Study,
+    specs: list[RunSpec],
+    data: dict[str, ArmData],
+    verdicts: list[Verdict],
+    figure_files: dict[str, list[Path]],
+    command: str,
 ) -> list[Block]:
     """The report's content, in order."""
     finished = sum(len(a.runs) for a in data.values())
-    counts = {s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)}
+    counts = {
+        s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+    }
     blocks = [
         Block("h1", f"Study `{study.name}`: {study.title}"),
         Block("p", study.notes) if study.notes else None,
@@ -149,7 +169,11 @@ def build_blocks(
         arms = [a for a in study.arms if a.group == group]
         blocks.append(Block("h2", f"{group or 'arms'}"))
         blocks.append(Block("h3", "Final held-out scores"))
-        blocks.append(Block("table", _final_table(study, arms, data, keys)) if keys else Block("p", "No held-out evaluation."))
+        blocks.append(
+            Block("table", _final_table(study, arms, data, keys))
+            if keys
+            else Block("p", "No held-out evaluation.")
+        )
         for path in figure_files.get(group, []):
             blocks.append(Block("img", path))
     blocks.append(Block("h2", "How the numbers are made"))
@@ -158,7 +182,9 @@ def build_blocks(
     rows = [["arm", "seed", "run directory", "finished"]]
     for spec in specs:
         done = spec.seed in data.get(spec.arm.name, ArmData("")).runs
-        rows.append([f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", "yes" if done else "no"])
+        rows.append(
+            [f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", "yes" if done else "no"]
+        )
     blocks.append(Block("table", rows))
     return [b for b in blocks if b is not None]
 
@@ -205,8 +231,10 @@ STYLE = (
 
 
 def to_html(blocks: list[Block], title: str) -> str:
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{STYLE}</style></head><body>"]
+    out = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body>"
+    ]
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
             out.append(f"<{b.kind}>{_inline(b.content)}</{b.kind}>")
@@ -221,7 +249,9 @@ def to_html(blocks: list[Block], title: str) -> str:
             out.append("</table>")
         elif b.kind == "img":
             data = base64.b64encode(Path(b.content).read_bytes()).decode()
-            out.append(f"<p><img alt='{html.escape(Path(b.content).stem)}' src='data:image/png;base64,{data}'></p>")
+            out.append(
+                f"<p><img alt='{html.escape(Path(b.content).stem)}' src='data:image/png;base64,{data}'></p>"
+            )
     out.append("</body></html>")
     return "\n".join(out)
 
@@ -234,18 +264,32 @@ def _figures(study: Study, data: dict[str, ArmData], out: Path) -> dict[str, lis
     fig_dir.mkdir(parents=True, exist_ok=True)
     files: dict[str, list[Path]] = {}
     for group in study.groups:
-        arms = [data[a.name] for a in study.arms if a.group == group and a.name in data and data[a.name].runs]
+        arms = [
+            data[a.name]
+            for a in study.arms
+            if a.group == group and a.name in data and data[a.name].runs
+        ]
         labels = {a.name: a.label for a in study.arms}
         slug = group or "arms"
-        made = [
-            figures.curves_figure(group or study.name, arms, labels, fig_dir / f"{slug}-curves.png"),
-            figures.quadrant_figure(group or study.name, arms, labels, fig_dir / f"{slug}-quadrants.png"),
-        ] if arms else []
+        made = (
+            [
+                figures.curves_figure(
+                    group or study.name, arms, labels, fig_dir / f"{slug}-curves.png"
+                ),
+                figures.quadrant_figure(
+                    group or study.name, arms, labels, fig_dir / f"{slug}-quadrants.png"
+                ),
+            ]
+            if arms
+            else []
+        )
         files[group] = [p for p in made if p is not None]
     return files
 
 
-def _results_json(study: Study, data: dict[str, ArmData], verdicts: list[Verdict], keys: list[str]) -> dict:
+def _results_json(
+    study: Study, data: dict[str, ArmData], verdicts: list[Verdict], keys: list[str]
+) -> dict:
     arms = {}
     for arm in study.arms:
         runs = data.get(arm.name)
@@ -270,7 +314,13 @@ def _results_json(study: Study, data: dict[str, ArmData], verdicts: list[Verdict
         }
         for v in verdicts
     ]
-    return {"study": study.name, "steps": study.steps, "seeds": list(study.seeds), "arms": arms, "claims": claims}
+    return {
+        "study": study.name,
+        "steps": study.steps,
+        "seeds": list(study.seeds),
+        "arms": arms,
+        "claims": claims,
+    }
 
 
 def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) -> ReportFiles:
@@ -287,7 +337,9 @@ def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) ->
     page.write_text(to_html(blocks, f"rlvr compare {study.name}"))
     results = out / "results.json"
     keys = held_out_keys(data)
-    results.write_text(json.dumps(_results_json(study, data, verdicts, keys), indent=1, default=_plain))
+    results.write_text(
+        json.dumps(_results_json(study, data, verdicts, keys), indent=1, default=_plain)
+    )
     all_figures = [p for paths in figure_files.values() for p in paths]
     return ReportFiles(md, page, results, all_figures, verdicts)
 

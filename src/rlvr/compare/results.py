@@ -76,7 +76,9 @@ class RunData:
     def _run_share(self, metric: str) -> float:
         match = SHARE.fullmatch(metric)
         if match is None:
-            raise ValueError(f"summary run-share applies to clip/q1_share .. clip/q4_share, not {metric}")
+            raise ValueError(
+                f"summary run-share applies to clip/q1_share .. clip/q4_share, not {metric}"
+            )
         events = np.zeros(4)
         for row in self.train_rows:
             tokens = row.get("batch/tokens") or 0.0

@@ -9,6 +9,7 @@ event otherwise. A failed run is reported with its log and the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -58,10 +59,8 @@ class RunState:
         return self.spec.run_dir / LOG_FILE
 
     def read_progress(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError, KeyError):
             self.step = int(json.loads((self.spec.run_dir / PROGRESS_FILE).read_text())["step"])
-        except (OSError, ValueError, KeyError):
-            pass
 
 
 def is_finished(spec: RunSpec) -> bool:
@@ -103,7 +102,9 @@ def launch(state: RunState, imports: tuple[str, ...] = ()) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / RUN_FILE).write_text(dump_yaml(state.spec.config))
     with state.log.open("a") as log:
-        log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {'resume' if state.resumed else 'start'}\n")
+        log.write(
+            f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {'resume' if state.resumed else 'start'}\n"
+        )
         log.flush()
         state.process = subprocess.Popen(
             [sys.executable, "-m", "rlvr.compare.worker", str(run_dir), *imports],

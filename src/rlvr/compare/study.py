@@ -37,7 +37,18 @@ import yaml
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import apply_overrides, deep_merge, from_dict, read_yaml, to_dict
 
-STUDY_KEYS = ("name", "title", "steps", "seeds", "base", "arms", "claims", "include", "notes", "imports")
+STUDY_KEYS = (
+    "name",
+    "title",
+    "steps",
+    "seeds",
+    "base",
+    "arms",
+    "claims",
+    "include",
+    "notes",
+    "imports",
+)
 ARM_KEYS = ("recipe", "name", "label", "baseline", "overrides", "group")
 
 
@@ -135,7 +146,9 @@ def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
         raise ValueError(f"{where}: a study must be a mapping")
     unknown = sorted(set(data) - set(STUDY_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(STUDY_KEYS)}")
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(STUDY_KEYS)}"
+        )
     return data, where
 
 
@@ -166,7 +179,9 @@ def _arm(data: Any, where: str) -> Arm:
         raise ValueError(f"{where}: each arm needs a recipe, got {data!r}")
     unknown = sorted(set(data) - set(ARM_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown arm key(s) {', '.join(unknown)}; valid: {', '.join(ARM_KEYS)}")
+        raise ValueError(
+            f"{where}: unknown arm key(s) {', '.join(unknown)}; valid: {', '.join(ARM_KEYS)}"
+        )
     recipe = str(data["recipe"])
     name = str(data.get("name") or recipe)
     embedded = "/" in recipe and not recipe.endswith((".yaml", ".yml"))
@@ -241,7 +256,9 @@ def arm_config(study: Study, arm: Arm, seed: int, output_dir: str = "run") -> Tr
     data = deep_merge(read_yaml(arm.recipe), study.base)
     data = deep_merge(data, RUN_SETTINGS)
     data = apply_overrides(data, list(arm.overrides))
-    data = apply_overrides(data, [f"steps={study.steps}", f"seed={seed}", f"log.output_dir={output_dir}"])
+    data = apply_overrides(
+        data, [f"steps={study.steps}", f"seed={seed}", f"log.output_dir={output_dir}"]
+    )
     try:
         return from_dict(TrainConfig, data)
     except ValueError as err:

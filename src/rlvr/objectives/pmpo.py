@@ -123,9 +123,7 @@ class ApmpoConfig(PmpoConfig):
         if not self.delta > 0:
             raise ValueError(f"delta must be > 0, got {self.delta}")
         if self.fss_form not in FSS_FORMS:
-            raise ValueError(
-                f"unknown fss_form {self.fss_form!r}; valid: {', '.join(FSS_FORMS)}"
-            )
+            raise ValueError(f"unknown fss_form {self.fss_form!r}; valid: {', '.join(FSS_FORMS)}")
         if not isinstance(self.adaptive_lower, bool):
             raise ValueError(f"adaptive_lower must be true or false, got {self.adaptive_lower!r}")
         if self.adaptive_lower and not self.eps_max < 1:

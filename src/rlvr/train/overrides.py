@@ -50,7 +50,9 @@ def embedded_configs() -> list[str]:
     names = []
     for entry in root.iterdir():
         if entry.is_dir():
-            names += [f"{entry.name}/{p.name[:-5]}" for p in entry.iterdir() if p.name.endswith(".yaml")]
+            names += [
+                f"{entry.name}/{p.name[:-5]}" for p in entry.iterdir() if p.name.endswith(".yaml")
+            ]
         elif entry.name.endswith(".yaml"):
             names.append(entry.name[:-5])
     return sorted(names)

@@ -18,7 +18,8 @@ from rlvr.train.overrides import dump_yaml
 
 SECTIONS = [
     "# Study `small`",
-    "## Claims",
+    "## Verdicts",
+    "### Claims",
     "### Final held-out scores",
     "## How the numbers are made",
     "## Runs",

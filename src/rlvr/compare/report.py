@@ -107,6 +107,15 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
     return f"{paired_bootstrap(a, b).text(3)} vs `{arm.baseline}`"
 
 
+def _summary_table(verdicts: list[Verdict]) -> list[list[str]]:
+    rows = [["paper", "claim", "where", "verdict"]]
+    rows += [
+        [v.claim.paper, f"{v.claim.text} (`{v.claim.id}`)", v.claim.source, MARK[v.status]]
+        for v in verdicts
+    ]
+    return rows
+
+
 def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
     rows = [["claim", "paper, where", "verdict", "numbers"]]
     for v in verdicts:
@@ -161,13 +170,22 @@ def build_blocks(
             f"{counts[INCONCLUSIVE]} inconclusive.",
         ),
         Block("code", command),
-        Block("h2", "Claims"),
-        Block("table", _claims_table(verdicts)) if verdicts else Block("p", "No claims."),
+        Block("h2", "Verdicts"),
+        Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims."),
     ]
     keys = held_out_keys(data)
+    placed: set[str] = set()
     for group in study.groups:
         arms = [a for a in study.arms if a.group == group]
-        blocks.append(Block("h2", f"{group or 'arms'}"))
+        names = {a.name for a in arms}
+        mine = [v for v in verdicts if set(v.claim.arms_needed) <= names]
+        placed |= {v.claim.id for v in mine}
+        papers = sorted({v.claim.paper for v in mine})
+        blocks.append(
+            Block("h2", f"{group or 'arms'}" + (f": {', '.join(papers)}" if papers else ""))
+        )
+        if mine:
+            blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine))]
         blocks.append(Block("h3", "Final held-out scores"))
         blocks.append(
             Block("table", _final_table(study, arms, data, keys))
@@ -176,6 +194,9 @@ def build_blocks(
         )
         for path in figure_files.get(group, []):
             blocks.append(Block("img", path))
+    rest = [v for v in verdicts if v.claim.id not in placed]
+    if rest:
+        blocks += [Block("h2", "Claims across groups"), Block("table", _claims_table(rest))]
     blocks.append(Block("h2", "How the numbers are made"))
     blocks += [Block("p", text) for text in RULES_TEXT]
     blocks.append(Block("h2", "Runs"))

@@ -15,16 +15,28 @@
 - :mod:`rlvr.compare.report`, :mod:`rlvr.compare.figures`: ``report.md``, ``report.html``, figures.
 """
 
-from rlvr.compare.run import StudyResult, run_study
-from rlvr.compare.study import Arm, RunSpec, Study, bundled_studies, load_study, plan
+from __future__ import annotations
 
-__all__ = [
-    "Arm",
-    "RunSpec",
-    "Study",
-    "StudyResult",
-    "bundled_studies",
-    "load_study",
-    "plan",
-    "run_study",
-]
+import importlib
+from typing import Any
+
+# Imported on first use, so a run's worker process (``python -m rlvr.compare.worker``) loads
+# neither the report nor matplotlib.
+_LAZY = {
+    "StudyResult": "rlvr.compare.run",
+    "run_study": "rlvr.compare.run",
+    "Arm": "rlvr.compare.study",
+    "RunSpec": "rlvr.compare.study",
+    "Study": "rlvr.compare.study",
+    "bundled_studies": "rlvr.compare.study",
+    "load_study": "rlvr.compare.study",
+    "plan": "rlvr.compare.study",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rlvr.compare' has no attribute {name!r}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -285,12 +285,3 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             config = arm_config(study, arm, seed, str(run_dir))
             specs.append(RunSpec(arm, seed, config, run_dir, digest))
     return specs
-
-
-@dataclass
-class Planned:
-    """Counts of a plan's runs by what the runner will do with them."""
-
-    done: list[RunSpec] = field(default_factory=list)
-    resume: list[RunSpec] = field(default_factory=list)
-    new: list[RunSpec] = field(default_factory=list)

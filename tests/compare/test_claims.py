@@ -56,6 +56,10 @@ def test_summaries_mean_late_final():
     assert run.summary("m", "mean") == pytest.approx(4.5)
     assert run.summary("m", "late") == pytest.approx(7.5)  # steps 7 and 8 (> 0.75 * 8)
     assert run.summary("m", "final") == 8.0
+    timed = RunData(
+        0, [{"step": 0, "time/eval": 2.0}, {"step": 1, "time/step": 1.5, "time/eval": None}], {}
+    )
+    assert timed.seconds == 3.5
 
 
 def order_claim(**kw):

@@ -41,3 +41,6 @@ def test_report_only_runs_nothing(small_study, tmp_path, capsys):
     assert not (out / "runs").exists()
     report = (out / "small" / "report.md").read_text()
     assert "0 of 4 runs finished" in report and "no finished runs of" in report
+    assert (
+        "--report-only" not in report and f"--out {out}" in report
+    )  # the command that reproduces it

@@ -61,7 +61,9 @@ def main(argv: list[str]) -> int:
             what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
             print(f"{what:<7} {spec.key:<34} {spec.run_dir}")
         return 0
-    cmd = "rlvr compare " + " ".join(shlex.quote(a) for a in argv)
+    # the command that reproduces the report (flags that only choose what to redo are left out)
+    kept = [a for a in argv if a not in ("--report-only", "--fresh")]
+    cmd = "rlvr compare " + " ".join(shlex.quote(a) for a in kept)
     result = run_study(
         study,
         args.out,

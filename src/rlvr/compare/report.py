@@ -200,12 +200,25 @@ def build_blocks(
     blocks.append(Block("h2", "How the numbers are made"))
     blocks += [Block("p", text) for text in RULES_TEXT]
     blocks.append(Block("h2", "Runs"))
-    rows = [["arm", "seed", "run directory", "finished"]]
+    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
     for spec in specs:
-        done = spec.seed in data.get(spec.arm.name, ArmData("")).runs
+        run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
         rows.append(
-            [f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", "yes" if done else "no"]
+            [
+                f"`{spec.arm.name}`",
+                str(spec.seed),
+                f"`{spec.run_dir}`",
+                "yes" if run else "no",
+                f"{run.seconds:.0f} s" if run else "",
+            ]
         )
+    total = sum(r.seconds for a in data.values() for r in a.runs.values())
+    blocks.append(
+        Block(
+            "p",
+            f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min.",
+        )
+    )
     blocks.append(Block("table", rows))
     return [b for b in blocks if b is not None]
 

@@ -41,6 +41,13 @@ class RunData:
     """``final.json``."""
 
     @property
+    def seconds(self) -> float:
+        """Wall-clock seconds of the run's steps and evaluations (``time/step`` + ``time/eval``)."""
+        return float(
+            sum((r.get("time/step") or 0.0) + (r.get("time/eval") or 0.0) for r in self.rows)
+        )
+
+    @property
     def train_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("step", 0) >= 1]
 

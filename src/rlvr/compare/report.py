@@ -146,6 +146,56 @@ RULES_TEXT = [
 ]
 
 
+def _header(
+    study: Study, specs: list[RunSpec], data, verdicts: list[Verdict], command: str
+) -> list[Block]:
+    finished = sum(len(a.runs) for a in data.values())
+    counts = {
+        s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+    }
+    seeds = ", ".join(map(str, study.seeds))
+    summary = (
+        f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}), {study.steps} rollout "
+        f"steps each; {finished} of {len(specs)} runs finished. Claims: {counts[REPRODUCED]} "
+        f"reproduced, {counts[NOT_REPRODUCED]} not reproduced, {counts[INCONCLUSIVE]} inconclusive."
+    )
+    blocks = [Block("h1", f"Study `{study.name}`: {study.title}")]
+    blocks += [Block("p", study.notes)] if study.notes else []
+    blocks += [Block("p", summary), Block("code", command), Block("h2", "Verdicts")]
+    blocks.append(
+        Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims.")
+    )
+    return blocks
+
+
+def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files) -> list[Block]:
+    """One paper's section: its claims, final held-out scores and figures."""
+    arms = [a for a in study.arms if a.group == group]
+    names = {a.name for a in arms}
+    mine = [v for v in verdicts if set(v.claim.arms_needed) <= names]
+    papers = sorted({v.claim.paper for v in mine})
+    blocks = [Block("h2", f"{group or 'arms'}" + (f": {', '.join(papers)}" if papers else ""))]
+    if mine:
+        blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine))]
+    blocks.append(Block("h3", "Final held-out scores"))
+    keys = held_out_keys(data)
+    table = _final_table(study, arms, data, keys) if keys else None
+    blocks.append(Block("table", table) if table else Block("p", "No held-out evaluation."))
+    return blocks + [Block("img", path) for path in figure_files.get(group, [])]
+
+
+def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
+    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
+    for spec in specs:
+        run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
+        seconds = f"{run.seconds:.0f} s" if run else ""
+        done = "yes" if run else "no"
+        rows.append([f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds])
+    total = sum(r.seconds for a in data.values() for r in a.runs.values())
+    text = f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min."
+    return [Block("h2", "Runs"), Block("p", text), Block("table", rows)]
+
+
 def build_blocks(
     study: Study,
     specs: list[RunSpec],
@@ -154,73 +204,19 @@ def build_blocks(
     figure_files: dict[str, list[Path]],
     command: str,
 ) -> list[Block]:
-    """The report's content, in order."""
-    finished = sum(len(a.runs) for a in data.values())
-    counts = {
-        s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-    }
-    blocks = [
-        Block("h1", f"Study `{study.name}`: {study.title}"),
-        Block("p", study.notes) if study.notes else None,
-        Block(
-            "p",
-            f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {', '.join(map(str, study.seeds))}), "
-            f"{study.steps} rollout steps each; {finished} of {len(specs)} runs finished. "
-            f"Claims: {counts[REPRODUCED]} reproduced, {counts[NOT_REPRODUCED]} not reproduced, "
-            f"{counts[INCONCLUSIVE]} inconclusive.",
-        ),
-        Block("code", command),
-        Block("h2", "Verdicts"),
-        Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims."),
-    ]
-    keys = held_out_keys(data)
+    """The report's content, in order: header and verdicts, each paper, rules, runs."""
+    blocks = _header(study, specs, data, verdicts, command)
     placed: set[str] = set()
     for group in study.groups:
-        arms = [a for a in study.arms if a.group == group]
-        names = {a.name for a in arms}
-        mine = [v for v in verdicts if set(v.claim.arms_needed) <= names]
-        placed |= {v.claim.id for v in mine}
-        papers = sorted({v.claim.paper for v in mine})
-        blocks.append(
-            Block("h2", f"{group or 'arms'}" + (f": {', '.join(papers)}" if papers else ""))
-        )
-        if mine:
-            blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine))]
-        blocks.append(Block("h3", "Final held-out scores"))
-        blocks.append(
-            Block("table", _final_table(study, arms, data, keys))
-            if keys
-            else Block("p", "No held-out evaluation.")
-        )
-        for path in figure_files.get(group, []):
-            blocks.append(Block("img", path))
+        names = {a.name for a in study.arms if a.group == group}
+        placed |= {v.claim.id for v in verdicts if set(v.claim.arms_needed) <= names}
+        blocks += _group(study, group, data, verdicts, figure_files)
     rest = [v for v in verdicts if v.claim.id not in placed]
     if rest:
         blocks += [Block("h2", "Claims across groups"), Block("table", _claims_table(rest))]
     blocks.append(Block("h2", "How the numbers are made"))
     blocks += [Block("p", text) for text in RULES_TEXT]
-    blocks.append(Block("h2", "Runs"))
-    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
-    for spec in specs:
-        run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
-        rows.append(
-            [
-                f"`{spec.arm.name}`",
-                str(spec.seed),
-                f"`{spec.run_dir}`",
-                "yes" if run else "no",
-                f"{run.seconds:.0f} s" if run else "",
-            ]
-        )
-    total = sum(r.seconds for a in data.values() for r in a.runs.values())
-    blocks.append(
-        Block(
-            "p",
-            f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min.",
-        )
-    )
-    blocks.append(Block("table", rows))
-    return [b for b in blocks if b is not None]
+    return blocks + _runs(specs, data)
 
 
 # ------------------------------------------------------------------ rendering

@@ -117,10 +117,13 @@ def _summary_table(verdicts: list[Verdict]) -> list[list[str]]:
 
 
 def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
-    rows = [["claim", "paper, where", "verdict", "numbers"]]
+    rows = [["claim", "paper, where", "rule", "verdict", "numbers"]]
     for v in verdicts:
         c = v.claim
-        rows.append([f"{c.text} (`{c.id}`)", f"{c.paper}, {c.source}", MARK[v.status], v.numbers])
+        rule = f"`{c.rule}` ({c.direction if c.rule != 'largest' else c.expect}), summary `{c.summary}`"
+        rows.append(
+            [f"{c.text} (`{c.id}`)", f"{c.paper}, {c.source}", rule, MARK[v.status], v.numbers]
+        )
     return rows
 
 

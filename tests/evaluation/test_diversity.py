@@ -75,3 +75,17 @@ def test_diversity_in_the_eval_report():
     assert "diversity/distinct_2" not in report.metrics  # single words: no bigram anywhere
     assert report.to_dict()["problems"][0]["diversity"]["self_bleu"] == 1.0
     assert mean_diversity([]) == {}
+
+
+def test_fast_self_bleu_equals_the_definition():
+    import random
+
+    rng = random.Random(0)
+    vocab = ["1", "2", "3", "+", "=", "<think>", "so", "the", "answer", "is"]
+    for trial in range(30):
+        texts = [
+            " ".join(rng.choices(vocab, k=rng.randint(0, 12))) for _ in range(rng.randint(2, 6))
+        ]
+        tokens = [words(t) for t in texts]
+        slow = [bleu(tokens[i], tokens[:i] + tokens[i + 1 :]) for i in range(len(texts))]
+        assert self_bleu(texts) == pytest.approx(sum(slow) / len(slow), abs=1e-12), trial

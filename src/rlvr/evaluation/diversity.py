@@ -68,13 +68,20 @@ def distinct_n(texts: Sequence[str], n: int) -> float | None:
     return len(total) / count if count else None
 
 
-def _precision(hyp: Counter, refs: Sequence[Counter], smooth: bool) -> float:
-    """Clipped ``n``-gram precision of ``hyp`` against ``refs`` (add-one when ``smooth``)."""
-    matches = sum(min(c, max((r[g] for r in refs), default=0)) for g, c in hyp.items())
-    total = sum(hyp.values())
+def _precision(matches: int, total: int, smooth: bool) -> float:
+    """Clipped ``n``-gram precision (add-one when ``smooth``)."""
     if smooth:
         return (matches + 1) / (total + 1)
     return matches / total if total else 0.0
+
+
+def _combine(precisions: list[float], length: int, ref_lengths: Sequence[int]) -> float:
+    """Geometric mean of the precisions times the brevity penalty."""
+    if length == 0 or not ref_lengths or min(precisions) == 0:
+        return 0.0
+    closest = min(ref_lengths, key=lambda r: (abs(r - length), r))
+    brevity = 1.0 if length > closest else math.exp(1 - closest / length)
+    return brevity * math.exp(sum(math.log(p) for p in precisions) / len(precisions))
 
 
 def bleu(hypothesis: Sequence[str], references: Sequence[Sequence[str]]) -> float:
@@ -85,23 +92,31 @@ def bleu(hypothesis: Sequence[str], references: Sequence[Sequence[str]]) -> floa
     >>> bleu(["x", "y"], [["a", "b"]])
     0.0
     """
-    if not hypothesis or not references:
-        return 0.0
-    logs = []
+    precisions = []
     for n in range(1, BLEU_ORDER + 1):
-        refs = [ngrams(r, n) for r in references]
-        p = _precision(ngrams(hypothesis, n), refs, smooth=n > 1)
-        if p == 0:
-            return 0.0
-        logs.append(math.log(p))
-    length = len(hypothesis)
-    closest = min((len(r) for r in references), key=lambda r: (abs(r - length), r))
-    brevity = 1.0 if length > closest else math.exp(1 - closest / length)
-    return brevity * math.exp(sum(logs) / BLEU_ORDER)
+        hyp, refs = ngrams(hypothesis, n), [ngrams(r, n) for r in references]
+        matches = sum(min(c, max((r[g] for r in refs), default=0)) for g, c in hyp.items())
+        precisions.append(_precision(matches, sum(hyp.values()), smooth=n > 1))
+    return _combine(precisions, len(hypothesis), [len(r) for r in references])
+
+
+def _best_two(counts: list[Counter]) -> dict[tuple, tuple[int, int, int]]:
+    """``n``-gram -> (highest count, the text holding it, second highest count) over ``counts``."""
+    best: dict[tuple, tuple[int, int, int]] = {}
+    for i, counter in enumerate(counts):
+        for gram, c in counter.items():
+            top, who, second = best.get(gram, (0, -1, 0))
+            best[gram] = (c, i, top) if c > top else (top, who, max(second, c))
+    return best
 
 
 def self_bleu(texts: Sequence[str]) -> float | None:
     """Mean BLEU-4 of each text against all the others (``None`` for fewer than 2 texts).
+
+    Equal to ``mean_i bleu(words(texts[i]), [words(t) for t in the others])``, computed in time
+    linear in the number of texts per ``n``-gram: the clipping count of an ``n``-gram against
+    the others is the largest count among the other texts, i.e. the highest count overall
+    unless text ``i`` holds it, then the second highest.
 
     >>> self_bleu(["the sum is 7", "the sum is 7"])
     1.0
@@ -109,7 +124,21 @@ def self_bleu(texts: Sequence[str]) -> float | None:
     if len(texts) < 2:
         return None
     tokens = [words(t) for t in texts]
-    scores = [bleu(tokens[i], tokens[:i] + tokens[i + 1 :]) for i in range(len(tokens))]
+    lengths = [len(t) for t in tokens]
+    precisions: list[list[float]] = [[] for _ in tokens]
+    for n in range(1, BLEU_ORDER + 1):
+        counts = [ngrams(t, n) for t in tokens]
+        best = _best_two(counts)
+        for i, counter in enumerate(counts):
+            matches = 0
+            for gram, c in counter.items():
+                top, who, second = best[gram]
+                matches += min(c, second if who == i else top)
+            precisions[i].append(_precision(matches, sum(counter.values()), smooth=n > 1))
+    scores = [
+        _combine(precisions[i], lengths[i], lengths[:i] + lengths[i + 1 :])
+        for i in range(len(tokens))
+    ]
     return sum(scores) / len(scores)
 
 

@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
     "data": ("rlvr.cli.data", "write reasoning-gym task sets to JSONL"),
     "plot": ("rlvr.cli.plot", "plot metrics.jsonl of one or more runs"),
+    "compare": (
+        "rlvr.cli.compare",
+        "run a study of paper recipes x seeds; report the papers' claims",
+    ),
 }
 
 

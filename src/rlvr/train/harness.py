@@ -60,6 +60,8 @@ class EvalRecord:
     """Written into the step's row (``eval/avg@4``, ``time/eval``, ...)."""
     scores: dict[str, float]
     """The headline scores kept by step in :attr:`RunResult.evals` (``avg@4``, ``pass@4``)."""
+    report: Any = None
+    """The full evaluation report with per-problem results (RL: an ``EvalReport``), for callbacks."""
 
 
 class Job(Protocol):

@@ -224,7 +224,7 @@ def evaluate(run: RLRun) -> EvalRecord:
     metrics = {f"eval/{k}": v for k, v in scores.items()}
     metrics["time/eval"] = time.perf_counter() - t0
     headline = {k: v for k, v in scores.items() if "@" in k}
-    return EvalRecord(metrics, headline)
+    return EvalRecord(metrics, headline, report)
 
 
 def _eval_due(run: RLRun, step: int) -> bool:

@@ -38,8 +38,8 @@ import torch
 from verl.trainer.ppo.core_algos import register_policy_loss
 
 from rlvr.advantages import GroupStats
-from rlvr.objectives import OBJECTIVES, LossInputs, StepCounts, objective_loss, objective_spec
 from rlvr.engines.verl.config import PREFIX, objective_config
+from rlvr.objectives import OBJECTIVES, LossInputs, StepCounts, objective_loss, objective_spec
 
 EXACT_ROUTE = "trainer.v1.trainer_mode=rlvr"
 """The verl override that selects the trainer supplying exact group statistics."""

@@ -60,12 +60,14 @@ def stats_fields(
 ) -> dict[str, torch.Tensor]:
     """:data:`STATS_FIELDS` -> ``[B]`` float64 statistics of the whole batch's ``scores [B]``."""
     stats = labelled_group_stats(scores, uids, options, valid)
-    return dict(zip(STATS_FIELDS, (stats.pass_rate, stats.reward_mean, stats.reward_std)))
+    return dict(
+        zip(STATS_FIELDS, (stats.pass_rate, stats.reward_mean, stats.reward_std), strict=True)
+    )
 
 
 def rows_of(data: Any, options: StatsOptions) -> GroupStats:
     """The :class:`GroupStats` of a micro-batch (a TensorDict holding :data:`STATS_FIELDS`)."""
-    missing = [name for name in STATS_FIELDS if name not in data.keys()]
+    missing = [name for name in STATS_FIELDS if name not in data]
     if missing:
         raise ValueError(
             f"the micro-batch has no {', '.join(missing)}: the rlvr trainer mode writes them "

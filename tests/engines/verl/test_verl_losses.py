@@ -13,7 +13,7 @@ from rlvr.advantages import group_stats  # noqa: E402
 from rlvr.engines.verl import EXACT_ROUTE, objective_config, row_stats  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
-from .helpers import B, G, VERL_AGG_MODES, actor, batch  # noqa: E402
+from .helpers import VERL_AGG_MODES, B, G, actor, batch  # noqa: E402
 
 TOL = {"rtol": 1e-7, "atol": 1e-10}
 

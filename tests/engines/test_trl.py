@@ -10,6 +10,7 @@ import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for  # noqa: E402
 
@@ -243,6 +244,8 @@ def test_micro_batches_smaller_than_a_group_see_whole_batch_statistics(
         )
     )
     torch.testing.assert_close(torch.tensor(seen), torch.tensor(expected), rtol=0, atol=1e-12)
+    advantages = compute_advantages(rewards, 4, "group_std").tolist()
+    assert list(trainer._logs["advantages"]) == pytest.approx(advantages)  # completions table
     tokens = sum(float(s["mask"].sum()) for s in trainer.seen)
     for s in trainer.seen:  # every micro-batch divides by the whole step's tokens
         assert float(s["rlvr_step_counts"][0]) == tokens

@@ -131,6 +131,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         advantages = compute_advantages(rewards, group, cfg.advantage_mode)
         output["advantages"] = advantages[rows].to(device=device, dtype=torch.float32)
         output["rlvr_rewards"] = rewards[rows].to(device)
+        _replace_tail(self._logs["advantages"], advantages.tolist())  # the completions table
         stats = cfg.group_stats(rewards, group)
         if stats is not None:
             for key, values in zip(
@@ -223,6 +224,13 @@ class RlvrGRPOTrainer(GRPOTrainer):
         for name, value in metrics.items():
             gathered = self.accelerator.gather(value.detach().float().reshape(1).to(device))
             self._metrics[mode][name].append(gathered.mean().item())
+
+
+def _replace_tail(logged: Any, values: list[float]) -> None:
+    """Replace the last ``len(values)`` entries of TRL's ``deque`` log by ``values``."""
+    for _ in range(min(len(values), len(logged))):
+        logged.pop()
+    logged.extend(values)
 
 
 def _counts(chunk: dict[str, Any], sft_threshold: float) -> torch.Tensor:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("verl")
@@ -64,3 +67,45 @@ def test_hydra_overrides_reach_the_actor_config():
     assert actor_config.policy_loss.loss_mode == "rlvr_abc_grpo"
     cfg = objective_config("abc_grpo", actor_config)
     assert cfg.params == AbcConfig(eps2=0.1, eps3=0.3)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+SHELL_VALUES = {"$DATA": "data/chain_sum", "$MODEL": "/models/m", "$HERE": "examples", "$GPUS": "1"}
+
+
+def command_overrides(text: str) -> list[str]:
+    """The ``key=value`` overrides of the ``python -m verl.trainer.main_ppo`` command in ``text``."""
+    start = text.index("python -m verl.trainer.main_ppo")
+    lines = []
+    for line in text[start:].splitlines():
+        lines.append(line.rstrip("\\").strip())
+        if not line.rstrip().endswith("\\"):
+            break
+    command = " ".join(lines)
+    for name, value in SHELL_VALUES.items():
+        command = command.replace(name, value)
+    return [word for word in shlex.split(command)[3:] if word != "$@"]
+
+
+@pytest.mark.parametrize("source", ["docs/engines.md", "examples/verl_abc_grpo.sh"])
+def test_documented_command_lines_compose_with_verl_config(source):
+    """Every override of the documented verl command is a key of verl's config, and the actor
+    config it gives builds rlvr's objective on the worker side."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from rlvr.engines.verl import ESTIMATORS
+
+    overrides = command_overrides((ROOT / source).read_text())
+    assert "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo" in overrides
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    OmegaConf.resolve(config)
+    actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    cfg = objective_config("abc_grpo", actor_config, loss_agg=actor_config.loss_agg_mode)
+    assert cfg.agg_mode == "seq-mean-token-mean"
+    assert config.algorithm.adv_estimator in ESTIMATORS
+    assert config.reward.custom_reward_function.path.endswith("verl_reward.py")
+    if source.startswith("docs"):
+        assert cfg.params == AbcConfig(eps3=0.3)

@@ -220,10 +220,11 @@ class RlvrGRPOTrainer(GRPOTrainer):
     def _log_rlvr_metrics(self, metrics: dict[str, torch.Tensor]) -> None:
         """rlvr's metrics, averaged over processes, into TRL's log (averaged again per logging step)."""
         mode = "train" if self.model.training else "eval"
-        device = self.accelerator.device
-        for name, value in metrics.items():
-            gathered = self.accelerator.gather(value.detach().float().reshape(1).to(device))
-            self._metrics[mode][name].append(gathered.mean().item())
+        names = list(metrics)  # the same names in the same order on every process
+        local = torch.stack([metrics[name].detach().float() for name in names])
+        gathered = self.accelerator.gather(local.to(self.accelerator.device)[None, :])
+        for name, value in zip(names, gathered.mean(dim=0).tolist(), strict=True):
+            self._metrics[mode][name].append(value)
 
 
 def _replace_tail(logged: Any, values: list[float]) -> None:

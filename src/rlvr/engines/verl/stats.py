@@ -32,8 +32,8 @@ def _group_mean(values: torch.Tensor, groups: torch.Tensor, valid: torch.Tensor)
     """``[B]`` mean of ``values`` over the valid rows of each row's group (0 for empty groups)."""
     size = int(groups.max()) + 1 if groups.numel() else 0
     weight = valid.to(values.dtype)
-    sums = torch.zeros(size, dtype=values.dtype).index_add_(0, groups, values * weight)
-    counts = torch.zeros(size, dtype=values.dtype).index_add_(0, groups, weight)
+    sums = values.new_zeros(size).index_add_(0, groups, values * weight)
+    counts = values.new_zeros(size).index_add_(0, groups, weight)
     return (sums / counts.clamp(min=1))[groups]
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import transfer_queue as tq
 from tensordict import TensorDict
+from verl.trainer.distillation import is_distillation_enabled
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils.config import omega_conf_to_dataclass
@@ -121,7 +122,7 @@ class RlvrTrainer(PPOTrainerSync):
         self.rlvr_objective = stats_objective(actor)
         if self.rlvr_objective is None:
             return
-        if self.config.get("distillation", {}).get("enabled", False):
+        if is_distillation_enabled(self.config.get("distillation")):
             raise ValueError("trainer.v1.trainer_mode=rlvr does not support distillation")
         options = self.rlvr_objective.params.stats_options()
         loss = StatsLoss(omega_conf_to_dataclass(actor), options)

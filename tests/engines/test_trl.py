@@ -164,6 +164,45 @@ def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumul
     assert clipped and max(clipped) > 0  # the old log-probs are off-policy enough to clip
 
 
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_vllm_importance_weights_match_trl(tmp_path, tiny_model_dir, level):
+    """TRL multiplies its per-token loss by vLLM's importance-sampling ratio; rlvr's token
+    weights do the same (the ratio is [B, T] for token modes, [B, 1] for sequence modes)."""
+    theirs = GRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, loss_type="grpo"),
+        train_dataset=dataset(),
+    )
+    ours = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path),
+        train_dataset=dataset(),
+        objective="grpo",
+        loss_agg="seq-mean-token-mean",
+    )
+    for trainer in (theirs, ours):  # as after generating with vLLM, without starting one
+        trainer.use_vllm, trainer.vllm_importance_sampling_correction = True, True
+    inputs = loss_inputs(ours, 0)
+    shape = inputs["completion_mask"].shape if level == "token" else (shape_rows(inputs), 1)
+    gen = torch.Generator().manual_seed(1)
+    inputs["importance_sampling_ratio"] = torch.rand(shape, generator=gen) * 2
+    trl_loss, trl_grads = grads_of(
+        theirs, [{k: v for k, v in inputs.items() if k[:5] != "rlvr_"}], 1
+    )
+    loss, grads = grads_of(ours, [inputs], 1)
+    assert loss == pytest.approx(trl_loss, rel=1e-5, abs=1e-7)
+    for name, grad in trl_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-7)
+    plain, _ = grads_of(ours, [{**inputs, "importance_sampling_ratio": torch.ones(shape)}], 1)
+    assert plain != pytest.approx(loss, rel=1e-5)
+
+
+def shape_rows(inputs):
+    return inputs["completion_mask"].shape[0]
+
+
 def response_rows(inputs):
     return inputs["completion_mask"].sum(dim=1).double()
 

@@ -165,7 +165,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         counts = inputs.get("rlvr_step_counts")
         if not self.model.training or counts is None:
             return StepCounts(max_len=max_len), 1
-        tokens, seqs, sft_tokens = counts.unbind()
+        tokens, seqs, sft_tokens = counts.tolist()  # plain numbers: the loss keeps its dtype
         return StepCounts(tokens, seqs, sft_tokens, max_len), self.accelerator.num_processes
 
     def _token_weights(self, inputs: dict[str, Any], mask: torch.Tensor) -> torch.Tensor | None:

@@ -314,3 +314,26 @@ def test_two_steps_on_the_tiny_preset_log_rlvr_metrics(tmp_path, name):
     for key in ("clip/frac", "ratio/mean", "kl/old_approx", "policy/entropy"):
         assert all(key in entry for entry in logged), key
     assert logged[1]["ratio/mean"] != 1.0  # the second pass over the batch is off-policy
+
+
+def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir):
+    """``beta`` is the KL weight (TRL then computes the reference log-probs), ``entropy_coef``
+    the entropy bonus, ``sft_coef`` Klear's SFT term; each reports its metric."""
+    args = grpo_args(
+        tmp_path, beta=0.01, use_bias_correction_kl=False, entropy_coef=0.01, num_iterations=2
+    )
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        args,
+        train_dataset=dataset(),
+        objective="gppo",
+        sft_coef=0.1,
+        sft_threshold=1.0,
+    )
+    cfg = trainer.rlvr_objective
+    assert (cfg.kl_coef, cfg.entropy_coef, cfg.sft_coef) == (0.01, 0.01, 0.1)
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "kl/ref_k3" in entry]
+    assert len(logged) == 2 and all("gppo/preserved_frac" in entry for entry in logged)
+    assert any("sft/loss" in entry for entry in logged)

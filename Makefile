@@ -53,8 +53,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/vs_trl.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 
 clean:
 	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache

@@ -22,5 +22,7 @@ def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **_: Any
 ) -> float:
     """The verifier's score of ``solution_str`` against the row's reasoning-gym entry."""
-    entry = json.loads(extra_info["entry"]) if extra_info and "entry" in extra_info else ground_truth
+    entry = (
+        json.loads(extra_info["entry"]) if extra_info and "entry" in extra_info else ground_truth
+    )
     return float(_verifier()(solution_str, entry))

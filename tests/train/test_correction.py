@@ -129,15 +129,27 @@ def test_tis_scales_the_on_policy_loss(tiny_model, train_config, shift, cap, fac
     assert "rollout/is_weight_mean" not in unweighted.metrics
 
 
-@pytest.mark.parametrize("minibatches", [1, 2])
-def test_training_reports_the_mismatch(train_config, minibatches):
+RUNS = {
+    "one_step": [],
+    "two_minibatches": ["rollout.minibatches=2"],  # train_logp = old_logp from a forward pass
+    "rounds_and_calls": [  # log-probs of several generation calls and rounds, re-padded, filtered
+        "rollout.dynamic_sampling=true",
+        "rollout.filter_zero_advantage=true",
+        "rollout.generation_batch_size=4",
+    ],
+}
+
+
+@pytest.mark.filterwarnings("ignore:groups with identical rewards")  # dynamic sampling drops them
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_training_reports_the_mismatch(train_config, run):
     from test_metric_names import _undocumented, documented
 
     cfg = train_config(
         "rollout.sampler=offset_logprobs",
         "rollout.importance_correction=tis",
-        f"rollout.minibatches={minibatches}",
-        out=f"offset{minibatches}",
+        *RUNS[run],
+        out=run,
     )
     rows = read_metrics(train(cfg).run_dir / "metrics.jsonl")
     assert len(rows) == 2

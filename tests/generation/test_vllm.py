@@ -87,15 +87,15 @@ def test_start_keeps_threads_and_rng(sampler_checks):
     assert sampler_checks["rng_untouched"]
 
 
-def test_greedy_matches_lean(sampler_checks):
-    assert sampler_checks["greedy_before"] == sampler_checks["lean_before"]
+def test_greedy_picks_the_trainers_argmax(sampler_checks):
+    assert sampler_checks["margin_before"] < TOLERANCE
+    assert sampler_checks["margin_after"] < TOLERANCE
 
 
 def test_optimizer_step_reaches_the_engine(sampler_checks):
-    after, before = sampler_checks["greedy_after"], sampler_checks["greedy_before"]
-    assert after == sampler_checks["lean_after"]
-    assert after["ids"] != before["ids"]
+    assert sampler_checks["greedy_after"]["ids"] != sampler_checks["greedy_before"]["ids"]
     assert sampler_checks["logp_diff_after_step"] < TOLERANCE
+    assert sampler_checks["logp_diff_to_old_weights"] > 100 * TOLERANCE  # a stale engine fails
 
 
 def test_eos_ends_a_completion(sampler_checks):

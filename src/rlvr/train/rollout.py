@@ -33,6 +33,7 @@ from rlvr.train.batch import (
     concat,
     from_generation,
     length_sorted_chunks,
+    pad_logp,
 )
 from rlvr.train.config import TrainConfig
 from rlvr.train.prompts import IndexSampler, Prompt
@@ -57,6 +58,8 @@ class Round:
     """Verifier counts (``verifier/failures``, ``verifier/timeouts``, events; ``Scores.metrics``)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """``generate`` and ``score`` wall time."""
+    rollout_logp: torch.Tensor | None = None
+    """[n * G, T] the sampler's log-probs of the sampled tokens (``None``: it reports none)."""
 
     def informative(self, group_size: int) -> torch.Tensor:
         """[n] bool: groups whose rewards are not all equal."""
@@ -72,6 +75,7 @@ class Round:
             texts=[self.texts[i] for i in rows.tolist()],
             rewards=self.rewards[rows],
             truncated=self.truncated[rows],
+            rollout_logp=None if self.rollout_logp is None else self.rollout_logp[rows],
         )
 
 
@@ -92,14 +96,16 @@ def sample_round(
     references = [p.reference for p in prompts for _ in range(g)]
     scores = scorer(texts, references)
     t2 = time.perf_counter()
+    seqs = concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id)
     return Round(
         prompts=list(prompts),
-        seqs=concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id),
+        seqs=seqs,
         texts=texts,
         rewards=torch.tensor([float(v) for v in scores.values], dtype=torch.float32),
         truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
         verifier=scores.metrics(),
         seconds={"generate": t1 - t0, "score": t2 - t1},
+        rollout_logp=pad_logp([gen.logprobs for gen in parts], seqs.response_width),
     )
 
 
@@ -172,11 +178,13 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     truncated = torch.cat([r.truncated for r in kept])  # [B]
     advantages = compute_advantages(rewards, g, cfg.objective.advantage_mode)  # [B]
     stats = cfg.objective.group_stats(rewards, g)
+    seqs = concat([r.seqs for r in kept], pad_id)
     batch = RolloutBatch(
-        seqs=concat([r.seqs for r in kept], pad_id),
+        seqs=seqs,
         rewards=rewards,
         advantages=advantages,
         group_stats=stats,
+        rollout_logp=pad_logp([r.rollout_logp for r in kept], seqs.response_width),
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:

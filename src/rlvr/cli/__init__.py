@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sft": ("rlvr.cli.sft", "supervised fine-tuning on prompt/response JSONL"),
     "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
-    "data": ("rlvr.cli.data", "write reasoning-gym task sets to JSONL"),
+    "data": ("rlvr.cli.data", "write reasoning-gym and code task sets to JSONL"),
     "plot": ("rlvr.cli.plot", "plot metrics.jsonl of one or more runs"),
 }
 

@@ -72,6 +72,14 @@ FIELD_MAPS: dict[str, FieldMap] = {
     "aime2025": FieldMap(prompt="question", answer="answer"),
     "amc23": FieldMap(prompt="question", answer="answer", id="id"),
     "reasoning_gym": FieldMap(prompt="question", answer="answer", id="id", reference="row"),
+    "code_tasks": FieldMap(
+        prompt="question",
+        answer=None,
+        tests="tests",
+        id="id",
+        reference="tests",
+        metadata=("family", "level", "key"),
+    ),
 }
 
 

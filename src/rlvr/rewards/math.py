@@ -20,7 +20,7 @@ from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from rlvr.rewards.extract import extract_answer
+from rlvr.rewards.extract import extract_answer, extract_with
 from rlvr.rewards.registry import register
 
 # Thousands separators written with LaTeX spaces ("10\,000", "10\ 000") -> "10000".
@@ -86,9 +86,17 @@ def answers_match(predicted: str, reference: Any) -> bool:
 
 @register("math")
 def math_verifier(
-    completion: str, reference: Any, *, correct: float = 1.0, wrong: float = 0.0
+    completion: str,
+    reference: Any,
+    *,
+    correct: float = 1.0,
+    wrong: float = 0.0,
+    extract: str = "strict",
 ) -> float:
     r"""``correct`` if the completion's final answer equals ``reference``, else ``wrong``.
+
+    ``extract="flexible"`` takes the last number in the completion as its answer
+    (:func:`rlvr.rewards.extract.last_number`) instead of the strict rules.
 
     >>> math_verifier(r"Half of 3/2 is \boxed{\dfrac{3}{4}}.", "0.75")
     1.0
@@ -98,8 +106,10 @@ def math_verifier(
     -1.0
     >>> math_verifier("8 is what I would guess without committing.", "8")
     0.0
+    >>> math_verifier("8 is what I would guess, or 8.0", "8", extract="flexible")
+    1.0
     """
-    answer = extract_answer(completion)
+    answer = extract_with(completion, extract)
     if answer is None or not answer:
         return wrong
     return correct if answers_match(answer, reference) else wrong

@@ -49,3 +49,18 @@ def test_missing_task_is_a_counted_failure():
     assert scores.status == ["error"] and "no task" in scores.errors[0]
     with pytest.raises(ValueError, match="unknown reasoning-gym task"):
         get_verifier("reasoning_gym:no_such_task")("x", "1")
+
+
+def test_flexible_extract_scores_the_last_number_and_strict_stays_default():
+    from rlvr.rewards import get_verifier
+
+    entry = {"question": "4 - 1 - 7 =", "answer": "-4", "metadata": {"source_dataset": "chain_sum"}}
+    strict = get_verifier("reasoning_gym:chain_sum")
+    flexible = get_verifier("reasoning_gym:chain_sum", extract="flexible")
+    assert strict("4 - 1 = 3, 3 - 7 = -4", entry) == 0.0  # no answer by the strict rules
+    assert flexible("4 - 1 = 3, 3 - 7 = -4", entry) == 1.0
+    assert flexible("The answer is -4. Check: 4 - 1 - 7 = -3", entry) == 0.0  # last number wins
+    assert strict("The answer is -4. Check: 4 - 1 - 7 = -3", entry) == 1.0
+    assert flexible("<think>-4</think> no number here", entry) == 0.0
+    with pytest.raises(ValueError, match="extract must be one of"):
+        get_verifier("reasoning_gym:chain_sum", extract="loose")("-4", entry)

@@ -171,6 +171,8 @@ class RolloutConfig:
     """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``), checked against its options class."""
     generation_batch_size: int | None = None
     """Sequences per generation call (``None``: the whole round at once)."""
+    overlap_scoring: bool = True
+    """Score each generation call's completions while the next call generates (when ``generation_batch_size`` splits a round)."""
     filter_zero_advantage: bool = False
     """Drop groups whose advantages are all zero before the update (Klear)."""
     dynamic_sampling: bool = False

@@ -64,3 +64,16 @@ def test_flexible_extract_scores_the_last_number_and_strict_stays_default():
     assert flexible("<think>-4</think> no number here", entry) == 0.0
     with pytest.raises(ValueError, match="extract must be one of"):
         get_verifier("reasoning_gym:chain_sum", extract="loose")("-4", entry)
+
+
+def test_flexible_extract_without_a_number_scores_wrong_even_on_text_tasks():
+    """Strict falls back to the whole text; flexible means "the last number" and nothing else."""
+    from rlvr.rewards import get_verifier
+
+    entry = {
+        "question": "Spell backward: sun",
+        "answer": "nus",
+        "metadata": {"source_dataset": "spell_backward"},
+    }
+    assert get_verifier("reasoning_gym")("nus", entry) == 1.0
+    assert get_verifier("reasoning_gym", extract="flexible", wrong=-1.0)("nus", entry) == -1.0

@@ -69,10 +69,12 @@ def _task_of(entry: dict[str, Any], task: str | None) -> str:
     return str(source)
 
 
-def gym_answer(completion: str, extract: str = "strict") -> str:
-    """The answer string given to reasoning-gym's scorer (``extract``: ``strict`` or ``flexible``)."""
+def gym_answer(completion: str, extract: str = "strict") -> str | None:
+    """The answer string given to reasoning-gym's scorer (``None``: flexible found no number)."""
     found = extract_with(completion, extract)
-    return found if found is not None else after_think(completion).strip()
+    if found is None and extract == "strict":
+        return after_think(completion).strip()
+    return found
 
 
 @register("reasoning_gym", spec_arg="task")
@@ -100,7 +102,10 @@ def reasoning_gym_verifier(
     (0.0, 1.0)
     """
     entry = _entry(reference)
-    raw = float(_score_fn(_task_of(entry, task))(gym_answer(completion, extract), entry))
+    answer = gym_answer(completion, extract)
+    if answer is None:
+        return wrong
+    raw = float(_score_fn(_task_of(entry, task))(answer, entry))
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -209,8 +210,13 @@ def run_pipeline(
     """Run (or continue) every stage in order; returns each stage's result.
 
     ``overrides`` apply to every stage (``key=value``) or to one (``NAME:key=value``);
-    ``callbacks(stage)`` gives the callbacks of a stage's run.
+    ``callbacks(stage)`` gives the callbacks of a stage's run. ``{time}`` in the output
+    directory becomes the start time (continue such a pipeline by passing the expanded
+    directory: ``dataclasses.replace(pipeline, output_dir=...)``).
     """
+    if "{time}" in pipeline.output_dir:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
     by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []

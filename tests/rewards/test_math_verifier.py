@@ -251,3 +251,31 @@ def test_slow_comparison_is_cut_off_inside_the_verifier():
 )
 def test_screen_answer(answer, allowed):
     assert (screen_answer(answer) is None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("3 + 4 = 7", "7"),
+        ("It costs $1,234.50 in total.", "1234.50"),
+        ("1,2,3", "3"),
+        ("x = -12.", "-12"),
+        (r"so \boxed{42}", "42"),
+        ("1,2500", "2500"),
+        ("<think>7</think>none", None),
+        ("", None),
+    ],
+)
+def test_last_number(text, number):
+    from rlvr.rewards.extract import last_number
+
+    assert last_number(text) == number
+
+
+def test_math_flexible_extract():
+    from rlvr.rewards import get_verifier
+
+    flexible = get_verifier("math", extract="flexible")
+    assert flexible("Total: 1,000 + 250 = 1,250", "1250") == 1.0
+    assert get_verifier("math")("Total: 1,000 + 250 = 1,250", "1250") == 0.0
+    assert flexible("no digits", "3") == 0.0

@@ -82,6 +82,14 @@ FIELD_MAPS: dict[str, FieldMap] = {
     "reasoning_gym": FieldMap(prompt="question", answer="answer", id="id", reference="row"),
     "humaneval": FieldMap(prompt="prompt", answer=None, id="task_id", reference="row"),
     "mbpp": FieldMap(prompt="text", answer=None, id="task_id", reference="row"),
+    "code_tasks": FieldMap(
+        prompt="question",
+        answer=None,
+        tests="tests",
+        id="id",
+        reference="tests",
+        metadata=("family", "level", "key"),
+    ),
 }
 
 

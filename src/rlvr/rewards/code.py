@@ -654,7 +654,11 @@ def code_verifier(
     >>> code_verifier("def add(a, b):\\n    return a - b", ["assert add(1, 2) == 3", "assert add(2, 0) == 2"], soft=False)
     0.0
     """
-    verdict = run_tests(extract_code(completion), reference, soft=soft, config=config)
+    try:
+        verdict = run_tests(extract_code(completion), reference, soft=soft, config=config)
+    except SandboxError:
+        record("sandbox_errors")  # the sandbox's fault, not the program's: counted apart
+        raise
     record("asserts_judged", verdict.judged)
     record("asserts_in_process", verdict.in_process)
     return verdict.score(soft)

@@ -29,6 +29,8 @@ EVENTS: dict[str, str] = {
     "asserts_judged": "assert tests judged in the parent from the values the program returned",
     "asserts_in_process": "assert tests that could not be taken apart and ran inside the "
     "program's interpreter (a program can fake these)",
+    "sandbox_errors": "code completions whose sandbox failed to run (the sandbox's fault, not "
+    "the program's; part of the failures)",
 }
 """Event name -> what it counts."""
 

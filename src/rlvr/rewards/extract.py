@@ -10,6 +10,10 @@ The rules, in order (the first that matches wins, and within a rule the *last* m
 
 Text inside ``<think>...</think>`` is never searched when a closing ``</think>`` is
 present: the answer is what follows the reasoning.
+
+``extract="flexible"`` (an option of the ``math`` and ``reasoning_gym`` verifiers) replaces
+these rules with lm-evaluation-harness's GSM8K "flexible-extract" convention: the answer
+is the *last number* in the text (:func:`last_number`), whatever surrounds it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _SENTENCE_END_RE = re.compile(r"\.\s")
+# A number: optional minus, digits with optional thousands commas, optional decimals.
+_NUMBER_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
+EXTRACTIONS = ("strict", "flexible")
+"""``strict``: :func:`extract_answer`'s rules; ``flexible``: :func:`last_number`."""
 _DELIMITERS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 THINK_CLOSE = "</think>"
 _MAX_NESTED_PHRASES = 16
@@ -167,3 +175,29 @@ def extract_answer(text: str) -> str | None:
         return tags[-1].strip()
     phrase = _last_phrase(text)
     return phrase or None
+
+
+def last_number(text: str) -> str | None:
+    r"""The last number in ``text`` after ``</think>``, thousands commas removed ("flexible-extract").
+
+    A number is an optional ``-``, digits (groups of three may be separated by commas) and
+    an optional decimal part; it may sit inside other text (``\boxed{12}``, ``x=12.``).
+
+    >>> last_number("3 + 4 = 7. So the total is 1,250 apples.")
+    '1250'
+    >>> last_number(r"<think>maybe 5</think> so \\boxed{-2.5}."), last_number("5-3=2")
+    ('-2.5', '2')
+    >>> last_number("<think>it is 5</think> I am not sure.") is None
+    True
+    """
+    found = _NUMBER_RE.findall(after_think(text))
+    return found[-1].replace(",", "") if found else None
+
+
+def extract_with(text: str, extract: str = "strict") -> str | None:
+    """The answer in ``text`` under the named rule (``strict`` or ``flexible``)."""
+    if extract == "strict":
+        return extract_answer(text)
+    if extract == "flexible":
+        return last_number(text)
+    raise ValueError(f"extract must be one of {list(EXTRACTIONS)}, got {extract!r}")

@@ -39,7 +39,7 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 from rlvr.rewards.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 from rlvr.rewards.events import record
-from rlvr.rewards.extract import extract_answer, final_answers
+from rlvr.rewards.extract import extract_answer, extract_with, final_answers
 from rlvr.rewards.registry import register
 
 MAX_ANSWER_CHARS = 1000
@@ -283,10 +283,14 @@ def math_verifier(
     wrong: float = 0.0,
     compare_timeout_s: float = DEFAULT_TIMEOUT_S,
     compare_memory_mb: int = DEFAULT_MEMORY_MB,
+    extract: str = "strict",
 ) -> float:
     r"""``correct`` if the completion's one final answer equals ``reference``, else ``wrong``.
 
     ``compare_timeout_s`` and ``compare_memory_mb`` bound the comparison (module docstring).
+
+    ``extract="flexible"`` takes the last number in the completion as its answer
+    (:func:`rlvr.rewards.extract.last_number`) instead of the strict rules.
 
     >>> math_verifier(r"Half of 3/2 is \boxed{\dfrac{3}{4}}.", "0.75")
     1.0
@@ -298,8 +302,10 @@ def math_verifier(
     0.0
     >>> math_verifier(r"\boxed{7} or \boxed{8}", "8"), math_verifier(r"\boxed{9^{9^{9^{9}}}}", "8")
     (0.0, 0.0)
+    >>> math_verifier("8 is what I would guess, or 8.0", "8", extract="flexible")
+    1.0
     """
-    answer = final_answer(completion)
+    answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
     if answer is None:
         return wrong
     if screen_answer(answer) is not None:

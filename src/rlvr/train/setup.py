@@ -219,11 +219,11 @@ def preflight(config: Any) -> None:
     """
     from rlvr.data import check_source
     from rlvr.models import preset_names
-    from rlvr.train.prompts import GYM_PREFIX
+    from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
-        if source and not source.startswith(GYM_PREFIX):
+        if source and not source.startswith(tuple(GENERATED)):
             try:
                 check_source(source)
             except ValueError as err:

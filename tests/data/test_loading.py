@@ -206,3 +206,32 @@ def test_named_datasets_use_their_mappings():
     assert DATASETS["aime2025"].configs == ("AIME2025-I", "AIME2025-II")
     for spec in DATASETS.values():
         assert spec.fields in FIELD_MAPS
+
+
+def test_code_benchmark_rows_reach_the_code_verifier_whole(tmp_path):
+    from rlvr.rewards.code import parse_reference
+
+    humaneval = {
+        "task_id": "HumanEval/53",
+        "prompt": 'def add(x: int, y: int):\n    """Add two numbers."""\n',
+        "canonical_solution": "    return x + y\n",
+        "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+        "entry_point": "add",
+    }
+    mbpp = {
+        "task_id": 17,
+        "text": "Write a function to find the perimeter of a square.",
+        "code": "def square_perimeter(a):\n  return 4*a",
+        "test_list": ["assert square_perimeter(10)==40"],
+        "test_setup_code": "",
+        "challenge_test_list": [],
+    }
+    for name, row in (("humaneval", humaneval), ("mbpp", mbpp)):
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [row])
+        (example,) = load_examples(str(path), fields=name)
+        assert example.reference == row and example.id == str(row["task_id"])
+        assert parse_reference(example.reference).style == "assert"
+    assert (
+        humaneval["prompt"]
+        == load_examples(str(tmp_path / "humaneval.jsonl"), fields="humaneval")[0].prompt
+    )

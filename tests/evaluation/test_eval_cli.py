@@ -27,6 +27,7 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "model",
         "data",
         "verifier",
+        "verifier_options",
         "metrics",
         "per_dataset",
         "config",
@@ -83,3 +84,23 @@ def test_eval_reports_bad_input(tiny_model_dir, tmp_path, capsys):
     assert "bad.jsonl:2: invalid JSON" in capsys.readouterr().err
     assert main(["--model", str(tiny_model_dir), "--data", str(bad), "--verifier", "nope"]) == 2
     assert main(["--model", str(tiny_model_dir), "--data", str(bad), "-n", "2", "-k", "4"]) == 2
+
+
+def test_eval_extract_option_is_applied_and_recorded(tiny_model_dir, tmp_path):
+    """--extract flexible scores the last number, and the JSON says so."""
+    from rlvr.rewards import get_verifier
+
+    out = tmp_path / "eval.json"
+    argv = [
+        "--model", str(tiny_model_dir),
+        "--data", f"{ASSETS / 'chain_sum-mini.jsonl'}::reasoning_gym", "--verifier", "reasoning_gym",
+        "--extract", "flexible", "-n", "2", "--max-tokens", "8", "--limit", "4", "--output", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["verifier"] == "reasoning_gym" and data["verifier_options"] == {
+        "extract": "flexible"
+    }
+    flexible = get_verifier("reasoning_gym", extract="flexible")
+    for p in data["problems"]:
+        assert p["scores"] == [flexible(c, p["reference"]) for c in p["completions"]]

@@ -20,7 +20,9 @@ EXAMPLES = [
 TEXTS = {
     "a": ["\\boxed{2}", "\\boxed{3}", "no idea", "\\boxed{5}"],
     "b": ["\\boxed{3/4}", "Answer: 0.75", "The answer is $\\frac{3}{4}$.", "\\boxed{\\dfrac34}"],
-    "c": ["\\boxed{-2}", "\\boxed{4}", "", "\\boxed{9^{9^{9}}}"],
+    # (x+1)^1000 passes the math verifier's screen but keeps SymPy busy for far longer than
+    # the scorer's limit: a timeout. (A tower such as 9^{9^{9}} is rejected at once instead.)
+    "c": ["\\boxed{-2}", "\\boxed{4}", "", "\\boxed{(x+1)^{1000}}"],
 }
 
 

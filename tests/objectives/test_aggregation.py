@@ -30,6 +30,12 @@ def test_seq_mean_token_sum():
     assert aggregate(LOSS, MASK, "seq-mean-token-sum").item() == pytest.approx(21 / 3, abs=1e-12)
 
 
+def test_token_sum_has_no_denominator():
+    assert aggregate(LOSS, MASK, "token-sum").item() == pytest.approx(21.0, abs=1e-12)
+    # the step counts do not enter: a micro-batch's sum is its share of the step's sum
+    assert aggregate(LOSS, MASK, "token-sum", num_tokens=10, num_seqs=6).item() == 21.0
+
+
 def test_seq_mean_token_sum_norm_uses_max_len():
     assert aggregate(LOSS, MASK, "seq-mean-token-sum-norm").item() == pytest.approx(
         21 / (3 * 4), abs=1e-12

@@ -84,3 +84,17 @@ def test_precomputed_stats_for_a_partial_group():
         group_size=2,
     )
     assert not torch.isclose(loss, wrong)
+
+
+def test_inverse_variant_widens_for_negative_and_narrows_for_positive():
+    """ETR sec. 4.4 "Strategy Direction": the inverse variant is ``lam1 < 0``."""
+    ratios, adv = [[1.35, 1.1], [0.7, 1.0]], [1.0, -1.0]
+    rewards = torch.tensor([1.0, 0.0])
+    loss, metrics, grad = run("etr", ratios, adv, rewards=rewards, group_size=2, lam1=-0.1)
+    close(metrics["etr/eps_max"], EPS_NEG + 2 * 0.1 * T1)  # the A < 0 row: 0.2 + 0.1*tanh(1) + 0.1
+    close(metrics["etr/eps_min"], EPS_NEG)  # the A > 0 row now gets the narrow band
+    # row 0 band 1 +- 0.224: 1.35 clipped at 1.224 (no gradient); row 1 band 1 -+ 0.376: 0.7 kept
+    close(loss, (-(1 + EPS_NEG) - 1.1) / 4 + (0.7 + 1.0) / 4)
+    close(grad, [[0.0, -1.1 / 4], [0.7 / 4, 1.0 / 4]])
+    close(metrics["clip/high_frac"], 0.25)
+    close(metrics["clip/low_frac"], 0.0)

@@ -228,3 +228,61 @@ def test_float32_power_mean_stays_accurate_for_small_p():
         )
         out.append(float(loss))
     assert abs(out[1] - out[0]) <= 1e-5 * abs(out[0])
+
+
+# ---------------------------------------------------------------- APMPO ablation switches
+
+
+def test_fss_from_the_mean_only():
+    loss, metrics, _, _ = call("apmpo", fss_form="mean")
+    p, eps_ada = math.exp(-0.8 * MU), 0.2 + 0.2 * math.tanh(MU)  # FSS = mu (tab. 7 "only mu")
+    close(metrics["apmpo/fss"], MU)
+    close(metrics["apmpo/eps_ada"], eps_ada)
+    close(loss, reference(RATIOS, ADV, p, 0.2, eps_ada))
+
+
+def test_fss_from_the_std_only():
+    loss, metrics, _, _ = call("apmpo", fss_form="inv_std")
+    fss = 1 / (SIGMA + 1e-6)  # tab. 7 "only sigma": FSS = 1/(sigma + delta)
+    p, eps_ada = math.exp(-0.8 * MU), 0.2 + 0.2 * math.tanh(fss)
+    close(metrics["apmpo/fss"], fss)
+    close(metrics["apmpo/eps_ada"], eps_ada)
+    close(loss, reference(RATIOS, ADV, p, 0.2, eps_ada))
+    # identical rewards: sigma = 0, FSS = 1/delta and the band opens to eps_max
+    _, same, _, _ = call("apmpo", fss_form="inv_std", rewards=torch.ones(4))
+    close(same["apmpo/eps_ada"], 0.4)
+
+
+def test_adaptive_lower_bound_is_eq_81():
+    loss, metrics, grad, _ = call("apmpo", adaptive_lower=True)
+    p = math.exp(-0.8 * MU)
+    eps_ada = 0.2 + 0.2 * math.tanh(MU / (SIGMA + 1e-6))
+    close(metrics["apmpo/eps_ada"], eps_ada)
+    close(loss, reference(RATIOS, ADV, p, eps_ada, eps_ada))
+    # the A < 0 token at r = 0.7 lies inside [1 - eps_ada, 1 + eps_ada] (eps_ada ~ 0.36):
+    # no longer clipped, so it keeps a gradient that the fixed lower bound 0.8 removes
+    assert 1 - eps_ada < 0.7
+    close(metrics["clip/low_frac"], 0.0)
+    _, fixed, fixed_grad, _ = call("apmpo")
+    close(fixed["clip/low_frac"], 1 / 8)
+    assert fixed_grad[1, 0] == 0 and grad[1, 0] != 0
+
+
+def test_fac_alone_is_apmpo_with_gamma_zero():
+    _, metrics, _, _ = call("apmpo", gamma=0.0)
+    close(metrics["apmpo/p"], 1.0)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"fss_form": "median"}, "fss_form"),
+        ({"adaptive_lower": True, "eps_max": 1.5}, "eps_max < 1"),
+        ({"adaptive_lower": "yes"}, "adaptive_lower"),
+    ],
+)
+def test_ablation_switches_are_checked(bad, message):
+    from rlvr.objectives import make_config
+
+    with pytest.raises(ValueError, match=message):
+        make_config("apmpo", **bad)

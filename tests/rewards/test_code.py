@@ -21,6 +21,7 @@ from rlvr.rewards.code import (
     values_match,
 )
 from rlvr.rewards.sandbox import SandboxError, SandboxLimits, SandboxPolicy
+from rlvr.rewards.scoring import score_completions
 
 FAST = CodeConfig(limits=SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256))
 
@@ -268,3 +269,127 @@ def test_invalid_config_is_rejected() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(code_module).failed == 0
+
+
+# --- the standard benchmarks' reference formats, as they are -------------------------------
+HUMANEVAL = {
+    "task_id": "HumanEval/2",
+    "entry_point": "truncate_number",
+    "test": (
+        "\n\nMETADATA = {\n    'author': 'jt',\n    'dataset': 'test'\n}\n\n\n"
+        "def check(candidate):\n"
+        "    assert candidate(3.5) == 0.5\n"
+        "    assert abs(candidate(1.33) - 0.33) < 1e-6\n"
+        "    assert abs(candidate(123.456) - 0.456) < 1e-6\n"
+        "    import math\n"
+        "    for x in (2.25, 7.75):\n"
+        "        assert math.isclose(candidate(x), x % 1.0)\n"
+        "    assert True, 'This prints if this assert fails'\n"
+    ),
+}
+TRUNCATE_RIGHT = "def truncate_number(number: float) -> float:\n    return number % 1.0"
+TRUNCATE_WRONG = "def truncate_number(number: float) -> float:\n    return round(number)"
+MBPP = {
+    "task_id": 17,
+    "text": "Write a function to find the perimeter of a square.",
+    "test_list": [
+        "assert square_perimeter(10)==40",
+        "assert square_perimeter(5)==20",
+        "assert math.isclose(square_perimeter(0.5), SIDE * 2, rel_tol=1e-9)",
+    ],
+    "test_setup_code": "SIDE = 1.0",
+    "challenge_test_list": [],
+}
+PERIMETER_RIGHT = "def square_perimeter(a):\n    return 4 * a"
+TACO_ROW = {"question": "Add two numbers.", "input_output": json.dumps(SUM_REF)}
+
+
+def test_humaneval_reference_is_taken_apart():
+    suite = parse_reference(HUMANEVAL)
+    assert suite.style == "assert" and suite.fn_name == "truncate_number"
+    assert suite.inputs == (
+        "assert candidate(3.5) == 0.5",
+        "assert abs(candidate(1.33) - 0.33) < 1e-06",
+        "assert abs(candidate(123.456) - 0.456) < 1e-06",
+        "check(candidate)",  # the loop that needs check's own names, run as one test
+    )
+    assert "METADATA" in suite.setup and "for x in (2.25, 7.75)" in suite.setup
+    assert "assert candidate(3.5)" not in suite.setup
+
+
+@pytest.mark.parametrize(
+    ("program", "reference", "rate", "judged", "in_process"),
+    [
+        (TRUNCATE_RIGHT, HUMANEVAL, 1.0, 3, 1),
+        (TRUNCATE_WRONG, HUMANEVAL, 0.0, 3, 1),
+        (PERIMETER_RIGHT, MBPP, 1.0, 3, 0),
+        ("def square_perimeter(a):\n    return 40", MBPP, 1 / 3, 3, 0),
+        (SUM_RIGHT, TACO_ROW, 1.0, 0, 0),
+        (SUM_ABS, {"input_output": SUM_REF}, 1 / 3, 0, 0),
+    ],
+    ids=["humaneval-right", "humaneval-wrong", "mbpp-right", "mbpp-1of3", "taco", "taco-dict"],
+)
+def test_benchmark_formats(program, reference, rate, judged, in_process):
+    verdict = run_tests(program, reference, config=FAST)
+    assert verdict.score() == pytest.approx(rate, abs=1e-12)
+    assert (verdict.judged, verdict.in_process) == (judged, in_process)
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ({"entry_point": "f", "test": "def check(x):\n    assert x(1)"}, "check\\(candidate\\)"),
+        ({"entry_point": "f", "test": "def check(candidate):\n    pass"}, "asserts nothing"),
+        ({"entry_point": "not valid", "test": "def check(candidate): pass"}, "identifier"),
+        ({"entry_point": "f", "test": "def check(:"}, "does not parse"),
+        ({"test_list": []}, "non-empty list"),
+        ({"test_list": ["assert f(1)"], "test_setup_code": 3}, "test_setup_code"),
+    ],
+)
+def test_benchmark_reference_errors(reference, message):
+    with pytest.raises(ValueError, match=message):
+        parse_reference(reference)
+
+
+def test_expected_sides_that_are_not_literals_come_from_a_run_without_the_program():
+    reference = {
+        "test_list": [
+            "assert squares(4) == [i * i for i in range(4)]",
+            "assert squares(2) == helper(2)",
+            "assert squares(1) == Fraction(1, 1) * 1",
+        ],
+        "test_setup_code": "from fractions import Fraction\ndef helper(n):\n    return [0, 1][:n]",
+    }
+    right = "def squares(n):\n    return [i * i for i in range(n)]"
+    verdict = run_tests(right, reference, config=FAST)
+    assert verdict.passed == (True, True, False)  # [0] != Fraction(1): as Python says
+    assert (verdict.judged, verdict.in_process) == (3, 0)
+    cheat = "class A(list):\n    def __eq__(self, o): return True\ndef squares(n):\n    return A()"
+    assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)
+
+
+def test_asserts_that_cannot_be_taken_apart_run_in_process_and_are_counted():
+    reference = [
+        "assert all(square(x) == x * x for x in range(3))",  # comparison inside the program's part
+        "assert square(3) == 9",
+    ]
+    cheat = "class A:\n    def __eq__(self, o): return True\ndef square(x):\n    return A()"
+    scores = score_completions(
+        "code", [SQUARE_RIGHT, cheat], [reference, reference], timeout_s=None, workers=0
+    )
+    # The cheat fakes the in-process test (documented), not the judged one.
+    assert scores.values == [1.0, 0.5]
+    assert scores.event_count("asserts_judged") == 2
+    assert scores.event_count("asserts_in_process") == 2
+    assert scores.metrics()["verifier/asserts_in_process"] == 2.0
+
+
+def test_truthiness_and_identity_asserts_are_judged_on_plain_values():
+    reference = ["assert is_even(4)", "assert not is_even(3)", "assert find(3) is None"]
+    right = "def is_even(n):\n    return n % 2 == 0\ndef find(n):\n    return None"
+    assert run_tests(right, reference, config=FAST).passed == (True, True, True)
+    cheat = (
+        "class T:\n    def __bool__(self): return True\n    def __eq__(self, o): return True\n"
+        "def is_even(n):\n    return T()\ndef find(n):\n    return T()"
+    )
+    assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)

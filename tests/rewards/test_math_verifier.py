@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier, score_completions
-from rlvr.rewards.math import answers_match, math_verifier
+from rlvr.rewards.math import answers_match, math_verifier, screen_answer
 
 ETR = {"correct": 1.0, "wrong": -1.0}
 
@@ -137,14 +138,144 @@ def test_scorer_on_a_worker_thread_enforces_its_limit():
     assert scores.values == [1.0] and scores.status == ["ok"]
 
 
-def test_pathological_input_times_out_and_is_counted():
-    # 9^(9^9) has ~370 million digits: SymPy would compute it in one C call that no
-    # in-thread limit can interrupt; the worker process is killed instead.
+def test_pathological_input_is_rejected_at_once_and_counted():
+    # 9^(9^9) has ~370 million digits: the verifier cuts it off before SymPy sees it, in
+    # the worker as anywhere else, and counts it; the worker is not killed.
     verifier = get_verifier("math", **ETR)
     completions = [r"\boxed{9^{9^{9}}}", r"\boxed{2}", r"\boxed{3}"]
     with Scorer(verifier, ScoringConfig(timeout_s=1.0, workers=1, kill_grace_s=0.5)) as scorer:
         scores = scorer(completions, ["2", "2", "2"])
-        assert scores.status == ["timeout", "ok", "ok"]
+        assert scores.status == ["ok", "ok", "ok"]
         assert scores.values == [-1.0, 1.0, -1.0]
+        assert scores.event_count("math_rejected") == 1
+        assert scores.timeouts == 0 and scores.failures == 0
+
+
+def test_long_c_call_in_a_worker_is_killed_and_counted_as_a_timeout():
+    # One C call that no in-thread limit interrupts: the worker process is killed instead.
+    from verifier_helpers import huge_power
+
+    from rlvr.rewards.registry import Verifier
+
+    verifier = Verifier(spec="huge_power", fn=huge_power, failure_value=-1.0)
+    with Scorer(verifier, ScoringConfig(timeout_s=1.0, workers=1, kill_grace_s=0.5)) as scorer:
+        scores = scorer(["9", "small", "small"], ["", "", ""])
+        assert scores.status == ["timeout", "ok", "ok"]
+        assert scores.values == [-1.0, 1.0, 1.0]
         assert scores.timeouts == 1 and scores.failures == 0
-        assert scorer([r"\boxed{2}"], ["2"]).values == [1.0]  # the replacement worker works
+        assert scorer(["small"], [""]).values == [1.0]  # the replacement worker works
+
+
+# --- one final answer; pathological answers cut off by the verifier itself -----------------
+def test_different_boxed_answers_are_a_hedge_and_counted():
+    completions = [
+        r"\boxed{3} or maybe \boxed{4}",  # hedges: wrong although 4 is right
+        r"first \boxed{4}, and to be sure \boxed{ 4 }",  # the same answer twice
+        r"\boxed{\dfrac{1}{2}} i.e. \boxed{\frac12}",  # a different spelling is a hedge
+        r"<answer>4</answer> <answer>5</answer>",
+        r"\boxed{\left(1, 2\right)} so \boxed{(1,2)}",  # same up to \left/\right and spaces
+    ]
+    scores = score_completions(
+        get_verifier("math", **ETR), completions, ["4", "4", "1/2", "4", "(1, 2)"]
+    )
+    assert scores.values == [-1.0, 1.0, -1.0, -1.0, 1.0]
+    assert scores.event_count("math_hedged") == 3
+    assert scores.metrics()["verifier/math_hedged"] == 3.0
+    assert scores.status == ["ok"] * 5
+
+
+PATHOLOGICAL = [
+    r"\boxed{10^{10^{10^{10}}}}",  # a tower: SymPy would never return
+    r"\boxed{9^{9^{9}}}",
+    r"\boxed{2^{2^{20}}}",  # 315,653 digits
+    r"\boxed{9^{123456789}}",
+    r"\boxed{0.5^{100000000}}",
+    r"\boxed{1000000!}",
+    r"\boxed{" + "9" * 500 + "}",  # a 500-digit number
+    r"\boxed{" + "x+" * 1000 + "1}",  # thousands of characters
+    r"\boxed{" + "(" * 40 + "1" + ")" * 40 + "}",  # deep nesting
+    r"The answer is 2**3**4**5",
+]
+
+
+@pytest.mark.parametrize("completion", PATHOLOGICAL)
+def test_pathological_answer_is_cut_off_by_a_plain_call(completion):
+    # Called as TRL calls a reward function: on a worker thread, no Scorer around it.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(math_verifier, completion, "8", wrong=-1.0)
+        assert future.result(timeout=2.0) == -1.0
+
+
+def test_pathological_answers_are_counted_as_rejected():
+    completions = [*PATHOLOGICAL[:3], r"\boxed{8}"]
+    scores = score_completions("math", completions, ["8"] * 4, timeout_s=None)
+    assert scores.values == [0.0, 0.0, 0.0, 1.0]
+    assert scores.event_count("math_rejected") == 3
+    assert scores.failures == 0 and scores.timeouts == 0
+
+
+def test_slow_comparison_is_cut_off_inside_the_verifier():
+    # Passes the screen, but expanding the power takes SymPy far longer than the limit.
+    started = time.monotonic()
+    scores = score_completions(
+        get_verifier("math", compare_timeout_s=1.0),
+        [r"\boxed{(x+1)^{3000}}"],
+        ["3"],
+        timeout_s=None,
+    )
+    assert time.monotonic() - started < 4.0
+    assert scores.values == [0.0] and scores.event_count("math_rejected") == 1
+    assert math_verifier(r"\boxed{3}", "3", compare_timeout_s=1.0) == 1.0  # the next call works
+
+
+@pytest.mark.parametrize(
+    ("answer", "allowed"),
+    [
+        (r"\frac{3}{4}", True),
+        (r"2^{10}", True),
+        (r"2^{2^{2}}", True),
+        (r"(2^3)^4", True),
+        (r"x^{2}+y^{2}", True),
+        (r"e^{i\pi}", True),
+        (r"10^{100}", True),
+        (r"2**3**4", True),
+        ("1" * 200, True),
+        ("1" * 201, False),
+        (r"2^{2^{2^{2}}}", False),
+        (r"x^{y^{z}}", True),
+        (r"x^{y^{z^{w}}}", False),
+        (r"10^{1000000}", False),
+        (r"20000!", False),
+        ("1+" * 600, False),
+    ],
+)
+def test_screen_answer(answer, allowed):
+    assert (screen_answer(answer) is None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("3 + 4 = 7", "7"),
+        ("It costs $1,234.50 in total.", "1234.50"),
+        ("1,2,3", "3"),
+        ("x = -12.", "-12"),
+        (r"so \boxed{42}", "42"),
+        ("1,2500", "2500"),
+        ("<think>7</think>none", None),
+        ("", None),
+    ],
+)
+def test_last_number(text, number):
+    from rlvr.rewards.extract import last_number
+
+    assert last_number(text) == number
+
+
+def test_math_flexible_extract():
+    from rlvr.rewards import get_verifier
+
+    flexible = get_verifier("math", extract="flexible")
+    assert flexible("Total: 1,000 + 250 = 1,250", "1250") == 1.0
+    assert get_verifier("math")("Total: 1,000 + 250 = 1,250", "1250") == 0.0
+    assert flexible("no digits", "3") == 0.0

@@ -49,3 +49,31 @@ def test_missing_task_is_a_counted_failure():
     assert scores.status == ["error"] and "no task" in scores.errors[0]
     with pytest.raises(ValueError, match="unknown reasoning-gym task"):
         get_verifier("reasoning_gym:no_such_task")("x", "1")
+
+
+def test_flexible_extract_scores_the_last_number_and_strict_stays_default():
+    from rlvr.rewards import get_verifier
+
+    entry = {"question": "4 - 1 - 7 =", "answer": "-4", "metadata": {"source_dataset": "chain_sum"}}
+    strict = get_verifier("reasoning_gym:chain_sum")
+    flexible = get_verifier("reasoning_gym:chain_sum", extract="flexible")
+    assert strict("4 - 1 = 3, 3 - 7 = -4", entry) == 0.0  # no answer by the strict rules
+    assert flexible("4 - 1 = 3, 3 - 7 = -4", entry) == 1.0
+    assert flexible("The answer is -4. Check: 4 - 1 - 7 = -3", entry) == 0.0  # last number wins
+    assert strict("The answer is -4. Check: 4 - 1 - 7 = -3", entry) == 1.0
+    assert flexible("<think>-4</think> no number here", entry) == 0.0
+    with pytest.raises(ValueError, match="extract must be one of"):
+        get_verifier("reasoning_gym:chain_sum", extract="loose")("-4", entry)
+
+
+def test_flexible_extract_without_a_number_scores_wrong_even_on_text_tasks():
+    """Strict falls back to the whole text; flexible means "the last number" and nothing else."""
+    from rlvr.rewards import get_verifier
+
+    entry = {
+        "question": "Spell backward: sun",
+        "answer": "nus",
+        "metadata": {"source_dataset": "spell_backward"},
+    }
+    assert get_verifier("reasoning_gym")("nus", entry) == 1.0
+    assert get_verifier("reasoning_gym", extract="flexible", wrong=-1.0)("nus", entry) == -1.0

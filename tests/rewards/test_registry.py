@@ -19,7 +19,9 @@ def test_unknown_verifier_lists_valid_ones():
 
 
 def test_unknown_option_lists_valid_ones():
-    with pytest.raises(ValueError, match=r"no option\(s\) \['wrongg'\].*'correct', 'wrong'"):
+    with pytest.raises(
+        ValueError, match=r"no option\(s\) \['wrongg'\].*'correct', 'extract', 'wrong'"
+    ):
         get_verifier("math", wrongg=-1)
 
 

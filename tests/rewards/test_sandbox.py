@@ -1,7 +1,9 @@
 """Sandbox containment: each hostile program is stopped, reported, and leaves nothing behind.
 
 Limits are kept small so the file runs in a few seconds. Tests of a kernel layer on its own
-(audit hook switched off) are skipped where the probe says that layer is missing here.
+(audit hook switched off) are skipped where the probe says that layer is missing here. Most
+containment tests run under every isolation mode this machine can give: bubblewrap (where
+installed), the fallback without it, and a minimal policy (no namespaces, no uid drop).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from verifier_helpers import sandbox_pids
 
 from rlvr.rewards import sandbox
 from rlvr.rewards.sandbox import (
-    MARKER_FLAG,
     SandboxLimits,
     SandboxPolicy,
     SandboxStatus,
@@ -32,27 +34,18 @@ from rlvr.rewards.sandbox import (
 FAST = SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256, output_bytes=10_000)
 DEFAULT = SandboxPolicy()
 NO_HOOK = SandboxPolicy(audit_hook=False)
-# What a machine without namespaces and without root gets: rlimits, process group, hook.
-MINIMAL = SandboxPolicy(namespaces=False, drop_privileges=False)
-MINIMAL_NO_HOOK = SandboxPolicy(namespaces=False, drop_privileges=False, audit_hook=False)
-BOTH = pytest.mark.parametrize("policy", [DEFAULT, MINIMAL], ids=["all-layers", "minimal"])
-
-
-def sandbox_pids() -> list[int]:
-    """Live processes carrying any sandbox marker argument (zombies have no arguments)."""
-    flag = MARKER_FLAG.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(arg.startswith(flag) for arg in args):
-            found.append(int(name))
-    return found
+# What a machine without bubblewrap gets.
+FALLBACK = SandboxPolicy(bubblewrap=False)
+FALLBACK_NO_HOOK = SandboxPolicy(bubblewrap=False, audit_hook=False)
+# What a machine without namespaces, without root and without Landlock gets: rlimits,
+# process group, hook.
+MINIMAL = SandboxPolicy(namespaces=False, drop_privileges=False, landlock=False)
+MINIMAL_NO_HOOK = SandboxPolicy(
+    namespaces=False, drop_privileges=False, landlock=False, audit_hook=False
+)
+BOTH = pytest.mark.parametrize(
+    "policy", [DEFAULT, FALLBACK, MINIMAL], ids=["all-layers", "fallback", "minimal"]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +112,11 @@ def test_fork_bomb_is_contained_by_the_kernel_without_the_hook() -> None:
     assert result.status is SandboxStatus.TIMEOUT
 
 
-@pytest.mark.parametrize("policy", [NO_HOOK, MINIMAL_NO_HOOK], ids=["all-layers", "minimal"])
+@pytest.mark.parametrize(
+    "policy",
+    [NO_HOOK, FALLBACK_NO_HOOK, MINIMAL_NO_HOOK],
+    ids=["all-layers", "fallback", "minimal"],
+)
 def test_escaped_background_process_is_killed(policy: SandboxPolicy) -> None:
     # Without the hook a child may fork, leave the process group with setsid and outlive the
     # program; the marker scan (and the PID namespace, where there is one) still finds it.
@@ -185,7 +182,9 @@ def test_growing_allocation_is_a_memory_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "policy", [DEFAULT, MINIMAL, NO_HOOK], ids=["all-layers", "minimal", "kernel-only"]
+    "policy",
+    [DEFAULT, FALLBACK, MINIMAL, NO_HOOK, FALLBACK_NO_HOOK],
+    ids=["all-layers", "fallback", "minimal", "kernel-only", "fallback-kernel-only"],
 )
 def test_write_outside_the_working_directory_is_refused(tmp_path, policy: SandboxPolicy) -> None:
     if not policy.audit_hook:
@@ -193,7 +192,9 @@ def test_write_outside_the_working_directory_is_refused(tmp_path, policy: Sandbo
     target = tmp_path / "escaped.txt"
     result = run_untrusted(f"open({str(target)!r}, 'w').write('x')", limits=FAST, policy=policy)
     assert result.status is SandboxStatus.ERROR
-    assert "PermissionError" in result.stderr
+    # Under bubblewrap without the hook the directory is not there at all.
+    hidden = not policy.audit_hook and isolation_report(policy).bubblewrap
+    assert ("FileNotFoundError" if hidden else "PermissionError") in result.stderr
     assert not target.exists()
 
 
@@ -215,7 +216,9 @@ def test_working_directory_is_writable_fresh_and_removed() -> None:
 
 
 @pytest.mark.parametrize(
-    "policy", [DEFAULT, MINIMAL, NO_HOOK], ids=["all-layers", "minimal", "kernel-only"]
+    "policy",
+    [DEFAULT, FALLBACK, MINIMAL, NO_HOOK, FALLBACK_NO_HOOK],
+    ids=["all-layers", "fallback", "minimal", "kernel-only", "fallback-kernel-only"],
 )
 def test_socket_connection_is_refused(policy: SandboxPolicy) -> None:
     if not policy.audit_hook:
@@ -316,11 +319,49 @@ def test_isolation_report_is_consistent() -> None:
     report = isolation_report(DEFAULT)
     assert report.audit_hook and report.isolated_interpreter
     assert set(report.active()) <= {f for f in report.__dataclass_fields__ if f != "notes"}
+    assert report.mode in sandbox.ISOLATION_MODES
+    assert sandbox.isolation_mode(DEFAULT) == report.mode
     if os.geteuid() != 0:
         assert not report.uid_drop and not report.process_limit
     if not report.uid_drop:
-        assert not report.read_capability and not report.process_limit
+        assert not report.process_limit
+    if report.bubblewrap:
+        assert report.mode == "bwrap" and report.network_namespace and report.pid_namespace
     assert not isolation_report(NO_HOOK).audit_hook
+    fallback = isolation_report(FALLBACK)
+    assert not fallback.bubblewrap and fallback.mode.startswith("fallback-")
+    assert fallback.mode == (
+        "fallback-landlock"
+        if fallback.landlock
+        else "fallback-uid"
+        if fallback.uid_drop
+        else "fallback-minimal"
+    )
+    assert isolation_report(MINIMAL).mode == "fallback-minimal"
+
+
+def test_isolation_is_logged_once(caplog) -> None:
+    policy = SandboxPolicy(user="nobody", python=sys.executable)  # a policy not probed yet
+    with caplog.at_level("INFO", logger="rlvr.rewards.sandbox"):
+        mode = sandbox.isolation_mode(policy)
+        sandbox.isolation_mode(policy)
+        run_untrusted("print(1)", limits=FAST, policy=policy)
+    lines = [r.getMessage() for r in caplog.records if "sandbox isolation:" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(f"sandbox isolation: {mode} (")
+
+
+def test_program_keeps_no_capability() -> None:
+    # Without Landlock the program may read its own /proc/self/status.
+    for policy in (SandboxPolicy(landlock=False), SandboxPolicy(bubblewrap=False, landlock=False)):
+        result = run_untrusted(
+            "print([l for l in open('/proc/self/status') if l.startswith('Cap')])",
+            limits=FAST,
+            policy=policy,
+        )
+        assert result.status is SandboxStatus.OK, result.stderr
+        caps = dict(line.split(":") for line in eval(result.stdout))
+        if isolation_report(policy).uid_drop:
+            assert int(caps["CapEff"], 16) == 0 and int(caps["CapPrm"], 16) == 0, caps
 
 
 def test_invalid_limits_are_rejected() -> None:
@@ -332,3 +373,17 @@ def test_invalid_limits_are_rejected() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(sandbox).failed == 0
+
+
+def test_isolation_level_and_which_verifiers_run_programs():
+    from rlvr.rewards.sandbox import (
+        ISOLATION_MODES,
+        isolation_level,
+        isolation_mode,
+        sandbox_isolation,
+    )
+
+    assert [isolation_level(m) for m in ISOLATION_MODES] == [4, 3, 2, 1]
+    assert isolation_level("unavailable") == 0
+    assert sandbox_isolation("math") is None and sandbox_isolation("math+format") is None
+    assert sandbox_isolation("code:binary") == isolation_mode()

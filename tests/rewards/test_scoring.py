@@ -19,7 +19,15 @@ def test_inline_errors_and_non_finite_scores_are_counted():
     assert scores.status == ["ok", "error", "error", "ok"]
     assert scores.failures == 2 and scores.timeouts == 0
     assert "verifier exploded" in scores.errors[1]
-    assert scores.metrics() == {"verifier/failures": 2.0, "verifier/timeouts": 0.0}
+    assert scores.metrics() == {
+        "verifier/failures": 2.0,
+        "verifier/timeouts": 0.0,
+        "verifier/math_rejected": 0.0,
+        "verifier/math_hedged": 0.0,
+        "verifier/asserts_judged": 0.0,
+        "verifier/asserts_in_process": 0.0,
+        "verifier/sandbox_errors": 0.0,
+    }
 
 
 def test_worker_processes_match_inline_and_survive_crashes():
@@ -79,3 +87,21 @@ def test_verifiers_pickle():
     clone = pickle.loads(pickle.dumps(verifier))
     assert clone("<think>x</think> \\boxed{2}", "2") == 1.0
     assert clone("\\boxed{2}", "2") == -2.0
+
+
+def test_scorer_warms_the_verifier_up_once_outside_the_time_limit():
+    import time
+
+    from rlvr.rewards.format import with_format
+
+    calls = []
+
+    def slow_to_start(completion, reference):
+        return 1.0
+
+    slow_to_start.warm_up = lambda: (calls.append(1), time.sleep(0.3))
+    verifier = with_format(Verifier(spec="slow", fn=slow_to_start))  # warmed through the wrapper
+    scorer = Scorer(verifier, ScoringConfig(timeout_s=0.2, workers=0))
+    assert scorer(["<think>a</think> b"], [0]).status == ["ok"]
+    assert scorer(["<think>a</think> b"], [0]).values == [1.0]
+    assert calls == [1]

@@ -101,3 +101,19 @@ def test_plot_cli_writes_pngs_for_several_runs(tmp_path, capsys):
     assert written == ["entropy.png", "quadrants.png", "reward.png"]
     assert all((tmp_path / "plots" / w).stat().st_size > 1000 for w in written)
     assert rlvr(["plot", str(tmp_path / "nope")]) == 2
+
+
+def test_malformed_row_names_file_and_line(train_config, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + '\n{"prompt": \n')
+    config = tmp_path / "c.yaml"
+    from rlvr.train.overrides import dump_yaml
+
+    config.write_text(dump_yaml(train_config(f"data.train={bad}")))
+    assert rlvr(["train", "--config", str(config)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert (
+        len(err) == 1
+        and err[0].startswith("rlvr: error: ")
+        and "bad.jsonl:2: invalid JSON" in err[0]
+    )

@@ -18,9 +18,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "RL training (GRPO and the trust-region objectives); no config runs the demo",
     ),
     "sft": ("rlvr.cli.sft", "supervised fine-tuning on prompt/response JSONL"),
+    "pipeline": ("rlvr.cli.pipeline", "SFT and RL stages in order, each from the last one's model"),
     "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
-    "data": ("rlvr.cli.data", "write reasoning-gym task sets to JSONL"),
+    "data": ("rlvr.cli.data", "write reasoning-gym and code task sets to JSONL"),
     "plot": ("rlvr.cli.plot", "plot metrics.jsonl of one or more runs"),
+    "compare": (
+        "rlvr.cli.compare",
+        "run a study of paper recipes x seeds; report the papers' claims",
+    ),
 }
 
 

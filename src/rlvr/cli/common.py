@@ -10,6 +10,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 USER_ERRORS = (ValueError, OSError)
 """Exceptions that report a user's mistake (bad value, missing or unreadable file)."""
@@ -63,10 +64,19 @@ def plain_warnings():
         warnings.formatwarning = original
 
 
+class RunArgs(NamedTuple):
+    """A run's configuration and whether to resume it."""
+
+    config: Any
+    """The ``TrainConfig`` / ``SFTConfig``."""
+    resume: bool
+    """``--resume`` was given."""
+
+
 def parse_run_args(
     parser: argparse.ArgumentParser, cls, argv: list[str], *, default_config: str | None
-):
-    """``(config, resume)`` from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides."""
+) -> RunArgs:
+    """The configuration from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides."""
     from rlvr.train.overrides import embedded_configs, load_config, read_yaml
 
     parser.add_argument(
@@ -105,4 +115,4 @@ def parse_run_args(
         source = default_config
     if source is not None:
         read_yaml(source)  # a clear error for a missing file before anything else
-    return load_config(cls, source, overrides), args.resume is not None
+    return RunArgs(load_config(cls, source, overrides), args.resume is not None)

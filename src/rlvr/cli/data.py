@@ -1,9 +1,10 @@
-"""``rlvr data``: write reasoning-gym task sets to JSONL, list tasks, preview a prompt set.
+"""``rlvr data``: write reasoning-gym or code task sets to JSONL, list tasks, preview a prompt set.
 
 ::
 
     rlvr data gen chain_sum --size 500 --seed 0 -o data/train.jsonl --set max_terms=3
     rlvr data gen chain_sum --size 100 --seed 1 -o data/test.jsonl --exclude data/train.jsonl
+    rlvr data gen code_tasks:all --size 200 --seed 0 -o data/code.jsonl --set max_level=2
     rlvr data tasks
     rlvr data show data/test.jsonl --fields reasoning_gym --limit 2
 """
@@ -33,8 +34,11 @@ def _parse_sets(pairs: list[str]) -> dict[str, object]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr data", description="Prompt-set utilities.")
     sub = parser.add_subparsers(dest="command", required=True)
-    gen = sub.add_parser("gen", help="write a reasoning-gym task set to JSONL")
-    gen.add_argument("task", help="reasoning-gym task name (see 'rlvr data tasks')")
+    gen = sub.add_parser("gen", help="write a reasoning-gym or code task set to JSONL")
+    gen.add_argument(
+        "task",
+        help="reasoning-gym task name (see 'rlvr data tasks') or code_tasks:<family|all>",
+    )
     gen.add_argument("-o", "--output", required=True, help="JSONL file to write")
     gen.add_argument("--size", type=int, default=100, help="number of problems (default 100)")
     gen.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
@@ -44,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--exclude", action="append", default=[], metavar="FILE", help="skip questions in FILE"
     )
-    sub.add_parser("tasks", help="list reasoning-gym tasks")
+    sub.add_parser("tasks", help="list reasoning-gym tasks and code task families")
     show = sub.add_parser("show", help="print the first examples of a prompt set as JSON")
     show.add_argument("source", help="named dataset, .jsonl/.parquet file, directory or hub name")
     show.add_argument(
@@ -56,14 +60,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _gen(args: argparse.Namespace) -> None:
+    from rlvr.data.code_tasks import code_task_rows, keys_in
     from rlvr.data.gym import gym_rows, questions_in, write_jsonl
 
-    rows = gym_rows(
-        args.task,
-        size=args.size,
-        seed=args.seed,
-        config=_parse_sets(args.set),
-        exclude=questions_in(args.exclude),
+    kind, _, name = args.task.rpartition(":")
+    if kind not in ("", "reasoning_gym", "code_tasks"):
+        raise ValueError(
+            f"task {args.task!r}: expected <task>, reasoning_gym:<task> or code_tasks:<family>"
+        )
+    if kind == "code_tasks":
+        generate, exclude = code_task_rows, keys_in(args.exclude)
+    else:
+        generate, exclude = gym_rows, questions_in(args.exclude)
+    rows = generate(
+        name, size=args.size, seed=args.seed, config=_parse_sets(args.set), exclude=exclude
     )
     count = write_jsonl(rows, args.output)
     print(f"wrote {count} {args.task} problems (seed {args.seed}) to {args.output}")
@@ -87,9 +97,11 @@ def main(argv: list[str]) -> int:
     if args.command == "gen":
         _gen(args)
     elif args.command == "tasks":
+        from rlvr.data.code_tasks import FAMILIES
         from rlvr.rewards.reasoning_gym import task_names
 
         print("\n".join(task_names()))
+        print("\n".join(f"code_tasks:{name}  (level {f.level})" for name, f in FAMILIES.items()))
     else:
         _show(args)
     return 0

@@ -57,6 +57,11 @@ def _reward_args(p: argparse.ArgumentParser) -> None:
         "--wrong", type=float, default=0.0, help="score of a wrong one (default 0; ETR: -1)"
     )
     p.add_argument(
+        "--extract",
+        choices=("strict", "flexible"),
+        help="answer extraction of math / reasoning_gym (default strict; flexible: the last number)",
+    )
+    p.add_argument(
         "--timeout", type=float, default=10.0, help="verifier limit per completion, s (default 10)"
     )
     p.add_argument(
@@ -108,9 +113,10 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     )
 
 
-def _reward_options(args: argparse.Namespace) -> dict[str, float]:
-    """``correct`` / ``wrong`` options, passed only when they differ from the defaults."""
+def _reward_options(args: argparse.Namespace) -> dict[str, object]:
+    """``correct`` / ``wrong`` / ``extract`` options, passed only when given or not the defaults."""
     options = {"correct": args.correct} if args.correct != 1.0 else {}
+    options |= {"extract": args.extract} if args.extract else {}
     return options | ({"wrong": args.wrong} if args.wrong != 0.0 else {})
 
 
@@ -179,7 +185,13 @@ def main(argv: list[str]) -> int:
     report = evaluate(model, tokenizer, examples, verifier, config)
     output = Path(args.output) if args.output else _default_output(args.model)
     write_json(
-        {"model": args.model, "data": args.data, "verifier": verifier.spec, **report.to_dict()},
+        {
+            "model": args.model,
+            "data": args.data,
+            "verifier": verifier.spec,
+            "verifier_options": dict(verifier.options),
+            **report.to_dict(),
+        },
         output,
     )
     print_table(

@@ -27,4 +27,6 @@ def main(argv: list[str]) -> int:
     result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)
+    options = "".join(f", {k}={v}" for k, v in sorted(cfg.reward.options.items()))
+    print(f"{'verifier:':<18}{cfg.reward.verifier}{options} (reward section of config.yaml)")
     return 0

@@ -14,7 +14,15 @@ aime2024      HuggingFaceH4/aime_2024             train  problem / answer / id
 aime2025      opencompass/AIME2025 (AIME2025-I    test   question / answer / --
               and AIME2025-II configs)
 amc23         math-ai/amc23                       test   question / answer / id
+humaneval     openai/openai_humaneval             test   prompt / the row (test, entry_point) /
+                                                         task_id
+mbpp          google-research-datasets/mbpp       test   text / the row (test_list,
+              (full config)                              test_setup_code) / task_id
 ============  ==================================  =====  ==========================================
+
+The code sets hand the ``code`` verifier the whole row, which it reads as it is (see
+:mod:`rlvr.rewards.code`); an APPS or TACO row loads with ``FieldMap(prompt="question",
+answer=None, tests="input_output", reference="tests")``.
 
 :data:`DATASETS` binds those names to their hub location, so ``load_examples("math500")``
 fetches MATH-500 (network or the local HF cache) and ``load_examples("my.parquet",
@@ -72,6 +80,16 @@ FIELD_MAPS: dict[str, FieldMap] = {
     "aime2025": FieldMap(prompt="question", answer="answer"),
     "amc23": FieldMap(prompt="question", answer="answer", id="id"),
     "reasoning_gym": FieldMap(prompt="question", answer="answer", id="id", reference="row"),
+    "humaneval": FieldMap(prompt="prompt", answer=None, id="task_id", reference="row"),
+    "mbpp": FieldMap(prompt="text", answer=None, id="task_id", reference="row"),
+    "code_tasks": FieldMap(
+        prompt="question",
+        answer=None,
+        tests="tests",
+        id="id",
+        reference="tests",
+        metadata=("family", "level", "key"),
+    ),
 }
 
 
@@ -120,4 +138,6 @@ DATASETS: dict[str, DatasetSpec] = {
         template=MATH_TEMPLATE,
     ),
     "amc23": DatasetSpec("math-ai/amc23", "test", "amc23", template=MATH_TEMPLATE),
+    "humaneval": DatasetSpec("openai/openai_humaneval", "test", "humaneval"),
+    "mbpp": DatasetSpec("google-research-datasets/mbpp", "test", "mbpp", configs=("full",)),
 }

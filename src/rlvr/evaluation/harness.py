@@ -19,6 +19,7 @@ import torch
 
 from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
+from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
 from rlvr.evaluation.metrics import summarize
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.rewards.registry import Verifier, get_verifier
@@ -74,6 +75,8 @@ class ProblemResult:
     status: list[str]
     """Verifier status per completion: ``ok``, ``error`` or ``timeout``."""
     completions: list[str] = field(default_factory=list)
+    diversity: Diversity | None = None
+    """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
 
     @property
     def n(self) -> int:
@@ -90,7 +93,8 @@ class EvalReport:
 
     metrics: dict[str, float]
     """``avg@k``, ``pass@k`` (each k, and ``avg@n``), ``score/mean``, ``response/length_mean``,
-    ``response/clipped_frac``, ``verifier/failures``, ``verifier/timeouts``, ``num_problems``."""
+    ``response/clipped_frac``, ``verifier/failures``, ``verifier/timeouts``, ``num_problems``,
+    ``diversity/distinct_1``, ``diversity/distinct_2``, ``diversity/self_bleu`` (``n >= 2``)."""
     per_dataset: dict[str, dict[str, float]]
     """The same metrics for each dataset name."""
     problems: list[ProblemResult]
@@ -98,7 +102,10 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what ``rlvr eval --output`` writes)."""
-        problems = [{**asdict(p), "n": p.n, "c": p.c} for p in self.problems]
+        problems = [
+            {**asdict(p), "n": p.n, "c": p.c, "diversity": p.diversity and p.diversity._asdict()}
+            for p in self.problems
+        ]
         return {
             "metrics": self.metrics,
             "per_dataset": self.per_dataset,
@@ -122,6 +129,7 @@ def _metrics(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, 
             "num_problems": float(len(problems)),
         }
     )
+    out.update(mean_diversity([p.diversity for p in problems if p.diversity is not None]))
     return out
 
 
@@ -212,6 +220,7 @@ def score_problems(
                 truncated=samples.truncated[rows],
                 status=scores.status[rows],
                 completions=samples.texts[rows] if config.keep_completions else [],
+                diversity=diversity(samples.texts[rows]),
             )
         )
     return problems

@@ -56,8 +56,9 @@ class Generation:
     prompt_index: list[int]
     """N indices into ``prompts``: completion j answers ``prompts[prompt_index[j]]``."""
     logprobs: torch.Tensor | None = None
-    """[N, T] float32 log-probability of each sampled token under the sampler's own
-    temperature-scaled distribution (0 on padding), when the backend reports it."""
+    """[N, T] float32 log-probability of each sampled token under the distribution the
+    sampler drew it from (temperature-scaled; top-k/top-p truncated where set), 0 on
+    padding, when the backend reports it (``vllm``)."""
 
     @property
     def response_lengths(self) -> torch.Tensor:

@@ -20,12 +20,11 @@ without being imported first). ``rollout.sampler=mine`` then selects it and
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from rlvr.builtins import available, load_builtin
 from rlvr.generation.base import Generation, SamplingConfig
 
 
@@ -88,23 +87,12 @@ def register_sampler(name: str, *, options: type = NoOptions) -> Callable:
 
 def available_samplers() -> list[str]:
     """Names :func:`make_sampler` accepts (built-in and registered)."""
-    names = set(SAMPLERS)
-    names.update(n for n, module in BUILTIN_MODULES.items() if _module_exists(module))
-    return sorted(names)
-
-
-def _module_exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+    return available(SAMPLERS, BUILTIN_MODULES)
 
 
 def sampler_entry(name: str) -> SamplerEntry:
     """The registered entry of ``name``; an unknown name lists the valid ones."""
-    module = BUILTIN_MODULES.get(name)
-    if name not in SAMPLERS and module is not None and _module_exists(module):
-        importlib.import_module(module)
+    load_builtin(name, SAMPLERS, BUILTIN_MODULES)
     if name not in SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; valid: {', '.join(available_samplers())}")
     return SAMPLERS[name]

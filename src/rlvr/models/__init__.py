@@ -11,13 +11,14 @@ above the trainer (:mod:`rlvr.presets`); this package only loads models.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+from rlvr.builtins import available, load_builtin
 
 # name -> builder(cache_root) that returns a local HF model directory (building it once).
 PRESETS: dict[str, Callable[[Path], Path]] = {}
@@ -48,8 +49,7 @@ def cache_root() -> Path:
 
 def resolve_model_path(name_or_path: str) -> str:
     """A preset name becomes its cached directory; anything else is returned unchanged."""
-    if name_or_path in BUILTIN_PRESETS and name_or_path not in PRESETS:
-        importlib.import_module(BUILTIN_PRESETS[name_or_path])
+    load_builtin(name_or_path, PRESETS, BUILTIN_PRESETS)
     if name_or_path in PRESETS:
         return str(PRESETS[name_or_path](cache_root()))
     return name_or_path
@@ -57,7 +57,7 @@ def resolve_model_path(name_or_path: str) -> str:
 
 def preset_names() -> list[str]:
     """Every preset name :func:`load_model` accepts."""
-    return sorted(set(PRESETS) | set(BUILTIN_PRESETS))
+    return available(PRESETS, BUILTIN_PRESETS)
 
 
 def torch_dtype(name: str) -> torch.dtype:

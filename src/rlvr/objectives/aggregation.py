@@ -7,6 +7,7 @@ With ``m`` the response mask and ``l`` the per-token loss:
   eq. 6, ETR eq. 9).
 - ``seq-mean-token-sum``: ``sum_{i,t} m*l / num_seqs``.
 - ``seq-mean-token-sum-norm``: ``sum_{i,t} m*l / (num_seqs * max_len)`` (Dr.GRPO).
+- ``token-sum``: ``sum_{i,t} m*l``, no denominator (verl's ``token-sum``).
 
 Gradient accumulation: every mode is a *sum* over rows divided by a step-level constant,
 so when ``num_tokens`` / ``num_seqs`` / ``max_len`` are those of the whole optimizer step
@@ -36,6 +37,7 @@ LOSS_AGG_MODES = (
     "seq-mean-token-mean",
     "seq-mean-token-sum",
     "seq-mean-token-sum-norm",
+    "token-sum",
 )
 
 Count = int | float | torch.Tensor
@@ -115,6 +117,8 @@ def aggregate(
     if mode == "token-mean":
         denom = row_tokens.sum() if num_tokens is None else _positive(num_tokens, "num_tokens")
         return masked.sum() / denom
+    if mode == "token-sum":
+        return masked.sum()
     seqs = (row_tokens > 0).sum() if num_seqs is None else _positive(num_seqs, "num_seqs")
     if mode == "seq-mean-token-mean":
         per_seq = masked.sum(dim=1) / row_tokens.clamp(min=1).to(masked.dtype)

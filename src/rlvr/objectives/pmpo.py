@@ -11,6 +11,12 @@ p_min, 1)`` (eq. 11).
 - ``apmpo``: Feedback-Adaptive Clipping, ``FSS = mu/(sigma + delta)`` (eq. 5) and
   ``eps_up = eps_ada = eps_min + (eps_max - eps_min)*tanh(FSS)`` (eq. 6).
 
+Ablation switches of ``apmpo`` (sec. 5.3, fig. 4b, tab. 7; app. K.4, tab. 3):
+``fss_form = "mean"`` uses the numerator only (``FSS = mu``), ``"inv_std"`` the denominator
+only (``FSS = 1/(sigma + delta)``); ``adaptive_lower = true`` is the symmetric variant of
+eq. 81, ``rho = clip(r, 1 - eps_ada, 1 + eps_ada)``. FAC alone is ``apmpo`` with
+``gamma = 0`` (``p = 1``); PMPO alone is ``pmpo``.
+
 ``mu`` and ``sigma`` (population std) come from precomputed
 :class:`rlvr.advantages.GroupStats` rows, over the ``batch`` (default; main text, K.1) or
 each ``group`` (Alg. 1 l.7-8), on rewards mapped to ``[0, 1]`` by ``reward_range``.
@@ -48,6 +54,7 @@ from rlvr.objectives.base import (
 from rlvr.objectives.ppo_clip import check_eps, check_number
 
 P_SCHEDULES = ("exp", "linear")
+FSS_FORMS = ("ratio", "mean", "inv_std")
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,10 @@ class ApmpoConfig(PmpoConfig):
     """Upper clip width as ``FSS -> inf`` (eq. 6)."""
     delta: float = 1e-6
     """Stabiliser of ``FSS = mu/(sigma + delta)`` (eq. 5)."""
+    fss_form: str = "ratio"
+    """``ratio``: ``mu/(sigma + delta)`` (eq. 5); ablations (tab. 7) ``mean``: ``mu``; ``inv_std``: ``1/(sigma + delta)``."""
+    adaptive_lower: bool = False
+    """Also adapt the lower bound, ``clip(r, 1 - eps_ada, 1 + eps_ada)`` (eq. 81, tab. 3 ablation)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -111,6 +122,15 @@ class ApmpoConfig(PmpoConfig):
         check_number("delta", self.delta)
         if not self.delta > 0:
             raise ValueError(f"delta must be > 0, got {self.delta}")
+        if self.fss_form not in FSS_FORMS:
+            raise ValueError(f"unknown fss_form {self.fss_form!r}; valid: {', '.join(FSS_FORMS)}")
+        if not isinstance(self.adaptive_lower, bool):
+            raise ValueError(f"adaptive_lower must be true or false, got {self.adaptive_lower!r}")
+        if self.adaptive_lower and not self.eps_max < 1:
+            raise ValueError(
+                f"adaptive_lower needs eps_max < 1 (the lower edge 1 - eps_ada must stay > 0), "
+                f"got eps_max={self.eps_max}"
+            )
 
 
 def exponent(mu: torch.Tensor, cfg: PmpoConfig) -> torch.Tensor:
@@ -120,11 +140,20 @@ def exponent(mu: torch.Tensor, cfg: PmpoConfig) -> torch.Tensor:
     return torch.exp(-cfg.gamma * mu)
 
 
+def feedback_stability(mu: torch.Tensor, sigma: torch.Tensor, cfg: ApmpoConfig) -> torch.Tensor:
+    """[B] FSS in the configured form: ``mu/(sigma+delta)`` (eq. 5), ``mu`` or ``1/(sigma+delta)`` (tab. 7)."""
+    if cfg.fss_form == "mean":
+        return mu
+    if cfg.fss_form == "inv_std":
+        return 1.0 / (sigma + cfg.delta)
+    return mu / (sigma + cfg.delta)
+
+
 def adaptive_eps(
     mu: torch.Tensor, sigma: torch.Tensor, cfg: ApmpoConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(eps_ada, fss)``, each [B] (eq. 5-6)."""
-    fss = mu / (sigma + cfg.delta)
+    fss = feedback_stability(mu, sigma, cfg)
     return cfg.eps_min + (cfg.eps_max - cfg.eps_min) * torch.tanh(fss), fss
 
 
@@ -140,19 +169,29 @@ def _checked_stats(stats: GroupStats, cfg: PmpoConfig, name: str) -> GroupStats:
 
 
 def power_mean_loss(
-    batch: PolicyBatch, eps_low: float, eps_up: torch.Tensor, p: torch.Tensor, name: str
+    batch: PolicyBatch,
+    eps_low: float | torch.Tensor,
+    eps_up: torch.Tensor,
+    p: torch.Tensor,
+    name: str,
 ) -> ObjectiveOutput:
-    """Shared body of pmpo/apmpo: upper widths ``eps_up [B]``, exponents ``p [B]``."""
+    """Shared body of pmpo/apmpo: lower widths ``eps_low`` (a number or [B], each < 1 or
+    ``inf``), upper widths ``eps_up [B]``, exponents ``p [B]``."""
     adv, lr = batch.advantages, batch.log_ratio
     sign = sequence_signs(adv, batch.mask, name)
-    log_lower = math.log(1.0 - eps_low) if eps_low < 1 else -math.inf
+    if isinstance(eps_low, torch.Tensor):
+        log_lower = torch.log1p(-eps_low)[:, None]  # [B, 1]
+        lower = (1.0 - eps_low)[:, None]
+    else:
+        log_lower = math.log(1.0 - eps_low) if eps_low < 1 else -math.inf
+        lower = 1.0 - eps_low
     log_upper = torch.log1p(eps_up)[:, None]  # [B, 1]
     log_phi = log_magnitude(lr, adv, log_lower, log_upper)
     per_seq = signed_power_mean_loss(log_phi, sign, batch.mask, p)  # [B]
     upper = (1.0 + eps_up)[:, None]
     low = (adv < 0) & (lr < log_lower)
     high = (adv > 0) & (lr > log_upper)
-    info = ClipInfo(batch.ratio, 1.0 - eps_low, upper, low, high)
+    info = ClipInfo(batch.ratio, lower, upper, low, high)
     return ObjectiveOutput(per_seq[:, None].expand_as(lr), info, {})
 
 
@@ -177,7 +216,8 @@ def apmpo_loss(batch: PolicyBatch, cfg: ApmpoConfig) -> ObjectiveOutput:
     sigma = stats.reward_std.to(batch.ratio.dtype)
     p = exponent(mu, cfg)
     eps_ada, fss = adaptive_eps(mu, sigma, cfg)
-    out = power_mean_loss(batch, cfg.eps_low, eps_ada, p, "apmpo")
+    eps_low = eps_ada if cfg.adaptive_lower else cfg.eps_low
+    out = power_mean_loss(batch, eps_low, eps_ada, p, "apmpo")
     metrics = {
         "apmpo/p": _row_mean(p),
         "apmpo/eps_ada": _row_mean(eps_ada),

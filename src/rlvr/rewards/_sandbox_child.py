@@ -4,9 +4,13 @@
 ``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
 hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
 run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
-stdout/stderr are pipes read by the parent.
+stdout/stderr are pipes read by the parent. Under bubblewrap the same command runs inside
+``bwrap``, which has already made the namespaces and the filesystem view; the steps below that
+bubblewrap covers are then switched off in the config.
 
-Order of operations, each step before any untrusted code runs:
+Order of operations, each step before any untrusted code runs (the first is to write one byte
+to the config's ``report_fd``, so the parent can tell a bootstrap that never started from a
+program that failed):
 
 1. ``PR_SET_PDEATHSIG`` (the run dies with its caller), then namespaces when asked for: a user
    namespace when not root, a network namespace, and a PID namespace, in which case this
@@ -16,16 +20,22 @@ Order of operations, each step before any untrusted code runs:
 2. resource limits (``setrlimit``): CPU time, address space, file size, open files, no core
    files;
 3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
-   unprivileged uid, optionally keeping only ``CAP_DAC_READ_SEARCH`` so that an interpreter
-   installed in a private directory (e.g. ``/root/.pyenv``) can still import its standard
-   library, then ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE`` 0;
-4. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
+   unprivileged uid, no capability kept (the interpreter must be one that uid can read; see
+   :mod:`rlvr.rewards.interpreter`); ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and
+   ``PR_SET_DUMPABLE`` 0;
+4. Landlock (when asked for): file access limited to reading the interpreter's files and to
+   the working directory, no TCP connect or bind (Landlock ABI 4+), no signals to processes
+   outside the sandbox and no abstract Unix sockets (ABI 6+);
+5. under bubblewrap (``supervise``): a fork; the parent stays behind as a supervisor that waits
+   for the program and writes its wait status and CPU time to ``report_fd`` (bubblewrap reports
+   neither faithfully), the child closes ``report_fd`` and goes on;
+6. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
    signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
    write, rename, delete or permission change outside the working directory.
 
 The audit hook is a tripwire, not a security boundary: code that corrupts the interpreter's
 memory or monkeypatches the modules the hook relies on can get past it. The kernel layers
-(namespaces, rlimits, uid) are the boundary; see ``docs/sandbox.md``.
+(namespaces, rlimits, uid, Landlock) are the boundary; see ``docs/sandbox.md``.
 
 In probe mode every layer is attempted, failures are recorded instead of fatal, and the
 ``repr`` of a dict saying what worked is printed instead of running a program.
@@ -46,10 +56,14 @@ _CLONE_NEWPID = 0x20000000
 _CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
-_PR_SET_KEEPCAPS = 8
 _PR_SET_NO_NEW_PRIVS = 38
-_CAP_DAC_READ_SEARCH = 2
-_CAP_VERSION_3 = 0x20080522
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_READ = (1 << 2) | (1 << 3)  # READ_FILE, READ_DIR
+_LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
 
 _BLOCKED_EVENTS = frozenset(
     {
@@ -103,7 +117,7 @@ _STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 
 
 class _Libc:
-    """The few libc calls Python 3.11 lacks (unshare, prctl, capset), through ctypes."""
+    """The few libc calls Python 3.11 lacks (unshare, prctl, Landlock), through ctypes."""
 
     def __init__(self):
         self._ctypes = self._lib = None
@@ -126,12 +140,62 @@ class _Libc:
         ct, lib = self._load()
         self._check(name, getattr(lib, name)(*[ct.c_ulong(a) for a in args]))
 
-    def keep_only_read_search(self):
-        """Set effective and permitted capabilities to ``CAP_DAC_READ_SEARCH`` alone."""
+    def syscall(self, name, number, *args):
+        """``syscall(number, *args)``; each argument an int or a ctypes pointer."""
         ct, lib = self._load()
-        header = (ct.c_uint32 * 2)(_CAP_VERSION_3, 0)
-        data = (ct.c_uint32 * 6)(1 << _CAP_DAC_READ_SEARCH, 1 << _CAP_DAC_READ_SEARCH, 0, 0, 0, 0)
-        self._check("capset", lib.capset(ct.byref(header), ct.byref(data)))
+        values = [ct.c_long(a) if isinstance(a, int) else a for a in args]
+        result = lib.syscall(ct.c_long(number), *values)
+        if result < 0:
+            err = ct.get_errno()
+            raise OSError(err, f"{name}: {os.strerror(err)}")
+        return result
+
+    def landlock(self, read_paths, write_paths):
+        """Allow reading ``read_paths`` and everything on ``write_paths``, nothing else."""
+        ct, _ = self._load()
+        abi = self.syscall("landlock_abi", _SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
+        handled = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
+        handled |= 1 << 15 if abi >= 5 else 0
+        net, scoped = (3 if abi >= 4 else 0), (3 if abi >= 6 else 0)
+        attr = (ct.c_uint64 * 3)(handled, net, scoped)
+        size = 8 if abi < 4 else 16 if abi < 6 else 24
+        ruleset = self.syscall(
+            "landlock_create_ruleset", _SYS_LANDLOCK_CREATE_RULESET, ct.byref(attr), size, 0
+        )
+        try:
+            for paths, rights in ((read_paths, _LANDLOCK_READ), (write_paths, handled)):
+                for path in paths:
+                    self._landlock_rule(ruleset, path, rights & handled)
+            self.syscall("landlock_restrict_self", _SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
+        finally:
+            os.close(ruleset)
+        return abi
+
+    def _landlock_rule(self, ruleset, path, rights):
+        ct, _ = self._load()
+
+        class PathBeneath(ct.Structure):
+            _pack_ = 1
+            _fields_ = (("allowed_access", ct.c_uint64), ("parent_fd", ct.c_int32))
+
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            if not os.path.isdir(path):
+                rights &= _LANDLOCK_FILE_RIGHTS
+            rule = PathBeneath(rights, fd)
+            self.syscall(
+                "landlock_add_rule",
+                _SYS_LANDLOCK_ADD_RULE,
+                ruleset,
+                _LANDLOCK_RULE_PATH_BENEATH,
+                ct.byref(rule),
+                0,
+            )
+        finally:
+            os.close(fd)
 
 
 class _Steps:
@@ -187,6 +251,18 @@ def _supervise(init, status_fd):
     _exit_like(int.from_bytes(reported, "little") if len(reported) == 4 else status)
 
 
+def _supervise_program(report_fd):
+    """Fork; the parent reports the program's wait status and CPU time, then leaves like it."""
+    program = os.fork()
+    if program == 0:
+        os.close(report_fd)
+        return
+    _, status, usage = os.wait4(program, 0)
+    cpu_us = round((usage.ru_utime + usage.ru_stime) * 1e6)
+    os.write(report_fd, status.to_bytes(4, "little") + cpu_us.to_bytes(8, "little"))
+    _exit_like(status)
+
+
 def _run_init(program, status_fd, libc):
     """PID 1 of the namespace: reap every orphan until the program ends, report its status.
 
@@ -235,23 +311,30 @@ def _die_with_parent(libc, parent):
         os._exit(EXIT_SETUP)
 
 
-def _drop_privileges(libc, uid, gid, keep_read):
-    if keep_read:
-        libc.call("prctl", _PR_SET_KEEPCAPS, 1, 0, 0, 0)
+def _drop_privileges(uid, gid):
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
-    if keep_read:
-        libc.keep_only_read_search()
 
 
-def _check_stdlib_and_cwd():
-    """Probe: the dropped uid can import unloaded stdlib modules and write its working dir."""
+def _check_usable():
+    """Probe: the program can import unloaded stdlib modules, use its working dir and stdin."""
     import statistics  # noqa: F401 - pure-Python module pulling in C extensions
 
     with open("probe.txt", "w") as f:
         f.write("ok")
     os.remove("probe.txt")
+    with open("/dev/stdin", "rb"), open("/dev/null", "wb"):
+        pass
+
+
+def _check_landlock_denies():
+    """Probe: Landlock is in force (listing the root directory is refused)."""
+    try:
+        os.listdir("/")
+    except PermissionError:
+        return
+    raise RuntimeError("listing / was allowed")
 
 
 def _path_text(path):
@@ -322,21 +405,24 @@ def _setup(cfg, steps):
     in_pidns = cfg["pidns"] and steps.run("pid_namespace", _enter_pid_namespace, libc)
     steps.run("rlimits", _set_rlimits, cfg["rlimits"])
     if cfg["uid"] is not None:
-        _drop_and_limit(cfg, steps, libc, in_pidns)
-    if cfg["pdeathsig"]:  # these use the same ctypes access
+        steps.run("uid_drop", _drop_privileges, cfg["uid"], cfg["gid"])
+        if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
+            steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
+    if "nproc" in cfg:
+        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
+    if cfg["prctl"]:  # these use the same ctypes access
         steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if cfg["landlock"]:
+        rules = cfg["landlock"]
+        steps.run("landlock", libc.landlock, rules["read"], rules["write"])
+    if cfg["supervise"]:
+        steps.run("supervisor", _supervise_program, cfg["report_fd"])
     if cfg["hook"]:
         steps.run("audit_hook", sys.addaudithook, _make_hook(cfg["workdir"]))
     _forget_ctypes()
-
-
-def _drop_and_limit(cfg, steps, libc, in_pidns):
-    steps.run("uid_drop", _drop_privileges, libc, cfg["uid"], cfg["gid"], cfg["keep_read"])
-    if "nproc" in cfg:
-        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
-    if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
-        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
+    for name in cfg["unset_env"]:
+        os.environ.pop(name, None)
 
 
 def _read_program(fd):
@@ -382,12 +468,16 @@ def _run_program(source):
 
 def main():
     cfg = marshal.loads(bytes.fromhex(sys.argv[2]))
+    os.write(cfg["report_fd"], b"1")
+    if not cfg["supervise"]:
+        os.close(cfg["report_fd"])
     source = _read_program(cfg["code_fd"])
     steps = _Steps(cfg["probe"])
     _setup(cfg, steps)
     if cfg["probe"]:
-        if cfg["uid"] is not None and steps.report.get("uid_drop") is True:
-            steps.run("uid_drop_usable", _check_stdlib_and_cwd)
+        steps.run("usable", _check_usable)
+        if steps.report.get("landlock") is True:
+            steps.run("landlock_denies", _check_landlock_denies)
         sys.stdout.write(repr(steps.report) + "\n")
         return
     del cfg, steps

@@ -9,15 +9,28 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
   output the return value (a one-element list wrapping the value is accepted too, as in
   APPS); when the program defines ``class Solution`` with that method, the method of a fresh
   instance is called (LeetCode style), otherwise the top-level function;
-- asserts: a list of assert statements (strings), each run after the program.
+- asserts: a list of assert statements (strings), each run after the program;
+- HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
+  assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
+  standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
+  the asserts that depend on them), if it holds any assert, is one more test; the rest of the
+  test module (``METADATA``, imports, helpers) is run after the program as set-up;
+- MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
+  with ``test_setup_code`` run after the program (``challenge_test_list`` is not used);
+- a TACO/APPS row: a dict whose ``input_output`` holds one of the above (JSON text or not).
 
 Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
 the same lines as the expected output, each with the same whitespace-separated tokens, where
 two numeric tokens also match when ``|a - b| <= abs_tol + rel_tol * |b|`` (NumPy ``allclose``
 rule, the tolerance APPS applies to float answers). A call passes when the ``repr`` of the
 return value parses back to a value equal to the expected one (tuples read as lists, dict keys
-compared as strings, numbers with the same tolerance). An assert passes when the program and
-the statement both run to the end.
+compared as strings, numbers with the same tolerance). An assert is taken apart where it can
+be (:mod:`rlvr.rewards.asserts`): the child evaluates only the program's part (``add(1, 2)``),
+sends its value back as plain data, and the parent evaluates the expected side and the
+comparison with Python's own semantics; such a test passes when the run exits with status 0
+and the comparison holds. An assert that cannot be taken apart passes when the program and the
+statement both run to the end in the program's interpreter; these are counted
+(``asserts_in_process``, against ``asserts_judged``, see :mod:`rlvr.rewards.events`).
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
 ``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
@@ -29,12 +42,13 @@ tests not started within ``total_time_s`` count as failed. A program that does n
 stops the remaining tests (they would all fail the same way), and so does the first failure
 when ``soft=False``.
 
-What is guaranteed: stdin/stdout and call-style verdicts are taken in the parent, from output
-the program produced before it exited, against expected values the program never sees, so a
-program cannot pass by exiting early or by returning an object with a permissive ``__eq__``.
-What is not: assert statements run inside the program's interpreter, so a program that
-tampers with that interpreter (rebinding builtins, objects equal to everything, reading the
-harness through frame introspection) can fake them. Call-style and assert tests get a prelude
+What is guaranteed: stdin/stdout, call-style and taken-apart assert verdicts are taken in the
+parent, from output the program produced before it exited, against expected values the
+program never sees, so a program cannot pass by exiting early or by returning an object with a
+permissive ``__eq__``. What is not: asserts that cannot be taken apart run inside the
+program's interpreter, so a program that tampers with that interpreter (rebinding builtins,
+objects equal to everything, reading the harness through frame introspection) can fake them.
+Call-style and assert tests get a prelude
 of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
 stdin/stdout programs run exactly as written. The program sees the standard library only.
 """
@@ -42,6 +56,8 @@ stdin/stdout programs run exactly as written. The program sees the standard libr
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
 import json
 import math
 import os
@@ -54,6 +70,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rlvr.rewards.asserts import (
+    ENCODER_SOURCE,
+    AssertPlan,
+    NotPlain,
+    bound_names,
+    decode_plain,
+    judge,
+    plan_assert,
+)
+from rlvr.rewards.events import record
 from rlvr.rewards.registry import register
 from rlvr.rewards.sandbox import (
     DEFAULT_POLICY,
@@ -66,7 +92,6 @@ from rlvr.rewards.sandbox import (
     run_untrusted,
 )
 
-STYLES = ("stdio", "call", "assert")
 SKIPPED = "skipped"
 """Status of a test that was not run (budget spent, or an earlier result made it moot)."""
 
@@ -128,7 +153,11 @@ class TestSuite:
     outputs: tuple[Any, ...]
     """Expected stdout texts or return values; empty for asserts."""
     fn_name: str | None = None
-    """Function or ``Solution`` method called by call-style tests."""
+    """Function or ``Solution`` method called by call-style tests; for asserts, the function
+    that ``candidate`` stands for (HumanEval's ``entry_point``)."""
+    setup: str = ""
+    """Assert tests: test code run after the program and before each test (MBPP's
+    ``test_setup_code``, HumanEval's test module)."""
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -142,6 +171,10 @@ class CodeVerdict:
     """Whether each test passed."""
     statuses: tuple[str, ...]
     """Sandbox status of each test's run (``ok``, ``timeout``, ...) or ``skipped``."""
+    judged: int = 0
+    """Assert tests taken apart and judged in the parent."""
+    in_process: int = 0
+    """Assert tests that ran inside the program's interpreter."""
 
     @property
     def pass_rate(self) -> float:
@@ -202,6 +235,56 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
     return TestSuite("call", args, tuple(outputs), fn_name)
 
 
+def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
+    local = {
+        n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    for node in ast.walk(check):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            local.update((a.asname or a.name).split(".")[0] for a in node.names)
+    own: list[ast.stmt] = []
+    rest: list[ast.stmt] = []
+    for statement in check.body:
+        names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+        standalone = isinstance(statement, ast.Assert) and not names & local
+        (own if standalone and "candidate" in names else rest).append(statement)
+    return own, rest
+
+
+def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
+    """HumanEval: the asserts of ``check(candidate)`` one by one, the rest as one test."""
+    entry, test = reference.get("entry_point"), reference.get("test")
+    if not isinstance(entry, str) or not entry.isidentifier() or not isinstance(test, str):
+        raise ValueError("reference: HumanEval needs 'test' source and an identifier 'entry_point'")
+    try:
+        module = ast.parse(test)
+    except SyntaxError as exc:
+        raise ValueError(f"reference: HumanEval 'test' does not parse ({exc})") from exc
+    checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(checks) != 1 or [a.arg for a in checks[0].args.args] != ["candidate"]:
+        raise ValueError("reference: HumanEval 'test' must define check(candidate)")
+    own, rest = _check_parts(checks[0])
+    tests = [ast.unparse(a) for a in own]
+    if any(isinstance(n, ast.Assert) for statement in rest for n in ast.walk(statement)):
+        checks[0].body = rest
+        tests.append("check(candidate)")
+    else:
+        module.body.remove(checks[0])
+    if not tests:
+        raise ValueError("reference: HumanEval 'check' asserts nothing about candidate")
+    return TestSuite("assert", tuple(tests), (), entry, ast.unparse(module))
+
+
+def _mbpp_suite(reference: Mapping[str, Any]) -> TestSuite:
+    tests, setup = reference.get("test_list"), reference.get("test_setup_code") or ""
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
+        raise ValueError("reference: MBPP 'test_list' must be a non-empty list of strings")
+    if not isinstance(setup, str):
+        raise ValueError("reference: MBPP 'test_setup_code' must be a string")
+    return TestSuite("assert", tuple(tests), (), setup=setup)
+
+
 def parse_reference(reference: Any) -> TestSuite:
     """Read a reference in any accepted format (see the module docstring) into a suite.
 
@@ -209,6 +292,8 @@ def parse_reference(reference: Any) -> TestSuite:
     'stdio'
     >>> parse_reference(["assert f(1) == 2"]).inputs
     ('assert f(1) == 2',)
+    >>> parse_reference({"test_list": ["assert f(1) == 2"], "test_setup_code": "k = 3"}).setup
+    'k = 3'
     """
     if isinstance(reference, TestSuite):
         return reference
@@ -218,12 +303,19 @@ def parse_reference(reference: Any) -> TestSuite:
         except ValueError as exc:
             raise ValueError(f"reference: not valid JSON ({exc})") from exc
     if isinstance(reference, Mapping):
+        if "input_output" in reference:  # a TACO/APPS row
+            return parse_reference(reference["input_output"])
+        if "entry_point" in reference and "test" in reference:
+            return _humaneval_suite(reference)
+        if "test_list" in reference:
+            return _mbpp_suite(reference)
         return _io_suite(reference)
     if isinstance(reference, Sequence) and reference and all(isinstance(s, str) for s in reference):
         return TestSuite("assert", tuple(reference), ())
     raise ValueError(
-        "reference: expected {'inputs': [...], 'outputs': [...]} (optionally with 'fn_name') "
-        f"or a non-empty list of assert statements, got {type(reference).__name__}"
+        "reference: expected {'inputs': [...], 'outputs': [...]} (optionally with 'fn_name'), "
+        "a HumanEval or MBPP row, or a non-empty list of assert statements, "
+        f"got {type(reference).__name__}"
     )
 
 
@@ -254,20 +346,47 @@ def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) ->
     )
 
 
-def _assert_harness(code: str, statement: str, nonce: str) -> str:
-    return _compile_guard(code) + (
-        f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n_sys.stdout.write('\\n{nonce}\\n')\n"
+def _test_setup(suite: TestSuite) -> str:
+    """Harness lines after the program: the suite's set-up code, ``candidate`` bound."""
+    lines = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
+    if suite.fn_name is not None:
+        lines += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
+    return lines
+
+
+def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> str:
+    """The test run inside the program's interpreter; the nonce is printed if it ends."""
+    return (
+        _compile_guard(code)
+        + _test_setup(suite)
+        + f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
+        + f"_sys.stdout.write('\\n{nonce}\\n')\n"
     )
 
 
-def _job(code: str, suite: TestSuite, index: int, nonce: str) -> tuple[str, str]:
+def _probe_harness(code: str, suite: TestSuite, plan: AssertPlan, nonce: str) -> str:
+    """Evaluate the program's parts of a taken-apart assert; print them as plain data."""
+    return (
+        ENCODER_SOURCE
+        + _compile_guard(code)
+        + _test_setup(suite)
+        + f"_vals = [eval(compile(_s, 'test.py', 'eval'), _ns) for _s in {list(plan.probes)!r}]\n"
+        + f"_sys.stdout.write('\\n{nonce} ' + _rlvr_plain(_vals) + '\\n')\n"
+    )
+
+
+def _job(
+    code: str, suite: TestSuite, index: int, nonce: str, plan: AssertPlan | None
+) -> tuple[str, str]:
     """(source, stdin) of the sandbox run for one test."""
     if suite.style == "stdio":
         return code, suite.inputs[index]
     if suite.style == "call":
         assert suite.fn_name is not None
         return _call_harness(code, suite.fn_name, suite.inputs[index], nonce), ""
-    return _assert_harness(code, suite.inputs[index], nonce), ""
+    if plan is not None:
+        return _probe_harness(code, suite, plan, nonce), ""
+    return _assert_harness(code, suite, suite.inputs[index], nonce), ""
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
@@ -339,15 +458,122 @@ def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
     return False, None
 
 
+@dataclass(frozen=True)
+class _Plans:
+    """How each assert test of a program is judged."""
+
+    plans: tuple[AssertPlan | None, ...]
+    """Per test: taken apart, or None to run inside the program's interpreter."""
+    expected: dict[str, Any]
+    """Expected-side expression -> its value, from the run without the program."""
+
+    def env(self, plan: AssertPlan, probes: list[Any]) -> dict[str, Any]:
+        names = {f"_p{i}": v for i, v in enumerate(probes)}
+        return names | {f"_e{j}": self.expected[e] for j, e in enumerate(plan.expected)}
+
+
+@functools.cache
+def _prelude_names() -> frozenset[str]:
+    namespace: dict[str, Any] = {}
+    exec(_PRELUDE, namespace)  # standard-library imports only
+    return frozenset(namespace)
+
+
+_EXPECTED_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+_EXPECTED_LOCK = threading.Lock()
+_EXPECTED_CACHE_SIZE = 1024
+
+
+def _expected_source(setup: str, expressions: tuple[str, ...], nonce: str) -> str:
+    """A run with no program in it: the set-up code, then each expression as plain data."""
+    return (
+        ENCODER_SOURCE
+        + "import sys as _sys\n_ns = {'__name__': 'tests', '__builtins__': __builtins__}\n"
+        + f"exec({_PRELUDE!r}, _ns)\nexec({setup!r}, _ns)\n"
+        + f"for _i, _s in enumerate({list(expressions)!r}):\n"
+        + "    try:\n"
+        + "        _v = _rlvr_plain(eval(compile(_s, 'test.py', 'eval'), _ns))\n"
+        + "    except Exception:\n"
+        + "        continue\n"
+        + f"    _sys.stdout.write('{nonce} %d %s\\n' % (_i, _v))\n"
+    )
+
+
+def expected_values(
+    setup: str, expressions: tuple[str, ...], config: CodeConfig = DEFAULT_CODE_CONFIG
+) -> dict[str, Any]:
+    """Values of test-data expressions, from a sandboxed run without the program (cached).
+
+    An expression that raises or is not plain data is left out.
+    """
+    key = (setup, expressions)
+    with _EXPECTED_LOCK:
+        if key in _EXPECTED_CACHE:
+            return _EXPECTED_CACHE[key]
+    nonce = secrets.token_hex(16)
+    source = _expected_source(setup, expressions, nonce)
+    result = run_untrusted(source, limits=config.limits, policy=config.policy)
+    if result.status is SandboxStatus.SANDBOX_ERROR:
+        raise SandboxError(f"sandbox failed to evaluate the tests: {result.stderr.strip()[-500:]}")
+    values: dict[str, Any] = {}
+    for line in result.stdout.splitlines():
+        head, _, rest = line.partition(" ")
+        index, _, text = rest.partition(" ")
+        if head == nonce and index.isdigit() and int(index) < len(expressions):
+            with contextlib.suppress(NotPlain):
+                values[expressions[int(index)]] = decode_plain(text)
+    if result.ok:
+        with _EXPECTED_LOCK:
+            if len(_EXPECTED_CACHE) >= _EXPECTED_CACHE_SIZE:
+                _EXPECTED_CACHE.pop(next(iter(_EXPECTED_CACHE)))
+            _EXPECTED_CACHE[key] = values
+    return values
+
+
+def _plan_asserts(code: str, suite: TestSuite, config: CodeConfig) -> _Plans:
+    """Take the suite's asserts apart where possible; evaluate their expected sides."""
+    if suite.style != "assert":
+        return _Plans((None,) * len(suite), {})
+    program = bound_names(code) | ({"candidate"} if suite.fn_name else set())
+    trusted = _prelude_names() | bound_names(suite.setup)
+    plans = [plan_assert(statement, program, trusted) for statement in suite.inputs]
+    wanted = tuple(sorted({e for plan in plans if plan for e in plan.expected}))
+    values = expected_values(suite.setup, wanted, config) if wanted else {}
+    kept = tuple(p if p is None or all(e in values for e in p.expected) else None for p in plans)
+    return _Plans(kept, values)
+
+
+def _probe_values(stdout: str, nonce: str) -> list[Any] | None:
+    """The values the probe harness sent back: exactly one record, plain data, a list."""
+    records = [line for line in stdout.splitlines() if line.startswith(nonce + " ")]
+    if len(records) != 1:
+        return None
+    try:
+        values = decode_plain(records[0][len(nonce) + 1 :])
+    except NotPlain:
+        return None
+    return values if isinstance(values, list) else None
+
+
+def _judge_assert(plans: _Plans, index: int, stdout: str, nonce: str) -> bool:
+    plan = plans.plans[index]
+    if plan is None:
+        return nonce in stdout.splitlines()
+    values = _probe_values(stdout, nonce)
+    if values is None or len(values) != len(plan.probes):
+        return False
+    return judge(plan.check, plans.env(plan, values))
+
+
 def _judge(
-    suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
+    suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig, plans: _Plans
 ) -> bool:
     if not result.ok:
         return False
     if suite.style == "stdio":
         return stdout_matches(result.stdout, suite.outputs[index], cfg)
     if suite.style == "assert":
-        return nonce in result.stdout.splitlines()
+        return _judge_assert(plans, index, result.stdout, nonce)
     found, value = _returned_value(result.stdout, nonce)
     expected = suite.outputs[index]
     if not found:
@@ -368,8 +594,10 @@ def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
 class _Run:
     """Shared state of one program's tests: deadline and early stop."""
 
-    def __init__(self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool) -> None:
-        self.code, self.suite, self.cfg, self.soft = code, suite, cfg, soft
+    def __init__(
+        self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool, plans: _Plans
+    ) -> None:
+        self.code, self.suite, self.cfg, self.soft, self.plans = code, suite, cfg, soft, plans
         self.deadline = time.monotonic() + cfg.total_time_s
         self.stop = threading.Event()
 
@@ -378,13 +606,14 @@ class _Run:
         if self.stop.is_set() or remaining <= 0:
             return False, SKIPPED
         nonce = secrets.token_hex(16)
-        source, stdin = _job(self.code, self.suite, index, nonce)
+        plan = self.plans.plans[index]
+        source, stdin = _job(self.code, self.suite, index, nonce, plan)
         limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
         result = run_untrusted(source, stdin=stdin, limits=limits, policy=self.cfg.policy)
         if result.status is SandboxStatus.SANDBOX_ERROR:
             self.stop.set()
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
-        passed = _judge(self.suite, index, result, nonce, self.cfg)
+        passed = _judge(self.suite, index, result, nonce, self.cfg, self.plans)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()
         return passed, result.status.value
@@ -400,10 +629,15 @@ def run_tests(
     reference.
     """
     suite = parse_reference(reference)
-    run = _Run(code, suite, config, soft)
+    plans = _plan_asserts(code, suite, config)
+    run = _Run(code, suite, config, soft, plans)
     with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))
-    return CodeVerdict(tuple(p for p, _ in outcomes), tuple(s for _, s in outcomes))
+    judged = sum(p is not None for p in plans.plans)
+    in_process = len(suite) - judged if suite.style == "assert" else 0
+    return CodeVerdict(
+        tuple(p for p, _ in outcomes), tuple(s for _, s in outcomes), judged, in_process
+    )
 
 
 def code_verifier(
@@ -420,7 +654,14 @@ def code_verifier(
     >>> code_verifier("def add(a, b):\\n    return a - b", ["assert add(1, 2) == 3", "assert add(2, 0) == 2"], soft=False)
     0.0
     """
-    return run_tests(extract_code(completion), reference, soft=soft, config=config).score(soft)
+    try:
+        verdict = run_tests(extract_code(completion), reference, soft=soft, config=config)
+    except SandboxError:
+        record("sandbox_errors")  # the sandbox's fault, not the program's: counted apart
+        raise
+    record("asserts_judged", verdict.judged)
+    record("asserts_in_process", verdict.in_process)
+    return verdict.score(soft)
 
 
 def code_binary_verifier(

@@ -10,6 +10,10 @@ The rules, in order (the first that matches wins, and within a rule the *last* m
 
 Text inside ``<think>...</think>`` is never searched when a closing ``</think>`` is
 present: the answer is what follows the reasoning.
+
+``extract="flexible"`` (an option of the ``math`` and ``reasoning_gym`` verifiers) replaces
+these rules with lm-evaluation-harness's GSM8K "flexible-extract" convention: the answer
+is the *last number* in the text (:func:`last_number`), whatever surrounds it.
 """
 
 from __future__ import annotations
@@ -24,8 +28,13 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _SENTENCE_END_RE = re.compile(r"\.\s")
+# A number: optional minus, digits with optional thousands commas, optional decimals.
+_NUMBER_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
+EXTRACTIONS = ("strict", "flexible")
+"""``strict``: :func:`extract_answer`'s rules; ``flexible``: :func:`last_number`."""
 _DELIMITERS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 THINK_CLOSE = "</think>"
+_MAX_NESTED_PHRASES = 16
 
 
 def after_think(text: str) -> str:
@@ -38,17 +47,27 @@ def after_think(text: str) -> str:
     return text if cut < 0 else text[cut + len(THINK_CLOSE) :]
 
 
-def _balanced(text: str, open_at: int) -> str | None:
-    """Contents of the brace group whose ``{`` is at ``open_at``; ``None`` if unclosed."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
-    return None
+def _closing_braces(text: str) -> dict[int, int]:
+    """Index of each ``{`` whose group closes -> index of its ``}`` (one linear pass)."""
+    closes: dict[int, int] = {}
+    stack: list[int] = []
+    for i, char in enumerate(text):
+        if char == "{":
+            stack.append(i)
+        elif char == "}" and stack:
+            closes[stack.pop()] = i
+    return closes
+
+
+def _boxes(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the contents of every complete ``\\boxed{...}``, in order."""
+    closes = _closing_braces(text)
+    spans = []
+    for match in _BOX_RE.finditer(text):
+        open_at = match.end() - 1
+        if open_at in closes:
+            spans.append((open_at + 1, closes[open_at]))
+    return spans
 
 
 def last_boxed(text: str) -> str | None:
@@ -61,11 +80,21 @@ def last_boxed(text: str) -> str | None:
     >>> last_boxed(r"\boxed{unclosed") is None
     True
     """
-    found = None
-    for match in _BOX_RE.finditer(text):
-        inner = _balanced(text, match.end() - 1)
-        if inner is not None:
-            found = inner
+    spans = _boxes(text)
+    return text[spans[-1][0] : spans[-1][1]] if spans else None
+
+
+def boxed_answers(text: str) -> list[str]:
+    r"""Contents of every complete ``\boxed{...}`` not nested in another one, in order.
+
+    >>> boxed_answers(r"maybe \boxed{2}, or \boxed{\boxed{3}}? \boxed{4")
+    ['2', '\\boxed{3}']
+    """
+    found, outer_end = [], -1
+    for start, end in _boxes(text):
+        if start > outer_end:
+            found.append(text[start:end])
+            outer_end = end
     return found
 
 
@@ -86,13 +115,39 @@ def _clean(answer: str) -> str:
 def _last_phrase(text: str) -> str | None:
     """The answer after the last final-answer phrase ("Final Answer: The final answer is 5")."""
     answer = None
-    while True:
+    for _ in range(_MAX_NESTED_PHRASES):  # a bound: each round rescans the line
         matches = list(_PHRASE_RE.finditer(text))
         if not matches:
             return answer
         last = matches[-1]
         text = last.group("a") or last.group("b")
         answer = _clean(text)
+    return answer
+
+
+def final_answers(text: str) -> list[str]:
+    r"""Every final answer ``text`` states under the first rule that finds one, in order.
+
+    Several different entries mean the completion hedges between answers; one entry (or the
+    same one repeated) is a single final answer. Boxed answers nested in another box count as
+    part of it; the answer-phrase rule gives at most one.
+
+    >>> final_answers(r"\boxed{3} or maybe \boxed{4}")
+    ['3', '4']
+    >>> final_answers("<answer>7</answer> and again <answer> 7 </answer>")
+    ['7', '7']
+    >>> final_answers("The answer is 5.")
+    ['5']
+    """
+    text = after_think(text)
+    boxed = boxed_answers(text)
+    if boxed:
+        return [b.strip() for b in boxed]
+    tags = _ANSWER_TAG_RE.findall(text)
+    if tags:
+        return [t.strip() for t in tags]
+    phrase = _last_phrase(text)
+    return [phrase] if phrase else []
 
 
 def extract_answer(text: str) -> str | None:
@@ -120,3 +175,29 @@ def extract_answer(text: str) -> str | None:
         return tags[-1].strip()
     phrase = _last_phrase(text)
     return phrase or None
+
+
+def last_number(text: str) -> str | None:
+    r"""The last number in ``text`` after ``</think>``, thousands commas removed ("flexible-extract").
+
+    A number is an optional ``-``, digits (groups of three may be separated by commas) and
+    an optional decimal part; it may sit inside other text (``\boxed{12}``, ``x=12.``).
+
+    >>> last_number("3 + 4 = 7. So the total is 1,250 apples.")
+    '1250'
+    >>> last_number(r"<think>maybe 5</think> so \\boxed{-2.5}."), last_number("5-3=2")
+    ('-2.5', '2')
+    >>> last_number("<think>it is 5</think> I am not sure.") is None
+    True
+    """
+    found = _NUMBER_RE.findall(after_think(text))
+    return found[-1].replace(",", "") if found else None
+
+
+def extract_with(text: str, extract: str = "strict") -> str | None:
+    """The answer in ``text`` under the named rule (``strict`` or ``flexible``)."""
+    if extract == "strict":
+        return extract_answer(text)
+    if extract == "flexible":
+        return last_number(text)
+    raise ValueError(f"extract must be one of {list(EXTRACTIONS)}, got {extract!r}")

@@ -25,7 +25,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from rlvr.rewards.registry import Verifier
+from rlvr.rewards.verifier import Verifier
 
 OPEN, CLOSE = "<think>", "</think>"
 _SPLIT_RE = re.compile(r"\s*<think>(?P<think>.*?)</think>(?P<rest>.*)\Z", re.DOTALL)

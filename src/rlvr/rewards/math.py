@@ -1,27 +1,57 @@
-r"""The ``math`` verifier: final-answer extraction and equivalence through ``math-verify``.
+r"""The ``math`` verifier: one final answer, screened, compared through ``math-verify``.
 
-The answer is found with :func:`rlvr.rewards.extract.extract_answer` (``\boxed{}``,
-``<answer>`` tags, "The answer is ..." / "Answer: ..." lines); a completion without one
-scores ``wrong``. The extracted answer and the reference are parsed by ``math-verify``
-(LaTeX and plain expressions: fractions, ``\dfrac``, decimals, intervals, sets, units,
-percentages, degrees) and compared symbolically and numerically.
+1. **One final answer.** The answers are found with
+   :func:`rlvr.rewards.extract.final_answers` (``\boxed{}``, ``<answer>`` tags, "The
+   answer is ..." / "Answer: ..." lines). None: the completion scores ``wrong``. Several
+   that differ (``\boxed{3} or \boxed{4}``): it hedges, scores ``wrong``, and the event
+   ``math_hedged`` is counted; the same answer repeated is one answer. Answers are the same
+   when they are equal as text after dropping spaces, ``\left``/``\right``, ``\,``-style
+   spacing and ``\dfrac``/``\tfrac`` spellings.
+2. **Screen.** :func:`screen_answer` cuts off answers that no honest solution writes and
+   that would make SymPy compute for hours or exhaust memory: more than
+   ``MAX_ANSWER_CHARS`` characters, groups nested deeper than ``MAX_NESTING``, towers of
+   three or more stacked powers (``a^{b^{c^{d}}}``), numbers with more than ``MAX_DIGITS`` digits, powers or
+   factorials of literal numbers with more than ``MAX_RESULT_DIGITS`` digits. A cut-off
+   answer scores ``wrong`` and counts as ``math_rejected``.
+3. **Compare.** The extracted answer and the reference are parsed by ``math-verify``
+   (LaTeX and plain expressions: fractions, ``\dfrac``, decimals, intervals, sets, units,
+   percentages, degrees) and compared symbolically and numerically, in a helper process
+   (:func:`rlvr.rewards.bounded.call_bounded`) with a hard limit of ``compare_timeout_s``
+   seconds and ``compare_memory_mb`` MiB: a comparison past either scores ``wrong`` and
+   counts as ``math_rejected``. The helper starts on the first call (or on
+   :meth:`rlvr.rewards.verifier.Verifier.warm_up`, which the scorer calls), outside the limit.
 
-``math-verify``'s own time limits use ``signal.alarm``, which raises off the main thread;
-they are switched off here. Limit a call with :func:`rlvr.rewards.timeout.time_limit` or,
-better, score batches with :class:`rlvr.rewards.scoring.Scorer`, which enforces a time
-limit per completion on any thread and kills worker processes that overrun.
+So :func:`math_verifier` returns in bounded time and memory when called on its own, from
+any thread (as TRL calls a reward function), not only inside the
+:class:`rlvr.rewards.scoring.Scorer`. ``math-verify``'s own limits use ``signal.alarm``,
+which raises off the main thread; they are switched off. :func:`answers_match` is the
+comparison itself, without the helper process or the screen.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from rlvr.rewards.extract import extract_answer
+from rlvr.rewards.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
+from rlvr.rewards.events import record
+from rlvr.rewards.extract import extract_answer, extract_with, final_answers
 from rlvr.rewards.registry import register
+
+MAX_ANSWER_CHARS = 1000
+"""Longest answer compared."""
+MAX_NESTING = 20
+"""Deepest nesting of ``{}``, ``()`` and ``[]`` groups in a compared answer."""
+MAX_DIGITS = 200
+"""Longest run of digits in a compared answer."""
+MAX_POWER_HEIGHT = 2
+"""Most powers stacked in one tower: ``x^{y^{z}}`` (2) is compared, ``a^{b^{c^{d}}}`` cut off."""
+MAX_RESULT_DIGITS = 100_000
+"""Most digits a power or factorial of literal numbers may have (estimated, not computed)."""
 
 # Thousands separators written with LaTeX spaces ("10\,000", "10\ 000") -> "10000".
 _THIN_SPACE_RE = re.compile(r"(?<=\d)\\[,;: ](?=\d{3}(?!\d))")
@@ -84,11 +114,183 @@ def answers_match(predicted: str, reference: Any) -> bool:
     return bool(verify(gold, guess, timeout_seconds=None))
 
 
+_POWER_RE = re.compile(r"\^|\*\*")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_DIGITS_RE = re.compile(r"\d+")
+_FACTORIAL_RE = re.compile(r"(\d+)\s*!")
+_OPENERS, _CLOSERS = "{([", "})]"
+_SPACING_RE = re.compile(r"\s+|\\left|\\right|\\[,;:! ]|\$")
+
+
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        if char in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in _CLOSERS:
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _group_end(text: str, start: int) -> int:
+    """End of the balanced group opening at ``text[start]`` (the text's end if unclosed)."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in _OPENERS:
+            depth += 1
+        elif text[i] in _CLOSERS:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _token_end(text: str, start: int) -> int:
+    """End of the operand starting at ``start``: a group, a number, a command or a character."""
+    if start >= len(text):
+        return start
+    if text[start] in _OPENERS:
+        return _group_end(text, start)
+    number = _NUMBER_RE.match(text, start)
+    if number:
+        return number.end()
+    command = re.match(r"\\[A-Za-z]+", text[start:])
+    return start + (command.end() if command else 1)
+
+
+def _exponent_end(text: str, start: int) -> int:
+    """End of an exponent: one operand, and any power chained onto it (``2^3^4``)."""
+    end = _token_end(text, start)
+    chained = _POWER_RE.match(text, end)
+    return _exponent_end(text, chained.end()) if chained else end
+
+
+def _ungroup(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] in _OPENERS and _group_end(text, 0) == len(text):
+        return text[1:-1]
+    return text
+
+
+def _power_height(text: str, limit: int = MAX_POWER_HEIGHT + 1) -> int:
+    """Most powers stacked in one tower in ``text`` (``x^{y^{z}}``: 2), at most ``limit``."""
+    best, i = 0, 0
+    while i < len(text) and best < limit:
+        op = _POWER_RE.match(text, i)
+        if op is None:
+            i += 1
+            continue
+        end = _exponent_end(text, op.end())
+        if limit > 1:
+            best = max(best, 1 + _power_height(_ungroup(text[op.end() : end]), limit - 1))
+        else:
+            best = 1
+        i = end
+    return best
+
+
+def _log10_value(text: str) -> float | None:
+    """log10 of a positive number or power of numbers (``2^{3^{4}}``); ``None`` for anything else."""
+    text = _ungroup(text)
+    number = _NUMBER_RE.match(text)
+    if number is None or float(number.group()) <= 0:
+        return None
+    base = float(number.group())
+    if number.end() == len(text):
+        return math.log10(base)
+    op = _POWER_RE.match(text, number.end())
+    if op is None or _exponent_end(text, op.end()) != len(text):
+        return None
+    exponent = _log10_value(text[op.end() :])
+    if exponent is None or base <= 1:
+        return None if exponent is None else 0.0
+    return math.inf if exponent > 300 else 10**exponent * math.log10(base)
+
+
+def _power_digits(text: str) -> float:
+    """Largest estimated digit count of a power of literal numbers in ``text`` (0 without one)."""
+    largest = 0.0
+    for op in _POWER_RE.finditer(text):
+        base = re.search(r"(\d+(?:\.\d+)?)\s*\}?\s*$", text[: op.start()])
+        if base is None or float(base.group(1)) in (0.0, 1.0):
+            continue
+        exponent = _log10_value(text[op.end() : _exponent_end(text, op.end())])
+        if exponent is not None:  # a base below 1 gives as many digits in the denominator
+            scale = abs(math.log10(float(base.group(1))))
+            largest = max(largest, math.inf if exponent > 300 else 10**exponent * scale)
+    return largest
+
+
+def screen_answer(answer: str) -> str | None:
+    r"""Why ``answer`` is too big to compare, or ``None`` when it may be compared.
+
+    >>> screen_answer(r"\frac{3}{4}") is None, screen_answer(r"2^{10}") is None
+    (True, True)
+    >>> screen_answer(r"10^{10^{10^{10}}}")
+    'a tower of 3 or more stacked powers'
+    >>> screen_answer("9^{123456789}")
+    'a power with about 117807716 digits'
+    """
+    if len(answer) > MAX_ANSWER_CHARS:
+        return f"longer than {MAX_ANSWER_CHARS} characters"
+    if _nesting(answer) > MAX_NESTING:
+        return f"groups nested deeper than {MAX_NESTING}"
+    if max((len(d) for d in _DIGITS_RE.findall(answer)), default=0) > MAX_DIGITS:
+        return f"a number with more than {MAX_DIGITS} digits"
+    if _power_height(answer) > MAX_POWER_HEIGHT:
+        return f"a tower of {MAX_POWER_HEIGHT + 1} or more stacked powers"
+    digits = _power_digits(answer)
+    if digits > MAX_RESULT_DIGITS:
+        return f"a power with about {digits:.0f} digits"
+    for n in _FACTORIAL_RE.findall(answer):
+        if int(n) > 10_000:
+            return f"the factorial of {n}"
+    return None
+
+
+def _spelling(answer: str) -> str:
+    """The answer with spacing and fraction spellings dropped (to tell repeats from hedges)."""
+    answer = _SPACING_RE.sub("", answer).rstrip(".")
+    return answer.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+
+
+def final_answer(completion: str) -> str | None:
+    r"""The one final answer of ``completion``; ``None`` when there is none or several differ.
+
+    A completion with different answers counts as ``math_hedged``.
+
+    >>> final_answer(r"\boxed{\dfrac{1}{2}} ... so again \boxed{\frac{1}{2}}")
+    '\\frac{1}{2}'
+    >>> final_answer(r"\boxed{3} or \boxed{4}") is None
+    True
+    """
+    answers = [a for a in final_answers(completion) if a]
+    if not answers:
+        return None
+    if len({_spelling(a) for a in answers}) > 1:
+        record("math_hedged")
+        return None
+    return answers[-1]
+
+
 @register("math")
 def math_verifier(
-    completion: str, reference: Any, *, correct: float = 1.0, wrong: float = 0.0
+    completion: str,
+    reference: Any,
+    *,
+    correct: float = 1.0,
+    wrong: float = 0.0,
+    compare_timeout_s: float = DEFAULT_TIMEOUT_S,
+    compare_memory_mb: int = DEFAULT_MEMORY_MB,
+    extract: str = "strict",
 ) -> float:
-    r"""``correct`` if the completion's final answer equals ``reference``, else ``wrong``.
+    r"""``correct`` if the completion's one final answer equals ``reference``, else ``wrong``.
+
+    ``compare_timeout_s`` and ``compare_memory_mb`` bound the comparison (module docstring).
+
+    ``extract="flexible"`` takes the last number in the completion as its answer
+    (:func:`rlvr.rewards.extract.last_number`) instead of the strict rules.
 
     >>> math_verifier(r"Half of 3/2 is \boxed{\dfrac{3}{4}}.", "0.75")
     1.0
@@ -98,8 +300,34 @@ def math_verifier(
     -1.0
     >>> math_verifier("8 is what I would guess without committing.", "8")
     0.0
+    >>> math_verifier(r"\boxed{7} or \boxed{8}", "8"), math_verifier(r"\boxed{9^{9^{9^{9}}}}", "8")
+    (0.0, 0.0)
+    >>> math_verifier("8 is what I would guess, or 8.0", "8", extract="flexible")
+    1.0
     """
-    answer = extract_answer(completion)
-    if answer is None or not answer:
+    answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
+    if answer is None:
         return wrong
-    return correct if answers_match(answer, reference) else wrong
+    if screen_answer(answer) is not None:
+        record("math_rejected")
+        return wrong
+    try:
+        same = call_bounded(
+            answers_match,
+            answer,
+            reference,
+            timeout_s=compare_timeout_s,
+            memory_mb=compare_memory_mb,
+        )
+    except LimitExceeded:
+        record("math_rejected")
+        return wrong
+    return correct if same else wrong
+
+
+def _start_helper() -> None:
+    """Start a comparison helper process (and import SymPy in it) ahead of the first answer."""
+    call_bounded(answers_match, "0", "0")
+
+
+math_verifier.warm_up = _start_helper  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ from typing import Any
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
-from rlvr.rewards.extract import after_think, extract_answer
+from rlvr.rewards.extract import after_think, extract_with
 from rlvr.rewards.registry import register
 
 
@@ -69,10 +69,12 @@ def _task_of(entry: dict[str, Any], task: str | None) -> str:
     return str(source)
 
 
-def gym_answer(completion: str) -> str:
-    """The answer string given to reasoning-gym's scorer."""
-    found = extract_answer(completion)
-    return found if found is not None else after_think(completion).strip()
+def gym_answer(completion: str, extract: str = "strict") -> str | None:
+    """The answer string given to reasoning-gym's scorer (``None``: flexible found no number)."""
+    found = extract_with(completion, extract)
+    if found is None and extract == "strict":
+        return after_think(completion).strip()
+    return found
 
 
 @register("reasoning_gym", spec_arg="task")
@@ -84,17 +86,26 @@ def reasoning_gym_verifier(
     correct: float = 1.0,
     wrong: float = 0.0,
     binary: bool = True,
+    extract: str = "strict",
 ) -> float:
     r"""Score ``completion`` with the reasoning-gym scorer of ``task``.
+
+    ``extract="flexible"`` hands the scorer the completion's last number
+    (:func:`rlvr.rewards.extract.last_number`) instead of the strictly extracted answer.
 
     >>> entry = {"question": "4 - 1 - 7 =", "answer": "-4", "metadata": {"source_dataset": "chain_sum"}}
     >>> reasoning_gym_verifier("<answer>-4</answer>", entry), reasoning_gym_verifier(r"\boxed{5}", entry)
     (1.0, 0.0)
     >>> reasoning_gym_verifier("The answer is -4.", "-4", task="chain_sum", wrong=-1.0)
     1.0
+    >>> reasoning_gym_verifier("4 - 1 - 7 = -4", entry), reasoning_gym_verifier("4 - 1 - 7 = -4", entry, extract="flexible")
+    (0.0, 1.0)
     """
     entry = _entry(reference)
-    raw = float(_score_fn(_task_of(entry, task))(gym_answer(completion), entry))
+    answer = gym_answer(completion, extract)
+    if answer is None:
+        return wrong
+    raw = float(_score_fn(_task_of(entry, task))(answer, entry))
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)

@@ -31,14 +31,13 @@ verifier is asked for.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-VerifierFn = Callable[..., float]
+from rlvr.builtins import available, load_builtin
+from rlvr.rewards.format import with_format
+from rlvr.rewards.verifier import Verifier, VerifierFn
 
 # name -> (function, spec_arg): every verifier registered so far.
 VERIFIERS: dict[str, tuple[VerifierFn, str | None]] = {}
@@ -72,28 +71,6 @@ def register(name: str, *, spec_arg: str | None = None) -> Callable[[VerifierFn]
     return wrap
 
 
-@dataclass(frozen=True)
-class Verifier:
-    """A registered verifier bound to its options; call it like the plain function.
-
-    Picklable (module-level function plus options), so worker processes can run it.
-    """
-
-    spec: str
-    """The spec it was built from, e.g. ``"math+format"``."""
-    fn: VerifierFn
-    """The registered function."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword options bound to ``fn``."""
-    correct_value: float = 1.0
-    """Score of a fully correct completion."""
-    failure_value: float = 0.0
-    """Score of a wrong completion, and of one whose verification failed or timed out."""
-
-    def __call__(self, completion: str, reference: Any) -> float:
-        return float(self.fn(completion, reference, **self.options))
-
-
 def _keyword_defaults(fn: VerifierFn) -> dict[str, Any]:
     """Keyword options of ``fn`` (parameters after the first two) and their defaults."""
     params = list(inspect.signature(fn).parameters.values())[2:]
@@ -103,22 +80,12 @@ def _keyword_defaults(fn: VerifierFn) -> dict[str, Any]:
 
 def available_verifiers() -> list[str]:
     """Every verifier name that :func:`get_verifier` accepts (built-in and registered)."""
-    names = set(VERIFIERS)
-    names.update(n for n, m in BUILTIN_MODULES.items() if _module_exists(m))
-    return sorted(names)
-
-
-def _module_exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+    return available(VERIFIERS, BUILTIN_MODULES)
 
 
 def _lookup(name: str) -> tuple[VerifierFn, str | None]:
     """The registered entry for ``name``, importing its built-in module if needed."""
-    if name not in VERIFIERS and name in BUILTIN_MODULES and _module_exists(BUILTIN_MODULES[name]):
-        importlib.import_module(BUILTIN_MODULES[name])
+    load_builtin(name, VERIFIERS, BUILTIN_MODULES)
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}")
     return VERIFIERS[name]
@@ -187,7 +154,5 @@ def get_verifier(spec: str | Verifier, **options: Any) -> Verifier:
         )
     inner = _bind(name, argument, {k: v for k, v in options.items() if not k.startswith("format_")})
     if "format" in modifiers:
-        from rlvr.rewards.format import with_format
-
         return with_format(inner, **format_options)
     return inner

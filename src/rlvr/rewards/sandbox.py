@@ -1,32 +1,38 @@
 """Run untrusted Python in a child process with resource limits and layered isolation.
 
 :func:`run_untrusted` starts ``python -I -S`` on a program in a fresh working directory and
-returns a :class:`SandboxResult`. The layers, and how far each can be trusted:
+returns a :class:`SandboxResult`. :func:`isolation_mode` names the isolation in use, one of
+:data:`ISOLATION_MODES`:
 
-Always (kernel-enforced wherever the child starts at all):
-  own session and process group; a wall-clock limit after which the group is SIGKILLed and
-  reaped; ``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NOFILE``, no core files; an
-  output cap (stdout and stderr are read incrementally, the run is killed past the cap); a
-  throw-away working directory deleted afterwards; an empty environment apart from ``PATH``,
-  ``HOME``/``TMPDIR`` (the working directory) and a UTF-8 locale; isolated mode (no
-  site-packages, no ``PYTHON*`` variables).
-Where the machine allows (see :func:`isolation_report`; a layer that the probe found working
-is then required, and a run whose set-up fails is reported as ``sandbox_error``):
-  death with the caller (``PR_SET_PDEATHSIG``); a network namespace (no network at all); a
-  PID namespace (the program runs as PID 2 under an init that reaps orphans, and everything
-  left dies with the namespace); a user namespace when not root (needed for the other two);
-  when started as root, a drop to an unprivileged uid (writes only where that uid may write,
-  ``RLIMIT_NPROC`` enforced), keeping only ``CAP_DAC_READ_SEARCH`` when the interpreter lives
-  in a directory that uid cannot read.
-Best effort (a tripwire that deliberately hostile code can defeat):
-  an audit hook inside the child refusing fork/exec/subprocess, signals, sockets, ctypes,
-  sub-interpreters, raising limits, and filesystem changes outside the working directory; a
-  scan of ``/proc`` for processes carrying the run's marker argument after every run.
-Not provided: seccomp filters, a read-only view of the filesystem (without a uid drop the
-program can write wherever the caller can, unless the audit hook stops it; with one it can
-still write to world-writable directories such as ``/tmp``), cgroup memory or process
-accounting, disk quotas (each file is capped, their number is not). ``docs/sandbox.md`` has the
-threat model.
+``bwrap``
+  the program runs inside bubblewrap (``bwrap``, when installed and working): its own user,
+  PID, IPC, UTS and network namespaces, a filesystem holding only read-only binds of the
+  interpreter, its standard library and the system's shared libraries, plus the working
+  directory; started as root, bubblewrap itself runs as the unprivileged ``policy.user``.
+``fallback-landlock``
+  no bubblewrap: the layers below, with Landlock limiting file access to reading the
+  interpreter's files and to the working directory (and, on newer kernels, refusing TCP,
+  abstract Unix sockets and signals to processes outside the run).
+``fallback-uid``
+  no bubblewrap, no Landlock, started as root: the program runs as ``policy.user``, so it
+  reads only what that user may read.
+``fallback-minimal``
+  none of these: the program can read whatever the caller can.
+
+In every mode (kernel-enforced wherever the child starts at all): own session and process
+group; a wall-clock limit after which the group is SIGKILLed and reaped; ``RLIMIT_CPU``,
+``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NOFILE``, no core files; an output cap; a throw-away
+working directory deleted afterwards; an empty environment apart from ``PATH``,
+``HOME``/``TMPDIR`` (the working directory) and a UTF-8 locale; isolated mode (no
+site-packages, no ``PYTHON*`` variables). Without bubblewrap, where the machine allows (see
+:func:`isolation_report`): death with the caller; network and PID namespaces; a user
+namespace when not root; when started as root, a drop to ``policy.user`` with no capability
+kept (an interpreter that user cannot read is replaced by a readable copy, see
+:mod:`rlvr.rewards.interpreter`) and ``RLIMIT_NPROC``. Best effort in every mode: an audit hook
+inside the child (a tripwire for fork/exec, sockets, ctypes, signals and writes outside the
+working directory) and a ``/proc`` scan for processes carrying the run's marker. Not
+provided: seccomp filters, cgroup accounting, disk quotas. ``docs/sandbox.md`` has the threat
+model and what each mode guarantees.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import ast
 import contextlib
 import enum
 import functools
+import logging
 import marshal
 import math
 import os
@@ -51,6 +58,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO
 
+from rlvr.rewards.interpreter import (
+    SYSTEM_PATHS,
+    Runtime,
+    describe,
+    readable_copy,
+    runtime_readable_by_others,
+)
+
 # Exit statuses reserved by the child bootstrap (_sandbox_child.py defines the same numbers);
 # a program that exits with one of them on purpose is classified accordingly.
 EXIT_MEMORY = 251
@@ -58,8 +73,14 @@ EXIT_SETUP = 252
 EXIT_SYNTAX = 253
 MARKER_FLAG = "--rlvr-sandbox="
 """Prefix of the argument that marks every sandboxed process (and its forks) in /proc."""
+ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minimal")
+"""Values of :func:`isolation_mode`, strongest first (``unavailable`` when nothing runs)."""
 
 _READ_CHUNK = 1 << 16
+_DEVICES_READ = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
+_DEVICES_WRITE = ("/dev/null",)
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -102,7 +123,11 @@ class SandboxPolicy:
     audit_hook: bool = True
     """Install the in-interpreter audit hook (tripwire for fork/exec, sockets, ctypes, writes)."""
     python: str = ""
-    """Interpreter that runs the program; empty means ``sys.executable``."""
+    """Interpreter that runs the program; empty means this process's (``sys.executable``)."""
+    bubblewrap: bool = True
+    """Run the program inside bubblewrap when it is installed and works (needs ``namespaces``)."""
+    landlock: bool = True
+    """Without bubblewrap, limit the program's file access with Landlock where the kernel has it."""
 
 
 class SandboxError(RuntimeError):
@@ -155,22 +180,28 @@ class SandboxResult:
 class IsolationReport:
     """Which layers runs under one policy get on this machine (from :func:`isolation_report`)."""
 
+    mode: str
+    """One of :data:`ISOLATION_MODES`, or ``unavailable`` when the interpreter cannot run."""
+    bubblewrap: bool
+    """The program runs inside bubblewrap."""
     network_namespace: bool
     """Own network namespace: no interfaces but a down loopback."""
     pid_namespace: bool
     """Own PID namespace: the program's processes die with it."""
     user_namespace: bool
-    """Own user namespace (used when not root, to be allowed the other namespaces)."""
+    """Own user namespace (bubblewrap's, or ours when not root, to be allowed the other two)."""
     uid_drop: bool
-    """The program runs as the policy's unprivileged user (only when started as root)."""
-    read_capability: bool
-    """The uid drop keeps CAP_DAC_READ_SEARCH because the interpreter is not world-readable."""
+    """The program runs as the policy's unprivileged user, with no capability."""
+    landlock: bool
+    """Landlock limits file access to reading the interpreter's files and the working directory."""
     process_limit: bool
     """RLIMIT_NPROC is in force (it needs a dedicated non-root uid)."""
     audit_hook: bool
     """The in-interpreter audit hook is installed."""
     parent_death_signal: bool
-    """The run is SIGKILLed if the calling process dies (``PR_SET_PDEATHSIG``)."""
+    """The run is SIGKILLed if the calling process dies."""
+    python: str = ""
+    """The interpreter that runs programs."""
     isolated_interpreter: bool = True
     """``python -I -S``: no site-packages, environment variables or user site."""
     notes: tuple[str, ...] = ()
@@ -179,6 +210,20 @@ class IsolationReport:
     def active(self) -> tuple[str, ...]:
         """Names of the layers in force."""
         return tuple(f.name for f in fields(self) if getattr(self, f.name) is True)
+
+
+@dataclass(frozen=True)
+class _Launcher:
+    """How the bootstrap of a run is started."""
+
+    runtime: Runtime
+    """Interpreter that runs the bootstrap and the program."""
+    bwrap: str | None = None
+    """Path of bubblewrap, or None to start the interpreter directly."""
+    run_as: tuple[int, int] | None = None
+    """uid/gid that bubblewrap is started as (root handing the run to an unprivileged user)."""
+    inner_ids: tuple[int, int] | None = None
+    """uid/gid inside bubblewrap's user namespace when bubblewrap itself stays root."""
 
 
 @functools.cache
@@ -197,24 +242,30 @@ def _rlimits(limits: SandboxLimits) -> dict[str, list[int]]:
     }
 
 
-def _user_ids(policy: SandboxPolicy) -> tuple[int, int] | None:
-    """uid/gid to drop to, or None when no drop is asked for or possible."""
-    if not policy.drop_privileges or os.geteuid() != 0:
-        return None
-    try:
-        entry = pwd.getpwnam(policy.user)
-    except KeyError:
-        return None
-    return entry.pw_uid, entry.pw_gid
+def _user_ids(policy: SandboxPolicy, notes: list[str]) -> tuple[int, int] | None:
+    """uid/gid to drop to, or None when no drop is asked for or possible (with a note why)."""
+    if not policy.drop_privileges:
+        notes.append("uid_drop: disabled by policy")
+    elif os.geteuid() != 0:
+        notes.append("uid_drop: not running as root")
+    else:
+        try:
+            entry = pwd.getpwnam(policy.user)
+        except KeyError:
+            notes.append(f"uid_drop: no user {policy.user!r}")
+        else:
+            return entry.pw_uid, entry.pw_gid
+    return None
 
 
-def _child_env(workdir: str) -> dict[str, str]:
+def _child_env(workdir: str, runtime: Runtime) -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": workdir,
         "TMPDIR": workdir,
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
+        **runtime.env,
     }
 
 
@@ -354,14 +405,13 @@ def _kill_and_reap(pid: int, marker: str) -> tuple[int, float]:
 
 
 def _classify(
-    reason: str | None, status: int, cpu_s: float, limits: SandboxLimits
+    reason: str | None, exit_code: int | None, sig: int | None, cpu_s: float, limits: SandboxLimits
 ) -> SandboxStatus:
     if reason == "output":
         return SandboxStatus.OUTPUT_LIMIT
     if reason == "timeout":
         return SandboxStatus.TIMEOUT
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+    if sig is not None:
         cpu_hit = cpu_s >= max(1, math.ceil(limits.cpu_time_s)) - 0.05
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_hit):
             return SandboxStatus.TIMEOUT
@@ -372,11 +422,18 @@ def _classify(
         EXIT_SETUP: SandboxStatus.SANDBOX_ERROR,
         EXIT_SYNTAX: SandboxStatus.SYNTAX_ERROR,
     }
-    return by_code.get(os.WEXITSTATUS(status), SandboxStatus.ERROR)
+    return by_code.get(exit_code, SandboxStatus.ERROR)
 
 
-def _temp_file(data: str) -> IO[bytes]:
-    f = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it
+def _exit_of(status: int) -> tuple[int | None, int | None]:
+    """(exit code, signal) of a wait status."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    return os.WEXITSTATUS(status), None
+
+
+def _temp_file(data: str, directory: str | None = None) -> IO[bytes]:
+    f = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - the caller closes it
     f.write(data.encode("utf-8"))
     f.seek(0)
     return f
@@ -399,21 +456,51 @@ def _sandbox_error(message: str, started: float) -> SandboxResult:
     )
 
 
+def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
+    """bubblewrap's options: fresh namespaces, the interpreter's files read-only, the workdir
+    the only writable place."""
+    assert launcher.bwrap is not None
+    argv = [launcher.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+    argv += ["--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    if launcher.inner_ids is not None:
+        argv += ["--uid", str(launcher.inner_ids[0]), "--gid", str(launcher.inner_ids[1])]
+    elif launcher.run_as is None and os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+    hidden = []
+    for path in launcher.runtime.read_paths:
+        if os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib
+            argv += ["--symlink", os.readlink(path), path]
+            continue
+        argv += ["--ro-bind", path, path]
+        if path not in SYSTEM_PATHS:  # the standard library without installed packages
+            hidden += [os.path.join(path, d) for d in _PACKAGE_DIRS]
+    for path in filter(os.path.isdir, hidden):
+        argv += ["--tmpfs", path, "--remount-ro", path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", workdir, workdir, "--chdir", workdir]
+    # Nothing but the working directory is writable: not the root tmpfs, not /dev (or /dev/shm).
+    return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--"]
+
+
 def _spawn(
-    python: str, cfg: dict, stdin_fd: int, stdout_fd: int, stderr_fd: int, marker: str
+    launcher: _Launcher, cfg: dict, stdin_fd: int, stdout_fd: int, stderr_fd: int, marker: str
 ) -> int:
     """Start the bootstrap in its own session; returns its pid."""
-    argv = [python, "-I", "-S", "-X", "utf8", "-c", _child_source(), MARKER_FLAG + marker]
-    argv.append(marshal.dumps(cfg).hex())
+    python = [launcher.runtime.python, "-I", "-S", "-X", "utf8", "-c", _child_source()]
+    python += [MARKER_FLAG + marker, marshal.dumps(cfg).hex()]
+    argv = python if launcher.bwrap is None else [*_bwrap_argv(launcher, cfg["workdir"]), *python]
+    ids = launcher.run_as
     proc = subprocess.Popen(
         argv,
         stdin=stdin_fd,
         stdout=stdout_fd,
         stderr=stderr_fd,
-        pass_fds=(cfg["code_fd"],),
+        pass_fds=(cfg["code_fd"], cfg["report_fd"]),
         cwd=cfg["workdir"],
-        env=_child_env(cfg["workdir"]),
+        env=_child_env(cfg["workdir"], launcher.runtime),
         start_new_session=True,
+        user=None if ids is None else ids[0],
+        group=None if ids is None else ids[1],
+        extra_groups=None if ids is None else [],
     )
     proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
     return proc.pid
@@ -430,57 +517,88 @@ def _give_to(owner: tuple[int, int] | None, workdir: str, *fds: int) -> None:
             os.fchown(fd, *owner)
 
 
+def _owner(launcher: _Launcher, cfg: dict) -> tuple[int, int] | None:
+    """The uid/gid the program's files belong to on the host, when not the caller's."""
+    if launcher.run_as is not None:
+        return launcher.run_as
+    return None if cfg["uid"] is None else (cfg["uid"], cfg["gid"])
+
+
 def _execute(
-    source: str, stdin: str, limits: SandboxLimits, cfg: dict, python: str
+    source: str, stdin: str, limits: SandboxLimits, cfg: dict, launcher: _Launcher
 ) -> SandboxResult:
     """Run one child with ``cfg`` (bootstrap config minus fds and directory) and collect it."""
     started = time.monotonic()
     workdir = os.path.realpath(tempfile.mkdtemp(prefix="rlvr-sandbox-"))
     try:
-        with _temp_file(source) as code_f, _temp_file(stdin) as stdin_f:
+        # stdin lives unnamed in the working directory, so /dev/stdin reopens under Landlock
+        with _temp_file(source) as code_f, _temp_file(stdin, workdir) as stdin_f:
             cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": workdir}
-            return _launch(python, cfg, stdin_f.fileno(), limits, started)
+            if cfg["landlock"] is not None:
+                cfg["landlock"] = {**cfg["landlock"], "write": [workdir, *_DEVICES_WRITE]}
+            return _launch(launcher, cfg, stdin_f.fileno(), limits, started)
     finally:
         _remove_tree(workdir)
 
 
 def _launch(
-    python: str, cfg: dict, stdin_fd: int, limits: SandboxLimits, started: float
+    launcher: _Launcher, cfg: dict, stdin_fd: int, limits: SandboxLimits, started: float
 ) -> SandboxResult:
-    owner = None if cfg["uid"] is None else (cfg["uid"], cfg["gid"])
     marker = secrets.token_hex(12)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    report_r, report_w = os.pipe()
     try:
         try:
-            _give_to(owner, cfg["workdir"], stdin_fd, out_w, err_w)
-            pid = _spawn(python, cfg, stdin_fd, out_w, err_w, marker)
+            _give_to(_owner(launcher, cfg), cfg["workdir"], stdin_fd, out_w, err_w)
+            pid = _spawn(launcher, {**cfg, "report_fd": report_w}, stdin_fd, out_w, err_w, marker)
         except OSError as exc:
             return _sandbox_error(
-                f"could not start the sandboxed program with {python}: {exc}", started
+                f"could not start the sandboxed program with {launcher.runtime.python}: {exc}",
+                started,
             )
         finally:
-            os.close(out_w)  # the child holds its own copies; EOF comes when it is done
-            os.close(err_w)
-        return _finish(pid, out_r, err_r, marker, limits, started)
+            for fd in (out_w, err_w, report_w):  # the child holds its own copies
+                os.close(fd)
+        return _finish(pid, (out_r, err_r, report_r), marker, limits, started)
     finally:
-        os.close(out_r)
-        os.close(err_r)
+        for fd in (out_r, err_r, report_r):
+            os.close(fd)
+
+
+def _report(fd: int) -> tuple[bool, tuple[int, float] | None]:
+    """(the bootstrap started, the supervisor's (wait status, CPU s) if it wrote them)."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 64):
+            data += chunk
+    if len(data) != 13:
+        return data[:1] == b"1", None
+    status, cpu_us = int.from_bytes(data[1:5], "little"), int.from_bytes(data[5:], "little")
+    return True, (status, cpu_us / 1e6)
 
 
 def _finish(
-    pid: int, stdout_fd: int, stderr_fd: int, marker: str, limits: SandboxLimits, started: float
+    pid: int, fds: tuple[int, int, int], marker: str, limits: SandboxLimits, started: float
 ) -> SandboxResult:
+    stdout_fd, stderr_fd, report_fd = fds
     out = _Output(limits.output_bytes)
     try:
         reason = _collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
     finally:
         status, cpu_s = _kill_and_reap(pid, marker)
-    signaled = os.WIFSIGNALED(status)
+    started_ok, supervised = _report(report_fd)
+    if supervised is not None:  # under bubblewrap: the program's own status and CPU time
+        status, cpu_s = supervised
+    exit_code, sig = _exit_of(status)
+    verdict = _classify(reason, exit_code, sig, cpu_s, limits)
+    if not started_ok and reason is None:  # the bootstrap never ran: the sandbox failed
+        verdict = SandboxStatus.SANDBOX_ERROR
     return SandboxResult(
-        status=_classify(reason, status, cpu_s, limits),
-        exit_code=None if signaled else os.WEXITSTATUS(status),
-        signal=os.WTERMSIG(status) if signaled else None,
+        status=verdict,
+        exit_code=exit_code,
+        signal=sig,
         stdout=out.data[True].decode("utf-8", errors="replace"),
         stderr=out.data[False].decode("utf-8", errors="replace"),
         output_truncated=out.over,
@@ -495,30 +613,43 @@ _PROBE_LIMITS = SandboxLimits(wall_time_s=20.0, cpu_time_s=10.0, memory_mb=512)
 _NAMESPACE_KEYS = ("user_namespace", "network_namespace", "pid_namespace")
 
 
-def _probe_config(
-    policy: SandboxPolicy, namespaces: dict[str, bool], ids: tuple[int, int] | None, keep_read: bool
+def _config(
+    policy: SandboxPolicy,
+    launcher: _Launcher,
+    limits: SandboxLimits,
+    *,
+    namespaces: dict[str, bool] | None = None,
+    ids: tuple[int, int] | None = None,
+    landlock: bool = False,
+    probe: bool = False,
 ) -> dict:
+    """Bootstrap config (without the per-run fds and directory)."""
+    namespaces = namespaces or dict.fromkeys(_NAMESPACE_KEYS, False)
+    in_bwrap = launcher.bwrap is not None
     cfg = {
-        "probe": True,
+        "probe": probe,
         "userns": namespaces["user_namespace"],
         "netns": namespaces["network_namespace"],
         "pidns": namespaces["pid_namespace"],
         "uid": ids[0] if ids else None,
         "gid": ids[1] if ids else None,
-        "keep_read": keep_read,
-        "rlimits": _rlimits(_PROBE_LIMITS),
+        "rlimits": _rlimits(limits),
         "hook": policy.audit_hook,
-        "pdeathsig": True,
+        "pdeathsig": not in_bwrap,  # bubblewrap's --die-with-parent covers it
         "parent": os.getpid(),
+        "prctl": True,
+        "landlock": {"read": [*launcher.runtime.read_paths, *_DEVICES_READ]} if landlock else None,
+        "unset_env": [*launcher.runtime.env, *(["PWD"] if in_bwrap else [])],
+        "supervise": in_bwrap,
     }
-    if ids:
-        cfg["nproc"] = [_PROBE_LIMITS.processes] * 2
+    if ids is not None or launcher.run_as is not None:
+        cfg["nproc"] = [limits.processes] * 2
     return cfg
 
 
-def _probe(policy: SandboxPolicy, cfg: dict) -> dict[str, object]:
+def _probe(launcher: _Launcher, cfg: dict) -> dict[str, object]:
     """Run the bootstrap in probe mode; its report maps each step to True or an error string."""
-    result = _execute("", "", _PROBE_LIMITS, cfg, policy.python or sys.executable)
+    result = _execute("", "", _PROBE_LIMITS, cfg, launcher)
     lines = result.stdout.strip().splitlines()
     try:
         return dict(ast.literal_eval(lines[-1]))
@@ -528,81 +659,196 @@ def _probe(policy: SandboxPolicy, cfg: dict) -> dict[str, object]:
         }
 
 
-def _notes(report: dict[str, object]) -> list[str]:
-    return [f"{key}: {value}" for key, value in report.items() if value is not True]
+def _notes(report: dict[str, object], label: str = "") -> list[str]:
+    return [f"{label}{key}: {value}" for key, value in report.items() if value is not True]
 
 
-def _probe_uid_drop(
-    policy: SandboxPolicy, namespaces: dict[str, bool], notes: list[str]
-) -> tuple[bool, bool, bool]:
-    """(uid drop works, it needs CAP_DAC_READ_SEARCH, RLIMIT_NPROC works)."""
-    ids = _user_ids(policy)
-    if ids is None:
-        notes.append(
-            "uid_drop: "
-            + (
-                "disabled by policy"
-                if not policy.drop_privileges
-                else "not running as root"
-                if os.geteuid()
-                else f"no user {policy.user!r}"
+def _usable(report: dict[str, object], *steps: str) -> bool:
+    return all(report.get(step) is True for step in ("usable", *steps))
+
+
+def _bwrap_launchers(
+    bwrap: str, base: Runtime, ids: tuple[int, int] | None, readable: Runtime | None
+) -> list[tuple[str, _Launcher]]:
+    """Ways to start bubblewrap, best first: as the unprivileged user, else as the caller."""
+    launchers = []
+    if ids is not None and readable is not None:
+        launchers.append(("as the unprivileged user", _Launcher(readable, bwrap, run_as=ids)))
+    launchers.append(("as the caller", _Launcher(base, bwrap, inner_ids=ids)))
+    return launchers
+
+
+def _try_bwrap(
+    policy: SandboxPolicy,
+    base: Runtime,
+    ids: tuple[int, int] | None,
+    readable: Runtime | None,
+    notes: list[str],
+) -> tuple[_Launcher, IsolationReport] | None:
+    bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
+    if bwrap is None:
+        notes.append("bubblewrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+        return None
+    for label, launcher in _bwrap_launchers(bwrap, base, ids, readable):
+        report = _probe(launcher, _config(policy, launcher, _PROBE_LIMITS, probe=True))
+        if _usable(report, "rlimits", "no_new_privs"):
+            isolation = IsolationReport(
+                mode="bwrap",
+                bubblewrap=True,
+                network_namespace=True,
+                pid_namespace=True,
+                user_namespace=True,
+                uid_drop=launcher.run_as is not None,
+                landlock=False,
+                process_limit=report.get("process_limit") is True,
+                audit_hook=policy.audit_hook and report.get("audit_hook") is True,
+                parent_death_signal=True,
+                python=launcher.runtime.python,
+                notes=tuple(notes),
             )
-        )
-        return False, False, False
-    for keep_read in (False, True):
-        report = _probe(policy, _probe_config(policy, namespaces, ids, keep_read))
-        if report.get("uid_drop_usable") is True:
-            return True, keep_read, report.get("process_limit") is True
-        notes.extend(
-            f"{'with' if keep_read else 'without'} read capability: {n}" for n in _notes(report)
-        )
-    return False, False, False
+            return launcher, isolation
+        notes.extend(_notes(report, f"bubblewrap {label}: "))
+    return None
 
 
-@functools.lru_cache(maxsize=16)
-def isolation_report(policy: SandboxPolicy = DEFAULT_POLICY) -> IsolationReport:
-    """Probe (once per policy and process) which isolation layers work on this machine.
-
-    Runs the child bootstrap in probe mode: every requested layer is attempted and the ones
-    that fail are left out of later runs (and listed in ``notes``).
-    """
+def _fallback(
+    policy: SandboxPolicy,
+    base: Runtime,
+    ids: tuple[int, int] | None,
+    readable: Runtime | None,
+    notes: list[str],
+) -> tuple[_Launcher, IsolationReport]:
+    """The strongest working combination of namespaces, uid drop and Landlock."""
     wanted = {
         "user_namespace": policy.namespaces and os.geteuid() != 0,
         "network_namespace": policy.namespaces,
         "pid_namespace": policy.namespaces,
     }
-    base = _probe(policy, _probe_config(policy, wanted, None, False))
-    namespaces = {key: wanted[key] and base.get(key) is True for key in _NAMESPACE_KEYS}
-    notes = _notes(base) if policy.namespaces else ["namespaces: disabled by policy"]
-    drop, keep_read, nproc = _probe_uid_drop(policy, namespaces, notes)
-    return IsolationReport(
+    caller = _Launcher(base)
+    first = _probe(caller, _config(policy, caller, _PROBE_LIMITS, namespaces=wanted, probe=True))
+    namespaces = {key: wanted[key] and first.get(key) is True for key in _NAMESPACE_KEYS}
+    notes.extend(_notes(first) if policy.namespaces else ["namespaces: disabled by policy"])
+    landlock_choices = (True, False) if policy.landlock else (False,)
+    choices = [(readable, ids, ll) for ll in landlock_choices if ids and readable]
+    choices += [(base, None, ll) for ll in landlock_choices]
+    for runtime, drop, landlock in choices:
+        launcher = _Launcher(runtime)
+        if drop is None and not landlock:
+            report = first
+        else:
+            options = {"namespaces": namespaces, "ids": drop, "landlock": landlock, "probe": True}
+            report = _probe(launcher, _config(policy, launcher, _PROBE_LIMITS, **options))
+        steps = (("uid_drop",) if drop else ()) + (
+            ("landlock", "landlock_denies") if landlock else ()
+        )
+        if _usable(report, *steps) or (drop is None and not landlock):
+            break
+        notes.extend(_notes(report, "uid drop: " if drop else "landlock: "))
+    mode = "fallback-landlock" if landlock else "fallback-uid" if drop else "fallback-minimal"
+    isolation = IsolationReport(
+        mode=mode,
+        bubblewrap=False,
         **namespaces,
-        uid_drop=drop,
-        read_capability=keep_read,
-        process_limit=nproc,
-        audit_hook=policy.audit_hook and base.get("audit_hook") is True,
-        parent_death_signal=base.get("parent_death_signal") is True,
+        uid_drop=drop is not None,
+        landlock=landlock,
+        process_limit=report.get("process_limit") is True,
+        audit_hook=policy.audit_hook and report.get("audit_hook") is True,
+        parent_death_signal=report.get("parent_death_signal") is True,
+        python=runtime.python,
         notes=tuple(notes),
     )
+    return launcher, isolation
 
 
-def _run_config(limits: SandboxLimits, policy: SandboxPolicy, report: IsolationReport) -> dict:
-    ids = _user_ids(policy) if report.uid_drop else None
-    cfg = {
-        "probe": False,
-        "userns": report.user_namespace,
-        "netns": report.network_namespace,
-        "pidns": report.pid_namespace,
-        "uid": ids[0] if ids else None,
-        "gid": ids[1] if ids else None,
-        "keep_read": report.read_capability,
-        "rlimits": _rlimits(limits),
-        "hook": policy.audit_hook,
-        "pdeathsig": report.parent_death_signal,
-        "parent": os.getpid(),
-    }
-    if ids and report.process_limit:
-        cfg["nproc"] = [limits.processes] * 2
+def _runtimes(
+    policy: SandboxPolicy, ids: tuple[int, int] | None, notes: list[str]
+) -> tuple[Runtime, Runtime | None]:
+    """The caller's interpreter, and one the unprivileged user can read (None if none)."""
+    base = describe(os.path.realpath(policy.python or sys.executable))
+    if ids is None or runtime_readable_by_others(base):
+        return base, base if ids is not None else None
+    try:
+        return base, readable_copy(base)
+    except OSError as exc:
+        notes.append(
+            f"uid_drop: {base.python} is not readable by {policy.user!r} and no copy: {exc}"
+        )
+        return base, None
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(policy: SandboxPolicy) -> tuple[_Launcher | None, IsolationReport]:
+    notes: list[str] = []
+    ids = _user_ids(policy, notes)
+    try:
+        base, readable = _runtimes(policy, ids, notes)
+    except OSError as exc:
+        off = dict.fromkeys(("bubblewrap", *_NAMESPACE_KEYS, "uid_drop", "landlock"), False)
+        report = IsolationReport(
+            mode="unavailable",
+            **off,
+            process_limit=False,
+            audit_hook=False,
+            parent_death_signal=False,
+            python=policy.python or sys.executable,
+            notes=(*notes, f"interpreter: {exc}"),
+        )
+        return None, report
+    planned = None
+    if policy.bubblewrap and policy.namespaces:
+        planned = _try_bwrap(policy, base, ids, readable, notes)
+    elif policy.bubblewrap:
+        notes.append("bubblewrap: needs namespaces, disabled by policy")
+    launcher, report = planned or _fallback(policy, base, ids, readable, notes)
+    logger.info("sandbox isolation: %s (%s)", report.mode, ", ".join(report.active()))
+    for note in report.notes:
+        logger.debug("sandbox isolation note: %s", note)
+    return launcher, report
+
+
+def isolation_report(policy: SandboxPolicy = DEFAULT_POLICY) -> IsolationReport:
+    """Probe (once per policy and process) which isolation layers work on this machine.
+
+    Runs the child bootstrap in probe mode under bubblewrap and, failing that, with every
+    requested layer; the layers that fail are left out of later runs (and listed in
+    ``notes``). The result is logged once, at INFO level.
+    """
+    return _plan(policy)[1]
+
+
+def isolation_mode(policy: SandboxPolicy = DEFAULT_POLICY) -> str:
+    """The isolation runs under ``policy`` get here: one of :data:`ISOLATION_MODES`.
+
+    Record it once per training or evaluation run.
+    """
+    return isolation_report(policy).mode
+
+
+def isolation_level(mode: str) -> int:
+    """A number for ``mode`` to log as a metric: 4 ``bwrap`` ... 1 ``fallback-minimal``, 0 ``unavailable``."""
+    return len(ISOLATION_MODES) - ISOLATION_MODES.index(mode) if mode in ISOLATION_MODES else 0
+
+
+def sandbox_isolation(verifier_spec: str) -> str | None:
+    """The isolation mode a verifier spec's programs run under, or ``None`` when it runs none."""
+    from rlvr.rewards.registry import parse_spec
+
+    return isolation_mode() if parse_spec(verifier_spec)[0] == "code" else None
+
+
+def _run_config(
+    limits: SandboxLimits, policy: SandboxPolicy, launcher: _Launcher, report: IsolationReport
+) -> dict:
+    namespaces = {key: getattr(report, key) and launcher.bwrap is None for key in _NAMESPACE_KEYS}
+    ids = None
+    if report.uid_drop and launcher.bwrap is None:
+        ids = _user_ids(policy, [])
+    cfg = _config(
+        policy, launcher, limits, namespaces=namespaces, ids=ids, landlock=report.landlock
+    )
+    cfg["pdeathsig"] = cfg["pdeathsig"] and report.parent_death_signal
+    if not report.process_limit:
+        cfg.pop("nproc", None)
     return cfg
 
 
@@ -624,6 +870,9 @@ def run_untrusted(
     >>> run_untrusted("while True: pass", limits=SandboxLimits(wall_time_s=0.5)).status.value
     'timeout'
     """
-    report = isolation_report(policy)
-    cfg = _run_config(limits, policy, report)
-    return _execute(source, stdin, limits, cfg, policy.python or sys.executable)
+    started = time.monotonic()
+    launcher, report = _plan(policy)
+    if launcher is None:
+        return _sandbox_error(f"no interpreter to run the program: {report.notes[-1]}", started)
+    cfg = _run_config(limits, policy, launcher, report)
+    return _execute(source, stdin, limits, cfg, launcher)

@@ -9,8 +9,12 @@ batch.
 ``workers=0`` scores in the calling thread (any thread: the limit is enforced by
 :func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
 call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
-over cores and makes the limit hard: a SymPy expression such as ``9^{9^{9}}`` that would
-never return is cut off. Workers are fresh Python interpreters in their own session,
+over cores and makes the limit hard: a verifier stuck in a C call that would never return
+is cut off. (The ``math`` verifier bounds its own SymPy work, see :mod:`rlvr.rewards.math`.)
+Before the first completion, the scorer calls :meth:`Verifier.warm_up` (in each worker), so
+that helpers a verifier starts lazily are not charged to a completion's time limit. Events a
+verifier records (:mod:`rlvr.rewards.events`) are collected per completion into
+:attr:`Scores.events`. Workers are fresh Python interpreters in their own session,
 started on first use and reused across calls; one that overruns ``timeout_s +
 kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
 to them pickled, so its function must be importable by module path (not defined in
@@ -35,8 +39,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, NamedTuple
 
+from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.timeout import VerifierTimeout, time_limit
 
@@ -74,6 +79,9 @@ class Scores:
     """Per completion: ``"ok"``, ``"error"`` (the verifier raised) or ``"timeout"``."""
     errors: list[str | None] = field(default_factory=list)
     """Per completion: the error message, or ``None``."""
+    events: list[dict[str, int]] = field(default_factory=list)
+    """Per completion: what its verifier counted (:mod:`rlvr.rewards.events`), e.g.
+    ``{"asserts_in_process": 2}``; empty when nothing was recorded."""
 
     @property
     def failures(self) -> int:
@@ -85,28 +93,50 @@ class Scores:
         """Completions whose verifier ran out of time."""
         return self.status.count(TIMEOUT)
 
+    def event_count(self, name: str) -> int:
+        """Sum over the batch of the event ``name`` (a key of :data:`rlvr.rewards.events.EVENTS`)."""
+        if name not in EVENTS:
+            raise ValueError(f"unknown verifier event {name!r}; valid: {', '.join(sorted(EVENTS))}")
+        return sum(counts.get(name, 0) for counts in self.events)
+
     def metrics(self) -> dict[str, float]:
-        """``verifier/failures`` and ``verifier/timeouts`` counts for logging."""
-        return {
+        """Counts for logging, always the same keys: ``verifier/failures``,
+        ``verifier/timeouts`` and ``verifier/<event>`` for every event in
+        :data:`rlvr.rewards.events.EVENTS`."""
+        counts = {
             "verifier/failures": float(self.failures),
             "verifier/timeouts": float(self.timeouts),
         }
+        counts.update({f"verifier/{name}": float(self.event_count(name)) for name in EVENTS})
+        return counts
 
 
-def score_one(
-    verifier: Verifier, completion: str, reference: Any, timeout_s: float | None
-) -> tuple[str, float, str | None]:
-    """``(status, value, error)`` for one completion; never raises for verifier errors."""
-    try:
-        with time_limit(timeout_s):
-            value = float(verifier(completion, reference))
-    except VerifierTimeout:
-        return TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s"
-    except Exception as err:  # a verifier bug or bad input must not stop training
-        return ERROR, verifier.failure_value, f"{type(err).__name__}: {err}"
+class Row(NamedTuple):
+    """One scored completion (plain data: it travels back from worker processes)."""
+
+    status: str
+    """``"ok"``, ``"error"`` or ``"timeout"``."""
+    value: float
+    """The score (the failure value when verification failed)."""
+    error: str | None
+    """What went wrong, or ``None``."""
+    events: dict[str, int]
+    """Verifier events counted while scoring it (:data:`rlvr.rewards.events.EVENTS`)."""
+
+
+def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: float | None) -> Row:
+    """One completion's :class:`Row`; never raises for verifier errors."""
+    with counting() as events:
+        try:
+            with time_limit(timeout_s):
+                value = float(verifier(completion, reference))
+        except VerifierTimeout:
+            return Row(TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s", events)
+        except Exception as err:  # a verifier bug or bad input must not stop training
+            return Row(ERROR, verifier.failure_value, f"{type(err).__name__}: {err}", events)
     if not math.isfinite(value):
-        return ERROR, verifier.failure_value, f"non-finite score {value}"
-    return OK, value, None
+        return Row(ERROR, verifier.failure_value, f"non-finite score {value}", events)
+    return Row(OK, value, None, events)
 
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
@@ -114,6 +144,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     verifier, timeout_s = inbox.recv()
+    with contextlib.suppress(Exception):  # a failed warm-up shows again on the first item
+        verifier.warm_up()
     outbox.send("ready")
     while True:
         try:
@@ -126,7 +158,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         try:
             outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
         except Exception:  # an unpicklable result: report it rather than die silently
-            outbox.send((index, ERROR, verifier.failure_value, traceback.format_exc(limit=1)))
+            error = traceback.format_exc(limit=1)
+            outbox.send((index, *Row(ERROR, verifier.failure_value, error, {})))
 
 
 @dataclass(eq=False)
@@ -222,8 +255,8 @@ class _Pool:
         t = self.config.timeout_s
         return math.inf if t is None else t + self.config.kill_grace_s
 
-    def run(self, items: Sequence[tuple[str, Any]]) -> list[tuple[str, float, str | None]]:
-        results: list[tuple[str, float, str | None] | None] = [None] * len(items)
+    def run(self, items: Sequence[tuple[str, Any]]) -> list[Row]:
+        results: list[Row | None] = [None] * len(items)
         pending = deque(range(len(items)))
         while pending or any(w.index is not None for w in self.workers):
             self._dispatch(pending, items)
@@ -246,16 +279,13 @@ class _Pool:
         for conn in wait(list(busy), timeout=min(wait_s, 3600.0)):
             worker = busy[conn]
             try:
-                index, status, value, error = conn.recv()
+                index, *row = conn.recv()
             except (EOFError, OSError):
-                results[worker.index] = (
-                    ERROR,
-                    self.verifier.failure_value,
-                    "verifier worker process died",
-                )
+                message = "verifier worker process died"
+                results[worker.index] = Row(ERROR, self.verifier.failure_value, message, {})
                 self._replace(worker)
                 continue
-            results[index] = (status, value, error)
+            results[index] = Row(*row)
             worker.index, worker.deadline = None, math.inf
 
     def _reap_overdue(self, results: list) -> None:
@@ -263,7 +293,7 @@ class _Pool:
         for worker in list(self.workers):
             if worker.index is not None and now >= worker.deadline:
                 message = f"timed out after {self.config.timeout_s:g} s (worker killed)"
-                results[worker.index] = (TIMEOUT, self.verifier.failure_value, message)
+                results[worker.index] = Row(TIMEOUT, self.verifier.failure_value, message, {})
                 self._replace(worker)
 
     def close(self) -> None:
@@ -298,6 +328,7 @@ class Scorer:
 
     def __init__(self, verifier: Verifier | str, config: ScoringConfig = ScoringConfig()) -> None:
         self._pool: _Pool | None = None
+        self._warm = False
         self.verifier = get_verifier(verifier)
         self.config = config
 
@@ -306,13 +337,23 @@ class Scorer:
             raise ValueError(f"{len(completions)} completions but {len(references)} references")
         items = list(zip(completions, references, strict=True))
         if not items:
-            return Scores(values=[], status=[], errors=[])
+            return Scores(values=[], status=[], errors=[], events=[])
         if self.config.workers == 0:
+            self._warm_up()
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
             rows = self._pool_or_start().run(items)
-        status, values, errors = zip(*rows, strict=True)
-        return Scores(values=list(values), status=list(status), errors=list(errors))
+        status, values, errors, events = zip(*rows, strict=True)
+        return Scores(
+            values=list(values), status=list(status), errors=list(errors), events=list(events)
+        )
+
+    def _warm_up(self) -> None:
+        """Start the verifier's helpers once, outside the per-completion time limit."""
+        if not self._warm:
+            self._warm = True
+            with contextlib.suppress(Exception):  # a failed warm-up shows again when scoring
+                self.verifier.warm_up()
 
     def _pool_or_start(self) -> _Pool:
         if self._pool is None:

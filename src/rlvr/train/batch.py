@@ -140,6 +140,8 @@ class RolloutBatch:
     """[B, T] behaviour-policy log-probs; ``None`` when the batch is used for one update only."""
     ref_logp: torch.Tensor | None = None
     """[B, T] reference-model log-probs; ``None`` when ``kl_coef = 0``."""
+    rollout_logp: torch.Tensor | None = None
+    """[B, T] the sampler's own log-probs of the sampled tokens; ``None`` when it reports none."""
 
     @property
     def size(self) -> int:
@@ -156,6 +158,7 @@ class RolloutBatch:
             group_stats=None if self.group_stats is None else self.group_stats.rows(index),
             old_logp=None if self.old_logp is None else self.old_logp[index],
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
+            rollout_logp=None if self.rollout_logp is None else self.rollout_logp[index],
         )
 
     def to(self, device: torch.device | str) -> RolloutBatch:
@@ -168,6 +171,7 @@ class RolloutBatch:
             group_stats=None if self.group_stats is None else self.group_stats.to(device),
             old_logp=None if self.old_logp is None else self.old_logp.to(device),
             ref_logp=None if self.ref_logp is None else self.ref_logp.to(device),
+            rollout_logp=None if self.rollout_logp is None else self.rollout_logp.to(device),
         )
 
     def trim_responses(self) -> RolloutBatch:
@@ -181,7 +185,15 @@ class RolloutBatch:
             seqs=seqs,
             old_logp=None if self.old_logp is None else self.old_logp[:, :width],
             ref_logp=None if self.ref_logp is None else self.ref_logp[:, :width],
+            rollout_logp=None if self.rollout_logp is None else self.rollout_logp[:, :width],
         )
+
+
+def pad_logp(parts: Sequence[torch.Tensor | None], width: int) -> torch.Tensor | None:
+    """[B, width] rows of ``parts`` ([b, T <= width] each) right-padded with 0; ``None`` if any part is."""
+    if any(p is None for p in parts):
+        return None
+    return torch.cat([torch.nn.functional.pad(p.cpu(), (0, width - p.shape[1])) for p in parts])
 
 
 def split_rows(size: int, parts: int) -> list[torch.Tensor]:

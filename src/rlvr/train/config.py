@@ -52,7 +52,7 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class GymConfig:
-    """Task sets generated from ``reasoning-gym`` when a source reads ``reasoning_gym:<task>``."""
+    """Task sets generated when a source reads ``reasoning_gym:<task>`` or ``code_tasks:<family|all>``."""
 
     train_size: int = 2000
     """Training problems to generate."""
@@ -63,7 +63,7 @@ class GymConfig:
     eval_seed: int | None = None
     """Seed of the held-out set (``None``: ``seed + 1_000_000``, far from the training entries)."""
     config: dict[str, Any] = field(default_factory=dict)
-    """Task options passed to ``reasoning_gym.create_dataset`` (e.g. ``max_terms``)."""
+    """Task options: of ``reasoning_gym.create_dataset`` (e.g. ``max_terms``) or of the code task generator (``max_level``, ``tests``)."""
 
     def __post_init__(self) -> None:
         _check(self.train_size >= 1 and self.eval_size >= 1, "data.gym sizes must be >= 1")
@@ -79,11 +79,11 @@ class DataConfig:
     """Where the prompts come from and how they are turned into model input."""
 
     train: str
-    """Training prompts: a JSONL/Parquet file, a named dataset, a hub name, or ``reasoning_gym:<task>``."""
+    """Training prompts: a JSONL/Parquet file, a named dataset, a hub name, ``reasoning_gym:<task>`` or ``code_tasks:<family|all>``."""
     eval: str | None = None
     """Held-out prompts for periodic evaluation (``None``: no evaluation)."""
     gym: GymConfig = field(default_factory=GymConfig)
-    """Sizes and seed of generated ``reasoning_gym:<task>`` sets (cached under ``$RLVR_CACHE/data``)."""
+    """Sizes and seed of generated ``reasoning_gym:`` / ``code_tasks:`` sets (cached under ``$RLVR_CACHE/data``)."""
     fields: str | None = None
     """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field``."""
     prompt_field: str = "prompt"
@@ -130,7 +130,7 @@ class RewardConfig:
     wrong: float = 0.0
     """Reward of a wrong completion and of a failed verification (``-1`` gives ETR's ``+1/-1``)."""
     options: dict[str, Any] = field(default_factory=dict)
-    """Further verifier options (e.g. ``format_penalty``)."""
+    """Further verifier options (e.g. ``format_penalty``; ``extract: flexible`` scores the last number)."""
     timeout_s: float | None = 10.0
     """Time limit per completion (``None``: none)."""
     workers: int = 0
@@ -171,8 +171,14 @@ class RolloutConfig:
     """Sampler by name: ``lean`` (the KV-cached loop of ``rlvr.generation.lean``), ``hf`` (Hugging Face ``generate``), ``vllm``."""
     sampler_options: dict[str, Any] = field(default_factory=dict)
     """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``), checked against its options class."""
+    importance_correction: Literal["none", "tis"] = "none"
+    """``tis``: weight each token's loss by ``min(exp(train_logp - rollout_logp), importance_cap)`` (a sampler that reports log-probs, e.g. ``vllm``)."""
+    importance_cap: float = 2.0
+    """Cap C of the truncated importance weight of ``importance_correction=tis``."""
     generation_batch_size: int | None = None
     """Sequences per generation call (``None``: the whole round at once)."""
+    overlap_scoring: bool = True
+    """Score each generation call's completions while the next call generates (when ``generation_batch_size`` splits a round)."""
     filter_zero_advantage: bool = False
     """Drop groups whose advantages are all zero before the update (Klear)."""
     dynamic_sampling: bool = False
@@ -196,6 +202,11 @@ class RolloutConfig:
         ):
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
+        _one_of("rollout.importance_correction", self.importance_correction, ("none", "tis"))
+        _check(
+            self.importance_cap > 0,
+            f"rollout.importance_cap must be > 0, got {self.importance_cap}",
+        )
         try:
             sampler_options(self.sampler, **self.sampler_options)
         except (TypeError, ValueError) as err:

@@ -60,6 +60,8 @@ class EvalRecord:
     """Written into the step's row (``eval/avg@4``, ``time/eval``, ...)."""
     scores: dict[str, float]
     """The headline scores kept by step in :attr:`RunResult.evals` (``avg@4``, ``pass@4``)."""
+    report: Any = None
+    """The full evaluation report with per-problem results (RL: an ``EvalReport``), for callbacks."""
 
 
 class Job(Protocol):
@@ -228,6 +230,8 @@ class _Loop:
             title=job.title,
             shown=job.shown,
         )
+        for line in getattr(job, "notes", ()):
+            self.progress.message(line)
         self.notify("on_start", self.start_step)
         row, model_dir = {}, None
         if self.start_step == 0:

@@ -22,6 +22,7 @@ from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
 from rlvr.rewards import Scorer
+from rlvr.rewards.sandbox import isolation_level, sandbox_isolation
 from rlvr.train.config import DataConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set
@@ -72,6 +73,8 @@ class RLRun:
     """Learning-rate schedule (``LambdaLR``)."""
     objective: ObjectiveConfig
     """The policy loss, built once (SFT threshold resolved against ``reward.correct``)."""
+    sandbox: str | None = None
+    """Isolation mode of the code sandbox when the verifier runs programs, else ``None``."""
     title: str = "train"
     """Progress-bar title."""
     shown: Sequence[tuple[str, str]] = SHOWN
@@ -81,6 +84,11 @@ class RLRun:
     def model(self) -> Any:
         """The policy (what the harness checkpoints)."""
         return self.policy
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines the harness prints once at the start."""
+        return [f"code sandbox isolation: {self.sandbox}"] if self.sandbox else []
 
     @property
     def total_steps(self) -> int:
@@ -131,6 +139,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         optimizer=optimizer,
         scheduler=scheduler,
         objective=cfg.loss_config,
+        sandbox=sandbox_isolation(cfg.reward.verifier),
     )
 
 
@@ -171,6 +180,8 @@ def train_step(run: RLRun) -> StepRecord:
     metrics["data/epoch"] = float(run.order.epoch)
     metrics["data/prompts_skipped"] = float(run.train_set.skipped)
     metrics["data/prompts_truncated"] = float(run.train_set.truncated)
+    if run.sandbox is not None:
+        metrics["sandbox/isolation_level"] = float(isolation_level(run.sandbox))
     prompts = [p for rnd in rounds.sampled for p in rnd.prompts]
     return StepRecord(metrics, samples(rounds.sampled, cfg.log.samples_per_step), prompts)
 
@@ -213,7 +224,7 @@ def evaluate(run: RLRun) -> EvalRecord:
     metrics = {f"eval/{k}": v for k, v in scores.items()}
     metrics["time/eval"] = time.perf_counter() - t0
     headline = {k: v for k, v in scores.items() if "@" in k}
-    return EvalRecord(metrics, headline)
+    return EvalRecord(metrics, headline, report)
 
 
 def _eval_due(run: RLRun, step: int) -> bool:

@@ -44,10 +44,24 @@ def _rename(key: str, section: dict[str, Any], name: Any) -> dict[str, Any]:
     return {**section, "name": name}
 
 
+NOT_RUN_CONFIGS = ("pipelines",)
+"""Folders of ``rlvr/configs`` that hold other files than run configurations."""
+
+
 def embedded_configs() -> list[str]:
-    """Names of the configs shipped in ``rlvr/configs``."""
+    """Names of the configs shipped in ``rlvr/configs`` (paper recipes as ``paper/name``)."""
     root = resources.files("rlvr") / "configs"
-    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+    names = []
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name in NOT_RUN_CONFIGS:
+            continue
+        if entry.is_dir():
+            names += [
+                f"{entry.name}/{p.name[:-5]}" for p in entry.iterdir() if p.name.endswith(".yaml")
+            ]
+        elif entry.name.endswith(".yaml"):
+            names.append(entry.name[:-5])
+    return sorted(names)
 
 
 def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -9,11 +9,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
+from rlvr.data.code_tasks import code_task_rows, keys_in
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -69,35 +70,59 @@ def build_prompt_set(rows: Sequence[Any], tokenizer, cfg: DataConfig, *, source:
 
 
 GYM_PREFIX = "reasoning_gym:"
+CODE_PREFIX = "code_tasks:"
+GENERATED = {GYM_PREFIX: "reasoning_gym", CODE_PREFIX: "code_tasks"}
+"""Prefixes of generated sources -> the field mapping their rows load with."""
+
+
+def _generated(source: str | None) -> str | None:
+    """The prefix of a generated source (``reasoning_gym:``, ``code_tasks:``), else ``None``."""
+    return next((p for p in GENERATED if source and source.startswith(p)), None)
 
 
 def gym_files(cfg: DataConfig) -> dict[str, Path]:
-    """``{"train": path, "eval": path}`` of the generated sets for ``reasoning_gym:<task>`` sources.
+    """``{"train": path, "eval": path}`` of the generated sets (``reasoning_gym:<task>``, ``code_tasks:<family>``).
 
     The held-out set is generated first (seed ``data.gym.eval_seed``); the training set
-    then skips every held-out question. Files are cached under ``$RLVR_CACHE/data`` by
-    task, size, seed, options and exclusions, each written once (atomically).
+    then skips every held-out question (for code tasks: every held-out problem, however
+    worded). Files are cached under ``$RLVR_CACHE/data`` by task, size, seed, options
+    and exclusions, each written once (atomically).
     """
     gym, out = cfg.gym, {}
-    if cfg.eval is not None and cfg.eval.startswith(GYM_PREFIX):
+    eval_prefix, train_prefix = _generated(cfg.eval), _generated(cfg.train)
+    if eval_prefix is not None:
         out["eval"] = _gym_file(
-            cfg.eval[len(GYM_PREFIX) :], gym.eval_size, gym.held_out_seed, gym.config, None
+            eval_prefix,
+            cfg.eval[len(eval_prefix) :],
+            gym.eval_size,
+            gym.held_out_seed,
+            gym.config,
+            None,
         )
-    if cfg.train.startswith(GYM_PREFIX):
+    if train_prefix is not None:
+        exclude = out.get("eval") if eval_prefix == train_prefix else None
         out["train"] = _gym_file(
-            cfg.train[len(GYM_PREFIX) :], gym.train_size, gym.seed, gym.config, out.get("eval")
+            train_prefix,
+            cfg.train[len(train_prefix) :],
+            gym.train_size,
+            gym.seed,
+            gym.config,
+            exclude,
         )
     return out
 
 
-def _gym_file(task: str, size: int, seed: int, config: dict, exclude: Path | None) -> Path:
+def _gym_file(
+    prefix: str, task: str, size: int, seed: int, config: dict, exclude: Path | None
+) -> Path:
     """The cached JSONL of ``size`` problems of ``task``, none of whose questions is in ``exclude``."""
     key = json.dumps([task, size, seed, config, exclude.name if exclude else None], sort_keys=True)
+    stem = task if prefix == GYM_PREFIX else f"{GENERATED[prefix]}-{task}"
     path = (
-        _cache_dir() / f"{task}-n{size}-s{seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.jsonl"
+        _cache_dir() / f"{stem}-n{size}-s{seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.jsonl"
     )
     if not path.exists():
-        _write_atomic(path, task, size, seed, config, [exclude] if exclude else [])
+        _write_atomic(path, prefix, task, size, seed, config, [exclude] if exclude else [])
     return path
 
 
@@ -106,23 +131,27 @@ def _cache_dir() -> Path:
 
 
 def _write_atomic(
-    path: Path, task: str, size: int, seed: int, config: dict, exclude: list[Path]
+    path: Path, prefix: str, task: str, size: int, seed: int, config: dict, exclude: list[Path]
 ) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    rows = gym_rows(task, size=size, seed=seed, config=config, exclude=questions_in(exclude))
+    if prefix == CODE_PREFIX:
+        rows = code_task_rows(task, size=size, seed=seed, config=config, exclude=keys_in(exclude))
+    else:
+        rows = gym_rows(task, size=size, seed=seed, config=config, exclude=questions_in(exclude))
     write_jsonl(rows, tmp)
     os.replace(tmp, path)
 
 
 def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
-    """The ``train`` or ``eval`` prompts of ``cfg`` (file, dataset or ``reasoning_gym:<task>``)."""
+    """The ``train`` or ``eval`` prompts of ``cfg`` (file, dataset, ``reasoning_gym:<task>``, ``code_tasks:<family>``)."""
     source = cfg.train if role == "train" else cfg.eval
     limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
     if source is None:
         raise ValueError(f"data.{role} is not set")
     fields_name = cfg.fields
-    if source.startswith(GYM_PREFIX):
-        source, fields_name = str(gym_files(cfg)[role]), fields_name or "reasoning_gym"
+    prefix = _generated(source)
+    if prefix is not None:
+        source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
     fields = fields_name or FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
     rows = load_examples(source, fields=fields, split=cfg.split, template=cfg.template, limit=limit)
     return build_prompt_set(rows, tokenizer, cfg, source=source)
@@ -138,10 +167,19 @@ class SFTExample:
     """Target tokens, ending with EOS."""
 
 
+class SFTExamples(NamedTuple):
+    """Tokenised SFT pairs and how many rows were dropped."""
+
+    examples: list[SFTExample]
+    """Usable pairs, in file order."""
+    skipped: int
+    """Rows longer than ``max_tokens`` or with an empty prompt."""
+
+
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
-) -> tuple[list[SFTExample], int]:
-    """``(examples, skipped)``: prompt/response pairs tokenised; rows over ``max_tokens`` are skipped."""
+) -> SFTExamples:
+    """Prompt/response pairs tokenised; rows over ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
     rows = load_examples(source, fields=fields, limit=limit)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
@@ -168,7 +206,7 @@ def load_sft_examples(
         )
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
-    return out, skipped
+    return SFTExamples(out, skipped)
 
 
 class IndexSampler:

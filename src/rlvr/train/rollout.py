@@ -4,7 +4,9 @@ Order of operations (each line a function below):
 
 1. ``sample_round``: draw ``prompts_per_step`` prompts, generate G completions each with
    the run's sampler (``rollout.sampler``, after pushing the policy's weights to it), and
-   score them with the verifier.
+   score them with the verifier; when ``rollout.generation_batch_size`` splits the round
+   into chunks, chunk i is scored (in the verifier's worker processes) while chunk i + 1
+   is generated.
 2. Dynamic sampling (DAPO): keep only groups whose rewards differ and draw further
    rounds until ``prompts_per_step`` groups are kept or ``max_sampling_rounds`` is hit.
 3. ``assemble``: advantages and group statistics over the whole, unfiltered batch
@@ -19,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -26,13 +30,14 @@ import torch
 
 from rlvr.advantages import compute_advantages, zero_advantage_groups
 from rlvr.generation import Sampler
-from rlvr.rewards import Scorer
+from rlvr.rewards import Scorer, Scores
 from rlvr.train.batch import (
     RolloutBatch,
     SequenceBatch,
     concat,
     from_generation,
     micro_batches,
+    pad_logp,
 )
 from rlvr.train.config import TrainConfig
 from rlvr.train.prompts import IndexSampler, Prompt
@@ -53,12 +58,12 @@ class Round:
     """[n * G] rewards."""
     truncated: torch.Tensor
     """[n * G] bool: hit ``max_new_tokens`` without EOS."""
-    failures: int = 0
-    """Verifier exceptions."""
-    timeouts: int = 0
-    """Verifier timeouts."""
+    verifier: dict[str, float] = field(default_factory=dict)
+    """Verifier counts (``verifier/failures``, ``verifier/timeouts``, events; ``Scores.metrics``)."""
     seconds: dict[str, float] = field(default_factory=dict)
-    """``generate`` and ``score`` wall time."""
+    """``generate`` wall time, and ``score``: the rest of the round (scoring not hidden behind generation)."""
+    rollout_logp: torch.Tensor | None = None
+    """[n * G, T] the sampler's log-probs of the sampled tokens (``None``: it reports none)."""
 
     def informative(self, group_size: int) -> torch.Tensor:
         """[n] bool: groups whose rewards are not all equal."""
@@ -74,36 +79,62 @@ class Round:
             texts=[self.texts[i] for i in rows.tolist()],
             rewards=self.rewards[rows],
             truncated=self.truncated[rows],
+            rollout_logp=None if self.rollout_logp is None else self.rollout_logp[rows],
         )
 
 
 def sample_round(
     generator: Sampler, tokenizer, scorer: Scorer, prompts: list[Prompt], cfg: TrainConfig
 ) -> Round:
-    """Generate G completions for each prompt and score them."""
+    """Generate G completions for each prompt and score them.
+
+    With ``rollout.generation_batch_size`` the prompts are generated chunk by chunk; with
+    ``rollout.overlap_scoring`` each chunk's scoring starts (in a background thread that
+    hands the work to the scorer's worker processes) as soon as the chunk is generated,
+    so it runs while the next chunk is generated. The scores are the same either way.
+    """
     g = cfg.rollout.group_size
     per_call = max(1, (cfg.rollout.generation_batch_size or len(prompts) * g) // g)
-    t0 = time.perf_counter()
-    parts = []
-    with autocast(cfg.model):
-        for start in range(0, len(prompts), per_call):
-            chunk = [p.ids for p in prompts[start : start + per_call]]
-            parts.append(generator.generate(chunk, n=g, sampling=cfg.rollout.sampling))
-    t1 = time.perf_counter()
-    texts = [t for gen in parts for t in gen.texts]
-    references = [p.reference for p in prompts for _ in range(g)]
-    scores = scorer(texts, references)
-    t2 = time.perf_counter()
+    chunks = [prompts[start : start + per_call] for start in range(0, len(prompts), per_call)]
+    overlap = cfg.rollout.overlap_scoring and len(chunks) > 1
+    parts, scored, generating, start = [], [], 0.0, time.perf_counter()
+    with ThreadPoolExecutor(max_workers=1) if overlap else _Inline() as pool:
+        for chunk in chunks:
+            t0 = time.perf_counter()
+            with autocast(cfg.model):
+                gen = generator.generate([p.ids for p in chunk], n=g, sampling=cfg.rollout.sampling)
+            generating += time.perf_counter() - t0
+            parts.append(gen)
+            references = [p.reference for p in chunk for _ in range(g)]
+            scored.append(pool.submit(scorer, list(gen.texts), references))
+        scores = [future.result() for future in scored]
+    waited = time.perf_counter() - start - generating
+    seqs = concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id)
     return Round(
         prompts=list(prompts),
-        seqs=concat([from_generation(gen) for gen in parts], tokenizer.pad_token_id),
-        texts=texts,
-        rewards=torch.tensor([float(v) for v in scores.values], dtype=torch.float32),
+        seqs=seqs,
+        texts=[t for gen in parts for t in gen.texts],
+        rewards=torch.tensor([float(v) for s in scores for v in s.values], dtype=torch.float32),
         truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
-        failures=scores.failures,
-        timeouts=scores.timeouts,
-        seconds={"generate": t1 - t0, "score": t2 - t1},
+        verifier=_summed(s.metrics() for s in scores),
+        seconds={"generate": generating, "score": waited},
+        rollout_logp=pad_logp([gen.logprobs for gen in parts], seqs.response_width),
     )
+
+
+class _Inline:
+    """``submit`` runs at once in the calling thread (the sequential path of :func:`sample_round`)."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn, *args) -> Future[Scores]:
+        future: Future[Scores] = Future()
+        future.set_result(fn(*args))
+        return future
 
 
 class Rounds(NamedTuple):
@@ -175,11 +206,13 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     truncated = torch.cat([r.truncated for r in kept])  # [B]
     advantages = compute_advantages(rewards, g, cfg.objective.advantage_mode)  # [B]
     stats = cfg.objective.group_stats(rewards, g)
+    seqs = concat([r.seqs for r in kept], pad_id)
     batch = RolloutBatch(
-        seqs=concat([r.seqs for r in kept], pad_id),
+        seqs=seqs,
         rewards=rewards,
         advantages=advantages,
         group_stats=stats,
+        rollout_logp=pad_logp([r.rollout_logp for r in kept], seqs.response_width),
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:
@@ -232,6 +265,15 @@ def behaviour_logp(batch: RolloutBatch, policy, reference, cfg: TrainConfig) -> 
     return WithLogp(batch, time.perf_counter() - t0)
 
 
+def _summed(counts: Iterable[dict[str, float]]) -> dict[str, float]:
+    """Counts added up name by name."""
+    total: dict[str, float] = {}
+    for part in counts:
+        for name, value in part.items():
+            total[name] = total.get(name, 0.0) + value
+    return total
+
+
 def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     """Reward, accuracy, length and verifier metrics over every completion sampled this step."""
     rewards = torch.cat([r.rewards for r in sampled])
@@ -239,7 +281,9 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     truncated = torch.cat([r.truncated for r in sampled]).float()
     empty = sum(not t.strip() for r in sampled for t in r.texts)
     identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
-    failures, timeouts = sum(r.failures for r in sampled), sum(r.timeouts for r in sampled)
+    verifier = _summed(rnd.verifier for rnd in sampled)
+    failures = verifier.get("verifier/failures", 0.0)
+    timeouts = verifier.get("verifier/timeouts", 0.0)
     # Constant messages: Python shows each once per run; the metrics count every step.
     if empty:
         warnings.warn(
@@ -266,8 +310,7 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
         "response/empty_frac": empty / len(rewards),
         "groups/identical_frac": float(identical.mean()),
         "sampling/rounds": float(len(sampled)),
-        "verifier/failures": float(failures),
-        "verifier/timeouts": float(timeouts),
+        **verifier,
         "perf/generated_tokens": float(lengths.sum()),
         "time/generate": sum(r.seconds["generate"] for r in sampled),
         "time/score": sum(r.seconds["score"] for r in sampled),

@@ -8,7 +8,7 @@ import math
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -34,8 +34,17 @@ def expand_output_dir(config: Any) -> Any:
     return dataclasses.replace(config, log=log)
 
 
-def prepare_run_dir(config: Any, *, resume: bool) -> tuple[Path, Path | None]:
-    """``(run_dir, checkpoint to resume from or None)``; writes ``config.yaml``.
+class RunDir(NamedTuple):
+    """A run's directory and the checkpoint it resumes from."""
+
+    path: Path
+    """The run directory (``log.output_dir``)."""
+    checkpoint: Path | None
+    """Latest complete checkpoint when resuming, else ``None``."""
+
+
+def prepare_run_dir(config: Any, *, resume: bool) -> RunDir:
+    """The run directory and the checkpoint to resume from (or None); writes ``config.yaml``.
 
     A fresh run refuses a directory that already holds metrics or checkpoints; a resumed
     run with no checkpoint yet starts from scratch.
@@ -57,7 +66,7 @@ def prepare_run_dir(config: Any, *, resume: bool) -> tuple[Path, Path | None]:
             truncate_after(run_dir / name, -1)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / CONFIG_FILE).write_text(dump_yaml(config))
-    return run_dir, checkpoint
+    return RunDir(run_dir, checkpoint)
 
 
 def set_threads(threads: int | None) -> None:
@@ -171,10 +180,17 @@ def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
     return optimizer, scheduler
 
 
-def clip_and_step(
-    model: torch.nn.Module, optimizer, scheduler, cfg: OptimConfig
-) -> tuple[float, bool]:
-    """Clip gradients, step optimiser and schedule; ``(grad_norm, stepped)``.
+class Stepped(NamedTuple):
+    """What an optimiser step did."""
+
+    grad_norm: float
+    """Global gradient norm before clipping."""
+    stepped: bool
+    """False when a non-finite norm skipped the update."""
+
+
+def clip_and_step(model: torch.nn.Module, optimizer, scheduler, cfg: OptimConfig) -> Stepped:
+    """Clip gradients, step optimiser and schedule.
 
     A non-finite gradient norm skips the update (gradients are dropped) instead of
     writing NaN into the weights.
@@ -187,7 +203,7 @@ def clip_and_step(
         optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
-    return norm, stepped
+    return Stepped(norm, stepped)
 
 
 def peak_rss_mb() -> float:
@@ -207,11 +223,11 @@ def preflight(config: Any) -> None:
     """
     from rlvr.data import check_source
     from rlvr.models import preset_names
-    from rlvr.train.prompts import GYM_PREFIX
+    from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
-        if source and not source.startswith(GYM_PREFIX):
+        if source and not source.startswith(tuple(GENERATED)):
             try:
                 check_source(source)
             except ValueError as err:

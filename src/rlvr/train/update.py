@@ -4,6 +4,8 @@ Each optimiser step passes the whole step's response-token and sequence counts t
 objective, so the micro-batch losses sum to the loss of the full mini-batch and the
 accumulated gradient equals the full-batch gradient. When the batch feeds a single
 optimiser step, the behaviour log-probs are the current ones, detached: no extra pass.
+When the sampler reported its own log-probs, the behaviour log-probs are compared with
+them and, optionally, each token's loss is importance-weighted (:mod:`rlvr.train.correction`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rlvr.objectives import (
 )
 from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
+from rlvr.train.correction import rollout_correction
 from rlvr.train.metrics import StepMetrics
 from rlvr.train.setup import clip_and_step, response_stats
 
@@ -40,17 +43,21 @@ def micro_loss(
     logp = stats.logp.float()  # [b, T]
     entropy = None if stats.entropy is None else stats.entropy.float()  # [b, T]
     mask = seqs.response_mask.to(logp.dtype)  # [b, T]
+    old_logp = micro.old_logp if micro.old_logp is not None else logp.detach()
+    correction = rollout_correction(old_logp, micro.rollout_logp, mask, cfg.rollout)
     inputs = LossInputs(
         logp=logp,
-        old_logp=micro.old_logp if micro.old_logp is not None else logp.detach(),
+        old_logp=old_logp,
         advantages=micro.advantages,
         mask=mask,
         rewards=micro.rewards,
         group_stats=micro.group_stats,
         ref_logp=micro.ref_logp,
         entropy=entropy,
+        token_weights=correction.weights,
     )
     loss, metrics = objective_loss(inputs, objective, counts)
+    metrics.update(correction.metrics)
     if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
     return LossOutput(loss, metrics)

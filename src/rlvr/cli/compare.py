@@ -1,0 +1,81 @@
+"""``rlvr compare``: run a study's arms x seeds and write a report that tests the papers' claims."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from rlvr.cli.common import command
+
+
+def _parser(studies: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlvr compare",
+        description="Run every arm x seed of a study (in parallel, reusing finished runs and "
+        "resuming killed ones) and write report.md / report.html with curves, final scores, "
+        "paired bootstrap intervals and each paper claim's verdict.",
+        epilog="example: rlvr compare abc --jobs 2   |   rlvr compare all --report-dir docs/studies/all",
+    )
+    add = parser.add_argument
+    add("study", nargs="?", help=f"bundled study ({', '.join(studies)}) or a YAML file")
+    add("--out", default="runs/compare", help="runs go to OUT/runs, the report to OUT/STUDY")
+    add("--report-dir", help="write the report here instead of OUT/STUDY")
+    add("--jobs", type=int, help="parallel runs (default: CPU cores // the runs' threads)")
+    add("--fresh", action="store_true", help="delete the study's runs and run them again")
+    add("--report-only", action="store_true", help="write the report from finished runs only")
+    add("--dry-run", action="store_true", help="list the runs and what would be done with each")
+    add("--list", action="store_true", help="list the bundled studies")
+    return parser
+
+
+def _list(names: list[str]) -> None:
+    from rlvr.compare import load_study
+
+    for name in names:
+        study = load_study(name)
+        size = f"{len(study.arms)} arms x {len(study.seeds)} seeds, {study.steps} steps"
+        print(f"{name:<8} {size}: {study.title}")
+
+
+def _dry_run(study, out: str) -> None:
+    from rlvr.compare import plan
+    from rlvr.compare.runner import is_finished
+
+    for spec in plan(study, Path(out) / "runs"):
+        what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
+        print(f"{what:<7} {spec.key:<34} {spec.run_dir}")
+
+
+@command
+def main(argv: list[str]) -> int:
+    """``rlvr compare STUDY [--out DIR] [--report-dir DIR] [--jobs N] [--fresh] [--report-only]``."""
+    from rlvr.compare import bundled_studies, load_study, run_study
+
+    args = _parser(bundled_studies()).parse_args(argv)
+    if args.list or not args.study:
+        _list(bundled_studies())
+        return 0
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    study = load_study(args.study)
+    if args.dry_run:
+        _dry_run(study, args.out)
+        return 0
+    # the command that reproduces the report (flags that only choose what to redo are left out)
+    kept = [a for a in argv if a not in ("--report-only", "--fresh")]
+    result = run_study(
+        study,
+        args.out,
+        report_dir=args.report_dir,
+        jobs=args.jobs,
+        fresh=args.fresh,
+        run=not args.report_only,
+        command="rlvr compare " + " ".join(shlex.quote(a) for a in kept),
+    )
+    for v in result.report.verdicts:
+        print(f"{v.status:<15} {v.claim.id:<22} {v.numbers}")
+    print(f"report: {result.report.markdown}  {result.report.html}")
+    for state in result.failed:
+        print(f"failed: {state.spec.key} (log: {state.log})")
+    return 1 if result.failed else 0

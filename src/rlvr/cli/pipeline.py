@@ -1,0 +1,55 @@
+"""``rlvr pipeline``: run the stages of a pipeline file in order (SFT and RL), resumably.
+
+::
+
+    rlvr pipeline klear                              # the bundled SFT -> math RL -> code RL
+    rlvr pipeline my.yaml threads=1 math:steps=40    # all stages / one stage
+    rlvr pipeline klear -o runs/klear-1              # run it again to continue after a stop
+
+Running the same command again skips finished stages and resumes an interrupted one from
+its last checkpoint. See ``rlvr.pipeline`` for the file format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+from rlvr.cli.common import command
+
+
+@command
+def main(argv: list[str]) -> int:
+    """``rlvr pipeline FILE [-o DIR] [key=value | STAGE:key=value ...]``."""
+    from rlvr.pipeline import embedded_pipelines, read_pipeline, run_pipeline
+
+    parser = argparse.ArgumentParser(
+        prog="rlvr pipeline",
+        description="Run SFT and RL stages in order, each from the previous stage's final model; "
+        "rerun to continue.",
+        epilog="example: rlvr pipeline klear threads=2 code:steps=10",
+    )
+    parser.add_argument(
+        "pipeline", help=f"pipeline YAML file or embedded name ({', '.join(embedded_pipelines())})"
+    )
+    parser.add_argument(
+        "-o", "--output-dir", help="output directory (default: the file's output_dir)"
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="applied to every stage; STAGE:key=value applies to one",
+    )
+    args = parser.parse_intermixed_args(argv)
+    pipeline = read_pipeline(args.pipeline)
+    out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
+    pipeline = dataclasses.replace(pipeline, output_dir=out)
+    results = run_pipeline(pipeline, overrides=args.overrides)
+    for r in results:
+        scores = r.evals[max(r.evals)] if r.evals else {}
+        shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
+        print(f"{r.name:<12} {r.status:<8} {r.model_dir}  {shown}".rstrip())
+    print(f"pipeline:    {out}/pipeline.json  (rerun with -o {out} to continue)")
+    return 0

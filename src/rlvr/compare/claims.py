@@ -1,0 +1,324 @@
+"""The papers' qualitative claims and the rules that mark each reproduced, not reproduced or inconclusive.
+
+A claim file (bundled in ``rlvr/compare/claims/<name>.yaml`` or any path) lists claims::
+
+    paper: ABC-GRPO (papers/abc-grpo.txt)
+    claims:
+      - id: abc-entropy
+        source: sec. 5.3, fig. 4(d)
+        text: ABC-GRPO keeps entropy higher than GRPO
+        rule: direction
+        metric: policy/entropy
+        summary: mean               # rlvr.compare.results: mean | late | final | run-share
+        arm: abc/abc_grpo
+        baseline: abc/grpo
+        direction: higher           # or lower
+
+Three rules, each on per-seed values paired by seed (:mod:`rlvr.compare.stats`; held-out
+metrics with ``summary: final`` are also paired by problem):
+
+- ``direction`` (``arm`` vs ``baseline`` on ``metric``): the paired bootstrap interval of
+  ``arm - baseline``. **Reproduced** when it excludes 0 on the claimed side, **not
+  reproduced** when it excludes 0 on the other side, **inconclusive** otherwise.
+- ``order`` (``arms: [a, b, c]`` on one ``metric``, or ``metrics: [m1, m2, ...]`` of one
+  ``arm``; claimed ``a < b < c`` for ``direction: increasing``, ``>`` for ``decreasing``):
+  the interval of each consecutive difference. **Reproduced** when every one excludes 0 on
+  the claimed side, **not reproduced** when any excludes 0 on the other side,
+  **inconclusive** otherwise.
+- ``largest`` (``expect`` is the largest of ``metrics`` of one ``arm``): the interval of
+  ``expect - other`` for every other metric. **Reproduced** when all are above 0, **not
+  reproduced** when any is below 0, **inconclusive** otherwise.
+
+A claim whose arms did not all finish the same seeds (at least 2) is **inconclusive** and
+says why. The rules are fixed before the runs and the verdict is whatever they give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from rlvr.compare.results import SUMMARIES, ArmData
+from rlvr.compare.stats import Interval, paired_bootstrap
+
+RULES = ("direction", "order", "largest")
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+CLAIM_KEYS = (
+    "id",
+    "source",
+    "text",
+    "rule",
+    "metric",
+    "metrics",
+    "summary",
+    "arm",
+    "arms",
+    "baseline",
+    "direction",
+    "expect",
+)
+MIN_SEEDS = 2
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One qualitative claim of a paper and how it is tested."""
+
+    id: str
+    paper: str
+    source: str
+    """Where the paper makes it (section, figure or table)."""
+    text: str
+    rule: str
+    summary: str = "mean"
+    metric: str | None = None
+    metrics: tuple[str, ...] = ()
+    arm: str | None = None
+    arms: tuple[str, ...] = ()
+    baseline: str | None = None
+    direction: str = "higher"
+    expect: str | None = None
+
+    @property
+    def arms_needed(self) -> list[str]:
+        names = [self.arm, self.baseline, *self.arms]
+        return [n for n in names if n]
+
+
+@dataclass
+class Verdict:
+    """The outcome of one claim: status, the numbers behind it and the rule that decided."""
+
+    claim: Claim
+    status: str
+    numbers: str
+    """Human-readable numbers: the per-arm means and the intervals that decided."""
+    rule: str
+    """The rule in words, as applied."""
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    """Each compared pair's paired interval, by ``"a - b"``."""
+    seeds: list[int] = field(default_factory=list)
+
+
+def bundled_claim_files() -> list[str]:
+    root = resources.files("rlvr.compare") / "claims"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_claims(name_or_path: str) -> list[Claim]:
+    """Claims from a bundled claim file name or a YAML path (each checked)."""
+    path = Path(name_or_path)
+    if path.is_file():
+        text, where = path.read_text(), str(path)
+    else:
+        bundled = resources.files("rlvr.compare") / "claims" / f"{name_or_path}.yaml"
+        if not bundled.is_file():
+            raise ValueError(
+                f"claims {name_or_path!r}: neither a file nor bundled ({', '.join(bundled_claim_files())})"
+            )
+        text, where = bundled.read_text(), f"rlvr/compare/claims/{name_or_path}.yaml"
+    data = yaml.safe_load(text) or {}
+    paper = str(data.get("paper", ""))
+    return [
+        _claim(item, paper, f"{where} claim {i + 1}")
+        for i, item in enumerate(data.get("claims", []))
+    ]
+
+
+def _claim(item: dict[str, Any], paper: str, where: str) -> Claim:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a claim must be a mapping")
+    unknown = sorted(set(item) - set(CLAIM_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(CLAIM_KEYS)}"
+        )
+    for key in ("id", "text", "rule"):
+        if not item.get(key):
+            raise ValueError(f"{where}: missing {key}")
+    claim = Claim(
+        id=str(item["id"]),
+        paper=paper,
+        source=str(item.get("source", "")),
+        text=str(item["text"]),
+        rule=str(item["rule"]),
+        summary=str(item.get("summary", "mean")),
+        metric=item.get("metric"),
+        metrics=tuple(item.get("metrics") or ()),
+        arm=item.get("arm"),
+        arms=tuple(item.get("arms") or ()),
+        baseline=item.get("baseline"),
+        direction=str(item.get("direction", "higher")),
+        expect=item.get("expect"),
+    )
+    _check(claim, where)
+    return claim
+
+
+def _check(c: Claim, where: str) -> None:
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ValueError(f"{where} ({c.id}): {message}")
+
+    need(c.rule in RULES, f"unknown rule {c.rule!r}; valid: {', '.join(RULES)}")
+    need(c.summary in SUMMARIES, f"unknown summary {c.summary!r}; valid: {', '.join(SUMMARIES)}")
+    if c.rule == "direction":
+        need(bool(c.metric and c.arm and c.baseline), "direction needs metric, arm and baseline")
+        need(c.direction in ("higher", "lower"), "direction must be higher or lower")
+    elif c.rule == "order":
+        need(
+            c.direction in ("increasing", "decreasing"),
+            "order needs direction increasing or decreasing",
+        )
+        by_arms = bool(c.arms and c.metric)
+        by_metrics = bool(c.metrics and c.arm)
+        need(by_arms != by_metrics, "order needs either arms + metric or metrics + arm")
+        need(len(c.arms or c.metrics) >= 2, "order needs at least two items")
+    else:
+        need(
+            bool(c.arm and c.metrics and c.expect in c.metrics),
+            "largest needs arm, metrics and expect in metrics",
+        )
+
+
+# ------------------------------------------------------------------ judging
+
+
+def paired_arrays(
+    data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, summary: str, seeds: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem for a final held-out score of both
+    (when every run kept its per-problem results), else ``[S, 1]`` per-run summaries."""
+    if summary == "final" and ma == mb:
+        left, right = data[a].problem_matrix(ma, seeds), data[b].problem_matrix(mb, seeds)
+        complete = left is not None and right is not None and left.shape == right.shape
+        if complete and not (np.isnan(left).any() or np.isnan(right).any()):
+            return left, right
+    left = data[a].values(ma, summary, seeds)[:, None]
+    right = data[b].values(mb, summary, seeds)[:, None]
+    if np.isnan(left).any() or np.isnan(right).any():
+        metric = ma if np.isnan(left).any() else mb
+        raise ValueError(
+            f"{metric} ({summary}) is undefined in some run (never logged, or no "
+            "out-of-band events for a quadrant share)"
+        )
+    return left, right
+
+
+def _pair(
+    claim: Claim, data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, seeds
+) -> Interval:
+    """Paired interval of ``a:ma - b:mb`` over ``seeds`` (by problem too for final held-out scores)."""
+    return paired_bootstrap(*paired_arrays(data, a, b, ma, mb, claim.summary, seeds))
+
+
+def _seeds(claim: Claim, data: dict[str, ArmData]) -> tuple[list[int], str]:
+    missing = [n for n in claim.arms_needed if n not in data or not data[n].runs]
+    if missing:
+        return [], f"no finished runs of {', '.join(missing)}"
+    seeds = set.intersection(*(set(data[n].runs) for n in claim.arms_needed))
+    if len(seeds) < MIN_SEEDS:
+        return [], f"fewer than {MIN_SEEDS} seeds finished by every arm it needs"
+    return sorted(seeds), ""
+
+
+def judge(claim: Claim, data: dict[str, ArmData]) -> Verdict:
+    """Apply the claim's rule to the finished runs in ``data`` (arm name -> runs)."""
+    seeds, why = _seeds(claim, data)
+    rule = RULE_TEXT[claim.rule]
+    if not seeds:
+        return Verdict(claim, INCONCLUSIVE, why, rule)
+    try:
+        return JUDGES[claim.rule](claim, data, seeds)
+    except ValueError as err:
+        return Verdict(claim, INCONCLUSIVE, str(err), rule, seeds=seeds)
+
+
+def _mean(claim: Claim, data: dict[str, ArmData], arm: str, metric: str, seeds) -> float:
+    return float(np.mean(data[arm].values(metric, claim.summary, seeds)))
+
+
+def _direction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
+    ci = _pair(claim, data, claim.arm, claim.baseline, claim.metric, claim.metric, seeds)
+    want = 1 if claim.direction == "higher" else -1
+    side = ci.excludes_zero()
+    status = REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+    a = _mean(claim, data, claim.arm, claim.metric, seeds)
+    b = _mean(claim, data, claim.baseline, claim.metric, seeds)
+    numbers = (
+        f"{claim.metric} ({claim.summary}): {claim.arm} {a:.4g}, {claim.baseline} {b:.4g}; "
+        f"difference {ci.text(4)} (95% CI, {len(seeds)} seeds)"
+    )
+    key = f"{claim.arm} - {claim.baseline}"
+    return Verdict(claim, status, numbers, RULE_TEXT["direction"], {key: ci}, seeds)
+
+
+def _steps(claim: Claim) -> list[tuple[str, str]]:
+    """The ordered items as ``(arm, metric)`` pairs."""
+    if claim.arms:
+        return [(a, claim.metric) for a in claim.arms]
+    return [(claim.arm, m) for m in claim.metrics]
+
+
+def _order(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
+    items = _steps(claim)
+    want = 1 if claim.direction == "increasing" else -1
+    intervals, sides = {}, []
+    for (a0, m0), (a1, m1) in zip(items, items[1:], strict=False):
+        ci = _pair(claim, data, a1, a0, m1, m0, seeds)
+        intervals[f"{_name(claim, a1, m1)} - {_name(claim, a0, m0)}"] = ci
+        sides.append(ci.excludes_zero())
+    if all(s == want for s in sides):
+        status = REPRODUCED
+    elif any(s == -want for s in sides):
+        status = NOT_REPRODUCED
+    else:
+        status = INCONCLUSIVE
+    means = ", ".join(
+        f"{_name(claim, a, m)} {_mean(claim, data, a, m, seeds):.4g}" for a, m in items
+    )
+    diffs = "; ".join(f"{k}: {ci.text(4)}" for k, ci in intervals.items())
+    numbers = (
+        f"{claim.summary}: {means}; consecutive differences {diffs} (95% CI, {len(seeds)} seeds)"
+    )
+    return Verdict(claim, status, numbers, RULE_TEXT["order"], intervals, seeds)
+
+
+def _largest(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
+    intervals, sides = {}, []
+    for other in claim.metrics:
+        if other == claim.expect:
+            continue
+        ci = _pair(claim, data, claim.arm, claim.arm, claim.expect, other, seeds)
+        intervals[f"{claim.expect} - {other}"] = ci
+        sides.append(ci.excludes_zero())
+    if all(s == 1 for s in sides):
+        status = REPRODUCED
+    elif any(s == -1 for s in sides):
+        status = NOT_REPRODUCED
+    else:
+        status = INCONCLUSIVE
+    means = ", ".join(f"{m} {_mean(claim, data, claim.arm, m, seeds):.3f}" for m in claim.metrics)
+    diffs = "; ".join(f"{k}: {ci.text(3)}" for k, ci in intervals.items())
+    numbers = f"{claim.arm} ({claim.summary}): {means}; {diffs} (95% CI, {len(seeds)} seeds)"
+    return Verdict(claim, status, numbers, RULE_TEXT["largest"], intervals, seeds)
+
+
+def _name(claim: Claim, arm: str, metric: str) -> str:
+    return arm if claim.arms else metric
+
+
+JUDGES = {"direction": _direction, "order": _order, "largest": _largest}
+RULE_TEXT = {
+    "direction": "paired 95% bootstrap CI of arm - baseline: excludes 0 on the claimed side -> "
+    "reproduced; on the other side -> not reproduced; contains 0 -> inconclusive",
+    "order": "paired 95% bootstrap CI of each consecutive difference: all on the claimed side -> "
+    "reproduced; any on the other side -> not reproduced; else inconclusive",
+    "largest": "paired 95% bootstrap CI of expected - each other: all > 0 -> reproduced; any < 0 -> "
+    "not reproduced; else inconclusive",
+}

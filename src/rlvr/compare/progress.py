@@ -1,0 +1,68 @@
+"""A study's progress: a live ``rich`` table of arm x seed on a terminal, plain lines elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from rlvr.compare.runner import PLAIN_EVERY_S, RunState
+
+STYLE = {"done": "dim", "finished": "green", "failed": "red", "running": "bold", "queued": ""}
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+class StudyDisplay:
+    """``event(state, what)`` when a run starts or ends; ``refresh(states)`` every poll."""
+
+    def __init__(self, states: list[RunState], *, live: bool | None = None) -> None:
+        self.console = Console(file=sys.stderr)
+        self.live_mode = self.console.is_terminal if live is None else live
+        self.start, self.last_plain = time.monotonic(), time.monotonic()
+        self.live: Live | None = None
+        if self.live_mode:
+            self.live = Live(self._table(states), console=self.console, refresh_per_second=2)
+            self.live.start()
+
+    def _table(self, states: list[RunState]) -> Table:
+        done = sum(s.status in ("done", "finished") for s in states)
+        table = Table(
+            title=f"{done}/{len(states)} runs finished, {_minutes(time.monotonic() - self.start)} elapsed"
+        )
+        for name in ("arm", "seed", "status", "step", "time"):
+            table.add_column(name, justify="right" if name in ("seed", "step", "time") else "left")
+        for s in states:
+            elapsed = _minutes(s.elapsed) if s.status in ("running", "finished", "failed") else ""
+            row = (s.spec.arm.name, str(s.spec.seed), s.status, f"{s.step}/{s.total}", elapsed)
+            table.add_row(*row, style=STYLE.get(s.status, ""))
+        return table
+
+    def event(self, state: RunState, what: str) -> None:
+        if self.live is not None:
+            return
+        extra = f" in {_minutes(state.elapsed)}" if what in ("finished", "failed") else ""
+        hint = f" (log: {state.log})" if what == "failed" else ""
+        self.console.print(f"{state.spec.key:<32} {what}{extra}{hint}", highlight=False)
+
+    def refresh(self, states: list[RunState]) -> None:
+        if self.live is not None:
+            self.live.update(self._table(states))
+            return
+        if time.monotonic() - self.last_plain < PLAIN_EVERY_S:
+            return
+        self.last_plain = time.monotonic()
+        done = sum(s.status in ("done", "finished") for s in states)
+        running = [s for s in states if s.status == "running"]
+        text = "; ".join(f"{s.spec.key} step {s.step}/{s.total}" for s in running)
+        self.console.print(f"{done}/{len(states)} runs finished; running: {text}", highlight=False)
+
+    def close(self, states: list[RunState]) -> None:
+        if self.live is not None:
+            self.live.update(self._table(states))
+            self.live.stop()

@@ -1,0 +1,383 @@
+"""The study report: ``report.md``, a self-contained ``report.html``, figures and ``results.json``.
+
+Both documents are rendered from one list of blocks (headings, paragraphs, tables, figures,
+code), so they say the same thing; the HTML embeds the figures as base64 PNG.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rlvr.compare import figures
+from rlvr.compare.claims import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Verdict,
+    judge,
+    load_claims,
+    paired_arrays,
+)
+from rlvr.compare.results import ArmData, load_run
+from rlvr.compare.stats import LEVEL, RESAMPLES, mean_std, paired_bootstrap
+from rlvr.compare.study import RunSpec, Study
+
+FIGURES_DIR = "figures"
+MARK = {
+    REPRODUCED: "reproduced",
+    NOT_REPRODUCED: "**not reproduced**",
+    INCONCLUSIVE: "inconclusive",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str
+    """``h1``, ``h2``, ``h3``, ``p``, ``table``, ``img``, ``code``."""
+    content: object
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    markdown: Path
+    html: Path
+    results: Path
+    figures: list[Path]
+    verdicts: list[Verdict]
+
+
+def collect(specs: list[RunSpec]) -> dict[str, ArmData]:
+    """Finished runs by arm name (unfinished ones are left out)."""
+    data: dict[str, ArmData] = {}
+    for spec in specs:
+        arm = data.setdefault(spec.arm.name, ArmData(spec.arm.name))
+        run = load_run(spec.run_dir, spec.seed)
+        if run is not None:
+            arm.runs[spec.seed] = run
+    return data
+
+
+def held_out_keys(data: dict[str, ArmData]) -> list[str]:
+    """``eval/avg@k`` and ``eval/pass@k`` for the largest k logged, then self-BLEU."""
+    arms = list(data.values())
+    keys = [figures.resolve("eval/avg@*", arms), figures.resolve("eval/pass@*", arms)]
+    keys.append(figures.resolve("eval/diversity/self_bleu", arms))
+    return [k for k in keys if k]
+
+
+def _final_table(
+    study: Study, arms: list, data: dict[str, ArmData], keys: list[str]
+) -> list[list[str]]:
+    head = ["arm", "seeds"] + [f"{k[5:]} mean ± std" for k in keys]
+    head += [f"Δ {k[5:]} vs baseline [95% CI]" for k in keys[:2]]
+    rows = [head]
+    for arm in arms:
+        runs = data.get(arm.name)
+        seeds = sorted(runs.runs) if runs else []
+        row = [f"{arm.label} (`{arm.name}`)", str(len(seeds))]
+        for key in keys:
+            if not seeds:
+                row.append("-")
+                continue
+            mean, std = mean_std(runs.values(key, "final", seeds))
+            row.append(f"{mean:.3f} ± {std:.3f}")
+        for key in keys[:2]:
+            row.append(_delta(arm, data, key))
+        rows.append(row)
+    return rows
+
+
+def _delta(arm, data: dict[str, ArmData], key: str) -> str:
+    if arm.baseline is None or arm.name not in data or arm.baseline not in data:
+        return ""
+    seeds = sorted(set(data[arm.name].runs) & set(data[arm.baseline].runs))
+    if len(seeds) < 2:
+        return "too few seeds"
+    try:
+        a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
+    except ValueError:
+        return "undefined"
+    return f"{paired_bootstrap(a, b).text(3)} vs `{arm.baseline}`"
+
+
+def _summary_table(verdicts: list[Verdict]) -> list[list[str]]:
+    rows = [["paper", "claim", "where", "verdict"]]
+    rows += [
+        [v.claim.paper, f"{v.claim.text} (`{v.claim.id}`)", v.claim.source, MARK[v.status]]
+        for v in verdicts
+    ]
+    return rows
+
+
+def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
+    rows = [["claim", "paper, where", "rule", "verdict", "numbers"]]
+    for v in verdicts:
+        c = v.claim
+        rule = f"`{c.rule}` ({c.direction if c.rule != 'largest' else c.expect}), summary `{c.summary}`"
+        rows.append(
+            [f"{c.text} (`{c.id}`)", f"{c.paper}, {c.source}", rule, MARK[v.status], v.numbers]
+        )
+    return rows
+
+
+RULES_TEXT = [
+    "Every arm runs once per seed; runs of different arms with the same seed share the preset, "
+    "the training-prompt order and the held-out problems, so arms are compared **paired by seed** "
+    "(and, for held-out scores, by problem).",
+    f"**Confidence intervals**: paired bootstrap, {RESAMPLES:,} resamples, percentile interval at "
+    f"level {LEVEL:.0%}, fixed RNG seed (rlvr.compare.stats). A resample draws the seeds with "
+    "replacement and, for held-out scores, each drawn seed's problems with replacement (the same "
+    "problems for both arms). With 3 seeds and a per-run summary the interval is the range of the "
+    "three per-seed differences: it excludes 0 only when all seeds agree.",
+    "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
+    "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
+    "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "
+    "of the run.",
+    "**Verdict rules** (rlvr.compare.claims): `direction`: the interval of arm - baseline excludes 0 "
+    "on the claimed side: reproduced; on the other side: not reproduced; else inconclusive. "
+    "`order`: the interval of every consecutive difference on the claimed side: reproduced; any on "
+    "the other side: not reproduced; else inconclusive. `largest`: the interval of expected - other "
+    "above 0 for every other metric: reproduced; any below 0: not reproduced; else inconclusive. "
+    "The rules are fixed in advance; nothing is tuned to the outcome.",
+]
+
+
+def _header(
+    study: Study, specs: list[RunSpec], data, verdicts: list[Verdict], command: str
+) -> list[Block]:
+    finished = sum(len(a.runs) for a in data.values())
+    counts = {
+        s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+    }
+    seeds = ", ".join(map(str, study.seeds))
+    summary = (
+        f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}), {study.steps} rollout "
+        f"steps each; {finished} of {len(specs)} runs finished. Claims: {counts[REPRODUCED]} "
+        f"reproduced, {counts[NOT_REPRODUCED]} not reproduced, {counts[INCONCLUSIVE]} inconclusive."
+    )
+    blocks = [Block("h1", f"Study `{study.name}`: {study.title}")]
+    blocks += [Block("p", study.notes)] if study.notes else []
+    blocks += [Block("p", summary), Block("code", command), Block("h2", "Verdicts")]
+    blocks.append(
+        Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims.")
+    )
+    return blocks
+
+
+def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files) -> list[Block]:
+    """One paper's section: its claims, final held-out scores and figures."""
+    arms = [a for a in study.arms if a.group == group]
+    names = {a.name for a in arms}
+    mine = [v for v in verdicts if set(v.claim.arms_needed) <= names]
+    papers = sorted({v.claim.paper for v in mine})
+    blocks = [Block("h2", f"{group or 'arms'}" + (f": {', '.join(papers)}" if papers else ""))]
+    if mine:
+        blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine))]
+    blocks.append(Block("h3", "Final held-out scores"))
+    keys = held_out_keys(data)
+    table = _final_table(study, arms, data, keys) if keys else None
+    blocks.append(Block("table", table) if table else Block("p", "No held-out evaluation."))
+    return blocks + [Block("img", path) for path in figure_files.get(group, [])]
+
+
+def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
+    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
+    for spec in specs:
+        run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
+        seconds = f"{run.seconds:.0f} s" if run else ""
+        done = "yes" if run else "no"
+        rows.append([f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds])
+    total = sum(r.seconds for a in data.values() for r in a.runs.values())
+    text = f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min."
+    return [Block("h2", "Runs"), Block("p", text), Block("table", rows)]
+
+
+def build_blocks(
+    study: Study,
+    specs: list[RunSpec],
+    data: dict[str, ArmData],
+    verdicts: list[Verdict],
+    figure_files: dict[str, list[Path]],
+    command: str,
+) -> list[Block]:
+    """The report's content, in order: header and verdicts, each paper, rules, runs."""
+    blocks = _header(study, specs, data, verdicts, command)
+    placed: set[str] = set()
+    for group in study.groups:
+        names = {a.name for a in study.arms if a.group == group}
+        placed |= {v.claim.id for v in verdicts if set(v.claim.arms_needed) <= names}
+        blocks += _group(study, group, data, verdicts, figure_files)
+    rest = [v for v in verdicts if v.claim.id not in placed]
+    if rest:
+        blocks += [Block("h2", "Claims across groups"), Block("table", _claims_table(rest))]
+    blocks.append(Block("h2", "How the numbers are made"))
+    blocks += [Block("p", text) for text in RULES_TEXT]
+    return blocks + _runs(specs, data)
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _md_table(rows: list[list[str]]) -> str:
+    esc = [[str(c).replace("|", "\\|").replace("\n", " ") for c in row] for row in rows]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
+
+
+def to_markdown(blocks: list[Block], root: Path) -> str:
+    out = []
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            out.append("#" * int(b.kind[1]) + " " + str(b.content))
+        elif b.kind == "p":
+            out.append(str(b.content))
+        elif b.kind == "code":
+            out.append(f"```bash\n{b.content}\n```")
+        elif b.kind == "table":
+            out.append(_md_table(b.content))
+        elif b.kind == "img":
+            rel = Path(b.content).relative_to(root)
+            out.append(f"![{rel.stem}]({rel.as_posix()})")
+    return "\n\n".join(out) + "\n"
+
+
+def _inline(text: str) -> str:
+    text = html.escape(str(text))
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}th{background:#f3f3f3}"
+    "img{max-width:100%}code{background:#f3f3f3;padding:0 3px}pre{background:#f3f3f3;padding:8px}"
+)
+
+
+def to_html(blocks: list[Block], title: str) -> str:
+    out = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body>"
+    ]
+    for b in blocks:
+        if b.kind in ("h1", "h2", "h3"):
+            out.append(f"<{b.kind}>{_inline(b.content)}</{b.kind}>")
+        elif b.kind == "p":
+            out.append(f"<p>{_inline(b.content)}</p>")
+        elif b.kind == "code":
+            out.append(f"<pre>{html.escape(str(b.content))}</pre>")
+        elif b.kind == "table":
+            head, *rows = b.content
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows]
+            out.append("</table>")
+        elif b.kind == "img":
+            data = base64.b64encode(Path(b.content).read_bytes()).decode()
+            out.append(
+                f"<p><img alt='{html.escape(Path(b.content).stem)}' src='data:image/png;base64,{data}'></p>"
+            )
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the report
+
+
+def _figures(study: Study, data: dict[str, ArmData], out: Path) -> dict[str, list[Path]]:
+    fig_dir = out / FIGURES_DIR
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list[Path]] = {}
+    for group in study.groups:
+        arms = [
+            data[a.name]
+            for a in study.arms
+            if a.group == group and a.name in data and data[a.name].runs
+        ]
+        labels = {a.name: a.label for a in study.arms}
+        slug = group or "arms"
+        made = (
+            [
+                figures.curves_figure(
+                    group or study.name, arms, labels, fig_dir / f"{slug}-curves.png"
+                ),
+                figures.quadrant_figure(
+                    group or study.name, arms, labels, fig_dir / f"{slug}-quadrants.png"
+                ),
+            ]
+            if arms
+            else []
+        )
+        files[group] = [p for p in made if p is not None]
+    return files
+
+
+def _results_json(
+    study: Study, data: dict[str, ArmData], verdicts: list[Verdict], keys: list[str]
+) -> dict:
+    arms = {}
+    for arm in study.arms:
+        runs = data.get(arm.name)
+        seeds = sorted(runs.runs) if runs else []
+        arms[arm.name] = {
+            "label": arm.label,
+            "recipe": arm.recipe,
+            "baseline": arm.baseline,
+            "seeds": seeds,
+            "final": {k: runs.values(k, "final", seeds).tolist() for k in keys} if seeds else {},
+        }
+    claims = [
+        {
+            "id": v.claim.id,
+            "paper": v.claim.paper,
+            "source": v.claim.source,
+            "text": v.claim.text,
+            "verdict": v.status,
+            "numbers": v.numbers,
+            "rule": v.rule,
+            "intervals": {k: ci._asdict() for k, ci in v.intervals.items()},
+        }
+        for v in verdicts
+    ]
+    return {
+        "study": study.name,
+        "steps": study.steps,
+        "seeds": list(study.seeds),
+        "arms": arms,
+        "claims": claims,
+    }
+
+
+def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) -> ReportFiles:
+    """Judge the claims on the finished runs and write the report files into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = collect(specs)
+    claims = [c for name in study.claims for c in load_claims(name)]
+    known = {a.name for a in study.arms}
+    verdicts = [judge(c, data) for c in claims if set(c.arms_needed) <= known]
+    figure_files = _figures(study, data, out)
+    blocks = build_blocks(study, specs, data, verdicts, figure_files, command)
+    md, page = out / "report.md", out / "report.html"
+    md.write_text(to_markdown(blocks, out))
+    page.write_text(to_html(blocks, f"rlvr compare {study.name}"))
+    results = out / "results.json"
+    keys = held_out_keys(data)
+    results.write_text(
+        json.dumps(_results_json(study, data, verdicts, keys), indent=1, default=_plain)
+    )
+    all_figures = [p for paths in figure_files.values() for p in paths]
+    return ReportFiles(md, page, results, all_figures, verdicts)
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(type(value).__name__)

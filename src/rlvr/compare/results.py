@@ -1,0 +1,152 @@
+"""Reading finished study runs: metric curves, per-run summaries, per-problem held-out scores.
+
+A run directory holds the trainer's ``metrics.jsonl`` and the worker's ``final.json``
+(:mod:`rlvr.compare.worker`). Summaries reduce one run's curve of a metric to a number:
+
+- ``mean``: the mean over all training steps where the metric was logged (for a reward
+  curve, the area under it: a faster rise from the same start gives a larger mean);
+- ``late``: the mean over the last quarter of the steps;
+- ``final``: the value at the last step that logged it (held-out metrics: the final evaluation);
+- ``run-share`` (quadrant shares ``clip/qK_share``): events of quadrant K over all events
+  of the run, from the per-token fractions weighted by each step's token count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlvr.compare.worker import FINAL_FILE
+from rlvr.evaluation.metrics import pass_at_k
+from rlvr.train.metrics import METRICS_FILE, read_metrics
+
+SUMMARIES = ("mean", "late", "final", "run-share")
+SHARE = re.compile(r"clip/q([1-4])_share")
+
+
+@dataclass
+class RunData:
+    """One finished run."""
+
+    seed: int
+    rows: list[dict[str, Any]]
+    """``metrics.jsonl`` rows (step 0: the evaluation before training)."""
+    final: dict[str, Any]
+    """``final.json``."""
+
+    @property
+    def seconds(self) -> float:
+        """Wall-clock seconds of the run's steps and evaluations (``time/step`` + ``time/eval``)."""
+        return float(
+            sum((r.get("time/step") or 0.0) + (r.get("time/eval") or 0.0) for r in self.rows)
+        )
+
+    @property
+    def train_rows(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r.get("step", 0) >= 1]
+
+    def curve(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of ``metric`` where logged (held-out metrics include step 0)."""
+        pairs = [
+            (r["step"], r[metric])
+            for r in self.rows
+            if r.get(metric) is not None and (metric.startswith("eval/") or r["step"] >= 1)
+        ]
+        if not pairs:
+            return np.zeros(0), np.zeros(0)
+        steps, values = zip(*pairs, strict=True)
+        return np.asarray(steps, float), np.asarray(values, float)
+
+    def summary(self, metric: str, how: str) -> float:
+        """One number for this run (see the module doc); NaN when the metric was never logged."""
+        if how == "run-share":
+            return self._run_share(metric)
+        steps, values = self.curve(metric)
+        if values.size == 0:
+            return math.nan
+        if how == "final":
+            return float(values[-1])
+        if how == "late":
+            last = max(r["step"] for r in self.rows)
+            keep = steps > 0.75 * last
+            return float(values[keep].mean()) if keep.any() else float(values[-1])
+        if how == "mean":
+            return float(values.mean())
+        raise ValueError(f"unknown summary {how!r}; valid: {', '.join(SUMMARIES)}")
+
+    def _run_share(self, metric: str) -> float:
+        match = SHARE.fullmatch(metric)
+        if match is None:
+            raise ValueError(
+                f"summary run-share applies to clip/q1_share .. clip/q4_share, not {metric}"
+            )
+        events = np.zeros(4)
+        for row in self.train_rows:
+            tokens = row.get("batch/tokens") or 0.0
+            fracs = [row.get(f"clip/q{k}_frac") for k in range(1, 5)]
+            if any(f is None for f in fracs):
+                continue
+            events += np.asarray(fracs, float) * tokens
+        total = events.sum()
+        return float(events[int(match.group(1)) - 1] / total) if total > 0 else math.nan
+
+    def problem_scores(self, metric: str) -> np.ndarray | None:
+        """[P] per-problem values of a held-out metric at the final evaluation (None if absent)."""
+        final_eval = self.final.get("final_eval")
+        if not final_eval or not metric.startswith("eval/"):
+            return None
+        name = metric[len("eval/") :]
+        problems = final_eval["problems"]
+        if name.startswith("avg@"):
+            return np.asarray([p["c"] / p["n"] for p in problems], float)
+        if name.startswith("pass@"):
+            k = int(name.split("@")[1])
+            return np.asarray([pass_at_k(p["n"], p["c"], k) for p in problems], float)
+        if name.startswith("diversity/"):
+            key = name[len("diversity/") :]
+            values = [p["diversity"].get(key) for p in problems]
+            return np.asarray([math.nan if v is None else v for v in values], float)
+        return None
+
+    def problem_ids(self) -> list[str]:
+        final_eval = self.final.get("final_eval") or {}
+        return [p["id"] for p in final_eval.get("problems", [])]
+
+
+@dataclass
+class ArmData:
+    """The finished runs of one arm, by seed."""
+
+    name: str
+    runs: dict[int, RunData] = field(default_factory=dict)
+
+    def values(self, metric: str, how: str, seeds: list[int]) -> np.ndarray:
+        """[S] per-seed summaries over ``seeds``."""
+        return np.asarray([self.runs[s].summary(metric, how) for s in seeds], float)
+
+    def problem_matrix(self, metric: str, seeds: list[int]) -> np.ndarray | None:
+        """[S, P] per-problem held-out values over ``seeds`` (None when not available)."""
+        rows = [self.runs[s].problem_scores(metric) for s in seeds]
+        if any(r is None for r in rows) or len({len(r) for r in rows}) != 1:
+            return None
+        return np.stack(rows)
+
+
+def load_run(run_dir: Path, seed: int) -> RunData | None:
+    """The run in ``run_dir`` if it finished (``final.json`` present), else None."""
+    final = run_dir / FINAL_FILE
+    if not final.is_file():
+        return None
+    return RunData(seed, read_metrics(run_dir / METRICS_FILE), json.loads(final.read_text()))
+
+
+def common_seeds(a: ArmData, b: ArmData | None = None) -> list[int]:
+    """Seeds finished by ``a`` (and ``b``), sorted."""
+    seeds = set(a.runs) if b is None else set(a.runs) & set(b.runs)
+    return sorted(seeds)

@@ -1,0 +1,159 @@
+"""Run every arm x seed of a study, each in its own process, reusing and resuming runs.
+
+Each run is ``python -m rlvr.compare.worker RUN_DIR`` (the trainer with a recording
+callback), at most ``jobs`` at a time. A run whose ``final.json`` exists is finished and
+not run again; a run directory without it is resumed from its latest checkpoint (or
+started over if it has none). Progress is a live table on a terminal and one line per
+event otherwise. A failed run is reported with its log and the others go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import rlvr
+from rlvr.compare.study import RunSpec
+from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE
+from rlvr.train.overrides import dump_yaml
+
+POLL_S = 0.5
+PLAIN_EVERY_S = 60.0
+
+
+def default_jobs(threads: int | None, cores: int | None = None) -> int:
+    """Parallel runs that fit the machine: ``cores // threads`` (at least 1)."""
+    if cores is None:
+        affinity = getattr(os, "sched_getaffinity", None)
+        cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    return max(1, cores // max(1, threads or 1))
+
+
+@dataclass
+class RunState:
+    """What the runner knows about one run."""
+
+    spec: RunSpec
+    status: str = "queued"
+    """``done`` (finished earlier), ``queued``, ``running``, ``finished``, ``failed``."""
+    resumed: bool = False
+    step: int = 0
+    started: float = 0.0
+    elapsed: float = 0.0
+    returncode: int | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def total(self) -> int:
+        return self.spec.config.steps
+
+    @property
+    def log(self) -> Path:
+        return self.spec.run_dir / LOG_FILE
+
+    def read_progress(self) -> None:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            self.step = int(json.loads((self.spec.run_dir / PROGRESS_FILE).read_text())["step"])
+
+
+def is_finished(spec: RunSpec) -> bool:
+    """The run wrote ``final.json`` (its last step, evaluation and checkpoint are done)."""
+    return (spec.run_dir / FINAL_FILE).is_file()
+
+
+def initial_states(specs: list[RunSpec], *, fresh: bool = False) -> list[RunState]:
+    """A state per run: finished runs are ``done``; ``fresh`` deletes every run directory first."""
+    states = []
+    for spec in specs:
+        if fresh and spec.run_dir.exists():
+            shutil.rmtree(spec.run_dir)
+        state = RunState(spec)
+        if is_finished(spec):
+            state.status, state.step = "done", spec.config.steps
+        elif spec.run_dir.exists():
+            state.resumed = True
+            state.read_progress()
+        states.append(state)
+    return states
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of a worker: this process's, with this copy of ``rlvr`` importable first."""
+    src = str(Path(rlvr.__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "PYTHONPATH": src + (os.pathsep + path if path else ""),
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
+def launch(state: RunState, imports: tuple[str, ...] = ()) -> None:
+    """Start the worker of ``state`` (its config written to ``run.yaml``, output to ``worker.log``)."""
+    run_dir = state.spec.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / RUN_FILE).write_text(dump_yaml(state.spec.config))
+    with state.log.open("a") as log:
+        log.write(
+            f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {'resume' if state.resumed else 'start'}\n"
+        )
+        log.flush()
+        state.process = subprocess.Popen(
+            [sys.executable, "-m", "rlvr.compare.worker", str(run_dir), *imports],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_child_env(),
+        )
+    state.status, state.started = "running", time.monotonic()
+
+
+def _reap(state: RunState) -> bool:
+    """True when the worker of a running state has exited (status updated)."""
+    code = state.process.poll()
+    if code is None:
+        state.elapsed = time.monotonic() - state.started
+        state.read_progress()
+        return False
+    state.returncode, state.process = code, None
+    state.elapsed = time.monotonic() - state.started
+    state.read_progress()
+    state.status = "finished" if code == 0 and is_finished(state.spec) else "failed"
+    return True
+
+
+def execute(
+    states: list[RunState], jobs: int, display, imports: tuple[str, ...] = ()
+) -> list[RunState]:
+    """Run the queued states, ``jobs`` at a time, telling ``display`` what happens."""
+    queue = [s for s in states if s.status == "queued"]
+    running: list[RunState] = []
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                state = queue.pop(0)
+                launch(state, imports)
+                running.append(state)
+                display.event(state, "resumed" if state.resumed else "started")
+            time.sleep(POLL_S)
+            for state in list(running):
+                if _reap(state):
+                    running.remove(state)
+                    display.event(state, state.status)
+            display.refresh(states)
+    except BaseException:
+        for state in running:  # a killed study leaves resumable runs, not orphans
+            if state.process is not None:
+                state.process.terminate()
+                state.process.wait()
+                state.status = "failed"
+        raise
+    return states

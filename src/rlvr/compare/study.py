@@ -1,0 +1,287 @@
+"""Study files: a base configuration, arms (recipe + overrides), seeds and steps.
+
+A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)::
+
+    name: abc
+    title: ABC-GRPO against GRPO as the paper ran it
+    steps: 100
+    seeds: [0, 1, 2]
+    base:                       # applied to every arm, over its recipe
+      threads: 1
+      eval: {every: 25, n: 4, ks: [1, 4]}
+    arms:
+      - {recipe: abc/grpo, label: GRPO (eq. 3)}
+      - {recipe: abc/abc_grpo, label: ABC-GRPO, baseline: abc/grpo}
+    claims: [abc]               # bundled claim files or paths
+    include: []                 # other studies whose arms and claims are added
+    imports: []                 # modules each run imports first (e.g. registering a verifier)
+
+An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
+mapping) apply after ``base``. Each arm x seed becomes one :class:`RunSpec` whose run
+directory is named by a hash of its resolved configuration, so a run is reused by any
+study that needs exactly the same run, and a changed setting makes a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlvr.train.config import TrainConfig
+from rlvr.train.overrides import apply_overrides, deep_merge, from_dict, read_yaml, to_dict
+
+STUDY_KEYS = (
+    "name",
+    "title",
+    "steps",
+    "seeds",
+    "base",
+    "arms",
+    "claims",
+    "include",
+    "notes",
+    "imports",
+)
+ARM_KEYS = ("recipe", "name", "label", "baseline", "overrides", "group")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration of a study, run once per seed."""
+
+    name: str
+    """Unique name in the study (defaults to the recipe, e.g. ``abc/grpo``)."""
+    recipe: str
+    """Embedded recipe or YAML file the arm starts from."""
+    label: str
+    """Legend text."""
+    baseline: str | None = None
+    """Arm this one is compared against in the final-score table (``None``: none)."""
+    overrides: tuple[str, ...] = ()
+    """``key=value`` settings applied after the study's base."""
+    group: str = ""
+    """Figure group (the paper); defaults to the recipe's folder."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """A set of arms x seeds with shared settings and the claims they test."""
+
+    name: str
+    title: str
+    steps: int
+    seeds: tuple[int, ...]
+    base: dict[str, Any]
+    arms: tuple[Arm, ...]
+    claims: tuple[str, ...] = ()
+    """Claim files (bundled names or paths)."""
+    notes: str = ""
+    """Free text printed at the top of the report."""
+    source: str = ""
+    """Where the study was read from."""
+    imports: tuple[str, ...] = ()
+    """Python modules every run imports before training (custom verifiers register themselves)."""
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name`` (error listing the valid ones)."""
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise ValueError(
+            f"study {self.name!r} has no arm {name!r}; arms: {', '.join(a.name for a in self.arms)}"
+        )
+
+    @property
+    def groups(self) -> list[str]:
+        """Figure groups in order of first appearance."""
+        return list(dict.fromkeys(a.group for a in self.arms))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One arm x seed: its configuration and where it runs."""
+
+    arm: Arm
+    seed: int
+    config: TrainConfig
+    run_dir: Path
+    fingerprint: str
+    """Hash of the configuration without seed and output directory."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.arm.name} seed {self.seed}"
+
+
+def bundled_studies() -> list[str]:
+    """Names of the studies shipped in ``rlvr/compare/studies``."""
+    root = resources.files("rlvr.compare") / "studies"
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
+    path = Path(name_or_path)
+    if path.is_file():
+        text, where = path.read_text(), str(path)
+    else:
+        bundled = resources.files("rlvr.compare") / "studies" / f"{name_or_path}.yaml"
+        if not bundled.is_file():
+            raise ValueError(
+                f"study {name_or_path!r} is neither a file nor a bundled study "
+                f"({', '.join(bundled_studies())})"
+            )
+        text, where = bundled.read_text(), f"rlvr/compare/studies/{name_or_path}.yaml"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: a study must be a mapping")
+    unknown = sorted(set(data) - set(STUDY_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(STUDY_KEYS)}"
+        )
+    return data, where
+
+
+def _overrides(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        return tuple(f"{k}={json.dumps(v)}" for k, v in _flatten(value).items())
+    if isinstance(value, list) and all(isinstance(v, str) and "=" in v for v in value):
+        return tuple(value)
+    raise ValueError(f"{where}: overrides must be a mapping or a list of key=value strings")
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _arm(data: Any, where: str) -> Arm:
+    if isinstance(data, str):
+        data = {"recipe": data}
+    if not isinstance(data, dict) or "recipe" not in data:
+        raise ValueError(f"{where}: each arm needs a recipe, got {data!r}")
+    unknown = sorted(set(data) - set(ARM_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown arm key(s) {', '.join(unknown)}; valid: {', '.join(ARM_KEYS)}"
+        )
+    recipe = str(data["recipe"])
+    name = str(data.get("name") or recipe)
+    embedded = "/" in recipe and not recipe.endswith((".yaml", ".yml"))
+    group = str(data.get("group") or (recipe.split("/")[0] if embedded else ""))
+    return Arm(
+        name=name,
+        recipe=recipe,
+        label=str(data.get("label") or name),
+        baseline=data.get("baseline"),
+        overrides=_overrides(data.get("overrides"), f"{where} arm {name}"),
+        group=group,
+    )
+
+
+def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
+    """A study from a bundled name or a YAML file, with its ``include``s merged in."""
+    if name_or_path in _seen:
+        raise ValueError(f"circular include: {' -> '.join((*_seen, name_or_path))}")
+    data, where = _read(name_or_path)
+    arms, claims, base, imports = [], [], {}, []
+    for inc in data.get("include") or []:
+        sub = load_study(str(inc), (*_seen, name_or_path))
+        arms += [a for a in sub.arms if a.name not in {b.name for b in arms}]
+        claims += [c for c in sub.claims if c not in claims]
+        imports += [m for m in sub.imports if m not in imports]
+        base = deep_merge(base, sub.base)
+        data.setdefault("steps", sub.steps)
+        data.setdefault("seeds", list(sub.seeds))
+    base = deep_merge(base, data.get("base") or {})
+    for item in data.get("arms") or []:
+        arm = _arm(item, where)
+        arms = [a for a in arms if a.name != arm.name] + [arm]
+    claims += [c for c in data.get("claims") or [] if c not in claims]
+    imports += [str(m) for m in data.get("imports") or [] if m not in imports]
+    study = Study(
+        name=str(data.get("name") or Path(name_or_path).stem),
+        title=str(data.get("title") or data.get("name") or name_or_path),
+        steps=int(data.get("steps", 0)),
+        seeds=tuple(int(s) for s in data.get("seeds") or ()),
+        base=base,
+        arms=tuple(arms),
+        claims=tuple(str(c) for c in claims),
+        notes=str(data.get("notes") or "").strip(),
+        source=where,
+        imports=tuple(imports),
+    )
+    _check(study, where)
+    return study
+
+
+def _check(study: Study, where: str) -> None:
+    if study.steps < 1:
+        raise ValueError(f"{where}: steps must be >= 1")
+    if not study.seeds or len(set(study.seeds)) != len(study.seeds):
+        raise ValueError(f"{where}: seeds must be a non-empty list of distinct integers")
+    if not study.arms:
+        raise ValueError(f"{where}: a study needs at least one arm")
+    names = [a.name for a in study.arms]
+    for arm in study.arms:
+        if arm.baseline is not None and arm.baseline not in names:
+            raise ValueError(f"{where}: arm {arm.name!r} has baseline {arm.baseline!r}, not an arm")
+
+
+RUN_SETTINGS = {
+    "log": {"progress": "off", "tensorboard": False, "plots": False},
+}
+"""What every study run sets (no progress bar or plots inside the workers; the report draws)."""
+
+
+def arm_config(study: Study, arm: Arm, seed: int, output_dir: str = "run") -> TrainConfig:
+    """The resolved configuration of ``arm`` at ``seed`` (recipe, base, overrides, run settings)."""
+    data = deep_merge(read_yaml(arm.recipe), study.base)
+    data = deep_merge(data, RUN_SETTINGS)
+    data = apply_overrides(data, list(arm.overrides))
+    data = apply_overrides(
+        data, [f"steps={study.steps}", f"seed={seed}", f"log.output_dir={output_dir}"]
+    )
+    try:
+        return from_dict(TrainConfig, data)
+    except ValueError as err:
+        raise ValueError(f"study {study.name!r}, arm {arm.name!r}: {err}") from err
+
+
+def fingerprint(config: TrainConfig) -> str:
+    """12 hex digits identifying a run's configuration, seed and output directory left out."""
+    data = to_dict(dataclasses.replace(config, seed=0))
+    data["log"].pop("output_dir", None)
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def plan(study: Study, runs_root: Path) -> list[RunSpec]:
+    """Every arm x seed with its configuration and run directory under ``runs_root``."""
+    specs = []
+    for arm in study.arms:
+        probe = arm_config(study, arm, study.seeds[0])
+        digest = fingerprint(probe)
+        folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
+        for seed in study.seeds:
+            run_dir = folder / f"seed{seed}"
+            config = arm_config(study, arm, seed, str(run_dir))
+            specs.append(RunSpec(arm, seed, config, run_dir, digest))
+    return specs

@@ -1,0 +1,109 @@
+"""One study run in its own process: ``python -m rlvr.compare.worker RUN_DIR [MODULE ...]``.
+
+The runner writes ``RUN_DIR/run.yaml`` (the run's resolved configuration); the worker trains
+it exactly as ``rlvr train --config RUN_DIR/run.yaml`` would (after importing the study's
+``imports``, e.g. a module registering a custom verifier), resuming from the latest
+checkpoint when the directory already holds one, with a :class:`StudyRecorder` callback
+that writes what the report needs and the trainer does not keep:
+
+- ``progress.json`` after every step (``step``, ``total``) for the runner's live table;
+- ``evals/step_NNNNNN.json`` after every evaluation: each held-out problem's ``n``, ``c``
+  and answer diversity (the paired bootstrap resamples problems);
+- ``final.json`` at the end (written last, atomically): the run is finished when it exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rlvr.train.harness import Callback
+
+RUN_FILE = "run.yaml"
+PROGRESS_FILE = "progress.json"
+FINAL_FILE = "final.json"
+EVALS_DIR = "evals"
+LOG_FILE = "worker.log"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON atomically (a reader never sees half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def problem_rows(report: Any) -> list[dict[str, Any]]:
+    """Per-problem ``id``, ``n``, ``c`` and diversity of an evaluation report."""
+    return [
+        {
+            "id": p.id,
+            "n": p.n,
+            "c": p.c,
+            "diversity": p.diversity._asdict() if p.diversity is not None else {},
+        }
+        for p in report.problems
+    ]
+
+
+class StudyRecorder(Callback):
+    """Writes progress, per-problem held-out results and the final marker of a study run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def on_start(self, job, start_step: int) -> None:
+        (self.run_dir / EVALS_DIR).mkdir(exist_ok=True)
+        self._progress(start_step, job.total_steps)
+
+    def on_step(self, job, step: int, record) -> None:
+        self._progress(step, job.total_steps)
+
+    def on_eval(self, job, step: int, record) -> None:
+        if record.report is None:
+            return
+        data = {"step": step, "scores": record.scores, "problems": problem_rows(record.report)}
+        write_json(self.run_dir / EVALS_DIR / f"step_{step:06d}.json", data)
+
+    def on_end(self, job, result) -> None:
+        evals = sorted((self.run_dir / EVALS_DIR).glob("step_*.json"))
+        last = json.loads(evals[-1].read_text()) if evals else None
+        final = {
+            "step": job.total_steps,
+            "evals": {str(k): v for k, v in result.evals.items()},
+            "final_eval": last,
+        }
+        write_json(self.run_dir / FINAL_FILE, final)
+
+    def _progress(self, step: int, total: int) -> None:
+        write_json(self.run_dir / PROGRESS_FILE, {"step": step, "total": total})
+
+
+def run(run_dir: Path) -> None:
+    """Train the configuration in ``run_dir/run.yaml`` there, resuming if it was started."""
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.loop import train
+    from rlvr.train.overrides import load_config
+
+    cfg = load_config(TrainConfig, str(run_dir / RUN_FILE), [f"log.output_dir={run_dir}"])
+    started = (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists()
+    train(cfg, resume=started, callbacks=[StudyRecorder(run_dir)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m rlvr.compare.worker RUN_DIR [MODULE ...]", file=sys.stderr)
+        return 2
+    for module in args[1:]:
+        importlib.import_module(module)
+    run(Path(args[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""rlvr's objectives inside TRL: :class:`RlvrGRPOTrainer` drops in for ``trl.GRPOTrainer``.
+
+``pip install "rlvr[trl]"``; ``docs/engines.md`` has a script and what differs from TRL's own
+losses and from rlvr's trainer.
+"""
+
+from rlvr.engines.trl.options import REFUSED, check_args, objective_config
+from rlvr.engines.trl.trainer import RlvrGRPOTrainer
+
+__all__ = ["REFUSED", "RlvrGRPOTrainer", "check_args", "objective_config"]

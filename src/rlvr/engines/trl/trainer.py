@@ -1,0 +1,241 @@
+"""``RlvrGRPOTrainer``: TRL's ``GRPOTrainer`` with rlvr's objectives as its loss.
+
+What it changes in ``GRPOTrainer`` (TRL 1.16), and nothing else:
+
+1. **Advantages and group statistics** (``_generate_and_score_completions``): from the rewards
+   of the whole generation batch gathered across processes (TRL's ``_calculate_rewards``
+   gathers them), in contiguous groups of ``num_generations``, rlvr computes the objective's
+   advantage mode (:func:`rlvr.advantages.compute_advantages`, population std) and, for
+   ``etr``/``pmpo``/``apmpo``, the per-sample statistics (``ObjectiveConfig.group_stats``).
+   Each process keeps its rows; they ride in the batch dict (``rlvr_*`` keys) through TRL's
+   shuffle and split, so a micro-batch smaller than a group still reads whole-batch values.
+2. **Step counts** (``_prepare_inputs``): when a generation batch is split into micro-batches,
+   each optimiser step's token, sequence and SFT-token counts, summed over its micro-batches
+   and all processes, are attached to its micro-batches, so the micro-batch losses of every
+   process add up (after DDP's average, hence the loss is scaled by the process count) to the
+   loss and gradient of the whole step (``ALGORITHMS.md``, "Loss aggregation").
+3. **The loss** (``_compute_loss``): :func:`rlvr.objectives.objective_loss` on TRL's per-token
+   log-probs and entropies, with TRL's vLLM importance-sampling ratios as per-token weights,
+   the reference log-probs for the KL term, and rlvr's metrics (``clip/q1_share``...,
+   ``docs/metrics.md``) added to TRL's log (TensorBoard, W&B).
+
+Options that would change the objective are refused at construction (:mod:`.options`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from trl import GRPOConfig, GRPOTrainer
+
+from rlvr.advantages import GroupStats, compute_advantages
+from rlvr.engines.trl.options import check_args, objective_config
+from rlvr.objectives import LossInputs, StepCounts, objective_loss
+
+MODEL_INPUT_KEYS = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+"""Optional multimodal inputs TRL's loss forwards to the model."""
+
+STATS_KEYS = ("rlvr_pass_rate", "rlvr_reward_mean", "rlvr_reward_std")
+"""Batch keys carrying the rows' :class:`~rlvr.advantages.GroupStats`."""
+
+
+def _model_name(model: Any) -> str:
+    name = model if isinstance(model, str) else model.config._name_or_path
+    return str(name).rstrip("/").split("/")[-1]
+
+
+def response_mask(inputs: dict[str, Any]) -> torch.Tensor:
+    """``[B, T]`` the completion tokens the loss covers (TRL's ``tool_mask`` applied)."""
+    mask = inputs["completion_mask"]
+    return mask if "tool_mask" not in inputs else mask * inputs["tool_mask"]
+
+
+def batch_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``[N]`` weighted sum of the reward functions (TRL's ``sum_then_normalize`` reward)."""
+    unscored = torch.isnan(rewards_per_func).all(dim=1)
+    if bool(unscored.any()):
+        raise ValueError(
+            f"{int(unscored.sum())} completion(s) got no reward from any reward function "
+            "(all returned None); rlvr's objectives need a reward for every completion"
+        )
+    return (rewards_per_func * weights.to(rewards_per_func.device)[None, :]).nansum(dim=1)
+
+
+class RlvrGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose loss is rlvr's ``objective`` (``docs/engines.md``).
+
+    Arguments are ``GRPOTrainer``'s, plus: ``objective`` (a name from
+    ``rlvr.objectives.OBJECTIVES``), ``objective_kwargs`` (its hyperparameters by their
+    ``ALGORITHMS.md`` names), ``advantage`` and ``loss_agg`` (``None``: the objective's
+    defaults), ``kl_estimator``, ``sft_coef`` and ``sft_threshold`` (Klear's SFT term on
+    positives). ``args.beta`` is the KL weight and ``args.entropy_coef`` the entropy bonus.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any,
+        args: GRPOConfig | None = None,
+        *positional: Any,
+        objective: str = "grpo",
+        objective_kwargs: dict[str, Any] | None = None,
+        advantage: str | None = None,
+        loss_agg: str | None = None,
+        kl_estimator: str = "k3",
+        sft_coef: float = 0.0,
+        sft_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = args if args is not None else GRPOConfig(f"{_model_name(model)}-GRPO")
+        check_args(args)
+        self.rlvr_objective = objective_config(
+            args,
+            objective,
+            objective_kwargs,
+            advantage=advantage,
+            loss_agg=loss_agg,
+            kl_estimator=kl_estimator,
+            sft_coef=sft_coef,
+            sft_threshold=sft_threshold,
+        )
+        self._rlvr_rewards_per_func: torch.Tensor | None = None
+        super().__init__(model, reward_funcs, args, *positional, **kwargs)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rlvr_rewards_per_func = rewards  # [N over all processes, reward functions]
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        cfg = self.rlvr_objective
+        rewards = batch_rewards(self._rlvr_rewards_per_func, self.reward_weights).double()
+        group = self.num_generations if self.model.training else self.num_generations_eval
+        local = output["prompt_ids"].shape[0]
+        rows = slice(
+            self.accelerator.process_index * local, (self.accelerator.process_index + 1) * local
+        )
+        device = output["prompt_ids"].device
+        advantages = compute_advantages(rewards, group, cfg.advantage_mode)
+        output["advantages"] = advantages[rows].to(device=device, dtype=torch.float32)
+        output["rlvr_rewards"] = rewards[rows].to(device)
+        _replace_tail(self._logs["advantages"], advantages.tolist())  # the completions table
+        stats = cfg.group_stats(rewards, group)
+        if stats is not None:
+            for key, values in zip(
+                STATS_KEYS, (stats.pass_rate, stats.reward_mean, stats.reward_std), strict=True
+            ):
+                output[key] = values[rows].to(device)
+        return output
+
+    def _prepare_inputs(self, generation_batch):
+        every = self.args.steps_per_generation * self.num_iterations
+        fresh = self.model.training and (self._step % every == 0 or self._buffered_inputs is None)
+        inputs = super()._prepare_inputs(generation_batch)
+        if fresh:
+            self._attach_step_counts(self._buffered_inputs)
+        return inputs
+
+    def _attach_step_counts(self, chunks: list[dict[str, Any]]) -> None:
+        """Give each micro-batch its optimiser step's counts, summed over the step and all processes."""
+        per_step = self.args.gradient_accumulation_steps
+        threshold = self.rlvr_objective.regularizers.sft_threshold
+        local = torch.stack([_counts(chunk, threshold) for chunk in chunks])  # [S, 3]
+        steps = local.view(-1, per_step, 3).sum(dim=1)  # [S / per_step, 3]
+        steps = self.accelerator.reduce(steps, reduction="sum")
+        for index, chunk in enumerate(chunks):
+            chunk["rlvr_step_counts"] = steps[index // per_step]
+
+    def _step_counts(self, inputs: dict[str, Any]) -> tuple[StepCounts, int]:
+        """``(counts, scale)``: the step's counts and the process count DDP divides by (train);
+        this call's own counts (evaluation)."""
+        max_len = self.max_completion_length
+        counts = inputs.get("rlvr_step_counts")
+        if not self.model.training or counts is None:
+            return StepCounts(max_len=max_len), 1
+        tokens, seqs, sft_tokens = counts.tolist()  # plain numbers: the loss keeps its dtype
+        return StepCounts(tokens, seqs, sft_tokens, max_len), self.accelerator.num_processes
+
+    def _token_weights(self, inputs: dict[str, Any], mask: torch.Tensor) -> torch.Tensor | None:
+        """TRL's vLLM importance-sampling ratios (``[B, T]`` or ``[B, 1]``) as per-token weights."""
+        if not (self.use_vllm and self.vllm_importance_sampling_correction):
+            return None
+        return inputs["importance_sampling_ratio"].expand(mask.shape)
+
+    def _row_stats(self, inputs: dict[str, Any]) -> GroupStats | None:
+        if not self.rlvr_objective.spec.needs_group_stats:
+            return None
+        rows = (inputs[key] for key in STATS_KEYS)
+        return GroupStats(*rows, self.rlvr_objective.params.stats_options())
+
+    def _compute_loss(self, model, inputs):
+        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
+        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        logps, entropies, aux_loss = self._get_per_token_logps_and_entropies(
+            model,
+            input_ids,
+            attention_mask,
+            completion_ids.size(1),
+            compute_entropy=True,
+            compute_aux_loss=self.aux_loss_enabled,
+            **{key: inputs.get(key) for key in MODEL_INPUT_KEYS},
+        )
+        mask = response_mask(inputs)
+        if not bool(mask.any()):  # every completion of this micro-batch masked out
+            return (logps * 0.0).sum()
+        old = inputs.get("old_per_token_logps")
+        counts, scale = self._step_counts(inputs)
+        batch = LossInputs(
+            logp=logps,
+            old_logp=logps.detach() if old is None else old,
+            advantages=inputs["advantages"],
+            mask=mask,
+            rewards=inputs["rlvr_rewards"],
+            group_stats=self._row_stats(inputs),
+            ref_logp=inputs.get("ref_per_token_logps"),
+            entropy=entropies,
+            token_weights=self._token_weights(inputs, mask),
+        )
+        out = objective_loss(batch, self.rlvr_objective, counts)
+        self._log_rlvr_metrics(out.metrics)
+        loss = out.loss * scale
+        if self.aux_loss_enabled:
+            accumulation = self.current_gradient_accumulation_steps if model.training else 1
+            loss = loss + self.router_aux_loss_coef * aux_loss / accumulation
+        return loss
+
+    def _log_rlvr_metrics(self, metrics: dict[str, torch.Tensor]) -> None:
+        """rlvr's metrics, averaged over processes, into TRL's log (averaged again per logging step)."""
+        mode = "train" if self.model.training else "eval"
+        names = list(metrics)  # the same names in the same order on every process
+        local = torch.stack([metrics[name].detach().float() for name in names])
+        gathered = self.accelerator.gather(local.to(self.accelerator.device)[None, :])
+        for name, value in zip(names, gathered.mean(dim=0).tolist(), strict=True):
+            self._metrics[mode][name].append(value)
+
+
+def _replace_tail(logged: Any, values: list[float]) -> None:
+    """Replace the last ``len(values)`` entries of TRL's ``deque`` log by ``values``."""
+    for _ in range(min(len(values), len(logged))):
+        logged.pop()
+    logged.extend(values)
+
+
+def _counts(chunk: dict[str, Any], sft_threshold: float) -> torch.Tensor:
+    """``[3]`` float64: response tokens, non-empty sequences, tokens of rewarded responses."""
+    rows = response_mask(chunk).sum(dim=1).double()  # [B]
+    positive = chunk["rlvr_rewards"] >= sft_threshold
+    return torch.stack([rows.sum(), (rows > 0).double().sum(), rows[positive].sum()])

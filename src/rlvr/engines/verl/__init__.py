@@ -1,0 +1,29 @@
+"""rlvr's objectives inside verl (``pip install "rlvr[verl]"``; ``docs/engines.md``).
+
+Importing this package registers, in verl 0.9's registries:
+
+- every objective as a policy loss ``rlvr_<name>`` (``rlvr_grpo``, ``rlvr_abc_grpo``,
+  ``rlvr_etr``, ``rlvr_gppo``, ``rlvr_apmpo``, ...; :mod:`.losses`), selected with
+  ``actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo``;
+- rlvr's advantage modes ``rlvr_group_std``, ``rlvr_group_mean``, ``rlvr_batch_std``
+  (:mod:`.advantages`), selected with ``algorithm.adv_estimator=...``.
+
+verl imports it by itself: the package declares it under verl's ``verl.plugins`` entry point,
+which ``import verl`` loads. The trainer that carries exact group statistics to ``etr``,
+``pmpo`` and ``apmpo`` is a second entry point, :mod:`.trainer` (``trainer.v1.trainer_mode=rlvr``).
+Hyperparameters: :mod:`.config`.
+"""
+
+from rlvr.engines.verl.advantages import ESTIMATORS
+from rlvr.engines.verl.config import PolicyLossConfig, objective_config
+from rlvr.engines.verl.losses import EXACT_ROUTE, LOSSES, row_stats, step_counts
+
+__all__ = [
+    "ESTIMATORS",
+    "EXACT_ROUTE",
+    "LOSSES",
+    "PolicyLossConfig",
+    "objective_config",
+    "row_stats",
+    "step_counts",
+]

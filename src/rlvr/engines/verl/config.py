@@ -1,0 +1,113 @@
+"""Where an rlvr objective's hyperparameters come from inside verl.
+
+verl hands a registered policy loss only its actor config (``actor_rollout_ref.actor``), which
+travels with the rest of verl's config to every Ray worker. So:
+
+- Hyperparameters verl already has come from verl's own fields: ``eps_low`` from
+  ``clip_ratio_low``, ``eps_high`` from ``clip_ratio_high`` (each falling back to
+  ``clip_ratio``), the dual clip ``clip_c`` from ``clip_ratio_c``, for the objectives that
+  have them (``grpo``, ``dapo``, ``dr_grpo``, ``gppo``, ``cispo``, ``gspo``, ``gmpo``,
+  ``pmpo``, ``apmpo``). The aggregation is verl's ``loss_agg_mode``.
+- The rest (``eps1..eps4``, ``lam1``, ``gamma``, ...) go in one extra section,
+  ``actor_rollout_ref.actor.policy_loss.rlvr``, which verl's config accepts once
+  ``policy_loss._target_`` names :class:`PolicyLossConfig` below::
+
+      actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig
+      +actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3
+
+Setting in ``rlvr`` a value verl has a field for is an error naming the field, and so is a
+verl clip ratio other than its default for an objective that has no such width (``abc_grpo``,
+``etr``): nothing the user set is silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
+
+from rlvr.objectives import ObjectiveConfig, make_config, objective_spec
+
+PREFIX = "rlvr_"
+"""Registered verl loss modes and advantage estimators are rlvr's names with this prefix."""
+
+VERL_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "clip_c": "clip_ratio_c"}
+"""rlvr hyperparameter -> the verl actor field it is read from."""
+
+VERL_DEFAULT_CLIP = 0.2
+"""verl's default ``clip_ratio``/``clip_ratio_low``/``clip_ratio_high``."""
+
+
+@dataclass
+class PolicyLossConfig(VerlPolicyLossConfig):
+    """verl's ``policy_loss`` section plus ``rlvr``: the objective's own hyperparameters."""
+
+    rlvr: dict = field(default_factory=dict)
+    """Hyperparameters of the rlvr objective by their ``ALGORITHMS.md`` names (``eps3``, ``lam1``...)."""
+
+
+def objective_name(loss_mode: str) -> str | None:
+    """The rlvr objective behind a verl ``loss_mode`` (``rlvr_abc_grpo`` -> ``abc_grpo``), else None."""
+    if not isinstance(loss_mode, str) or not loss_mode.startswith(PREFIX):
+        return None
+    return objective_spec(loss_mode[len(PREFIX) :]).name
+
+
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    """``config.key`` for verl's dataclass configs and OmegaConf/dict sections alike."""
+    value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
+    return default if value is None else value
+
+
+def verl_hyperparameters(actor: Any) -> dict[str, float]:
+    """The clip widths verl's actor config sets: ``eps_low``, ``eps_high``, ``clip_c``."""
+    clip = _get(actor, "clip_ratio", VERL_DEFAULT_CLIP)
+    return {
+        "eps_low": float(_get(actor, "clip_ratio_low", clip)),
+        "eps_high": float(_get(actor, "clip_ratio_high", clip)),
+        "clip_c": float(_get(actor, "clip_ratio_c", 3.0)),
+    }
+
+
+def own_hyperparameters(actor: Any) -> dict[str, Any]:
+    """The ``policy_loss.rlvr`` section (empty without it)."""
+    section = _get(_get(actor, "policy_loss", {}), "rlvr", {})
+    return {str(key): _plain(value) for key, value in dict(section).items()}
+
+
+def _plain(value: Any) -> Any:
+    """OmegaConf lists (``reward_range=[-1,1]``) as tuples, the way the configs expect them."""
+    return (
+        tuple(value)
+        if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig"
+        else value
+    )
+
+
+def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> ObjectiveConfig:
+    """The :class:`ObjectiveConfig` of objective ``name`` as verl's ``actor`` config sets it up.
+
+    Raises ValueError for an unknown objective or hyperparameter, a value given both in
+    ``policy_loss.rlvr`` and in verl's own field, or a verl clip ratio the objective cannot use.
+    """
+    spec = objective_spec(name)
+    own = own_hyperparameters(actor)
+    verl = {k: v for k, v in verl_hyperparameters(actor).items() if k in spec.hyperparameters}
+    for key in sorted(set(own) & set(VERL_FIELDS)):
+        raise ValueError(
+            f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
+            "set it there"
+        )
+    if "eps_low" not in spec.hyperparameters:
+        _refuse_clip_ratios(name, actor, spec.hyperparameters)
+    return ObjectiveConfig(name, params=make_config(name, **verl, **own), loss_agg=loss_agg)
+
+
+def _refuse_clip_ratios(name: str, actor: Any, valid: tuple[str, ...]) -> None:
+    ratios = verl_hyperparameters(actor)
+    if (ratios["eps_low"], ratios["eps_high"]) != (VERL_DEFAULT_CLIP, VERL_DEFAULT_CLIP):
+        raise ValueError(
+            f"{PREFIX}{name} has no clip_ratio_low/clip_ratio_high (got {ratios['eps_low']}, "
+            f"{ratios['eps_high']}); its widths are policy_loss.rlvr.{{{', '.join(valid)}}}"
+        )

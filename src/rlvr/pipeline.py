@@ -1,0 +1,326 @@
+"""Multi-stage runs: SFT and RL stages in order, each starting from the previous stage's model.
+
+A pipeline file is YAML (a path, or the name of one shipped in ``rlvr/configs/pipelines``)::
+
+    output_dir: runs/klear            # each stage runs in output_dir/<stage name>
+    model: smollm2-135m               # the first stage's model (default: its config's)
+    stages:
+      - {name: sft,  kind: sft,   config: sft,  overrides: [data.train=./worked.jsonl]}
+      - {name: math, kind: train, config: gppo, overrides: [steps=20]}
+      - {name: code, kind: train, config: code}
+
+``config`` is an embedded config name or a YAML file; ``overrides`` are ``key=value``
+strings as on the command line. Each stage's ``model.name`` is set to the previous
+stage's final model directory and its ``log.output_dir`` to its own directory; relative
+paths (``./``, ``../``) in ``config`` and in ``data.train`` / ``data.eval`` overrides are
+read from the pipeline file's folder.
+
+Running a pipeline again continues it: a stage whose ``stage.json`` exists is finished
+and skipped (its final model is read from there), a stage with a run directory but no
+``stage.json`` was interrupted and resumes from its last checkpoint (the ``--resume``
+machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh. ``pipeline.json`` in
+the output directory lists each stage's run directory, final model and held-out scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlvr.train.checkpoint import latest_checkpoint
+from rlvr.train.config import SFTConfig, TrainConfig
+from rlvr.train.harness import Callback, RunResult
+from rlvr.train.overrides import load_config
+
+KINDS = ("sft", "train")
+STAGE_FILE = "stage.json"
+SUMMARY_FILE = "pipeline.json"
+PATH_KEYS = ("data.train", "data.eval")
+"""Override keys whose relative values (``./``, ``../``) are read from the pipeline's folder."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a pipeline."""
+
+    name: str
+    """Unique name; also the stage's run directory under the pipeline's output directory."""
+    kind: str
+    """``sft`` (``rlvr sft``) or ``train`` (``rlvr train``)."""
+    config: str
+    """Embedded config name or YAML file of the stage."""
+    overrides: tuple[str, ...] = ()
+    """``key=value`` overrides applied to the config."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Stages run in order, each from the previous stage's final model."""
+
+    stages: tuple[Stage, ...]
+    """The stages, in order."""
+    output_dir: str = "runs/pipeline"
+    """Where the stages' run directories and ``pipeline.json`` go."""
+    model: str | None = None
+    """The first stage's model (``None``: the one its config names)."""
+    source: str = "<pipeline>"
+    """Where the pipeline was read from (for messages)."""
+    folder: Path = field(default_factory=Path.cwd)
+    """Folder relative paths are read from."""
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What a stage left behind."""
+
+    name: str
+    """Stage name."""
+    run_dir: Path
+    """Its run directory."""
+    model_dir: Path
+    """Its final model (the next stage's starting point)."""
+    status: str
+    """``ran``, ``resumed`` or ``skipped`` (finished in an earlier invocation)."""
+    evals: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Held-out scores by step (RL stages)."""
+
+
+def embedded_pipelines() -> list[str]:
+    """Names of the pipelines shipped in ``rlvr/configs/pipelines``."""
+    root = resources.files("rlvr") / "configs" / "pipelines"
+    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def read_pipeline(name_or_path: str) -> Pipeline:
+    """Parse a pipeline file (or an embedded pipeline by name); errors name the file and stage."""
+    path = Path(name_or_path)
+    if path.is_file():
+        text, where, folder = path.read_text(), str(path), path.resolve().parent
+    else:
+        embedded = resources.files("rlvr") / "configs" / "pipelines" / f"{name_or_path}.yaml"
+        if not embedded.is_file():
+            raise ValueError(
+                f"pipeline {name_or_path!r} is neither a file nor an embedded pipeline "
+                f"({', '.join(embedded_pipelines())})"
+            )
+        text, where = embedded.read_text(), f"rlvr/configs/pipelines/{name_or_path}.yaml"
+        folder = Path(str(embedded)).parent
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    return parse_pipeline(data, source=where, folder=folder)
+
+
+def parse_pipeline(
+    data: Any, *, source: str = "<pipeline>", folder: Path | None = None
+) -> Pipeline:
+    """A :class:`Pipeline` from its YAML mapping."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: top level must be a mapping with 'stages'")
+    unknown = sorted(set(data) - {"stages", "output_dir", "model"})
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) {unknown}; valid: stages, output_dir, model")
+    raw = data.get("stages")
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{source}: 'stages' must be a non-empty list")
+    stages = tuple(_stage(item, f"{source}: stages[{i}]") for i, item in enumerate(raw))
+    names = [s.name for s in stages]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{source}: stage names must be unique, repeated: {repeated}")
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"{source}: model must be a string, got {model!r}")
+    output_dir = data.get("output_dir", "runs/pipeline")
+    if not isinstance(output_dir, str) or not output_dir:
+        raise ValueError(f"{source}: output_dir must be a non-empty string")
+    return Pipeline(stages, output_dir, model, source, folder or Path.cwd())
+
+
+def _stage(item: Any, where: str) -> Stage:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: must be a mapping with name, kind, config")
+    unknown = sorted(set(item) - {"name", "kind", "config", "overrides"})
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; valid: name, kind, config, overrides")
+    name, kind, config = item.get("name"), item.get("kind"), item.get("config")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ValueError(f"{where}: name must be a plain directory name, got {name!r}")
+    if kind not in KINDS:
+        raise ValueError(f"{where} ({name}): kind must be one of {list(KINDS)}, got {kind!r}")
+    if not isinstance(config, str) or not config:
+        raise ValueError(f"{where} ({name}): config must name a config or YAML file")
+    overrides = item.get("overrides") or []
+    if not isinstance(overrides, list) or not all(
+        isinstance(o, str) and "=" in o for o in overrides
+    ):
+        raise ValueError(f"{where} ({name}): overrides must be a list of 'key=value' strings")
+    return Stage(name, kind, config, tuple(overrides))
+
+
+def _local(value: str, folder: Path) -> str:
+    """``value`` read from ``folder`` when it is a relative path (``./``, ``../``)."""
+    return str((folder / value).resolve()) if value.startswith(("./", "../")) else value
+
+
+def stage_config(
+    pipeline: Pipeline, stage: Stage, model: str | None, extra: Sequence[str] = ()
+) -> TrainConfig | SFTConfig:
+    """The stage's configuration: its config and overrides, then ``extra``, model and run directory."""
+    overrides = []
+    for item in (*stage.overrides, *extra):
+        key, _, value = item.partition("=")
+        overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
+    if model is not None:
+        overrides.append(f"model.name={model}")
+    overrides.append(f"log.output_dir={Path(pipeline.output_dir) / stage.name}")
+    cls = SFTConfig if stage.kind == "sft" else TrainConfig
+    try:
+        return load_config(cls, _local(stage.config, pipeline.folder), overrides)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+
+
+def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):
+    if isinstance(cfg, SFTConfig):
+        from rlvr.train.supervised import sft
+
+        return sft(cfg, resume=resume, callbacks=callbacks)
+    from rlvr.train.loop import train
+
+    return train(cfg, resume=resume, callbacks=callbacks)
+
+
+def run_pipeline(
+    pipeline: Pipeline,
+    *,
+    overrides: Sequence[str] = (),
+    callbacks: Callable[[Stage], Sequence[Callback]] | None = None,
+    announce: Callable[[str], None] = print,
+) -> list[StageResult]:
+    """Run (or continue) every stage in order; returns each stage's result.
+
+    ``overrides`` apply to every stage (``key=value``) or to one (``NAME:key=value``);
+    ``callbacks(stage)`` gives the callbacks of a stage's run. ``{time}`` in the output
+    directory becomes the start time (continue such a pipeline by passing the expanded
+    directory: ``dataclasses.replace(pipeline, output_dir=...)``).
+    """
+    if "{time}" in pipeline.output_dir:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
+    by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
+    out = Path(pipeline.output_dir)
+    results: list[StageResult] = []
+    model = pipeline.model
+    for index, stage in enumerate(pipeline.stages, 1):
+        run_dir = out / stage.name
+        done = _finished(run_dir)
+        if done is not None:
+            announce(f"stage {index}/{len(pipeline.stages)} {stage.name}: finished, skipped")
+            result = StageResult(
+                stage.name, run_dir, Path(done["model_dir"]), "skipped", _evals(done)
+            )
+        else:
+            cfg = stage_config(pipeline, stage, model, by_stage[stage.name])
+            resume = run_dir.is_dir() and any(run_dir.iterdir())
+            verb = "resuming" if resume else "starting"
+            announce(
+                f"stage {index}/{len(pipeline.stages)} {stage.name} ({stage.kind}, {stage.config}): "
+                f"{verb} from {cfg.model.name} in {run_dir}"
+            )
+            ran = _run_stage(cfg, resume, callbacks(stage) if callbacks else ())
+            result = _record(stage, ran, "resumed" if resume else "ran")
+        results.append(result)
+        _write_summary(pipeline, results)
+        model = str(result.model_dir)
+    return results
+
+
+def _split_overrides(overrides: Sequence[str], names: list[str]) -> dict[str, list[str]]:
+    """``key=value`` for every stage, ``NAME:key=value`` for stage NAME."""
+    out: dict[str, list[str]] = {n: [] for n in names}
+    for item in overrides:
+        key = item.partition("=")[0]
+        stage, colon, rest = key.partition(":")
+        if not colon:
+            for name in names:
+                out[name].append(item)
+            continue
+        if stage not in out:
+            raise ValueError(f"override {item!r}: no stage {stage!r}; stages: {', '.join(names)}")
+        out[stage].append(item[len(stage) + 1 :])
+    return out
+
+
+def _finished(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / STAGE_FILE
+    if not path.is_file():
+        return None
+    done = json.loads(path.read_text())
+    if not Path(done["model_dir"]).is_dir():
+        raise ValueError(
+            f"{path}: its final model {done['model_dir']} is gone; delete {path} to rerun the stage"
+        )
+    return done
+
+
+def _evals(done: dict[str, Any]) -> dict[int, dict[str, float]]:
+    return {int(k): v for k, v in done.get("evals", {}).items()}
+
+
+def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
+    """Mark the stage finished (``stage.json``, written atomically) and return its result.
+
+    A stage stopped after its last checkpoint but before ``stage.json`` was written resumes
+    with no step left to run; its final model is then that last checkpoint.
+    """
+    model_dir = ran.model_dir
+    if model_dir is None and not ran.metrics:
+        model_dir = latest_checkpoint(ran.run_dir)
+    if model_dir is None:
+        raise ValueError(
+            f"stage {stage.name!r} saved no final model: keep checkpoint.save_final=true in its config"
+        )
+    evals = dict(getattr(ran, "evals", {}) or {})
+    done = {
+        "name": stage.name,
+        "kind": stage.kind,
+        "config": stage.config,
+        "model_dir": str(model_dir),
+        "evals": {str(k): v for k, v in evals.items()},
+    }
+    _write_json(ran.run_dir / STAGE_FILE, done)
+    return StageResult(stage.name, ran.run_dir, model_dir, status, evals)
+
+
+def _write_summary(pipeline: Pipeline, results: list[StageResult]) -> None:
+    rows = [
+        {
+            "name": r.name,
+            "run_dir": str(r.run_dir),
+            "model_dir": str(r.model_dir),
+            "status": r.status,
+            "evals": {str(k): v for k, v in r.evals.items()},
+        }
+        for r in results
+    ]
+    _write_json(
+        Path(pipeline.output_dir) / SUMMARY_FILE,
+        {"source": pipeline.source, "stages": rows, "finished": len(rows) == len(pipeline.stages)},
+    )
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)

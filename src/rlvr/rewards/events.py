@@ -1,0 +1,59 @@
+"""Counting what happened inside a verifier call (answers cut off, asserts run in-process).
+
+A verifier stays a plain function ``(completion, reference) -> float``; when it wants to
+report something that is not its score, it calls :func:`record`. The
+:class:`rlvr.rewards.scoring.Scorer` collects the counts of each call with
+:func:`counting` and sums them into :class:`rlvr.rewards.scoring.Scores`; a verifier
+called on its own (as TRL calls a reward function) records into nothing.
+
+Event names are the keys of :data:`EVENTS`; :meth:`Scores.metrics` logs each as
+``verifier/<name>``.
+
+>>> with counting() as counts:
+...     record("math_hedged")
+>>> counts
+{'math_hedged': 1}
+>>> record("math_hedged")   # outside counting(): dropped
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+EVENTS: dict[str, str] = {
+    "math_rejected": "math answers cut off before or during comparison (too long, too deeply "
+    "nested, exponent towers, huge numbers, or past the comparison's time or memory limit)",
+    "math_hedged": "math completions with several different final answers",
+    "asserts_judged": "assert tests judged in the parent from the values the program returned",
+    "asserts_in_process": "assert tests that could not be taken apart and ran inside the "
+    "program's interpreter (a program can fake these)",
+    "sandbox_errors": "code completions whose sandbox failed to run (the sandbox's fault, not "
+    "the program's; part of the failures)",
+}
+"""Event name -> what it counts."""
+
+_COUNTS: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+    "rlvr_verifier_events", default=None
+)
+
+
+def record(name: str, n: int = 1) -> None:
+    """Count ``n`` occurrences of the event ``name`` in the current :func:`counting` block."""
+    if name not in EVENTS:
+        raise ValueError(f"unknown verifier event {name!r}; valid: {', '.join(sorted(EVENTS))}")
+    counts = _COUNTS.get()
+    if counts is not None and n:
+        counts[name] = counts.get(name, 0) + n
+
+
+@contextmanager
+def counting() -> Iterator[dict[str, int]]:
+    """Collect the events recorded in this block (this thread or task only) into a dict."""
+    counts: dict[str, int] = {}
+    token = _COUNTS.set(counts)
+    try:
+        yield counts
+    finally:
+        _COUNTS.reset(token)

@@ -1,0 +1,218 @@
+"""The interpreter that runs sandboxed programs, and the files it needs to read.
+
+A sandboxed program runs as ``python -I -S`` (standard library only). Two isolation layers
+need to know which files that interpreter reads: bubblewrap binds exactly those into an
+otherwise empty filesystem, and Landlock allows reading exactly those. :func:`describe`
+asks the interpreter itself (its binary, ``sys.path``, the shared objects it has mapped) and
+adds the system's library directories, from which its C extensions load their libraries.
+
+When the caller is root and the program is to run as an unprivileged user, that user must be
+able to read the interpreter; a pyenv or conda install under ``/root`` (mode 0700) is not
+readable. :func:`readable_copy` then builds, once per machine, a copy of the interpreter and
+its standard library (no ``site-packages``, no test suite) under ``RUNTIME_CACHE``, owned by
+root and readable by all: files are hard links where the file system allows and the file is
+already world-readable, copies otherwise. The copy finds its shared ``libpython`` through
+``LD_LIBRARY_PATH`` (the original's ``RUNPATH`` points into the unreadable directory).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUNTIME_CACHE = "/var/cache/rlvr-sandbox"
+"""Where readable copies of an interpreter are built (as root)."""
+
+SYSTEM_PATHS = (
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/libx32",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/lib32",
+    "/usr/libx32",
+    "/etc/ld.so.cache",
+)
+"""Shared-library directories (and the loader's cache) every interpreter may read."""
+
+# Parts of the standard library a program never needs (the test suite alone is half of it).
+_SKIPPED = frozenset(
+    {"site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip"}
+)
+_DESCRIBE = """
+import os, sys
+mapped = set()
+with open('/proc/self/maps') as f:
+    for line in f:
+        part = line.split(None, 5)
+        if len(part) == 6 and '.so' in part[5]:
+            mapped.add(part[5].strip())
+print(repr((os.path.realpath(sys.executable), sys.prefix, sys.version_info[:2],
+            [p for p in sys.path if p and os.path.exists(p)], sorted(mapped))))
+"""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """An interpreter for sandboxed programs and what of the filesystem it reads."""
+
+    python: str
+    """Path of the interpreter binary (symbolic links resolved)."""
+    prefix: str
+    """Its ``sys.prefix`` when started with ``-I -S``."""
+    version: tuple[int, int]
+    """``(major, minor)``."""
+    read_paths: tuple[str, ...]
+    """Files and directories it reads: itself, its ``sys.path``, its shared objects and
+    :data:`SYSTEM_PATHS`; existing paths only, none inside another."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment it needs on top of the sandbox's (``LD_LIBRARY_PATH`` for a copy)."""
+    mapped: tuple[str, ...] = ()
+    """Shared objects it had loaded at start-up (``libpython``, ``libc``, ...)."""
+
+
+def _outermost(paths: list[str]) -> tuple[str, ...]:
+    """Existing paths, without those that lie inside another one of them."""
+    kept: list[str] = []
+    for path in sorted({os.path.normpath(p) for p in paths if os.path.lexists(p)}):
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return tuple(kept)
+
+
+@functools.cache
+def describe(python: str, env_items: tuple[tuple[str, str], ...] = ()) -> Runtime:
+    """Ask ``python`` (started as ``-I -S``) what it reads; raises ``OSError`` if it cannot run."""
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **dict(env_items)}
+    try:
+        out = subprocess.run(
+            [python, "-I", "-S", "-c", _DESCRIBE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, ValueError) as exc:
+        raise OSError(f"could not start {python}: {exc}") from exc
+    executable, prefix, version, sys_path, mapped = ast.literal_eval(out.strip().splitlines()[-1])
+    paths = [executable, *sys_path, *mapped, *SYSTEM_PATHS]
+    return Runtime(
+        executable, prefix, tuple(version), _outermost(paths), dict(env_items), tuple(mapped)
+    )
+
+
+def readable_by_others(path: str) -> bool:
+    """True when a user who is neither owner nor in the group can reach and read ``path``."""
+    full = Path(os.path.realpath(path))
+    try:
+        for parent in reversed(full.parents):
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+        mode = full.stat().st_mode
+    except OSError:
+        return False
+    needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+    return mode & needed == needed
+
+
+def runtime_readable_by_others(runtime: Runtime) -> bool:
+    """True when an unprivileged user can run ``runtime`` and import its standard library."""
+    own = [p for p in runtime.read_paths if p not in SYSTEM_PATHS]
+    return all(readable_by_others(p) for p in (*own, *runtime.mapped))
+
+
+def _copy_tree(src: Path, dst: Path, top: bool) -> None:
+    dst.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(dst, 0o755)
+    for entry in os.scandir(src):
+        if top and (entry.name in _SKIPPED or entry.name.startswith("config-")):
+            continue
+        target = dst / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            _copy_tree(Path(entry.path), target, top=False)
+        elif entry.is_file(follow_symlinks=False):
+            _link_or_copy(Path(entry.path), target)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """A hard link when ``src`` is world-readable on the same device, else a readable copy."""
+    info = src.stat()
+    if info.st_mode & stat.S_IROTH and info.st_dev == dst.parent.stat().st_dev:
+        with contextlib.suppress(OSError):
+            os.link(src, dst)
+            return
+    shutil.copy2(src, dst)
+    os.chmod(dst, (info.st_mode | 0o444) & 0o755)
+
+
+def _copy_name(runtime: Runtime) -> str:
+    digest = hashlib.sha256(f"{runtime.python}\0{runtime.prefix}".encode()).hexdigest()[:12]
+    major, minor = runtime.version
+    return f"python{major}.{minor}-{digest}"
+
+
+def _trusted_dir(path: Path) -> bool:
+    """Owned by root and writable by nobody else: safe to run programs from."""
+    info = path.lstat()
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == 0
+        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
+def _build_copy(runtime: Runtime, root: Path) -> None:
+    """Fill ``root`` with the interpreter, its ``libpython`` and its standard library."""
+    prefix = Path(runtime.prefix)
+    binary = Path(runtime.python)
+    (root / "bin").mkdir(mode=0o755)
+    (root / "lib").mkdir(mode=0o755)
+    _link_or_copy(binary, root / "bin" / binary.name)
+    for shared in runtime.mapped:
+        if Path(shared).is_relative_to(prefix):
+            _link_or_copy(Path(shared), root / "lib" / Path(shared).name)
+    for entry in runtime.read_paths:
+        path = Path(entry)
+        if path.is_dir() and path.is_relative_to(prefix) and path != prefix:
+            target = root / path.relative_to(prefix)
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            _copy_tree(path, target, top=True)
+    (root / ".complete").touch(mode=0o644)
+
+
+def readable_copy(runtime: Runtime, cache: str = RUNTIME_CACHE) -> Runtime:
+    """A world-readable copy of ``runtime`` under ``cache``, built once (needs root).
+
+    Raises ``OSError`` when the copy cannot be built or does not run.
+    """
+    base = Path(cache)
+    base.mkdir(mode=0o755, parents=True, exist_ok=True)
+    if not _trusted_dir(base):
+        raise OSError(f"{base} must be a directory owned by root and writable by root only")
+    os.chmod(base, 0o755)
+    final = base / _copy_name(runtime)
+    if not (final / ".complete").exists():
+        building = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
+        try:
+            os.chmod(building, 0o755)
+            _build_copy(runtime, building)
+            with contextlib.suppress(OSError):  # another process may have finished first
+                os.rename(building, final)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    if not _trusted_dir(final):
+        raise OSError(f"{final} must be a directory owned by root and writable by root only")
+    python = final / "bin" / Path(runtime.python).name
+    env = (("LD_LIBRARY_PATH", str(final / "lib")),)
+    return describe(str(python), env)

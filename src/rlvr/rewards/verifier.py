@@ -1,0 +1,49 @@
+"""The :class:`Verifier` object: a registered verifier function bound to its options.
+
+Kept apart from :mod:`rlvr.rewards.registry` so that modules the registry builds on (the
+``+format`` wrapper) can use it without importing the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+VerifierFn = Callable[..., float]
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A registered verifier bound to its options; call it like the plain function.
+
+    Picklable (module-level function plus options), so worker processes can run it.
+    """
+
+    spec: str
+    """The spec it was built from, e.g. ``"math+format"``."""
+    fn: VerifierFn
+    """The registered function."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword options bound to ``fn``."""
+    correct_value: float = 1.0
+    """Score of a fully correct completion."""
+    failure_value: float = 0.0
+    """Score of a wrong completion, and of one whose verification failed or timed out."""
+
+    def __call__(self, completion: str, reference: Any) -> float:
+        return float(self.fn(completion, reference, **self.options))
+
+    def warm_up(self) -> None:
+        """Start what the verifier would start on its first call (the ``math`` verifier's
+        comparison helper), so that start-up is not charged to a completion's time limit.
+
+        A verifier function opts in with a ``warm_up`` attribute (a function of no
+        arguments); verifiers among the options (a ``+format`` wrapper's) are warmed too.
+        """
+        hook = getattr(self.fn, "warm_up", None)
+        if callable(hook):
+            hook()
+        for option in self.options.values():
+            if isinstance(option, Verifier):
+                option.warm_up()

@@ -1,0 +1,46 @@
+"""``rlvr compare`` on the command line: listing, dry run, report only, errors."""
+
+import pytest
+
+from rlvr.cli import main as rlvr
+
+
+def test_list_shows_the_bundled_studies(capsys):
+    assert rlvr(["compare", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("abc", "etr", "klear", "apmpo", "all"):
+        assert f"\n{name} " in f"\n{out}"
+    assert "19 arms x 3 seeds" in out
+
+
+def test_unknown_study_is_one_line(capsys):
+    assert rlvr(["compare", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr: error: study 'nope' is neither a file nor a bundled study")
+    assert "\n" not in err
+
+
+def test_bad_jobs(capsys):
+    assert rlvr(["compare", "abc", "--jobs", "0"]) == 2
+    assert "--jobs must be >= 1" in capsys.readouterr().err
+
+
+def test_dry_run_lists_the_plan(small_study, tmp_path, capsys):
+    assert rlvr(["compare", small_study(), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(line.startswith("run ") for line in lines)
+    assert "grpo seed 0" in lines[0] and "abc seed 1" in lines[-1]
+
+
+@pytest.mark.slow
+def test_report_only_runs_nothing(small_study, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert rlvr(["compare", small_study(), "--out", str(out), "--report-only"]) == 0
+    text = capsys.readouterr().out
+    assert "inconclusive" in text and "report:" in text
+    assert not (out / "runs").exists()
+    report = (out / "small" / "report.md").read_text()
+    assert "0 of 4 runs finished" in report and "no finished runs of" in report
+    assert (
+        "--report-only" not in report and f"--out {out}" in report
+    )  # the command that reproduces it

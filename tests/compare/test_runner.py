@@ -1,0 +1,113 @@
+"""rlvr compare end to end on the tiny random model: runs, reuse, resume, report sections."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.compare import load_study, plan, run_study
+from rlvr.compare.runner import _child_env, default_jobs, initial_states
+from rlvr.compare.worker import FINAL_FILE, RUN_FILE
+from rlvr.train.metrics import read_metrics
+from rlvr.train.overrides import dump_yaml
+
+SECTIONS = [
+    "# Study `small`",
+    "## Verdicts",
+    "### Claims",
+    "### Final held-out scores",
+    "## How the numbers are made",
+    "## Runs",
+]
+
+
+def _row(run_dir: Path, step: int) -> dict:
+    return next(r for r in read_metrics(run_dir / "metrics.jsonl") if r["step"] == step)
+
+
+@pytest.mark.slow
+def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
+    study = load_study(small_study())
+    out = tmp_path / "out"
+    result = run_study(study, out, jobs=2, live=False)
+    assert [s.status for s in result.states] == ["finished"] * 4, [
+        s.log.read_text()[-2000:] for s in result.states
+    ]
+    for state in result.states:
+        final = json.loads((state.spec.run_dir / FINAL_FILE).read_text())
+        assert final["step"] == 2 and len(final["final_eval"]["problems"]) == 8
+        rows = read_metrics(state.spec.run_dir / "metrics.jsonl")
+        assert [r["step"] for r in rows] == [0, 1, 2]
+    report = result.report
+    text = report.markdown.read_text()
+    for section in SECTIONS:
+        assert section in text, section
+    assert "GRPO (`grpo`)" in text and "vs `grpo`" in text  # final table with the paired CI
+    assert {v.claim.id for v in report.verdicts} == {"entropy", "q4", "avg"}
+    assert all(
+        v.status in ("reproduced", "not reproduced", "inconclusive") for v in report.verdicts
+    )
+    page = report.html.read_text()
+    assert page.count("data:image/png;base64,") == len(report.figures) >= 2
+    assert "<table>" in page and "src='figures/" not in page  # self-contained
+    for fig in report.figures:
+        assert fig.stat().st_size > 1000 and f"figures/{fig.name}" in text
+    results = json.loads(report.results.read_text())
+    assert results["arms"]["abc"]["seeds"] == [0, 1]
+
+    # a second run reuses every finished run: nothing is started, the metrics are untouched
+    before = {s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in result.states}
+    again = run_study(study, out, jobs=2, live=False)
+    assert [s.status for s in again.states] == ["done"] * 4
+    assert {
+        s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in again.states
+    } == before
+
+    # a changed setting is a different run (a new directory), the old ones stay
+    changed = load_study(small_study(base={"threads": 1, "optim": {"lr": 2e-3}}))
+    assert {s.run_dir for s in plan(changed, out / "runs")}.isdisjoint(before)
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_from_its_checkpoint(small_study, tmp_path):
+    study = load_study(small_study(steps=3, seeds=[0]))
+    out = tmp_path / "out"
+    spec = plan(study, out / "runs")[0]
+    spec.run_dir.mkdir(parents=True)
+    (spec.run_dir / RUN_FILE).write_text(dump_yaml(spec.config))
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "rlvr.compare.worker", str(spec.run_dir), *study.imports],
+        env=_child_env(),
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and victim.poll() is None:
+        if (spec.run_dir / "checkpoints" / "step_000001").exists():
+            victim.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    assert victim.wait(timeout=60) == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (spec.run_dir / FINAL_FILE).exists()
+    first = _row(spec.run_dir, 1)
+
+    states = initial_states([spec])
+    assert states[0].status == "queued" and states[0].resumed
+    result = run_study(study, out, jobs=1, live=False)
+    state = next(s for s in result.states if s.spec.arm.name == "grpo")
+    assert state.status == "finished", state.log.read_text()[-2000:]
+    assert _row(spec.run_dir, 1) == first  # step 1 was not run again
+    assert [r["step"] for r in read_metrics(spec.run_dir / "metrics.jsonl")] == [0, 1, 2, 3]
+    assert "resume" in state.log.read_text()
+
+
+def test_default_jobs_from_cores_and_threads():
+    assert default_jobs(1, cores=2) == 2
+    assert default_jobs(2, cores=2) == 1
+    assert default_jobs(4, cores=2) == 1
+    assert default_jobs(None, cores=16) == 16
+    assert default_jobs(1) >= 1 and os.cpu_count() is not None

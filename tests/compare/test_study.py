@@ -1,0 +1,88 @@
+"""Study files: loading, includes, resolved arm configs, fingerprints, errors."""
+
+import pytest
+import yaml
+
+from rlvr.compare import bundled_studies, load_study, plan
+from rlvr.compare.study import arm_config, fingerprint
+
+
+def test_bundled_studies_and_all_is_their_union():
+    assert set(bundled_studies()) == {"abc", "etr", "klear", "apmpo", "all"}
+    parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
+    whole = load_study("all")
+    assert [a.name for a in whole.arms] == [a.name for p in parts for a in p.arms]
+    assert whole.claims == ("abc", "etr", "klear", "apmpo")
+    assert whole.seeds == (0, 1, 2) and all(p.seeds == (0, 1, 2) for p in parts)
+    assert whole.groups == ["abc", "etr", "klear", "apmpo"]
+
+
+def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
+    whole = {(s.arm.name, s.seed): s.run_dir for s in plan(load_study("all"), tmp_path)}
+    for name in ("abc", "etr", "klear", "apmpo"):
+        for spec in plan(load_study(name), tmp_path):
+            assert whole[(spec.arm.name, spec.seed)] == spec.run_dir
+
+
+def test_arm_config_applies_recipe_base_overrides_and_run_settings(tmp_path):
+    study_file = tmp_path / "s.yaml"
+    study_file.write_text(
+        yaml.safe_dump(
+            {
+                "steps": 7,
+                "seeds": [3],
+                "base": {"threads": 1, "eval": {"every": 5}},
+                "arms": [{"recipe": "etr/etr", "overrides": ["objective.lam1=0.3"]}],
+            }
+        )
+    )
+    study = load_study(str(study_file))
+    spec = plan(study, tmp_path / "runs")[0]
+    cfg = spec.config
+    assert (cfg.steps, cfg.seed, cfg.threads, cfg.eval.every) == (7, 3, 1, 5)
+    assert cfg.objective.name == "etr" and cfg.objective.params.lam1 == 0.3
+    assert cfg.objective.kl_coef == 0.001 and cfg.reward.wrong == -1.0  # from the recipe
+    assert cfg.log.progress == "off" and cfg.log.output_dir == str(spec.run_dir)
+    assert spec.arm.group == "etr" and spec.run_dir.name == "seed3"
+
+
+def test_fingerprint_ignores_seed_and_directory_only():
+    study = load_study("abc")
+    grpo, abc = study.arms
+    a = arm_config(study, grpo, 0, "x")
+    assert fingerprint(a) == fingerprint(arm_config(study, grpo, 5, "y"))
+    assert fingerprint(a) != fingerprint(arm_config(study, abc, 0, "x"))
+
+
+@pytest.mark.parametrize(
+    "study, message",
+    [
+        ({"steps": 2, "seeds": [0], "arms": []}, "at least one arm"),
+        ({"steps": 2, "seeds": [], "arms": ["demo"]}, "seeds"),
+        ({"steps": 2, "seeds": [0], "arms": ["demo"], "colour": 1}, "unknown key"),
+        ({"steps": 2, "seeds": [0], "arms": [{"recipe": "demo", "baseline": "x"}]}, "not an arm"),
+        ({"steps": 2, "seeds": [0], "arms": [{"recipe": "demo", "colour": 1}]}, "unknown arm key"),
+    ],
+)
+def test_bad_studies_are_named(tmp_path, study, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(study))
+    with pytest.raises(ValueError, match=message):
+        load_study(str(path))
+
+
+def test_unknown_study_and_bad_recipe_value(tmp_path):
+    with pytest.raises(ValueError, match="neither a file nor a bundled study"):
+        load_study("nope")
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "steps": 2,
+                "seeds": [0],
+                "arms": [{"recipe": "demo", "overrides": ["rollout.group_size=0"]}],
+            }
+        )
+    )
+    with pytest.raises(ValueError, match="arm 'demo'.*group_size"):
+        plan(load_study(str(path)), tmp_path)

@@ -1,0 +1,92 @@
+"""The seeded code task generator: determinism, held-out separation, tests that judge."""
+
+import json
+
+import pytest
+
+from rlvr.cli.data import main as data_main
+from rlvr.data import load_examples
+from rlvr.data.code_tasks import FAMILIES, code_task_rows, keys_in
+from rlvr.rewards.code import code_verifier, parse_reference
+
+
+def test_same_seed_same_rows_other_seed_other_rows():
+    a = code_task_rows("all", size=40, seed=3)
+    assert a == code_task_rows("all", size=40, seed=3)
+    b = code_task_rows("all", size=40, seed=4)
+    assert [r["key"] for r in a] != [r["key"] for r in b]
+    assert len({r["key"] for r in a}) == 40 and len({r["question"] for r in a}) == 40
+
+
+def test_exclude_keeps_held_out_problems_out_of_training():
+    held_out = code_task_rows("all", size=30, seed=1_000_000)
+    train = code_task_rows("all", size=200, seed=0, exclude={r["key"] for r in held_out})
+    assert not {r["key"] for r in held_out} & {r["key"] for r in train}
+    assert not {r["question"] for r in held_out} & {r["question"] for r in train}
+
+
+def test_levels_and_family_select_problems():
+    easy = code_task_rows("all", size=30, seed=0, config={"max_level": 1})
+    assert {r["level"] for r in easy} == {1}
+    only = code_task_rows("caesar", size=5, seed=0, config={"tests": 3})
+    assert {r["family"] for r in only} == {"caesar"}
+    assert all(len(r["tests"]["inputs"]) == 3 == len(r["tests"]["outputs"]) for r in only)
+    with pytest.raises(ValueError, match="unknown code task family 'nope'"):
+        code_task_rows("nope", size=1, seed=0)
+    with pytest.raises(ValueError, match=r"no option\(s\) \['depth'\]"):
+        code_task_rows("all", size=1, seed=0, config={"depth": 2})
+    with pytest.raises(ValueError, match="only 2 new distinct problems"):
+        code_task_rows("dedupe", size=3, seed=0)  # the family has two problems
+
+
+def test_hand_checked_problem():
+    row = code_task_rows("clamp", size=1, seed=0)[0]
+    assert row["key"] == "clamp|-5|13"
+    assert row["question"] == (
+        "Write a Python function `clamp_all(nums)` that returns a new list with each number of "
+        "`nums` clamped to the range [-5, 13] (below -5 becomes -5, above 13 becomes 13).\n\n"
+        "Example: `clamp_all([17, -3, 15])` returns `[13, -3, 13]`."
+    )
+    assert row["tests"]["inputs"][1] == [[-9, -11, -17, 13, 5, -16, -17]]
+    assert row["tests"]["outputs"][1] == [-5, -5, -5, 13, 5, -5, -5]
+    assert [] in [args[0] for args in row["tests"]["inputs"]]  # edge cases among hidden tests
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_reference_solutions_pass_and_wrong_ones_fail(family):
+    """Every family's tests read as call-style tests; a constant program fails them."""
+    row = code_task_rows(family, size=1, seed=5)[0]
+    suite = parse_reference(row["tests"])
+    assert suite.style == "call" and suite.fn_name == row["tests"]["fn_name"] and len(suite) == 5
+    json.dumps(row)  # JSON-clean
+    # The example in the question is not one of the hidden tests.
+    example = row["question"].split("Example: `")[1].split("` returns")[0]
+    hidden = [f"{suite.fn_name}({', '.join(repr(a) for a in args)})" for args in suite.inputs]
+    assert example not in hidden
+
+
+def test_a_correct_program_scores_1_and_a_wrong_one_less(tmp_path):
+    row = next(r for r in code_task_rows("running", size=3, seed=0) if r["key"] == "running|max")
+    good = "def running_max(nums):\n    out = []\n    for x in nums:\n        out.append(x if not out else max(out[-1], x))\n    return out\n"
+    bad = "def running_max(nums):\n    return sorted(nums)\n"
+    assert code_verifier(f"```python\n{good}```", row["tests"]) == 1.0
+    assert code_verifier(bad, row["tests"]) < 1.0
+
+
+def test_cli_gen_and_load(tmp_path, capsys):
+    held = tmp_path / "held.jsonl"
+    train = tmp_path / "train.jsonl"
+    assert data_main(["gen", "code_tasks:all", "--size", "10", "--seed", "9", "-o", str(held)]) == 0
+    assert (
+        data_main(
+            ["gen", "code_tasks:all", "--size", "50", "-o", str(train), "--exclude", str(held)]
+        )
+        == 0
+    )
+    assert "wrote 50 code_tasks:all problems" in capsys.readouterr().out
+    assert not keys_in([held]) & keys_in([train])
+    examples = load_examples(str(train), fields="code_tasks")
+    assert examples[0].reference == json.loads(train.read_text().splitlines()[0])["tests"]
+    assert examples[0].metadata["family"] in FAMILIES
+    assert data_main(["gen", "code_tasks:nope", "-o", str(tmp_path / "x.jsonl")]) == 2
+    assert "unknown code task family 'nope'" in capsys.readouterr().err

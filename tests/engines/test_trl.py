@@ -1,0 +1,339 @@
+"""``RlvrGRPOTrainer``: TRL's GRPOTrainer with rlvr's objectives (CPU, the tiny models)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("trl")
+
+import torch  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
+from rlvr.advantages import compute_advantages  # noqa: E402
+from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
+from rlvr.objectives import OBJECTIVES, group_stats_for  # noqa: E402
+
+PROMPTS = ["What is 3 + 4 + 5?", "Calculate 7 - 2 + 1.", "What is 9 + 9?", "Sum 1 + 2 + 3."]
+
+
+def length_reward(completions, **_):
+    """A cheap reward with variance: 1 when the completion's length is a multiple of 3."""
+    return [float(len(c) % 3 == 0) for c in completions]
+
+
+def grpo_args(tmp_path, **overrides):
+    kwargs = {
+        "output_dir": str(tmp_path / "out"),
+        "use_cpu": True,
+        "report_to": "none",
+        "seed": 0,
+        "max_steps": 2,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "per_device_train_batch_size": 4,
+        "num_generations": 4,
+        "max_completion_length": 12,
+        "learning_rate": 1e-4,
+        "model_init_kwargs": {"dtype": "float32"},
+        "dataloader_num_workers": 0,
+    }
+    return GRPOConfig(**{**kwargs, **overrides})
+
+
+def dataset():
+    return Dataset.from_dict({"prompt": PROMPTS * 4})
+
+
+# ---------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("loss_type", "grpo"),
+        ("epsilon", 0.3),
+        ("epsilon_high", 0.28),
+        ("delta", 2.0),
+        ("importance_sampling_level", "sequence"),
+        ("top_entropy_quantile", 0.2),
+        ("off_policy_mask_threshold", 0.5),
+        ("use_adaptive_entropy", True),
+        ("scale_rewards", "batch"),
+        ("multi_objective_aggregation", "normalize_then_sum"),
+    ],
+)
+def test_options_that_change_the_objective_are_refused(tmp_path, field, value):
+    args = grpo_args(tmp_path, **{field: value})
+    with pytest.raises(ValueError, match=f"GRPOConfig.{field}="):
+        RlvrGRPOTrainer("never-loaded", length_reward, args, objective="abc_grpo")
+    assert field in {refusal.field for refusal in REFUSED}
+
+
+def test_kl_ratio_correction_and_misaligned_steps_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="use_bias_correction_kl"):
+        RlvrGRPOTrainer("never-loaded", length_reward, grpo_args(tmp_path, beta=0.01))
+    args = grpo_args(tmp_path, gradient_accumulation_steps=2, steps_per_generation=3)
+    with pytest.raises(ValueError, match="steps_per_generation=3 must be a multiple"):
+        RlvrGRPOTrainer("never-loaded", length_reward, args)
+
+
+def test_unknown_objective_or_hyperparameter(tmp_path):
+    with pytest.raises(ValueError, match="unknown objective 'abc'; valid: grpo"):
+        RlvrGRPOTrainer("never-loaded", length_reward, grpo_args(tmp_path), objective="abc")
+    with pytest.raises(ValueError, match="unknown hyperparameter.*eps9"):
+        RlvrGRPOTrainer(
+            "never-loaded",
+            length_reward,
+            grpo_args(tmp_path),
+            objective="abc_grpo",
+            objective_kwargs={"eps9": 0.1},
+        )
+
+
+# ---------------------------------------------------------------- against GRPOTrainer
+
+
+def loss_inputs(trainer, seed, rows=4, prompt=3, width=6):
+    """Identical inputs for both trainers: ragged completions, off-policy old log-probs."""
+    gen = torch.Generator().manual_seed(seed)
+    vocab = trainer.model.config.vocab_size
+    lengths = torch.randint(1, width + 1, (rows,), generator=gen)
+    completion_mask = (torch.arange(width)[None, :] < lengths[:, None]).long()
+    inputs = {
+        "prompt_ids": torch.randint(3, vocab, (rows, prompt), generator=gen),
+        "prompt_mask": torch.ones(rows, prompt, dtype=torch.long),
+        "completion_ids": torch.randint(3, vocab, (rows, width), generator=gen),
+        "completion_mask": completion_mask,
+        "advantages": torch.randn(rows, generator=gen),
+        "rlvr_rewards": torch.zeros(rows, dtype=torch.float64),
+    }
+    with torch.no_grad():
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+        mask = torch.cat([inputs["prompt_mask"], completion_mask], 1)
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, width)
+    inputs["old_per_token_logps"] = logps + 0.5 * torch.randn(logps.shape, generator=gen)
+    return inputs
+
+
+def grads_of(trainer, micro_batches, accumulation):
+    trainer.model.train()
+    trainer.model.zero_grad()
+    trainer.current_gradient_accumulation_steps = accumulation
+    total = 0.0
+    for inputs in micro_batches:
+        loss = trainer._compute_loss(trainer.model, inputs)
+        loss.backward()
+        total += loss.item()
+    return total, {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumulation):
+    common = {"gradient_accumulation_steps": accumulation, "steps_per_generation": accumulation}
+    theirs = GRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, loss_type="grpo", **common),
+        train_dataset=dataset(),
+    )
+    ours = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, **common),
+        train_dataset=dataset(),
+        objective="grpo",
+        loss_agg="seq-mean-token-mean",
+    )
+    micro = [loss_inputs(ours, seed) for seed in range(accumulation)]
+    totals = torch.stack(
+        [
+            torch.stack([response_rows(m).sum(), (response_rows(m) > 0).sum(), torch.tensor(0.0)])
+            for m in micro
+        ]
+    ).sum(0)
+    ours_inputs = [{**m, "rlvr_step_counts": totals.double()} for m in micro]
+    trl_inputs = [{k: v for k, v in m.items() if not k.startswith("rlvr_")} for m in micro]
+    trl_loss, trl_grads = grads_of(theirs, trl_inputs, accumulation)
+    loss, grads = grads_of(ours, ours_inputs, accumulation)
+    assert loss == pytest.approx(trl_loss, rel=1e-5, abs=1e-7)
+    for name, grad in trl_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-7)
+    assert sum(float(g.abs().sum()) for g in trl_grads.values()) > 0
+    clipped = ours._metrics["train"]["clip/frac"]
+    assert clipped and max(clipped) > 0  # the old log-probs are off-policy enough to clip
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_vllm_importance_weights_match_trl(tmp_path, tiny_model_dir, level):
+    """TRL multiplies its per-token loss by vLLM's importance-sampling ratio; rlvr's token
+    weights do the same (the ratio is [B, T] for token modes, [B, 1] for sequence modes)."""
+    theirs = GRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, loss_type="grpo"),
+        train_dataset=dataset(),
+    )
+    ours = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path),
+        train_dataset=dataset(),
+        objective="grpo",
+        loss_agg="seq-mean-token-mean",
+    )
+    for trainer in (theirs, ours):  # as after generating with vLLM, without starting one
+        trainer.use_vllm, trainer.vllm_importance_sampling_correction = True, True
+    inputs = loss_inputs(ours, 0)
+    shape = inputs["completion_mask"].shape if level == "token" else (shape_rows(inputs), 1)
+    gen = torch.Generator().manual_seed(1)
+    inputs["importance_sampling_ratio"] = torch.rand(shape, generator=gen) * 2
+    trl_loss, trl_grads = grads_of(
+        theirs, [{k: v for k, v in inputs.items() if k[:5] != "rlvr_"}], 1
+    )
+    loss, grads = grads_of(ours, [inputs], 1)
+    assert loss == pytest.approx(trl_loss, rel=1e-5, abs=1e-7)
+    for name, grad in trl_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-7)
+    plain, _ = grads_of(ours, [{**inputs, "importance_sampling_ratio": torch.ones(shape)}], 1)
+    assert plain != pytest.approx(loss, rel=1e-5)
+
+
+def shape_rows(inputs):
+    return inputs["completion_mask"].shape[0]
+
+
+def response_rows(inputs):
+    return inputs["completion_mask"].sum(dim=1).double()
+
+
+def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_dir):
+    """Guard that the equality above can fail."""
+    theirs = GRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, loss_type="grpo"),
+        train_dataset=dataset(),
+    )
+    ours = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path),
+        train_dataset=dataset(),
+        objective="abc_grpo",
+        loss_agg="seq-mean-token-mean",
+    )
+    inputs = loss_inputs(ours, 0)
+    trl_loss, _ = grads_of(theirs, [{k: v for k, v in inputs.items() if k[:5] != "rlvr_"}], 1)
+    loss, _ = grads_of(ours, [inputs], 1)
+    assert loss != pytest.approx(trl_loss, rel=1e-5)
+
+
+# ---------------------------------------------------------------- training
+
+
+class Recording(RlvrGRPOTrainer):
+    """Keeps every generation batch's rewards and every micro-batch the loss saw."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.generated, self.seen = [], []
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        rewards = (self._rlvr_rewards_per_func * self.reward_weights[None, :]).nansum(1)
+        self.generated.append(rewards.double())
+        return output
+
+    def _compute_loss(self, model, inputs):
+        self.seen.append({k: v for k, v in inputs.items() if k.startswith("rlvr_")})
+        self.seen[-1]["mask"] = inputs["completion_mask"]
+        return super()._compute_loss(model, inputs)
+
+
+@pytest.mark.parametrize("name", ["etr", "apmpo"])
+def test_micro_batches_smaller_than_a_group_see_whole_batch_statistics(
+    tmp_path, tiny_model_dir, name
+):
+    args = grpo_args(
+        tmp_path,
+        max_steps=1,
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=4,
+        steps_per_generation=4,
+    )
+    trainer = Recording(
+        str(tiny_model_dir), length_reward, args, train_dataset=dataset(), objective=name
+    )
+    trainer.train()
+    (rewards,) = trainer.generated  # 8 completions: 2 prompts x 4
+    assert len(trainer.seen) == 4 and all(len(s["rlvr_rewards"]) == 2 for s in trainer.seen)
+    stats = group_stats_for(name, rewards, 4)
+    expected = sorted(
+        zip(rewards.tolist(), stats.pass_rate.tolist(), stats.reward_mean.tolist(), strict=True)
+    )
+    seen = sorted(
+        (r, p, m)
+        for s in trainer.seen
+        for r, p, m in zip(
+            s["rlvr_rewards"].tolist(),
+            s["rlvr_pass_rate"].tolist(),
+            s["rlvr_reward_mean"].tolist(),
+            strict=True,
+        )
+    )
+    torch.testing.assert_close(torch.tensor(seen), torch.tensor(expected), rtol=0, atol=1e-12)
+    advantages = compute_advantages(rewards, 4, "group_std").tolist()
+    assert list(trainer._logs["advantages"]) == pytest.approx(advantages)  # completions table
+    tokens = sum(float(s["mask"].sum()) for s in trainer.seen)
+    for s in trainer.seen:  # every micro-batch divides by the whole step's tokens
+        assert float(s["rlvr_step_counts"][0]) == tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_two_steps_on_the_tiny_preset_log_rlvr_metrics(tmp_path, name):
+    from rlvr.data import format_prompt
+    from rlvr.models import load_tokenizer, resolve_model_path
+
+    path = resolve_model_path("tiny")
+    tokenizer = load_tokenizer(path)
+    prompts = [format_prompt(tokenizer, p, None) for p in PROMPTS]
+    torch.set_num_threads(1)
+    trainer = RlvrGRPOTrainer(
+        path,
+        length_reward,
+        grpo_args(tmp_path, num_iterations=2),
+        train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
+        processing_class=tokenizer,
+        objective=name,
+    )
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "clip/q1_share" in entry]
+    assert len(logged) == 2
+    for key in ("clip/frac", "ratio/mean", "kl/old_approx", "policy/entropy"):
+        assert all(key in entry for entry in logged), key
+    assert logged[1]["ratio/mean"] != 1.0  # the second pass over the batch is off-policy
+
+
+def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir):
+    """``beta`` is the KL weight (TRL then computes the reference log-probs), ``entropy_coef``
+    the entropy bonus, ``sft_coef`` Klear's SFT term; each reports its metric."""
+    args = grpo_args(
+        tmp_path, beta=0.01, use_bias_correction_kl=False, entropy_coef=0.01, num_iterations=2
+    )
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        args,
+        train_dataset=dataset(),
+        objective="gppo",
+        sft_coef=0.1,
+        sft_threshold=1.0,
+    )
+    cfg = trainer.rlvr_objective
+    assert (cfg.kl_coef, cfg.entropy_coef, cfg.sft_coef) == (0.01, 0.01, 0.1)
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "kl/ref_k3" in entry]
+    assert len(logged) == 2 and all("gppo/preserved_frac" in entry for entry in logged)
+    assert any("sft/loss" in entry for entry in logged)

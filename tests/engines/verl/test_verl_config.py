@@ -1,0 +1,111 @@
+"""Where the hyperparameters come from: verl's fields, then ``policy_loss.rlvr``."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verl")
+
+from rlvr.engines.verl import objective_config  # noqa: E402
+from rlvr.objectives import AbcConfig, EtrConfig, GrpoConfig  # noqa: E402
+
+from .helpers import actor  # noqa: E402
+
+
+def test_verl_fields_set_eps_and_the_dual_clip():
+    cfg = objective_config("grpo", actor("rlvr_grpo", clip_ratio_low=0.1, clip_ratio_high=0.3))
+    assert cfg.params == GrpoConfig(eps_low=0.1, eps_high=0.3, clip_c=3.0)
+    assert objective_config("dapo", actor("rlvr_dapo", clip_ratio_c=5.0)).params.clip_c == 5.0
+
+
+def test_the_rlvr_section_sets_the_objective_own_hyperparameters():
+    cfg = objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps3": 0.35, "eps2": 0.1}))
+    assert cfg.params == AbcConfig(eps1=0.2, eps2=0.1, eps3=0.35, eps4=0.2)
+    etr = objective_config("etr", actor("rlvr_etr", rlvr={"lam1": 0.3, "pass_threshold": 0.5}))
+    assert etr.params == EtrConfig(lam1=0.3, pass_threshold=0.5)
+    apmpo = objective_config("apmpo", actor("rlvr_apmpo", rlvr={"reward_range": [-1, 1]}))
+    assert apmpo.params.reward_range == (-1.0, 1.0)
+
+
+def test_a_verl_field_set_in_the_rlvr_section_is_an_error():
+    with pytest.raises(ValueError, match="policy_loss.rlvr.eps_high.*clip_ratio_high"):
+        objective_config("gppo", actor("rlvr_gppo", rlvr={"eps_high": 0.3}))
+
+
+def test_a_clip_ratio_the_objective_cannot_use_is_an_error():
+    with pytest.raises(ValueError, match="rlvr_abc_grpo has no clip_ratio_low/clip_ratio_high"):
+        objective_config("abc_grpo", actor("rlvr_abc_grpo", clip_ratio_high=0.28))
+
+
+def test_unknown_hyperparameter_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1, eps2"):
+        objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps5": 0.1}))
+
+
+def test_hydra_overrides_reach_the_actor_config():
+    """The documented overrides compose with verl's own config file into the actor config
+    the workers build (verl instantiates it from ``_target_``)."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+
+    overrides = [
+        "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo",
+        "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
+        "+actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3",
+        "+actor_rollout_ref.actor.policy_loss.rlvr.eps2=0.1",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        "actor_rollout_ref.rollout.n=4",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    OmegaConf.resolve(config)
+    actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    assert actor_config.policy_loss.loss_mode == "rlvr_abc_grpo"
+    cfg = objective_config("abc_grpo", actor_config)
+    assert cfg.params == AbcConfig(eps2=0.1, eps3=0.3)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+SHELL_VALUES = {"$DATA": "data/chain_sum", "$MODEL": "/models/m", "$HERE": "examples", "$GPUS": "1"}
+
+
+def command_overrides(text: str) -> list[str]:
+    """The ``key=value`` overrides of the ``python -m verl.trainer.main_ppo`` command in ``text``."""
+    start = text.index("python -m verl.trainer.main_ppo")
+    lines = []
+    for line in text[start:].splitlines():
+        lines.append(line.rstrip("\\").strip())
+        if not line.rstrip().endswith("\\"):
+            break
+    command = " ".join(lines)
+    for name, value in SHELL_VALUES.items():
+        command = command.replace(name, value)
+    return [word for word in shlex.split(command)[3:] if word != "$@"]
+
+
+@pytest.mark.parametrize("source", ["docs/engines.md", "examples/verl_abc_grpo.sh"])
+def test_documented_command_lines_compose_with_verl_config(source):
+    """Every override of the documented verl command is a key of verl's config, and the actor
+    config it gives builds rlvr's objective on the worker side."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from rlvr.engines.verl import ESTIMATORS
+
+    overrides = command_overrides((ROOT / source).read_text())
+    assert "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo" in overrides
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    OmegaConf.resolve(config)
+    actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    cfg = objective_config("abc_grpo", actor_config, loss_agg=actor_config.loss_agg_mode)
+    assert cfg.agg_mode == "seq-mean-token-mean"
+    assert config.algorithm.adv_estimator in ESTIMATORS
+    assert config.reward.custom_reward_function.path.endswith("verl_reward.py")
+    if source.startswith("docs"):
+        assert cfg.params == AbcConfig(eps3=0.3)

@@ -1,0 +1,220 @@
+"""Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
+
+import json
+
+import pytest
+import yaml
+
+from rlvr.cli.pipeline import main as pipeline_main
+from rlvr.pipeline import parse_pipeline, read_pipeline, run_pipeline
+from rlvr.train.harness import Callback
+from rlvr.train.metrics import read_metrics
+
+LOG = ["log.tensorboard=false", "log.progress=off", "log.plots=false"]
+
+
+class Killed(Exception):
+    """Stands for the process being killed."""
+
+
+class KillAt(Callback):
+    """Raises after step ``step``'s metrics (and checkpoint, if one was due) are written."""
+
+    def __init__(self, step: int, hook: str = "on_step") -> None:
+        self.step, self.hook = step, hook
+
+    def on_step(self, job, step, record):
+        if self.hook == "on_step" and step == self.step:
+            raise Killed(step)
+
+    def on_end(self, job, result):
+        if self.hook == "on_end":
+            raise Killed("end")
+
+
+def _pipeline_file(tmp_path, tiny_model_dir, sft_file, prompt_file):
+    """SFT -> RL -> RL on the tiny random model, each stage a few steps."""
+    train = [
+        f"data.train={prompt_file}",
+        f"data.eval={prompt_file}",
+        "data.max_prompt_tokens=64",
+        "reward.verifier=even",
+        "rollout.prompts_per_step=2",
+        "rollout.group_size=4",
+        "rollout.max_new_tokens=8",
+        "eval.n=2",
+        "eval.ks=[1]",
+        "eval.at_start=false",
+        "eval.every=0",
+        "checkpoint.every=1",
+        "threads=1",
+        *LOG,
+    ]
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tiny_model_dir),
+        "stages": [
+            {
+                "name": "warm",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": [
+                    f"data.train={sft_file}",
+                    "epochs=1",
+                    "batch_size=3",
+                    "threads=1",
+                    *LOG,
+                ],
+            },
+            {"name": "math", "kind": "train", "config": "demo", "overrides": ["steps=3", *train]},
+            {
+                "name": "more",
+                "kind": "train",
+                "config": "gppo",
+                "overrides": ["steps=2", "rollout.filter_zero_advantage=false", *train],
+            },
+        ],
+    }
+    path = tmp_path / "pipe.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _model_name(run_dir):
+    return yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["name"]
+
+
+def test_three_stages_chain_models_and_resume_after_kills(
+    tmp_path, tiny_model_dir, sft_file, prompt_file
+):
+    import rlvr.train.config  # noqa: F401  - the test verifiers are registered by conftest
+
+    pipeline = read_pipeline(str(_pipeline_file(tmp_path, tiny_model_dir, sft_file, prompt_file)))
+    out = tmp_path / "pipe"
+    # 1st invocation: killed after stage 1 finished its run, before it was marked finished.
+    with pytest.raises(Killed):
+        run_pipeline(
+            pipeline,
+            callbacks=lambda s: [KillAt(0, "on_end")] if s.name == "warm" else [],
+            announce=lambda _: None,
+        )
+    assert not (out / "warm" / "stage.json").exists()
+    # 2nd: stage 1 resumes with nothing left to do; stage 2 is killed after step 2.
+    lines = []
+    with pytest.raises(Killed):
+        run_pipeline(
+            pipeline,
+            callbacks=lambda s: [KillAt(2)] if s.name == "math" else [],
+            announce=lines.append,
+        )
+    assert "resuming" in lines[0] and "starting" in lines[1]
+    assert (out / "warm" / "stage.json").exists() and not (out / "math" / "stage.json").exists()
+    # 3rd: stage 1 skipped, stage 2 resumes at step 3, stage 3 starts from stage 2's model.
+    lines = []
+    results = run_pipeline(pipeline, announce=lines.append)
+    assert [r.status for r in results] == ["skipped", "resumed", "ran"]
+    assert "finished, skipped" in lines[0] and "resuming" in lines[1]
+    warm, math, more = results
+    assert warm.model_dir.parent.parent == out / "warm"
+    assert _model_name(out / "math") == str(warm.model_dir)
+    assert _model_name(out / "more") == str(math.model_dir)
+    assert math.model_dir.name == "step_000003" and more.model_dir.name == "step_000002"
+    # The resumed stage ran each step once: steps 1, 2 then 3 (not 1..3 again).
+    assert [r["step"] for r in read_metrics(out / "math" / "metrics.jsonl")] == [1, 2, 3]
+    summary = json.loads((out / "pipeline.json").read_text())
+    assert summary["finished"] and [s["name"] for s in summary["stages"]] == [
+        "warm",
+        "math",
+        "more",
+    ]
+    assert "1" in summary["stages"][1]["evals"] or "3" in summary["stages"][1]["evals"]
+    # A 4th invocation has nothing to do.
+    again = run_pipeline(pipeline, announce=lambda _: None)
+    assert [r.status for r in again] == ["skipped"] * 3
+    assert [r.model_dir for r in again] == [r.model_dir for r in results]
+
+
+def test_cli_runs_a_pipeline_and_reports_bad_files(
+    tmp_path, tiny_model_dir, sft_file, prompt_file, capsys
+):
+    path = _pipeline_file(tmp_path, tiny_model_dir, sft_file, prompt_file)
+    assert pipeline_main([str(path), "-o", str(tmp_path / "cli"), "more:steps=1"]) == 0
+    out = capsys.readouterr().out
+    assert "more" in out and "pipeline.json" in out
+    assert _model_name(tmp_path / "cli" / "more").endswith("step_000003")
+    assert read_metrics(tmp_path / "cli" / "more" / "metrics.jsonl")[-1]["step"] == 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("stages:\n  - {name: a, kind: rl, config: demo}\n")
+    assert pipeline_main([str(bad)]) == 2
+    assert (
+        "stages[0] (a): kind must be one of ['sft', 'train'], got 'rl'" in capsys.readouterr().err
+    )
+    assert pipeline_main([str(path), "nope:steps=1"]) == 2
+    assert "no stage 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({}, "'stages' must be a non-empty list"),
+        ({"stages": [{"name": "a", "kind": "sft"}]}, "config must name a config"),
+        (
+            {"stages": [{"name": "a", "kind": "sft", "config": "sft"}] * 2},
+            "stage names must be unique",
+        ),
+        ({"stages": [{"name": "a", "kind": "sft", "config": "x", "extra": 1}]}, "unknown key"),
+        ({"stages": [], "steps": 3}, "unknown key(s) ['steps']"),
+        (
+            {"stages": [{"name": "a", "kind": "sft", "config": "x", "overrides": "a=1"}]},
+            "overrides",
+        ),
+    ],
+)
+def test_bad_pipelines_are_one_line_errors(data, message):
+    with pytest.raises(ValueError, match=None) as err:
+        parse_pipeline(data, source="p.yaml")
+    assert message in str(err.value) and str(err.value).startswith("p.yaml")
+
+
+def test_embedded_klear_pipeline_parses_into_sft_math_code():
+    pipeline = read_pipeline("klear")
+    assert [(s.name, s.kind) for s in pipeline.stages] == [
+        ("sft", "sft"),
+        ("math", "train"),
+        ("code", "train"),
+    ]
+    from rlvr.pipeline import stage_config
+
+    configs = [stage_config(pipeline, s, "some-model") for s in pipeline.stages]
+    assert all(c.model.name == "some-model" for c in configs)
+    assert configs[2].reward.verifier == "code" and configs[2].objective.name == "gppo"
+    assert configs[0].data.train.endswith("chain_sum-worked.jsonl")
+
+
+def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_math_held_out_set():
+    """The bundled worked chain sums: seed 4_000_000, minus the math stage's held-out questions."""
+    from pathlib import Path
+
+    from rlvr.data.gym import gym_rows
+    from rlvr.data.worked import worked_pairs
+    from rlvr.pipeline import stage_config
+
+    pipeline = read_pipeline("klear")
+    math = stage_config(pipeline, pipeline.stages[1], None)
+    gym = math.data.gym
+    held = {
+        r["question"]
+        for r in gym_rows(
+            "chain_sum", size=gym.eval_size, seed=gym.held_out_seed, config=gym.config
+        )
+    }
+    asset = stage_config(pipeline, pipeline.stages[0], None).data.train
+    rows = [json.loads(line) for line in Path(asset).read_text().splitlines()]
+    assert len(rows) == 256 and not held & {r["prompt"] for r in rows}
+    # Its held-out set is a prefix of the 200 the asset was made against.
+    full = {
+        r["question"]
+        for r in gym_rows("chain_sum", size=200, seed=gym.held_out_seed, config=gym.config)
+    }
+    expected = gym_rows("chain_sum", size=256, seed=4_000_000, config=gym.config, exclude=full)
+    assert [r["response"] for r in rows] == [p.response for p in worked_pairs(expected)]

@@ -1,0 +1,102 @@
+"""The run harness: callbacks see every step, evaluation and checkpoint, also on resume."""
+
+import pytest
+
+from rlvr.train import Callback
+from rlvr.train.loop import train
+from rlvr.train.metrics import read_metrics
+from rlvr.train.supervised import sft
+
+
+class Recorder(Callback):
+    def __init__(self):
+        self.events = []
+
+    def on_start(self, job, start_step):
+        self.events.append(("start", start_step))
+
+    def on_step(self, job, step, record):
+        self.events.append(("step", step, len(record.prompts), record.metrics["data/epoch"]))
+
+    def on_eval(self, job, step, record):
+        self.events.append(("eval", step, sorted(record.scores)))
+
+    def on_checkpoint(self, job, step, path):
+        self.events.append(("checkpoint", step, path.name))
+
+    def on_end(self, job, result):
+        self.events.append(("end", sorted(result.evals)))
+
+
+def test_callbacks_see_the_whole_run(train_config):
+    cfg = train_config("steps=3", "eval.at_start=true", "eval.at_end=true", "checkpoint.every=2")
+    recorder = Recorder()
+    result = train(cfg, callbacks=[recorder])
+    assert recorder.events == [
+        ("start", 0),
+        ("eval", 0, ["avg@1", "avg@2", "pass@1"]),
+        ("step", 1, 2, 0.0),
+        ("step", 2, 2, 0.0),
+        ("checkpoint", 2, "step_000002"),
+        ("eval", 3, ["avg@1", "avg@2", "pass@1"]),
+        ("step", 3, 2, 0.0),  # 6 prompts, 2 per step: three steps exhaust the first epoch
+        ("checkpoint", 3, "step_000003"),
+        ("end", [0, 3]),
+    ]
+    assert sorted(result.evals) == [0, 3]
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3] and "eval/avg@1" in rows[-1]
+
+
+def test_resumed_run_starts_after_its_checkpoint(train_config):
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    recorder = Recorder()
+    longer = train_config("steps=3", "checkpoint.every=1")
+    result = train(longer, resume=True, callbacks=[recorder])
+    assert recorder.events[0] == ("start", 2)
+    assert [e[1] for e in recorder.events if e[0] == "step"] == [3]
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_a_callback_that_raises_stops_the_run_and_keeps_its_checkpoints(train_config):
+    class Stop(Callback):
+        def on_step(self, job, step, record):
+            if step == 2:
+                raise KeyboardInterrupt
+
+    cfg = train_config("steps=4", "checkpoint.every=1")
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, callbacks=[Stop()])
+    result = train(cfg, resume=True)  # continues from step 1's checkpoint
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
+
+
+def test_sft_runs_in_the_same_harness(tiny_model_dir, sft_file, tmp_path):
+    from rlvr.train.config import SFTConfig
+    from rlvr.train.overrides import from_dict
+
+    cfg = from_dict(
+        SFTConfig,
+        {
+            "model": {"name": str(tiny_model_dir)},
+            "data": {"train": sft_file, "eval": sft_file},
+            "batch_size": 3,
+            "epochs": 2,
+            "log": {
+                "output_dir": str(tmp_path / "sft"),
+                "tensorboard": False,
+                "progress": "off",
+                "plots": False,
+            },
+        },
+    )
+    recorder = Recorder()
+    result = sft(cfg, callbacks=[recorder])
+    evals = [e for e in recorder.events if e[0] == "eval"]
+    assert evals == [("eval", 2, ["eval_loss"]), ("eval", 4, ["eval_loss"])]  # end of each epoch
+    assert [e[1] for e in recorder.events if e[0] == "step"] == [1, 2, 3, 4]
+    assert (
+        result.evals[4]["eval_loss"]
+        == read_metrics(result.run_dir / "metrics.jsonl")[-1]["sft/eval_loss"]
+    )

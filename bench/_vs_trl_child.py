@@ -4,7 +4,8 @@
 
 The result holds, per step: wall seconds (from the end of the previous step, or from
 the start of the first), generated completion tokens (up to and including EOS),
-completions, the longest completion, and the seconds spent generating, scoring and updating; plus the process's
+completions, the longest completion, the token counts of the distinct prompts, and the
+seconds spent generating, scoring and updating; plus the process's
 peak resident set (``VmHWM``), its resident set when the first step started, and a hash
 of the token ids of the prompts the trainer actually sampled from, in order.
 """
@@ -28,6 +29,15 @@ def memory_mb(field: str) -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def gpu_peak_mb() -> float | None:
+    """Peak memory torch allocated on the GPU (vLLM's KV cache included), or None on CPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20
 
 
 def prompt_hash(ids: list[list[int]]) -> str:
@@ -61,8 +71,9 @@ class StepClock:
             self.setup_rss_mb = memory_mb("VmRSS")
             self._start = time.perf_counter()
 
-    def end(self, counts: dict[str, float], phases: dict[str, float]) -> None:
-        """Close a step: its wall time, ``counts`` (``tokens``, ``completions``, ``longest``)
+    def end(self, counts: dict[str, Any], phases: dict[str, float]) -> None:
+        """Close a step: its wall time, ``counts`` (``tokens``, ``completions``, ``longest``,
+        ``prompt_lengths`` of the distinct prompts)
         and ``phases`` (``generate``, ``score``, ``update`` seconds; ``other`` is the rest)."""
         now = time.perf_counter()
         seconds = now - (self._last_end if self._last_end is not None else self._start)
@@ -80,6 +91,7 @@ class StepClock:
             "steps": self.steps,
             "peak_rss_mb": memory_mb("VmHWM"),
             "setup_rss_mb": self.setup_rss_mb,
+            "peak_gpu_mb": gpu_peak_mb(),
             "prompt_hash": prompt_hash(used),
             "prompts_used": len(used),
         }
@@ -106,6 +118,7 @@ def run_rlvr(spec: BenchSpec, work: Path) -> dict[str, Any]:
                 "tokens": metrics["perf/generated_tokens"],
                 "completions": spec.batch,
                 "longest": metrics["response/length_max"],
+                "prompt_lengths": [len(p.ids) for p in record.prompts],
             }
             update = (metrics.get("time/logp") or 0.0) + (metrics.get("time/update") or 0.0)
             phases = {"generate": metrics["time/generate"], "score": metrics["time/score"]}
@@ -144,7 +157,9 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
     trainer_cls, callback = timed_trainer_class(), phase_callback(clock)
 
     def chain_sum_reward(completions, row, completion_ids, **_):
-        used.extend(list(ids[i]) for i in dict.fromkeys(row))  # each prompt's G rows once
+        distinct = list(dict.fromkeys(row))  # each prompt's G rows once
+        used.extend(list(ids[i]) for i in distinct)
+        callback.prompt_lengths.extend(len(ids[i]) for i in distinct)
         lengths = [len(c) for c in completion_ids]
         callback.tokens += sum(lengths)
         callback.completions += len(lengths)
@@ -203,6 +218,7 @@ def phase_callback(clock: StepClock):
         def __init__(self) -> None:
             self.phases: dict[str, float] = {}
             self.tokens, self.completions, self.longest, self._opt = 0, 0, 0, 0.0
+            self.prompt_lengths: list[int] = []
 
         def on_step_begin(self, args, state, control, **kwargs):
             clock.begin()
@@ -220,10 +236,12 @@ def phase_callback(clock: StepClock):
             update = p.get("training_step", 0.0) - p.get("rollout", 0.0)
             update += p.get("clip", 0.0) + p.get("optimizer", 0.0)
             counts = {"tokens": self.tokens, "completions": self.completions}
+            counts.update(longest=self.longest, prompt_lengths=list(self.prompt_lengths))
             phases = {"generate": p.get("generate", 0.0), "score": p.get("score", 0.0)}
-            clock.end({**counts, "longest": self.longest}, {**phases, "update": update})
+            clock.end(counts, {**phases, "update": update})
             self.phases.clear()
             self.tokens, self.completions, self.longest = 0, 0, 0
+            self.prompt_lengths.clear()
 
     return PhaseCallback()
 

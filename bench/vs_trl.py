@@ -1,8 +1,9 @@
 """Our RL trainer against TRL's ``GRPOTrainer`` on one identical configuration, in one run.
 
-    PYTHONPATH=src python bench/vs_trl.py                         # both presets, defaults below
-    PYTHONPATH=src python bench/vs_trl.py --presets tiny --steps 8 --out results.json
-    PYTHONPATH=src python bench/vs_trl.py --trl-defaults          # also TRL with its own bf16/checkpointing
+    PYTHONPATH=src python bench/vs_trl.py                         # both presets, 1 thread and all cores
+    PYTHONPATH=src python bench/vs_trl.py --presets tiny --steps 8 --threads 1 --out results.json
+    PYTHONPATH=src python bench/vs_trl.py --settings equal best   # also each trainer at its own best
+    PYTHONPATH=src python bench/vs_trl.py --device cuda --sampler vllm   # GPU: vLLM on both sides
 
 Both trainers get the same model directory (``rlvr.models.resolve_model_path``), the same
 fixed list of reasoning-gym ``chain_sum`` prompts in the same order (chat-templated once
@@ -24,7 +25,13 @@ including EOS, counted the same way for both. Sampling differs between the train
 random streams), so the mean and the longest completion length are printed too, with the
 time per generated token (generation runs until the batch's longest completion ends and
 the update pads to it, so a step's time follows the longest more than the mean). Where each trainer's step goes (generation, scoring, update) is
-printed under the table. On a shared machine read the times as rough.
+printed under the table, with each phase's share of its floor (``bench/floors.py``: the
+FLOPs it needs over the fp32 matrix-product rate measured in the same run, and for
+decoding the weights read per step over the measured memory bandwidth). Every preset
+runs at each ``--threads`` count (default: 1 and all cores). ``--settings best`` adds
+each trainer at its own best settings: gradient checkpointing on, bf16 only where the
+CPU computes it natively (AVX512-BF16 or AMX), since emulated bf16 is slower than fp32.
+On a shared machine read the times as rough.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -42,12 +50,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from floors import (
+    ModelShape,
+    Rates,
+    StepWork,
+    generation_floor,
+    measure_rates,
+    update_floor,
+    update_flops,
+)
+
 PRESETS = ("tiny", "smollm2-135m")
 # Measured steps per preset unless --steps is given: a tiny step takes ~0.1 s, so a
 # handful would be mostly noise; a smollm2-135m step takes ~30-50 s per trainer on one core.
 DEFAULT_STEPS = {"tiny": 20, "smollm2-135m": 3}
 TRAINERS = ("rlvr", "trl", "trl-defaults")
 CHILD = Path(__file__).with_name("_vs_trl_child.py")
+SETTINGS = ("equal", "best")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the comparison should show (``None``: not checked)."""
+
+    speed: float = 2.5
+    """rlvr's steps/s over TRL's, at least (every preset, every thread count)."""
+    memory: float | None = 0.6
+    """rlvr's peak RSS over TRL's on ``smollm2-135m``, at most."""
+    generation_floor: float | None = 0.6
+    """rlvr's generation floor over its generation time on ``smollm2-135m``, at least."""
+    update_gemm: float | None = 0.8
+    """rlvr's update FLOP rate over the measured GEMM rate on ``smollm2-135m``, at least."""
+
+
+TARGETS = Targets()
 
 # Our aggregation mode -> the TRL ``loss_type`` computing the same loss over an optimiser
 # step when every micro-batch holds the same number of sequences:
@@ -101,6 +137,16 @@ class BenchSpec:
     """Seed of both runs."""
     gym_config: dict[str, int] = field(default_factory=lambda: dict(TASK_CONFIG))
     """reasoning-gym options of the prompt set."""
+    settings: str = "equal"
+    """``equal``: the configuration above for both; ``best``: each at its own best settings."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in backward (both trainers)."""
+    bf16: bool = False
+    """bf16 autocast for rlvr, ``bf16=True`` for TRL."""
+    device: str = "cpu"
+    """``cpu`` or ``cuda``."""
+    sampler: str = "lean"
+    """rlvr's sampler; ``vllm`` also switches TRL to vLLM (colocated)."""
 
     def __post_init__(self) -> None:
         batch = self.prompts_per_step * self.group_size
@@ -116,6 +162,8 @@ class BenchSpec:
                 f"micro_batch ({self.micro_batch}) must divide the rollout batch "
                 f"({self.prompts_per_step} prompts x {self.group_size} = {batch}) for the losses to match"
             )
+        if self.settings not in SETTINGS:
+            raise ValueError(f"settings must be one of {list(SETTINGS)}, got {self.settings!r}")
         if self.loss_agg not in TRL_LOSS_TYPES:
             raise ValueError(
                 f"loss_agg must be one of {list(TRL_LOSS_TYPES)}, got {self.loss_agg!r}"
@@ -175,7 +223,13 @@ def rlvr_config(spec: BenchSpec, output_dir: str):
         steps=spec.total_steps,
         seed=spec.seed,
         threads=spec.threads,
-        model=ModelConfig(name=spec.model_dir, dtype="float32", gradient_checkpointing=False),
+        model=ModelConfig(
+            name=spec.model_dir,
+            dtype="float32",
+            autocast="bf16" if spec.bf16 else "none",
+            device=spec.device,
+            gradient_checkpointing=spec.gradient_checkpointing,
+        ),
         data=data_config(spec),
         reward=reward_config(),
         rollout=RolloutConfig(
@@ -185,6 +239,7 @@ def rlvr_config(spec: BenchSpec, output_dir: str):
             temperature=spec.temperature,
             top_p=spec.top_p,
             top_k=spec.top_k,
+            sampler=spec.sampler,
         ),
         objective=ObjectiveConfig(name="grpo", advantage="group_std", loss_agg=spec.loss_agg),
         optim=OptimConfig(
@@ -210,14 +265,15 @@ def trl_kwargs(spec: BenchSpec, output_dir: str, *, trl_defaults: bool = False) 
     """``GRPOConfig`` keyword arguments matching :func:`rlvr_config`.
 
     ``trl_defaults`` leaves precision and gradient checkpointing at TRL's own defaults
-    (``bf16=True``, ``gradient_checkpointing=True``) instead of matching ours.
+    (``bf16=True``, ``gradient_checkpointing=True``) instead of ``spec``'s. With
+    ``spec.sampler == "vllm"`` TRL generates with vLLM too, colocated on the GPU.
     """
     accumulation = spec.batch // spec.micro_batch
     kwargs: dict[str, Any] = {
         "output_dir": output_dir,
         "max_steps": spec.total_steps,
         "seed": spec.seed,
-        "use_cpu": True,
+        "use_cpu": spec.device == "cpu",
         "model_init_kwargs": {"dtype": "float32"},
         "disable_dropout": True,
         "shuffle_dataset": False,
@@ -231,7 +287,7 @@ def trl_kwargs(spec: BenchSpec, output_dir: str, *, trl_defaults: bool = False) 
         "temperature": spec.temperature,
         "top_p": spec.top_p,
         "top_k": spec.top_k,
-        "use_vllm": False,
+        "use_vllm": spec.sampler == "vllm",
         # The objective: PPO clip at 0.2 both sides, no KL, one pass, group-std advantages.
         "loss_type": TRL_LOSS_TYPES[spec.loss_agg],
         "epsilon": 0.2,
@@ -258,9 +314,34 @@ def trl_kwargs(spec: BenchSpec, output_dir: str, *, trl_defaults: bool = False) 
         "log_completions": False,
         "dataloader_num_workers": 0,
     }
+    if spec.sampler == "vllm":
+        kwargs.update(vllm_mode="colocate")
     if not trl_defaults:
-        kwargs.update(bf16=False, fp16=False, gradient_checkpointing=False)
+        kwargs.update(
+            bf16=spec.bf16, fp16=False, gradient_checkpointing=spec.gradient_checkpointing
+        )
     return kwargs
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); else torch emulates it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
+def with_settings(spec: BenchSpec, settings: str) -> BenchSpec:
+    """``spec`` at ``equal`` settings (fp32, no checkpointing) or each trainer's ``best``.
+
+    Best: gradient checkpointing on (TRL's default; both trainers then hold the least
+    activations), bf16 where the CPU has it natively (on a GPU always).
+    """
+    if settings == "equal":
+        return dataclasses.replace(spec, settings="equal", gradient_checkpointing=False, bf16=False)
+    bf16 = spec.device != "cpu" or native_bf16()
+    return dataclasses.replace(spec, settings="best", gradient_checkpointing=True, bf16=bf16)
 
 
 # ---------------------------------------------------------------- model
@@ -301,6 +382,11 @@ class Summary:
     """Resident set when the first step started (model, optimiser state not yet allocated)."""
     phases: dict[str, float]
     """Median seconds per step of ``generate``, ``score``, ``update``, ``other``."""
+    peak_gpu_mb: float | None = None
+    """Peak GPU memory torch allocated (``None`` on CPU)."""
+    floor_shares: dict[str, float] = field(default_factory=dict)
+    """``generate`` / ``update``: the phase's floor over its time, summed over the measured
+    steps; ``update_gemm``: the update's FLOP rate over the GEMM rate (empty: not measured)."""
 
     @property
     def steps_per_s(self) -> float:
@@ -308,8 +394,40 @@ class Summary:
         return 1.0 / self.seconds_per_step
 
 
-def summarize(result: dict[str, Any], warmup: int) -> Summary:
-    """:class:`Summary` of a child's result, leaving out the first ``warmup`` steps."""
+@dataclass(frozen=True)
+class Floors:
+    """What the floors of a preset need: the model's shape and the machine's rates."""
+
+    shape: ModelShape
+    """The model."""
+    rates: Rates
+    """Measured at the run's thread count."""
+
+    def shares(self, steps: list[dict[str, Any]]) -> dict[str, float]:
+        """Floor / time of generation and update, and the update's FLOP rate / GEMM rate."""
+        works = [
+            StepWork(
+                tuple(s["prompt_lengths"]), s["completions"], int(s["tokens"]), int(s["longest"])
+            )
+            for s in steps
+        ]
+        gen = sum(s["phases"]["generate"] for s in steps)
+        upd = sum(s["phases"]["update"] for s in steps)
+        gen_floor = sum(generation_floor(self.shape, w, self.rates) for w in works)
+        upd_floor = sum(update_floor(self.shape, w, self.rates) for w in works)
+        upd_flops = sum(update_flops(self.shape, w) for w in works)
+        return {
+            "generate": gen_floor / gen if gen else 0.0,
+            "update": upd_floor / upd if upd else 0.0,
+            "update_gemm": upd_flops / upd / self.rates.gemm_flops if upd else 0.0,
+        }
+
+
+def summarize(result: dict[str, Any], warmup: int, floors: Floors | None = None) -> Summary:
+    """:class:`Summary` of a child's result, leaving out the first ``warmup`` steps.
+
+    ``floors``: also each phase's share of its floor (steps must carry ``prompt_lengths``).
+    """
     steps = result["steps"][warmup:]
     if not steps:
         raise ValueError(f"{result['trainer']}: no measured steps after {warmup} warm-up step(s)")
@@ -329,7 +447,9 @@ def summarize(result: dict[str, Any], warmup: int) -> Summary:
         ms_per_token=1000 * sum(seconds) / tokens,
         peak_rss_mb=result["peak_rss_mb"],
         setup_rss_mb=result["setup_rss_mb"],
+        peak_gpu_mb=result.get("peak_gpu_mb"),
         phases=phases,
+        floor_shares={} if floors is None else floors.shares(steps),
     )
 
 
@@ -350,6 +470,13 @@ def _ratio(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x" if theirs else "n/a"
 
 
+FLOOR_ROWS = (
+    ("  generate: floor / time", "generate"),
+    ("  update: floor / time", "update"),
+    ("  update: FLOP rate / GEMM rate", "update_gemm"),
+)
+
+
 def format_table(summaries: list[Summary]) -> list[str]:
     """Markdown table: one column per trainer, then ``rlvr / <trainer>`` for each other one."""
     others = summaries[1:]
@@ -358,6 +485,12 @@ def format_table(summaries: list[Summary]) -> list[str]:
         (f"  {phase} s / step", "{:.2f}", [s.phases[phase] for s in summaries])
         for phase in ("generate", "score", "update", "other")
     ]
+    if all(s.peak_gpu_mb is not None for s in summaries):
+        rows.append(("peak GPU memory (MiB)", "{:.0f}", [s.peak_gpu_mb for s in summaries]))
+    if all(s.floor_shares for s in summaries):
+        rows += [
+            (label, "{:.0%}", [s.floor_shares[key] for s in summaries]) for label, key in FLOOR_ROWS
+        ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for label, fmt, values in rows:
         ratios = [_ratio(values[0], v) for v in values[1:]]
@@ -365,21 +498,43 @@ def format_table(summaries: list[Summary]) -> list[str]:
     return lines
 
 
-def target_lines(preset: str, ours: Summary, trl: Summary) -> list[str]:
-    """Whether the issue's targets are met against the matched TRL run."""
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def target_lines(preset: str, ours: Summary, trl: Summary, targets: Targets = TARGETS) -> list[str]:
+    """Whether ``targets`` are met against the matched TRL run (memory and floors on ``smollm2-135m``)."""
     speed = ours.steps_per_s / trl.steps_per_s
     memory = ours.peak_rss_mb / trl.peak_rss_mb
     per_token = trl.ms_per_token / ours.ms_per_token
     lines = [
-        f"steps/s rlvr / TRL = {speed:.2f}x (target >= 2x): {'met' if speed >= 2 else 'MISSED'}",
+        f"steps/s rlvr / TRL = {speed:.2f}x (target >= {targets.speed:g}x): "
+        f"{_verdict(speed >= targets.speed)}",
         # Sampling differs, so the completions (and the work per step) differ in length.
         f"  per generated token: {per_token:.2f}x as fast "
         f"(mean completion length {ours.length_mean:.1f} vs {trl.length_mean:.1f} tokens, "
         f"longest per step {ours.longest_mean:.1f} vs {trl.longest_mean:.1f})",
     ]
-    if preset == "smollm2-135m":
-        verdict = "met" if memory <= 0.5 else "MISSED"
-        lines.append(f"peak RSS rlvr / TRL = {memory:.2f}x (target <= 0.5x): {verdict}")
+    if preset != "smollm2-135m":
+        return lines
+    if targets.memory is not None:
+        lines.append(
+            f"peak RSS rlvr / TRL = {memory:.2f}x (target <= {targets.memory:g}x): "
+            f"{_verdict(memory <= targets.memory)}"
+        )
+    shares = ours.floor_shares
+    if shares and targets.generation_floor is not None:
+        lines.append(
+            f"generation at {shares['generate']:.0%} of its floor "
+            f"(target >= {targets.generation_floor:.0%}): "
+            f"{_verdict(shares['generate'] >= targets.generation_floor)}"
+        )
+    if shares and targets.update_gemm is not None:
+        lines.append(
+            f"update at {shares['update_gemm']:.0%} of the GEMM rate "
+            f"(target >= {targets.update_gemm:.0%}): "
+            f"{_verdict(shares['update_gemm'] >= targets.update_gemm)}"
+        )
     return lines
 
 
@@ -407,8 +562,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=0)
     p.add_argument("--loss-agg", choices=list(TRL_LOSS_TYPES), default="seq-mean-token-mean")
     p.add_argument("--lr", type=float, default=1e-6, help="AdamW learning rate")
-    p.add_argument("--threads", type=int, default=1, help="torch threads in each trainer")
+    p.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=sorted({1, os.cpu_count() or 1}),
+        help="torch thread counts, each a separate comparison (default: 1 and all cores)",
+    )
+    p.add_argument(
+        "--settings",
+        nargs="+",
+        choices=SETTINGS,
+        default=["equal"],
+        help="equal: the shared configuration; best: each trainer at its own best settings",
+    )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--sampler",
+        choices=("lean", "vllm"),
+        default="lean",
+        help="rlvr's sampler; vllm also makes TRL generate with vLLM (colocate mode)",
+    )
     p.add_argument(
         "--trl-defaults",
         action="store_true",
@@ -423,9 +598,11 @@ def steps_for(args: argparse.Namespace, preset: str) -> int:
     return args.steps if args.steps is not None else DEFAULT_STEPS[preset]
 
 
-def spec_for(args: argparse.Namespace, preset: str) -> BenchSpec:
+def spec_for(
+    args: argparse.Namespace, preset: str, *, threads: int = 1, settings: str = "equal"
+) -> BenchSpec:
     """The :class:`BenchSpec` of ``preset`` from the command-line options."""
-    return BenchSpec(
+    spec = BenchSpec(
         preset=preset,
         model_dir=model_dir_for(preset),
         prompts_per_step=args.prompts,
@@ -439,9 +616,12 @@ def spec_for(args: argparse.Namespace, preset: str) -> BenchSpec:
         micro_batch=args.micro_batch,
         steps=steps_for(args, preset),
         warmup=args.warmup,
-        threads=args.threads,
+        threads=threads,
         seed=args.seed,
+        device=args.device,
+        sampler=args.sampler,
     )
+    return with_settings(spec, settings)
 
 
 def child_env(threads: int) -> dict[str, str]:
@@ -490,30 +670,80 @@ def check_same_prompts(spec: BenchSpec, results: dict[str, Any]) -> None:
         raise RuntimeError(f"the trainers sampled from different prompts: {used}")
 
 
-def report(preset: str, spec: BenchSpec, results: dict[str, Any]) -> list[str]:
-    """The preset's heading, table and target verdicts."""
-    summaries = [summarize(results[t], spec.warmup) for t in results]
-    lines = [
+def heading(preset: str, spec: BenchSpec) -> str:
+    """The table's heading: the shared configuration, and the settings when not equal."""
+    line = (
         f"## {preset}: {spec.prompts_per_step} prompts x G={spec.group_size}, "
         f"{spec.max_new_tokens} new tokens, micro-batch {spec.micro_batch}, "
-        f"{spec.threads} thread(s), {spec.steps} measured step(s) after {spec.warmup} warm-up",
-    ]
-    lines += ["", *format_table(summaries), ""]
-    lines += target_lines(preset, summaries[0], summaries[1])
+        f"{spec.threads} thread(s), {spec.steps} measured step(s) after {spec.warmup} warm-up"
+    )
+    if spec.settings == "best":
+        precision = "bf16" if spec.bf16 else "fp32 (no native bf16)"
+        line += f"; each trainer at its best: gradient checkpointing, {precision}"
+    if spec.device != "cpu" or spec.sampler != "lean":
+        line += f"; {spec.device}, sampler {spec.sampler}"
+    return line
+
+
+def report(
+    preset: str,
+    spec: BenchSpec,
+    results: dict[str, Any],
+    floors: Floors | None = None,
+    targets: Targets = TARGETS,
+) -> list[str]:
+    """The preset's heading, table and target verdicts (targets at equal settings only)."""
+    summaries = [summarize(results[t], spec.warmup, floors) for t in results]
+    lines = [heading(preset, spec), "", *format_table(summaries), ""]
+    if spec.settings == "equal":
+        lines += target_lines(preset, summaries[0], summaries[1], targets)
     return lines
 
 
-def machine_line() -> str:
-    """CPU model, core count and the 1-minute load average."""
-    model = next(
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo``."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    return next(
         (
             line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            for line in text.splitlines()
             if line.startswith("model name")
         ),
         "unknown CPU",
     )
-    return f"machine: {model}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}"
+
+
+def machine_line() -> str:
+    """CPU model, core count, native bf16 and the 1/5/15-minute load averages."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    bf16 = "native bf16" if native_bf16() else "no native bf16"
+    return f"machine: {cpu_model()}, {os.cpu_count()} cores (nproc), {bf16}, load average {load}"
+
+
+def preset_floors(spec: BenchSpec) -> Floors:
+    """The model's shape and the machine's rates at ``spec.threads``, measured now."""
+    from safetensors import safe_open
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(spec.model_dir)
+    params = 0
+    with safe_open(str(Path(spec.model_dir) / "model.safetensors"), "pt") as f:
+        for key in f.keys():  # noqa: SIM118 - safe_open has keys(), not iteration
+            params += math.prod(f.get_slice(key).get_shape())
+    shape = ModelShape.from_config(config, params)
+    return Floors(shape, measure_rates(shape, spec.threads))
+
+
+def rates_line(floors: Floors, threads: int) -> str:
+    """The measured rates the floors use."""
+    r = floors.rates
+    return (
+        f"measured at {threads} thread(s): fp32 GEMM {r.gemm_flops / 1e9:.1f} GFLOP/s on the "
+        f"model's layer shapes, memory read {r.read_bytes / 1e9:.1f} GB/s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -521,15 +751,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     trainers = ["rlvr", "trl"] + (["trl-defaults"] if args.trl_defaults else [])
     print(machine_line(), flush=True)
-    out: dict[str, Any] = {"machine": machine_line(), "started": time.time(), "presets": {}}
+    out: dict[str, Any] = {"machine": machine_line(), "started": time.time(), "runs": []}
     for preset in args.presets:
-        spec = spec_for(args, preset)
-        print(f"{preset}: {spec.model_dir}", flush=True)
-        run = bench_preset(spec, trainers)
-        out["presets"][preset] = run
-        print("\n".join(report(preset, spec, run["results"])), flush=True)
+        for threads in args.threads:
+            for settings in args.settings:
+                spec = spec_for(args, preset, threads=threads, settings=settings)
+                floors = preset_floors(spec) if spec.device == "cpu" else None
+                print(f"{preset}, {threads} thread(s), {settings}: {spec.model_dir}", flush=True)
+                if floors is not None:
+                    print(rates_line(floors, threads), flush=True)
+                run = bench_preset(spec, trainers)
+                run["rates"] = None if floors is None else dataclasses.asdict(floors.rates)
+                out["runs"].append(run)
+                print("\n".join(report(preset, spec, run["results"], floors)), flush=True)
+                print(machine_line(), flush=True)
     out["machine_after"] = machine_line()
-    print(out["machine_after"])
     if args.out:
         args.out.write_text(json.dumps(out, indent=1))
     return 0

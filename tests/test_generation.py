@@ -89,7 +89,7 @@ def test_lean_loop_without_pruning_draws_the_same_tokens_as_hf_generate(
 
     model, tokenizer = tiny_model
     _boost_eos(model, tokenizer, eos_boost)
-    lean = make_sampler("lean", model, tokenizer, prune=False, fast=fast)
+    lean = make_sampler("lean", model, tokenizer, prune=False, fast=fast, draw="multinomial")
     out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": lean})
     hf, lean = out["hf"], out["lean"]
     width = min(hf.response_ids.shape[1], lean.response_ids.shape[1])
@@ -106,12 +106,13 @@ def test_lean_loop_without_pruning_draws_the_same_tokens_as_hf_generate(
 def test_pruning_finished_rows_keeps_each_rows_distribution(tiny_model, cfg):
     """Greedy: identical to HF. Sampling: identical until the first row stops, then every
     token is still inside the row's own top-k / top-p support."""
-    from rlvr.generation import warp_logits
+    from rlvr.generation import make_sampler, warp_logits
 
     model, tokenizer = tiny_model
     _boost_eos(model, tokenizer, 6.0)
     prompts = [*PROMPTS, "12", "5 - 3 - 6", "times 4 is", "<think>", "Answer: 19", "The answer is"]
-    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": "lean"}, prompts)
+    lean = make_sampler("lean", model, tokenizer, draw="multinomial")  # HF's draws
+    out = _both(model, tokenizer, cfg, {"hf": "hf", "lean": lean}, prompts)
     hf, lean = out["hf"], out["lean"]
     first_stop = int(hf.response_mask.sum(1).min())
     assert first_stop < cfg.max_new_tokens
@@ -203,3 +204,67 @@ def test_shared_prefill_draws_the_same_tokens(tiny_model, cfg):
     every_row = generate(model, tokenizer, PROMPTS, n=4, sampling=cfg, sampler=per_row)
     assert torch.equal(shared.response_ids, every_row.response_ids)
     assert shared.texts == every_row.texts
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])
+def test_hf_shared_prefill_draws_the_same_tokens(tiny_model, temperature, monkeypatch):
+    """``hf`` with each prompt prefilled once draws what ``generate`` draws from scratch."""
+    from rlvr.generation import hf, make_sampler
+
+    model, tokenizer = tiny_model
+    prompts = [tokenizer("What is 12 + 7?")["input_ids"], tokenizer("5 - 3")["input_ids"]]
+    cfg = SamplingConfig(max_new_tokens=10, temperature=temperature)
+    calls = []
+    original = hf.shared_prefix
+    monkeypatch.setattr(hf, "shared_prefix", lambda *a: calls.append(a[1].shape) or original(*a))
+    out = {}
+    for share in (False, True):
+        sampler = make_sampler("hf", model, tokenizer, share_prefill=share)
+        torch.manual_seed(3)
+        out[share] = sampler.generate(prompts, n=3, sampling=cfg)
+    assert len(calls) == 1 and calls[0][0] == 6  # only the shared run, over 2 prompts x 3
+    assert torch.equal(out[False].response_ids, out[True].response_ids)
+    assert out[False].texts == out[True].texts
+
+
+def test_inverse_cdf_draws_each_token_with_its_probability():
+    """200k draws from a fixed distribution: every frequency within 5 standard errors, and
+    tokens of probability 0 (as top-k / top-p leave them) never drawn."""
+    from rlvr.generation.lean import inverse_cdf
+
+    probs = torch.tensor([0.0, 0.5, 0.25, 0.0, 0.125, 0.0625, 0.0625, 0.0])
+    draws = 200_000
+    torch.manual_seed(0)
+    tokens = inverse_cdf(probs.expand(draws, -1))
+    freq = torch.bincount(tokens, minlength=8).double() / draws
+    stderr = (probs.double() * (1 - probs.double()) / draws).sqrt()
+    assert (freq[probs == 0] == 0).all()
+    assert ((freq - probs.double()).abs() <= 5 * stderr + 1e-12).all(), freq
+    # unnormalised rows and a row with its mass on the last token
+    rows = torch.tensor([[0.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+    assert inverse_cdf(rows).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_cdf_draws_stay_inside_each_rows_support(tiny_model, cfg):
+    """The default draw: greedy is unaffected; sampled tokens lie in the top-k / top-p set."""
+    from rlvr.generation import make_sampler, warp_logits
+
+    model, tokenizer = tiny_model
+    assert make_sampler("lean", model, tokenizer).options.draw == "cdf"
+    torch.manual_seed(2)
+    out = generate(model, tokenizer, PROMPTS, n=3, sampling=cfg)
+    if cfg.temperature == 0:
+        hf = generate(model, tokenizer, PROMPTS, n=3, sampling=cfg, sampler="hf")
+        assert torch.equal(hf.response_ids, out.response_ids[:, : hf.response_ids.shape[1]])
+        return
+    ids = torch.cat([out.prompt_ids, out.response_ids], 1)
+    attn = torch.cat([out.prompt_mask, out.response_mask], 1)
+    with torch.no_grad():
+        logits = model(
+            input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0)
+        ).logits.float()
+    p, t = out.prompt_ids.shape[1], out.response_ids.shape[1]
+    warped = warp_logits(logits[:, p - 1 : p + t - 1].reshape(-1, logits.shape[-1]), cfg)
+    chosen = warped.gather(1, out.response_ids.reshape(-1, 1)).view(-1, t)
+    assert torch.isfinite(chosen[out.response_mask.bool()]).all()

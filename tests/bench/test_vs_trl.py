@@ -18,12 +18,14 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "vs_trl.py"
 
 @pytest.fixture(scope="module")
 def vs_trl():
+    sys.path.insert(0, str(BENCH.parent))  # vs_trl imports its sibling floors.py
     spec = importlib.util.spec_from_file_location("vs_trl", BENCH)
     module = importlib.util.module_from_spec(spec)
     sys.modules["vs_trl"] = module  # dataclasses resolve annotations through sys.modules
     spec.loader.exec_module(module)
     yield module
     sys.modules.pop("vs_trl", None)
+    sys.path.remove(str(BENCH.parent))
 
 
 def _spec(vs_trl, **kw):
@@ -125,7 +127,13 @@ def test_summary_leaves_out_warmup_and_takes_medians(vs_trl):
         vs_trl.summarize(result, warmup=4)
 
 
-def test_table_ratios_and_targets(vs_trl):
+@pytest.fixture()
+def earlier(vs_trl):
+    """The targets these assertions were written for (2x, half the memory, no floors)."""
+    return vs_trl.Targets(speed=2.0, memory=0.5, generation_floor=None, update_gemm=None)
+
+
+def test_table_ratios_and_targets(vs_trl, earlier):
     ours = vs_trl.summarize(_result("rlvr", [1.0, 1.0], [320, 320], 1000), warmup=0)
     trl = vs_trl.summarize(_result("trl", [2.5, 2.5], [320, 320], 2500), warmup=0)
     lines = vs_trl.format_table([ours, trl])
@@ -139,26 +147,26 @@ def test_table_ratios_and_targets(vs_trl):
         "  per generated token: {}x as fast (mean completion length {} vs 20.0 tokens, "
         "longest per step {} vs 24.0)"
     )
-    assert vs_trl.target_lines("smollm2-135m", ours, trl) == [
+    assert vs_trl.target_lines("smollm2-135m", ours, trl, earlier) == [
         "steps/s rlvr / TRL = 2.50x (target >= 2x): met",
         per_token.format("2.50", "20.0", "24.0"),
         "peak RSS rlvr / TRL = 0.40x (target <= 0.5x): met",
     ]
     # Slower per step only because its completions are twice as long: the per-token line shows it.
     slow = vs_trl.summarize(_result("rlvr", [4.0, 4.0], [640, 640], 2000), warmup=0)
-    assert vs_trl.target_lines("tiny", slow, trl) == [
+    assert vs_trl.target_lines("tiny", slow, trl, earlier) == [
         "steps/s rlvr / TRL = 0.62x (target >= 2x): MISSED",
         per_token.format("1.25", "40.0", "44.0"),
     ]
 
 
-def test_report_heading_table_and_verdicts(vs_trl):
+def test_report_heading_table_and_verdicts(vs_trl, earlier):
     spec = _spec(vs_trl, micro_batch=8, steps=2, warmup=1)
     results = {
         "rlvr": _result("rlvr", [9.0, 1.0, 1.0], [320] * 3, 1000),
         "trl": _result("trl", [9.0, 2.0, 2.0], [320] * 3, 2000),
     }
-    lines = vs_trl.report("tiny", spec, results)
+    lines = vs_trl.report("tiny", spec, results, targets=earlier)
     assert lines[0] == (
         "## tiny: 4 prompts x G=4, 64 new tokens, micro-batch 8, 1 thread(s), "
         "2 measured step(s) after 1 warm-up"
@@ -197,3 +205,78 @@ def test_steps_default_per_preset_unless_given(vs_trl):
     assert args.presets == ["tiny", "smollm2-135m"] and args.warmup == 1
     assert [vs_trl.steps_for(args, p) for p in args.presets] == [20, 3]
     assert vs_trl.steps_for(vs_trl.parse_args(["--steps", "5"]), "smollm2-135m") == 5
+
+
+def test_default_targets_with_floors(vs_trl):
+    ours = vs_trl.summarize(_result("rlvr", [1.0, 1.0], [320, 320], 1000), warmup=0)
+    trl = vs_trl.summarize(_result("trl", [2.4, 2.4], [320, 320], 2000), warmup=0)
+    ours = vs_trl.dataclasses.replace(
+        ours, floor_shares={"generate": 0.65, "update": 0.7, "update_gemm": 0.79}
+    )
+    lines = vs_trl.target_lines("smollm2-135m", ours, trl)
+    assert lines[0] == "steps/s rlvr / TRL = 2.40x (target >= 2.5x): MISSED"
+    assert lines[2:] == [
+        "peak RSS rlvr / TRL = 0.50x (target <= 0.6x): met",
+        "generation at 65% of its floor (target >= 60%): met",
+        "update at 79% of the GEMM rate (target >= 80%): MISSED",
+    ]
+    assert len(vs_trl.target_lines("tiny", ours, trl)) == 2  # memory and floors: smollm2 only
+
+
+def test_floor_shares_from_the_steps(vs_trl):
+    from floors import ModelShape, Rates, StepWork, generation_floor, update_floor, update_flops
+
+    shape = ModelShape(
+        layers=2, hidden=8, intermediate=16, heads=2, kv_heads=1, head_dim=4, vocab=10, params=100
+    )
+    rates = vs_trl.Rates(gemm_flops=1e4, read_bytes=1e3)
+    result = _result("rlvr", [4.0, 4.0], [320, 320], 1000)
+    for step in result["steps"]:
+        step["prompt_lengths"] = [5, 7, 6, 6]
+    s = vs_trl.summarize(result, warmup=0, floors=vs_trl.Floors(shape, rates))
+    work = StepWork((5, 7, 6, 6), 16, 320, 24)
+    assert s.floor_shares["generate"] == pytest.approx(generation_floor(shape, work, rates) / 2.0)
+    assert s.floor_shares["update"] == pytest.approx(update_floor(shape, work, rates) / 1.0)
+    assert s.floor_shares["update_gemm"] == pytest.approx(update_flops(shape, work) / 1e4)
+    table = vs_trl.format_table([s, s])
+    assert any(line.startswith("|   update: FLOP rate / GEMM rate |") for line in table)
+    assert isinstance(rates, Rates)
+
+
+def test_best_settings(vs_trl, monkeypatch):
+    spec = _spec(vs_trl, micro_batch=8)
+    monkeypatch.setattr(vs_trl, "native_bf16", lambda: False)
+    best = vs_trl.with_settings(spec, "best")
+    assert (best.settings, best.gradient_checkpointing, best.bf16) == ("best", True, False)
+    cfg = vs_trl.rlvr_config(best, "/tmp/out")
+    assert cfg.model.gradient_checkpointing and cfg.model.autocast == "none"
+    kw = vs_trl.trl_kwargs(best, "/tmp/out")
+    assert (kw["bf16"], kw["gradient_checkpointing"]) == (False, True)
+    assert "each trainer at its best: gradient checkpointing, fp32" in vs_trl.heading("tiny", best)
+    monkeypatch.setattr(vs_trl, "native_bf16", lambda: True)
+    best = vs_trl.with_settings(spec, "best")
+    assert best.bf16 and vs_trl.rlvr_config(best, "/tmp/out").model.autocast == "bf16"
+    equal = vs_trl.with_settings(best, "equal")
+    assert (equal.gradient_checkpointing, equal.bf16) == (False, False)
+    with pytest.raises(ValueError, match="settings"):
+        _spec(vs_trl, micro_batch=8, settings="fastest")
+
+
+def test_gpu_vllm_configuration(vs_trl):
+    from rlvr.generation import available_samplers
+
+    spec = _spec(vs_trl, micro_batch=8, device="cuda", sampler="vllm")
+    if "vllm" in available_samplers():  # rlvr's vLLM sampler is an optional module
+        cfg = vs_trl.rlvr_config(spec, "/tmp/out")
+        assert cfg.model.device == "cuda" and cfg.rollout.sampler == "vllm"
+    kw = vs_trl.trl_kwargs(spec, "/tmp/out")
+    assert kw["use_vllm"] and kw["vllm_mode"] == "colocate" and not kw["use_cpu"]
+    assert "cuda, sampler vllm" in vs_trl.heading("smollm2-135m", spec)
+
+
+def test_threads_default_to_one_and_all_cores(vs_trl):
+    import os
+
+    assert vs_trl.parse_args([]).threads == sorted({1, os.cpu_count() or 1})
+    assert vs_trl.parse_args(["--threads", "2"]).threads == [2]
+    assert vs_trl.parse_args([]).settings == ["equal"]

@@ -40,7 +40,7 @@ def small_study(tiny_model_dir, tmp_path, monkeypatch):
         "model": {"name": str(tiny_model_dir)},
         "data": {"train": str(prompts), "eval": str(prompts), "max_prompt_tokens": 64},
         "reward": {"verifier": "parity_test"},
-        "rollout": {"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 6, "minibatches": 2},
+        "rollout": {"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 6, "minibatches": 2},
         "objective": {"name": "grpo", "eps_low": 0.02, "eps_high": 0.02},  # narrow: the clip acts
         "optim": {"lr": 1e-2},
         "eval": {"n": 2, "ks": [1, 2], "every": 1},

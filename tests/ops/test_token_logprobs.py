@@ -311,3 +311,19 @@ def test_from_logits_bf16_and_saved_tensors():
 def test_from_logits_bad_labels_shape():
     with pytest.raises(ValueError, match="labels must have shape"):
         logprobs_entropy_from_logits(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_one_chunk_keeps_its_logits_and_a_second_backward_recomputes_them():
+    """With every row in one chunk, backward reuses the forward's logits (used once)."""
+    hidden, weight, bias, labels = make(6, 4, 11, seed=13)
+    tensors = [hidden, weight, bias]
+    one = token_logprobs_entropy(hidden, weight, labels, bias=bias, temperature=0.8, chunk_size=6)
+    loss = (one.logp * torch.arange(6.0, dtype=F64)).sum() + one.entropy.sum()
+    first = torch.autograd.grad(loss, tensors, retain_graph=True)
+    second = torch.autograd.grad(loss, tensors)  # the kept buffer now holds a gradient
+    many = token_logprobs_entropy(hidden, weight, labels, bias=bias, temperature=0.8, chunk_size=2)
+    loss = (many.logp * torch.arange(6.0, dtype=F64)).sum() + many.entropy.sum()
+    reference = torch.autograd.grad(loss, tensors)
+    for a, b, c in zip(first, second, reference, strict=True):
+        torch.testing.assert_close(a, c, rtol=0, atol=1e-12)
+        torch.testing.assert_close(b, c, rtol=0, atol=1e-12)

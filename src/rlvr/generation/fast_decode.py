@@ -23,6 +23,17 @@ SUPPORTED_TYPES = ("llama", "qwen2")
 _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
+FEW_ROWS = 64
+"""Up to this many rows (a decoding step) the MLP and the LM head run as ``W @ x.T``: on
+CPU the matrix-product kernels handle a large first dimension much better than a small
+one, and the MLP stays in that layout from its input to its output."""
+
+
+def _plain(*modules: torch.nn.Module) -> bool:
+    """No hooks on ``modules`` (hooks run only when a module is called)."""
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+
+
 def supports(model) -> bool:
     """Whether :class:`FastDecoder` computes exactly what ``model``'s forward does."""
     cfg = model.config
@@ -67,9 +78,13 @@ class FastDecoder:
     ``prefill(ids [N, P], mask [N, P])`` and ``decode(tokens [N])`` return the logits
     [N, V] of the last position; ``keep(rows)`` drops the other rows from the cache.
     Prompts are left-padded; positions count real tokens, as Hugging Face's generate does.
+
+    The cache is allocated once per prefill with ``room`` further positions and written
+    in place (it grows by doubling if decoding goes beyond), so a decoding step copies
+    nothing but its own keys and values.
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model, room: int = 0) -> None:
         cfg, inner = model.config, model.model
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
@@ -92,12 +107,16 @@ class FastDecoder:
             )
             for layer in inner.layers
         ]
-        self.cache: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self.key_mask = torch.zeros(0, 0, dtype=torch.bool)  # [N, L] real keys in the cache
+        self.room = room
+        self.cache: list[tuple[torch.Tensor, torch.Tensor]] = []  # [N, kv_heads, C, D] each
+        self.length = 0  # positions of the cache in use
+        self.key_mask = torch.zeros(0, 0, dtype=torch.bool)  # [N, C] real keys in the cache
         self.position = torch.zeros(0, 1, dtype=torch.long)  # [N, 1] position of the next token
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
+        if dtype == torch.float32:  # one fused kernel, the same arithmetic
+            return F.rms_norm(x, weight.shape, weight, self.eps)
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return weight * x.to(dtype)
@@ -123,11 +142,14 @@ class FastDecoder:
         k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = self._rotate(q, *rot), self._rotate(k, *rot)
-        if i < len(self.cache):
-            k, v = torch.cat([self.cache[i][0], k], dim=2), torch.cat([self.cache[i][1], v], dim=2)
-            self.cache[i] = (k, v)
-        else:
-            self.cache.append((k, v))
+        if i == len(self.cache):  # prefill: this layer's buffers, in the dtype k comes in
+            shape = (n, self.kv_heads, self.key_mask.shape[1], self.head_dim)
+            self.cache.append((k.new_empty(shape), v.new_empty(shape)))
+        keys, values = self.cache[i]
+        end = self.length + s
+        keys[:, :, self.length : end] = k
+        values[:, :, self.length : end] = v
+        k, v = keys[:, :, :end], values[:, :, :end]
         if self.kv_heads != self.heads and not _GQA_IN_SDPA:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
@@ -144,30 +166,67 @@ class FastDecoder:
         for i, layer in enumerate(self.layers):
             x = x + self._attention(layer, self._norm(x, layer.norm1), i, rot, mask)
             h = self._norm(x, layer.norm2)
-            x = x + layer.down(F.silu(layer.gate(h)) * layer.up(h))
-        return self.head(self._norm(x[:, -1], self.final_norm))
+            x = x + self._mlp(layer, h)
+        self.length += ids.shape[1]
+        last = self._norm(x[:, -1], self.final_norm)  # [N, H]
+        if last.shape[0] > FEW_ROWS or not _plain(self.head) or self.head.bias is not None:
+            return self.head(last)
+        return torch.mm(self.head.weight, last.T).T.contiguous()
+
+    @staticmethod
+    def _mlp(layer: _Layer, h: torch.Tensor) -> torch.Tensor:
+        """``down(silu(gate(h)) * up(h))``; for few rows computed transposed, ``[I, rows]``."""
+        rows = h.reshape(-1, h.shape[-1])  # [R, H]
+        if rows.shape[0] > FEW_ROWS or not _plain(layer.gate, layer.up, layer.down):
+            return layer.down(F.silu(layer.gate(h)) * layer.up(h))
+        gate = torch.mm(layer.gate.weight, rows.T)  # [I, R]
+        up = torch.mm(layer.up.weight, rows.T)
+        out = torch.mm(layer.down.weight, F.silu(gate).mul_(up))  # [H, R]
+        return out.T.reshape(h.shape)
+
+    def _grow(self) -> None:
+        """Double the cache's capacity (decoding past the room asked for)."""
+        capacity = 2 * self.key_mask.shape[1]
+        grown = []
+        for k_old, v_old in self.cache:
+            k = k_old.new_empty(*k_old.shape[:2], capacity, k_old.shape[3])
+            v = torch.empty_like(k)
+            k[:, :, : self.length] = k_old[:, :, : self.length]
+            v[:, :, : self.length] = v_old[:, :, : self.length]
+            grown.append((k, v))
+        self.cache = grown
+        mask = self.key_mask.new_zeros(self.key_mask.shape[0], capacity)
+        mask[:, : self.length] = self.key_mask[:, : self.length]
+        self.key_mask = mask
 
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Run the prompts ``ids`` [N, P] (left-padded, ``mask`` [N, P]); logits [N, V]."""
         real = mask.bool()
         positions = (mask.long().cumsum(-1) - 1).clamp_min(0)
-        p = ids.shape[1]
+        n, p = ids.shape
         causal = torch.ones(p, p, dtype=torch.bool, device=ids.device).tril()
         # A padding query attends to itself only, so no row of the mask is empty.
         allowed = (causal[None] & real[:, None, :]) | torch.eye(
             p, dtype=torch.bool, device=ids.device
         )[None]
-        self.cache, self.key_mask, self.position = [], real, positions[:, -1:] + 1
+        capacity = p + max(self.room, 1)
+        self.cache = []  # allocated by the first forward, layer by layer
+        self.key_mask = torch.zeros(n, capacity, dtype=torch.bool, device=ids.device)
+        self.key_mask[:, :p] = real
+        self.length, self.position = 0, positions[:, -1:] + 1
         return self._forward(ids, positions, allowed[:, None])
 
     def decode(self, tokens: torch.Tensor) -> torch.Tensor:
         """Append one token per row (``tokens`` [N]); logits [N, V]."""
-        self.key_mask = torch.cat([self.key_mask, torch.ones_like(self.key_mask[:, :1])], dim=1)
-        logits = self._forward(tokens[:, None], self.position, self.key_mask[:, None, None, :])
+        if self.length == self.key_mask.shape[1]:
+            self._grow()
+        self.key_mask[:, self.length] = True
+        mask = self.key_mask[:, None, None, : self.length + 1]
+        logits = self._forward(tokens[:, None], self.position, mask)
         self.position = self.position + 1
         return logits
 
     def keep(self, rows: torch.Tensor) -> None:
         """Keep ``rows`` of the batch (and of the cache), in that order; a repeated index copies its row."""
-        self.cache = [(k[rows], v[rows]) for k, v in self.cache]
+        self.cache = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cache]
         self.key_mask, self.position = self.key_mask[rows], self.position[rows]

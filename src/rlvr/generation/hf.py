@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from rlvr.generation.base import position_ids_from_mask
+from rlvr.generation.lean import accepts_logits_to_keep, new_cache
 from rlvr.generation.policy import PolicySampler
 from rlvr.generation.registry import register_sampler
 
 
-@register_sampler("hf")
+@dataclass(frozen=True)
+class HFOptions:
+    """Switches of the ``hf`` sampler."""
+
+    share_prefill: bool = True
+    """Run each distinct prompt (all but its last token) once and copy its KV cache to its
+    ``n`` rows; ``generate`` continues from that cache and draws the same tokens."""
+
+
+@register_sampler("hf", options=HFOptions)
 class HFSampler(PolicySampler):
     """``model.generate`` (works for any causal LM; slower than ``lean`` on a CPU)."""
 
     def sample_tokens(self, prompt_ids, prompt_mask, sampling, eos, padding, *, group):
         greedy = sampling.temperature == 0
+        share = self.options.share_prefill and group > 1 and prompt_ids.shape[1] > 1
+        cache = shared_prefix(self.model, prompt_ids, prompt_mask, group) if share else None
         out = self.model.generate(
             input_ids=prompt_ids,
             attention_mask=prompt_mask,
@@ -25,5 +40,29 @@ class HFSampler(PolicySampler):
             top_k=0 if greedy else sampling.top_k,
             eos_token_id=eos,
             pad_token_id=padding,
+            **({} if cache is None else {"past_key_values": cache}),
         )
         return torch.as_tensor(out)[:, prompt_ids.shape[1] :]
+
+
+def shared_prefix(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: int):
+    """A ``DynamicCache`` of every prompt column but the last, each distinct prompt run once.
+
+    The rows come in contiguous runs of ``group`` copies of one prompt; the cache of each
+    run's first row is repeated ``group`` times.
+    """
+    n = prompt_ids.shape[0]
+    if n % group:
+        raise ValueError(f"{n} prompt rows do not come in groups of {group}")
+    ids, mask = prompt_ids[::group, :-1], prompt_mask[::group, :-1]
+    cache = new_cache(model)
+    model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=position_ids_from_mask(mask),
+        past_key_values=cache,
+        use_cache=True,
+        **({"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}),
+    )
+    cache.batch_repeat_interleave(group)
+    return cache

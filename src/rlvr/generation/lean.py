@@ -19,7 +19,7 @@ import torch
 from rlvr.generation.base import SamplingConfig, position_ids_from_mask
 from rlvr.generation.policy import PolicySampler
 from rlvr.generation.registry import register_sampler
-from rlvr.generation.warp import next_tokens
+from rlvr.generation.warp import next_tokens, warp_logits
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,18 @@ class LeanOptions:
     split over fewer rows than ``hf`` would use, so draws differ from then on)."""
     share_prefill: bool = True
     """Prefill each distinct prompt once and copy its KV cache to its ``n`` rows."""
+    draw: str = "cdf"
+    """How a token is drawn from the warped distribution: ``cdf`` (one uniform number per
+    row against the float64 cumulative sum; the same distribution) or ``multinomial``
+    (``torch.multinomial``, one exponential number per vocabulary entry, as Hugging
+    Face's ``generate`` draws: the same tokens as ``hf`` under the same seed)."""
+
+    def __post_init__(self) -> None:
+        if self.draw not in DRAWS:
+            raise ValueError(f"draw must be one of {list(DRAWS)}, got {self.draw!r}")
+
+
+DRAWS = ("cdf", "multinomial")
 
 
 @register_sampler("lean", options=LeanOptions)
@@ -51,6 +63,7 @@ class LeanSampler(PolicySampler):
             group=group if opts.share_prefill else 1,
             prune=opts.prune,
             fast=opts.fast,
+            draw=opts.draw,
         )
 
 
@@ -59,10 +72,10 @@ class HFStepper:
 
     def __init__(self, model) -> None:
         self.model = model
-        self.keep_last = {"logits_to_keep": 1} if _accepts_logits_to_keep(model) else {}
+        self.keep_last = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
 
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        self.cache, self.attn = _new_cache(self.model), mask
+        self.cache, self.attn = new_cache(self.model), mask
         positions = position_ids_from_mask(mask)
         self.position = positions[:, -1:] + 1  # [N, 1]; the last prompt column is real in every row
         out = self.model(
@@ -92,13 +105,16 @@ class HFStepper:
         self.attn, self.position = self.attn[rows], self.position[rows]
 
 
-def stepper(model, fast: bool):
-    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward."""
+def stepper(model, fast: bool, room: int = 0):
+    """The fast Llama-family decoder when it reproduces ``model`` exactly, else the HF forward.
+
+    ``room``: decoding steps to reserve cache space for after the prompt.
+    """
     from rlvr.generation import fast_decode
 
-    return (
-        fast_decode.FastDecoder(model) if fast and fast_decode.supports(model) else HFStepper(model)
-    )
+    if fast and fast_decode.supports(model):
+        return fast_decode.FastDecoder(model, room=room)
+    return HFStepper(model)
 
 
 def sample_lean(
@@ -112,22 +128,23 @@ def sample_lean(
     group: int = 1,
     prune: bool = True,
     fast: bool = True,
+    draw: str = "cdf",
 ) -> torch.Tensor:
     """[N, T] tokens from a KV-cached loop; rows that finished get ``pad_id``.
 
     ``group``: the rows come in contiguous runs of ``group`` copies of one prompt; each
     distinct prompt is prefilled once and its KV cache copied to its ``group`` rows.
-    ``prune`` and ``fast``: see :class:`LeanOptions`.
+    ``prune``, ``fast`` and ``draw``: see :class:`LeanOptions`.
     """
     n, device = prompt_ids.shape[0], prompt_ids.device
-    step = stepper(model, fast)
+    step = stepper(model, fast, room=sampling.max_new_tokens)
     logits = prefill(step, prompt_ids, prompt_mask, group)
     eos = torch.tensor(eos_ids, device=device)
     tokens = torch.full((n, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
     rows = torch.arange(n, device=device)  # original index of each row still in the batch
     finished = torch.zeros(n, dtype=torch.bool, device=device)
     for t in range(sampling.max_new_tokens):
-        token = next_tokens(logits.float(), sampling)  # [rows]
+        token = draw_tokens(logits.float(), sampling, draw)  # [rows]
         token = torch.where(finished, torch.full_like(token, pad_id), token)
         tokens[rows, t] = token
         finished |= torch.isin(token, eos)
@@ -139,6 +156,27 @@ def sample_lean(
             rows, token, finished = rows[keep], token[keep], finished[keep]
         logits = step.decode(token)
     return tokens
+
+
+def draw_tokens(logits: torch.Tensor, sampling: SamplingConfig, draw: str) -> torch.Tensor:
+    """[N] tokens from [N, V] float32 logits: argmax at temperature 0, else by ``draw``."""
+    if sampling.temperature == 0 or draw == "multinomial":
+        return next_tokens(logits, sampling)
+    return inverse_cdf(torch.softmax(warp_logits(logits, sampling), dim=-1))
+
+
+def inverse_cdf(probs: torch.Tensor) -> torch.Tensor:
+    """[N] one draw per row of [N, V] probabilities: the first token whose cumulative mass
+    exceeds ``u x total``, ``u ~ U[0, 1)``, in float64 (so a token's chance is its
+    probability to ~1e-16; tokens of probability 0 are never drawn)."""
+    cdf = probs.double().cumsum(dim=-1)  # [N, V]
+    u = torch.rand(probs.shape[0], 1, dtype=torch.float64, device=probs.device)
+    index = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1)  # [N]
+    over = index >= probs.shape[1]  # u * total rounded up to the total (chance ~2^-53)
+    if bool(over.any()):
+        last = probs.shape[1] - 1 - (probs.flip(-1) > 0).int().argmax(dim=-1)
+        index = torch.where(over, last, index)
+    return index
 
 
 def prefill(step, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: int) -> torch.Tensor:
@@ -154,7 +192,7 @@ def prefill(step, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, group: in
     return logits[rows]
 
 
-def _new_cache(model):
+def new_cache(model):
     """An empty ``DynamicCache`` (transformers 5 takes the config; 4.x takes nothing)."""
     from transformers import DynamicCache
 
@@ -164,5 +202,6 @@ def _new_cache(model):
         return DynamicCache()
 
 
-def _accepts_logits_to_keep(model) -> bool:
+def accepts_logits_to_keep(model) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep`` (logits of the last positions only)."""
     return "logits_to_keep" in inspect.signature(model.forward).parameters

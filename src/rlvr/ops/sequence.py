@@ -18,6 +18,11 @@ Two paths give the same numbers:
   (on the config or its text sub-config), by an output embedding that is not a plain
   ``nn.Linear``, or by a decoder that is the model itself.
 
+With ``share_prompt=True`` the hidden path runs on :func:`~rlvr.ops.packing.pack_by_prompt`'s
+layout instead (each distinct prompt once, no padding; same log-probs and gradients) for
+models whose forward it reproduces (:func:`share_prompt_blocker`, then a one-time check
+against the padded layout); other models keep the padded layout, with a warning.
+
 Position ids are those HF ``generate`` uses for a left-padded batch,
 ``cumsum(attention_mask) - 1`` with pad positions set to 0, so the log-probs match the
 sampler's. Temperature divides the logits, as the sampler does before drawing a token.
@@ -26,11 +31,14 @@ sampler's. Temperature divides the logits, as the sampler does before drawing a 
 from __future__ import annotations
 
 import inspect
+import warnings
+import weakref
 from typing import Literal
 
 import torch
 from torch import nn
 
+from rlvr.ops.packing import PackedRows, pack_by_prompt, packable
 from rlvr.ops.token_stats import (
     DEFAULT_CHUNK_SIZE,
     TokenStats,
@@ -130,6 +138,115 @@ def _logits_stats(model, input_ids, attention_mask, position_ids, t: int, **kw) 
     return logprobs_entropy_from_logits(logits, input_ids[:, -t:], **kw)
 
 
+MASK_IMPLEMENTATIONS = ("sdpa", "eager")
+"""Attention implementations that take the packed layout's ``[R, 1, L, L]`` mask as given."""
+
+
+def share_prompt_blocker(model) -> str | None:
+    """Why the packed layout cannot reproduce ``model``'s forward, or ``None`` when it can.
+
+    It needs the hidden path (:func:`head_path`), an attention implementation that uses
+    a given 4-D mask as is, and full attention in every layer (a sliding window would
+    see other positions in the packed row than in the padded one).
+    """
+    config = model.config
+    if head_path(model) != "hidden":
+        return "its logits are not lm_head(hidden states)"
+    impl = getattr(config, "_attn_implementation", None)
+    if impl not in MASK_IMPLEMENTATIONS:
+        return f"attention implementation {impl!r} is not one of {list(MASK_IMPLEMENTATIONS)}"
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layer_types = getattr(text, "layer_types", None)
+    if layer_types is not None:
+        if any(kind != "full_attention" for kind in layer_types):
+            return "not every layer is full attention"
+    elif getattr(text, "sliding_window", None) and getattr(text, "use_sliding_window", True):
+        return "it uses sliding-window attention"
+    return None
+
+
+_VERIFIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""model -> whether the packed layout reproduced its padded-layout log-probs (checked once)."""
+
+_CHECK_TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-3}
+"""Largest log-prob difference the one-time check accepts; 0.1 for 16-bit parameters."""
+
+
+def _share_prompt(model, input_ids, attention_mask, t: int) -> bool:
+    """Whether to use the packed layout for this batch (warns once per model when not)."""
+    if not packable(attention_mask, t):
+        return False
+    if model not in _VERIFIED:
+        reason = share_prompt_blocker(model) or _check_packed(model, input_ids, attention_mask, t)
+        if reason is not None:
+            warnings.warn(
+                f"model.share_prompt: each prompt is computed once per row instead, because {reason}",
+                stacklevel=3,
+            )
+        _VERIFIED[model] = reason is None
+    return _VERIFIED[model]
+
+
+def _check_packed(model, input_ids, attention_mask, t: int) -> str | None:
+    """Compare both layouts on a few rows of this batch (no autocast, no gradient)."""
+    rows = torch.arange(min(3, input_ids.shape[0]), device=input_ids.device)
+    ids, mask = input_ids[rows], attention_mask[rows]
+    dtype = model.get_output_embeddings().weight.dtype
+    with torch.no_grad(), torch.autocast(ids.device.type, enabled=False):
+        padded = _hidden_stats(
+            model,
+            ids,
+            mask,
+            position_ids_from_mask(mask),
+            t,
+            temperature=1.0,
+            chunk_size=DEFAULT_CHUNK_SIZE,
+            compute_entropy=False,
+        ).logp
+        packed = _packed_stats(
+            model,
+            pack_by_prompt(ids, mask, t),
+            temperature=1.0,
+            chunk_size=DEFAULT_CHUNK_SIZE,
+            compute_entropy=False,
+        ).logp
+    on = mask[:, -t:].bool()
+    gap = float((padded - packed)[on].abs().max())
+    tolerance = _CHECK_TOLERANCE.get(dtype, 0.1)
+    if not gap <= tolerance:
+        return f"the packed layout's log-probs differ by {gap:.3g} (> {tolerance}) on this model"
+    return None
+
+
+def packed_attention_mask(model, allowed: torch.Tensor) -> torch.Tensor:
+    """The ``[R, 1, L, L]`` mask of ``allowed`` in the form the model's attention adds or selects.
+
+    ``sdpa`` takes it as booleans; ``eager`` adds it to the scores, so it is 0 where
+    allowed and the dtype's minimum elsewhere, as Hugging Face builds its own masks.
+    """
+    if model.config._attn_implementation == "sdpa":
+        return allowed[:, None]
+    dtype = model.get_input_embeddings().weight.dtype
+    blocked = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return blocked.masked_fill_(~allowed, torch.finfo(dtype).min)[:, None]
+
+
+def _packed_stats(model, packed: PackedRows, **kw) -> TokenStats:
+    """Backbone over the packed rows -> the predicting positions -> chunked head -> [B, T]."""
+    out = model.get_decoder()(
+        input_ids=packed.input_ids,
+        attention_mask=packed_attention_mask(model, packed.allowed),
+        position_ids=packed.position_ids,
+        use_cache=False,
+    )
+    hidden = out.last_hidden_state
+    hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, packed.source)  # [N, H]
+    head = model.get_output_embeddings()
+    stats = token_logprobs_entropy(hidden, head.weight, packed.labels, bias=head.bias, **kw)
+    entropy = None if stats.entropy is None else packed.unpack(stats.entropy)
+    return TokenStats(packed.unpack(stats.logp), entropy)
+
+
 def sequence_token_stats(
     model,
     input_ids: torch.Tensor,
@@ -140,6 +257,7 @@ def sequence_token_stats(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     compute_entropy: bool = True,
     path: HeadPath = "auto",
+    share_prompt: bool = False,
 ) -> TokenStats:
     """Log-probs and entropy of the last ``T = num_response_tokens`` columns of ``input_ids``.
 
@@ -153,6 +271,9 @@ def sequence_token_stats(
         chunk_size: rows of ``B * T`` per chunk of float32 logits.
         compute_entropy: when False, ``entropy`` is None.
         path: ``"auto"`` picks :func:`head_path`; ``"hidden"``/``"logits"`` force one.
+        share_prompt: compute each distinct prompt once and no padding
+            (:mod:`rlvr.ops.packing`) where the model allows it; the statistics on
+            padding (``attention_mask`` 0) are then 0 instead of values to be masked.
 
     Returns:
         ``TokenStats(logp [B, T] float32, entropy [B, T] float32 | None)`` with gradients
@@ -161,7 +282,16 @@ def sequence_token_stats(
     _check_inputs(input_ids, attention_mask, num_response_tokens)
     if path not in ("auto", "hidden", "logits"):
         raise ValueError(f"path must be one of 'auto', 'hidden', 'logits', got {path!r}")
+    kw = {"temperature": temperature, "chunk_size": chunk_size, "compute_entropy": compute_entropy}
     chosen = head_path(model) if path == "auto" else path
+    if (
+        share_prompt
+        and _share_prompt(model, input_ids, attention_mask, num_response_tokens)
+        and chosen == "hidden"
+    ):
+        return _packed_stats(
+            model, pack_by_prompt(input_ids, attention_mask, num_response_tokens), **kw
+        )
     fn = _hidden_stats if chosen == "hidden" else _logits_stats
     return fn(
         model,
@@ -169,7 +299,5 @@ def sequence_token_stats(
         attention_mask,
         position_ids_from_mask(attention_mask),
         num_response_tokens,
-        temperature=temperature,
-        chunk_size=chunk_size,
-        compute_entropy=compute_entropy,
+        **kw,
     )

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from rlvr.generation import Generation, left_pad
+from rlvr.ops.packing import prompt_groups
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,31 @@ def pad_logp(parts: Sequence[torch.Tensor | None], width: int) -> torch.Tensor |
 def split_rows(size: int, parts: int) -> list[torch.Tensor]:
     """``parts`` contiguous row ranges of (almost) equal size covering ``range(size)``."""
     return [chunk for chunk in torch.arange(size).tensor_split(parts) if len(chunk)]
+
+
+def micro_batches(seqs: SequenceBatch, chunk: int | None, *, by_prompt: bool) -> list[torch.Tensor]:
+    """Row indices of the micro-batches: :func:`prompt_chunks` when ``by_prompt`` (the
+    log-prob passes compute each prompt once per micro-batch), else :func:`length_sorted_chunks`."""
+    return prompt_chunks(seqs, chunk) if by_prompt else length_sorted_chunks(seqs, chunk)
+
+
+def prompt_chunks(seqs: SequenceBatch, chunk: int | None) -> list[torch.Tensor]:
+    """Row indices in chunks of at most ``chunk``, the rows of one prompt next to each other.
+
+    Prompts come in decreasing order of their rows' total length, and each prompt's rows
+    longest first, so a micro-batch holds few prompts (each computed once, see
+    :mod:`rlvr.ops.packing`) of similar total length (little padding between them).
+    """
+    if chunk is None or chunk >= seqs.size:
+        return [torch.arange(seqs.size)]
+    groups = prompt_groups(seqs.input_ids, seqs.attention_mask, seqs.prompt_width)  # [B]
+    lengths = seqs.attention_mask.sum(1)  # [B] real tokens (prompt + response)
+    totals = torch.zeros(int(groups.max()) + 1, dtype=lengths.dtype).index_add_(0, groups, lengths)
+    rank = torch.empty_like(totals)
+    rank[torch.argsort(totals, descending=True, stable=True)] = torch.arange(len(totals))
+    key = rank[groups] * (int(lengths.max()) + 1) + (int(lengths.max()) - lengths)
+    order = torch.argsort(key, stable=True)
+    return list(order.split(chunk))
 
 
 def length_sorted_chunks(seqs: SequenceBatch, chunk: int | None) -> list[torch.Tensor]:

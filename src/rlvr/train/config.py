@@ -41,6 +41,8 @@ class ModelConfig:
     """Positions per chunk when log-probs and entropy are computed from logits."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory."""
+    share_prompt: bool = True
+    """Log-prob passes compute each distinct prompt once, without padding (same result; models it cannot reproduce fall back with a warning)."""
 
     def __post_init__(self) -> None:
         _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))

@@ -36,7 +36,7 @@ from rlvr.train.batch import (
     SequenceBatch,
     concat,
     from_generation,
-    length_sorted_chunks,
+    micro_batches,
     pad_logp,
 )
 from rlvr.train.config import TrainConfig
@@ -238,7 +238,8 @@ def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
 
 def _fill_logp(model, seqs: SequenceBatch, cfg: TrainConfig, out: torch.Tensor) -> None:
     device = next(model.parameters()).device
-    for index in length_sorted_chunks(seqs, cfg.optim.micro_batch_size):
+    chunk, by_prompt = cfg.optim.micro_batch_size, cfg.model.share_prompt
+    for index in micro_batches(seqs, chunk, by_prompt=by_prompt):
         micro = seqs.rows(index).trim_responses().to(device)
         stats = response_stats(
             model, micro, cfg.model, temperature=cfg.rollout.temperature, entropy=False

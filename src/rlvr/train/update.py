@@ -23,7 +23,7 @@ from rlvr.objectives import (
     objective_loss,
     step_counts,
 )
-from rlvr.train.batch import RolloutBatch, length_sorted_chunks, split_rows
+from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
 from rlvr.train.metrics import StepMetrics
@@ -81,7 +81,8 @@ def optimizer_step(
     )
     lr = scheduler.get_last_lr()[0]
     total, nonfinite = 0.0, 0
-    for index in length_sorted_chunks(batch.seqs, cfg.optim.micro_batch_size):
+    chunk, by_prompt = cfg.optim.micro_batch_size, cfg.model.share_prompt
+    for index in micro_batches(batch.seqs, chunk, by_prompt=by_prompt):
         micro = batch.rows(index)
         loss, metrics = micro_loss(model, micro, cfg, objective, counts)
         if not torch.isfinite(loss):

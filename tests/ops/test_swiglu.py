@@ -1,0 +1,113 @@
+"""The lean SwiGLU MLP: the module's values and gradients, half its saved activations."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from rlvr.ops.swiglu import is_swiglu, lean_swiglu
+
+F64 = torch.float64
+
+
+def llama(seed=0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+def loss_and_grads(model, ids, dtype=F64):
+    params = [p for p in model.parameters() if p.requires_grad]
+    logits = model(input_ids=ids).logits
+    weights = torch.randn(logits.shape, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    loss = (logits.to(dtype) * weights).sum()
+    return loss.detach(), torch.autograd.grad(loss, params)
+
+
+def saved_numel(model, ids) -> int:
+    total = 0
+
+    def pack(t):
+        nonlocal total
+        total += t.numel()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids).logits.sum()
+    return total
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_same_values_and_gradients_fewer_saved(tiny_model, arch):
+    original = (llama() if arch == "llama" else tiny_model[0]).double()
+    lean = copy.deepcopy(original)
+    assert lean_swiglu(lean) == 2  # both layers' MLPs
+    ids = torch.randint(1, 90, (3, 9), generator=torch.Generator().manual_seed(2))
+    loss_a, grads_a = loss_and_grads(original, ids)
+    loss_b, grads_b = loss_and_grads(lean, ids)
+    torch.testing.assert_close(loss_b, loss_a, rtol=1e-12, atol=0)
+    for a, b in zip(grads_a, grads_b, strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12)
+    inter, positions, layers = original.config.intermediate_size, 3 * 9, 2
+    saved = saved_numel(original, ids) - saved_numel(lean, ids)
+    assert saved == 2 * inter * positions * layers  # silu's output and the product
+
+
+def test_gradient_checkpointing_and_bf16_autocast():
+    original, lean = llama(3), llama(3)
+    lean_swiglu(lean)
+    ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(4))
+    for model in (original, lean):
+        model.gradient_checkpointing_enable()
+        model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss_a, grads_a = loss_and_grads(original, ids, torch.float32)
+        loss_b, grads_b = loss_and_grads(lean, ids, torch.float32)
+    torch.testing.assert_close(loss_b, loss_a, rtol=1e-6, atol=1e-3)
+    for a, b in zip(grads_a, grads_b, strict=True):
+        assert b.dtype == a.dtype == torch.float32
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
+class _SwappedProduct(nn.Module):
+    """Looks like a SwiGLU MLP but computes ``act(up) * gate``."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate_proj, self.up_proj = nn.Linear(4, 6, bias=False), nn.Linear(4, 6, bias=False)
+        self.down_proj, self.act_fn = nn.Linear(6, 4, bias=False), nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.up_proj(x)) * self.gate_proj(x))
+
+
+def test_only_mlps_that_compute_swiglu_change():
+    other = _SwappedProduct()
+    assert is_swiglu(other) and lean_swiglu(other) == 0  # the probe shows it differs
+    biased = _SwappedProduct()
+    biased.down_proj = nn.Linear(6, 4, bias=True)
+    assert not is_swiglu(biased)
+    gelu = _SwappedProduct()
+    gelu.act_fn = nn.GELU()
+    assert not is_swiglu(gelu)
+
+
+def test_the_probe_leaves_the_global_rng_alone(tiny_model):
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    lean_swiglu(tiny_model[0])
+    assert torch.equal(torch.rand(3), expected)

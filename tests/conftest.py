@@ -38,3 +38,28 @@ def tiny_model(tiny_model_dir):
     from rlvr.models import load_model
 
     return load_model(str(tiny_model_dir))
+
+
+def make_random_llama(seed: int = 0, *, kv_heads: int = 2, tie: bool = False):
+    """A random 2-layer Llama (hidden 32, 4 heads, ``kv_heads`` key/value heads, vocab 97)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=128,
+        tie_word_embeddings=tie,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture()
+def random_llama():
+    """``make(seed=0, *, kv_heads=2, tie=False)`` -> a random 2-layer Llama in eval mode."""
+    return make_random_llama

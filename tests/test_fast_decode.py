@@ -7,23 +7,6 @@ from rlvr.generation import left_pad, position_ids_from_mask
 from rlvr.generation.fast_decode import FastDecoder, supports
 
 
-def _llama(gqa: bool):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2 if gqa else 4,
-        max_position_embeddings=128,
-        tie_word_embeddings=False,
-    )
-    return LlamaForCausalLM(cfg).eval()
-
-
 def _hf_logits(model, ids, mask):
     with torch.no_grad():
         return model(
@@ -58,14 +41,14 @@ def test_qwen2_logits_match_hf(tiny_model):
 
 
 @pytest.mark.parametrize("gqa", [False, True], ids=["mha", "gqa"])
-def test_llama_logits_match_hf(gqa):
-    model = _llama(gqa)
+def test_llama_logits_match_hf(random_llama, gqa):
+    model = random_llama(kv_heads=2 if gqa else 4)
     assert supports(model)
     _check(model, 97)
 
 
-def test_unsupported_configurations_fall_back():
-    model = _llama(False)
+def test_unsupported_configurations_fall_back(random_llama):
+    model = random_llama(kv_heads=4)
     model.train()
     assert not supports(model)
     model.eval()

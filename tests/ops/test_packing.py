@@ -75,24 +75,6 @@ def test_packable(mask, ok):
 # ------------------------------------------------------------------ models
 
 
-def llama_model(seed: int = 0):
-    """A random 2-layer Llama with grouped-query attention (4 heads, 2 key/value heads)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        tie_word_embeddings=False,
-    )
-    return LlamaForCausalLM(config).eval()
-
-
 def grouped_batch(vocab: int, prompt_lengths, response_lengths, group: int, seed: int = 0):
     """``(ids, mask, T)``: one prompt per length in ``prompt_lengths`` (left-padded), each
     repeated ``group`` times with its own right-padded responses."""
@@ -151,13 +133,15 @@ def loss_weights(mask, t, seed=3, dtype=F64):
         ([5], [1, 6, 2, 5], 4),  # one group
     ],
 )
-def test_packed_equals_padded(tiny_model, arch, attn, prompt_lengths, response_lengths, group):
+def test_packed_equals_padded(
+    tiny_model, random_llama, arch, attn, prompt_lengths, response_lengths, group
+):
     # sdpa in float64; the models' RMSNorm computes in float32 though, so values agree
     # to float32 rounding and gradients to ~1e-7 of their scale (a layout error moves
     # them by 1e-2). eager in float32: Hugging Face's own float64 eager path turns
     # left padding into NaN.
     dtype, tol = (F64, 1e-6) if attn == "sdpa" else (torch.float32, 1e-4)
-    model = (tiny_model[0] if arch == "qwen2" else llama_model()).to(dtype)
+    model = (tiny_model[0] if arch == "qwen2" else random_llama()).to(dtype)
     model.set_attn_implementation(attn)
     ids, mask, t = grouped_batch(model.config.vocab_size, prompt_lengths, response_lengths, group)
     on = mask[:, -t:].bool()
@@ -197,8 +181,8 @@ def test_gradient_checkpointing(tiny_model):
     assert_grads_close(g_b, g_a, rtol=1e-5)
 
 
-def test_bf16_autocast():
-    model = llama_model(seed=1)
+def test_bf16_autocast(random_llama):
+    model = random_llama(seed=1)
     ids, mask, t = grouped_batch(model.config.vocab_size, [6, 3], [5, 2, 4], 3, seed=2)
     on = mask[:, -t:].bool()
     weights = loss_weights(mask, t, dtype=torch.float32)

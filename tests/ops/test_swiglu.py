@@ -13,22 +13,6 @@ from rlvr.ops.swiglu import is_swiglu, lean_swiglu
 F64 = torch.float64
 
 
-def llama(seed=0):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(config).eval()
-
-
 def loss_and_grads(model, ids, dtype=F64):
     params = [p for p in model.parameters() if p.requires_grad]
     logits = model(input_ids=ids).logits
@@ -51,8 +35,8 @@ def saved_numel(model, ids) -> int:
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_same_values_and_gradients_fewer_saved(tiny_model, arch):
-    original = (llama() if arch == "llama" else tiny_model[0]).double()
+def test_same_values_and_gradients_fewer_saved(tiny_model, random_llama, arch):
+    original = (random_llama() if arch == "llama" else tiny_model[0]).double()
     lean = copy.deepcopy(original)
     assert lean_swiglu(lean) == 2  # both layers' MLPs
     ids = torch.randint(1, 90, (3, 9), generator=torch.Generator().manual_seed(2))
@@ -66,8 +50,8 @@ def test_same_values_and_gradients_fewer_saved(tiny_model, arch):
     assert saved == 2 * inter * positions * layers  # silu's output and the product
 
 
-def test_gradient_checkpointing_and_bf16_autocast():
-    original, lean = llama(3), llama(3)
+def test_gradient_checkpointing_and_bf16_autocast(random_llama):
+    original, lean = random_llama(3), random_llama(3)
     lean_swiglu(lean)
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(4))
     for model in (original, lean):

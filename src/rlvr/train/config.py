@@ -170,7 +170,7 @@ class RolloutConfig:
     sampler: str = "lean"
     """Sampler by name: ``lean`` (the KV-cached loop of ``rlvr.generation.lean``), ``hf`` (Hugging Face ``generate``), ``vllm``."""
     sampler_options: dict[str, Any] = field(default_factory=dict)
-    """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``), checked against its options class."""
+    """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``, ``draw``), checked against its options class."""
     importance_correction: Literal["none", "tis"] = "none"
     """``tis``: weight each token's loss by ``min(exp(train_logp - rollout_logp), importance_cap)`` (a sampler that reports log-probs, e.g. ``vllm``)."""
     importance_cap: float = 2.0

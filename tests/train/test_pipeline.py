@@ -191,30 +191,39 @@ def test_embedded_klear_pipeline_parses_into_sft_math_code():
     assert configs[0].data.train.endswith("chain_sum-worked.jsonl")
 
 
-def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_math_held_out_set():
-    """The bundled worked chain sums: seed 4_000_000, minus the math stage's held-out questions."""
+def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
+    """The bundled worked chain sums: seed 4_000_000, minus the demo's chain-sum held-out
+    questions, and none of the math stage's held-out questions (one-digit products)."""
     from pathlib import Path
 
     from rlvr.data.gym import gym_rows
     from rlvr.data.worked import worked_pairs
     from rlvr.pipeline import stage_config
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import load_config
 
     pipeline = read_pipeline("klear")
-    math = stage_config(pipeline, pipeline.stages[1], None)
-    gym = math.data.gym
-    held = {
-        r["question"]
-        for r in gym_rows(
-            "chain_sum", size=gym.eval_size, seed=gym.held_out_seed, config=gym.config
-        )
-    }
     asset = stage_config(pipeline, pipeline.stages[0], None).data.train
     rows = [json.loads(line) for line in Path(asset).read_text().splitlines()]
-    assert len(rows) == 256 and not held & {r["prompt"] for r in rows}
-    # Its held-out set is a prefix of the 200 the asset was made against.
+    prompts = {r["prompt"] for r in rows}
+    math = stage_config(pipeline, pipeline.stages[1], None)
+    assert math.data.eval == "reasoning_gym:products" and math.objective.name == "gppo"
+    held_math = {
+        r["question"]
+        for r in gym_rows(
+            "products",
+            size=math.data.gym.eval_size,
+            seed=math.data.gym.held_out_seed,
+            config=math.data.gym.config,
+        )
+    }
+    assert len(rows) == 256 and not held_math & prompts
+    # Made against the 200 held-out chain sums of the demo (the chain-sum recipes' set).
+    gym = load_config(TrainConfig, "demo", []).data.gym
     full = {
         r["question"]
         for r in gym_rows("chain_sum", size=200, seed=gym.held_out_seed, config=gym.config)
     }
+    assert not full & prompts
     expected = gym_rows("chain_sum", size=256, seed=4_000_000, config=gym.config, exclude=full)
     assert [r["response"] for r in rows] == [p.response for p in worked_pairs(expected)]

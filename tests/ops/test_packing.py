@@ -153,16 +153,21 @@ def test_packed_equals_padded(
     assert_grads_close(g_b, g_a, rtol=10 * tol)
 
 
-def test_a_wrong_layout_would_be_caught(tiny_model, monkeypatch):
-    """The tolerances above are tight: letting responses see each other fails them."""
-    model = tiny_model[0].double()
-    ids, mask, t = grouped_batch(model.config.vocab_size, [6, 3], [5, 2, 4], 3)
+def _responses_see_each_other(monkeypatch) -> None:
+    """A wrong packed mask: plain causal, so each response also attends to those before it."""
     causal = torch.ones(64, 64, dtype=torch.bool).tril()
     monkeypatch.setattr(
         seq_module,
         "packed_attention_mask",
         lambda m, a: causal[: a.shape[1], : a.shape[1]][None, None].expand(a.shape[0], 1, -1, -1),
     )
+
+
+def test_a_wrong_layout_would_be_caught(tiny_model, monkeypatch):
+    """The tolerances above are tight: letting responses see each other fails them."""
+    model = tiny_model[0].double()
+    ids, mask, t = grouped_batch(model.config.vocab_size, [6, 3], [5, 2, 4], 3)
+    _responses_see_each_other(monkeypatch)
     seq_module._VERIFIED[model] = True  # skip the one-time check, to see the wrong numbers
     on = mask[:, -t:].bool()
     padded = sequence_token_stats(model, ids, mask, t).logp
@@ -259,12 +264,7 @@ def test_unsupported_attention_falls_back(tiny_model):
 def test_the_one_time_check_catches_a_layout_the_model_does_not_follow(tiny_model, monkeypatch):
     model = tiny_model[0]
     ids, mask, t = grouped_batch(model.config.vocab_size, [6, 3], [5, 2, 4], 3)
-    causal = torch.ones(64, 64, dtype=torch.bool).tril()
-    monkeypatch.setattr(
-        seq_module,
-        "packed_attention_mask",
-        lambda m, a: causal[: a.shape[1], : a.shape[1]][None, None].expand(a.shape[0], 1, -1, -1),
-    )
+    _responses_see_each_other(monkeypatch)
     seq_module._VERIFIED.clear()
     with torch.no_grad():
         padded = sequence_token_stats(model, ids, mask, t)

@@ -11,6 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rlvr"
 LAYERS = {
     "rlvr": 0,
     "builtins": 0,
+    "bundled": 0,
     "advantages": 0,
     "ops": 0,
     "objectives": 1,

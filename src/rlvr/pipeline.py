@@ -29,12 +29,10 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from rlvr.bundled import bundled_names, read_source
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
@@ -95,29 +93,19 @@ class StageResult:
 
 def embedded_pipelines() -> list[str]:
     """Names of the pipelines shipped in ``rlvr/configs/pipelines``."""
-    root = resources.files("rlvr") / "configs" / "pipelines"
-    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+    return bundled_names("rlvr", "configs/pipelines")
 
 
 def read_pipeline(name_or_path: str) -> Pipeline:
     """Parse a pipeline file (or an embedded pipeline by name); errors name the file and stage."""
-    path = Path(name_or_path)
-    if path.is_file():
-        text, where, folder = path.read_text(), str(path), path.resolve().parent
-    else:
-        embedded = resources.files("rlvr") / "configs" / "pipelines" / f"{name_or_path}.yaml"
-        if not embedded.is_file():
-            raise ValueError(
-                f"pipeline {name_or_path!r} is neither a file nor an embedded pipeline "
-                f"({', '.join(embedded_pipelines())})"
-            )
-        text, where = embedded.read_text(), f"rlvr/configs/pipelines/{name_or_path}.yaml"
-        folder = Path(str(embedded)).parent
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{where}: not valid YAML: {err}") from err
-    return parse_pipeline(data, source=where, folder=folder)
+    source = read_source(
+        name_or_path,
+        package="rlvr",
+        folder="configs/pipelines",
+        kind="an embedded pipeline",
+        choices=embedded_pipelines,
+    )
+    return parse_pipeline(source.data, source=source.where, folder=source.folder)
 
 
 def parse_pipeline(

@@ -36,13 +36,11 @@ says why. The rules are fixed before the runs and the verdict is whatever they g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.results import SUMMARIES, ArmData
 from rlvr.compare.stats import Interval, paired_bootstrap
 
@@ -106,23 +104,19 @@ class Verdict:
 
 
 def bundled_claim_files() -> list[str]:
-    root = resources.files("rlvr.compare") / "claims"
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    return bundled_names("rlvr.compare", "claims")
 
 
 def load_claims(name_or_path: str) -> list[Claim]:
     """Claims from a bundled claim file name or a YAML path (each checked)."""
-    path = Path(name_or_path)
-    if path.is_file():
-        text, where = path.read_text(), str(path)
-    else:
-        bundled = resources.files("rlvr.compare") / "claims" / f"{name_or_path}.yaml"
-        if not bundled.is_file():
-            raise ValueError(
-                f"claims {name_or_path!r}: neither a file nor bundled ({', '.join(bundled_claim_files())})"
-            )
-        text, where = bundled.read_text(), f"rlvr/compare/claims/{name_or_path}.yaml"
-    data = yaml.safe_load(text) or {}
+    source = read_source(
+        name_or_path,
+        package="rlvr.compare",
+        folder="claims",
+        kind="bundled claims",
+        choices=bundled_claim_files,
+    )
+    data, where = source.data or {}, source.where
     paper = str(data.get("paper", ""))
     return [
         _claim(item, paper, f"{where} claim {i + 1}")

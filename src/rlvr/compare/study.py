@@ -28,12 +28,10 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from rlvr.bundled import bundled_names, read_source
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import apply_overrides, deep_merge, from_dict, read_yaml, to_dict
 
@@ -122,26 +120,18 @@ class RunSpec:
 
 def bundled_studies() -> list[str]:
     """Names of the studies shipped in ``rlvr/compare/studies``."""
-    root = resources.files("rlvr.compare") / "studies"
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    return bundled_names("rlvr.compare", "studies")
 
 
 def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
-    path = Path(name_or_path)
-    if path.is_file():
-        text, where = path.read_text(), str(path)
-    else:
-        bundled = resources.files("rlvr.compare") / "studies" / f"{name_or_path}.yaml"
-        if not bundled.is_file():
-            raise ValueError(
-                f"study {name_or_path!r} is neither a file nor a bundled study "
-                f"({', '.join(bundled_studies())})"
-            )
-        text, where = bundled.read_text(), f"rlvr/compare/studies/{name_or_path}.yaml"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    source = read_source(
+        name_or_path,
+        package="rlvr.compare",
+        folder="studies",
+        kind="a bundled study",
+        choices=bundled_studies,
+    )
+    data, where = source.data, source.where
     if not isinstance(data, dict):
         raise ValueError(f"{where}: a study must be a mapping")
     unknown = sorted(set(data) - set(STUDY_KEYS))

@@ -20,11 +20,11 @@ import types
 import typing
 import warnings
 from importlib import resources
-from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
+from rlvr.bundled import bundled_names, read_source
 from rlvr.objectives.config import ObjectiveConfig
 
 T = TypeVar("T")
@@ -56,9 +56,7 @@ def embedded_configs() -> list[str]:
         if entry.is_dir() and entry.name in NOT_RUN_CONFIGS:
             continue
         if entry.is_dir():
-            names += [
-                f"{entry.name}/{p.name[:-5]}" for p in entry.iterdir() if p.name.endswith(".yaml")
-            ]
+            names += [f"{entry.name}/{n}" for n in bundled_names("rlvr", f"configs/{entry.name}")]
         elif entry.name.endswith(".yaml"):
             names.append(entry.name[:-5])
     return sorted(names)
@@ -98,20 +96,14 @@ def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_one(name_or_path: str) -> dict[str, Any]:
-    path = Path(name_or_path)
-    if path.is_file():
-        text, where = path.read_text(), str(path)
-    else:
-        embedded = resources.files("rlvr") / "configs" / f"{name_or_path}.yaml"
-        if not embedded.is_file():
-            raise ValueError(
-                f"config {name_or_path!r} is neither a file nor an embedded config ({', '.join(embedded_configs())})"
-            )
-        text, where = embedded.read_text(), f"rlvr/configs/{name_or_path}.yaml"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    source = read_source(
+        name_or_path,
+        package="rlvr",
+        folder="configs",
+        kind="an embedded config",
+        choices=embedded_configs,
+    )
+    data, where = source.data, source.where
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -1,0 +1,74 @@
+"""YAML files shipped inside the package (run configs, pipelines, studies, claims), found by
+name, or any YAML file by path.
+
+>>> "demo" in bundled_names("rlvr", "configs")
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class YamlSource:
+    """A parsed YAML file and where it came from."""
+
+    data: Any
+    """The parsed document (``None`` for an empty file)."""
+    where: str
+    """The path as given, or ``package/folder/name.yaml`` for a bundled file (for errors)."""
+    folder: Path
+    """The directory holding the file (paths inside it are relative to this)."""
+
+
+def _root(package: str, folder: str):
+    root = resources.files(package)
+    for part in folder.split("/"):
+        root = root / part
+    return root
+
+
+def bundled_names(package: str, folder: str) -> list[str]:
+    """Names (without ``.yaml``) of the YAML files in ``folder`` of ``package``, sorted."""
+    return sorted(p.name[:-5] for p in _root(package, folder).iterdir() if p.name.endswith(".yaml"))
+
+
+def read_source(
+    name_or_path: str,
+    *,
+    package: str,
+    folder: str,
+    kind: str,
+    choices: Callable[[], list[str]],
+) -> YamlSource:
+    """The YAML file ``name_or_path``, or the bundled ``folder/<name>.yaml`` of ``package``.
+
+    Errors are one line naming the file: a name that is neither a file nor bundled lists
+    ``choices()`` (``kind`` says what it names, e.g. ``"a bundled study"``), and a file
+    that is not valid YAML says so.
+    """
+    path = Path(name_or_path)
+    if path.is_file():
+        text, where, parent = path.read_text(), str(path), path.resolve().parent
+    else:
+        bundled = _root(package, folder) / f"{name_or_path}.yaml"
+        if not bundled.is_file():
+            noun = kind.split()[-1]
+            raise ValueError(
+                f"{noun} {name_or_path!r} is neither a file nor {kind} ({', '.join(choices())})"
+            )
+        text = bundled.read_text()
+        where = f"{package.replace('.', '/')}/{folder}/{name_or_path}.yaml"
+        parent = Path(str(bundled)).parent
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: not valid YAML: {err}") from err
+    return YamlSource(data, where, parent)

@@ -1,0 +1,49 @@
+"""YAML files by bundled name or by path: one-line errors that name the file."""
+
+from pathlib import Path
+
+import pytest
+
+from rlvr.bundled import bundled_names, read_source
+
+
+def _read(name: str):
+    return read_source(
+        name,
+        package="rlvr.compare",
+        folder="studies",
+        kind="a bundled study",
+        choices=lambda: bundled_names("rlvr.compare", "studies"),
+    )
+
+
+def test_bundled_by_name_with_its_folder():
+    names = bundled_names("rlvr.compare", "studies")
+    assert "abc" in names and names == sorted(names) and not any(n.endswith(".yaml") for n in names)
+    source = _read("abc")
+    assert source.where == "rlvr/compare/studies/abc.yaml"
+    assert isinstance(source.data, dict) and (source.folder / "abc.yaml").is_file()
+    assert "klear" in bundled_names("rlvr", "configs/pipelines")  # nested folders
+
+
+def test_a_path_wins_and_keeps_its_folder(tmp_path):
+    path = tmp_path / "abc"  # same name as a bundled study: the file is read
+    path.write_text("x: 1\n")
+    source = _read(str(path))
+    assert source.data == {"x": 1} and source.where == str(path)
+    assert source.folder == Path(tmp_path).resolve()
+
+
+def test_unknown_name_lists_the_choices():
+    with pytest.raises(ValueError) as err:
+        _read("nope")
+    message = str(err.value)
+    assert message.startswith("study 'nope' is neither a file nor a bundled study (abc")
+    assert "\n" not in message
+
+
+def test_invalid_yaml_names_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("a: [1, 2\n")
+    with pytest.raises(ValueError, match=rf"^{path}: not valid YAML"):
+        _read(str(path))

@@ -90,3 +90,12 @@ def test_cli_gen_and_load(tmp_path, capsys):
     assert examples[0].metadata["family"] in FAMILIES
     assert data_main(["gen", "code_tasks:nope", "-o", str(tmp_path / "x.jsonl")]) == 2
     assert "unknown code task family 'nope'" in capsys.readouterr().err
+
+
+def test_exclude_files_without_keys_name_the_file_and_line(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"key": "a"}\n\n{"question": "q"}\n')
+    with pytest.raises(
+        ValueError, match=rf"^{path}:3: missing field 'key' \(not a code_tasks file\)$"
+    ):
+        keys_in([path])

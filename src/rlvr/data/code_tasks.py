@@ -517,12 +517,6 @@ def code_task_rows(
 
 def keys_in(paths: Iterable[Any]) -> set[str]:
     """Every problem ``key`` in the given JSONL files (for ``exclude``)."""
-    from rlvr.data.loading import read_jsonl
+    from rlvr.data.loading import field_values
 
-    found = set()
-    for path in paths:
-        for where, row in read_jsonl(path):
-            if "key" not in row:
-                raise ValueError(f"{where}: missing field 'key' (not a code_tasks file)")
-            found.add(row["key"])
-    return found
+    return field_values(paths, "key", " (not a code_tasks file)")

@@ -81,15 +81,9 @@ def gym_rows(
 
 def questions_in(paths: Iterable[str | Path]) -> set[str]:
     """Every ``question`` in the given JSONL files (for ``exclude``)."""
-    from rlvr.data.loading import read_jsonl
+    from rlvr.data.loading import field_values
 
-    found = set()
-    for path in paths:
-        for where, row in read_jsonl(path):
-            if "question" not in row:
-                raise ValueError(f"{where}: missing field 'question'")
-            found.add(row["question"])
-    return found
+    return field_values(paths, "question")
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:

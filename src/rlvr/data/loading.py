@@ -16,7 +16,7 @@ the row number for Parquet and ``datasets`` sources; so does a missing field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,18 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
                     f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
                 ) from None
             yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
+
+
+def field_values(paths: Iterable[str | Path], name: str, hint: str = "") -> set[str]:
+    """Every value of the field ``name`` in the given JSONL files; a row without it names its file
+    and line (``hint``: appended to that error, e.g. which kind of file was expected)."""
+    found = set()
+    for path in paths:
+        for where, row in read_jsonl(path):
+            if name not in row:
+                raise ValueError(f"{where}: missing field {name!r}{hint}")
+            found.add(row[name])
+    return found
 
 
 def _json_array(path: Path, text: str) -> Iterator[Row]:

@@ -128,23 +128,30 @@ def grads_of(trainer, micro_batches, accumulation):
     return total, {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
 
 
-@pytest.mark.parametrize("accumulation", [1, 2])
-def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumulation):
-    common = {"gradient_accumulation_steps": accumulation, "steps_per_generation": accumulation}
+def trainer_pair(tmp_path, model_dir, objective, **args):
+    """TRL's ``GRPOTrainer`` (``loss_type="grpo"``) and ours with ``objective`` and the same
+    aggregation, on the same model, reward, data and ``GRPOConfig`` overrides ``args``."""
     theirs = GRPOTrainer(
-        str(tiny_model_dir),
+        str(model_dir),
         length_reward,
-        grpo_args(tmp_path, loss_type="grpo", **common),
+        grpo_args(tmp_path, loss_type="grpo", **args),
         train_dataset=dataset(),
     )
     ours = RlvrGRPOTrainer(
-        str(tiny_model_dir),
+        str(model_dir),
         length_reward,
-        grpo_args(tmp_path, **common),
+        grpo_args(tmp_path, **args),
         train_dataset=dataset(),
-        objective="grpo",
+        objective=objective,
         loss_agg="seq-mean-token-mean",
     )
+    return theirs, ours
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumulation):
+    common = {"gradient_accumulation_steps": accumulation, "steps_per_generation": accumulation}
+    theirs, ours = trainer_pair(tmp_path, tiny_model_dir, "grpo", **common)
     micro = [loss_inputs(ours, seed) for seed in range(accumulation)]
     totals = torch.stack(
         [
@@ -168,20 +175,7 @@ def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumul
 def test_vllm_importance_weights_match_trl(tmp_path, tiny_model_dir, level):
     """TRL multiplies its per-token loss by vLLM's importance-sampling ratio; rlvr's token
     weights do the same (the ratio is [B, T] for token modes, [B, 1] for sequence modes)."""
-    theirs = GRPOTrainer(
-        str(tiny_model_dir),
-        length_reward,
-        grpo_args(tmp_path, loss_type="grpo"),
-        train_dataset=dataset(),
-    )
-    ours = RlvrGRPOTrainer(
-        str(tiny_model_dir),
-        length_reward,
-        grpo_args(tmp_path),
-        train_dataset=dataset(),
-        objective="grpo",
-        loss_agg="seq-mean-token-mean",
-    )
+    theirs, ours = trainer_pair(tmp_path, tiny_model_dir, "grpo")
     for trainer in (theirs, ours):  # as after generating with vLLM, without starting one
         trainer.use_vllm, trainer.vllm_importance_sampling_correction = True, True
     inputs = loss_inputs(ours, 0)
@@ -209,20 +203,7 @@ def response_rows(inputs):
 
 def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_dir):
     """Guard that the equality above can fail."""
-    theirs = GRPOTrainer(
-        str(tiny_model_dir),
-        length_reward,
-        grpo_args(tmp_path, loss_type="grpo"),
-        train_dataset=dataset(),
-    )
-    ours = RlvrGRPOTrainer(
-        str(tiny_model_dir),
-        length_reward,
-        grpo_args(tmp_path),
-        train_dataset=dataset(),
-        objective="abc_grpo",
-        loss_agg="seq-mean-token-mean",
-    )
+    theirs, ours = trainer_pair(tmp_path, tiny_model_dir, "abc_grpo")
     inputs = loss_inputs(ours, 0)
     trl_loss, _ = grads_of(theirs, [{k: v for k, v in inputs.items() if k[:5] != "rlvr_"}], 1)
     loss, _ = grads_of(ours, [inputs], 1)

@@ -10,32 +10,11 @@ from torch import nn
 
 from rlvr.ops.swiglu import is_swiglu, lean_swiglu
 
-F64 = torch.float64
-
-
-def loss_and_grads(model, ids, dtype=F64):
-    params = [p for p in model.parameters() if p.requires_grad]
-    logits = model(input_ids=ids).logits
-    weights = torch.randn(logits.shape, generator=torch.Generator().manual_seed(1), dtype=dtype)
-    loss = (logits.to(dtype) * weights).sum()
-    return loss.detach(), torch.autograd.grad(loss, params)
-
-
-def saved_numel(model, ids) -> int:
-    total = 0
-
-    def pack(t):
-        nonlocal total
-        total += t.numel()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids).logits.sum()
-    return total
-
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_same_values_and_gradients_fewer_saved(tiny_model, random_llama, arch):
+def test_same_values_and_gradients_fewer_saved(
+    tiny_model, random_llama, arch, loss_and_grads, saved_numel
+):
     original = (random_llama() if arch == "llama" else tiny_model[0]).double()
     lean = copy.deepcopy(original)
     assert lean_swiglu(lean) == 2  # both layers' MLPs
@@ -50,7 +29,7 @@ def test_same_values_and_gradients_fewer_saved(tiny_model, random_llama, arch):
     assert saved == 2 * inter * positions * layers  # silu's output and the product
 
 
-def test_gradient_checkpointing_and_bf16_autocast(random_llama):
+def test_gradient_checkpointing_and_bf16_autocast(random_llama, loss_and_grads):
     original, lean = random_llama(3), random_llama(3)
     lean_swiglu(lean)
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(4))

@@ -219,16 +219,16 @@ def _check_packed(model, input_ids, attention_mask, t: int) -> str | None:
 
 
 def packed_attention_mask(model, allowed: torch.Tensor) -> torch.Tensor:
-    """The ``[R, 1, L, L]`` mask of ``allowed`` in the form the model's attention adds or selects.
+    """The ``[R, 1, L, L]`` mask of ``allowed`` in the form the model's attention adds.
 
-    ``sdpa`` takes it as booleans; ``eager`` adds it to the scores, so it is 0 where
-    allowed and the dtype's minimum elsewhere, as Hugging Face builds its own masks.
+    0 where allowed; elsewhere ``-inf`` for ``sdpa`` (what it turns a boolean mask into,
+    done here once: given booleans, it converts and keeps a float copy in every layer) and
+    the dtype's minimum for ``eager``, as Hugging Face builds its own masks.
     """
-    if model.config._attn_implementation == "sdpa":
-        return allowed[:, None]
     dtype = model.get_input_embeddings().weight.dtype
+    fill = float("-inf") if model.config._attn_implementation == "sdpa" else torch.finfo(dtype).min
     blocked = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
-    return blocked.masked_fill_(~allowed, torch.finfo(dtype).min)[:, None]
+    return blocked.masked_fill_(~allowed, fill)[:, None]
 
 
 def _packed_stats(model, packed: PackedRows, **kw) -> TokenStats:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import torch
 
 from rlvr.ops import TokenStats, sequence_token_stats
+from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import lean_swiglu
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.train.checkpoint import latest_checkpoint, quiet_hf_progress
@@ -77,13 +78,15 @@ def set_threads(threads: int | None) -> None:
 
 def load_policy(cfg: ModelConfig, path: str | None = None):
     """``(model, tokenizer)`` ready to train: dropout off, SwiGLU MLPs that keep half their
-    activations (:mod:`rlvr.ops.swiglu`), optional gradient checkpointing."""
+    activations (:mod:`rlvr.ops.swiglu`), RMSNorms that keep one of their two
+    (:mod:`rlvr.ops.rmsnorm`), optional gradient checkpointing."""
     from rlvr.models import load_model
 
     with quiet_hf_progress():  # a preset's own build progress still shows
         model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
     disable_dropout(model)
     lean_swiglu(model)  # same values and gradients, half the MLP activations kept for backward
+    lean_rmsnorm(model)  # same values, one activation per norm kept instead of two
     if cfg.gradient_checkpointing:
         enable = (
             getattr(model, "activation_checkpointing_enable", None)

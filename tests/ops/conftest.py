@@ -1,0 +1,42 @@
+"""Helpers shared by the tests of the lean layers (SwiGLU MLP, RMSNorm)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def _loss_and_grads(model, ids, dtype=torch.float64):
+    """A random linear function of ``model``'s logits and its gradients to every parameter."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    logits = model(input_ids=ids).logits
+    weights = torch.randn(logits.shape, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    loss = (logits.to(dtype) * weights).sum()
+    return loss.detach(), torch.autograd.grad(loss, params)
+
+
+def _saved_numel(model, ids) -> int:
+    """Elements of the distinct tensors autograd keeps for backward in ``model``'s forward on
+    ``ids`` (a tensor saved by two operations counts once)."""
+    storages = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes() // t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids).logits.sum()
+    return sum(storages.values())
+
+
+@pytest.fixture
+def loss_and_grads():
+    """``(model, ids, dtype=float64) -> (loss, grads)``."""
+    return _loss_and_grads
+
+
+@pytest.fixture
+def saved_numel():
+    """``(model, ids) -> elements saved for backward``."""
+    return _saved_numel

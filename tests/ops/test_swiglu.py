@@ -74,3 +74,15 @@ def test_the_probe_leaves_the_global_rng_alone(tiny_model):
     torch.manual_seed(7)
     lean_swiglu(tiny_model[0])
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_float32_gradients_are_bit_identical(random_llama, loss_and_grads):
+    original = random_llama(5)
+    lean = copy.deepcopy(original)
+    lean_swiglu(lean)
+    ids = torch.randint(1, 90, (3, 8), generator=torch.Generator().manual_seed(6))
+    loss_a, grads_a = loss_and_grads(original, ids)
+    loss_b, grads_b = loss_and_grads(lean, ids)
+    assert torch.equal(loss_b, loss_a)
+    for a, b in zip(grads_a, grads_b, strict=True):
+        assert torch.equal(b, a)

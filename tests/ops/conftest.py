@@ -40,3 +40,22 @@ def loss_and_grads():
 def saved_numel():
     """``(model, ids) -> elements saved for backward``."""
     return _saved_numel
+
+
+def _checkpointed_bf16(original, lean, ids):
+    """``(loss_a, grads_a, loss_b, grads_b)`` of both models with gradient checkpointing,
+    in training mode, under bf16 autocast, against float32 weights."""
+    for model in (original, lean):
+        model.gradient_checkpointing_enable()
+        model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return (
+            *_loss_and_grads(original, ids, torch.float32),
+            *_loss_and_grads(lean, ids, torch.float32),
+        )
+
+
+@pytest.fixture
+def checkpointed_bf16():
+    """``(original, lean, ids) -> (loss_a, grads_a, loss_b, grads_b)``."""
+    return _checkpointed_bf16

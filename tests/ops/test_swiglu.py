@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import is_swiglu, lean_swiglu
 
 
@@ -29,16 +30,11 @@ def test_same_values_and_gradients_fewer_saved(
     assert saved == 2 * inter * positions * layers  # silu's output and the product
 
 
-def test_gradient_checkpointing_and_bf16_autocast(random_llama, loss_and_grads):
+def test_gradient_checkpointing_and_bf16_autocast(random_llama, checkpointed_bf16):
     original, lean = random_llama(3), random_llama(3)
     lean_swiglu(lean)
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(4))
-    for model in (original, lean):
-        model.gradient_checkpointing_enable()
-        model.train()
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        loss_a, grads_a = loss_and_grads(original, ids, torch.float32)
-        loss_b, grads_b = loss_and_grads(lean, ids, torch.float32)
+    loss_a, grads_a, loss_b, grads_b = checkpointed_bf16(original, lean, ids)
     torch.testing.assert_close(loss_b, loss_a, rtol=1e-6, atol=1e-3)
     for a, b in zip(grads_a, grads_b, strict=True):
         assert b.dtype == a.dtype == torch.float32
@@ -68,11 +64,12 @@ def test_only_mlps_that_compute_swiglu_change():
     assert not is_swiglu(gelu)
 
 
-def test_the_probe_leaves_the_global_rng_alone(tiny_model):
+@pytest.mark.parametrize("swap", [lean_swiglu, lean_rmsnorm])
+def test_the_probes_leave_the_global_rng_alone(tiny_model, swap):
     torch.manual_seed(7)
     expected = torch.rand(3)
     torch.manual_seed(7)
-    lean_swiglu(tiny_model[0])
+    assert swap(tiny_model[0]) > 0
     assert torch.equal(torch.rand(3), expected)
 
 

@@ -20,10 +20,10 @@ forward it reproduces on a probe input; other modules are left alone.
 
 from __future__ import annotations
 
-import types
-
 import torch
 from torch import nn
+
+from rlvr.ops.swap import swap_forwards
 
 
 class RMSNormFunction(torch.autograd.Function):
@@ -94,9 +94,4 @@ def _same_output(module: nn.Module) -> bool:
 def lean_rmsnorm(model: nn.Module) -> int:
     """Give every Llama-style RMSNorm of ``model`` :class:`RMSNormFunction`'s forward; how
     many were changed."""
-    count = 0
-    for module in model.modules():
-        if is_rmsnorm(module) and _same_output(module):
-            module.forward = types.MethodType(_lean_forward, module)
-            count += 1
-    return count
+    return swap_forwards(model, lambda m: is_rmsnorm(m) and _same_output(m), _lean_forward)

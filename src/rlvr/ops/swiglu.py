@@ -15,11 +15,11 @@ biases); other modules are left alone.
 
 from __future__ import annotations
 
-import types
-
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from rlvr.ops.swap import swap_forwards
 
 
 class SwiGLUDown(torch.autograd.Function):
@@ -84,9 +84,4 @@ def lean_swiglu(model: nn.Module) -> int:
     Each candidate is checked once against its own forward on a probe input; one that
     differs keeps its forward.
     """
-    count = 0
-    for module in model.modules():
-        if is_swiglu(module) and _same_output(module):
-            module.forward = types.MethodType(_lean_forward, module)
-            count += 1
-    return count
+    return swap_forwards(model, lambda m: is_swiglu(m) and _same_output(m), _lean_forward)

@@ -746,6 +746,26 @@ def rates_line(floors: Floors, threads: int) -> str:
     )
 
 
+BUSY_SCALING = 1.3
+"""Below this GEMM rate at N threads over the rate at 1 thread, the cores were not free."""
+
+
+def busy_cores_line(floors: Floors, threads: int) -> str | None:
+    """A warning when the GEMM rate at ``threads`` barely exceeds the 1-thread rate measured
+    now (other work held the cores, so this thread count's timings are suspect)."""
+    if threads <= 1:
+        return None
+    single = measure_rates(floors.shape, 1).gemm_flops
+    scaling = floors.rates.gemm_flops / single
+    if scaling >= BUSY_SCALING:
+        return None
+    return (
+        f"WARNING: the GEMM rate at {threads} threads is {scaling:.2f}x the 1-thread rate "
+        f"({single / 1e9:.1f} GFLOP/s): the cores were not free, so the timings at "
+        f"{threads} threads are suspect; run again on an idle machine"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Benchmark every preset asked for; print (and optionally save) the results."""
     args = parse_args(argv)
@@ -758,10 +778,15 @@ def main(argv: list[str] | None = None) -> int:
                 spec = spec_for(args, preset, threads=threads, settings=settings)
                 floors = preset_floors(spec) if spec.device == "cpu" else None
                 print(f"{preset}, {threads} thread(s), {settings}: {spec.model_dir}", flush=True)
+                busy = None
                 if floors is not None:
                     print(rates_line(floors, threads), flush=True)
+                    busy = busy_cores_line(floors, threads)
+                    if busy:
+                        print(busy, flush=True)
                 run = bench_preset(spec, trainers)
                 run["rates"] = None if floors is None else dataclasses.asdict(floors.rates)
+                run["busy_cores"] = busy
                 out["runs"].append(run)
                 print("\n".join(report(preset, spec, run["results"], floors)), flush=True)
                 print(machine_line(), flush=True)

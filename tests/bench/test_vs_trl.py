@@ -280,3 +280,19 @@ def test_threads_default_to_one_and_all_cores(vs_trl):
     assert vs_trl.parse_args([]).threads == sorted({1, os.cpu_count() or 1})
     assert vs_trl.parse_args(["--threads", "2"]).threads == [2]
     assert vs_trl.parse_args([]).settings == ["equal"]
+
+
+def test_busy_cores_warning(vs_trl, monkeypatch):
+    from floors import ModelShape
+
+    shape = ModelShape(
+        layers=2, hidden=8, intermediate=16, heads=2, kv_heads=1, head_dim=4, vocab=10, params=100
+    )
+    single = vs_trl.Rates(gemm_flops=90e9, read_bytes=1e10)
+    monkeypatch.setattr(vs_trl, "measure_rates", lambda shape, threads: single)
+    busy = vs_trl.Floors(shape, vs_trl.Rates(gemm_flops=95e9, read_bytes=1e10))
+    assert vs_trl.busy_cores_line(busy, 1) is None  # nothing to compare at one thread
+    line = vs_trl.busy_cores_line(busy, 2)
+    assert line.startswith("WARNING: the GEMM rate at 2 threads is 1.06x the 1-thread rate")
+    free = vs_trl.Floors(shape, vs_trl.Rates(gemm_flops=160e9, read_bytes=1e10))
+    assert vs_trl.busy_cores_line(free, 2) is None

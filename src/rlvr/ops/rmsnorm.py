@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlvr.ops.swap import swap_forwards
+from rlvr.ops.swap import probe_input, swap_forwards
 
 
 class RMSNormFunction(torch.autograd.Function):
@@ -83,10 +83,7 @@ def is_rmsnorm(module: nn.Module) -> bool:
 def _same_output(module: nn.Module) -> bool:
     """Whether the module's own forward gives :class:`RMSNormFunction`'s output, bit for bit,
     on a probe input (Gemma's RMSNorm, say, scales by ``1 + weight``)."""
-    weight = module.weight
-    probe = torch.randn(
-        3, weight.shape[0], generator=torch.Generator().manual_seed(0), dtype=torch.float64
-    ).to(device=weight.device, dtype=weight.dtype)
+    probe = probe_input(module.weight.shape[0], module.weight)
     with torch.no_grad():
         return torch.equal(module(probe), _lean_forward(module, probe))
 

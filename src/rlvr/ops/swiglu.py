@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlvr.ops.swap import swap_forwards
+from rlvr.ops.swap import probe_input, swap_forwards
 
 
 class SwiGLUDown(torch.autograd.Function):
@@ -71,9 +71,7 @@ def _same_output(module: nn.Module) -> bool:
     """Whether the module's own forward gives :class:`SwiGLUDown`'s output on a probe input
     (a module named like a SwiGLU MLP could compute something else)."""
     weight = module.gate_proj.weight
-    probe = torch.randn(
-        3, weight.shape[1], generator=torch.Generator().manual_seed(0), dtype=torch.float64
-    ).to(device=weight.device, dtype=weight.dtype)
+    probe = probe_input(weight.shape[1], weight)
     with torch.no_grad():
         return torch.allclose(module(probe), _lean_forward(module, probe), rtol=1e-5, atol=1e-6)
 

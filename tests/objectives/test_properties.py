@@ -86,7 +86,8 @@ def token_grads(name, data, **kwargs):
 def test_abc_gradient_bounded_and_zero_outside_the_band(data, eps1, eps3):
     grad, r, adv, mask = token_grads("abc_grpo", data, eps1=eps1, eps3=eps3)
     assert torch.all(grad.abs() <= (1 + max(eps1, eps3)) * adv.abs() + 1e-12)
-    upper = torch.where(adv > 0, 1 + eps1, 1 + eps3)
+    # float64 bounds: two Python scalars in torch.where would make a float32 tensor
+    upper = torch.where(adv > 0, torch.full_like(r, 1 + eps1), torch.full_like(r, 1 + eps3))
     outside = mask & ((r > upper) | (r < 0.8))
     assert torch.all(grad[outside] == 0)
 

@@ -3,6 +3,7 @@
     PYTHONPATH=src python bench/memory.py                      # smollm2-135m, 2 steps
     PYTHONPATH=src python bench/memory.py --preset tiny --steps 3
     PYTHONPATH=src python bench/memory.py --set model.share_prompt=false   # the padded layout
+    PYTHONPATH=src python bench/memory.py --set model.trim_heap=false      # glibc keeps free pages
 
 The step is run from the trainer's own functions (``collect_rounds``, ``assemble``,
 ``micro_loss``, ``clip_and_step``), with the peak resident set (``VmHWM``) reset before
@@ -60,6 +61,14 @@ class Phases:
         return lines
 
 
+def backward(loss: torch.Tensor, model_cfg) -> None:
+    """As the trainer does it: the heap's free pages released first (``model.trim_heap``)."""
+    from rlvr.train.heap import before_backward
+
+    before_backward(model_cfg.device, model_cfg.trim_heap)
+    loss.backward()
+
+
 def one_step(run, phases: Phases, step: int) -> None:
     """One RL step of ``run`` (an ``RLRun``), phase by phase."""
     from rlvr.objectives import step_counts
@@ -91,7 +100,10 @@ def one_step(run, phases: Phases, step: int) -> None:
             f"step {step}: micro-batch {k} forward",
             lambda micro=micro: micro_loss(run.policy, micro, cfg, run.objective, counts),
         )
-        phases.run(f"step {step}: micro-batch {k} backward", out.loss.backward)
+        phases.run(
+            f"step {step}: micro-batch {k} backward",
+            lambda loss=out.loss: backward(loss, cfg.model),
+        )
         del out
     phases.run(
         f"step {step}: optimiser step",

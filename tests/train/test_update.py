@@ -69,3 +69,24 @@ def test_prompt_chunks_keep_groups_together_longest_first():
     assert [c.tolist() for c in micro_batches(seqs, None, by_prompt=True)] == [list(range(6))]
     sorted_rows = micro_batches(seqs, 4, by_prompt=False)  # the padded layout: by length
     assert [c.tolist() for c in sorted_rows] == [[1, 3, 4, 0], [2, 5]]
+
+
+def test_trim_heap_releases_before_each_backward_and_changes_nothing(train_config, monkeypatch):
+    from rlvr.train import heap
+
+    real, calls = heap.release_free_heap, []
+    monkeypatch.setattr(heap, "release_free_heap", lambda: calls.append(1) or real())
+    params = {}
+    for trim in ("false", "true"):
+        cfg = train_config(
+            f"model.trim_heap={trim}",
+            "optim.micro_batch_size=3",
+            "optim.lr=1e-2",
+            "rollout.prompts_per_step=3",
+            out=f"trim-{trim}",
+        )
+        batch, _, params[trim] = _update(cfg)
+    chunks = micro_batches(batch.seqs, 3, by_prompt=True)
+    assert len(calls) == len(chunks) > 1  # once per micro-batch, only when asked
+    for name, value in params["false"].items():
+        assert torch.equal(params["true"][name], value), name

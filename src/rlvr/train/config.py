@@ -43,6 +43,8 @@ class ModelConfig:
     """Recompute activations in the backward pass to save memory."""
     share_prompt: bool = True
     """Log-prob passes compute each distinct prompt once, without padding (same result; models it cannot reproduce fall back with a warning)."""
+    trim_heap: bool = True
+    """On CPU, give the C heap's free pages back to the OS before each backward pass: lower peak memory, same results (:mod:`rlvr.train.heap`)."""
 
     def __post_init__(self) -> None:
         _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))

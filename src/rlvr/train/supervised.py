@@ -20,6 +20,7 @@ import torch
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
+from rlvr.train.heap import before_backward
 from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
 from rlvr.train.setup import (
     build_optimizer,
@@ -142,6 +143,7 @@ def sft_step(model, optimizer, scheduler, batch: SequenceBatch, cfg: SFTConfig) 
     total = 0.0
     for index in length_sorted_chunks(batch, cfg.optim.micro_batch_size):
         loss = _response_nll_sum(model, batch.rows(index), cfg) / num_tokens
+        before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)

@@ -26,6 +26,7 @@ from rlvr.objectives import (
 from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
+from rlvr.train.heap import before_backward
 from rlvr.train.metrics import StepMetrics
 from rlvr.train.setup import clip_and_step, response_stats
 
@@ -88,6 +89,7 @@ def optimizer_step(
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
+        before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
         acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))

@@ -1,0 +1,126 @@
+"""The matrix products of one decoding step: how fast they run when the weights come from memory.
+
+    PYTHONPATH=src python bench/decode_gemm.py                    # smollm2-135m, 16 rows, 1 thread
+    PYTHONPATH=src python bench/decode_gemm.py --threads 2 --rows 8 32
+
+A decoding step multiplies a few rows (one per sequence still running) by every weight of
+the model once. ``bench/floors.py`` prices it at the larger of its FLOPs over the GEMM
+rate (measured at 512 rows) and its weight bytes over the read bandwidth. This measures
+what torch's fp32 GEMM actually does with those shapes, in the same run:
+
+- ``reused``: one layer's weights for every layer, so they stay in the CPU's caches as
+  far as they fit (the LM head, 49152 x 576 for SmolLM2, does not);
+- ``streamed``: every layer's products with distinct random weights of the model's
+  shapes (the whole model, plus the LM head), as a decoding step meets them: each weight
+  comes from memory once.
+
+Each product is ``W @ x.T`` (``W`` ``[out, in]``, ``x`` ``[rows, in]``), the layout the lean
+decoder uses. The ratio ``streamed / 512-row rate`` is the most of the generation floor a
+decoder built on these products can reach, before attention, sampling and the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from floors import ModelShape, _best_seconds, measure_rates  # noqa: E402
+
+
+def layer_shapes(shape: ModelShape) -> list[tuple[int, int]]:
+    """``(out, in)`` of one decoder layer's projections: q, k, v, o, gate, up, down."""
+    h, d = shape.hidden, shape.head_dim
+    return [
+        (shape.heads * d, h),
+        (shape.kv_heads * d, h),
+        (shape.kv_heads * d, h),
+        (h, shape.heads * d),
+        (shape.intermediate, h),
+        (shape.intermediate, h),
+        (h, shape.intermediate),
+    ]
+
+
+def step_flops(shape: ModelShape, rows: int) -> int:
+    """FLOPs of one decoding step's products over ``rows`` rows (layers and head)."""
+    per_layer = sum(o * i for o, i in layer_shapes(shape))
+    return 2 * rows * (shape.layers * per_layer + shape.vocab * shape.hidden)
+
+
+def product_rates(shape: ModelShape, rows: int, threads: int, repeats: int = 3) -> dict[str, float]:
+    """FLOP/s of one decoding step's products: one layer's weights ``reused``, or all ``streamed``."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        inputs = {i: torch.randn(rows, i) for _, i in layer_shapes(shape)}
+        inputs[shape.hidden] = torch.randn(rows, shape.hidden)
+        one_layer = [torch.randn(o, i) for o, i in layer_shapes(shape)]
+        model = [torch.randn(o, i) for _ in range(shape.layers) for o, i in layer_shapes(shape)]
+        model.append(torch.randn(shape.vocab, shape.hidden))
+        head = model[-1]
+
+        def reused():
+            for _ in range(shape.layers):
+                for w in one_layer:
+                    torch.mm(w, inputs[w.shape[1]].T)
+            torch.mm(head, inputs[shape.hidden].T)
+
+        def streamed():
+            for w in model:
+                torch.mm(w, inputs[w.shape[1]].T)
+
+        flops = step_flops(shape, rows)
+        return {
+            "reused": flops / _best_seconds(reused, repeats),
+            "streamed": flops / _best_seconds(streamed, repeats),
+        }
+    finally:
+        torch.set_num_threads(previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from transformers import AutoConfig
+
+    from vs_trl import PRESETS, model_dir_for
+
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--preset", choices=PRESETS, default="smollm2-135m")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rows", type=int, nargs="+", default=[16])
+    args = p.parse_args(argv)
+    config = AutoConfig.from_pretrained(model_dir_for(args.preset))
+    vocab, hidden = config.vocab_size, config.hidden_size
+    tied = getattr(config, "tie_word_embeddings", False)
+    shape = ModelShape.from_config(config, params=0)
+    per_layer = sum(o * i for o, i in layer_shapes(shape))
+    params = shape.layers * per_layer + vocab * hidden * (1 if tied else 2)
+    shape = ModelShape.from_config(config, params=params)
+    rates = measure_rates(shape, args.threads)
+    print(
+        f"{args.preset}, {args.threads} thread(s): fp32 GEMM {rates.gemm_flops / 1e9:.1f} GFLOP/s "
+        f"at 512 rows, memory read {rates.read_bytes / 1e9:.1f} GB/s"
+    )
+    print(
+        "| rows | reused GFLOP/s | streamed GFLOP/s | streamed / 512-row rate | weight bytes/s streamed |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    step_bytes = (shape.layers * per_layer + vocab * hidden) * 4
+    for rows in args.rows:
+        r = product_rates(shape, rows, args.threads)
+        seconds = step_flops(shape, rows) / r["streamed"]
+        print(
+            f"| {rows} | {r['reused'] / 1e9:.1f} | {r['streamed'] / 1e9:.1f} | "
+            f"{r['streamed'] / rates.gemm_flops:.0%} | {step_bytes / seconds / 1e9:.1f} GB/s |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -27,7 +27,10 @@ time per generated token (generation runs until the batch's longest completion e
 the update pads to it, so a step's time follows the longest more than the mean). Where each trainer's step goes (generation, scoring, update) is
 printed under the table, with each phase's share of its floor (``bench/floors.py``: the
 FLOPs it needs over the fp32 matrix-product rate measured in the same run, and for
-decoding the weights read per step over the measured memory bandwidth). Every preset
+decoding the weights read per step over the measured memory bandwidth); on
+``smollm2-135m`` also the rate of one decoding step's matrix products at the step's rows
+as a share of that GEMM rate (``bench/decode_gemm.py``), the most of the generation floor
+a decoder built on them can reach. Every preset
 runs at each ``--threads`` count (default: 1 and all cores). ``--settings best`` adds
 each trainer at its own best settings: gradient checkpointing on, bf16 only where the
 CPU computes it natively (AVX512-BF16 or AMX), since emulated bf16 is slower than fp32.
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from decode_gemm import product_rates
 from floors import (
     ModelShape,
     Rates,
@@ -766,6 +770,22 @@ def busy_cores_line(floors: Floors, threads: int) -> str | None:
     )
 
 
+def decode_ceiling_line(rows: int, decode_flops: float, gemm_flops: float) -> str:
+    """The rate of decoding's products at ``rows`` rows as a share of the floor's GEMM rate."""
+    return (
+        f"  decoding's matrix products at {rows} rows run at {decode_flops / 1e9:.1f} GFLOP/s, "
+        f"{decode_flops / gemm_flops:.0%} of that GEMM rate (all weights streamed; "
+        "bench/decode_gemm.py): the most of the generation floor a decoder built on them reaches"
+    )
+
+
+def decode_ceiling(spec: BenchSpec, floors: Floors) -> str:
+    """:func:`decode_ceiling_line` measured now, at the step's completions as rows."""
+    rows = spec.prompts_per_step * spec.group_size
+    streamed = product_rates(floors.shape, rows, spec.threads)["streamed"]
+    return decode_ceiling_line(rows, streamed, floors.rates.gemm_flops)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Benchmark every preset asked for; print (and optionally save) the results."""
     args = parse_args(argv)
@@ -789,6 +809,9 @@ def main(argv: list[str] | None = None) -> int:
                 run["busy_cores"] = busy
                 out["runs"].append(run)
                 print("\n".join(report(preset, spec, run["results"], floors)), flush=True)
+                if floors is not None and preset == "smollm2-135m" and settings == "equal":
+                    run["decode_ceiling"] = decode_ceiling(spec, floors)
+                    print(run["decode_ceiling"], flush=True)
                 print(machine_line(), flush=True)
     out["machine_after"] = machine_line()
     if args.out:

@@ -296,3 +296,27 @@ def test_busy_cores_warning(vs_trl, monkeypatch):
     assert line.startswith("WARNING: the GEMM rate at 2 threads is 1.06x the 1-thread rate")
     free = vs_trl.Floors(shape, vs_trl.Rates(gemm_flops=160e9, read_bytes=1e10))
     assert vs_trl.busy_cores_line(free, 2) is None
+
+
+def test_decode_ceiling_line(vs_trl):
+    line = vs_trl.decode_ceiling_line(16, 31.1e9, 84.6e9)
+    assert line.startswith("  decoding's matrix products at 16 rows run at 31.1 GFLOP/s, 37% of")
+
+
+def test_decode_ceiling_measures_at_the_steps_rows(vs_trl, monkeypatch):
+    from floors import ModelShape
+
+    shape = ModelShape(
+        layers=2, hidden=8, intermediate=16, heads=2, kv_heads=1, head_dim=4, vocab=10, params=100
+    )
+    seen = {}
+
+    def fake_rates(shape_, rows, threads):
+        seen.update(shape=shape_, rows=rows, threads=threads)
+        return {"reused": 1.0, "streamed": 20e9}
+
+    monkeypatch.setattr(vs_trl, "product_rates", fake_rates)
+    floors = vs_trl.Floors(shape, vs_trl.Rates(gemm_flops=80e9, read_bytes=1e10))
+    line = vs_trl.decode_ceiling(_spec(vs_trl, prompts_per_step=4, group_size=8, threads=2), floors)
+    assert seen == {"shape": shape, "rows": 32, "threads": 2}
+    assert "at 32 rows run at 20.0 GFLOP/s, 25% of that GEMM rate" in line

@@ -86,16 +86,16 @@ def product_rates(shape: ModelShape, rows: int, threads: int, repeats: int = 3) 
 def main(argv: list[str] | None = None) -> int:
     from transformers import AutoConfig
 
-    from vs_trl import PRESETS, model_dir_for
+    from rlvr.models import resolve_model_path
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--preset", choices=PRESETS, default="smollm2-135m")
+    p.add_argument("--preset", default="smollm2-135m", help="preset or local model directory")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rows", type=int, nargs="+", default=[16])
     args = p.parse_args(argv)
-    config = AutoConfig.from_pretrained(model_dir_for(args.preset))
+    config = AutoConfig.from_pretrained(resolve_model_path(args.preset))
     vocab, hidden = config.vocab_size, config.hidden_size
     tied = getattr(config, "tie_word_embeddings", False)
     shape = ModelShape.from_config(config, params=0)

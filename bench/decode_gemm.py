@@ -47,9 +47,9 @@ def layer_shapes(shape: ModelShape) -> list[tuple[int, int]]:
 
 
 def step_flops(shape: ModelShape, rows: int) -> int:
-    """FLOPs of one decoding step's products over ``rows`` rows (layers and head)."""
-    per_layer = sum(o * i for o, i in layer_shapes(shape))
-    return 2 * rows * (shape.layers * per_layer + shape.vocab * shape.hidden)
+    """FLOPs of one decoding step's products over ``rows`` rows (layers and head), counted
+    as ``bench/floors.py`` counts a position."""
+    return rows * (shape.position_flops + shape.head_flops)
 
 
 def product_rates(shape: ModelShape, rows: int, threads: int, repeats: int = 3) -> dict[str, float]:
@@ -57,8 +57,7 @@ def product_rates(shape: ModelShape, rows: int, threads: int, repeats: int = 3) 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        inputs = {i: torch.randn(rows, i) for _, i in layer_shapes(shape)}
-        inputs[shape.hidden] = torch.randn(rows, shape.hidden)
+        inputs = {i: torch.randn(rows, i) for _, i in layer_shapes(shape)}  # the hidden size too
         one_layer = [torch.randn(o, i) for o, i in layer_shapes(shape)]
         model = [torch.randn(o, i) for _ in range(shape.layers) for o, i in layer_shapes(shape)]
         model.append(torch.randn(shape.vocab, shape.hidden))
@@ -96,12 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, nargs="+", default=[16])
     args = p.parse_args(argv)
     config = AutoConfig.from_pretrained(resolve_model_path(args.preset))
-    vocab, hidden = config.vocab_size, config.hidden_size
-    tied = getattr(config, "tie_word_embeddings", False)
+    # Only the weights a decoding step multiplies (layers' projections and the head) count.
     shape = ModelShape.from_config(config, params=0)
-    per_layer = sum(o * i for o, i in layer_shapes(shape))
-    params = shape.layers * per_layer + vocab * hidden * (1 if tied else 2)
-    shape = ModelShape.from_config(config, params=params)
+    products = step_flops(shape, rows=1) // 2
+    shape = ModelShape.from_config(config, params=products)
     rates = measure_rates(shape, args.threads)
     print(
         f"{args.preset}, {args.threads} thread(s): fp32 GEMM {rates.gemm_flops / 1e9:.1f} GFLOP/s "
@@ -111,13 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         "| rows | reused GFLOP/s | streamed GFLOP/s | streamed / 512-row rate | weight bytes/s streamed |"
     )
     print("| ---: | ---: | ---: | ---: | ---: |")
-    step_bytes = (shape.layers * per_layer + vocab * hidden) * 4
     for rows in args.rows:
         r = product_rates(shape, rows, args.threads)
         seconds = step_flops(shape, rows) / r["streamed"]
         print(
             f"| {rows} | {r['reused'] / 1e9:.1f} | {r['streamed'] / 1e9:.1f} | "
-            f"{r['streamed'] / rates.gemm_flops:.0%} | {step_bytes / seconds / 1e9:.1f} GB/s |"
+            f"{r['streamed'] / rates.gemm_flops:.0%} | "
+            f"{shape.weight_bytes / seconds / 1e9:.1f} GB/s |"
         )
     return 0
 

@@ -530,13 +530,16 @@ def expected_values(
     return values
 
 
-def _plan_asserts(code: str, suite: TestSuite, config: CodeConfig) -> _Plans:
-    """Take the suite's asserts apart where possible; evaluate their expected sides."""
+def _plan_asserts(suite: TestSuite, config: CodeConfig) -> _Plans:
+    """Take the suite's asserts apart where possible; evaluate their expected sides.
+
+    Names the prelude or the set-up binds are the test's even where the program rebinds them
+    (``candidate`` is always the program's entry point).
+    """
     if suite.style != "assert":
         return _Plans((None,) * len(suite), {})
-    program = bound_names(code) | ({"candidate"} if suite.fn_name else set())
-    trusted = _prelude_names() | bound_names(suite.setup)
-    plans = [plan_assert(statement, program, trusted) for statement in suite.inputs]
+    trusted = (_prelude_names() | bound_names(suite.setup)) - {"candidate"}
+    plans = [plan_assert(statement, trusted) for statement in suite.inputs]
     wanted = tuple(sorted({e for plan in plans if plan for e in plan.expected}))
     values = expected_values(suite.setup, wanted, config) if wanted else {}
     kept = tuple(p if p is None or all(e in values for e in p.expected) else None for p in plans)
@@ -629,7 +632,7 @@ def run_tests(
     reference.
     """
     suite = parse_reference(reference)
-    plans = _plan_asserts(code, suite, config)
+    plans = _plan_asserts(suite, config)
     run = _Run(code, suite, config, soft, plans)
     with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))

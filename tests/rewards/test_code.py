@@ -247,6 +247,17 @@ def test_values_match(actual: object, expected: object, match: bool) -> None:
     assert values_match(actual, expected) is match
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="APPS's float tolerance (rel 1e-5) also applies to integer answers, so an "
+    "integer answer off by up to 1e-5 of its size is paid (red-team audit, not fixed: "
+    "a departure from APPS's checker is the maintainers' call)",
+)
+def test_integer_answers_are_compared_exactly() -> None:
+    assert not stdout_matches("1000000007\n", "1000000000\n")
+    assert not values_match(10**9 + 7, 10**9)
+
+
 def test_registered_code_verifier_maps_pass_rate_onto_reward_pair() -> None:
     from rlvr.rewards import get_verifier
 

@@ -21,12 +21,11 @@ from rlvr.rewards.asserts import (
     plan_assert,
 )
 
-PROGRAM = {"f", "g", "candidate"}
 TRUSTED = {"math", "K"}
 
 
 def _plan(statement: str) -> tuple[tuple[str, ...], tuple[str, ...], str] | None:
-    plan = plan_assert(statement, PROGRAM, TRUSTED)
+    plan = plan_assert(statement, TRUSTED)
     return None if plan is None else (plan.probes, plan.expected, ast.unparse(plan.check))
 
 
@@ -78,9 +77,10 @@ def test_asserts_that_cannot_be_taken_apart(statement):
     assert _plan(statement) is None
 
 
-def test_a_name_the_program_binds_is_the_programs_even_if_trusted():
-    plan = plan_assert("assert sorted([3, 1]) == [1, 3]", {"sorted"}, ())
-    assert plan is not None and plan.probes == ("sorted([3, 1])",)
+def test_a_function_under_test_named_like_a_builtin_runs_in_process():
+    # Builtins stay the test's whatever the program binds (test_red_team.py: shadowing), so
+    # an assert on a program's own ``sorted`` has nothing of the program left to take apart.
+    assert plan_assert("assert sorted([3, 1]) == [1, 3]") is None
 
 
 def test_bound_names():

@@ -247,6 +247,43 @@ def test_values_match(actual: object, expected: object, match: bool) -> None:
     assert values_match(actual, expected) is match
 
 
+@pytest.mark.parametrize(
+    ("actual", "expected", "match"),
+    [
+        ("1000000007", "1000000000", False),  # within the relative tolerance, not the integer
+        ("1000000007.0", "1000000000", False),  # written as a float
+        ("1000000000.0", "1000000000", True),
+        ("1.9999999999999998", "2", True),  # float rounding of an integer answer
+        ("2.0001", "2", False),
+        ("007", "7", True),
+        ("-0", "0", True),
+        ("9" * 5000 + ".0", "9" * 4999 + "8", False),  # no float rounding, no digit limit
+        ("1000000007", "1000000000.0", True),  # a float answer keeps APPS's tolerance
+    ],
+)
+def test_an_integer_answer_must_be_that_integer(actual: str, expected: str, match: bool) -> None:
+    assert stdout_matches(actual + "\n", expected + "\n") is match
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "match"),
+    [
+        (10**9 + 7, 10**9, False),
+        (1e9 + 7, 10**9, False),
+        (1e9, 10**9, True),
+        (2.0000000001, 2, True),
+        (10**400, 10**400, True),
+        (10**400, 5.0, False),  # beyond float range: no overflow error
+        (float("inf"), float("inf"), True),
+        (10**9 + 7, 1e9, True),  # a float expected value keeps the tolerance
+    ],
+)
+def test_an_integer_value_must_be_that_integer(
+    actual: object, expected: object, match: bool
+) -> None:
+    assert values_match(actual, expected) is match
+
+
 def test_registered_code_verifier_maps_pass_rate_onto_reward_pair() -> None:
     from rlvr.rewards import get_verifier
 

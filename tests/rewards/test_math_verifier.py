@@ -206,6 +206,21 @@ def test_pathological_answer_is_cut_off_by_a_plain_call(completion):
         assert future.result(timeout=2.0) == -1.0
 
 
+# Text after an answer that made finding it quadratic: 20,000 unclosed <answer> tags (about
+# 20 s), "The answer is" then 40,000 newlines (about 13 s). The answer before it still counts.
+SLOW_TO_SEARCH = ["<answer>" * 20_000, "The answer is" + "\n" * 40_000]
+
+
+@pytest.mark.parametrize("junk", SLOW_TO_SEARCH, ids=["unclosed-tags", "newlines"])
+@pytest.mark.parametrize("answer", ["<answer>8</answer>", "The answer is 8.", "I give up."])
+def test_answer_search_takes_linear_time(answer, junk):
+    # Timed on the clock: a regex holds the GIL, so a future's timeout would not fire.
+    started = time.monotonic()
+    score = math_verifier(answer + "\n" + junk, "8", wrong=-1.0)
+    assert time.monotonic() - started < 2.0
+    assert score == (-1.0 if answer == "I give up." else 1.0)
+
+
 def test_pathological_answers_are_counted_as_rejected():
     completions = [*PATHOLOGICAL[:3], r"\boxed{8}"]
     scores = score_completions("math", completions, ["8"] * 4, timeout_s=None)

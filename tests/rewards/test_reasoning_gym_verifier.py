@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rlvr.data import gym_rows, load_examples, write_jsonl
@@ -77,3 +79,11 @@ def test_flexible_extract_without_a_number_scores_wrong_even_on_text_tasks():
     }
     assert get_verifier("reasoning_gym")("nus", entry) == 1.0
     assert get_verifier("reasoning_gym", extract="flexible", wrong=-1.0)("nus", entry) == -1.0
+
+
+def test_answer_search_takes_linear_time():
+    # 20,000 unclosed <answer> tags after the answer took about 20 s to search (test_math_verifier).
+    completion = "<answer>-4</answer>" + "<answer>" * 20_000
+    started = time.monotonic()
+    assert reasoning_gym_verifier(completion, "-4", task="chain_sum") == 1.0
+    assert time.monotonic() - started < 2.0

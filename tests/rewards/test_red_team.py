@@ -36,6 +36,28 @@ from rlvr.rewards.sandbox import (
 
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(2, 5) == 7", "assert add(-4, 1) == -3"]
 TOLERANCE_TESTS = ["assert abs(add(0.1, 0.2) - 0.3) < 1e-9", "assert add(2, 5) == 7"]
+SHADOWED_TESTS = [
+    "assert abs(add(0.1, 0.2) - 0.3) < 1e-9",
+    "assert math.isclose(add(2, 5), 7)",
+    "assert add(-4, 1) == len('abc') - 6",
+]
+SHADOWED_HUMANEVAL = {
+    "entry_point": "add",
+    "test": (
+        "import math\n\n"
+        "def check(candidate):\n"
+        "    assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9\n"
+        "    assert math.isclose(candidate(2, 5), 7)\n"
+    ),
+}
+SHADOWING = (
+    "class Lenient:\n"
+    "    def isclose(self, *args, **kwargs): return True\n"
+    "math = Lenient()\n"
+    "def abs(x):\n    return 0\n"
+    "def len(x):\n    return 6\n"
+    "def add(a, b):\n    return 0\n"
+)
 LIMITS = SandboxLimits(wall_time_s=2.0, cpu_time_s=1.0, memory_mb=256, output_bytes=20_000)
 POLICIES = {
     "default": SandboxPolicy(),  # bubblewrap where installed
@@ -86,7 +108,7 @@ class Context:
 class Attack:
     name: str
     program: Callable[[Context], str]
-    reference: list[str] = field(default_factory=lambda: ADD_TESTS)
+    reference: list[str] | dict[str, str] = field(default_factory=lambda: ADD_TESTS)
     outside: bool = False
     """An attack on the outside world (also run without the audit hook)."""
     hook_denies: bool = False
@@ -255,6 +277,8 @@ REWARD_HACKS = [
             "    return 0\n"
         ),
     ),
+    Attack("shadow-the-tests-names", _fixed(SHADOWING), reference=SHADOWED_TESTS),
+    Attack("shadow-humaneval-names", _fixed(SHADOWING), reference=SHADOWED_HUMANEVAL),
     Attack(
         "ctypes-and-gc",
         _pays_if("import gc; gc.get_referrers(add); import ctypes"),
@@ -475,8 +499,14 @@ def test_hostile_completion_scores_zero(
             },
         ),
         ("def add(a, b):\n    return a + b\n", {"test_list": ADD_TESTS, "test_setup_code": ""}),
+        (
+            "import math\ndef abs(x):\n    return x if x >= 0 else -x\n"
+            "def len(x):\n    return 3\ndef add(a, b):\n    return a + b\n",
+            SHADOWED_TESTS,
+        ),
+        ("def sorted(xs):\n    return [min(xs), max(xs)]\n", ["assert sorted([3, 1]) == [1, 3]"]),
     ],
-    ids=["asserts", "tolerance", "call", "stdio", "humaneval", "mbpp"],
+    ids=["asserts", "tolerance", "call", "stdio", "humaneval", "mbpp", "own-abs", "own-sorted"],
 )
 def test_correct_program_still_scores_one(program, reference, policy_name: str) -> None:
     config = CodeConfig(limits=LIMITS, policy=POLICIES[policy_name], workers=1)

@@ -533,19 +533,19 @@ def _local_names(node: ast.AST) -> set[str]:
     return local
 
 
-def plan_assert(
-    statement: str, program_names: set[str], trusted_names: Iterable[str] = ()
-) -> AssertPlan | None:
+def plan_assert(statement: str, trusted_names: Iterable[str] = ()) -> AssertPlan | None:
     """Take one assert statement apart, or ``None`` when it must run inside the program.
 
-    A name is the program's when the program binds it (``program_names``) or when it is
-    neither a builtin nor in ``trusted_names`` (names the test's own set-up code and prelude
-    bind).
+    A name is the program's when it is neither a builtin nor in ``trusted_names`` (names the
+    test's own set-up code and prelude bind). A trusted name keeps the test's meaning even
+    where the program rebinds it: a program that defines its own ``abs`` or ``math`` must not
+    decide the check or the expected side. An assert that then uses nothing of the program
+    (the function under test is itself named like a builtin) runs inside the program.
 
-    >>> plan = plan_assert("assert abs(add(1, 2) - 3.0) < 1e-9", {"add"})
+    >>> plan = plan_assert("assert abs(add(1, 2) - 3.0) < 1e-9")
     >>> plan.probes, plan.expected, ast.unparse(plan.check)
     (('add(1, 2)',), (), 'abs(_p0 - 3.0) < 1e-09')
-    >>> plan_assert("assert all(add(x, 1) == x + 1 for x in range(3))", {"add"}) is None
+    >>> plan_assert("assert all(add(x, 1) == x + 1 for x in range(3))") is None
     True
     """
     trusted = _TRUSTED | set(trusted_names)
@@ -556,9 +556,7 @@ def plan_assert(
     if len(module.body) != 1 or not isinstance(module.body[0], ast.Assert):
         return None
     local = _local_names(module.body[0].test)
-    splitter = _Splitter(
-        lambda name: name not in local and (name in program_names or name not in trusted)
-    )
+    splitter = _Splitter(lambda name: name not in local and name not in trusted)
     try:
         check = ast.fix_missing_locations(splitter.split(module.body[0].test))
     except (Unjudgeable, RecursionError):

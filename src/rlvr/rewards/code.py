@@ -22,7 +22,9 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
 Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
 the same lines as the expected output, each with the same whitespace-separated tokens, where
 two numeric tokens also match when ``|a - b| <= abs_tol + rel_tol * |b|`` (NumPy ``allclose``
-rule, the tolerance APPS applies to float answers). A call passes when the ``repr`` of the
+rule, the tolerance APPS applies to float answers) and, where the expected token is an
+integer, the actual one rounds to exactly that integer (``1000000007`` is not
+``1000000000``). A call passes when the ``repr`` of the
 return value parses back to a value equal to the expected one (tuples read as lists, dict keys
 compared as strings, numbers with the same tolerance). An assert is taken apart where it can
 be (:mod:`rlvr.rewards.asserts`): the child evaluates only the program's part (``add(1, 2)``),
@@ -68,6 +70,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from rlvr.rewards.asserts import (
@@ -106,6 +109,7 @@ _PRELUDE = (
     "from math import ceil, comb, floor, gcd, inf, isqrt, sqrt\n"
 )
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
@@ -390,9 +394,29 @@ def _job(
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
+    """Numeric tokens within the tolerance; an integer ``b`` needs ``a`` to round to it exactly
+    (compared as decimals: no float rounding, no limit on the digits)."""
     if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
         return False
+    if _INTEGER.fullmatch(b) and Decimal(a).to_integral_value(ROUND_HALF_EVEN) != Decimal(b):
+        return False
     x, y = float(a), float(b)
+    return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
+
+
+def _reals_close(a: int | float, b: int | float, cfg: CodeConfig) -> bool:
+    """Numbers within the tolerance; an integer ``b`` is met only by the same integer or a
+    float that rounds to it. Infinities and NaN compare with ``==``."""
+    if isinstance(b, int) and isinstance(a, int):
+        return a == b
+    try:
+        x, y = float(a), float(b)
+    except OverflowError:  # an integer beyond float range against a float
+        return False
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x == y
+    if isinstance(b, int) and round(x) != b:
+        return False
     return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
 
 
@@ -430,7 +454,8 @@ def _is_real(x: Any) -> bool:
 
 
 def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
-    """Equality of normalised values, with the numeric tolerance for non-boolean numbers.
+    """Equality of normalised values, with the numeric tolerance for non-boolean numbers
+    (an expected integer is met only by that integer, or a float that rounds to it).
 
     >>> values_match((1, [2.0000000001]), [1, [2]])
     True
@@ -442,8 +467,8 @@ def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONF
         return len(a) == len(b) and all(values_match(x, y, cfg) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(values_match(a[k], b[k], cfg) for k in a)
-    if _is_real(a) and _is_real(b) and math.isfinite(a) and math.isfinite(b):
-        return abs(a - b) <= cfg.abs_tol + cfg.rel_tol * abs(b)
+    if _is_real(a) and _is_real(b):
+        return _reals_close(a, b, cfg)
     return bool(a == b)
 
 
@@ -530,13 +555,16 @@ def expected_values(
     return values
 
 
-def _plan_asserts(code: str, suite: TestSuite, config: CodeConfig) -> _Plans:
-    """Take the suite's asserts apart where possible; evaluate their expected sides."""
+def _plan_asserts(suite: TestSuite, config: CodeConfig) -> _Plans:
+    """Take the suite's asserts apart where possible; evaluate their expected sides.
+
+    Names the prelude or the set-up binds are the test's even where the program rebinds them
+    (``candidate`` is always the program's entry point).
+    """
     if suite.style != "assert":
         return _Plans((None,) * len(suite), {})
-    program = bound_names(code) | ({"candidate"} if suite.fn_name else set())
-    trusted = _prelude_names() | bound_names(suite.setup)
-    plans = [plan_assert(statement, program, trusted) for statement in suite.inputs]
+    trusted = (_prelude_names() | bound_names(suite.setup)) - {"candidate"}
+    plans = [plan_assert(statement, trusted) for statement in suite.inputs]
     wanted = tuple(sorted({e for plan in plans if plan for e in plan.expected}))
     values = expected_values(suite.setup, wanted, config) if wanted else {}
     kept = tuple(p if p is None or all(e in values for e in p.expected) else None for p in plans)
@@ -629,7 +657,7 @@ def run_tests(
     reference.
     """
     suite = parse_reference(reference)
-    plans = _plan_asserts(code, suite, config)
+    plans = _plan_asserts(suite, config)
     run = _Run(code, suite, config, soft, plans)
     with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))

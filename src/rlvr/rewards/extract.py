@@ -21,9 +21,11 @@ from __future__ import annotations
 import re
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_ANSWER_TAG_RE = re.compile(r"<(/?)answer>", re.IGNORECASE)
+# "\s*(?::\s*)?" rather than "\s*:?\s*": two adjacent \s* backtrack quadratically on a run of
+# newlines ("The answer is" and 40,000 newlines took 13 s).
 _PHRASE_RE = re.compile(
-    r"(?:final answer|the answer)\s*(?:is|:)\s*:?\s*(?P<a>[^\n]+)"
+    r"(?:final answer|the answer)\s*(?:is|:)\s*(?::\s*)?(?P<a>[^\n]+)"
     r"|^[ \t*#>]*answer[ \t*]*:[ \t*]*(?P<b>[^\n]+)",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -98,6 +100,28 @@ def boxed_answers(text: str) -> list[str]:
     return found
 
 
+def answer_tags(text: str) -> list[str]:
+    """Contents of every ``<answer>...</answer>`` in ``text``, in order, in one linear pass.
+
+    Each ``<answer>`` runs to the first ``</answer>`` after it (as the lazy regex
+    ``<answer>(.*?)</answer>`` would match, without its rescan of the rest of the text for
+    every unclosed tag: 10,000 of them took 5 s).
+
+    >>> answer_tags("</answer><ANSWER> 1 </Answer> <answer><answer>2</answer> <answer>3")
+    [' 1 ', '<answer>2']
+    """
+    found: list[str] = []
+    start: int | None = None
+    for tag in _ANSWER_TAG_RE.finditer(text):
+        closing = bool(tag.group(1))
+        if start is None and not closing:
+            start = tag.end()
+        elif start is not None and closing:
+            found.append(text[start : tag.start()])
+            start = None
+    return found
+
+
 def _clean(answer: str) -> str:
     """Strip the prose around an answer: a trailing sentence, ``$``/``\\(`` delimiters, ``**``."""
     answer = _SENTENCE_END_RE.split(answer, maxsplit=1)[0]
@@ -143,7 +167,7 @@ def final_answers(text: str) -> list[str]:
     boxed = boxed_answers(text)
     if boxed:
         return [b.strip() for b in boxed]
-    tags = _ANSWER_TAG_RE.findall(text)
+    tags = answer_tags(text)
     if tags:
         return [t.strip() for t in tags]
     phrase = _last_phrase(text)
@@ -170,7 +194,7 @@ def extract_answer(text: str) -> str | None:
     boxed = last_boxed(text)
     if boxed is not None:
         return boxed.strip()
-    tags = _ANSWER_TAG_RE.findall(text)
+    tags = answer_tags(text)
     if tags:
         return tags[-1].strip()
     phrase = _last_phrase(text)

@@ -200,10 +200,13 @@ PATHOLOGICAL = [
 
 @pytest.mark.parametrize("completion", PATHOLOGICAL)
 def test_pathological_answer_is_cut_off_by_a_plain_call(completion):
-    # Called as TRL calls a reward function: on a worker thread, no Scorer around it.
+    # Called as TRL calls a reward function: on a worker thread, no Scorer around it. Timed
+    # on the clock too: a call that holds the GIL would keep the timeout from firing.
+    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(math_verifier, completion, "8", wrong=-1.0)
         assert future.result(timeout=2.0) == -1.0
+    assert time.monotonic() - started < 2.0
 
 
 # Text after an answer that made finding it quadratic: 20,000 unclosed <answer> tags (about

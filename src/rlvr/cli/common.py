@@ -96,7 +96,7 @@ def parse_run_args(
         metavar="key=value",
         help="e.g. objective.name=abc_grpo rollout.group_size=8",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may sit on both sides of an option
     source = args.config
     overrides = list(args.overrides)
     if isinstance(args.resume, str) and "=" in args.resume and not Path(args.resume).exists():

@@ -33,3 +33,12 @@ def test_sft_overrides_after_config(tmp_path):
 def test_unknown_option_is_still_refused():
     with pytest.raises(SystemExit):
         _parse(TrainConfig, ["steps=3", "--nope"])
+
+
+def test_sft_help_shows_sft_overrides(capsys):
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr(["sft", "--help"])
+    out = capsys.readouterr().out
+    assert "data.train=pairs.jsonl epochs=2" in out and "objective.name" not in out

@@ -51,12 +51,14 @@ def test_unknown_command(capsys):
 @pytest.mark.parametrize("command", ["train", "sft"])
 def test_a_device_this_machine_lacks_is_one_line(command, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # no run directory is made, here or anywhere
     device = "cuda:99" if torch.cuda.is_available() else "cuda"
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"prompt": "1 + 1 =", "response": "2"}\n')
     assert rlvr([command, f"data.train={pairs}", f"model.device={device}"]) == 2
     assert f"model.device: device '{device}' is not available" in _one_error_line(capsys)
     assert not (tmp_path / "cache").exists()  # found before the preset is built
+    assert not (tmp_path / "runs").exists()
 
 
 def test_eval_bad_device_is_one_line(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """Every user error is one line `rlvr: error: ...`, exit status 2, found before anything loads."""
 
 import pytest
+import torch
 
 from rlvr.cli import main as rlvr
 
@@ -28,6 +29,7 @@ def test_missing_training_file_fails_before_the_preset_is_built(tmp_path, monkey
         (["reward.verifier=nope"], "reward.verifier: unknown verifier 'nope'"),
         (["rollout.group_size=x"], "rollout.group_size must be int, got 'x'"),
         (["objective.eps9=1"], "objective: unknown hyperparameter(s) eps9"),
+        (["model.device=nope"], "model.device: device must be a torch device such as cpu"),
     ],
 )
 def test_bad_values_are_one_line(overrides, message, tmp_path, monkeypatch, capsys):
@@ -44,3 +46,24 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_unknown_command(capsys):
     assert rlvr(["trian"]) == 2
     assert "unknown command 'trian'; valid: train, sft" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["train", "sft"])
+def test_a_device_this_machine_lacks_is_one_line(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)  # no run directory is made, here or anywhere
+    device = "cuda:99" if torch.cuda.is_available() else "cuda"
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "1 + 1 =", "response": "2"}\n')
+    assert rlvr([command, f"data.train={pairs}", f"model.device={device}"]) == 2
+    assert f"model.device: device '{device}' is not available" in _one_error_line(capsys)
+    assert not (tmp_path / "cache").exists()  # found before the preset is built
+    assert not (tmp_path / "runs").exists()
+
+
+def test_eval_bad_device_is_one_line(tmp_path, capsys):
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
+    args = ["eval", "--model", str(tmp_path / "m"), "--data", str(data), "--device", "nope"]
+    assert rlvr(args) == 2
+    assert "device must be a torch device such as cpu" in _one_error_line(capsys)

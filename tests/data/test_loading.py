@@ -148,6 +148,27 @@ def test_malformed_jsonl_names_file_and_line(tmp_path):
         load_examples(str(path))
 
 
+def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"prompt": "a", "answer": "1"}\n{"prompt": "caf\xe9", "answer": "2"}\n')
+    with pytest.raises(
+        ValueError, match=r"latin1\.jsonl:2: not UTF-8 text \(byte 0xe9 at byte 16\)"
+    ):
+        load_examples(str(path))
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_byte_order_mark_is_not_data(tmp_path, suffix):
+    path = tmp_path / f"bom{suffix}"
+    rows = (
+        '[{"prompt": "a", "answer": "1"}]'
+        if suffix == ".json"
+        else '{"prompt": "a", "answer": "1"}'
+    )
+    path.write_bytes(b"\xef\xbb\xbf" + rows.encode())
+    assert [e.prompt for e in load_examples(str(path))] == ["a"]
+
+
 def test_missing_field_names_field_and_line(tmp_path):
     path = write_jsonl(tmp_path / "set.jsonl", [{"problem": "a", "answer": "1"}, {"problem": "b"}])
     with pytest.raises(ValueError, match=r"set\.jsonl:2: missing field 'answer'.*has: problem"):

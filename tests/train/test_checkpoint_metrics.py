@@ -73,6 +73,12 @@ def test_keep_last_and_half_written_checkpoints(tiny_model, tmp_path):
         tmp_path, model, None, optimizer, scheduler, TrainerState(step=3)
     )  # rewrite in place
     assert latest_checkpoint(tmp_path).name == "step_000003"
+    # the next checkpoint removes what killed writers left: hidden temporary directories
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "step_000002",
+        "step_000003",
+        "step_000005",
+    ]
 
 
 def test_lr_schedule_warmup_then_constant_or_cosine():

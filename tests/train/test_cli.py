@@ -103,6 +103,15 @@ def test_plot_cli_writes_pngs_for_several_runs(tmp_path, capsys):
     assert rlvr(["plot", str(tmp_path / "nope")]) == 2
 
 
+def test_plot_with_nothing_to_plot_is_an_error(tmp_path, capsys):
+    data = tmp_path / "prompts.jsonl"  # a prompt file given by mistake
+    data.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + "\n")
+    assert rlvr(["plot", str(data), "--out", str(tmp_path / "plots")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr: error: nothing to plot: ") and str(data) in err
+    assert "\n" not in err
+
+
 def test_malformed_row_names_file_and_line(train_config, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + '\n{"prompt": \n')

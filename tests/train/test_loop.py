@@ -68,6 +68,20 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert f"avg@1 {gain:+.1f} pts" in result.summary_lines()[2]
 
 
+@pytest.mark.parametrize(
+    ("at_start", "at_end", "evaluated"), [(False, False, [2]), (True, True, [0, 2, 3])]
+)
+def test_eval_every_keeps_at_start_and_at_end(train_config, at_start, at_end, evaluated):
+    # step 0 is a multiple of eval.every, but only eval.at_start evaluates before training
+    cfg = train_config(
+        "steps=3", "eval.every=2", f"eval.at_start={at_start}", f"eval.at_end={at_end}"
+    )
+    result = train(cfg)
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows if "eval/avg@1" in r] == evaluated
+    assert sorted(result.evals) == evaluated
+
+
 def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch):
     full = train(train_config("steps=4", out="full"))
     cfg = train_config("steps=4", "checkpoint.every=2", "checkpoint.keep_last=1", out="cut")

@@ -74,9 +74,17 @@ class RunArgs(NamedTuple):
 
 
 def parse_run_args(
-    parser: argparse.ArgumentParser, cls, argv: list[str], *, default_config: str | None
+    parser: argparse.ArgumentParser,
+    cls,
+    argv: list[str],
+    *,
+    default_config: str | None,
+    example: str = "objective.name=abc_grpo rollout.group_size=8",
 ) -> RunArgs:
-    """The configuration from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides."""
+    """The configuration from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides.
+
+    ``example`` shows overrides of ``cls`` in ``--help``.
+    """
     from rlvr.train.overrides import embedded_configs, load_config, read_yaml
 
     parser.add_argument(
@@ -94,9 +102,9 @@ def parse_run_args(
         "overrides",
         nargs="*",
         metavar="key=value",
-        help="e.g. objective.name=abc_grpo rollout.group_size=8",
+        help=f"e.g. {example}",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may sit on both sides of an option
     source = args.config
     overrides = list(args.overrides)
     if isinstance(args.resume, str) and "=" in args.resume and not Path(args.resume).exists():

@@ -22,6 +22,12 @@ def main(argv: list[str]) -> int:
     runs = load_runs(args.runs)
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else first.parent) / "plots"
-    for path in plot_runs(runs, out):
+    written = plot_runs(runs, out)
+    if not written:
+        raise ValueError(
+            f"nothing to plot: {', '.join(args.runs)} log none of the plotted metrics "
+            "(reward/mean, policy/entropy, eval/avg@k, sft/loss, ...: docs/metrics.md)"
+        )
+    for path in written:
         print(path)
     return 0

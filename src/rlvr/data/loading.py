@@ -48,13 +48,15 @@ class Example:
 def read_jsonl(path: str | Path) -> Iterator[Row]:
     """``("file:line", row)`` for each non-blank line; bad JSON names the file and line."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        first = handle.read(1)
+    with path.open("rb") as handle:
+        if path.suffix == ".json":
+            text = _decode(handle.read(), str(path))
+            if text.lstrip().startswith("["):
+                yield from _json_array(path, text)
+                return
         handle.seek(0)
-        if path.suffix == ".json" and first == "[":
-            yield from _json_array(path, handle.read())
-            return
-        for lineno, line in enumerate(handle, start=1):
+        for lineno, raw in enumerate(handle, start=1):
+            line = _decode(raw, f"{path}:{lineno}")
             if not line.strip():
                 continue
             try:
@@ -64,6 +66,16 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
                     f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
                 ) from None
             yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
+
+
+def _decode(raw: bytes, where: str) -> str:
+    """UTF-8 text (a leading byte-order mark, as some editors write, dropped), or an error at ``where``."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at byte {err.start + 1})"
+        ) from None
 
 
 def field_values(paths: Iterable[str | Path], name: str, hint: str = "") -> set[str]:

@@ -67,6 +67,23 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
+def torch_device(name: str) -> torch.device:
+    """``"cpu"``, ``"cuda:1"``, ``"mps"``, ... -> a ``torch.device`` this machine has, or a clear error."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ValueError(
+            f"device must be a torch device such as cpu, cuda, cuda:1 or mps, got {name!r}"
+        ) from None
+    backends = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+    missing = device.type in backends and not backends[device.type]()
+    if device.type == "cuda" and device.index is not None and not missing:
+        missing = device.index >= torch.cuda.device_count()
+    if missing:
+        raise ValueError(f"device {name!r} is not available to this torch ({torch.__version__})")
+    return device
+
+
 def load_tokenizer(name_or_path: str):
     """The tokenizer of a model (preset, local path or hub name), with a pad token set."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
@@ -95,6 +112,7 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
 
+    torch_device(device)
     path = resolve_model_path(name_or_path)
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))

@@ -25,6 +25,8 @@ from rlvr.train.config import CheckpointConfig
 
 STATE_FILE = "trainer_state.pt"
 _STEP_DIR = re.compile(r"^step_(\d{6,})$")
+_LEFTOVER = re.compile(r"^\.step_\d{6,}\.(tmp|old)\d+$")
+"""A directory a writer renames into place or aside; left behind when it is killed."""
 
 
 @dataclass
@@ -106,7 +108,8 @@ def save_checkpoint(
     *,
     keep_last: int = 0,
 ) -> Path:
-    """Write a checkpoint atomically, then delete all but the ``keep_last`` newest (0: keep all)."""
+    """Write a checkpoint atomically, then delete all but the ``keep_last`` newest (0: keep all)
+    and the temporary directories of writers that were killed."""
     final = checkpoint_dir(run_dir, state.step)
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -126,6 +129,8 @@ def save_checkpoint(
     torch.save(payload, tmp / STATE_FILE)
     _fsync_tree(tmp)
     _replace_dir(tmp, final)
+    for leftover in (p for p in final.parent.iterdir() if _LEFTOVER.match(p.name)):
+        shutil.rmtree(leftover, ignore_errors=True)  # of a writer killed mid-checkpoint
     if keep_last:
         for old in list_checkpoints(run_dir)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)

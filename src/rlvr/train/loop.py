@@ -231,11 +231,9 @@ def _eval_due(run: RLRun, step: int) -> bool:
     ev = run.cfg.eval
     if run.eval_set is None:
         return False
-    return bool(
-        (ev.every and step % ev.every == 0)
-        or (step == run.cfg.steps and ev.at_end)
-        or (step == 0 and ev.at_start)
-    )
+    if step == 0:  # a multiple of every N, but only `at_start` evaluates before training
+        return ev.at_start
+    return bool((ev.every and step % ev.every == 0) or (step == run.cfg.steps and ev.at_end))
 
 
 def _mode(run: RLRun, *, training: bool) -> None:

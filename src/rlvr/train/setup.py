@@ -221,11 +221,11 @@ def peak_rss_mb() -> float:
 def preflight(config: Any) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
-    Missing local data files or model directories and an unknown verifier are reported
-    first, each naming its key.
+    Missing local data files or model directories, a device this machine lacks and an
+    unknown verifier are reported first, each naming its key.
     """
     from rlvr.data import check_source
-    from rlvr.models import preset_names
+    from rlvr.models import preset_names, torch_device
     from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
@@ -235,6 +235,10 @@ def preflight(config: Any) -> None:
                 check_source(source)
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
+    try:
+        torch_device(config.model.device)
+    except ValueError as err:
+        raise ValueError(f"model.device: {err}") from None
     name = config.model.name
     path_like = name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
     if name not in preset_names() and path_like and not Path(name).expanduser().is_dir():

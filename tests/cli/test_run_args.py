@@ -1,0 +1,44 @@
+"""``rlvr train`` / ``rlvr sft`` arguments: overrides on either side of the options."""
+
+import argparse
+
+import pytest
+
+from rlvr.cli.common import parse_run_args
+from rlvr.train.config import SFTConfig, TrainConfig
+
+
+def _parse(cls, argv, default_config="demo"):
+    return parse_run_args(argparse.ArgumentParser(), cls, argv, default_config=default_config)
+
+
+def test_overrides_before_and_after_config():
+    cfg, resume = _parse(TrainConfig, ["steps=3", "--config", "abc_grpo", "seed=2"])
+    assert (cfg.steps, cfg.seed, cfg.objective.name, resume) == (3, 2, "abc_grpo", False)
+
+
+def test_overrides_around_resume_of_a_run_directory(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("base: demo\nsteps: 2\n")
+    cfg, resume = _parse(TrainConfig, ["seed=5", "--resume", str(run), "steps=7"])
+    assert (cfg.steps, cfg.seed, cfg.log.output_dir, resume) == (7, 5, str(run), True)
+
+
+def test_sft_overrides_after_config(tmp_path):
+    cfg, _ = _parse(SFTConfig, ["epochs=3", "--config", "sft", "data.train=x.jsonl"], None)
+    assert (cfg.epochs, cfg.data.train) == (3, "x.jsonl")
+
+
+def test_unknown_option_is_still_refused():
+    with pytest.raises(SystemExit):
+        _parse(TrainConfig, ["steps=3", "--nope"])
+
+
+def test_sft_help_shows_sft_overrides(capsys):
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr(["sft", "--help"])
+    out = capsys.readouterr().out
+    assert "data.train=pairs.jsonl epochs=2" in out and "objective.name" not in out

@@ -1,0 +1,32 @@
+"""``torch_device``: a device this machine has, or one clear line naming what was asked."""
+
+import pytest
+import torch
+
+from rlvr.models import load_model, torch_device
+
+
+def test_cpu_is_a_device():
+    assert torch_device("cpu") == torch.device("cpu")
+
+
+def test_unknown_device_type_is_a_value_error():
+    with pytest.raises(ValueError, match="torch device such as cpu, cuda.*got 'gpu0'"):
+        torch_device("gpu0")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_cuda_without_cuda_is_a_value_error():
+    with pytest.raises(ValueError, match="device 'cuda:0' is not available to this torch"):
+        torch_device("cuda:0")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_index_past_the_devices_is_a_value_error():
+    with pytest.raises(ValueError, match="is not available"):
+        torch_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_load_model_checks_the_device_before_loading(tmp_path):
+    with pytest.raises(ValueError, match="torch device such as"):
+        load_model(str(tmp_path / "no-model"), device="nope")

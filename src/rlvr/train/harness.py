@@ -174,7 +174,7 @@ def run_job(
 
     ``resume`` continues from the latest checkpoint in ``config.log.output_dir``.
     """
-    config = expand_output_dir(config)
+    config = expand_output_dir(config, resume=resume)
     run_dir, checkpoint = prepare_run_dir(config, resume=resume)
     set_threads(config.threads)
     seed_everything(config.seed)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import math
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -24,15 +26,23 @@ from rlvr.train.overrides import dump_yaml
 CONFIG_FILE = "config.yaml"
 
 
-def expand_output_dir(config: Any) -> Any:
-    """``config`` with ``{time}`` in ``log.output_dir`` replaced by the current time."""
+TIME_FORMAT = "%Y%m%d-%H%M%S"
+"""How ``{time}`` in ``log.output_dir`` expands (so the names sort by start time)."""
+_TIME_GLOB = "[0-9]" * 8 + "-" + "[0-9]" * 6
+
+
+def expand_output_dir(config: Any, *, resume: bool = False) -> Any:
+    """``config`` with ``{time}`` in ``log.output_dir`` replaced by the current time, or, when
+    resuming, by the time of the newest existing run it names (``rlvr train --resume`` on
+    the demo continues the last demo run instead of starting a new one)."""
     out = config.log.output_dir
     if "{time}" not in out:
         return config
-    log = dataclasses.replace(
-        config.log, output_dir=out.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
-    )
-    return dataclasses.replace(config, log=log)
+    runs = sorted(glob.glob(glob.escape(out).replace("{time}", _TIME_GLOB))) if resume else []
+    if runs:
+        print(f"--resume: continuing {runs[-1]}", file=sys.stderr)
+    expanded = runs[-1] if runs else out.replace("{time}", time.strftime(TIME_FORMAT))
+    return dataclasses.replace(config, log=dataclasses.replace(config.log, output_dir=expanded))
 
 
 class RunDir(NamedTuple):

@@ -1,0 +1,49 @@
+"""``{time}`` in ``log.output_dir``: a new time for a new run, the newest run for ``--resume``."""
+
+import re
+from dataclasses import dataclass, field
+
+from rlvr.train.setup import expand_output_dir
+
+
+@dataclass(frozen=True)
+class _Log:
+    output_dir: str
+
+
+@dataclass(frozen=True)
+class _Config:
+    log: _Log = field(default_factory=lambda: _Log("runs/x"))
+
+
+def _out(pattern: str, *, resume: bool) -> str:
+    return expand_output_dir(_Config(_Log(pattern)), resume=resume).log.output_dir
+
+
+def test_a_directory_without_time_is_kept(tmp_path):
+    assert _out(str(tmp_path / "run"), resume=True) == str(tmp_path / "run")
+
+
+def test_a_new_run_gets_the_current_time(tmp_path):
+    (tmp_path / "demo-20260101-120000").mkdir()
+    out = _out(str(tmp_path / "demo-{time}"), resume=False)
+    assert re.fullmatch(re.escape(str(tmp_path)) + r"/demo-\d{8}-\d{6}", out)
+    assert not out.endswith("20260101-120000")
+
+
+def test_resume_continues_the_newest_run_the_pattern_names(tmp_path, capsys):
+    root = tmp_path / "a[1]"  # glob characters in the rest of the path are literal
+    for name in (
+        "demo-20260101-120000",
+        "demo-20260102-090000",
+        "demo-latest",
+        "other-20270101-000000",
+    ):
+        (root / name).mkdir(parents=True)
+    assert _out(str(root / "demo-{time}"), resume=True) == str(root / "demo-20260102-090000")
+    assert "continuing" in capsys.readouterr().err
+
+
+def test_resume_with_no_run_yet_starts_a_new_one(tmp_path):
+    out = _out(str(tmp_path / "demo-{time}"), resume=True)
+    assert re.fullmatch(re.escape(str(tmp_path)) + r"/demo-\d{8}-\d{6}", out)

@@ -177,6 +177,16 @@ def test_missing_field_names_field_and_line(tmp_path):
         load_examples(str(path))
 
 
+@pytest.mark.parametrize("answer", [None, "", "  "])
+def test_an_empty_answer_names_field_and_line(tmp_path, answer):
+    # Every completion would score wrong against it: the run would learn nothing, silently.
+    path = write_jsonl(
+        tmp_path / "set.jsonl", [{"prompt": "a", "answer": "1"}, {"prompt": "b", "answer": answer}]
+    )
+    with pytest.raises(ValueError, match=r"set\.jsonl:2: field 'answer' \(the answer\) is empty"):
+        load_examples(str(path))
+
+
 def test_missing_nested_field_in_parquet_names_the_row(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -207,6 +207,9 @@ def row_to_example(
     else:
         path = fields.answer if fields.reference == "answer" else fields.tests
         reference = get_path(row, path, where, f"{fields.reference} field")
+        if reference is None or (isinstance(reference, str) and not reference.strip()):
+            # every completion would score wrong against it
+            raise ValueError(f"{where}: field {path!r} (the {fields.reference}) is empty")
     ident = str(get_path(row, fields.id, where, "id field")) if fields.id else f"{dataset}-{index}"
     metadata = {k: get_path(row, k, where, "metadata") for k in fields.metadata if _has(row, k)}
     return Example(prompt=prompt, reference=reference, id=ident, dataset=dataset, metadata=metadata)

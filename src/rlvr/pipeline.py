@@ -197,7 +197,8 @@ def run_pipeline(
 ) -> list[StageResult]:
     """Run (or continue) every stage in order; returns each stage's result.
 
-    ``overrides`` apply to every stage (``key=value``) or to one (``NAME:key=value``);
+    ``overrides`` apply to every stage (``key=value``) or to one (``NAME:key=value``); every
+    stage's configuration is checked before the first runs (or is skipped as finished);
     ``callbacks(stage)`` gives the callbacks of a stage's run. ``{time}`` in the output
     directory becomes the start time (continue such a pipeline by passing the expanded
     directory: ``dataclasses.replace(pipeline, output_dir=...)``).
@@ -206,6 +207,8 @@ def run_pipeline(
         stamp = time.strftime("%Y%m%d-%H%M%S")
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
     by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
+    for stage in pipeline.stages:  # every stage's overrides checked before any stage runs
+        stage_config(pipeline, stage, None, by_stage[stage.name])
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
     model = pipeline.model

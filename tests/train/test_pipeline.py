@@ -153,6 +153,19 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     assert "no stage 'nope'" in capsys.readouterr().err
 
 
+def test_a_bad_override_of_a_later_stage_stops_the_pipeline_before_it_starts(tmp_path):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a.jsonl"]},
+            {"name": "b", "kind": "train", "config": "demo", "overrides": ["foo=1"]},
+        ],
+    }
+    with pytest.raises(ValueError, match="stage 'b': .*foo"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"))
+    assert not (tmp_path / "pipe").exists()  # stage a never started
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [

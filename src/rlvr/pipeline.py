@@ -37,6 +37,7 @@ from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import load_config
+from rlvr.train.setup import TIME_FORMAT
 
 KINDS = ("sft", "train")
 STAGE_FILE = "stage.json"
@@ -204,7 +205,7 @@ def run_pipeline(
     directory: ``dataclasses.replace(pipeline, output_dir=...)``).
     """
     if "{time}" in pipeline.output_dir:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stamp = time.strftime(TIME_FORMAT)
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
     by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
     for stage in pipeline.stages:  # every stage's overrides checked before any stage runs

@@ -23,6 +23,7 @@ from rlvr.cli.common import command
 def main(argv: list[str]) -> int:
     """``rlvr pipeline FILE [-o DIR] [key=value | STAGE:key=value ...]``."""
     from rlvr.pipeline import embedded_pipelines, read_pipeline, run_pipeline
+    from rlvr.train.setup import TIME_FORMAT
 
     parser = argparse.ArgumentParser(
         prog="rlvr pipeline",
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_intermixed_args(argv)
     pipeline = read_pipeline(args.pipeline)
-    out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
+    out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime(TIME_FORMAT))
     pipeline = dataclasses.replace(pipeline, output_dir=out)
     results = run_pipeline(pipeline, overrides=args.overrides)
     for r in results:

@@ -17,6 +17,12 @@ what torch's fp32 GEMM actually does with those shapes, in the same run:
 Each product is ``W @ x.T`` (``W`` ``[out, in]``, ``x`` ``[rows, in]``), the layout the lean
 decoder uses. The ratio ``streamed / 512-row rate`` is the most of the generation floor a
 decoder built on these products can reach, before attention, sampling and the rest.
+
+``--inductor`` adds a third column: the streamed products compiled by ``torch.compile``
+with ``max_autotune`` and ``freezing``, so that Inductor may pick its own C++ GEMM
+micro-kernels over torch's, with the weights packed once as constants. A trainer cannot
+do this (its weights change at every optimiser step, and the compile takes a minute or
+two); the column says how much a better small-row kernel would give.
 """
 
 from __future__ import annotations
@@ -82,6 +88,33 @@ def product_rates(shape: ModelShape, rows: int, threads: int, repeats: int = 3) 
         torch.set_num_threads(previous)
 
 
+def inductor_rate(shape: ModelShape, rows: int, threads: int, repeats: int = 3) -> float:
+    """FLOP/s of the streamed products compiled by Inductor with frozen, pre-packed weights."""
+    import torch._inductor.config as inductor
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    products = torch.nn.ModuleList(
+        torch.nn.Linear(i, o, bias=False)
+        for _ in range(shape.layers)
+        for o, i in layer_shapes(shape)
+    )
+    products.append(torch.nn.Linear(shape.hidden, shape.vocab, bias=False))
+    inputs = {i: torch.randn(rows, i) for _, i in layer_shapes(shape)}
+
+    def step(xs: dict[int, torch.Tensor]) -> list[torch.Tensor]:
+        return [p(xs[p.in_features]) for p in products]
+
+    try:
+        with inductor.patch(max_autotune=True, freezing=True), torch.no_grad():
+            compiled = torch.compile(step)
+            for got, want in zip(compiled(inputs), step(inputs), strict=True):
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # the same products
+            return step_flops(shape, rows) / _best_seconds(lambda: compiled(inputs), repeats)
+    finally:
+        torch.set_num_threads(previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     from transformers import AutoConfig
 
@@ -93,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", default="smollm2-135m", help="preset or local model directory")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rows", type=int, nargs="+", default=[16])
+    p.add_argument(
+        "--inductor", action="store_true", help="add the products compiled with frozen weights"
+    )
     args = p.parse_args(argv)
     config = AutoConfig.from_pretrained(resolve_model_path(args.preset))
     # Only the weights a decoding step multiplies (layers' projections and the head) count.
@@ -104,18 +140,24 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.preset}, {args.threads} thread(s): fp32 GEMM {rates.gemm_flops / 1e9:.1f} GFLOP/s "
         f"at 512 rows, memory read {rates.read_bytes / 1e9:.1f} GB/s"
     )
+    extra = " inductor, frozen GFLOP/s | inductor / 512-row rate |" if args.inductor else ""
     print(
-        "| rows | reused GFLOP/s | streamed GFLOP/s | streamed / 512-row rate | weight bytes/s streamed |"
+        "| rows | reused GFLOP/s | streamed GFLOP/s | streamed / 512-row rate | "
+        f"weight bytes/s streamed |{extra}"
     )
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: |" + " ---: | ---: |" * args.inductor)
     for rows in args.rows:
         r = product_rates(shape, rows, args.threads)
         seconds = step_flops(shape, rows) / r["streamed"]
-        print(
+        line = (
             f"| {rows} | {r['reused'] / 1e9:.1f} | {r['streamed'] / 1e9:.1f} | "
             f"{r['streamed'] / rates.gemm_flops:.0%} | "
             f"{shape.weight_bytes / seconds / 1e9:.1f} GB/s |"
         )
+        if args.inductor:
+            rate = inductor_rate(shape, rows, args.threads)
+            line += f" {rate / 1e9:.1f} | {rate / rates.gemm_flops:.0%} |"
+        print(line)
     return 0
 
 

@@ -42,3 +42,9 @@ def test_product_rates_are_positive_and_finite(decode_gemm):
     rates = decode_gemm.product_rates(small(decode_gemm), rows=4, threads=1, repeats=1)
     assert set(rates) == {"reused", "streamed"}
     assert all(0 < r < float("inf") for r in rates.values())
+
+
+@pytest.mark.slow  # an Inductor compile: ~10 s, ~30 s with a cold compile cache
+def test_inductor_rate_checks_its_products_and_is_positive(decode_gemm):
+    rate = decode_gemm.inductor_rate(small(decode_gemm), rows=4, threads=1, repeats=1)
+    assert 0 < rate < float("inf")

@@ -40,6 +40,18 @@ def test_a_clip_ratio_the_objective_cannot_use_is_an_error():
         objective_config("abc_grpo", actor("rlvr_abc_grpo", clip_ratio_high=0.28))
 
 
+def test_a_clip_ratio_apmpo_does_not_read_is_an_error():
+    """apmpo's upper width is eps_ada (eps_min..eps_max), so verl's clip_ratio_high would be
+    ignored; with adaptive_lower so would clip_ratio_low."""
+    with pytest.raises(ValueError, match="rlvr_apmpo does not read actor.clip_ratio_high.*eps_max"):
+        objective_config("apmpo", actor("rlvr_apmpo", clip_ratio_high=0.28))
+    lower = actor("rlvr_apmpo", clip_ratio_low=0.1, rlvr={"adaptive_lower": True})
+    with pytest.raises(ValueError, match="does not read actor.clip_ratio_low"):
+        objective_config("apmpo", lower)
+    assert objective_config("apmpo", actor("rlvr_apmpo", clip_ratio_low=0.1)).params.eps_low == 0.1
+    assert objective_config("pmpo", actor("rlvr_pmpo", clip_ratio_high=0.28)).params.eps_high == 0.28
+
+
 def test_unknown_hyperparameter_lists_the_valid_ones():
     with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1, eps2"):
         objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps5": 0.1}))

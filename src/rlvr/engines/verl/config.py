@@ -17,7 +17,8 @@ travels with the rest of verl's config to every Ray worker. So:
 
 Setting in ``rlvr`` a value verl has a field for is an error naming the field, and so is a
 verl clip ratio other than its default for an objective that has no such width (``abc_grpo``,
-``etr``): nothing the user set is silently ignored.
+``etr``) or does not read it (``apmpo``'s ``clip_ratio_high``, and ``clip_ratio_low`` with
+``adaptive_lower``): nothing the user set is silently ignored.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
 
-from rlvr.objectives import ObjectiveConfig, make_config, objective_spec
+from rlvr.objectives import ApmpoConfig, ObjectiveConfig, make_config, objective_spec
 
 PREFIX = "rlvr_"
 """Registered verl loss modes and advantage estimators are rlvr's names with this prefix."""
@@ -101,7 +102,26 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
         )
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
-    return ObjectiveConfig(name, params=make_config(name, **verl, **own), loss_agg=loss_agg)
+    params = make_config(name, **verl, **own)
+    _refuse_ignored_widths(name, params, verl)
+    return ObjectiveConfig(name, params=params, loss_agg=loss_agg)
+
+
+def ignored_widths(params: Any) -> tuple[str, ...]:
+    """The widths verl would set that the objective's loss does not read: ``apmpo``'s upper
+    width is ``eps_ada`` (``eps_min..eps_max``), and so is its lower one with ``adaptive_lower``."""
+    if not isinstance(params, ApmpoConfig):
+        return ()
+    return ("eps_low", "eps_high") if params.adaptive_lower else ("eps_high",)
+
+
+def _refuse_ignored_widths(name: str, params: Any, verl: dict[str, float]) -> None:
+    for key in ignored_widths(params):
+        if verl[key] != VERL_DEFAULT_CLIP:
+            raise ValueError(
+                f"{PREFIX}{name} does not read actor.{VERL_FIELDS[key]} (got {verl[key]}): its "
+                "adaptive width eps_ada is set by policy_loss.rlvr.eps_min and eps_max"
+            )
 
 
 def _refuse_clip_ratios(name: str, actor: Any, valid: tuple[str, ...]) -> None:

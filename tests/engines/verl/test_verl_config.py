@@ -49,7 +49,9 @@ def test_a_clip_ratio_apmpo_does_not_read_is_an_error():
     with pytest.raises(ValueError, match="does not read actor.clip_ratio_low"):
         objective_config("apmpo", lower)
     assert objective_config("apmpo", actor("rlvr_apmpo", clip_ratio_low=0.1)).params.eps_low == 0.1
-    assert objective_config("pmpo", actor("rlvr_pmpo", clip_ratio_high=0.28)).params.eps_high == 0.28
+    assert (
+        objective_config("pmpo", actor("rlvr_pmpo", clip_ratio_high=0.28)).params.eps_high == 0.28
+    )
 
 
 def test_unknown_hyperparameter_lists_the_valid_ones():

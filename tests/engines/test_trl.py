@@ -12,6 +12,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
+from rlvr.engines.trl.trainer import STATS_KEYS  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
 PROMPTS = ["What is 3 + 4 + 5?", "Calculate 7 - 2 + 1.", "What is 9 + 9?", "Sum 1 + 2 + 3."]
@@ -199,6 +200,72 @@ def shape_rows(inputs):
 
 def response_rows(inputs):
     return inputs["completion_mask"].sum(dim=1).double()
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_micro_batches_add_up_to_policy_loss_on_the_whole_batch(tmp_path, tiny_model_dir, name):
+    """Every objective with the KL, entropy and SFT terms, on an 8-row batch shuffled into
+    micro-batches of 3 and 5 rows (groups split across them), sums to the loss and gradient of
+    ``policy_loss`` on the whole batch with its whole-batch advantages and statistics."""
+    args = grpo_args(
+        tmp_path,
+        bf16=False,
+        beta=0.05,
+        use_bias_correction_kl=False,
+        entropy_coef=0.01,
+        gradient_accumulation_steps=2,
+        steps_per_generation=2,
+    )
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        args,
+        objective=name,
+        sft_coef=0.1,
+        train_dataset=dataset(),
+    )
+    cfg = trainer.rlvr_objective
+    whole = loss_inputs(trainer, 4, rows=8)
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+    whole["rlvr_rewards"] = rewards
+    whole["advantages"] = compute_advantages(rewards, 4, cfg.advantage_mode).float()
+    gen = torch.Generator().manual_seed(5)
+    whole["ref_per_token_logps"] = whole["old_per_token_logps"] + torch.randn(8, 6, generator=gen)
+    stats = cfg.group_stats(rewards, 4)
+    if stats is not None:
+        values = (stats.pass_rate, stats.reward_mean, stats.reward_std)
+        whole.update(zip(STATS_KEYS, values, strict=True))
+    order = torch.randperm(8, generator=gen)
+    micro = [{k: v[rows] for k, v in whole.items()} for rows in (order[:3], order[3:])]
+    trainer._attach_step_counts(micro)
+    loss, grads = grads_of(trainer, micro, 2)
+
+    trainer.model.zero_grad()
+    ids = torch.cat([whole["prompt_ids"], whole["completion_ids"]], 1)
+    mask = torch.cat([whole["prompt_mask"], whole["completion_mask"]], 1)
+    logp, entropy, _ = trainer._get_per_token_logps_and_entropies(
+        trainer.model, ids, mask, 6, compute_entropy=True
+    )
+    expected, _ = policy_loss(
+        name,
+        logp=logp,
+        old_logp=whole["old_per_token_logps"],
+        advantages=whole["advantages"],
+        mask=whole["completion_mask"],
+        rewards=rewards,
+        group_stats=stats,
+        ref_logp=whole["ref_per_token_logps"],
+        entropy=entropy,
+        max_len=args.max_completion_length,
+        config=cfg.params,
+        kl_coef=0.05,
+        sft_coef=0.1,
+        entropy_coef=0.01,
+    )
+    expected.backward()
+    assert loss == pytest.approx(expected.item(), rel=1e-5, abs=1e-7)
+    for param_name, param in trainer.model.named_parameters():
+        torch.testing.assert_close(grads[param_name], param.grad, rtol=1e-4, atol=1e-7)
 
 
 def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_dir):

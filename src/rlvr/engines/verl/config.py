@@ -47,6 +47,35 @@ class PolicyLossConfig(VerlPolicyLossConfig):
     rlvr: dict = field(default_factory=dict)
     """Hyperparameters of the rlvr objective by their ``ALGORITHMS.md`` names (``eps3``, ``lam1``...)."""
 
+    def __post_init__(self) -> None:
+        check_section(self.loss_mode, self.rlvr)
+
+
+def check_section(loss_mode: str, section: Any) -> None:
+    """What ``policy_loss`` alone tells, checked where verl builds it (on the driver, in its
+    ``validate_config``, before any worker starts): the objective's name, the names and values
+    of the ``rlvr`` section, and that the section belongs to an rlvr loss. The values verl's own
+    fields give are checked with them at the first loss call (:func:`objective_config`)."""
+    own = {str(key): _plain(value) for key, value in dict(section or {}).items()}
+    name = objective_name(loss_mode)
+    if name is None:
+        if own:
+            raise ValueError(
+                f"policy_loss.rlvr sets {', '.join(sorted(own))}, but loss_mode={loss_mode!r} is "
+                f"not an rlvr loss ({PREFIX}<objective>), which would ignore it"
+            )
+        return
+    _refuse_verl_fields(own)
+    make_config(name, **own)
+
+
+def _refuse_verl_fields(own: dict[str, Any]) -> None:
+    for key in sorted(set(own) & set(VERL_FIELDS)):
+        raise ValueError(
+            f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
+            "set it there"
+        )
+
 
 def objective_name(loss_mode: str) -> str | None:
     """The rlvr objective behind a verl ``loss_mode`` (``rlvr_abc_grpo`` -> ``abc_grpo``), else None."""
@@ -95,11 +124,7 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     spec = objective_spec(name)
     own = own_hyperparameters(actor)
     verl = {k: v for k, v in verl_hyperparameters(actor).items() if k in spec.hyperparameters}
-    for key in sorted(set(own) & set(VERL_FIELDS)):
-        raise ValueError(
-            f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
-            "set it there"
-        )
+    _refuse_verl_fields(own)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
     params = make_config(name, **verl, **own)

@@ -12,7 +12,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
-from rlvr.objectives import OBJECTIVES, group_stats_for  # noqa: E402
+from rlvr.engines.trl.trainer import STATS_KEYS  # noqa: E402
+from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
 PROMPTS = ["What is 3 + 4 + 5?", "Calculate 7 - 2 + 1.", "What is 9 + 9?", "Sum 1 + 2 + 3."]
 
@@ -167,8 +168,8 @@ def test_grpo_loss_and_gradient_equal_trl_grpo(tmp_path, tiny_model_dir, accumul
     for name, grad in trl_grads.items():
         torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-7)
     assert sum(float(g.abs().sum()) for g in trl_grads.values()) > 0
-    clipped = ours._metrics["train"]["clip/frac"]
-    assert clipped and max(clipped) > 0  # the old log-probs are off-policy enough to clip
+    ours.log({})
+    assert ours.state.log_history[-1]["clip/frac"] > 0  # off-policy enough to clip
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
@@ -199,6 +200,72 @@ def shape_rows(inputs):
 
 def response_rows(inputs):
     return inputs["completion_mask"].sum(dim=1).double()
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_micro_batches_add_up_to_policy_loss_on_the_whole_batch(tmp_path, tiny_model_dir, name):
+    """Every objective with the KL, entropy and SFT terms, on an 8-row batch shuffled into
+    micro-batches of 3 and 5 rows (groups split across them), sums to the loss and gradient of
+    ``policy_loss`` on the whole batch with its whole-batch advantages and statistics."""
+    args = grpo_args(
+        tmp_path,
+        bf16=False,
+        beta=0.05,
+        use_bias_correction_kl=False,
+        entropy_coef=0.01,
+        gradient_accumulation_steps=2,
+        steps_per_generation=2,
+    )
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        args,
+        objective=name,
+        sft_coef=0.1,
+        train_dataset=dataset(),
+    )
+    cfg = trainer.rlvr_objective
+    whole = loss_inputs(trainer, 4, rows=8)
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+    whole["rlvr_rewards"] = rewards
+    whole["advantages"] = compute_advantages(rewards, 4, cfg.advantage_mode).float()
+    gen = torch.Generator().manual_seed(5)
+    whole["ref_per_token_logps"] = whole["old_per_token_logps"] + torch.randn(8, 6, generator=gen)
+    stats = cfg.group_stats(rewards, 4)
+    if stats is not None:
+        values = (stats.pass_rate, stats.reward_mean, stats.reward_std)
+        whole.update(zip(STATS_KEYS, values, strict=True))
+    order = torch.randperm(8, generator=gen)
+    micro = [{k: v[rows] for k, v in whole.items()} for rows in (order[:3], order[3:])]
+    trainer._attach_step_counts(micro)
+    loss, grads = grads_of(trainer, micro, 2)
+
+    trainer.model.zero_grad()
+    ids = torch.cat([whole["prompt_ids"], whole["completion_ids"]], 1)
+    mask = torch.cat([whole["prompt_mask"], whole["completion_mask"]], 1)
+    logp, entropy, _ = trainer._get_per_token_logps_and_entropies(
+        trainer.model, ids, mask, 6, compute_entropy=True
+    )
+    expected, _ = policy_loss(
+        name,
+        logp=logp,
+        old_logp=whole["old_per_token_logps"],
+        advantages=whole["advantages"],
+        mask=whole["completion_mask"],
+        rewards=rewards,
+        group_stats=stats,
+        ref_logp=whole["ref_per_token_logps"],
+        entropy=entropy,
+        max_len=args.max_completion_length,
+        config=cfg.params,
+        kl_coef=0.05,
+        sft_coef=0.1,
+        entropy_coef=0.01,
+    )
+    expected.backward()
+    assert loss == pytest.approx(expected.item(), rel=1e-5, abs=1e-7)
+    for param_name, param in trainer.model.named_parameters():
+        torch.testing.assert_close(grads[param_name], param.grad, rtol=1e-4, atol=1e-7)
 
 
 def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_dir):
@@ -318,3 +385,82 @@ def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir)
     logged = [entry for entry in trainer.state.log_history if "kl/ref_k3" in entry]
     assert len(logged) == 2 and all("gppo/preserved_frac" in entry for entry in logged)
     assert any("sft/loss" in entry for entry in logged)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def metric_pair(tmp_path, model_dir):
+    """Our trainer without autocast (the whole-batch reference must see the same numbers) and
+    an 8-row batch split into micro-batches of 2 and 6 rows."""
+    trainer = RlvrGRPOTrainer(
+        str(model_dir),
+        length_reward,
+        grpo_args(tmp_path, bf16=False, gradient_accumulation_steps=2, steps_per_generation=2),
+        train_dataset=dataset(),
+        objective="abc_grpo",
+    )
+    whole = loss_inputs(trainer, 3, rows=8)
+    micro = [{k: v[rows] for k, v in whole.items()} for rows in (slice(0, 2), slice(2, 8))]
+    trainer._attach_step_counts(micro)
+    return trainer, whole, micro
+
+
+def test_logged_metrics_are_those_of_the_whole_batch(tmp_path, tiny_model_dir):
+    """Micro-batches of 2 and 6 rows: the logged token means, extremes and quadrant shares are
+    the whole batch's (rlvr train's reduction), not plain means of micro-batch values."""
+    trainer, whole, micro = metric_pair(tmp_path, tiny_model_dir)
+    grads_of(trainer, micro, 2)
+    trainer.log({})
+    logged = trainer.state.log_history[-1]
+    ids = torch.cat([whole["prompt_ids"], whole["completion_ids"]], 1)
+    mask = torch.cat([whole["prompt_mask"], whole["completion_mask"]], 1)
+    with torch.no_grad():
+        logp, entropy, _ = trainer._get_per_token_logps_and_entropies(
+            trainer.model, ids, mask, ids.shape[1] - 3, compute_entropy=True
+        )
+    _, expected = policy_loss(
+        "abc_grpo",
+        logp=logp,
+        old_logp=whole["old_per_token_logps"],
+        advantages=whole["advantages"],
+        mask=whole["completion_mask"],
+        entropy=entropy,
+    )
+    names = ["clip/frac", "ratio/mean", "ratio/max", "ratio/min", "kl/old_approx"]
+    names += [
+        "policy/entropy",
+        *(f"clip/q{k}_{kind}" for k in (1, 2, 3, 4) for kind in ("frac", "share")),
+    ]
+    for name in names:
+        assert logged[name] == pytest.approx(float(expected[name]), rel=1e-5, abs=1e-7), name
+    assert sum(logged[f"clip/q{k}_share"] for k in (1, 2, 3, 4)) == pytest.approx(1.0)
+
+
+class RecordingAccelerator:
+    """Wraps the trainer's accelerator and records its collective calls."""
+
+    def __init__(self, accelerator):
+        self.inner, self.calls = accelerator, []
+
+    def __getattr__(self, name):
+        value = getattr(self.inner, name)
+        if name in ("gather", "gather_for_metrics", "reduce", "pad_across_processes"):
+            self.calls.append(name)
+        return value
+
+
+def test_an_empty_micro_batch_makes_the_same_collective_calls(tmp_path, tiny_model_dir):
+    """A process whose micro-batch has no response token (every completion truncated under
+    mask_truncated_completions) must make the same collective calls as the others, or
+    multi-GPU training hangs."""
+    trainer, _, micro = metric_pair(tmp_path, tiny_model_dir)
+    empty = {**micro[0], "completion_mask": torch.zeros_like(micro[0]["completion_mask"])}
+    trainer.model.train()
+    calls = []
+    for inputs in (micro[0], empty):
+        trainer.accelerator = RecordingAccelerator(trainer.accelerator)
+        trainer._compute_loss(trainer.model, inputs).backward()
+        calls.append(trainer.accelerator.calls)
+        trainer.accelerator = trainer.accelerator.inner
+    assert calls[0] == calls[1]

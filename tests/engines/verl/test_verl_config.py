@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("verl")
 
-from rlvr.engines.verl import objective_config  # noqa: E402
+from rlvr.engines.verl import PolicyLossConfig, objective_config  # noqa: E402
 from rlvr.objectives import AbcConfig, EtrConfig, GrpoConfig  # noqa: E402
 
 from .helpers import actor  # noqa: E402
@@ -40,9 +40,51 @@ def test_a_clip_ratio_the_objective_cannot_use_is_an_error():
         objective_config("abc_grpo", actor("rlvr_abc_grpo", clip_ratio_high=0.28))
 
 
+def test_a_clip_ratio_apmpo_does_not_read_is_an_error():
+    """apmpo's upper width is eps_ada (eps_min..eps_max), so verl's clip_ratio_high would be
+    ignored; with adaptive_lower so would clip_ratio_low."""
+    with pytest.raises(ValueError, match="rlvr_apmpo does not read actor.clip_ratio_high.*eps_max"):
+        objective_config("apmpo", actor("rlvr_apmpo", clip_ratio_high=0.28))
+    lower = actor("rlvr_apmpo", clip_ratio_low=0.1, rlvr={"adaptive_lower": True})
+    with pytest.raises(ValueError, match="does not read actor.clip_ratio_low"):
+        objective_config("apmpo", lower)
+    assert objective_config("apmpo", actor("rlvr_apmpo", clip_ratio_low=0.1)).params.eps_low == 0.1
+    assert (
+        objective_config("pmpo", actor("rlvr_pmpo", clip_ratio_high=0.28)).params.eps_high == 0.28
+    )
+
+
 def test_unknown_hyperparameter_lists_the_valid_ones():
     with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1, eps2"):
         objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps5": 0.1}))
+
+
+def test_the_policy_loss_section_is_checked_where_verl_builds_it():
+    """verl builds the actor config on the driver (``validate_config``) before any worker
+    starts: a misspelt objective or hyperparameter, or an rlvr section verl's own loss would
+    ignore, fails there with one line instead of on a worker at the first loss call."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import InstantiationException
+    from verl.utils.config import omega_conf_to_dataclass
+
+    with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1"):
+        PolicyLossConfig(loss_mode="rlvr_abc_grpo", rlvr={"eps5": 0.1})
+    with pytest.raises(ValueError, match="unknown objective 'abcgrpo'; valid: grpo"):
+        PolicyLossConfig(loss_mode="rlvr_abcgrpo")
+    with pytest.raises(ValueError, match="loss_mode='vanilla' is not an rlvr loss"):
+        PolicyLossConfig(loss_mode="vanilla", rlvr={"eps3": 0.3})
+    with pytest.raises(ValueError, match="policy_loss.rlvr.eps_high.*clip_ratio_high"):
+        PolicyLossConfig(loss_mode="rlvr_gppo", rlvr={"eps_high": 0.3})
+    assert PolicyLossConfig(loss_mode="vanilla").rlvr == {}
+    overrides = [
+        "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo",
+        "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
+        "+actor_rollout_ref.actor.policy_loss.rlvr.eps5=0.3",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    with pytest.raises(InstantiationException, match="unknown hyperparameter.*eps5"):
+        omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
 
 
 def test_hydra_overrides_reach_the_actor_config():

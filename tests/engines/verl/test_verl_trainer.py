@@ -250,3 +250,33 @@ def test_trainer_writes_statistics_after_the_advantages(monkeypatch):
     assert all(set(STATS_FIELDS) <= set(queue.rows[key]) for key in keys)
     pass_rates = np.array([float(queue.rows[k]["rlvr_pass_rate"]) for k in keys[:-1]])
     assert set(np.round(pass_rates * G).astype(int)) <= set(range(G + 1))
+
+
+def composed_config(mode, loss_mode="rlvr_apmpo"):
+    """verl's own ``ppo_trainer`` config with ``trainer.v1.trainer_mode=mode``."""
+    from hydra import compose, initialize_config_module
+
+    overrides = [
+        f"trainer.v1.trainer_mode={mode}",
+        f"actor_rollout_ref.actor.policy_loss.loss_mode={loss_mode}",
+        "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+        "actor_rollout_ref.rollout.n=4",
+        "+trainer.v1.sync.parameter_sync_step=2",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        return compose("ppo_trainer", overrides=overrides)
+
+
+def test_the_rlvr_mode_runs_verl_sync_code_paths():
+    """verl's base trainer takes its asynchronous paths (async replay buffer that evicts stale and
+    failed groups, single-prompt fetches, TransferQueue checkpoints) whenever its trainer_mode is
+    not ``"sync"``; the rlvr mode must be the sync trainer in all of them."""
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    sync = PPOTrainerSync(composed_config("sync"))
+    ours = RlvrTrainer(composed_config("rlvr"))
+    assert ours.trainer_mode == sync.trainer_mode == "sync"
+    assert type(ours.replay_buffer) is type(sync.replay_buffer) is ReplayBuffer
+    assert ours.parameter_sync_step == sync.parameter_sync_step == 2
+    assert ours.replay_buffer.trainer_config == sync.replay_buffer.trainer_config

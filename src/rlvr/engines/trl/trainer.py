@@ -16,8 +16,10 @@ What it changes in ``GRPOTrainer`` (TRL 1.16), and nothing else:
    loss and gradient of the whole step (``ALGORITHMS.md``, "Loss aggregation").
 3. **The loss** (``_compute_loss``): :func:`rlvr.objectives.objective_loss` on TRL's per-token
    log-probs and entropies, with TRL's vLLM importance-sampling ratios as per-token weights,
-   the reference log-probs for the KL term, and rlvr's metrics (``clip/q1_share``...,
-   ``docs/metrics.md``) added to TRL's log (TensorBoard, W&B).
+   the reference log-probs for the KL term.
+4. **Metrics** (``log``): rlvr's metrics (``clip/q1_share``..., ``docs/metrics.md``), reduced
+   over the logging window's micro-batches and processes as ``rlvr train`` reduces them
+   (:mod:`.metrics`), join TRL's log (TensorBoard, W&B).
 
 Options that would change the objective are refused at construction (:mod:`.options`).
 """
@@ -30,6 +32,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.advantages import GroupStats, compute_advantages
+from rlvr.engines.trl.metrics import MetricWindow
 from rlvr.engines.trl.options import check_args, objective_config
 from rlvr.objectives import LossInputs, StepCounts, objective_loss
 
@@ -111,6 +114,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
             sft_threshold=sft_threshold,
         )
         self._rlvr_rewards_per_func: torch.Tensor | None = None
+        self._rlvr_metrics = {"train": MetricWindow(), "eval": MetricWindow()}
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -210,21 +214,20 @@ class RlvrGRPOTrainer(GRPOTrainer):
             token_weights=self._token_weights(inputs, mask),
         )
         out = objective_loss(batch, self.rlvr_objective, counts)
-        self._log_rlvr_metrics(out.metrics)
+        mode = "train" if self.model.training else "eval"
+        self._rlvr_metrics[mode].add(out.metrics, weight=float(mask.sum()))
         loss = out.loss * scale
         if self.aux_loss_enabled:
             accumulation = self.current_gradient_accumulation_steps if model.training else 1
             loss = loss + self.router_aux_loss_coef * aux_loss / accumulation
         return loss
 
-    def _log_rlvr_metrics(self, metrics: dict[str, torch.Tensor]) -> None:
-        """rlvr's metrics, averaged over processes, into TRL's log (averaged again per logging step)."""
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log, with rlvr's metrics of the window reduced over micro-batches and processes."""
         mode = "train" if self.model.training else "eval"
-        names = list(metrics)  # the same names in the same order on every process
-        local = torch.stack([metrics[name].detach().float() for name in names])
-        gathered = self.accelerator.gather(local.to(self.accelerator.device)[None, :])
-        for name, value in zip(names, gathered.mean(dim=0).tolist(), strict=True):
-            self._metrics[mode][name].append(value)
+        for name, value in self._rlvr_metrics[mode].reduce(self.accelerator).items():
+            self._metrics[mode][name] = [value]  # TRL logs the mean of this one value
+        super().log(logs, start_time)
 
 
 def _replace_tail(logged: Any, values: list[float]) -> None:

@@ -17,7 +17,8 @@ travels with the rest of verl's config to every Ray worker. So:
 
 Setting in ``rlvr`` a value verl has a field for is an error naming the field, and so is a
 verl clip ratio other than its default for an objective that has no such width (``abc_grpo``,
-``etr``): nothing the user set is silently ignored.
+``etr``) or does not read it (``apmpo``'s ``clip_ratio_high``, and ``clip_ratio_low`` with
+``adaptive_lower``): nothing the user set is silently ignored.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
 
-from rlvr.objectives import ObjectiveConfig, make_config, objective_spec
+from rlvr.objectives import ApmpoConfig, ObjectiveConfig, make_config, objective_spec
 
 PREFIX = "rlvr_"
 """Registered verl loss modes and advantage estimators are rlvr's names with this prefix."""
@@ -45,6 +46,35 @@ class PolicyLossConfig(VerlPolicyLossConfig):
 
     rlvr: dict = field(default_factory=dict)
     """Hyperparameters of the rlvr objective by their ``ALGORITHMS.md`` names (``eps3``, ``lam1``...)."""
+
+    def __post_init__(self) -> None:
+        check_section(self.loss_mode, self.rlvr)
+
+
+def check_section(loss_mode: str, section: Any) -> None:
+    """What ``policy_loss`` alone tells, checked where verl builds it (on the driver, in its
+    ``validate_config``, before any worker starts): the objective's name, the names and values
+    of the ``rlvr`` section, and that the section belongs to an rlvr loss. The values verl's own
+    fields give are checked with them at the first loss call (:func:`objective_config`)."""
+    own = {str(key): _plain(value) for key, value in dict(section or {}).items()}
+    name = objective_name(loss_mode)
+    if name is None:
+        if own:
+            raise ValueError(
+                f"policy_loss.rlvr sets {', '.join(sorted(own))}, but loss_mode={loss_mode!r} is "
+                f"not an rlvr loss ({PREFIX}<objective>), which would ignore it"
+            )
+        return
+    _refuse_verl_fields(own)
+    make_config(name, **own)
+
+
+def _refuse_verl_fields(own: dict[str, Any]) -> None:
+    for key in sorted(set(own) & set(VERL_FIELDS)):
+        raise ValueError(
+            f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
+            "set it there"
+        )
 
 
 def objective_name(loss_mode: str) -> str | None:
@@ -94,14 +124,29 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     spec = objective_spec(name)
     own = own_hyperparameters(actor)
     verl = {k: v for k, v in verl_hyperparameters(actor).items() if k in spec.hyperparameters}
-    for key in sorted(set(own) & set(VERL_FIELDS)):
-        raise ValueError(
-            f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
-            "set it there"
-        )
+    _refuse_verl_fields(own)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
-    return ObjectiveConfig(name, params=make_config(name, **verl, **own), loss_agg=loss_agg)
+    params = make_config(name, **verl, **own)
+    _refuse_ignored_widths(name, params, verl)
+    return ObjectiveConfig(name, params=params, loss_agg=loss_agg)
+
+
+def ignored_widths(params: Any) -> tuple[str, ...]:
+    """The widths verl would set that the objective's loss does not read: ``apmpo``'s upper
+    width is ``eps_ada`` (``eps_min..eps_max``), and so is its lower one with ``adaptive_lower``."""
+    if not isinstance(params, ApmpoConfig):
+        return ()
+    return ("eps_low", "eps_high") if params.adaptive_lower else ("eps_high",)
+
+
+def _refuse_ignored_widths(name: str, params: Any, verl: dict[str, float]) -> None:
+    for key in ignored_widths(params):
+        if verl[key] != VERL_DEFAULT_CLIP:
+            raise ValueError(
+                f"{PREFIX}{name} does not read actor.{VERL_FIELDS[key]} (got {verl[key]}): its "
+                "adaptive width eps_ada is set by policy_loss.rlvr.eps_min and eps_max"
+            )
 
 
 def _refuse_clip_ratios(name: str, actor: Any, valid: tuple[str, ...]) -> None:

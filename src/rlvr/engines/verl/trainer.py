@@ -16,7 +16,9 @@ objective that needs statistics:
    terms unchanged) run with each micro-batch's statistics rows in scope for the
    registered ``rlvr_<name>`` loss.
 
-With any other loss mode it is verl's ``sync`` trainer unchanged.
+With any other loss mode it is verl's ``sync`` trainer unchanged. In both cases verl's base
+trainer reads its mode as ``sync`` (:attr:`RlvrTrainer.trainer_mode`): it switches to its
+asynchronous code paths for any other name, and reads ``trainer.v1.sync.*`` options.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from rlvr.objectives import ObjectiveConfig
 
 TRAINER_MODE = "rlvr"
 """The name under which :class:`RlvrTrainer` is registered (``trainer.v1.trainer_mode``)."""
+
+SYNC_MODE = "sync"
+"""verl's synchronous mode: the one verl's base trainer treats as on-policy (see :class:`RlvrTrainer`)."""
 
 STATS_FIELDS = ("rlvr_pass_rate", "rlvr_reward_mean", "rlvr_reward_std")
 """Per-sample fields carrying :class:`~rlvr.advantages.GroupStats` through verl's batch."""
@@ -115,6 +120,17 @@ def put_group_stats(batch: Any, objective: ObjectiveConfig) -> None:
 @register_trainer(TRAINER_MODE)
 class RlvrTrainer(PPOTrainerSync):
     """verl's synchronous PPO trainer that supplies exact group statistics to rlvr's objectives."""
+
+    @property
+    def trainer_mode(self) -> str:
+        """``"sync"``: verl's base trainer takes its asynchronous paths (an async replay buffer
+        that evicts stale and failed groups, single-prompt fetches, TransferQueue checkpoints,
+        ``trainer.v1.<mode>`` options) for any other value, and this trainer is the sync one."""
+        return SYNC_MODE
+
+    @trainer_mode.setter
+    def trainer_mode(self, _: str) -> None:
+        """verl's ``__init__`` assigns ``config.trainer.v1.trainer_mode`` (``rlvr``); kept ``sync``."""
 
     def _setup(self) -> None:
         super()._setup()

@@ -163,7 +163,7 @@ def held_out_arm(name, correct_per_seed, n=4):
     return data
 
 
-def test_final_held_out_claims_resample_problems():
+def test_final_held_out_claims_count_the_problems_variance():
     claim = Claim(
         "h",
         "p",
@@ -184,8 +184,11 @@ def test_final_held_out_claims_resample_problems():
     )
     verdict = judge(claim, {"a": held_out_arm("a", one_lucky), "b": held_out_arm("b", base)})
     # per seed the run-level difference is +0.0625 in all seeds, but one problem carries it:
-    # resampling the problems puts 0 inside the interval
-    assert verdict.status == INCONCLUSIVE and verdict.intervals["a - b"].low == 0.0
+    # the problems' variance, (7 * 0.0625**2 + 0.4375**2) / 7 / 8 = 0.0625**2, puts 0 inside
+    # the interval 0.0625 -+ t(0.975, 7) * 0.0625 (the seeds do not vary: df = P - 1 = 7)
+    ci = verdict.intervals["a - b"]
+    assert verdict.status == INCONCLUSIVE
+    assert (ci.low, ci.high) == pytest.approx((0.0625 * (1 - 2.364624), 0.0625 * (1 + 2.364624)))
 
 
 def test_missing_runs_make_a_claim_inconclusive():

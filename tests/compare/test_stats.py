@@ -1,59 +1,137 @@
-"""The paired bootstrap: exact cases by hand."""
+"""The paired interval: hand-worked cases, Student's t quantiles and its coverage."""
+
+import math
 
 import numpy as np
 import pytest
 
-from rlvr.compare.stats import Interval, mean_std, paired_bootstrap
+from rlvr.compare.stats import Interval, mean_std, paired_interval, t_quantile
+
+# Student's t quantiles from printed tables (e.g. NIST/SEMATECH e-Handbook, table 1.3.6.7.2).
+T_TABLE = {
+    (0.975, 1): 12.706205,
+    (0.975, 2): 4.302653,
+    (0.975, 4): 2.776445,
+    (0.975, 9): 2.262157,
+    (0.975, 29): 2.045230,
+    (0.95, 2): 2.919986,
+    (0.995, 5): 4.032143,
+}
+
+
+@pytest.mark.parametrize(("q", "df"), sorted(T_TABLE))
+def test_t_quantile_matches_the_tables(q, df):
+    assert t_quantile(q, df) == pytest.approx(T_TABLE[(q, df)], abs=2e-6)
+
+
+def test_t_quantile_closed_forms_and_symmetry():
+    # df = 1 is Cauchy: tan(pi (q - 1/2)); df = 2: (2q - 1) / sqrt(2 q (1 - q))
+    assert t_quantile(0.9, 1) == pytest.approx(math.tan(math.pi * 0.4), rel=1e-9)
+    assert t_quantile(0.8, 2) == pytest.approx(0.6 / math.sqrt(2 * 0.8 * 0.2), rel=1e-9)
+    assert t_quantile(0.5, 3) == pytest.approx(0.0, abs=1e-12)
+    assert t_quantile(0.1, 4) == pytest.approx(-t_quantile(0.9, 4), rel=1e-12)
+    with pytest.raises(ValueError, match="df"):
+        t_quantile(0.9, 0)
 
 
 def test_constant_difference_gives_a_point_interval():
     arm = np.array([[0.5], [0.7], [0.2]])
-    ci = paired_bootstrap(arm, arm - 0.1)
+    ci = paired_interval(arm, arm - 0.1)
     assert ci.mean == pytest.approx(0.1)
     assert (ci.low, ci.high) == pytest.approx((0.1, 0.1))
     assert ci.excludes_zero() == 1 and ci.seeds == 3
 
 
-def test_three_seeds_give_the_range_of_the_differences():
-    # each extreme is a whole resample with probability 1/27 > 2.5%: the 95% interval is [min, max]
+def test_three_seeds_by_hand():
+    # differences 0.1, -0.1, 0.4: mean 0.4/3, sample variance (0.18 - 0.4**2/3)/2 = 0.19/3,
+    # t(0.975, 2) = 4.302653
     arm, base = np.array([0.3, 0.5, 0.9]), np.array([0.2, 0.6, 0.5])
-    ci = paired_bootstrap(arm[:, None], base[:, None])
-    assert ci.mean == pytest.approx(np.mean([0.1, -0.1, 0.4]))
-    assert (ci.low, ci.high) == pytest.approx((-0.1, 0.4))
+    ci = paired_interval(arm[:, None], base[:, None])
+    mean, half = 0.4 / 3, 4.302653 * math.sqrt(0.19 / 3 / 3)
+    assert ci.mean == pytest.approx(mean)
+    assert (ci.low, ci.high) == pytest.approx((mean - half, mean + half), abs=1e-6)
     assert ci.excludes_zero() == 0
-    lower = paired_bootstrap(base[:, None] - 1.0, base[:, None])
-    assert lower.excludes_zero() == -1
+
+
+def test_three_agreeing_seeds_are_not_enough_when_they_spread():
+    # every seed favours the arm, but 0.01, 0.02, 0.30 do not pin the mean above 0 at 95%
+    # (the old percentile bootstrap's interval was [0.01, 0.30]: "reproduced")
+    base = np.zeros((3, 1))
+    ci = paired_interval(base + np.array([[0.01], [0.02], [0.30]]), base)
+    assert ci.low < 0 < ci.high
 
 
 def test_pairing_removes_a_shared_seed_effect():
-    # seeds differ a lot, the arm is always 0.01 better: paired, the interval excludes 0
+    # seeds differ a lot, the arm is always about 0.01 better: paired, the interval excludes 0
     base = np.array([[0.1], [0.5], [0.9]])
-    assert paired_bootstrap(base + 0.01, base).low > 0
+    assert paired_interval(base + np.array([[0.010], [0.011], [0.012]]), base).low > 0
 
 
-def test_problems_are_resampled_within_seeds():
-    rng = np.random.default_rng(1)
-    base = rng.random((3, 200))
-    arm = base + rng.normal(0.05, 0.2, size=(3, 200))
-    ci = paired_bootstrap(arm, base, resamples=4000)
-    diff = arm - base
-    assert ci.mean == pytest.approx(diff.mean())
-    # the interval's width matches the standard error of a mean over 600 paired values
-    se = diff.std() / np.sqrt(diff.size)
-    assert 2 * 1.96 * se * 0.7 < ci.high - ci.low < 2 * 1.96 * se * 1.6
-    assert ci.low < diff.mean() < ci.high
+def test_t_quantile_between_integer_df_and_by_direct_integration():
+    q = t_quantile(0.975, 2.5)
+    assert t_quantile(0.975, 3) < q < t_quantile(0.975, 2)
+    # the density integrated in t itself (trapezoid on a fine grid) reaches 0.475 at q
+    c = math.exp(math.lgamma(1.75) - math.lgamma(1.25)) / math.sqrt(2.5 * math.pi)
+    x = np.linspace(0.0, q, 200_001)
+    y = c * (1 + x**2 / 2.5) ** -1.75
+    assert float(np.sum((y[1:] + y[:-1]) / 2) * (x[1] - x[0])) == pytest.approx(0.475, abs=1e-8)
+    assert t_quantile(0.975, 10_000) == pytest.approx(1.959964, abs=5e-4)
 
 
-def test_same_seed_same_interval():
-    arm, base = np.random.default_rng(0).random((2, 3, 5))
-    assert paired_bootstrap(arm, base) == paired_bootstrap(arm, base)
+def test_problems_add_their_variance_by_hand():
+    # 2 seeds x 3 problems; per-seed means 0.2, 0.4 (0.02 / 2 = 0.01); per-problem means
+    # 0.1, 0.3, 0.5 (0.04 / 3); Welch-Satterthwaite df = V^2 / (0.01^2 / 1 + (0.04/3)^2 / 2)
+    diff = np.array([[0.0, 0.2, 0.4], [0.2, 0.4, 0.6]])
+    ci = paired_interval(diff, np.zeros_like(diff))
+    var = 0.01 + 0.04 / 3
+    df = var**2 / (0.01**2 + (0.04 / 3) ** 2 / 2)
+    assert df == pytest.approx(2.882353, abs=1e-6)
+    half = t_quantile(0.975, df) * math.sqrt(var)
+    assert t_quantile(0.975, 3) < t_quantile(0.975, df) < t_quantile(0.975, 2)
+    assert ci.mean == pytest.approx(0.3)
+    assert (ci.low, ci.high) == pytest.approx((0.3 - half, 0.3 + half), abs=1e-9)
+
+
+def test_problem_variance_with_many_problems_uses_about_normal_quantiles():
+    # seeds agree exactly: only the problems vary; df = P - 1 = 399, t ~ 1.966
+    diff = np.tile(np.array([0.0, 0.2] * 200), (3, 1))
+    ci = paired_interval(diff, np.zeros_like(diff))
+    se = diff[0].std(ddof=1) / math.sqrt(400)
+    assert (ci.high - ci.low) / (2 * se) == pytest.approx(t_quantile(0.975, 399))
+    assert t_quantile(0.975, 399) == pytest.approx(1.9659, abs=1e-3)
+
+
+def test_coverage_under_the_null_is_close_to_the_level():
+    # 3 seeds, no true difference: a 95% interval must exclude 0 about 5% of the time
+    # (the percentile bootstrap over 3 seeds excluded it 25% of the time: 2 * (1/2)^3)
+    rng = np.random.default_rng(7)
+    trials = 4000
+    diffs = rng.normal(0.0, 1.0, size=(trials, 3, 1))
+    excluded = sum(paired_interval(d, np.zeros_like(d)).excludes_zero() != 0 for d in diffs)
+    assert 0.035 < excluded / trials < 0.065
+
+
+def test_coverage_with_problems_and_seed_effects():
+    # seed effect, problem effect and sampling noise; the interval covers the true mean 0
+    rng = np.random.default_rng(3)
+    trials, misses = 600, 0
+    for _ in range(trials):
+        diff = (
+            rng.normal(0, 0.02, (3, 1))
+            + rng.normal(0, 0.05, (1, 200))
+            + rng.normal(0, 0.3, (3, 200))
+        )
+        misses += paired_interval(diff, np.zeros_like(diff)).excludes_zero() != 0
+    assert misses / trials < 0.07
 
 
 def test_bad_input():
     with pytest.raises(ValueError, match="shape"):
-        paired_bootstrap(np.zeros((3, 2)), np.zeros((3, 1)))
+        paired_interval(np.zeros((3, 2)), np.zeros((3, 1)))
     with pytest.raises(ValueError, match="finite"):
-        paired_bootstrap(np.array([[np.nan]]), np.array([[0.0]]))
+        paired_interval(np.array([[np.nan], [0.0]]), np.array([[0.0], [0.0]]))
+    with pytest.raises(ValueError, match="2 seeds"):
+        paired_interval(np.array([[1.0]]), np.array([[0.0]]))
 
 
 def test_mean_std_and_text():

@@ -14,7 +14,7 @@ def _parser(studies: list[str]) -> argparse.ArgumentParser:
         prog="rlvr compare",
         description="Run every arm x seed of a study (in parallel, reusing finished runs and "
         "resuming killed ones) and write report.md / report.html with curves, final scores, "
-        "paired bootstrap intervals and each paper claim's verdict.",
+        "paired t intervals and each paper claim's verdict.",
         epilog="example: rlvr compare abc --jobs 2   |   rlvr compare all --report-dir docs/studies/all",
     )
     add = parser.add_argument

@@ -10,7 +10,7 @@
 
 - :mod:`rlvr.compare.study`: study files (base configuration, arms, seeds, steps) and the plan;
 - :mod:`rlvr.compare.runner` and :mod:`rlvr.compare.worker`: one process per run, reuse, resume;
-- :mod:`rlvr.compare.results`, :mod:`rlvr.compare.stats`: summaries and paired bootstrap intervals;
+- :mod:`rlvr.compare.results`, :mod:`rlvr.compare.stats`: summaries and paired t intervals;
 - :mod:`rlvr.compare.claims`: the papers' claims (``claims/*.yaml``) and the verdict rules;
 - :mod:`rlvr.compare.report`, :mod:`rlvr.compare.figures`: ``report.md``, ``report.html``, figures.
 """

@@ -17,8 +17,8 @@ A claim file (bundled in ``rlvr/compare/claims/<name>.yaml`` or any path) lists 
 Three rules, each on per-seed values paired by seed (:mod:`rlvr.compare.stats`; held-out
 metrics with ``summary: final`` are also paired by problem):
 
-- ``direction`` (``arm`` vs ``baseline`` on ``metric``): the paired bootstrap interval of
-  ``arm - baseline``. **Reproduced** when it excludes 0 on the claimed side, **not
+- ``direction`` (``arm`` vs ``baseline`` on ``metric``): the paired 95% t interval of
+  ``arm - baseline`` (:func:`rlvr.compare.stats.paired_interval`). **Reproduced** when it excludes 0 on the claimed side, **not
   reproduced** when it excludes 0 on the other side, **inconclusive** otherwise.
 - ``order`` (``arms: [a, b, c]`` on one ``metric``, or ``metrics: [m1, m2, ...]`` of one
   ``arm``; claimed ``a < b < c`` for ``direction: increasing``, ``>`` for ``decreasing``):
@@ -42,7 +42,7 @@ import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.results import SUMMARIES, ArmData
-from rlvr.compare.stats import Interval, paired_bootstrap
+from rlvr.compare.stats import Interval, paired_interval
 
 RULES = ("direction", "order", "largest")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -208,7 +208,7 @@ def _pair(
     claim: Claim, data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, seeds
 ) -> Interval:
     """Paired interval of ``a:ma - b:mb`` over ``seeds`` (by problem too for final held-out scores)."""
-    return paired_bootstrap(*paired_arrays(data, a, b, ma, mb, claim.summary, seeds))
+    return paired_interval(*paired_arrays(data, a, b, ma, mb, claim.summary, seeds))
 
 
 def _seeds(claim: Claim, data: dict[str, ArmData]) -> tuple[list[int], str]:
@@ -309,10 +309,10 @@ def _name(claim: Claim, arm: str, metric: str) -> str:
 
 JUDGES = {"direction": _direction, "order": _order, "largest": _largest}
 RULE_TEXT = {
-    "direction": "paired 95% bootstrap CI of arm - baseline: excludes 0 on the claimed side -> "
+    "direction": "paired 95% t CI of arm - baseline: excludes 0 on the claimed side -> "
     "reproduced; on the other side -> not reproduced; contains 0 -> inconclusive",
-    "order": "paired 95% bootstrap CI of each consecutive difference: all on the claimed side -> "
+    "order": "paired 95% t CI of each consecutive difference: all on the claimed side -> "
     "reproduced; any on the other side -> not reproduced; else inconclusive",
-    "largest": "paired 95% bootstrap CI of expected - each other: all > 0 -> reproduced; any < 0 -> "
+    "largest": "paired 95% t CI of expected - each other: all > 0 -> reproduced; any < 0 -> "
     "not reproduced; else inconclusive",
 }

@@ -26,7 +26,7 @@ from rlvr.compare.claims import (
     paired_arrays,
 )
 from rlvr.compare.results import ArmData, load_run
-from rlvr.compare.stats import LEVEL, RESAMPLES, mean_std, paired_bootstrap
+from rlvr.compare.stats import LEVEL, mean_std, paired_interval
 from rlvr.compare.study import RunSpec, Study
 
 FIGURES_DIR = "figures"
@@ -104,7 +104,7 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
         a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
     except ValueError:
         return "undefined"
-    return f"{paired_bootstrap(a, b).text(3)} vs `{arm.baseline}`"
+    return f"{paired_interval(a, b).text(3)} vs `{arm.baseline}`"
 
 
 def _summary_table(verdicts: list[Verdict]) -> list[list[str]]:
@@ -131,11 +131,15 @@ RULES_TEXT = [
     "Every arm runs once per seed; runs of different arms with the same seed share the preset, "
     "the training-prompt order and the held-out problems, so arms are compared **paired by seed** "
     "(and, for held-out scores, by problem).",
-    f"**Confidence intervals**: paired bootstrap, {RESAMPLES:,} resamples, percentile interval at "
-    f"level {LEVEL:.0%}, fixed RNG seed (rlvr.compare.stats). A resample draws the seeds with "
-    "replacement and, for held-out scores, each drawn seed's problems with replacement (the same "
-    "problems for both arms). With 3 seeds and a per-run summary the interval is the range of the "
-    "three per-seed differences: it excludes 0 only when all seeds agree.",
+    f"**Confidence intervals**: paired Student-t interval at level {LEVEL:.0%} "
+    "(rlvr.compare.stats.paired_interval): the mean difference -+ t(S - 1) x its standard error, "
+    "where the squared standard error is the sample variance of the per-seed mean differences "
+    "over S plus, for held-out scores, the sample variance of the per-problem mean differences "
+    "over the P problems (conservative: the evaluation's sampling noise is counted in both). "
+    "With 3 seeds t(2) = 4.30, so an interval excludes 0 only when the seeds agree closely.",
+    "**Many claims, one test each**: every verdict is its own 95% test, with no correction across "
+    "claims. With no true difference anywhere, about 2.5% of the direction claims would still come "
+    "out reproduced and 2.5% not reproduced; read a lone verdict among many accordingly.",
     "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
     "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
     "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "

@@ -8,7 +8,7 @@ that writes what the report needs and the trainer does not keep:
 
 - ``progress.json`` after every step (``step``, ``total``) for the runner's live table;
 - ``evals/step_NNNNNN.json`` after every evaluation: each held-out problem's ``n``, ``c``
-  and answer diversity (the paired bootstrap resamples problems);
+  and answer diversity (the paired interval counts the problems' variance);
 - ``final.json`` at the end (written last, atomically): the run is finished when it exists.
 """
 

@@ -1,5 +1,7 @@
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -328,3 +330,25 @@ def test_resume_without_a_checkpoint_starts_over(train_config, monkeypatch):
     with pytest.warns(UserWarning, match="no checkpoint"):
         result = train(cfg, resume=True)
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]
+
+
+def test_a_start_that_fails_to_build_writes_nothing(train_config, tmp_path):
+    """A resume whose build fails (bad data) keeps the run's config.yaml and metrics, so the
+    run can still be resumed as it was; a fresh start that fails leaves no run directory."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "answer": "1"}\n{"prompt": "b"}\n')
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    saved = {name: (run_dir / name).read_bytes() for name in ("config.yaml", "metrics.jsonl")}
+    broken = dataclasses.replace(cfg, steps=4, data=dataclasses.replace(cfg.data, train=str(bad)))
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        train(broken, resume=True)
+    assert {name: (run_dir / name).read_bytes() for name in saved} == saved
+
+    fresh = dataclasses.replace(
+        broken, log=dataclasses.replace(cfg.log, output_dir=str(tmp_path / "never"))
+    )
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        train(fresh)
+    assert not (tmp_path / "never").exists()

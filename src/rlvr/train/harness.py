@@ -37,7 +37,7 @@ from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler
-from rlvr.train.setup import expand_output_dir, prepare_run_dir, set_threads
+from rlvr.train.setup import expand_output_dir, locate_run_dir, open_run_dir, set_threads
 
 
 @dataclass(frozen=True)
@@ -175,12 +175,14 @@ def run_job(
     ``resume`` continues from the latest checkpoint in ``config.log.output_dir``.
     """
     config = expand_output_dir(config, resume=resume)
-    run_dir, checkpoint = prepare_run_dir(config, resume=resume)
+    run = locate_run_dir(config, resume=resume)
+    run_dir, checkpoint = run
     set_threads(config.threads)
     seed_everything(config.seed)
     job = build(config, run_dir, checkpoint)
     loop = _Loop(config, job, run_dir, list(callbacks))
     try:
+        open_run_dir(config, run, resume=resume)  # only now: a failed build leaves no trace
         if checkpoint is not None:
             loop.restore(checkpoint)
         row, model_dir = loop.run()

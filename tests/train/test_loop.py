@@ -352,3 +352,22 @@ def test_a_start_that_fails_to_build_writes_nothing(train_config, tmp_path):
     with pytest.raises(ValueError, match=r"bad.jsonl:2"):
         train(fresh)
     assert not (tmp_path / "never").exists()
+
+
+def _tensorboard_steps(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return [e.step for e in events.Scalars(tag)]
+
+
+def test_resume_without_a_checkpoint_drops_the_killed_runs_tensorboard_events(train_config):
+    cfg = train_config(
+        "steps=2", "checkpoint.save_final=false", "log.tensorboard=true", "eval.at_start=true"
+    )
+    train(cfg)  # as if killed before its first checkpoint
+    with pytest.warns(UserWarning, match="no checkpoint"):
+        result = train(cfg, resume=True)
+    assert _tensorboard_steps(result.run_dir, "reward/mean") == [1, 2]
+    assert _tensorboard_steps(result.run_dir, "eval/avg@1") == [0]

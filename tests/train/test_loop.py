@@ -371,3 +371,19 @@ def test_resume_without_a_checkpoint_drops_the_killed_runs_tensorboard_events(tr
         result = train(cfg, resume=True)
     assert _tensorboard_steps(result.run_dir, "reward/mean") == [1, 2]
     assert _tensorboard_steps(result.run_dir, "eval/avg@1") == [0]
+
+
+def test_an_output_dir_that_cannot_be_made_is_refused_before_loading(
+    train_config, tmp_path, monkeypatch
+):
+    import rlvr.train.loop
+
+    def build_run(*args):
+        raise AssertionError("loaded although the run directory cannot be made")
+
+    monkeypatch.setattr(rlvr.train.loop, "build_run", build_run)
+    (tmp_path / "file").write_text("")
+    for out in (tmp_path / "file", tmp_path / "file" / "run"):
+        cfg = train_config(f"log.output_dir={out}")
+        with pytest.raises(ValueError, match=r"log.output_dir=.*file"):
+            train(cfg)

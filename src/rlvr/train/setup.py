@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import glob
 import math
+import os
 import sys
 import time
 import warnings
@@ -62,6 +63,7 @@ def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
     """
     log: LogConfig = config.log
     run_dir = Path(log.output_dir)
+    _check_creatable(run_dir)
     checkpoint = latest_checkpoint(run_dir) if resume else None
     if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
         raise ValueError(
@@ -71,6 +73,15 @@ def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
     if resume and checkpoint is None:
         warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
     return RunDir(run_dir, checkpoint)
+
+
+def _check_creatable(run_dir: Path) -> None:
+    """Refuse a run directory that could not be made, before anything loads."""
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is not writable")
 
 
 def open_run_dir(config: Any, run: RunDir, *, resume: bool) -> None:

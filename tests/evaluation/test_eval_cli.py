@@ -104,3 +104,23 @@ def test_eval_extract_option_is_applied_and_recorded(tiny_model_dir, tmp_path):
     flexible = get_verifier("reasoning_gym", extract="flexible")
     for p in data["problems"]:
         assert p["scores"] == [flexible(c, p["reference"]) for c in p["completions"]]
+
+
+def test_an_unwritable_output_is_refused_before_evaluating(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """--output under a file (or naming a directory) failed only after the whole evaluation."""
+    import rlvr.evaluation.harness
+
+    def evaluate(*args, **kwargs):
+        raise AssertionError("evaluated although the report could not be written")
+
+    monkeypatch.setattr(rlvr.evaluation.harness, "evaluate", evaluate)
+    (tmp_path / "file").write_text("")
+    for output in (tmp_path / "file" / "eval.json", tmp_path):
+        argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+                "--output", str(output)]  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("rlvr: error: --output") and str(output) in err
+        assert len(err.strip().splitlines()) == 1

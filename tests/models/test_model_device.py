@@ -30,3 +30,13 @@ def test_cuda_index_past_the_devices_is_a_value_error():
 def test_load_model_checks_the_device_before_loading(tmp_path):
     with pytest.raises(ValueError, match="torch device such as"):
         load_model(str(tmp_path / "no-model"), device="nope")
+
+
+def test_a_local_directory_without_a_loadable_model_is_named_as_such(tiny_model_dir, tmp_path):
+    """The error said "not a local directory" about a directory that holds a broken model."""
+    (tmp_path / "config.json").write_bytes((tiny_model_dir / "config.json").read_bytes())
+    with pytest.raises(ValueError) as err:
+        load_model(str(tmp_path))
+    message = str(err.value)
+    assert f"could not load model from the directory {str(tmp_path)!r}" in message
+    assert "not a local directory" not in message and "model.safetensors" in message

@@ -40,6 +40,17 @@ def test_worker_processes_match_inline_and_survive_crashes():
         assert scorer(["ok"] * 3, [0] * 3).values == [1.0, 1.0, 1.0]
 
 
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_verifier_that_exits_or_returns_text_fails_that_completion(workers):
+    """``sys.exit`` inside a verifier ended an inline-scored training run (a worker's death
+    was already counted), and a score of "1" (a string) was paid as 1.0."""
+    with Scorer(BOOM, ScoringConfig(workers=workers, timeout_s=30)) as scorer:
+        scores = scorer(["exit", "text", "ok"], [0] * 3)
+    assert scores.values == [-1.0, -1.0, 1.0]
+    assert scores.status == ["error", "error", "ok"] and scores.failures == 2
+    assert "number" in scores.errors[1]
+
+
 def test_pool_scores_in_input_order():
     verifier = Verifier(spec="echo", fn=echo, options={"wrong": -1.0}, failure_value=-1.0)
     completions = [str(i % 3) for i in range(12)]

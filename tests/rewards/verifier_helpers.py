@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 
@@ -18,13 +19,18 @@ def echo(completion: str, reference, *, correct: float = 1.0, wrong: float = 0.0
 
 
 def boom(completion: str, reference, *, wrong: float = -1.0) -> float:
-    """Raises on 'boom', returns NaN on 'nan', kills its process on 'die', else 1."""
+    """Raises on 'boom', returns NaN on 'nan', kills its process on 'die', calls
+    ``sys.exit`` on 'exit', returns the string "1" on 'text', else 1."""
     if completion == "boom":
         raise RuntimeError("verifier exploded")
     if completion == "nan":
         return float("nan")
     if completion == "die":
         os._exit(3)
+    if completion == "exit":
+        sys.exit(3)
+    if completion == "text":
+        return "1"  # type: ignore[return-value]
     return 1.0
 
 

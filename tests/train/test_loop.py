@@ -1,5 +1,7 @@
+import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -328,3 +330,60 @@ def test_resume_without_a_checkpoint_starts_over(train_config, monkeypatch):
     with pytest.warns(UserWarning, match="no checkpoint"):
         result = train(cfg, resume=True)
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]
+
+
+def test_a_start_that_fails_to_build_writes_nothing(train_config, tmp_path):
+    """A resume whose build fails (bad data) keeps the run's config.yaml and metrics, so the
+    run can still be resumed as it was; a fresh start that fails leaves no run directory."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "answer": "1"}\n{"prompt": "b"}\n')
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    saved = {name: (run_dir / name).read_bytes() for name in ("config.yaml", "metrics.jsonl")}
+    broken = dataclasses.replace(cfg, steps=4, data=dataclasses.replace(cfg.data, train=str(bad)))
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        train(broken, resume=True)
+    assert {name: (run_dir / name).read_bytes() for name in saved} == saved
+
+    fresh = dataclasses.replace(
+        broken, log=dataclasses.replace(cfg.log, output_dir=str(tmp_path / "never"))
+    )
+    with pytest.raises(ValueError, match=r"bad.jsonl:2"):
+        train(fresh)
+    assert not (tmp_path / "never").exists()
+
+
+def _tensorboard_steps(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return [e.step for e in events.Scalars(tag)]
+
+
+def test_resume_without_a_checkpoint_drops_the_killed_runs_tensorboard_events(train_config):
+    cfg = train_config(
+        "steps=2", "checkpoint.save_final=false", "log.tensorboard=true", "eval.at_start=true"
+    )
+    train(cfg)  # as if killed before its first checkpoint
+    with pytest.warns(UserWarning, match="no checkpoint"):
+        result = train(cfg, resume=True)
+    assert _tensorboard_steps(result.run_dir, "reward/mean") == [1, 2]
+    assert _tensorboard_steps(result.run_dir, "eval/avg@1") == [0]
+
+
+def test_an_output_dir_that_cannot_be_made_is_refused_before_loading(
+    train_config, tmp_path, monkeypatch
+):
+    import rlvr.train.loop
+
+    def build_run(*args):
+        raise AssertionError("loaded although the run directory cannot be made")
+
+    monkeypatch.setattr(rlvr.train.loop, "build_run", build_run)
+    (tmp_path / "file").write_text("")
+    for out in (tmp_path / "file", tmp_path / "file" / "run"):
+        cfg = train_config(f"log.output_dir={out}")
+        with pytest.raises(ValueError, match=r"log.output_dir=.*file"):
+            train(cfg)

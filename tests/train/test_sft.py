@@ -1,5 +1,7 @@
 import copy
+import dataclasses
 import json
+import math
 
 import pytest
 import torch
@@ -144,3 +146,15 @@ def test_sft_steps_override_epochs(tiny_model_dir, sft_file, tmp_path):
         5,
     ]  # 6 pairs, batches of 3: wraps into epoch 1 and 2
     assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 1.0, 1.0, 2.0]
+
+
+def test_resume_with_more_steps_follows_the_new_schedule(tiny_model_dir, sft_file, tmp_path):
+    """``--resume DIR steps=N`` extends the LR schedule to N steps: the checkpoint's schedule
+    ended at 4, and its cosine gave lr 0 to every step after."""
+    optim = OptimConfig(lr=1e-3, schedule="cosine", max_grad_norm=1.0)
+    short = _cfg(tiny_model_dir, sft_file, tmp_path / "run", steps=4, optim=optim)
+    sft(short)
+    longer = sft(dataclasses.replace(short, steps=8), resume=True)
+    lrs = [r["optim/lr"] for r in read_metrics(longer.run_dir / "metrics.jsonl")]
+    expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * s / 8)) for s in range(8)]
+    assert lrs[4:] == pytest.approx(expected[4:], rel=1e-9)

@@ -165,6 +165,18 @@ def write_json(data: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def check_writable(path: Path) -> None:
+    """Refuse an output file that could not be written, before the evaluation it would hold."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--output {path}: cannot create its folder ({err.strerror})") from None
+    if path.is_dir():
+        raise ValueError(f"--output {path}: is a directory; name a JSON file")
+    if not os.access(path.parent, os.W_OK):
+        raise ValueError(f"--output {path}: its folder is not writable")
+
+
 def _default_output(model: str) -> Path:
     stem = Path(model.rstrip("/")).name or "model"
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -180,10 +192,11 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     config = _config(args)
     verifier = get_verifier(args.verifier, **_reward_options(args))
+    output = Path(args.output) if args.output else _default_output(args.model)
+    check_writable(output)
     examples = _load(args)
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     report = evaluate(model, tokenizer, examples, verifier, config)
-    output = Path(args.output) if args.output else _default_output(args.model)
     write_json(
         {
             "model": args.model,

@@ -117,6 +117,8 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:
+        if Path(path).is_dir():
+            raise ValueError(f"could not load model from the directory {path!r}: {err}") from err
         raise ValueError(
             f"could not load model {name_or_path!r}: not a preset ({', '.join(preset_names())}), "
             f"not a local directory, and not reachable on the Hugging Face Hub ({err})"

@@ -132,7 +132,9 @@ def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: fl
                 value = float(verifier(completion, reference))
         except VerifierTimeout:
             return Row(TIMEOUT, verifier.failure_value, f"timed out after {timeout_s:g} s", events)
-        except Exception as err:  # a verifier bug or bad input must not stop training
+        # A verifier bug or bad input must not stop training; a worker process that exits is
+        # counted too, so inline scoring counts a verifier's sys.exit() the same way.
+        except (Exception, SystemExit) as err:
             return Row(ERROR, verifier.failure_value, f"{type(err).__name__}: {err}", events)
     if not math.isfinite(value):
         return Row(ERROR, verifier.failure_value, f"non-finite score {value}", events)

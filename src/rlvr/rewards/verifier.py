@@ -32,7 +32,10 @@ class Verifier:
     """Score of a wrong completion, and of one whose verification failed or timed out."""
 
     def __call__(self, completion: str, reference: Any) -> float:
-        return float(self.fn(completion, reference, **self.options))
+        score = self.fn(completion, reference, **self.options)
+        if isinstance(score, (str, bytes)):  # float() would read "1" as a score
+            raise TypeError(f"a verifier must return a number, got {score!r}")
+        return float(score)
 
     def warm_up(self) -> None:
         """Start what the verifier would start on its first call (the ``math`` verifier's

@@ -141,11 +141,26 @@ def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
     """Restore optimiser, scheduler and RNG states from a checkpoint; returns the rest."""
     payload = torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
     optimizer.load_state_dict(payload["optimizer"])
-    scheduler.load_state_dict(payload["scheduler"])
+    _load_schedule(scheduler, payload["scheduler"])
     set_rng_state(payload["rng"])
     return TrainerState(
         step=int(payload["step"]), data=dict(payload["data"]), extra=dict(payload["extra"])
     )
+
+
+def _load_schedule(scheduler, state: dict[str, Any]) -> None:
+    """The schedule's position from ``state``, its shape (warm-up, length, kind) from the
+    run being resumed, so ``--resume DIR steps=N`` stretches it to N steps.
+
+    ``LambdaLR`` saves the attributes of a callable schedule and would restore the old
+    length (a cosine then gives lr 0 to every step past it).
+    """
+    if "lr_lambdas" not in state:
+        scheduler.load_state_dict(state)
+        return
+    scheduler.load_state_dict({**state, "lr_lambdas": [None] * len(state["lr_lambdas"])})
+    scheduler.last_epoch -= 1
+    scheduler.step()  # the current step again: the optimiser's lr from this run's schedule
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler
-from rlvr.train.setup import expand_output_dir, prepare_run_dir, set_threads
+from rlvr.train.setup import expand_output_dir, locate_run_dir, open_run_dir, set_threads
 
 
 @dataclass(frozen=True)
@@ -175,12 +175,14 @@ def run_job(
     ``resume`` continues from the latest checkpoint in ``config.log.output_dir``.
     """
     config = expand_output_dir(config, resume=resume)
-    run_dir, checkpoint = prepare_run_dir(config, resume=resume)
+    run = locate_run_dir(config, resume=resume)
+    run_dir, checkpoint = run
     set_threads(config.threads)
     seed_everything(config.seed)
     job = build(config, run_dir, checkpoint)
-    loop = _Loop(config, job, run_dir, list(callbacks))
+    loop = _Loop(config, job, run_dir, list(callbacks), resume=resume)
     try:
+        open_run_dir(config, run, resume=resume)  # only now: a failed build leaves no trace
         if checkpoint is not None:
             loop.restore(checkpoint)
         row, model_dir = loop.run()
@@ -199,8 +201,11 @@ def run_job(
 class _Loop:
     """The step loop of one process: writers, schedule, checkpoints, callbacks."""
 
-    def __init__(self, config: Any, job: Job, run_dir: Path, callbacks: list[Callback]) -> None:
+    def __init__(
+        self, config: Any, job: Job, run_dir: Path, callbacks: list[Callback], *, resume: bool
+    ) -> None:
         self.config, self.job, self.run_dir, self.callbacks = config, job, run_dir, callbacks
+        self.resume = resume
         self.start_step, self.evals = 0, {}
         self.writer: MetricsWriter | None = None
         self.progress: ProgressReporter | None = None
@@ -219,7 +224,8 @@ class _Loop:
     def run(self) -> tuple[Mapping[str, Any], Path | None]:
         """Steps ``start + 1 .. total``; returns the last row and the last checkpoint."""
         job, config = self.job, self.config
-        resumed = self.start_step if self.start_step else None
+        # A resume with no checkpoint starts over: whatever was logged before (step >= 0) goes.
+        resumed = self.start_step if self.start_step else (-1 if self.resume else None)
         self.writer = MetricsWriter(
             self.run_dir, config.log, resume_step=resumed, config=to_dict(config)
         )

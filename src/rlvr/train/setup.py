@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import glob
 import math
+import os
 import sys
 import time
 import warnings
@@ -54,14 +55,15 @@ class RunDir(NamedTuple):
     """Latest complete checkpoint when resuming, else ``None``."""
 
 
-def prepare_run_dir(config: Any, *, resume: bool) -> RunDir:
-    """The run directory and the checkpoint to resume from (or None); writes ``config.yaml``.
+def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
+    """The run directory and the checkpoint to resume from (or None); writes nothing.
 
     A fresh run refuses a directory that already holds metrics or checkpoints; a resumed
     run with no checkpoint yet starts from scratch.
     """
     log: LogConfig = config.log
     run_dir = Path(log.output_dir)
+    _check_creatable(run_dir)
     checkpoint = latest_checkpoint(run_dir) if resume else None
     if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
         raise ValueError(
@@ -70,14 +72,34 @@ def prepare_run_dir(config: Any, *, resume: bool) -> RunDir:
         )
     if resume and checkpoint is None:
         warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
-        for name in (
-            METRICS_FILE,
-            SAMPLES_FILE,
-        ):  # rows of a run killed before its first checkpoint
-            truncate_after(run_dir / name, -1)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / CONFIG_FILE).write_text(dump_yaml(config))
     return RunDir(run_dir, checkpoint)
+
+
+def _check_creatable(run_dir: Path) -> None:
+    """Refuse a run directory that could not be made, before anything loads."""
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is not writable")
+
+
+def open_run_dir(config: Any, run: RunDir, *, resume: bool) -> None:
+    """Create the run directory and write ``config.yaml``; a resume with no checkpoint drops
+    the rows of a run killed before its first one. Called once the job is built, so a start
+    that fails (bad data, a model that does not load) leaves an earlier run as it was."""
+    if resume and run.checkpoint is None:
+        for name in (METRICS_FILE, SAMPLES_FILE):
+            truncate_after(run.path / name, -1)
+    run.path.mkdir(parents=True, exist_ok=True)
+    (run.path / CONFIG_FILE).write_text(dump_yaml(config))
+
+
+def prepare_run_dir(config: Any, *, resume: bool) -> RunDir:
+    """:func:`locate_run_dir`, then :func:`open_run_dir`."""
+    run = locate_run_dir(config, resume=resume)
+    open_run_dir(config, run, resume=resume)
+    return run
 
 
 def set_threads(threads: int | None) -> None:

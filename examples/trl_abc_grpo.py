@@ -3,7 +3,9 @@
     pip install "rlvr[trl]"
     python examples/trl_abc_grpo.py --model tiny --steps 20             # CPU, rlvr's tiny preset
     accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct --vllm
+    accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct  # GPU, HF generate
 
+Where a GPU is visible it trains there (bf16 where supported), with or without ``--vllm``.
 ``--model`` is a hub name, a local directory or an rlvr preset (``tiny``, ``smollm2-135m``).
 The reward is rlvr's ``reasoning_gym:chain_sum`` verifier; rlvr's metrics (``clip/q1_share``...)
 appear in TRL's log next to its own, in TensorBoard under ``--out``.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+import torch
 from datasets import Dataset
 from trl import GRPOConfig
 
@@ -45,6 +48,9 @@ def main() -> None:
     parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
     parser.add_argument("--eps3", type=float, default=0.2, help="ABC's upper width for A <= 0")
     args = parser.parse_args()
+    gpu = torch.cuda.is_available()
+    if args.vllm and not gpu:
+        parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")
 
     model = resolve_model_path(args.model)
     verifier = get_verifier("reasoning_gym:chain_sum")
@@ -61,11 +67,11 @@ def main() -> None:
         gradient_accumulation_steps=4,
         max_completion_length=128,
         num_iterations=2,  # two passes per batch: the second is off-policy, so the clips act
-        learning_rate=1e-5 if args.vllm else 5e-5,
+        learning_rate=1e-5 if gpu else 5e-5,  # a real model on a GPU; the tiny preset on a CPU
         logging_steps=1,
         report_to="tensorboard",
-        use_cpu=not args.vllm,
-        bf16=args.vllm,
+        use_cpu=not gpu,
+        bf16=gpu and torch.cuda.is_bf16_supported(),
         use_vllm=args.vllm,
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=0.3,

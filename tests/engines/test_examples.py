@@ -97,6 +97,17 @@ def test_trl_example_runs_one_step_on_the_tiny_preset(tmp_path):
     assert "'clip/q1_share'" in run.stdout
 
 
+def test_trl_example_refuses_vllm_without_a_gpu(monkeypatch, capsys):
+    pytest.importorskip("trl")
+    example = load(ROOT / "examples/trl_abc_grpo.py")
+    monkeypatch.setattr(example.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(sys, "argv", ["trl_abc_grpo.py", "--vllm"])
+    with pytest.raises(SystemExit) as exit_:
+        example.main()
+    assert exit_.value.code == 2
+    assert "--vllm needs a GPU" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("script", ["examples/verl_abc_grpo.sh", "bench/gpu/engines_smollm2.sh"])
 def test_shell_scripts_parse(script):
     assert subprocess.run(["bash", "-n", str(ROOT / script)], check=False).returncode == 0

@@ -40,3 +40,10 @@ def test_a_local_directory_without_a_loadable_model_is_named_as_such(tiny_model_
     message = str(err.value)
     assert f"could not load model from the directory {str(tmp_path)!r}" in message
     assert "not a local directory" not in message and "model.safetensors" in message
+
+
+@pytest.mark.parametrize("name", ["/nonexistent/model", "./missing", "runs/x/checkpoints"])
+def test_a_missing_local_path_is_named_without_asking_the_hub(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"no such directory$"):
+        load_model(name)

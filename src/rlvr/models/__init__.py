@@ -108,12 +108,19 @@ def _is_generic_fast_tokenizer(path: str) -> bool:
     return json.loads(config.read_text()).get("tokenizer_class") == "TokenizersBackend"
 
 
+def looks_like_path(name: str) -> bool:
+    """Whether ``name`` can only be a local path (a hub id is ``owner/name``, never ``/x`` or ``a/b/c``)."""
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
+
+
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
 
     torch_device(device)
     path = resolve_model_path(name_or_path)
+    if looks_like_path(path) and not Path(path).expanduser().is_dir():
+        raise ValueError(f"could not load model {name_or_path!r}: no such directory")
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:

@@ -257,7 +257,7 @@ def preflight(config: Any) -> None:
     unknown verifier are reported first, each naming its key.
     """
     from rlvr.data import check_source
-    from rlvr.models import preset_names, torch_device
+    from rlvr.models import looks_like_path, preset_names, torch_device
     from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
@@ -272,8 +272,11 @@ def preflight(config: Any) -> None:
     except ValueError as err:
         raise ValueError(f"model.device: {err}") from None
     name = config.model.name
-    path_like = name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
-    if name not in preset_names() and path_like and not Path(name).expanduser().is_dir():
+    if (
+        name not in preset_names()
+        and looks_like_path(name)
+        and not Path(name).expanduser().is_dir()
+    ):
         raise ValueError(f"model.name: {name}: no such directory")
     reward = getattr(config, "reward", None)
     if reward is not None:

@@ -279,6 +279,8 @@ def test_fac_alone_is_apmpo_with_gamma_zero():
         ({"fss_form": "median"}, "fss_form"),
         ({"adaptive_lower": True, "eps_max": 1.5}, "eps_max < 1"),
         ({"adaptive_lower": "yes"}, "adaptive_lower"),
+        ({"eps_high": 0.28}, "apmpo does not read eps_high"),
+        ({"adaptive_lower": True, "eps_low": 0.1}, "adaptive_lower does not read eps_low"),
     ],
 )
 def test_ablation_switches_are_checked(bad, message):

@@ -116,6 +116,7 @@ class ApmpoConfig(PmpoConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self._refuse_unread_widths()
         check_eps(eps_min=self.eps_min, eps_max=self.eps_max)
         if not self.eps_min <= self.eps_max < math.inf:
             raise ValueError(f"need eps_min <= eps_max < inf, got {self.eps_min}, {self.eps_max}")
@@ -130,6 +131,20 @@ class ApmpoConfig(PmpoConfig):
             raise ValueError(
                 f"adaptive_lower needs eps_max < 1 (the lower edge 1 - eps_ada must stay > 0), "
                 f"got eps_max={self.eps_max}"
+            )
+
+    def _refuse_unread_widths(self) -> None:
+        """A width the loss never reads is an error, not a silent no-op: the upper width is
+        ``eps_ada`` (eq. 6), and with ``adaptive_lower`` the lower one too (eq. 81)."""
+        if self.eps_high != PmpoConfig.eps_high:
+            raise ValueError(
+                f"apmpo does not read eps_high (got {self.eps_high}): its upper width is "
+                "eps_ada, between eps_min and eps_max (eq. 6); eps_high is pmpo's fixed width"
+            )
+        if self.adaptive_lower and self.eps_low != PmpoConfig.eps_low:
+            raise ValueError(
+                f"apmpo with adaptive_lower does not read eps_low (got {self.eps_low}): both "
+                "widths are eps_ada (eq. 81)"
             )
 
 

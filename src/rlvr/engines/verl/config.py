@@ -127,9 +127,10 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     _refuse_verl_fields(own)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
-    params = make_config(name, **verl, **own)
-    _refuse_ignored_widths(name, params, verl)
-    return ObjectiveConfig(name, params=params, loss_agg=loss_agg)
+    ignored = ignored_widths(make_config(name, **own))
+    _refuse_ignored_widths(name, ignored, verl)
+    used = {k: v for k, v in verl.items() if k not in ignored}
+    return ObjectiveConfig(name, params=make_config(name, **used, **own), loss_agg=loss_agg)
 
 
 def ignored_widths(params: Any) -> tuple[str, ...]:
@@ -140,8 +141,8 @@ def ignored_widths(params: Any) -> tuple[str, ...]:
     return ("eps_low", "eps_high") if params.adaptive_lower else ("eps_high",)
 
 
-def _refuse_ignored_widths(name: str, params: Any, verl: dict[str, float]) -> None:
-    for key in ignored_widths(params):
+def _refuse_ignored_widths(name: str, ignored: tuple[str, ...], verl: dict[str, float]) -> None:
+    for key in ignored:
         if verl[key] != VERL_DEFAULT_CLIP:
             raise ValueError(
                 f"{PREFIX}{name} does not read actor.{VERL_FIELDS[key]} (got {verl[key]}): its "

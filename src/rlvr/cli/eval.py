@@ -166,15 +166,15 @@ def write_json(data: dict, path: Path) -> None:
 
 
 def check_writable(path: Path) -> None:
-    """Refuse an output file that could not be written, before the evaluation it would hold."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"--output {path}: cannot create its folder ({err.strerror})") from None
+    """Refuse an output file that could not be written, before the evaluation it would hold
+    (nothing is created: :func:`write_json` makes the folder)."""
+    from rlvr.train.setup import why_not_creatable
+
     if path.is_dir():
         raise ValueError(f"--output {path}: is a directory; name a JSON file")
-    if not os.access(path.parent, os.W_OK):
-        raise ValueError(f"--output {path}: its folder is not writable")
+    problem = why_not_creatable(path.parent)
+    if problem:
+        raise ValueError(f"--output {path}: {problem}")
 
 
 def _default_output(model: str) -> Path:

@@ -63,7 +63,9 @@ def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
     """
     log: LogConfig = config.log
     run_dir = Path(log.output_dir)
-    _check_creatable(run_dir)
+    problem = why_not_creatable(run_dir)
+    if problem:  # refused before anything loads
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {problem}")
     checkpoint = latest_checkpoint(run_dir) if resume else None
     if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
         raise ValueError(
@@ -75,13 +77,15 @@ def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
     return RunDir(run_dir, checkpoint)
 
 
-def _check_creatable(run_dir: Path) -> None:
-    """Refuse a run directory that could not be made, before anything loads."""
-    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+def why_not_creatable(folder: Path) -> str | None:
+    """Why the directory ``folder`` could not be made (or written into), else ``None``;
+    checked on the nearest existing part of the path, without creating anything."""
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     if not existing.is_dir():
-        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is a file, not a directory")
+        return f"{existing} is a file, not a directory"
     if not os.access(existing, os.W_OK):
-        raise ValueError(f"log.output_dir={str(run_dir)!r}: {existing} is not writable")
+        return f"{existing} is not writable"
+    return None
 
 
 def open_run_dir(config: Any, run: RunDir, *, resume: bool) -> None:

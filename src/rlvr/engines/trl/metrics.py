@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from accelerate.utils import gather_object
 
+from rlvr.train.metrics import StepMetrics
 from rlvr.train.update import exact_shares
 
 
@@ -27,37 +28,20 @@ def _extreme(name: str) -> bool:
     return name.endswith(("max", "min"))
 
 
-class MetricWindow:
-    """The metrics of one process's micro-batches since the last log."""
-
-    def __init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        """Empty the window."""
-        self.weighted: dict[str, float] = {}
-        """name -> sum of ``weight * value`` (per-token metrics)."""
-        self.weights: dict[str, float] = {}
-        """name -> sum of the weights."""
-        self.extremes: dict[str, float] = {}
-        """name -> max (``*max``) or min (``*min``) so far."""
+class MetricWindow(StepMetrics):
+    """The metrics of one process's micro-batches since the last log, folded in by
+    :class:`~rlvr.train.metrics.StepMetrics`' rule; :meth:`reduce` combines the processes."""
 
     def add(self, metrics: dict[str, torch.Tensor], weight: float) -> None:
         """Fold in one micro-batch's metrics; ``weight`` is its response-token count."""
         names = list(metrics)
         values = torch.stack([metrics[name].detach().double() for name in names]).tolist()
-        for name, value in zip(names, values, strict=True):
-            if _extreme(name):
-                pick = max if name.endswith("max") else min
-                self.extremes[name] = pick(self.extremes.get(name, value), value)
-            else:
-                self.weighted[name] = self.weighted.get(name, 0.0) + weight * value
-                self.weights[name] = self.weights.get(name, 0.0) + weight
+        super().add(dict(zip(names, values, strict=True)), weight)  # one device transfer
 
     def reduce(self, accelerator: Any) -> dict[str, float]:
         """The window's metrics over all processes (collective: every process must call it),
         then empty the window."""
-        names = sorted(set(gather_object([*self.weights, *self.extremes])))
+        names = sorted(set(gather_object([*self._weights, *self._extreme])))
         if not names:  # the same union on every process
             return {}
         rows = [self._row(name) for name in names]  # (weighted sum, weight, signed extreme)
@@ -71,13 +55,13 @@ class MetricWindow:
                 out[name] = float(extremes[i]) * (1.0 if name.endswith("max") else -1.0)
             elif not _extreme(name) and weights[i] > 0:
                 out[name] = float(weighted[i] / weights[i])
-        self.clear()
+        StepMetrics.__init__(self)  # an empty window
         return exact_shares(out)
 
     def _row(self, name: str) -> tuple[float, float, float]:
         if not _extreme(name):
-            return self.weighted.get(name, 0.0), self.weights.get(name, 0.0), -torch.inf
-        if name not in self.extremes:
+            return self._weighted.get(name, 0.0), self._weights.get(name, 0.0), -torch.inf
+        if name not in self._extreme:
             return 0.0, 0.0, -torch.inf
-        value = self.extremes[name]
+        value = self._extreme[name]
         return 0.0, 0.0, value if name.endswith("max") else -value

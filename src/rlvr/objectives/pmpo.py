@@ -133,19 +133,25 @@ class ApmpoConfig(PmpoConfig):
                 f"got eps_max={self.eps_max}"
             )
 
+    def unread_widths(self) -> tuple[str, ...]:
+        """The inherited widths the loss never reads: ``eps_high`` (the upper width is
+        ``eps_ada``, eq. 6), and ``eps_low`` too with ``adaptive_lower`` (eq. 81)."""
+        return ("eps_low", "eps_high") if self.adaptive_lower else ("eps_high",)
+
     def _refuse_unread_widths(self) -> None:
-        """A width the loss never reads is an error, not a silent no-op: the upper width is
-        ``eps_ada`` (eq. 6), and with ``adaptive_lower`` the lower one too (eq. 81)."""
-        if self.eps_high != PmpoConfig.eps_high:
-            raise ValueError(
-                f"apmpo does not read eps_high (got {self.eps_high}): its upper width is "
-                "eps_ada, between eps_min and eps_max (eq. 6); eps_high is pmpo's fixed width"
-            )
-        if self.adaptive_lower and self.eps_low != PmpoConfig.eps_low:
-            raise ValueError(
-                f"apmpo with adaptive_lower does not read eps_low (got {self.eps_low}): both "
-                "widths are eps_ada (eq. 81)"
-            )
+        """A width the loss never reads is an error, not a silent no-op."""
+        for name in self.unread_widths():
+            value = getattr(self, name)
+            if value != getattr(PmpoConfig, name):
+                raise ValueError(_UNREAD_WIDTH[name].format(value=value))
+
+
+_UNREAD_WIDTH = {
+    "eps_high": "apmpo does not read eps_high (got {value}): its upper width is eps_ada, between "
+    "eps_min and eps_max (eq. 6); eps_high is pmpo's fixed width",
+    "eps_low": "apmpo with adaptive_lower does not read eps_low (got {value}): both widths are "
+    "eps_ada (eq. 81)",
+}
 
 
 def exponent(mu: torch.Tensor, cfg: PmpoConfig) -> torch.Tensor:

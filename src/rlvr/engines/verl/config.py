@@ -56,7 +56,7 @@ def check_section(loss_mode: str, section: Any) -> None:
     ``validate_config``, before any worker starts): the objective's name, the names and values
     of the ``rlvr`` section, and that the section belongs to an rlvr loss. The values verl's own
     fields give are checked with them at the first loss call (:func:`objective_config`)."""
-    own = {str(key): _plain(value) for key, value in dict(section or {}).items()}
+    own = _section_values(section)
     name = objective_name(loss_mode)
     if name is None:
         if own:
@@ -102,8 +102,12 @@ def verl_hyperparameters(actor: Any) -> dict[str, float]:
 
 def own_hyperparameters(actor: Any) -> dict[str, Any]:
     """The ``policy_loss.rlvr`` section (empty without it)."""
-    section = _get(_get(actor, "policy_loss", {}), "rlvr", {})
-    return {str(key): _plain(value) for key, value in dict(section).items()}
+    return _section_values(_get(_get(actor, "policy_loss", {}), "rlvr", {}))
+
+
+def _section_values(section: Any) -> dict[str, Any]:
+    """An ``rlvr`` section (a dict, an OmegaConf node or None) as plain ``{name: value}``."""
+    return {str(key): _plain(value) for key, value in dict(section or {}).items()}
 
 
 def _plain(value: Any) -> Any:
@@ -134,11 +138,9 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
 
 
 def ignored_widths(params: Any) -> tuple[str, ...]:
-    """The widths verl would set that the objective's loss does not read: ``apmpo``'s upper
-    width is ``eps_ada`` (``eps_min..eps_max``), and so is its lower one with ``adaptive_lower``."""
-    if not isinstance(params, ApmpoConfig):
-        return ()
-    return ("eps_low", "eps_high") if params.adaptive_lower else ("eps_high",)
+    """The widths verl would set that the objective's loss does not read
+    (:meth:`rlvr.objectives.ApmpoConfig.unread_widths`)."""
+    return params.unread_widths() if isinstance(params, ApmpoConfig) else ()
 
 
 def _refuse_ignored_widths(name: str, ignored: tuple[str, ...], verl: dict[str, float]) -> None:

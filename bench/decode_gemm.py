@@ -23,6 +23,11 @@ with ``max_autotune`` and ``freezing``, so that Inductor may pick its own C++ GE
 micro-kernels over torch's, with the weights packed once as constants. A trainer cannot
 do this (its weights change at every optimiser step, and the compile takes a minute or
 two); the column says how much a better small-row kernel would give.
+
+``--onednn`` adds the streamed products through oneDNN's fp32 linear with each weight
+packed once for the given rows (``torch.ops.mkldnn._reorder_linear_weight``), as a
+sampler could pack them once per rollout step; its outputs are checked against torch's
+to float tolerance (they are not bit-identical).
 """
 
 from __future__ import annotations
@@ -115,6 +120,33 @@ def inductor_rate(shape: ModelShape, rows: int, threads: int, repeats: int = 3) 
         torch.set_num_threads(previous)
 
 
+def onednn_rate(shape: ModelShape, rows: int, threads: int, repeats: int = 3) -> float:
+    """FLOP/s of the streamed products through oneDNN's linear with weights packed for ``rows``."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        weights = [torch.randn(o, i) for _ in range(shape.layers) for o, i in layer_shapes(shape)]
+        weights.append(torch.randn(shape.vocab, shape.hidden))
+        inputs = {i: torch.randn(rows, i) for _, i in layer_shapes(shape)}
+        packed = [torch.ops.mkldnn._reorder_linear_weight(w, rows) for w in weights]
+
+        def product(k: int) -> torch.Tensor:
+            x = inputs[weights[k].shape[1]]
+            return torch.ops.mkldnn._linear_pointwise(x, packed[k], None, "none", [], "")
+
+        for k in (0, len(weights) - 1):  # a layer's product and the head: the same values
+            want = torch.mm(inputs[weights[k].shape[1]], weights[k].T)
+            torch.testing.assert_close(product(k), want, rtol=1e-4, atol=1e-3)
+
+        def streamed():
+            for k in range(len(weights)):
+                product(k)
+
+        return step_flops(shape, rows) / _best_seconds(streamed, repeats)
+    finally:
+        torch.set_num_threads(previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     from transformers import AutoConfig
 
@@ -129,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--inductor", action="store_true", help="add the products compiled with frozen weights"
     )
+    p.add_argument(
+        "--onednn", action="store_true", help="add oneDNN's linear with weights packed per rows"
+    )
     args = p.parse_args(argv)
     config = AutoConfig.from_pretrained(resolve_model_path(args.preset))
     # Only the weights a decoding step multiplies (layers' projections and the head) count.
@@ -140,12 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.preset}, {args.threads} thread(s): fp32 GEMM {rates.gemm_flops / 1e9:.1f} GFLOP/s "
         f"at 512 rows, memory read {rates.read_bytes / 1e9:.1f} GB/s"
     )
-    extra = " inductor, frozen GFLOP/s | inductor / 512-row rate |" if args.inductor else ""
+    columns = [("inductor, frozen", inductor_rate)] * args.inductor
+    columns += [("onednn, packed", onednn_rate)] * args.onednn
+    extra = "".join(
+        f" {name} GFLOP/s | {name.split(',')[0]} / 512-row rate |" for name, _ in columns
+    )
     print(
         "| rows | reused GFLOP/s | streamed GFLOP/s | streamed / 512-row rate | "
         f"weight bytes/s streamed |{extra}"
     )
-    print("| ---: | ---: | ---: | ---: | ---: |" + " ---: | ---: |" * args.inductor)
+    print("| ---: | ---: | ---: | ---: | ---: |" + " ---: | ---: |" * len(columns))
     for rows in args.rows:
         r = product_rates(shape, rows, args.threads)
         seconds = step_flops(shape, rows) / r["streamed"]
@@ -154,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['streamed'] / rates.gemm_flops:.0%} | "
             f"{shape.weight_bytes / seconds / 1e9:.1f} GB/s |"
         )
-        if args.inductor:
-            rate = inductor_rate(shape, rows, args.threads)
+        for _, measure in columns:
+            rate = measure(shape, rows, args.threads)
             line += f" {rate / 1e9:.1f} | {rate / rates.gemm_flops:.0%} |"
         print(line)
     return 0

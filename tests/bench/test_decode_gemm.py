@@ -48,3 +48,8 @@ def test_product_rates_are_positive_and_finite(decode_gemm):
 def test_inductor_rate_checks_its_products_and_is_positive(decode_gemm):
     rate = decode_gemm.inductor_rate(small(decode_gemm), rows=4, threads=1, repeats=1)
     assert 0 < rate < float("inf")
+
+
+def test_onednn_rate_checks_its_products_and_is_positive(decode_gemm):
+    rate = decode_gemm.onednn_rate(small(decode_gemm), rows=4, threads=1, repeats=1)
+    assert 0 < rate < float("inf")

@@ -2,6 +2,7 @@ import copy
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,3 +159,21 @@ def test_resume_with_more_steps_follows_the_new_schedule(tiny_model_dir, sft_fil
     lrs = [r["optim/lr"] for r in read_metrics(longer.run_dir / "metrics.jsonl")]
     expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * s / 8)) for s in range(8)]
     assert lrs[4:] == pytest.approx(expected[4:], rel=1e-9)
+
+
+def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
+    tiny_model_dir, tiny_model, sft_file, tmp_path
+):
+    """7 pairs in batches of 3: each pass is 3 steps (3 + 3 + 1 pairs) over every pair once,
+    the held-out NLL comes at the end of each pass, and a run of 2 epochs makes 2 passes."""
+    path = tmp_path / "seven.jsonl"
+    extra = {"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"}
+    path.write_text(Path(sft_file).read_text() + json.dumps(extra) + "\n")
+    cfg = _cfg(tiny_model_dir, str(path), tmp_path / "run", epochs=2)
+    examples, _ = load_sft_examples(str(path), tiny_model[1], cfg.data, limit=None)
+    all_tokens = sum(len(e.response_ids) for e in examples)
+    rows = read_metrics(sft(cfg).run_dir / "metrics.jsonl")
+    assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert sum(r["sft/tokens"] for r in rows[:3]) == all_tokens
+    assert sum(r["sft/tokens"] for r in rows[3:]) == all_tokens
+    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]

@@ -241,6 +241,11 @@ class IndexSampler:
             self.position += n
         return out
 
+    def take_within_epoch(self, k: int) -> list[int]:
+        """The next ``k`` indices, fewer when the epoch ends first (never any of the next epoch)."""
+        left = self.size - self.position or self.size  # an epoch just finished: the next one
+        return self.take(min(k, left))
+
     def state_dict(self) -> dict[str, int]:
         """``{"epoch", "position"}``."""
         return {"epoch": self.epoch, "position": self.position}

@@ -71,9 +71,15 @@ class SFTRun:
         return self.cfg.steps or self.cfg.epochs * self.steps_per_epoch
 
     def step(self, step: int) -> StepRecord:
-        """One optimiser step on the next ``batch_size`` pairs."""
+        """One optimiser step on the next ``batch_size`` pairs.
+
+        A run of ``epochs`` passes ends each pass with a shorter batch when ``batch_size``
+        does not divide the data, so that each pass sees every pair exactly once; a run of
+        ``steps`` takes full batches that wrap into the next pass.
+        """
         t0 = time.perf_counter()
-        picked = [self.examples[i] for i in self.order.take(self.cfg.batch_size)]
+        take = self.order.take if self.cfg.steps else self.order.take_within_epoch
+        picked = [self.examples[i] for i in take(self.cfg.batch_size)]
         pad_id = self.tokenizer.pad_token_id
         metrics = sft_step(
             self.model, self.optimizer, self.scheduler, _pack(picked, pad_id), self.cfg

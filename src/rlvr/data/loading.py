@@ -16,6 +16,7 @@ the row number for Parquet and ``datasets`` sources; so does a missing field.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -242,7 +243,8 @@ def check_source(source: str) -> None:
 
 
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
-    """Rows of ``source`` and the dataset name they get by default."""
+    """Rows of ``source`` and the dataset name they get by default (``~`` is the home folder)."""
+    source = os.path.expanduser(source)
     path = Path(source)
     if path.is_file():
         if path.suffix in _JSON_SUFFIXES:

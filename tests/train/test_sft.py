@@ -177,3 +177,24 @@ def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
     assert sum(r["sft/tokens"] for r in rows[:3]) == all_tokens
     assert sum(r["sft/tokens"] for r in rows[3:]) == all_tokens
     assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]
+
+
+@pytest.mark.parametrize("response", [[{"role": "assistant", "content": "4"}], {"text": "4"}])
+def test_a_response_that_is_not_text_names_file_and_line(tiny_model, tmp_path, response):
+    """A list or mapping would otherwise be trained on as its Python repr."""
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"prompt": "2+2?", "response": "4"}, {"prompt": "2+2?", "response": response}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = SFTDataConfig(train=str(path))
+    with pytest.raises(ValueError, match=r"pairs\.jsonl:2: field 'response' .* must be text"):
+        load_sft_examples(str(path), tiny_model[1], cfg, limit=None)
+
+
+def test_a_numeric_response_is_its_digits(tiny_model, tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"prompt": "2+2?", "response": 4}) + "\n")
+    tokenizer = tiny_model[1]
+    (example,), _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token

@@ -181,7 +181,7 @@ def load_sft_examples(
 ) -> SFTExamples:
     """Prompt/response pairs tokenised; rows over ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-    rows = load_examples(source, fields=fields, limit=limit)
+    rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (
@@ -207,6 +207,19 @@ def load_sft_examples(
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
     return SFTExamples(out, skipped)
+
+
+def _text_response(cfg: SFTDataConfig):
+    """A check that a row's response is text (a number is read as its digits), not a list or mapping."""
+
+    def check(example: Any) -> None:
+        value = example.reference
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(
+                f"field {cfg.response_field!r} (the response) must be text, got {type(value).__name__}"
+            )
+
+    return check
 
 
 class IndexSampler:

@@ -198,3 +198,21 @@ def test_a_numeric_response_is_its_digits(tiny_model, tmp_path):
         str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
     )
     assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token
+
+
+def test_a_response_ending_with_the_eos_text_gets_one_eos(tiny_model, tmp_path):
+    """Responses exported from a chat template often end with its EOS string (``<|im_end|>``):
+    that token must not be appended again (the model would learn EOS after EOS)."""
+    tokenizer = tiny_model[1]
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "2+2?", "response": "4" + tokenizer.eos_token},
+        {"prompt": "1+1?", "response": "2"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    eos = tokenizer.eos_token_id
+    assert [e.response_ids.count(eos) for e in examples] == [1, 1]
+    assert all(e.response_ids[-1] == eos for e in examples)

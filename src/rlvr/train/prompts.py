@@ -179,7 +179,8 @@ class SFTExamples(NamedTuple):
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
 ) -> SFTExamples:
-    """Prompt/response pairs tokenised; rows over ``max_tokens`` are skipped (counted)."""
+    """Prompt/response pairs tokenised, each response ending with one EOS; rows over
+    ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
     rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
@@ -194,7 +195,7 @@ def load_sft_examples(
         raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
     out, skipped = [], 0
     for p, r in zip(prompts, responses, strict=True):
-        r = [*r, eos]
+        r = r if r and r[-1] == eos else [*r, eos]  # text ending with the EOS string: once
         if len(p) + len(r) > cfg.max_tokens or not p:
             skipped += 1
             continue

@@ -216,3 +216,14 @@ def test_a_response_ending_with_the_eos_text_gets_one_eos(tiny_model, tmp_path):
     eos = tokenizer.eos_token_id
     assert [e.response_ids.count(eos) for e in examples] == [1, 1]
     assert all(e.response_ids[-1] == eos for e in examples)
+
+
+@pytest.mark.parametrize("key", ["train", "eval"])
+@pytest.mark.parametrize("source", ["reasoning_gym:chain_sum", "code_tasks:all"])
+def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_file, key, source):
+    """Such sets have no responses; the source used to reach the Hub loader as a dataset name."""
+    data = {"train": sft_file, key: source}
+    cfg = _cfg("/nonexistent/model", sft_file, tmp_path / "run", data=SFTDataConfig(**data))
+    with pytest.raises(ValueError, match=rf"^data\.{key}: {source} is a generated problem set"):
+        sft(cfg)
+    assert not (tmp_path / "run").exists()

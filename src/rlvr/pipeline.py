@@ -12,8 +12,9 @@ A pipeline file is YAML (a path, or the name of one shipped in ``rlvr/configs/pi
 ``config`` is an embedded config name or a YAML file; ``overrides`` are ``key=value``
 strings as on the command line. Each stage's ``model.name`` is set to the previous
 stage's final model directory and its ``log.output_dir`` to its own directory; relative
-paths (``./``, ``../``) in ``config`` and in ``data.train`` / ``data.eval`` overrides are
-read from the pipeline file's folder.
+paths (``./``, ``../``) in ``config`` and in the file's ``data.train`` / ``data.eval``
+overrides are read from the pipeline file's folder (command-line overrides: from the
+current folder).
 
 Running a pipeline again continues it: a stage whose ``stage.json`` exists is finished
 and skipped (its final model is read from there), a stage with a run directory but no
@@ -164,11 +165,16 @@ def _local(value: str, folder: Path) -> str:
 def stage_config(
     pipeline: Pipeline, stage: Stage, model: str | None, extra: Sequence[str] = ()
 ) -> TrainConfig | SFTConfig:
-    """The stage's configuration: its config and overrides, then ``extra``, model and run directory."""
+    """The stage's configuration: its config and overrides, then ``extra``, model and run directory.
+
+    Relative data paths in the stage's own overrides are read from the pipeline file's
+    folder; those in ``extra`` (the command line's) from the current folder, as in ``rlvr train``.
+    """
     overrides = []
-    for item in (*stage.overrides, *extra):
+    for item in stage.overrides:
         key, _, value = item.partition("=")
         overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
+    overrides.extend(extra)
     if model is not None:
         overrides.append(f"model.name={model}")
     overrides.append(f"log.output_dir={Path(pipeline.output_dir) / stage.name}")

@@ -233,6 +233,17 @@ def test_bad_arguments(tmp_path):
         )
 
 
+def test_a_path_under_the_home_folder_loads_as_the_preflight_check_finds_it(tmp_path, monkeypatch):
+    """``~/x.jsonl`` (YAML configs and ``key=value`` overrides reach us unexpanded) passes
+    ``check_source``, so loading must read the same file."""
+    from rlvr.data import check_source
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_jsonl(tmp_path / "home.jsonl", [{"prompt": "1+1?", "answer": "2"}])
+    check_source("~/home.jsonl")
+    assert [e.reference for e in load_examples("~/home.jsonl")] == ["2"]
+
+
 def test_named_datasets_use_their_mappings():
     assert DATASETS["aime2025"].configs == ("AIME2025-I", "AIME2025-II")
     for spec in DATASETS.values():

@@ -149,3 +149,19 @@ def test_objective_validation_names_the_bad_hyperparameter():
 def test_rollout_reuse_flag():
     assert not RolloutConfig().reuses_rollout
     assert RolloutConfig(minibatches=4).reuses_rollout and RolloutConfig(epochs=2).reuses_rollout
+
+
+def test_one_key_of_a_section_keeps_the_rest_of_that_sections_own_default():
+    """`rlvr sft data.train=x optim.micro_batch_size=4` keeps SFT's lr 1e-4 (not OptimConfig's
+    1e-6), and `log.progress=off` keeps its runs/sft directory and no samples."""
+    base = load_config(SFTConfig, None, ["data.train=x"])
+    cfg = load_config(
+        SFTConfig, None, ["data.train=x", "optim.micro_batch_size=4", "log.progress=off"]
+    )
+    assert (cfg.optim.lr, cfg.optim.micro_batch_size) == (base.optim.lr, 4)
+    assert base.optim.lr == 1e-4
+    assert (cfg.log.output_dir, cfg.log.samples_per_step, cfg.log.progress) == (
+        "runs/sft",
+        0,
+        "off",
+    )

@@ -1,6 +1,7 @@
 """Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -240,3 +241,18 @@ def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
     assert not full & prompts
     expected = gym_rows("chain_sum", size=256, seed=4_000_000, config=gym.config, exclude=full)
     assert [r["response"] for r in rows] == [p.response for p in worked_pairs(expected)]
+
+
+def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monkeypatch):
+    """`rlvr pipeline klear sft:data.train=./mine.jsonl` means ./mine.jsonl here, not a file
+    next to the bundled pipeline inside the installed package; the file's own ./ paths
+    still come from its folder."""
+    from rlvr.pipeline import stage_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.jsonl").write_text('{"prompt": "a", "response": "b"}\n')
+    pipeline = read_pipeline("klear")
+    own = stage_config(pipeline, pipeline.stages[0], None).data.train
+    assert Path(own).parent == (pipeline.folder / "../../assets").resolve()
+    cfg = stage_config(pipeline, pipeline.stages[0], None, ["data.train=./mine.jsonl"])
+    assert Path(cfg.data.train).resolve() == tmp_path / "mine.jsonl"

@@ -2,6 +2,7 @@ import copy
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,3 +159,71 @@ def test_resume_with_more_steps_follows_the_new_schedule(tiny_model_dir, sft_fil
     lrs = [r["optim/lr"] for r in read_metrics(longer.run_dir / "metrics.jsonl")]
     expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * s / 8)) for s in range(8)]
     assert lrs[4:] == pytest.approx(expected[4:], rel=1e-9)
+
+
+def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
+    tiny_model_dir, tiny_model, sft_file, tmp_path
+):
+    """7 pairs in batches of 3: each pass is 3 steps (3 + 3 + 1 pairs) over every pair once,
+    the held-out NLL comes at the end of each pass, and a run of 2 epochs makes 2 passes."""
+    path = tmp_path / "seven.jsonl"
+    extra = {"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"}
+    path.write_text(Path(sft_file).read_text() + json.dumps(extra) + "\n")
+    cfg = _cfg(tiny_model_dir, str(path), tmp_path / "run", epochs=2)
+    examples, _ = load_sft_examples(str(path), tiny_model[1], cfg.data, limit=None)
+    all_tokens = sum(len(e.response_ids) for e in examples)
+    rows = read_metrics(sft(cfg).run_dir / "metrics.jsonl")
+    assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    assert sum(r["sft/tokens"] for r in rows[:3]) == all_tokens
+    assert sum(r["sft/tokens"] for r in rows[3:]) == all_tokens
+    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]
+
+
+@pytest.mark.parametrize("response", [[{"role": "assistant", "content": "4"}], {"text": "4"}])
+def test_a_response_that_is_not_text_names_file_and_line(tiny_model, tmp_path, response):
+    """A list or mapping would otherwise be trained on as its Python repr."""
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"prompt": "2+2?", "response": "4"}, {"prompt": "2+2?", "response": response}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = SFTDataConfig(train=str(path))
+    with pytest.raises(ValueError, match=r"pairs\.jsonl:2: field 'response' .* must be text"):
+        load_sft_examples(str(path), tiny_model[1], cfg, limit=None)
+
+
+def test_a_numeric_response_is_its_digits(tiny_model, tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"prompt": "2+2?", "response": 4}) + "\n")
+    tokenizer = tiny_model[1]
+    (example,), _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token
+
+
+def test_a_response_ending_with_the_eos_text_gets_one_eos(tiny_model, tmp_path):
+    """Responses exported from a chat template often end with its EOS string (``<|im_end|>``):
+    that token must not be appended again (the model would learn EOS after EOS)."""
+    tokenizer = tiny_model[1]
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "2+2?", "response": "4" + tokenizer.eos_token},
+        {"prompt": "1+1?", "response": "2"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    eos = tokenizer.eos_token_id
+    assert [e.response_ids.count(eos) for e in examples] == [1, 1]
+    assert all(e.response_ids[-1] == eos for e in examples)
+
+
+@pytest.mark.parametrize("key", ["train", "eval"])
+@pytest.mark.parametrize("source", ["reasoning_gym:chain_sum", "code_tasks:all"])
+def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_file, key, source):
+    """Such sets have no responses; the source used to reach the Hub loader as a dataset name."""
+    data = {"train": sft_file, key: source}
+    cfg = _cfg("/nonexistent/model", sft_file, tmp_path / "run", data=SFTDataConfig(**data))
+    with pytest.raises(ValueError, match=rf"^data\.{key}: {source} is a generated problem set"):
+        sft(cfg)
+    assert not (tmp_path / "run").exists()

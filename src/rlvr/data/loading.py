@@ -16,7 +16,8 @@ the row number for Parquet and ``datasets`` sources; so does a missing field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -242,7 +243,8 @@ def check_source(source: str) -> None:
 
 
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
-    """Rows of ``source`` and the dataset name they get by default."""
+    """Rows of ``source`` and the dataset name they get by default (``~`` is the home folder)."""
+    source = os.path.expanduser(source)
     path = Path(source)
     if path.is_file():
         if path.suffix in _JSON_SUFFIXES:
@@ -267,6 +269,7 @@ def load_examples(
     limit: int | None = None,
     name: str | None = None,
     unique: bool | None = None,
+    check: Callable[[Example], None] | None = None,
 ) -> list[Example]:
     """Load ``source`` (named dataset, file, directory or hub name) as :class:`Example` s.
 
@@ -274,7 +277,8 @@ def load_examples(
     their own); ``template`` wraps each prompt (``"{prompt}"`` marks where); ``limit``
     keeps the first examples; ``name`` labels them (default: dataset or file name);
     ``unique`` drops rows whose prompt repeats an earlier one (default: the named
-    dataset's setting, else off).
+    dataset's setting, else off); ``check(example)`` raises ``ValueError`` for an example
+    the caller cannot use, and the error then names the example's file and line.
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
@@ -291,6 +295,11 @@ def load_examples(
     seen: set[str] = set()
     for index, (where, row) in enumerate(rows):
         example = row_to_example(row, where, mapping, dataset=dataset, index=index)
+        if check is not None:
+            try:
+                check(example)
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
         if unique:
             key = json.dumps(example.prompt, sort_keys=True)
             if key in seen:

@@ -93,7 +93,7 @@ class DataConfig:
     answer_field: str = "answer"
     """Column holding the reference answer (when ``fields`` is ``None``)."""
     split: str | None = None
-    """Dataset split for hub datasets (``None``: the dataset's default)."""
+    """Dataset split for hub datasets and dataset directories (``None``: a named dataset's own split, else ``train``)."""
     template: str | None = None
     """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
     system_prompt: str | None = None

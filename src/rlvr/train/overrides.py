@@ -174,7 +174,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
                 raise ValueError(f"{dotted} must be a mapping, got {value!r}")
             extra.update(value or {})
         elif key in fields:
-            kwargs[key] = coerce(value, hints[key], dotted)
+            kwargs[key] = coerce(_over_default(fields[key], value, dotted), hints[key], dotted)
         elif extra_field:
             extra[key] = value
         else:
@@ -198,6 +198,18 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         if extra_field:  # cross-field checks of a section with extra keys: name the section
             raise ValueError(f"{where}: {err}") from err
         raise
+
+
+def _over_default(f: dataclasses.Field, value: Any, path: str) -> Any:
+    """A section's mapping laid over its field's own default when that differs from the
+    section class's (``SFTConfig.optim`` is ``OptimConfig(lr=1e-4)``): keys not given keep it."""
+    factory = f.default_factory
+    if not isinstance(value, dict) or factory is dataclasses.MISSING:
+        return value
+    default = factory()
+    if not dataclasses.is_dataclass(default) or factory is type(default):
+        return value
+    return deep_merge(to_dict(default), _renamed(type(default), value, path))
 
 
 def _renamed(cls: type, data: dict[str, Any], path: str) -> dict[str, Any]:

@@ -179,9 +179,10 @@ class SFTExamples(NamedTuple):
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
 ) -> SFTExamples:
-    """Prompt/response pairs tokenised; rows over ``max_tokens`` are skipped (counted)."""
+    """Prompt/response pairs tokenised, each response ending with one EOS; rows over
+    ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-    rows = load_examples(source, fields=fields, limit=limit)
+    rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (
@@ -194,7 +195,7 @@ def load_sft_examples(
         raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
     out, skipped = [], 0
     for p, r in zip(prompts, responses, strict=True):
-        r = [*r, eos]
+        r = r if r and r[-1] == eos else [*r, eos]  # text ending with the EOS string: once
         if len(p) + len(r) > cfg.max_tokens or not p:
             skipped += 1
             continue
@@ -207,6 +208,19 @@ def load_sft_examples(
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
     return SFTExamples(out, skipped)
+
+
+def _text_response(cfg: SFTDataConfig):
+    """A check that a row's response is text (a number is read as its digits), not a list or mapping."""
+
+    def check(example: Any) -> None:
+        value = example.reference
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ValueError(
+                f"field {cfg.response_field!r} (the response) must be text, got {type(value).__name__}"
+            )
+
+    return check
 
 
 class IndexSampler:
@@ -240,6 +254,11 @@ class IndexSampler:
             out.extend(self._order[self.position : self.position + n])
             self.position += n
         return out
+
+    def take_within_epoch(self, k: int) -> list[int]:
+        """The next ``k`` indices, fewer when the epoch ends first (never any of the next epoch)."""
+        left = self.size - self.position or self.size  # an epoch just finished: the next one
+        return self.take(min(k, left))
 
     def state_dict(self) -> dict[str, int]:
         """``{"epoch", "position"}``."""

@@ -21,7 +21,7 @@ from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.heap import before_backward
-from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
+from rlvr.train.prompts import GENERATED, IndexSampler, SFTExample, load_sft_examples
 from rlvr.train.setup import (
     build_optimizer,
     clip_and_step,
@@ -71,9 +71,15 @@ class SFTRun:
         return self.cfg.steps or self.cfg.epochs * self.steps_per_epoch
 
     def step(self, step: int) -> StepRecord:
-        """One optimiser step on the next ``batch_size`` pairs."""
+        """One optimiser step on the next ``batch_size`` pairs.
+
+        A run of ``epochs`` passes ends each pass with a shorter batch when ``batch_size``
+        does not divide the data, so that each pass sees every pair exactly once; a run of
+        ``steps`` takes full batches that wrap into the next pass.
+        """
         t0 = time.perf_counter()
-        picked = [self.examples[i] for i in self.order.take(self.cfg.batch_size)]
+        take = self.order.take if self.cfg.steps else self.order.take_within_epoch
+        picked = [self.examples[i] for i in take(self.cfg.batch_size)]
         pad_id = self.tokenizer.pad_token_id
         metrics = sft_step(
             self.model, self.optimizer, self.scheduler, _pack(picked, pad_id), self.cfg
@@ -121,8 +127,20 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
 
 def sft(cfg: SFTConfig, *, resume: bool = False, callbacks: Sequence[Callback] = ()) -> SFTResult:
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
+    _check_not_generated(cfg)
     preflight(cfg)
     return run_job(cfg, build_sft_run, resume=resume, callbacks=callbacks)
+
+
+def _check_not_generated(cfg: SFTConfig) -> None:
+    """Generated sets (``reasoning_gym:``, ``code_tasks:``) hold problems, not responses to train on."""
+    for key in ("train", "eval"):
+        source = getattr(cfg.data, key)
+        if source and source.startswith(tuple(GENERATED)):
+            raise ValueError(
+                f"data.{key}: {source} is a generated problem set with no responses; SFT needs "
+                "prompt/response pairs (e.g. worked solutions from rlvr.data.worked)"
+            )
 
 
 def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:

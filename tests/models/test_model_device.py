@@ -47,3 +47,15 @@ def test_a_missing_local_path_is_named_without_asking_the_hub(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=r"no such directory$"):
         load_model(name)
+
+
+def test_a_model_under_the_home_folder_loads_by_its_tilde_path(tiny_model_dir, monkeypatch):
+    """``~/m`` passed the directory check (which expands ``~``) but reached transformers as is."""
+    monkeypatch.setenv("HOME", str(tiny_model_dir.parent))
+    model, tokenizer = load_model(f"~/{tiny_model_dir.name}")
+    want, want_tokenizer = load_model(str(tiny_model_dir))
+    assert tokenizer("1 + 2")["input_ids"] == want_tokenizer("1 + 2")["input_ids"]
+    for (name, got), (_, ref) in zip(
+        model.state_dict().items(), want.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(got, ref, rtol=0, atol=0, msg=name)

@@ -48,11 +48,11 @@ def cache_root() -> Path:
 
 
 def resolve_model_path(name_or_path: str) -> str:
-    """A preset name becomes its cached directory; anything else is returned unchanged."""
+    """A preset name becomes its cached directory, ``~`` the home folder; anything else is unchanged."""
     load_builtin(name_or_path, PRESETS, BUILTIN_PRESETS)
     if name_or_path in PRESETS:
         return str(PRESETS[name_or_path](cache_root()))
-    return name_or_path
+    return os.path.expanduser(name_or_path) if name_or_path.startswith("~") else name_or_path
 
 
 def preset_names() -> list[str]:

@@ -268,3 +268,28 @@ def test_cdf_draws_stay_inside_each_rows_support(tiny_model, cfg):
     warped = warp_logits(logits[:, p - 1 : p + t - 1].reshape(-1, logits.shape[-1]), cfg)
     chosen = warped.gather(1, out.response_ids.reshape(-1, 1)).view(-1, t)
     assert torch.isfinite(chosen[out.response_mask.bool()]).all()
+
+
+def test_hf_sampler_ignores_the_models_own_logits_processors(tiny_model):
+    """Settings a checkpoint's generation_config may carry (Qwen2.5-Instruct ships
+    ``repetition_penalty``) change nothing: ``hf`` samples what ``lean`` and ``vllm`` do."""
+    from rlvr.generation import make_sampler
+
+    model, tokenizer = tiny_model
+    prompts = [tokenizer("What is 12 + 7?")["input_ids"], tokenizer("5 - 3")["input_ids"]]
+    cfg = SamplingConfig(max_new_tokens=10, temperature=0.7, top_k=20, top_p=0.9)
+    out = {}
+    for extra in (False, True):
+        if extra:
+            settings = {"repetition_penalty": 5.0, "no_repeat_ngram_size": 1, "min_new_tokens": 3}
+            for name, value in settings.items():
+                setattr(model.generation_config, name, value)
+            model.generation_config.suppress_tokens = list(range(3, 200))
+        torch.manual_seed(4)
+        out[extra] = make_sampler("hf", model, tokenizer).generate(prompts, n=2, sampling=cfg)
+    assert model.generation_config.repetition_penalty == 5.0  # the model's config is left as it was
+    assert torch.equal(out[False].response_ids, out[True].response_ids)
+    torch.manual_seed(4)
+    lean = make_sampler("lean", model, tokenizer, prune=False, draw="multinomial")
+    same = lean.generate(prompts, n=2, sampling=cfg)
+    assert torch.equal(same.response_ids, out[True].response_ids)

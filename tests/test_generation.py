@@ -145,6 +145,18 @@ def test_warp_logits_keeps_top_k_and_nucleus():
     assert kept.tolist() == [[True, True, True, False]]
 
 
+def test_warp_logits_at_temperature_0_is_the_greedy_choice():
+    """Greedy draws the argmax (the first of tied maxima): the warped distribution is that
+    point mass, not the NaN of dividing by 0."""
+    from rlvr.generation import next_tokens, warp_logits
+
+    logits = torch.tensor([[1.0, 3.0, 0.0, -2.0], [2.0, -1.0, 0.0, 2.0]])
+    for cfg in (SamplingConfig(temperature=0), SamplingConfig(temperature=0, top_k=3, top_p=0.5)):
+        probs = warp_logits(logits, cfg).softmax(-1)
+        assert probs.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+        assert next_tokens(logits, cfg).tolist() == [1, 0]
+
+
 def test_generate_ids_rejects_empty_prompt(tiny_model):
     from rlvr.generation import generate_ids
 

@@ -145,6 +145,18 @@ def test_warp_logits_keeps_top_k_and_nucleus():
     assert kept.tolist() == [[True, True, True, False]]
 
 
+def test_warp_logits_at_temperature_0_is_the_greedy_choice():
+    """Greedy draws the argmax (the first of tied maxima): the warped distribution is that
+    point mass, not the NaN of dividing by 0."""
+    from rlvr.generation import next_tokens, warp_logits
+
+    logits = torch.tensor([[1.0, 3.0, 0.0, -2.0], [2.0, -1.0, 0.0, 2.0]])
+    for cfg in (SamplingConfig(temperature=0), SamplingConfig(temperature=0, top_k=3, top_p=0.5)):
+        probs = warp_logits(logits, cfg).softmax(-1)
+        assert probs.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+        assert next_tokens(logits, cfg).tolist() == [1, 0]
+
+
 def test_generate_ids_rejects_empty_prompt(tiny_model):
     from rlvr.generation import generate_ids
 
@@ -268,3 +280,28 @@ def test_cdf_draws_stay_inside_each_rows_support(tiny_model, cfg):
     warped = warp_logits(logits[:, p - 1 : p + t - 1].reshape(-1, logits.shape[-1]), cfg)
     chosen = warped.gather(1, out.response_ids.reshape(-1, 1)).view(-1, t)
     assert torch.isfinite(chosen[out.response_mask.bool()]).all()
+
+
+def test_hf_sampler_ignores_the_models_own_logits_processors(tiny_model):
+    """Settings a checkpoint's generation_config may carry (Qwen2.5-Instruct ships
+    ``repetition_penalty``) change nothing: ``hf`` samples what ``lean`` and ``vllm`` do."""
+    from rlvr.generation import make_sampler
+
+    model, tokenizer = tiny_model
+    prompts = [tokenizer("What is 12 + 7?")["input_ids"], tokenizer("5 - 3")["input_ids"]]
+    cfg = SamplingConfig(max_new_tokens=10, temperature=0.7, top_k=20, top_p=0.9)
+    out = {}
+    for extra in (False, True):
+        if extra:
+            settings = {"repetition_penalty": 5.0, "no_repeat_ngram_size": 1, "min_new_tokens": 3}
+            for name, value in settings.items():
+                setattr(model.generation_config, name, value)
+            model.generation_config.suppress_tokens = list(range(3, 200))
+        torch.manual_seed(4)
+        out[extra] = make_sampler("hf", model, tokenizer).generate(prompts, n=2, sampling=cfg)
+    assert model.generation_config.repetition_penalty == 5.0  # the model's config is left as it was
+    assert torch.equal(out[False].response_ids, out[True].response_ids)
+    torch.manual_seed(4)
+    lean = make_sampler("lean", model, tokenizer, prune=False, draw="multinomial")
+    same = lean.generate(prompts, n=2, sampling=cfg)
+    assert torch.equal(same.response_ids, out[True].response_ids)

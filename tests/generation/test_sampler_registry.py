@@ -33,3 +33,24 @@ def test_samplers_follow_the_protocol(tiny_model):
         assert out.logprobs is None  # these samplers report no log-probs
         sampler.sync_weights()
         sampler.close()
+
+
+def test_options_of_the_wrong_type_are_one_clear_error():
+    """A quoted ``"false"`` would be truthy: no option is taken with a value its field cannot hold."""
+    from rlvr.train.config import RolloutConfig
+
+    with pytest.raises(
+        ValueError, match=r"^option fast of sampler 'lean' must be bool, got 'false'$"
+    ):
+        sampler_options("lean", fast="false")
+    with pytest.raises(ValueError, match=r"option share_prefill .* must be bool, got 0"):
+        sampler_options("hf", share_prefill=0)
+    with pytest.raises(
+        ValueError,
+        match=r"^rollout.sampler: option gpu_memory_utilization of sampler 'vllm' must be float, got '5e-1'$",
+    ):
+        RolloutConfig(sampler="vllm", sampler_options={"gpu_memory_utilization": "5e-1"})
+    with pytest.raises(ValueError, match=r"option max_model_len .* must be int or None, got 512.0"):
+        sampler_options("vllm", max_model_len=512.0)
+    opts = sampler_options("vllm", gpu_memory_utilization=1, kv_cache_gib=None, dtype="float16")
+    assert (opts.gpu_memory_utilization, opts.dtype) == (1, "float16")  # an int is a float

@@ -1,7 +1,15 @@
-"""The ``hf`` sampler: Hugging Face ``model.generate`` with the run's sampling settings."""
+"""The ``hf`` sampler: Hugging Face ``model.generate`` with the run's sampling settings.
+
+Only those settings: the model's own ``generation_config`` (a checkpoint's file may carry
+``repetition_penalty``, ``no_repeat_ngram_size``, ``suppress_tokens``, ...) is set aside
+for the call, so ``hf`` samples the distribution ``lean`` and ``vllm`` sample, the one
+the trainer's log-probs are computed under.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -29,19 +37,20 @@ class HFSampler(PolicySampler):
         greedy = sampling.temperature == 0
         share = self.options.share_prefill and group > 1 and prompt_ids.shape[1] > 1
         cache = shared_prefix(self.model, prompt_ids, prompt_mask, group) if share else None
-        out = self.model.generate(
-            input_ids=prompt_ids,
-            attention_mask=prompt_mask,
-            max_new_tokens=sampling.max_new_tokens,
-            do_sample=not greedy,
-            # Explicit values: a model's generation_config may carry its own (e.g. top_k=50).
-            temperature=1.0 if greedy else sampling.temperature,
-            top_p=1.0 if greedy else sampling.top_p,
-            top_k=0 if greedy else sampling.top_k,
-            eos_token_id=eos,
-            pad_token_id=padding,
-            **({} if cache is None else {"past_key_values": cache}),
-        )
+        with own_settings_only(self.model):
+            out = self.model.generate(
+                input_ids=prompt_ids,
+                attention_mask=prompt_mask,
+                max_new_tokens=sampling.max_new_tokens,
+                do_sample=not greedy,
+                # Explicit values: without a generation_config, generate defaults to top_k=50.
+                temperature=1.0 if greedy else sampling.temperature,
+                top_p=1.0 if greedy else sampling.top_p,
+                top_k=0 if greedy else sampling.top_k,
+                eos_token_id=eos,
+                pad_token_id=padding,
+                **({} if cache is None else {"past_key_values": cache}),
+            )
         return torch.as_tensor(out)[:, prompt_ids.shape[1] :]
 
 
@@ -66,3 +75,17 @@ def shared_prefix(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, gr
     )
     cache.batch_repeat_interleave(group)
     return cache
+
+
+@contextlib.contextmanager
+def own_settings_only(model) -> Iterator[None]:
+    """``model.generation_config`` is an empty one inside the block, so ``generate`` applies
+    no logits processor of the model's files; the model's own is put back after it."""
+    from transformers import GenerationConfig
+
+    saved = model.generation_config
+    model.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        model.generation_config = saved

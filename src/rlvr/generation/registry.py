@@ -20,6 +20,8 @@ without being imported first). ``rollout.sampler=mine`` then selects it and
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -107,7 +109,42 @@ def sampler_options(name: str, **options: Any) -> Any:
         raise ValueError(
             f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; valid: {', '.join(valid) or 'none'}"
         )
+    check_types(name, cls, options)
     return cls(**options)
+
+
+def check_types(name: str, cls: type, options: dict[str, Any]) -> None:
+    """Each option of the type its field declares (an int passes for a float); one line
+    naming the first that is not (a quoted ``"false"`` would otherwise read as true)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError:  # annotations this module cannot resolve: left to the class
+        return
+    for key, value in options.items():
+        if not matches(value, hints[key]):
+            raise ValueError(
+                f"option {key} of sampler {name!r} must be {type_name(hints[key])}, got {value!r}"
+            )
+
+
+def matches(value: Any, tp: Any) -> bool:
+    """Whether ``value`` fits ``tp`` (plain classes, ``X | None``; other annotations pass)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(matches(value, arg) for arg in typing.get_args(tp))
+    if tp in (int, float) and isinstance(value, bool):
+        return False
+    if tp is float:
+        return isinstance(value, (int, float))
+    if isinstance(tp, type) and typing.get_origin(tp) is None:
+        return isinstance(value, tp)
+    return True
+
+
+def type_name(tp: Any) -> str:
+    """``bool``, ``int or None``, ...: an annotation as the error names it."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return " or ".join(type_name(arg) for arg in typing.get_args(tp))
+    return "None" if tp is type(None) else getattr(tp, "__name__", str(tp))
 
 
 def make_sampler(name: str, model, tokenizer, **options: Any) -> Sampler:

@@ -8,7 +8,15 @@ from rlvr.generation.base import SamplingConfig
 
 
 def warp_logits(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
-    """[N, V] float32 logits after temperature, top-k and top-p (HF's warper order and maths)."""
+    """[N, V] float32 logits after temperature, top-k and top-p (HF's warper order and maths).
+
+    At temperature 0 (greedy) only each row's argmax stays finite: the point mass
+    :func:`next_tokens` draws from.
+    """
+    if sampling.temperature == 0:
+        keep = torch.zeros_like(logits, dtype=torch.bool)
+        keep.scatter_(-1, logits.argmax(dim=-1, keepdim=True), True)
+        return logits.masked_fill(~keep, -float("inf"))
     scores = logits / sampling.temperature if sampling.temperature != 1.0 else logits
     if sampling.top_k:
         kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]))[0][..., -1, None]

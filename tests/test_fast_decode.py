@@ -57,3 +57,18 @@ def test_unsupported_configurations_fall_back(random_llama):
     model.model.rotary_emb.rope_type = "default"
     model.config.hidden_act = "gelu"
     assert not supports(model)
+
+
+def test_a_hook_the_fast_decoder_would_skip_falls_back(random_llama):
+    """A hook on a norm, an attention block or a layer runs only when the module is called."""
+    model = random_llama(kv_heads=2)
+    layer = model.model.layers[0]
+    for module in (layer.input_layernorm, layer.self_attn, layer, model.model.norm):
+        handle = module.register_forward_hook(lambda mod, args, out: out)
+        assert not supports(model), type(module).__name__
+        handle.remove()
+    pre = model.model.embed_tokens.register_forward_pre_hook(lambda mod, args: None)
+    assert not supports(model)
+    pre.remove()
+    model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda mod, args, out: out)
+    assert supports(model)  # a projection is called as a module: its hook runs

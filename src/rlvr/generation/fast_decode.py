@@ -53,6 +53,10 @@ def supports(model) -> bool:
         not getattr(cfg, "mlp_bias", False),
         isinstance(getattr(model, "lm_head", None), torch.nn.Linear),
         getattr(cfg, "quantization_config", None) is None,
+        # Norms, attention, embeddings and layers are computed here, not called: a hook on
+        # one of them (steering, analysis) would be skipped. Linear layers are called, or
+        # (MLP, head) checked with _plain where they are not.
+        all(_plain(m) for m in model.modules() if not isinstance(m, torch.nn.Linear)),
     )
     return all(checks)
 

@@ -24,7 +24,8 @@ from rlvr.generation.warp import next_tokens, warp_logits
 
 @dataclass(frozen=True)
 class LeanOptions:
-    """Switches of the lean sampler (each keeps the sampled distribution exact)."""
+    """Switches of the lean sampler (each keeps the sampled distribution, to float rounding:
+    a different batch shape rounds logits differently, so a near-tie can draw another token)."""
 
     fast: bool = True
     """Use the lean Llama-family forward where it reproduces the model exactly."""

@@ -42,3 +42,17 @@ def test_sft_help_shows_sft_overrides(capsys):
         rlvr(["sft", "--help"])
     out = capsys.readouterr().out
     assert "data.train=pairs.jsonl epochs=2" in out and "objective.name" not in out
+
+
+@pytest.mark.parametrize(
+    ("command", "listed", "not_listed"), [("train", "demo", "sft"), ("sft", "sft", "demo")]
+)
+def test_help_lists_only_the_embedded_configs_the_command_runs(capsys, command, listed, not_listed):
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps the list
+    configs = out.split("embedded config (", 1)[1].split(")", 1)[0].split(", ")
+    assert listed in configs and not_listed not in configs
+    assert command == "sft" or "abc/grpo" in configs

@@ -114,6 +114,30 @@ def test_killed_build_resumes_from_its_checkpoint(tmp_path, monkeypatch):
         torch.testing.assert_close(x, y, rtol=0, atol=0, msg=name)
 
 
+def test_warm_start_uses_the_build_thread_count_whatever_the_caller_uses(tmp_path, monkeypatch):
+    """The weights depend on torch's thread count, so every command must build the same preset."""
+    import torch
+
+    from rlvr.train import supervised
+
+    real_step, seen = supervised.sft_step, []
+
+    def recording_step(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(supervised, "sft_step", recording_step)
+    caller = torch.get_num_threads()
+    torch.set_num_threads(tiny_preset.BUILD_THREADS + 1)
+    try:
+        cached_tiny(tmp_path, MICRO)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(caller)
+    assert seen == [tiny_preset.BUILD_THREADS] * MICRO.sft.steps
+    assert after == tiny_preset.BUILD_THREADS + 1  # the caller's count is given back
+
+
 def test_saved_tokenizer_tokenizes_like_the_trained_one(tmp_path):
     from rlvr.models.tiny import build_task_tokenizer, random_model
 

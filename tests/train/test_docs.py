@@ -52,11 +52,26 @@ def _default(f: dataclasses.Field) -> str:
     elif f.default_factory is not dataclasses.MISSING:
         value = f.default_factory()
         if dataclasses.is_dataclass(value):
-            return "(section)"
+            return _section_default(value)
     else:
         return "required"
     value = list(value) if isinstance(value, tuple) else value
     return "`" + (value if isinstance(value, str) else json.dumps(value)) + "`"
+
+
+def _section_default(value) -> str:
+    """``(section)``, naming the fields whose default here differs from the section class's own."""
+    own = type(value)()
+    changed = [
+        f"`{f.name}={_plain(getattr(value, f.name))}`"
+        for f in dataclasses.fields(value)
+        if getattr(value, f.name) != getattr(own, f.name)
+    ]
+    return f"(section: {', '.join(changed)})" if changed else "(section)"
+
+
+def _plain(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def test_every_field_has_a_one_line_docstring():

@@ -73,6 +73,15 @@ class RunArgs(NamedTuple):
     """``--resume`` was given."""
 
 
+def _config_help(cls, argv: list[str]) -> str:
+    """``--config``'s help: the embedded configs of ``cls``, read only when help is asked for."""
+    from rlvr.train.overrides import configs_of
+
+    if not {"-h", "--help"} & set(argv):
+        return "YAML file or embedded config"
+    return f"YAML file or embedded config ({', '.join(configs_of(cls))})"
+
+
 def parse_run_args(
     parser: argparse.ArgumentParser,
     cls,
@@ -85,11 +94,9 @@ def parse_run_args(
 
     ``example`` shows overrides of ``cls`` in ``--help``.
     """
-    from rlvr.train.overrides import embedded_configs, load_config, read_yaml
+    from rlvr.train.overrides import load_config, read_yaml
 
-    parser.add_argument(
-        "--config", help=f"YAML file or embedded config ({', '.join(embedded_configs())})"
-    )
+    parser.add_argument("--config", help=_config_help(cls, argv))
     parser.add_argument(
         "--resume",
         nargs="?",

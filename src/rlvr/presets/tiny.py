@@ -22,8 +22,12 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import torch
 
 from rlvr.data.worked import WorkedPair, worked_pairs, write_jsonl
 from rlvr.models import register_preset
@@ -41,6 +45,11 @@ from rlvr.train.supervised import sft as run_sft
 
 TINY_BUILD_VERSION = 2
 """Bump when the build changes in a way the settings do not show (the cache key uses it)."""
+
+BUILD_THREADS = 1
+"""torch CPU threads of the warm start, whatever the calling process uses: the weights depend
+on the thread count (float sums), so a fixed count builds the same preset from every command
+(``rlvr train`` of the demo, ``threads: 1``, ``rlvr eval --model tiny``, a test)."""
 
 
 @dataclass(frozen=True)
@@ -213,8 +222,20 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
     resume = (run_dir / "checkpoints").exists()
     if not resume:  # killed before its first checkpoint: start over
         shutil.rmtree(run_dir, ignore_errors=True)
-    result = run_sft(config, resume=resume)
+    with _torch_threads(BUILD_THREADS):
+        result = run_sft(config, resume=resume)
     return result.model_dir or latest_checkpoint(run_dir)
+
+
+@contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """Run the block with ``threads`` torch CPU threads, then give the caller its own count back."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 @register_preset("tiny")

@@ -62,6 +62,12 @@ def embedded_configs() -> list[str]:
     return sorted(names)
 
 
+def configs_of(cls: type) -> list[str]:
+    """The embedded configs that configure ``cls`` (``TrainConfig`` or ``SFTConfig``): every top-level key a field of it."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return [name for name in embedded_configs() if set(read_yaml(name)) <= fields]
+
+
 def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it names one."""
     data = _read_one(name_or_path)

@@ -67,3 +67,19 @@ def test_eval_bad_device_is_one_line(tmp_path, capsys):
     args = ["eval", "--model", str(tmp_path / "m"), "--data", str(data), "--device", "nope"]
     assert rlvr(args) == 2
     assert "device must be a torch device such as cpu" in _one_error_line(capsys)
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """``rlvr data tasks | head -c0`` printed "rlvr: error: [Errno 32] Broken pipe"."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlvr", "data", "tasks"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader goes away before the command writes
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert stderr == ""

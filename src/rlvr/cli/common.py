@@ -20,7 +20,8 @@ def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | No
     """Wrap a sub-command's ``body(argv)``: user errors print ``rlvr: error: ...`` and return 2.
 
     ``--debug`` anywhere in ``argv`` (or ``RLVR_DEBUG=1``) lets the exception through with its
-    traceback. Ctrl-C returns 130 with one line.
+    traceback. Ctrl-C returns 130 with one line; a reader that closed the pipe
+    (``rlvr data tasks | head``) ends the command quietly with 141, as SIGPIPE would.
     """
 
     @functools.wraps(body)
@@ -31,6 +32,8 @@ def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | No
         try:
             with plain_warnings():
                 return int(body(args) or 0)
+        except BrokenPipeError:
+            return _closed_pipe()
         except USER_ERRORS as err:
             if debug:
                 raise
@@ -43,6 +46,15 @@ def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | No
             return 130
 
     return main
+
+
+def _closed_pipe() -> int:
+    """Stdout's reader went away: point stdout at the null device so the interpreter's
+    final flush does not fail again, and return SIGPIPE's shell status."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + 13
 
 
 def one_line(err: BaseException) -> str:

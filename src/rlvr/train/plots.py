@@ -2,11 +2,13 @@
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, response
 length, held-out scores), one line per run and metric. Panels whose metrics no run
-logged are skipped.
+logged are skipped. A step whose value was not finite (``null`` in ``metrics.jsonl``)
+breaks the line there and is marked by a dotted vertical line; the legend counts such steps.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +50,14 @@ def _names(patterns: Sequence[str], rows: list[dict]) -> list[str]:
     return [n for p in patterns for n in present if re.fullmatch(p, n)]
 
 
+def _series(rows: list[dict], name: str) -> tuple[list[int], list[float], list[int]]:
+    """Steps and values of ``name`` where it was logged (``null`` as NaN), and the null steps."""
+    logged = [(r["step"], r[name]) for r in rows if name in r]
+    steps = [s for s, _ in logged]
+    values = [math.nan if v is None else float(v) for _, v in logged]
+    return steps, values, [s for s, v in logged if v is None]
+
+
 def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     """Write one PNG per panel that has data; returns the files written."""
     import matplotlib
@@ -63,17 +73,22 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
         lines = 0
         for label, rows in runs.items():
             for i, name in enumerate(_names(patterns, rows)):
-                points = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
-                if points:
-                    xs, ys = zip(*points, strict=True)
-                    ax.plot(
-                        xs,
-                        ys,
-                        styles[i % len(styles)],
-                        marker="." if len(xs) < 30 else None,
-                        label=f"{label}: {name}" if len(runs) > 1 else name,
-                    )
-                    lines += 1
+                xs, ys, gaps = _series(rows, name)
+                if len(gaps) == len(xs):
+                    continue
+                text = f"{label}: {name}" if len(runs) > 1 else name
+                if gaps:
+                    text += f" ({len(gaps)} non-finite step{'s' * (len(gaps) > 1)}: dotted)"
+                (line,) = ax.plot(
+                    xs,
+                    ys,
+                    styles[i % len(styles)],
+                    marker="." if len(xs) < 30 else None,
+                    label=text,
+                )
+                for step in gaps:
+                    ax.axvline(step, color=line.get_color(), ls=":", lw=0.8)
+                lines += 1
         if lines:
             ax.set(title=title, xlabel="step")
             ax.grid(alpha=0.3)

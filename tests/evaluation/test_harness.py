@@ -26,7 +26,7 @@ TEXTS = {
 }
 
 
-def fake_sample(model, tokenizer, prompts, config):
+def fake_sample(sampler, prompt_ids, config):
     texts = [t for ex in EXAMPLES for t in TEXTS[ex.id]]
     return harness.Samples(texts, [len(t) for t in texts], [t == "" for t in texts])
 

@@ -387,3 +387,29 @@ def test_an_output_dir_that_cannot_be_made_is_refused_before_loading(
         cfg = train_config(f"log.output_dir={out}")
         with pytest.raises(ValueError, match=r"log.output_dir=.*file"):
             train(cfg)
+
+
+def test_held_out_prompts_are_sampled_as_the_prompt_set_prepared_them(train_config):
+    """With data.long_prompts=truncate the held-out prompts were re-tokenised in full for the
+    evaluation, ignoring the truncation (and a context limit that lowered max_prompt_tokens)."""
+    from rlvr.train.loop import evaluate
+    from rlvr.train.setup import prepare_run_dir
+
+    cfg = train_config("data.max_prompt_tokens=4", "data.long_prompts=truncate")
+    with pytest.warns(UserWarning, match="truncated"):
+        run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
+    sampled, generate = [], run.generator.generate
+
+    def spy(prompts, **kwargs):
+        sampled.extend(list(ids) for ids in prompts)
+        return generate(prompts, **kwargs)
+
+    run.generator.generate = spy
+    try:
+        record = evaluate(run)
+    finally:
+        run.close()
+    prepared = [list(p.ids) for p in run.eval_set.prompts]
+    assert run.eval_set.truncated > 0 and all(len(ids) == 4 for ids in prepared)
+    assert sampled == prepared  # each prompt once, with n samples
+    assert record.metrics["eval/num_problems"] == len(prepared)

@@ -219,6 +219,7 @@ def evaluate(run: RLRun) -> EvalRecord:
             harness,
             scorer=run.scorer,
             sampler=run.generator,
+            prompt_ids=[p.ids for p in run.eval_set.prompts],
         )
     scores = {k: float(v) for k, v in report.metrics.items()}
     metrics = {f"eval/{k}": v for k, v in scores.items()}

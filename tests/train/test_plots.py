@@ -48,3 +48,17 @@ def test_finite_series_keep_their_plain_label(tmp_path, drawn):
     rows = [{"step": s, "reward/mean": 0.1 * s} for s in (1, 2, 3)]
     plot_runs({"run": rows}, tmp_path)
     assert _line(drawn["reward.png"], "reward/mean").get_label() == "reward/mean"
+
+
+def test_every_panel_labels_both_axes(tmp_path, drawn):
+    """The y axes had no label: a reader could not tell reward from share, nats from tokens."""
+    from rlvr.train.plots import PANELS
+
+    names = ["reward/mean", "policy/entropy", "clip/frac", "clip/q1_share"]
+    names += ["response/length_mean", "eval/avg@4", "sft/loss"]
+    rows = [{"step": s, **{name: 0.5 for name in names}} for s in (1, 2)]
+    plot_runs({"run": rows}, tmp_path)
+    assert sorted(drawn) == sorted(f"{panel}.png" for panel in PANELS)
+    for name, figure in drawn.items():
+        (ax,) = figure.axes
+        assert ax.get_xlabel() == "step" and ax.get_ylabel(), name

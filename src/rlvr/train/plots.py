@@ -15,18 +15,27 @@ from pathlib import Path
 
 from rlvr.train.metrics import METRICS_FILE, read_metrics
 
-# panel file name -> (title, metric names or regular expressions)
-PANELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "reward": ("Reward", ("reward/mean", "reward/accuracy")),
-    "entropy": ("Policy entropy", ("policy/entropy",)),
-    "clip": ("Clip fractions", ("clip/frac", "clip/low_frac", "clip/high_frac")),
+# panel file name -> (title, y-axis label, metric names or regular expressions)
+PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "reward": (
+        "Reward",
+        "reward; share of correct completions",
+        ("reward/mean", "reward/accuracy"),
+    ),
+    "entropy": ("Policy entropy", "nats per response token", ("policy/entropy",)),
+    "clip": (
+        "Clip fractions",
+        "share of response tokens",
+        ("clip/frac", "clip/low_frac", "clip/high_frac"),
+    ),
     "quadrants": (
         "Out-of-band quadrant shares",
+        "share of out-of-band events",
         ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
     ),
-    "length": ("Response length", ("response/length_mean", "response/length_max")),
-    "eval": ("Held-out", (r"eval/(avg|pass)@\d+",)),
-    "sft": ("SFT loss", ("sft/loss", "sft/eval_loss")),
+    "length": ("Response length", "tokens", ("response/length_mean", "response/length_max")),
+    "eval": ("Held-out", "mean over held-out problems", (r"eval/(avg|pass)@\d+",)),
+    "sft": ("SFT loss", "NLL per response token (nats)", ("sft/loss", "sft/eval_loss")),
 }
 
 
@@ -68,7 +77,7 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     styles = ["-", "--", ":", "-."]
-    for panel, (title, patterns) in PANELS.items():
+    for panel, (title, ylabel, patterns) in PANELS.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         lines = 0
         for label, rows in runs.items():
@@ -90,7 +99,7 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
                     ax.axvline(step, color=line.get_color(), ls=":", lw=0.8)
                 lines += 1
         if lines:
-            ax.set(title=title, xlabel="step")
+            ax.set(title=title, xlabel="step", ylabel=ylabel)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             fig.tight_layout()

@@ -124,3 +124,16 @@ def test_an_unwritable_output_is_refused_before_evaluating(
         err = capsys.readouterr().err
         assert err.startswith("rlvr: error: --output") and str(output) in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_correct_score_not_above_the_wrong_one_is_refused(tiny_model_dir, tmp_path, capsys):
+    """--correct 0 (with the default --wrong 0) counted every wrong completion as correct:
+    avg@k and pass@k of 100% for any model."""
+    for scores in (["--correct", "0"], ["--correct", "-1", "--wrong", "0"]):
+        argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+                "--limit", "1", "-n", "1", "--max-tokens", "2", "--output", str(tmp_path / "o.json"),
+                *scores]  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("rlvr: error: --correct") and "--wrong" in err and "\n" not in err
+    assert not (tmp_path / "o.json").exists()

@@ -76,3 +76,11 @@ def test_config_validation():
         EvalConfig(n=4, ks=(8,))
     with pytest.raises(ValueError, match="n must be"):
         EvalConfig(n=0, ks=(1,))
+
+
+def test_a_verifier_whose_correct_score_is_not_above_wrong_is_refused(tiny_model):
+    model, tokenizer = tiny_model
+    with pytest.raises(ValueError, match="correct score"):
+        evaluate(
+            model, tokenizer, EXAMPLES, get_verifier("math", correct=0.0), EvalConfig(n=1, ks=(1,))
+        )

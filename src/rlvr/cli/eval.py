@@ -115,6 +115,11 @@ def _config(args: argparse.Namespace) -> EvalConfig:
 
 def _reward_options(args: argparse.Namespace) -> dict[str, object]:
     """``correct`` / ``wrong`` / ``extract`` options, passed only when given or not the defaults."""
+    if args.correct <= args.wrong:
+        raise ValueError(
+            f"--correct ({args.correct}) must exceed --wrong ({args.wrong}); otherwise every "
+            "wrong completion counts as correct"
+        )
     options = {"correct": args.correct} if args.correct != 1.0 else {}
     options |= {"extract": args.extract} if args.extract else {}
     return options | ({"wrong": args.wrong} if args.wrong != 0.0 else {})

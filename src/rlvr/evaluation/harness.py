@@ -260,6 +260,11 @@ def evaluate(
     if prompt_ids is not None and len(prompt_ids) != len(examples):
         raise ValueError(f"{len(prompt_ids)} prompt_ids for {len(examples)} examples")
     verifier = get_verifier(verifier)
+    if verifier.correct_value <= verifier.failure_value:
+        raise ValueError(
+            f"the verifier's correct score ({verifier.correct_value}) must exceed its wrong score "
+            f"({verifier.failure_value}); otherwise every wrong completion counts as correct"
+        )
     if prompt_ids is None:
         prompt_ids = encode_prompts(tokenizer, examples, config)
     samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler)

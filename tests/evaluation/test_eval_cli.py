@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import pytest
+
 from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
 
@@ -137,3 +139,22 @@ def test_a_correct_score_not_above_the_wrong_one_is_refused(tiny_model_dir, tmp_
         err = capsys.readouterr().err.strip()
         assert err.startswith("rlvr: error: --correct") and "--wrong" in err and "\n" not in err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_completions_the_verifier_failed_on_are_reported(tiny_model_dir, tmp_path, capsys):
+    """A verifier that raised on every completion (here: code tests expected, a number given)
+    printed avg@k = 0 and 'verifier timeouts 0', with no word that nothing was verified."""
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+            "--verifier", "code", "--workers", "0", "-n", "2", "--max-tokens", "2",
+            "--limit", "2", "--output", str(out)]  # fmt: skip
+    with pytest.warns(UserWarning, match="could not be verified") as caught:
+        assert main(argv) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "verifier failures" in line)
+    assert row.split()[-2] == "4"  # the table's cell, before the closing border
+    (warning,) = [str(w.message) for w in caught if "could not be verified" in str(w.message)]
+    assert (
+        "4 of 4 completions" in warning and "reference: expected" in warning
+    )  # the verifier's own message
+    problems = json.loads(out.read_text())["problems"]
+    assert all(len(p["errors"]) == 2 and all(p["errors"]) for p in problems)

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 from rlvr.cli.common import command
@@ -158,8 +159,24 @@ def print_table(report: EvalReport, title: str) -> None:
     for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
         table.add_row(key, *[f"{m[key] * 100:.1f}" for _, m in columns])
     table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m in columns])
+    table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m in columns])
     table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m in columns])
     Console().print(table)
+
+
+def warn_unverified(report: EvalReport) -> None:
+    """One warning line when the verifier failed or timed out on some completions (scored wrong)."""
+    failed = int(report.metrics["verifier/failures"] + report.metrics["verifier/timeouts"])
+    if not failed:
+        return
+    total = sum(p.n for p in report.problems)
+    first = next((e for p in report.problems for e in p.errors if e), None)
+    warnings.warn(
+        f"{failed} of {total} completions could not be verified (verifier error or timeout) and "
+        f"count as wrong; per completion: problems[].status and .errors in the JSON"
+        + (f"; first error: {first}" if first else ""),
+        stacklevel=2,
+    )
 
 
 def write_json(data: dict, path: Path) -> None:
@@ -215,5 +232,6 @@ def main(argv: list[str]) -> int:
     print_table(
         report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"
     )
+    warn_unverified(report)
     print(f"wrote {output}")
     return 0

@@ -75,6 +75,8 @@ class ProblemResult:
     status: list[str]
     """Verifier status per completion: ``ok``, ``error`` or ``timeout``."""
     completions: list[str] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    """The verifier's error message per completion (``None`` where it ran)."""
     diversity: Diversity | None = None
     """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
 
@@ -229,6 +231,7 @@ def score_problems(
                 truncated=samples.truncated[rows],
                 status=scores.status[rows],
                 completions=samples.texts[rows] if config.keep_completions else [],
+                errors=scores.errors[rows] if scores.errors else [None] * config.n,
                 diversity=diversity(samples.texts[rows]),
             )
         )

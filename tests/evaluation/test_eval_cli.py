@@ -158,3 +158,29 @@ def test_completions_the_verifier_failed_on_are_reported(tiny_model_dir, tmp_pat
     )  # the verifier's own message
     problems = json.loads(out.read_text())["problems"]
     assert all(len(p["errors"]) == 2 and all(p["errors"]) for p in problems)
+
+
+def test_sources_with_the_same_file_name_keep_their_own_column(tiny_model_dir, tmp_path):
+    """Two --data files both called test.jsonl were merged into one 'test' column, their
+    problems given the same ids: the per-dataset numbers mixed two sets."""
+    sources = []
+    for folder, (a, b) in {"math": (1, 1), "gsm": (3, 3)}.items():
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / "test.jsonl"
+        path.write_text(json.dumps({"prompt": f"What is {a} + {b}?", "answer": str(a + b)}) + "\n")
+        sources.append(str(path))
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", sources[0], "--data", sources[1],
+            "-n", "1", "--max-tokens", "2", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    assert sorted(data["per_dataset"]) == sorted(sources)
+    assert [p["dataset"] for p in data["problems"]] == sources
+    assert len({p["id"] for p in data["problems"]}) == 2
+
+
+def test_a_source_given_twice_is_refused(tiny_model_dir, capsys):
+    source = str(ASSETS / "math-mini.jsonl")
+    argv = ["--model", str(tiny_model_dir), "--data", source, "--data", source]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"

@@ -127,20 +127,42 @@ def _reward_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _load(args: argparse.Namespace) -> list:
-    """Examples of every ``--data SOURCE[::FIELDS]`` (a per-source mapping beats ``--fields``)."""
+    """Examples of every ``--data SOURCE[::FIELDS]`` (a per-source mapping beats ``--fields``).
+
+    Sources whose default names coincide (two ``test.jsonl``) are labelled by the ``--data``
+    value itself, so each keeps its own column and problem ids.
+    """
+    repeated = sorted({item for item in args.data if args.data.count(item) > 1})
+    if repeated:
+        raise ValueError(f"--data {repeated[0]} is given twice")
+    loaded = {item: _load_one(args, item) for item in args.data}
+    names = [part[0].dataset for part in loaded.values()]
+    return [
+        example
+        for item, part in loaded.items()
+        for example in (
+            _load_one(args, item, name=item) if names.count(part[0].dataset) > 1 else part
+        )
+    ]
+
+
+def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
+    """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
     from rlvr.data.loading import load_examples
 
     default = args.fields
     if default is None and args.verifier.startswith("reasoning_gym"):
         default = "reasoning_gym"
-    examples = []
-    for item in args.data:
-        source, _, own = item.partition("::")
-        fields = own or (None if source in DATASETS and args.fields is None else default)
-        examples += load_examples(
-            source, fields=fields, split=args.split, template=args.template, limit=args.limit
-        )
-    return examples
+    source, _, own = item.partition("::")
+    fields = own or (None if source in DATASETS and args.fields is None else default)
+    return load_examples(
+        source,
+        fields=fields,
+        split=args.split,
+        template=args.template,
+        limit=args.limit,
+        name=name,
+    )
 
 
 def print_table(report: EvalReport, title: str) -> None:

@@ -17,3 +17,23 @@ def test_every_eval_option_is_in_the_docs_table():
     ]
     missing = [flag for flag in options if f"`{flag}" not in table]
     assert not missing, f"docs/evaluation.md's option table lacks {missing}"
+
+
+def test_the_json_example_has_the_keys_rlvr_eval_writes(tiny_model_dir, tmp_path):
+    """The documented JSON lacked top-level and metric keys that the file holds."""
+    import json
+    from importlib import resources
+
+    from rlvr.cli.eval import main
+
+    block = DOC.split("## `rlvr eval`", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    documented = json.loads(block)
+    out = tmp_path / "eval.json"
+    data_file = resources.files("rlvr") / "assets" / "math-mini.jsonl"
+    argv = ["--model", str(tiny_model_dir), "--data", str(data_file), "-n", "8", "-k", "1", "8",
+            "--max-tokens", "2", "--limit", "1", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    written = json.loads(out.read_text())
+    assert set(documented) == set(written)
+    assert set(documented["metrics"]) == set(written["metrics"])
+    assert set(documented["problems"][0]) == set(written["problems"][0])

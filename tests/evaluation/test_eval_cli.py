@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import pytest
+
 from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
 
@@ -124,3 +126,61 @@ def test_an_unwritable_output_is_refused_before_evaluating(
         err = capsys.readouterr().err
         assert err.startswith("rlvr: error: --output") and str(output) in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_correct_score_not_above_the_wrong_one_is_refused(tiny_model_dir, tmp_path, capsys):
+    """--correct 0 (with the default --wrong 0) counted every wrong completion as correct:
+    avg@k and pass@k of 100% for any model."""
+    for scores in (["--correct", "0"], ["--correct", "-1", "--wrong", "0"]):
+        argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+                "--limit", "1", "-n", "1", "--max-tokens", "2", "--output", str(tmp_path / "o.json"),
+                *scores]  # fmt: skip
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("rlvr: error: --correct") and "--wrong" in err and "\n" not in err
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_completions_the_verifier_failed_on_are_reported(tiny_model_dir, tmp_path, capsys):
+    """A verifier that raised on every completion (here: code tests expected, a number given)
+    printed avg@k = 0 and 'verifier timeouts 0', with no word that nothing was verified."""
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+            "--verifier", "code", "--workers", "0", "-n", "2", "--max-tokens", "2",
+            "--limit", "2", "--output", str(out)]  # fmt: skip
+    with pytest.warns(UserWarning, match="could not be verified") as caught:
+        assert main(argv) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "verifier failures" in line)
+    assert row.split()[-2] == "4"  # the table's cell, before the closing border
+    (warning,) = [str(w.message) for w in caught if "could not be verified" in str(w.message)]
+    assert (
+        "4 of 4 completions" in warning and "reference: expected" in warning
+    )  # the verifier's own message
+    problems = json.loads(out.read_text())["problems"]
+    assert all(len(p["errors"]) == 2 and all(p["errors"]) for p in problems)
+
+
+def test_sources_with_the_same_file_name_keep_their_own_column(tiny_model_dir, tmp_path):
+    """Two --data files both called test.jsonl were merged into one 'test' column, their
+    problems given the same ids: the per-dataset numbers mixed two sets."""
+    sources = []
+    for folder, (a, b) in {"math": (1, 1), "gsm": (3, 3)}.items():
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / "test.jsonl"
+        path.write_text(json.dumps({"prompt": f"What is {a} + {b}?", "answer": str(a + b)}) + "\n")
+        sources.append(str(path))
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", sources[0], "--data", sources[1],
+            "-n", "1", "--max-tokens", "2", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    assert sorted(data["per_dataset"]) == sorted(sources)
+    assert [p["dataset"] for p in data["problems"]] == sources
+    assert len({p["id"] for p in data["problems"]}) == 2
+
+
+def test_a_source_given_twice_is_refused(tiny_model_dir, capsys):
+    source = str(ASSETS / "math-mini.jsonl")
+    argv = ["--model", str(tiny_model_dir), "--data", source, "--data", source]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"

@@ -26,7 +26,7 @@ TEXTS = {
 }
 
 
-def fake_sample(model, tokenizer, prompts, config):
+def fake_sample(sampler, prompt_ids, config):
     texts = [t for ex in EXAMPLES for t in TEXTS[ex.id]]
     return harness.Samples(texts, [len(t) for t in texts], [t == "" for t in texts])
 
@@ -76,3 +76,32 @@ def test_config_validation():
         EvalConfig(n=4, ks=(8,))
     with pytest.raises(ValueError, match="n must be"):
         EvalConfig(n=0, ks=(1,))
+
+
+def test_a_verifier_whose_correct_score_is_not_above_wrong_is_refused(tiny_model):
+    model, tokenizer = tiny_model
+    with pytest.raises(ValueError, match="correct score"):
+        evaluate(
+            model, tokenizer, EXAMPLES, get_verifier("math", correct=0.0), EvalConfig(n=1, ks=(1,))
+        )
+
+
+def test_a_partial_test_pass_rate_is_a_score_not_a_solved_problem():
+    """With the soft code reward (the share of tests passed) a problem counts in avg@k only
+    when every test passes; the mean pass rate is score/mean (README and docs/pipelines.md
+    called the code recipe's avg@1 a mean pass rate)."""
+    from rlvr.rewards import Scores
+
+    verifier = get_verifier("code")
+    examples = [Example(prompt="f?", reference={"inputs": [], "outputs": []}, id=i, dataset="c")
+                for i in ("p", "q")]  # fmt: skip
+    samples = harness.Samples(["a", "b"], [1, 1], [False, False])
+
+    def scorer(texts, references):
+        return Scores(values=[0.8, 1.0], status=["ok", "ok"])
+
+    config = EvalConfig(n=1, ks=(1,))
+    problems = harness.score_problems(examples, verifier, samples, config, scorer)
+    report = harness.build_report(problems, config)
+    assert report.metrics["avg@1"] == 0.5  # one of two problems passes every test
+    assert report.metrics["score/mean"] == pytest.approx(0.9, abs=1e-12)

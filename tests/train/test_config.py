@@ -165,3 +165,20 @@ def test_one_key_of_a_section_keeps_the_rest_of_that_sections_own_default():
         0,
         "off",
     )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("eval.temperature=-1", r"eval.temperature must be >= 0"),
+        ("eval.top_p=0", r"eval.top_p must be in \(0, 1\]"),
+        ("eval.max_new_tokens=0", r"eval.max_new_tokens must be >= 1 or null"),
+        ("eval.batch_size=0", r"eval.batch_size must be >= 1"),
+    ],
+)
+def test_bad_eval_sampling_is_refused_when_the_config_is_read(override, message):
+    """These were accepted, then failed at the first evaluation without the key's name (with
+    eval.at_start=false: after every training step, before the final checkpoint); and
+    eval.max_new_tokens=0 silently became the rollout's budget."""
+    with pytest.raises(ValueError, match=message):
+        from_dict(TrainConfig, apply_overrides(BASE, [override]))

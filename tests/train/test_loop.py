@@ -387,3 +387,51 @@ def test_an_output_dir_that_cannot_be_made_is_refused_before_loading(
         cfg = train_config(f"log.output_dir={out}")
         with pytest.raises(ValueError, match=r"log.output_dir=.*file"):
             train(cfg)
+
+
+def test_held_out_prompts_are_sampled_as_the_prompt_set_prepared_them(train_config):
+    """With data.long_prompts=truncate the held-out prompts were re-tokenised in full for the
+    evaluation, ignoring the truncation (and a context limit that lowered max_prompt_tokens)."""
+    from rlvr.train.loop import evaluate
+    from rlvr.train.setup import prepare_run_dir
+
+    cfg = train_config("data.max_prompt_tokens=4", "data.long_prompts=truncate")
+    with pytest.warns(UserWarning, match="truncated"):
+        run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
+    sampled, generate = [], run.generator.generate
+
+    def spy(prompts, **kwargs):
+        sampled.extend(list(ids) for ids in prompts)
+        return generate(prompts, **kwargs)
+
+    run.generator.generate = spy
+    try:
+        record = evaluate(run)
+    finally:
+        run.close()
+    prepared = [list(p.ids) for p in run.eval_set.prompts]
+    assert run.eval_set.truncated > 0 and all(len(ids) == 4 for ids in prepared)
+    assert sampled == prepared  # each prompt once, with n samples
+    assert record.metrics["eval/num_problems"] == len(prepared)
+
+
+def test_held_out_prompts_that_are_training_prompts_are_warned(train_config, tmp_path):
+    """data.eval sharing prompts with data.train gave eval/* scores labelled held-out without a word."""
+    import warnings
+
+    from rlvr.train.setup import prepare_run_dir
+
+    rows = [{"prompt": f"What is {a} + 1?", "answer": str(a + 1)} for a in range(5)]
+    train_file, eval_file = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+    train_file.write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    for shared, held_out in ((1, rows[2:]), (0, rows[3:])):
+        eval_file.write_text("".join(json.dumps(r) + "\n" for r in held_out))
+        cfg = train_config(f"data.train={train_file}", f"data.eval={eval_file}", out=f"o{shared}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None).close()
+        said = [str(w.message) for w in caught if "also training prompts" in str(w.message)]
+        expected = [
+            f"data.eval: {shared} of {len(held_out)} held-out prompts are also training prompts"
+        ]
+        assert [m.split(" (")[0] for m in said] == (expected if shared else [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -90,3 +92,28 @@ def test_trim_heap_releases_before_each_backward_and_changes_nothing(train_confi
     assert len(calls) == len(chunks) > 1  # once per micro-batch, only when asked
     for name, value in params["false"].items():
         assert torch.equal(params["true"][name], value), name
+
+
+@pytest.mark.parametrize(("norms", "expected"), [((math.inf, 3.0), 3.0), ((math.nan,) * 2, None)])
+def test_grad_norm_leaves_out_skipped_optimiser_steps(train_config, monkeypatch, norms, expected):
+    """A non-finite gradient norm (the step skipped) was logged as 0.0 and averaged in, so
+    optim/grad_norm read as a small or vanishing gradient instead of a blown-up one."""
+    import rlvr.train.update
+    from rlvr.train.setup import Stepped
+
+    scripted = iter(norms)
+
+    def clip_and_step(model, optimizer, scheduler, cfg):
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        norm = next(scripted)
+        return Stepped(norm, math.isfinite(norm))
+
+    monkeypatch.setattr(rlvr.train.update, "clip_and_step", clip_and_step)
+    cfg = train_config("rollout.minibatches=2", "rollout.prompts_per_step=2")
+    _, metrics, _ = _update(cfg)
+    assert metrics["optim/skipped_steps"] == sum(not math.isfinite(n) for n in norms)
+    if expected is None:
+        assert math.isnan(metrics["optim/grad_norm"])  # written as null, counted as non-finite
+    else:
+        assert metrics["optim/grad_norm"] == expected

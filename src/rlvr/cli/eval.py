@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 from rlvr.cli.common import command
@@ -115,26 +116,53 @@ def _config(args: argparse.Namespace) -> EvalConfig:
 
 def _reward_options(args: argparse.Namespace) -> dict[str, object]:
     """``correct`` / ``wrong`` / ``extract`` options, passed only when given or not the defaults."""
+    if args.correct <= args.wrong:
+        raise ValueError(
+            f"--correct ({args.correct}) must exceed --wrong ({args.wrong}); otherwise every "
+            "wrong completion counts as correct"
+        )
     options = {"correct": args.correct} if args.correct != 1.0 else {}
     options |= {"extract": args.extract} if args.extract else {}
     return options | ({"wrong": args.wrong} if args.wrong != 0.0 else {})
 
 
 def _load(args: argparse.Namespace) -> list:
-    """Examples of every ``--data SOURCE[::FIELDS]`` (a per-source mapping beats ``--fields``)."""
+    """Examples of every ``--data SOURCE[::FIELDS]`` (a per-source mapping beats ``--fields``).
+
+    Sources whose default names coincide (two ``test.jsonl``) are labelled by the ``--data``
+    value itself, so each keeps its own column and problem ids.
+    """
+    repeated = sorted({item for item in args.data if args.data.count(item) > 1})
+    if repeated:
+        raise ValueError(f"--data {repeated[0]} is given twice")
+    loaded = {item: _load_one(args, item) for item in args.data}
+    names = [part[0].dataset for part in loaded.values()]
+    return [
+        example
+        for item, part in loaded.items()
+        for example in (
+            _load_one(args, item, name=item) if names.count(part[0].dataset) > 1 else part
+        )
+    ]
+
+
+def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
+    """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
     from rlvr.data.loading import load_examples
 
     default = args.fields
     if default is None and args.verifier.startswith("reasoning_gym"):
         default = "reasoning_gym"
-    examples = []
-    for item in args.data:
-        source, _, own = item.partition("::")
-        fields = own or (None if source in DATASETS and args.fields is None else default)
-        examples += load_examples(
-            source, fields=fields, split=args.split, template=args.template, limit=args.limit
-        )
-    return examples
+    source, _, own = item.partition("::")
+    fields = own or (None if source in DATASETS and args.fields is None else default)
+    return load_examples(
+        source,
+        fields=fields,
+        split=args.split,
+        template=args.template,
+        limit=args.limit,
+        name=name,
+    )
 
 
 def print_table(report: EvalReport, title: str) -> None:
@@ -153,8 +181,24 @@ def print_table(report: EvalReport, title: str) -> None:
     for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
         table.add_row(key, *[f"{m[key] * 100:.1f}" for _, m in columns])
     table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m in columns])
+    table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m in columns])
     table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m in columns])
     Console().print(table)
+
+
+def warn_unverified(report: EvalReport) -> None:
+    """One warning line when the verifier failed or timed out on some completions (scored wrong)."""
+    failed = int(report.metrics["verifier/failures"] + report.metrics["verifier/timeouts"])
+    if not failed:
+        return
+    total = sum(p.n for p in report.problems)
+    first = next((e for p in report.problems for e in p.errors if e), None)
+    warnings.warn(
+        f"{failed} of {total} completions could not be verified (verifier error or timeout) and "
+        f"count as wrong; per completion: problems[].status and .errors in the JSON"
+        + (f"; first error: {first}" if first else ""),
+        stacklevel=2,
+    )
 
 
 def write_json(data: dict, path: Path) -> None:
@@ -210,5 +254,6 @@ def main(argv: list[str]) -> int:
     print_table(
         report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"
     )
+    warn_unverified(report)
     print(f"wrote {output}")
     return 0

@@ -75,6 +75,8 @@ class ProblemResult:
     status: list[str]
     """Verifier status per completion: ``ok``, ``error`` or ``timeout``."""
     completions: list[str] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    """The verifier's error message per completion (``None`` where it ran)."""
     diversity: Diversity | None = None
     """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
 
@@ -154,12 +156,17 @@ class Samples(NamedTuple):
     """Hit ``max_new_tokens`` without an EOS."""
 
 
-def sample(sampler: Sampler, tokenizer, prompts: list[str], config: EvalConfig) -> Samples:
+def encode_prompts(tokenizer, examples: Sequence[Example], config: EvalConfig) -> list[list[int]]:
+    """Token ids of each example's prompt, chat template (and ``config.system_prompt``) applied."""
+    texts = [format_prompt(tokenizer, ex.prompt, config.system_prompt) for ex in examples]
+    return tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+
+def sample(sampler: Sampler, prompt_ids: Sequence[Sequence[int]], config: EvalConfig) -> Samples:
     """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time."""
     texts, lengths, truncated = [], [], []
-    for start in range(0, len(prompts), config.batch_size):
-        batch = prompts[start : start + config.batch_size]
-        ids = tokenizer(batch, add_special_tokens=False)["input_ids"]
+    for start in range(0, len(prompt_ids), config.batch_size):
+        ids = [list(p) for p in prompt_ids[start : start + config.batch_size]]
         out = sampler.generate(ids, n=config.n, sampling=config.sampling)
         texts += out.texts
         lengths += [int(x) for x in out.response_lengths.tolist()]
@@ -173,7 +180,11 @@ def _rng_devices(model) -> list[int]:
 
 
 def sample_seeded(
-    model, tokenizer, prompts: list[str], config: EvalConfig, sampler: Sampler | None = None
+    model,
+    tokenizer,
+    prompt_ids: Sequence[Sequence[int]],
+    config: EvalConfig,
+    sampler: Sampler | None = None,
 ) -> Samples:
     """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``.
 
@@ -185,7 +196,7 @@ def sample_seeded(
     try:
         with torch.random.fork_rng(devices=_rng_devices(model)):
             torch.manual_seed(config.seed)
-            return sample(sampler, tokenizer, prompts, config)
+            return sample(sampler, prompt_ids, config)
     finally:
         model.train(was_training)
 
@@ -220,6 +231,7 @@ def score_problems(
                 truncated=samples.truncated[rows],
                 status=scores.status[rows],
                 completions=samples.texts[rows] if config.keep_completions else [],
+                errors=scores.errors[rows] if scores.errors else [None] * config.n,
                 diversity=diversity(samples.texts[rows]),
             )
         )
@@ -235,17 +247,28 @@ def evaluate(
     *,
     scorer: Callable[[Sequence[str], Sequence[Any]], Scores] | None = None,
     sampler: Sampler | None = None,
+    prompt_ids: Sequence[Sequence[int]] | None = None,
 ) -> EvalReport:
     """Sample ``config.n`` completions per example, verify them, and report.
 
     ``scorer`` reuses an open :class:`rlvr.rewards.Scorer` (the trainer's, with its worker
     processes); by default one is made from ``config.scoring`` for this call. ``sampler``
     reuses the trainer's sampler (so training reward and evaluation score come from the
-    same one); by default the ``lean`` sampler on ``model``.
+    same one); by default the ``lean`` sampler on ``model``. ``prompt_ids``: the examples'
+    prompts already tokenised (the trainer's, cut to ``data.max_prompt_tokens``); by
+    default each prompt is formatted with the chat template and tokenised here.
     """
     if not examples:
         raise ValueError("examples is empty")
+    if prompt_ids is not None and len(prompt_ids) != len(examples):
+        raise ValueError(f"{len(prompt_ids)} prompt_ids for {len(examples)} examples")
     verifier = get_verifier(verifier)
-    prompts = [format_prompt(tokenizer, ex.prompt, config.system_prompt) for ex in examples]
-    samples = sample_seeded(model, tokenizer, prompts, config, sampler)
+    if verifier.correct_value <= verifier.failure_value:
+        raise ValueError(
+            f"the verifier's correct score ({verifier.correct_value}) must exceed its wrong score "
+            f"({verifier.failure_value}); otherwise every wrong completion counts as correct"
+        )
+    if prompt_ids is None:
+        prompt_ids = encode_prompts(tokenizer, examples, config)
+    samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler)
     return build_report(score_problems(examples, verifier, samples, config, scorer), config)

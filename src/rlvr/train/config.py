@@ -352,6 +352,16 @@ class EvalConfig:
         _check(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
         _check(self.n >= 1, f"eval.n must be >= 1, got {self.n}")
         _check(
+            self.temperature >= 0,
+            f"eval.temperature must be >= 0 (0: greedy), got {self.temperature}",
+        )
+        _check(0 < self.top_p <= 1, f"eval.top_p must be in (0, 1], got {self.top_p}")
+        _check(
+            self.max_new_tokens is None or self.max_new_tokens >= 1,
+            f"eval.max_new_tokens must be >= 1 or null, got {self.max_new_tokens}",
+        )
+        _check(self.batch_size >= 1, f"eval.batch_size must be >= 1, got {self.batch_size}")
+        _check(
             len(self.ks) > 0 and all(1 <= k <= self.n for k in self.ks),
             f"eval.ks must be in [1, eval.n={self.n}], got {list(self.ks)}",
         )

@@ -25,7 +25,7 @@ from rlvr.rewards import Scorer
 from rlvr.rewards.sandbox import isolation_level, sandbox_isolation
 from rlvr.train.config import DataConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
-from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set
+from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
 from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
 from rlvr.train.setup import (
     autocast,
@@ -121,6 +121,8 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
+    if eval_set is not None:
+        warn_shared_prompts(train_set, eval_set)
     order = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)
@@ -219,6 +221,7 @@ def evaluate(run: RLRun) -> EvalRecord:
             harness,
             scorer=run.scorer,
             sampler=run.generator,
+            prompt_ids=[p.ids for p in run.eval_set.prompts],
         )
     scores = {k: float(v) for k, v in report.metrics.items()}
     metrics = {f"eval/{k}": v for k, v in scores.items()}

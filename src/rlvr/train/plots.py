@@ -2,29 +2,40 @@
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, response
 length, held-out scores), one line per run and metric. Panels whose metrics no run
-logged are skipped.
+logged are skipped. A step whose value was not finite (``null`` in ``metrics.jsonl``)
+breaks the line there and is marked by a dotted vertical line; the legend counts such steps.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from rlvr.train.metrics import METRICS_FILE, read_metrics
 
-# panel file name -> (title, metric names or regular expressions)
-PANELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "reward": ("Reward", ("reward/mean", "reward/accuracy")),
-    "entropy": ("Policy entropy", ("policy/entropy",)),
-    "clip": ("Clip fractions", ("clip/frac", "clip/low_frac", "clip/high_frac")),
+# panel file name -> (title, y-axis label, metric names or regular expressions)
+PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "reward": (
+        "Reward",
+        "reward; share of correct completions",
+        ("reward/mean", "reward/accuracy"),
+    ),
+    "entropy": ("Policy entropy", "nats per response token", ("policy/entropy",)),
+    "clip": (
+        "Clip fractions",
+        "share of response tokens",
+        ("clip/frac", "clip/low_frac", "clip/high_frac"),
+    ),
     "quadrants": (
         "Out-of-band quadrant shares",
+        "share of out-of-band events",
         ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
     ),
-    "length": ("Response length", ("response/length_mean", "response/length_max")),
-    "eval": ("Held-out", (r"eval/(avg|pass)@\d+",)),
-    "sft": ("SFT loss", ("sft/loss", "sft/eval_loss")),
+    "length": ("Response length", "tokens", ("response/length_mean", "response/length_max")),
+    "eval": ("Held-out", "mean over held-out problems", (r"eval/(avg|pass)@\d+",)),
+    "sft": ("SFT loss", "NLL per response token (nats)", ("sft/loss", "sft/eval_loss")),
 }
 
 
@@ -48,6 +59,14 @@ def _names(patterns: Sequence[str], rows: list[dict]) -> list[str]:
     return [n for p in patterns for n in present if re.fullmatch(p, n)]
 
 
+def _series(rows: list[dict], name: str) -> tuple[list[int], list[float], list[int]]:
+    """Steps and values of ``name`` where it was logged (``null`` as NaN), and the null steps."""
+    logged = [(r["step"], r[name]) for r in rows if name in r]
+    steps = [s for s, _ in logged]
+    values = [math.nan if v is None else float(v) for _, v in logged]
+    return steps, values, [s for s, v in logged if v is None]
+
+
 def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     """Write one PNG per panel that has data; returns the files written."""
     import matplotlib
@@ -58,24 +77,29 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     styles = ["-", "--", ":", "-."]
-    for panel, (title, patterns) in PANELS.items():
+    for panel, (title, ylabel, patterns) in PANELS.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         lines = 0
         for label, rows in runs.items():
             for i, name in enumerate(_names(patterns, rows)):
-                points = [(r["step"], r[name]) for r in rows if r.get(name) is not None]
-                if points:
-                    xs, ys = zip(*points, strict=True)
-                    ax.plot(
-                        xs,
-                        ys,
-                        styles[i % len(styles)],
-                        marker="." if len(xs) < 30 else None,
-                        label=f"{label}: {name}" if len(runs) > 1 else name,
-                    )
-                    lines += 1
+                xs, ys, gaps = _series(rows, name)
+                if len(gaps) == len(xs):
+                    continue
+                text = f"{label}: {name}" if len(runs) > 1 else name
+                if gaps:
+                    text += f" ({len(gaps)} non-finite step{'s' * (len(gaps) > 1)}: dotted)"
+                (line,) = ax.plot(
+                    xs,
+                    ys,
+                    styles[i % len(styles)],
+                    marker="." if len(xs) < 30 else None,
+                    label=text,
+                )
+                for step in gaps:
+                    ax.axvline(step, color=line.get_color(), ls=":", lw=0.8)
+                lines += 1
         if lines:
-            ax.set(title=title, xlabel="step")
+            ax.set(title=title, xlabel="step", ylabel=ylabel)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             fig.tight_layout()

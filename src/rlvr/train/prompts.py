@@ -142,6 +142,19 @@ def _write_atomic(
     os.replace(tmp, path)
 
 
+def warn_shared_prompts(train_set: PromptSet, eval_set: PromptSet) -> int:
+    """Warn when held-out prompts are also training prompts (same tokens); returns how many are."""
+    trained = {p.ids for p in train_set.prompts}
+    shared = sum(p.ids in trained for p in eval_set.prompts)
+    if shared:
+        warnings.warn(
+            f"data.eval: {shared} of {len(eval_set.prompts)} held-out prompts are also training "
+            "prompts (data.train); their eval/* scores are not held-out",
+            stacklevel=2,
+        )
+    return shared
+
+
 def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     """The ``train`` or ``eval`` prompts of ``cfg`` (file, dataset, ``reasoning_gym:<task>``, ``code_tasks:<family>``)."""
     source = cfg.train if role == "train" else cfg.eval

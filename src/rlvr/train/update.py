@@ -101,11 +101,9 @@ def optimizer_step(
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
     acc.add_sum("optim/skipped_steps", float(not stepped))
     acc.add_sum("update/nonfinite_losses", float(nonfinite))
-    return {
-        "loss/policy": total,
-        "optim/grad_norm": grad_norm if math.isfinite(grad_norm) else 0.0,
-        "optim/lr": lr,
-    }
+    # A skipped step's non-finite norm is left out of the step's mean (see update_policy).
+    norm = {"optim/grad_norm": grad_norm} if math.isfinite(grad_norm) else {}
+    return {"loss/policy": total, **norm, "optim/lr": lr}
 
 
 def update_policy(
@@ -132,6 +130,7 @@ def update_policy(
             steps += 1
     return {
         **exact_shares(acc.result()),
+        "optim/grad_norm": math.nan,  # every step skipped: written as null, counted non-finite
         **per_step.result(),
         "update/optimizer_steps": float(steps),
     }

@@ -1,0 +1,64 @@
+"""The PNG curves of ``metrics.jsonl``: what each line holds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rlvr.train.plots import plot_runs
+
+
+@pytest.fixture()
+def drawn(monkeypatch):
+    """``{panel file name: figure}`` of every figure ``plot_runs`` saves."""
+    from matplotlib.figure import Figure
+
+    figures = {}
+    save = Figure.savefig
+
+    def capture(self, path, *args, **kwargs):
+        figures[path.name] = self
+        return save(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    return figures
+
+
+def _line(figure, label):
+    (ax,) = figure.axes
+    (line,) = [x for x in ax.get_lines() if x.get_label().startswith(label)]
+    return line
+
+
+def test_a_non_finite_step_is_a_gap_not_bridged(tmp_path, drawn):
+    """A step logged as null (a NaN entropy) used to be left out, the line drawn straight across it."""
+    entropy = [1.0, None, 0.5, 0.4]
+    rows = [{"step": s, "policy/entropy": e} for s, e in enumerate(entropy, start=1)]
+    rows.append({"step": 5})  # a step that did not log the metric is no gap
+    plot_runs({"run": rows}, tmp_path)
+    line = _line(drawn["entropy.png"], "policy/entropy")
+    assert list(line.get_xdata()) == [1, 2, 3, 4]
+    ys = list(line.get_ydata())
+    assert math.isnan(ys[1]) and [ys[0], ys[2], ys[3]] == [1.0, 0.5, 0.4]
+    assert "1 non-finite" in line.get_label()
+
+
+def test_finite_series_keep_their_plain_label(tmp_path, drawn):
+    rows = [{"step": s, "reward/mean": 0.1 * s} for s in (1, 2, 3)]
+    plot_runs({"run": rows}, tmp_path)
+    assert _line(drawn["reward.png"], "reward/mean").get_label() == "reward/mean"
+
+
+def test_every_panel_labels_both_axes(tmp_path, drawn):
+    """The y axes had no label: a reader could not tell reward from share, nats from tokens."""
+    from rlvr.train.plots import PANELS
+
+    names = ["reward/mean", "policy/entropy", "clip/frac", "clip/q1_share"]
+    names += ["response/length_mean", "eval/avg@4", "sft/loss"]
+    rows = [{"step": s, **{name: 0.5 for name in names}} for s in (1, 2)]
+    plot_runs({"run": rows}, tmp_path)
+    assert sorted(drawn) == sorted(f"{panel}.png" for panel in PANELS)
+    for name, figure in drawn.items():
+        (ax,) = figure.axes
+        assert ax.get_xlabel() == "step" and ax.get_ylabel(), name

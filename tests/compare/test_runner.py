@@ -111,3 +111,27 @@ def test_default_jobs_from_cores_and_threads():
     assert default_jobs(4, cores=2) == 1
     assert default_jobs(None, cores=16) == 16
     assert default_jobs(1) >= 1 and os.cpu_count() is not None
+
+
+@pytest.mark.parametrize(
+    ("base", "why"),
+    [
+        (
+            {"threads": 1, "eval": {"n": 1, "ks": [1]}},
+            r"evaluates eval.ks=\[1\] \(eval.n=1\), not eval/avg@2",
+        ),
+        (
+            {"threads": 1, "data": {"eval": None}},
+            r"has no held-out data \(data.eval\) for eval/avg@2",
+        ),
+    ],
+)
+def test_a_claim_on_a_metric_the_runs_cannot_log_is_refused_before_running(
+    small_study, tmp_path, base, why
+):
+    """With eval.n=2 and a pass@4 claim the report printed 'nan, nan; difference ...'."""
+    study = load_study(small_study(base=base))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=rf"claim avg cannot be judged: abc {why}"):
+        run_study(study, out, jobs=1, live=False)
+    assert not (out / "runs").exists()  # nothing ran

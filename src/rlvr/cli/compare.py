@@ -40,9 +40,12 @@ def _list(names: list[str]) -> None:
 
 def _dry_run(study, out: str) -> None:
     from rlvr.compare import plan
+    from rlvr.compare.run import check_claims
     from rlvr.compare.runner import is_finished
 
-    for spec in plan(study, Path(out) / "runs"):
+    specs = plan(study, Path(out) / "runs")
+    check_claims(study, specs)
+    for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
         print(f"{what:<7} {spec.key:<34} {spec.run_dir}")
 

@@ -35,6 +35,7 @@ says why. The rules are fixed before the runs and the verdict is whatever they g
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,35 @@ class Claim:
     def arms_needed(self) -> list[str]:
         names = [self.arm, self.baseline, *self.arms]
         return [n for n in names if n]
+
+    @property
+    def reads(self) -> list[tuple[str, str]]:
+        """Every ``(arm, metric)`` the claim's rule reads."""
+        if self.rule == "direction":
+            return [(self.arm, self.metric), (self.baseline, self.metric)]
+        return _steps(self)
+
+
+EVAL_AT_K = re.compile(r"eval/(?:avg|pass)@(\d+)")
+
+
+def unmeasured(claim: Claim, configs: dict[str, Any]) -> list[str]:
+    """Why the runs configured by ``configs`` (arm name -> ``TrainConfig``) cannot log what
+    ``claim`` reads: a held-out ``eval/avg@k`` / ``eval/pass@k`` with no held-out data or
+    with ``k`` outside the arm's ``eval.ks``. Empty when they can."""
+    problems = []
+    for arm, metric in claim.reads:
+        match = EVAL_AT_K.fullmatch(metric)
+        if arm not in configs or match is None:
+            continue
+        cfg, k = configs[arm], int(match.group(1))
+        if cfg.data.eval is None:
+            problems.append(f"{arm} has no held-out data (data.eval) for {metric}")
+        elif k not in cfg.eval.ks:
+            problems.append(
+                f"{arm} evaluates eval.ks={list(cfg.eval.ks)} (eval.n={cfg.eval.n}), not {metric}"
+            )
+    return problems
 
 
 @dataclass

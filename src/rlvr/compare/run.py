@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr.compare.claims import load_claims, unmeasured
 from rlvr.compare.progress import StudyDisplay
 from rlvr.compare.report import ReportFiles, write_report
 from rlvr.compare.runner import RunState, default_jobs, execute, initial_states
-from rlvr.compare.study import Study, plan
+from rlvr.compare.study import RunSpec, Study, plan
 
 RUNS_DIR = "runs"
 
@@ -43,6 +44,7 @@ def run_study(
     """
     out = Path(out)
     specs = plan(study, out / RUNS_DIR)
+    check_claims(study, specs)
     states = initial_states(specs, fresh=fresh)
     if run:
         jobs = jobs or default_jobs(specs[0].config.threads)
@@ -54,3 +56,17 @@ def run_study(
     command = command or f"rlvr compare {study.source or study.name} --out {out}"
     report = write_report(study, specs, Path(report_dir or out / study.name), command)
     return StudyResult(states, report)
+
+
+def check_claims(study: Study, specs: list[RunSpec]) -> None:
+    """Refuse a study whose runs cannot log a held-out metric one of its claims reads
+    (``eval/pass@4`` with ``eval.n=2``), before any run starts: the claim would compare
+    missing means."""
+    configs = {spec.arm.name: spec.config for spec in specs}
+    for name in study.claims:
+        for claim in load_claims(name):
+            problems = unmeasured(claim, configs)
+            if problems:
+                raise ValueError(
+                    f"study {study.name!r}: claim {claim.id} cannot be judged: {'; '.join(problems)}"
+                )

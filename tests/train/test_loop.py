@@ -274,6 +274,28 @@ def test_prompt_limit_fits_the_models_context(train_config, tiny_model):
         fit_context(train_config(f"rollout.max_new_tokens={context}"), model)
 
 
+def test_prompt_limit_leaves_room_for_a_larger_eval_budget(train_config, tiny_model):
+    """eval.max_new_tokens above the rollout's let held-out prompt + completion pass the context."""
+    from rlvr.train.loop import fit_context
+
+    model, _ = tiny_model
+    context = model.config.max_position_embeddings
+    cfg = train_config(
+        f"data.max_prompt_tokens={context - 24}",
+        "rollout.max_new_tokens=24",
+        "eval.max_new_tokens=40",
+    )
+    with pytest.warns(UserWarning, match="eval.max_new_tokens=40 exceeds the model's context"):
+        assert fit_context(cfg, model).max_prompt_tokens == context - 40
+    no_eval = train_config(
+        f"data.max_prompt_tokens={context - 24}",
+        "rollout.max_new_tokens=24",
+        "eval.max_new_tokens=40",
+        "data.eval=null",
+    )
+    assert fit_context(no_eval, model).max_prompt_tokens == context - 24  # nothing is evaluated
+
+
 def test_reward_range_must_hold_the_rewards(train_config):
     with pytest.raises(
         ValueError, match=r"objective.reward_range=\[0.0, 1.0\] must hold reward.wrong=-1.0"

@@ -146,20 +146,28 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
 
 
 def fit_context(cfg: TrainConfig, model) -> DataConfig:
-    """``cfg.data`` with ``max_prompt_tokens`` lowered (and a warning) so prompt + completion fit the model's context."""
+    """``cfg.data`` with ``max_prompt_tokens`` lowered (and a warning) so prompt + completion
+    fit the model's context, for the rollout's budget and, with held-out data, the evaluation's."""
     context = getattr(model.config, "max_position_embeddings", None)
-    data, budget = cfg.data, cfg.rollout.max_new_tokens
+    data, (key, budget) = cfg.data, _largest_budget(cfg)
     if context is None or data.max_prompt_tokens + budget <= context:
         return data
     if context - budget < 1:
         raise ValueError(
-            f"rollout.max_new_tokens={budget} leaves no room for a prompt in the model's context of {context} tokens"
+            f"{key}={budget} leaves no room for a prompt in the model's context of {context} tokens"
         )
     warnings.warn(
-        f"data.max_prompt_tokens={data.max_prompt_tokens} + rollout.max_new_tokens={budget} exceeds the model's context of {context}; prompts are limited to {context - budget} tokens",
+        f"data.max_prompt_tokens={data.max_prompt_tokens} + {key}={budget} exceeds the model's context of {context}; prompts are limited to {context - budget} tokens",
         stacklevel=2,
     )
     return dataclasses.replace(data, max_prompt_tokens=context - budget)
+
+
+def _largest_budget(cfg: TrainConfig) -> tuple[str, int]:
+    """The completion budget prompts must leave room for, and the key that sets it."""
+    rollout = ("rollout.max_new_tokens", cfg.rollout.max_new_tokens)
+    evaluation = cfg.eval.max_new_tokens if cfg.data.eval else None
+    return ("eval.max_new_tokens", evaluation) if (evaluation or 0) > rollout[1] else rollout
 
 
 def train_step(run: RLRun) -> StepRecord:

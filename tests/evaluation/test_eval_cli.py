@@ -32,10 +32,13 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "verifier_options",
         "metrics",
         "per_dataset",
+        "stderr",
+        "per_dataset_stderr",
         "config",
         "problems",
     }
     assert set(data["per_dataset"]) == {"math-mini", "chain_sum-mini"}
+    assert set(data["per_dataset_stderr"]) == {"math-mini", "chain_sum-mini"}
     assert len(data["problems"]) == 6
     problems = data["problems"]
     for p in problems:
@@ -58,6 +61,10 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
     for k in (1, 2):
         expected = sum(pass_at_k(p["n"], p["c"], k) for p in problems) / len(problems)
         assert abs(data["metrics"][f"pass@{k}"] - expected) < 1e-12
+        values = [pass_at_k(p["n"], p["c"], k) for p in problems]
+        mean = sum(values) / len(values)
+        spread = sum((v - mean) ** 2 for v in values) / (len(values) - 1)  # ddof 1
+        assert abs(data["stderr"][f"pass@{k}"] - (spread / len(values)) ** 0.5) < 1e-12
     assert data["config"]["sampling"]["max_new_tokens"] == 8 and data["config"]["n"] == 3
 
 

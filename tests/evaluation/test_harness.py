@@ -68,7 +68,14 @@ def test_real_sampling_is_seeded_and_leaves_state_alone(tiny_model):
     second = evaluate(model, tokenizer, EXAMPLES, "math", config)
     assert [p.completions for p in first.problems] == [p.completions for p in second.problems]
     assert all(len(p.completions) == 2 and all(x <= 6 for x in p.lengths) for p in first.problems)
-    assert set(first.to_dict()) == {"metrics", "per_dataset", "config", "problems"}
+    assert set(first.to_dict()) == {
+        "metrics",
+        "per_dataset",
+        "stderr",
+        "per_dataset_stderr",
+        "config",
+        "problems",
+    }
 
 
 def test_config_validation():

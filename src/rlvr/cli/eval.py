@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 import warnings
@@ -170,20 +171,26 @@ def print_table(report: EvalReport, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    columns = list(report.per_dataset.items())
+    columns = [(n, m, report.per_dataset_stderr[n]) for n, m in report.per_dataset.items()]
     if len(columns) > 1:
-        columns.append(("all", report.metrics))
-    table = Table(title=title)
+        columns.append(("all", report.metrics, report.stderr))
+    table = Table(title=title, caption="%, ± standard error over problems")
     table.add_column("metric")
-    for name, _ in columns:
+    for name, _, _ in columns:
         table.add_column(name, justify="right")
-    table.add_row("problems", *[f"{m['num_problems']:.0f}" for _, m in columns])
+    table.add_row("problems", *[f"{m['num_problems']:.0f}" for _, m, _ in columns])
     for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
-        table.add_row(key, *[f"{m[key] * 100:.1f}" for _, m in columns])
-    table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m in columns])
-    table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m in columns])
-    table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m in columns])
+        table.add_row(key, *[_with_stderr(m[key], se[key]) for _, m, se in columns])
+    table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m, _ in columns])
+    table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m, _ in columns])
+    table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m, _ in columns])
     Console().print(table)
+
+
+def _with_stderr(value: float, stderr: float) -> str:
+    """``61.3 ± 2.1`` in %, or the value alone when one problem leaves no standard error."""
+    text = f"{value * 100:.1f}"
+    return text if math.isnan(stderr) else f"{text} ± {stderr * 100:.1f}"
 
 
 def warn_unverified(report: EvalReport) -> None:

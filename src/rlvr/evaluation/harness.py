@@ -10,6 +10,7 @@ were. A completion counts as correct when its score reaches the verifier's
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,7 @@ import torch
 from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
 from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
-from rlvr.evaluation.metrics import summarize
+from rlvr.evaluation.metrics import standard_errors, summarize
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
@@ -101,6 +102,11 @@ class EvalReport:
     """The same metrics for each dataset name."""
     problems: list[ProblemResult]
     config: EvalConfig
+    stderr: dict[str, float] = field(default_factory=dict)
+    """Standard error over problems of each ``avg@k`` / ``pass@k`` in ``metrics``
+    (:func:`rlvr.evaluation.metrics.standard_errors`; NaN for one problem)."""
+    per_dataset_stderr: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The same for each dataset name."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what ``rlvr eval --output`` writes)."""
@@ -111,9 +117,18 @@ class EvalReport:
         return {
             "metrics": self.metrics,
             "per_dataset": self.per_dataset,
+            "stderr": _json_numbers(self.stderr),
+            "per_dataset_stderr": {
+                name: _json_numbers(se) for name, se in self.per_dataset_stderr.items()
+            },
             "config": asdict(self.config),
             "problems": problems,
         }
+
+
+def _json_numbers(values: dict[str, float]) -> dict[str, float | None]:
+    """NaN (no standard error from one problem) as ``None``: ``null`` in JSON, not ``NaN``."""
+    return {k: None if math.isnan(v) else v for k, v in values.items()}
 
 
 def _metrics(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, float]:
@@ -143,7 +158,18 @@ def build_report(problems: list[ProblemResult], config: EvalConfig) -> EvalRepor
     for problem in problems:
         groups[problem.dataset].append(problem)
     per_dataset = {name: _metrics(group, config.ks) for name, group in groups.items()}
-    return EvalReport(_metrics(problems, config.ks), per_dataset, problems, config)
+    return EvalReport(
+        _metrics(problems, config.ks),
+        per_dataset,
+        problems,
+        config,
+        stderr=_stderr(problems, config.ks),
+        per_dataset_stderr={name: _stderr(group, config.ks) for name, group in groups.items()},
+    )
+
+
+def _stderr(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, float]:
+    return standard_errors([(p.n, p.c) for p in problems], ks)
 
 
 class Samples(NamedTuple):

@@ -12,11 +12,15 @@ For a problem with ``n`` sampled completions of which ``c`` are correct:
   ``k <= n``. ETR calls it ``mean@k``; ``avg@n`` with ``n`` samples is the papers'
   "Avg@64" with 64.
 
-Both are averaged over problems (``ALGORITHMS.md``, Evaluation).
+Both are averaged over problems (``ALGORITHMS.md``, Evaluation). Their standard error
+(:func:`standard_errors`) is that of a mean over problems: the sample standard deviation
+of the per-problem values over the square root of the number of problems, so it counts
+both which problems were drawn and the completions' sampling noise.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -98,3 +102,29 @@ def summarize(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dict[str,
     n = min(n for n, _ in counts)
     out.setdefault(f"avg@{n}", mean_avg_at_k(counts, n))
     return out
+
+
+def standard_errors(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dict[str, float]:
+    """Standard error over problems of each :func:`summarize` entry (NaN for one problem).
+
+    >>> {k: round(v, 4) for k, v in standard_errors([(4, 1), (4, 3)], [2]).items()}
+    {'avg@2': 0.25, 'pass@2': 0.25, 'avg@4': 0.25}
+    """
+    if not counts:
+        raise ValueError("no problems")
+    n = min(n for n, _ in counts)
+    per_problem = {}
+    for k in ks:
+        per_problem[f"avg@{k}"] = [avg_at_k(m, c, k) for m, c in counts]
+        per_problem[f"pass@{k}"] = [pass_at_k(m, c, k) for m, c in counts]
+    per_problem.setdefault(f"avg@{n}", [avg_at_k(m, c, n) for m, c in counts])
+    return {key: _mean_stderr(values) for key, values in per_problem.items()}
+
+
+def _mean_stderr(values: Sequence[float]) -> float:
+    """Sample standard deviation (``ddof=1``) over the square root of the count."""
+    if len(values) < 2:
+        return math.nan
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return math.sqrt(var / len(values))

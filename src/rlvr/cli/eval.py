@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import time
 import warnings
 from pathlib import Path
@@ -208,6 +209,26 @@ def warn_unverified(report: EvalReport) -> None:
     )
 
 
+def _loading(args: argparse.Namespace) -> dict[str, object]:
+    """How the problems and the model were loaded (what ``config`` does not hold)."""
+    keys = ("fields", "split", "template", "limit", "dtype", "device")
+    return {key: getattr(args, key) for key in keys}
+
+
+def _versions() -> dict[str, str]:
+    """The versions that decide the numbers: rlvr, torch, transformers."""
+    import torch
+    import transformers
+
+    from rlvr import __version__
+
+    return {
+        "rlvr": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
 def write_json(data: dict, path: Path) -> None:
     """Write ``data`` as JSON atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,6 +275,9 @@ def main(argv: list[str]) -> int:
             "data": args.data,
             "verifier": verifier.spec,
             "verifier_options": dict(verifier.options),
+            "loading": _loading(args),
+            "command": "rlvr eval " + shlex.join(argv),
+            "versions": _versions(),
             **report.to_dict(),
         },
         output,

@@ -277,3 +277,13 @@ def test_code_benchmark_rows_reach_the_code_verifier_whole(tmp_path):
         humaneval["prompt"]
         == load_examples(str(tmp_path / "humaneval.jsonl"), fields="humaneval")[0].prompt
     )
+
+
+def test_a_pretty_printed_single_object_is_named_as_such(tmp_path):
+    """It read as JSON Lines and failed with 'invalid JSON (Expecting property name ...)' at line 1."""
+    path = tmp_path / "one.json"
+    path.write_text('{\n  "prompt": "1 + 1",\n  "answer": "2"\n}\n')
+    with pytest.raises(ValueError, match=r"one.json: holds one JSON object over several lines"):
+        load_examples(str(path))
+    path.write_text('{"prompt": "1 + 1", "answer": "2"}\n')  # one row on one line: JSON Lines
+    assert [e.reference for e in load_examples(str(path))] == ["2"]

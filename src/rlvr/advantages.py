@@ -14,6 +14,9 @@ Modes (population std, i.e. divide by ``G``):
   APMPO Alg. 1 l.10).
 - ``group_mean``: ``R_i - mean_g`` (ABC-GRPO eq. 3, Dr.GRPO).
 - ``batch_std``: ``(R_i - mean_g) / (std_batch + eps)`` (TRL ``scale_rewards="batch"``).
+
+A group whose rewards are all equal gets advantages exactly 0 in every mode (not the
+rounding residue of its float mean).
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ def compute_advantages(
     if mode not in ADVANTAGE_MODES:
         raise ValueError(f"unknown advantage mode {mode!r}; valid: {', '.join(ADVANTAGE_MODES)}")
     grouped = _grouped(rewards, group_size)  # [B/G, G]
-    centred = grouped - grouped.mean(dim=1, keepdim=True)
+    # A group of equal rewards has advantage exactly 0: its float mean can miss the value
+    # by a rounding step (e.g. eight 0.7s in float32), a residue group_std would amplify.
+    centred = (grouped - grouped.mean(dim=1, keepdim=True)).masked_fill(_constant(grouped), 0.0)
     if mode == "group_std":
         centred = centred / (grouped.std(dim=1, unbiased=False, keepdim=True) + eps)
     elif mode == "batch_std":
@@ -71,8 +76,12 @@ def zero_advantage_groups(rewards: torch.Tensor, group_size: int) -> torch.Tenso
     Use ``.repeat_interleave(group_size)`` for a per-sample ``[B]`` mask (e.g. to filter
     the groups out before the update, as DAPO's dynamic sampling does).
     """
-    grouped = _grouped(rewards, group_size)
-    return (grouped == grouped[:, :1]).all(dim=1)
+    return _constant(_grouped(rewards, group_size)).squeeze(1)
+
+
+def _constant(grouped: torch.Tensor) -> torch.Tensor:
+    """``[B/G, 1]`` bool: the rows of ``grouped [B/G, G]`` whose values are all equal."""
+    return (grouped == grouped[:, :1]).all(dim=1, keepdim=True)
 
 
 @dataclass(frozen=True)

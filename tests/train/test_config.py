@@ -76,6 +76,15 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         (["rollout"], r"must look like section.key=value"),
         (["eval.ks=[1, 8]"], r"eval.ks must be in \[1, eval.n=4\]"),
         (["rollout.temperature=0"], r"rollout.temperature must be > 0"),
+        # a call generates whole groups: 4 or 12 with G=8 silently meant 8 per call
+        (
+            ["rollout.generation_batch_size=4"],
+            r"rollout.generation_batch_size \(4\) must be a multiple of rollout.group_size \(8\)",
+        ),
+        (
+            ["rollout.generation_batch_size=12"],
+            r"rollout.generation_batch_size \(12\) must be a multiple of rollout.group_size \(8\)",
+        ),
     ],
 )
 def test_bad_values_name_the_key(overrides, message):

@@ -178,7 +178,7 @@ class RolloutConfig:
     importance_cap: float = 2.0
     """Cap C of the truncated importance weight of ``importance_correction=tis``."""
     generation_batch_size: int | None = None
-    """Sequences per generation call (``None``: the whole round at once)."""
+    """Sequences per generation call, a multiple of ``group_size`` (``None``: the whole round at once)."""
     overlap_scoring: bool = True
     """Score each generation call's completions while the next call generates (when ``generation_batch_size`` splits a round)."""
     filter_zero_advantage: bool = False
@@ -220,6 +220,11 @@ class RolloutConfig:
         _check(
             self.generation_batch_size is None or self.generation_batch_size >= 1,
             f"rollout.generation_batch_size must be >= 1 or null, got {self.generation_batch_size}",
+        )
+        _check(
+            self.generation_batch_size is None or self.generation_batch_size % self.group_size == 0,
+            f"rollout.generation_batch_size ({self.generation_batch_size}) must be a multiple of "
+            f"rollout.group_size ({self.group_size}): each generation call samples whole groups",
         )
         _check(
             self.prompts_per_step * self.group_size >= self.minibatches,

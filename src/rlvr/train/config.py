@@ -266,7 +266,7 @@ class OptimConfig:
     warmup_steps: int = 0
     """Optimiser steps of linear warm-up from 0 to ``lr``."""
     schedule: Literal["constant", "cosine"] = "constant"
-    """After warm-up: constant, or cosine decay to 0 at the last step."""
+    """After warm-up: constant, or cosine decay to 0 at the last planned step (an RL update the filters skip leaves it above 0)."""
     micro_batch_size: int | None = None
     """Sequences per forward/backward; gradients accumulate (``None`` or >= the batch: one pass)."""
 

@@ -1,5 +1,7 @@
 """Verdict rules on synthetic metrics: each rule gives each of the three outcomes."""
 
+import math
+
 import pytest
 import yaml
 
@@ -60,6 +62,37 @@ def test_summaries_mean_late_final():
         0, [{"step": 0, "time/eval": 2.0}, {"step": 1, "time/step": 1.5, "time/eval": None}], {}
     )
     assert timed.seconds == 3.5
+
+
+def test_a_non_finite_value_makes_the_summary_undefined_not_an_earlier_step():
+    """A metric written as null (not finite) at steps 7-8 gave final = late = step 6's value."""
+    rows = [{"step": s, "m": float(s)} for s in range(1, 9)]
+    rows[6]["m"] = rows[7]["m"] = None
+    diverged = RunData(0, rows, {})
+    for how in ("final", "late", "mean"):
+        assert math.isnan(diverged.summary("m", how)), how
+    steps, values = diverged.curve("m")  # the figures leave the null steps out
+    assert steps.tolist() == [1, 2, 3, 4, 5, 6] and values.tolist() == steps.tolist()
+    skipped = RunData(0, [*rows[:6], {"step": 7}, {"step": 8}], {})  # not logged: left out
+    assert skipped.summary("m", "final") == 6.0 and skipped.summary("m", "mean") == 3.5
+    data = {"a": arm("a", [1.0, 2.0, 3.0]), "b": arm("b", [0.0, 1.0, 2.0])}
+    data["a"].runs[1].rows[-1]["m"] = None
+    verdict = direction_on(data)
+    assert verdict.status == INCONCLUSIVE and "not finite" in verdict.numbers
+
+
+def direction_on(data):
+    claim = Claim("c", "p", "", "a beats b", "direction", metric="m", arm="a", baseline="b")
+    return judge(claim, data)
+
+
+def test_run_share_of_a_step_with_non_finite_fractions_is_undefined():
+    row = {"step": 1, "batch/tokens": 10.0, **{f"clip/q{k}_frac": 0.1 for k in range(1, 5)}}
+    assert RunData(0, [row], {}).summary("clip/q1_share", "run-share") == pytest.approx(0.25)
+    broken = RunData(0, [row, {**row, "step": 2, "clip/q4_frac": None}], {})
+    assert math.isnan(broken.summary("clip/q1_share", "run-share"))
+    skipped = RunData(0, [row, {"step": 2, "update/skipped": 1.0}], {})  # no update: left out
+    assert skipped.summary("clip/q1_share", "run-share") == pytest.approx(0.25)
 
 
 def order_claim(**kw):

@@ -143,7 +143,8 @@ RULES_TEXT = [
     "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
     "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
     "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "
-    "of the run.",
+    "of the run. A value not finite (logged as null) at a step a summary covers makes it "
+    "undefined and the claim inconclusive.",
     "**Verdict rules** (rlvr.compare.claims): `direction`: the interval of arm - baseline excludes 0 "
     "on the claimed side: reproduced; on the other side: not reproduced; else inconclusive. "
     "`order`: the interval of every consecutive difference on the claimed side: reproduced; any on "

@@ -9,6 +9,10 @@ A run directory holds the trainer's ``metrics.jsonl`` and the worker's ``final.j
 - ``final``: the value at the last step that logged it (held-out metrics: the final evaluation);
 - ``run-share`` (quadrant shares ``clip/qK_share``): events of quadrant K over all events
   of the run, from the per-token fractions weighted by each step's token count.
+
+A step that did not log the metric (a skipped update logs no entropy) is left out. A value
+the trainer wrote as ``null`` (not finite) is not: a summary over it is NaN, so a claim on
+it is inconclusive and says why, instead of quietly using the steps before a divergence.
 """
 
 from __future__ import annotations
@@ -51,23 +55,29 @@ class RunData:
     def train_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("step", 0) >= 1]
 
-    def curve(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of ``metric`` where logged (held-out metrics include step 0)."""
+    def curve(self, metric: str, *, nonfinite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of ``metric`` where logged (held-out metrics include step 0).
+
+        A value written as ``null`` (not finite) is left out, or NaN with ``nonfinite``.
+        """
         pairs = [
-            (r["step"], r[metric])
+            (r["step"], math.nan if r[metric] is None else r[metric])
             for r in self.rows
-            if r.get(metric) is not None and (metric.startswith("eval/") or r["step"] >= 1)
+            if metric in r and (metric.startswith("eval/") or r["step"] >= 1)
         ]
+        if not nonfinite:
+            pairs = [p for p in pairs if not math.isnan(p[1])]
         if not pairs:
             return np.zeros(0), np.zeros(0)
         steps, values = zip(*pairs, strict=True)
         return np.asarray(steps, float), np.asarray(values, float)
 
     def summary(self, metric: str, how: str) -> float:
-        """One number for this run (see the module doc); NaN when the metric was never logged."""
+        """One number for this run (see the module doc); NaN when the metric was never logged
+        or was not finite at a step the summary covers."""
         if how == "run-share":
             return self._run_share(metric)
-        steps, values = self.curve(metric)
+        steps, values = self.curve(metric, nonfinite=True)
         if values.size == 0:
             return math.nan
         if how == "final":
@@ -89,9 +99,10 @@ class RunData:
         events = np.zeros(4)
         for row in self.train_rows:
             tokens = row.get("batch/tokens") or 0.0
-            fracs = [row.get(f"clip/q{k}_frac") for k in range(1, 5)]
-            if any(f is None for f in fracs):
-                continue
+            keys = [f"clip/q{k}_frac" for k in range(1, 5)]
+            if not all(k in row for k in keys):
+                continue  # no update this step
+            fracs = [math.nan if row[k] is None else row[k] for k in keys]
             events += np.asarray(fracs, float) * tokens
         total = events.sum()
         return float(events[int(match.group(1)) - 1] / total) if total > 0 else math.nan

@@ -187,10 +187,13 @@ def test_run_share_weights_steps_by_tokens():
     assert run.summary("clip/q4_share", "run-share") == pytest.approx(30 / 60)
 
 
-def held_out_arm(name, correct_per_seed, n=4):
+def held_out_arm(name, correct_per_seed, n=4, ids=None):
     data = ArmData(name)
     for seed, cs in enumerate(correct_per_seed):
-        problems = [{"id": str(i), "n": n, "c": c, "diversity": {}} for i, c in enumerate(cs)]
+        names = ids or [str(i) for i in range(len(cs))]
+        problems = [
+            {"id": i, "n": n, "c": c, "diversity": {}} for i, c in zip(names, cs, strict=True)
+        ]
         rows = [{"step": 2, "eval/avg@4": sum(cs) / (n * len(cs))}]
         data.runs[seed] = RunData(seed, rows, {"final_eval": {"problems": problems}})
     return data
@@ -222,6 +225,44 @@ def test_final_held_out_claims_count_the_problems_variance():
     ci = verdict.intervals["a - b"]
     assert verdict.status == INCONCLUSIVE
     assert (ci.low, ci.high) == pytest.approx((0.0625 * (1 - 2.364624), 0.0625 * (1 + 2.364624)))
+
+
+HELD_OUT = Claim(
+    "h",
+    "p",
+    "tab. 1",
+    "a scores higher",
+    "direction",
+    metric="eval/avg@4",
+    summary="final",
+    arm="a",
+    baseline="b",
+)
+
+
+def test_held_out_scores_pair_by_problem_id_not_position():
+    """Problems were paired by their position in each run's list, whatever their ids."""
+    ids = [f"q{i}" for i in range(8)]
+    scores = [[0, 1, 2, 3, 4, 4, 4, 4], [1, 1, 2, 3, 4, 4, 4, 3], [0, 2, 2, 3, 4, 4, 3, 4]]
+    a = held_out_arm("a", scores, ids=ids)
+    # the same per-problem results, listed in reverse order: no difference on any problem
+    b = held_out_arm("b", [s[::-1] for s in scores], ids=ids[::-1])
+    ci = judge(HELD_OUT, {"a": a, "b": b}).intervals["a - b"]
+    assert (ci.mean, ci.low, ci.high) == (0.0, 0.0, 0.0)  # by position: -+0.61
+    lucky = held_out_arm("b", [[c - (i == 0) for i, c in enumerate(s)] for s in scores], ids=ids)
+    assert judge(HELD_OUT, {"a": a, "b": lucky}).intervals["a - b"].mean == pytest.approx(1 / 32)
+
+
+def test_held_out_scores_on_different_problems_do_not_pair():
+    """Arms evaluated on different problems were compared problem by problem all the same."""
+    a = held_out_arm("a", [[3] * 8] * 3, ids=[f"q{i}" for i in range(8)])
+    b = held_out_arm("b", [[2] * 8] * 3, ids=[f"other{i}" for i in range(8)])
+    verdict = judge(HELD_OUT, {"a": a, "b": b})
+    assert verdict.status == INCONCLUSIVE
+    assert (
+        "a and b evaluated different held-out problems (seed 0: 8 and 8 problems, 0 in common)"
+        in (verdict.numbers)
+    )
 
 
 def test_missing_runs_make_a_claim_inconclusive():

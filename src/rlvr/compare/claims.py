@@ -15,7 +15,8 @@ A claim file (bundled in ``rlvr/compare/claims/<name>.yaml`` or any path) lists 
         direction: higher           # or lower
 
 Three rules, each on per-seed values paired by seed (:mod:`rlvr.compare.stats`; held-out
-metrics with ``summary: final`` are also paired by problem):
+metrics with ``summary: final`` are also paired by problem, matched by id; arms that evaluated
+different problems do not pair and the claim is inconclusive):
 
 - ``direction`` (``arm`` vs ``baseline`` on ``metric``): the paired 95% t interval of
   ``arm - baseline`` (:func:`rlvr.compare.stats.paired_interval`). **Reproduced** when it excludes 0 on the claimed side, **not
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
-from rlvr.compare.results import SUMMARIES, ArmData
+from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
 from rlvr.compare.stats import Interval, paired_interval
 
 RULES = ("direction", "order", "largest")
@@ -216,13 +217,14 @@ def _check(c: Claim, where: str) -> None:
 def paired_arrays(
     data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, summary: str, seeds: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem for a final held-out score of both
-    (when every run kept its per-problem results), else ``[S, 1]`` per-run summaries."""
+    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem, matched by problem id, for a final
+    held-out score of both (when every run kept its per-problem results and all evaluated the
+    same problems), else ``[S, 1]`` per-run summaries. ``ValueError`` when ``a`` and ``b``
+    evaluated different held-out problems at a seed."""
     if summary == "final" and ma == mb:
-        left, right = data[a].problem_matrix(ma, seeds), data[b].problem_matrix(mb, seeds)
-        complete = left is not None and right is not None and left.shape == right.shape
-        if complete and not (np.isnan(left).any() or np.isnan(right).any()):
-            return left, right
+        pairs = paired_problems(data[a], data[b], ma, seeds)
+        if pairs is not None and not (np.isnan(pairs[0]).any() or np.isnan(pairs[1]).any()):
+            return pairs
     left = data[a].values(ma, summary, seeds)[:, None]
     right = data[b].values(mb, summary, seeds)[:, None]
     if np.isnan(left).any() or np.isnan(right).any():

@@ -102,8 +102,8 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
         return "too few seeds"
     try:
         a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
-    except ValueError:
-        return "undefined"
+    except ValueError as err:
+        return f"undefined: {err}"
     return f"{paired_interval(a, b).text(3)} vs `{arm.baseline}`"
 
 
@@ -130,7 +130,8 @@ def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
 RULES_TEXT = [
     "Every arm runs once per seed; runs of different arms with the same seed share the preset, "
     "the training-prompt order and the held-out problems, so arms are compared **paired by seed** "
-    "(and, for held-out scores, by problem).",
+    "(and, for held-out scores, by problem, matched by id; arms that evaluated different "
+    "problems do not pair).",
     f"**Confidence intervals**: paired Student-t interval at level {LEVEL:.0%} "
     "(rlvr.compare.stats.paired_interval): the mean difference -+ t(S - 1) x its standard error, "
     "where the squared standard error is the sample variance of the per-seed mean differences "

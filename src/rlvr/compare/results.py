@@ -141,12 +141,45 @@ class ArmData:
         """[S] per-seed summaries over ``seeds``."""
         return np.asarray([self.runs[s].summary(metric, how) for s in seeds], float)
 
-    def problem_matrix(self, metric: str, seeds: list[int]) -> np.ndarray | None:
-        """[S, P] per-problem held-out values over ``seeds`` (None when not available)."""
-        rows = [self.runs[s].problem_scores(metric) for s in seeds]
-        if any(r is None for r in rows) or len({len(r) for r in rows}) != 1:
-            return None
-        return np.stack(rows)
+
+def problem_keys(run: RunData) -> list[tuple[str, int]]:
+    """Each held-out problem of the final evaluation as ``(id, occurrence)`` (a repeated id
+    still names one problem)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for ident in run.problem_ids():
+        seen[ident] = seen.get(ident, -1) + 1
+        keys.append((ident, seen[ident]))
+    return keys
+
+
+def paired_problems(
+    a: ArmData, b: ArmData, metric: str, seeds: list[int]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``[S, P]`` per-problem values of held-out ``metric`` of ``a`` and ``b``, columns matched by
+    problem id. None when some run kept no per-problem results, or when the seeds evaluated
+    different problems (each pair then shares only its seed). Raises ``ValueError`` when ``a``
+    and ``b`` evaluated different problems at one seed: their scores do not pair."""
+    runs = [r for s in seeds for r in (a.runs[s], b.runs[s])]
+    scores = [r.problem_scores(metric) for r in runs]
+    if any(v is None for v in scores):
+        return None
+    keys = [problem_keys(r) for r in runs]
+    for seed, ka, kb in zip(seeds, keys[::2], keys[1::2], strict=True):
+        if set(ka) != set(kb):
+            raise ValueError(
+                f"{metric}: {a.name} and {b.name} evaluated different held-out problems "
+                f"(seed {seed}: {len(ka)} and {len(kb)} problems, {len(set(ka) & set(kb))} "
+                "in common), so their scores do not pair"
+            )
+    order = keys[0]
+    if any(set(k) != set(order) for k in keys):
+        return None
+    rows = [
+        np.asarray([dict(zip(k, v, strict=True))[key] for key in order], float)
+        for k, v in zip(keys, scores, strict=True)
+    ]
+    return np.stack(rows[::2]), np.stack(rows[1::2])
 
 
 def load_run(run_dir: Path, seed: int) -> RunData | None:

@@ -133,11 +133,13 @@ RULES_TEXT = [
     "(and, for held-out scores, by problem, matched by id; arms that evaluated different "
     "problems do not pair).",
     f"**Confidence intervals**: paired Student-t interval at level {LEVEL:.0%} "
-    "(rlvr.compare.stats.paired_interval): the mean difference -+ t(S - 1) x its standard error, "
+    "(rlvr.compare.stats.paired_interval): the mean difference -+ t x its standard error, "
     "where the squared standard error is the sample variance of the per-seed mean differences "
     "over S plus, for held-out scores, the sample variance of the per-problem mean differences "
     "over the P problems (conservative: the evaluation's sampling noise is counted in both). "
-    "With 3 seeds t(2) = 4.30, so an interval excludes 0 only when the seeds agree closely.",
+    "t has S - 1 degrees of freedom for a per-run summary and Welch-Satterthwaite's for held-out "
+    "scores (between S - 1 and S + P - 2). With 3 seeds t(2) = 4.30, so an interval of a per-run "
+    "summary excludes 0 only when the seeds agree closely.",
     "**Many claims, one test each**: every verdict is its own 95% test, with no correction across "
     "claims. With no true difference anywhere, about 2.5% of the direction claims would still come "
     "out reproduced and 2.5% not reproduced; read a lone verdict among many accordingly.",

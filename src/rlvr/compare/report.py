@@ -28,6 +28,7 @@ from rlvr.compare.claims import (
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, mean_std, paired_interval
 from rlvr.compare.study import RunSpec, Study
+from rlvr.compare.worker import code_hash
 
 FIGURES_DIR = "figures"
 MARK = {
@@ -172,11 +173,26 @@ def _header(
     )
     blocks = [Block("h1", f"Study `{study.name}`: {study.title}")]
     blocks += [Block("p", study.notes)] if study.notes else []
-    blocks += [Block("p", summary), Block("code", command), Block("h2", "Verdicts")]
+    blocks += [Block("p", summary + _code_note(data)), Block("code", command)]
+    blocks.append(Block("h2", "Verdicts"))
     blocks.append(
         Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims.")
     )
     return blocks
+
+
+def _code_note(data: dict[str, ArmData]) -> str:
+    """A warning when finished runs were made by other rlvr source than the one reporting."""
+    runs = [r for a in data.values() for r in a.runs.values()]
+    now = code_hash()
+    other = sum(r.code != now for r in runs)
+    if not other:
+        return ""
+    return (
+        f" **{other} of {len(runs)} finished runs were made by other rlvr code** than this "
+        f"report's (`{now}`; see the runs' code below): a finished run is reused, not rerun, "
+        "when the code changes; `--fresh` runs them again."
+    )
 
 
 def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files) -> list[Block]:
@@ -196,12 +212,14 @@ def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files
 
 
 def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
-    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
+    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations", "code"]]
     for spec in specs:
         run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
         seconds = f"{run.seconds:.0f} s" if run else ""
-        done = "yes" if run else "no"
-        rows.append([f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds])
+        done, code = ("yes", f"`{run.code}`") if run else ("no", "")
+        rows.append(
+            [f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds, code]
+        )
     total = sum(r.seconds for a in data.values() for r in a.runs.values())
     text = f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min."
     return [Block("h2", "Runs"), Block("p", text), Block("table", rows)]
@@ -340,6 +358,7 @@ def _results_json(
             "recipe": arm.recipe,
             "baseline": arm.baseline,
             "seeds": seeds,
+            "code": {str(s): runs.runs[s].code for s in seeds},
             "final": {k: runs.values(k, "final", seeds).tolist() for k in keys} if seeds else {},
         }
     claims = [

@@ -52,6 +52,11 @@ class RunData:
         )
 
     @property
+    def code(self) -> str:
+        """The rlvr source hash the run was made with (``unknown`` for runs older than the record)."""
+        return str(self.final.get("code") or "unknown")
+
+    @property
     def train_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("step", 0) >= 1]
 

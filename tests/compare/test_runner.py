@@ -149,6 +149,11 @@ def test_default_jobs_from_cores_and_threads():
             {"threads": 1, "data": {"eval": None}},
             r"has no held-out data \(data.eval\) for eval/avg@2",
         ),
+        (  # the "final" held-out score was the evaluation before training
+            {"threads": 1, "eval": {"every": 3, "at_end": False}},
+            r"evaluates only before training \(eval.every=3, steps=2, eval.at_end=false\): "
+            "eval/avg@2 would score the untrained model",
+        ),
     ],
 )
 def test_a_claim_on_a_metric_the_runs_cannot_log_is_refused_before_running(

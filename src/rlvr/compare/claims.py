@@ -102,19 +102,23 @@ EVAL_AT_K = re.compile(r"eval/(?:avg|pass)@(\d+)")
 
 def unmeasured(claim: Claim, configs: dict[str, Any]) -> list[str]:
     """Why the runs configured by ``configs`` (arm name -> ``TrainConfig``) cannot log what
-    ``claim`` reads: a held-out ``eval/avg@k`` / ``eval/pass@k`` with no held-out data or
-    with ``k`` outside the arm's ``eval.ks``. Empty when they can."""
+    ``claim`` reads: a held-out metric with no held-out data, an ``eval/avg@k`` /
+    ``eval/pass@k`` with ``k`` outside the arm's ``eval.ks``, or no evaluation after step 0
+    (it would score the untrained model). Empty when they can."""
     problems = []
     for arm, metric in claim.reads:
-        match = EVAL_AT_K.fullmatch(metric)
-        if arm not in configs or match is None:
+        if arm not in configs or not metric.startswith("eval/"):
             continue
-        cfg, k = configs[arm], int(match.group(1))
+        cfg, match = configs[arm], EVAL_AT_K.fullmatch(metric)
+        ev = cfg.eval
         if cfg.data.eval is None:
             problems.append(f"{arm} has no held-out data (data.eval) for {metric}")
-        elif k not in cfg.eval.ks:
+        elif match is not None and int(match.group(1)) not in ev.ks:
+            problems.append(f"{arm} evaluates eval.ks={list(ev.ks)} (eval.n={ev.n}), not {metric}")
+        elif not (ev.at_end or 0 < ev.every <= cfg.steps):
             problems.append(
-                f"{arm} evaluates eval.ks={list(cfg.eval.ks)} (eval.n={cfg.eval.n}), not {metric}"
+                f"{arm} evaluates only before training (eval.every={ev.every}, steps={cfg.steps}, "
+                f"eval.at_end=false): {metric} would score the untrained model"
             )
     return problems
 

@@ -81,6 +81,14 @@ def test_a_non_finite_value_makes_the_summary_undefined_not_an_earlier_step():
     assert verdict.status == INCONCLUSIVE and "not finite" in verdict.numbers
 
 
+def test_late_is_undefined_when_the_last_quarter_logged_nothing():
+    """With no value in the last quarter, 'late' was the last logged value, from earlier on."""
+    rows = [{"step": s, "m": float(s)} for s in range(1, 7)] + [{"step": 7}, {"step": 8}]
+    assert math.isnan(RunData(0, rows, {}).summary("m", "late"))
+    rows[6]["m"] = 7.0
+    assert RunData(0, rows, {}).summary("m", "late") == 7.0
+
+
 def direction_on(data):
     claim = Claim("c", "p", "", "a beats b", "direction", metric="m", arm="a", baseline="b")
     return judge(claim, data)

@@ -234,8 +234,9 @@ def paired_arrays(
     if np.isnan(left).any() or np.isnan(right).any():
         metric = ma if np.isnan(left).any() else mb
         raise ValueError(
-            f"{metric} ({summary}) is undefined in some run (never logged, not finite at a "
-            "step it summarises, or no out-of-band events for a quadrant share)"
+            f"{metric} ({summary}) is undefined in some run (never logged or, for late, not in "
+            "the last quarter; not finite at a step it summarises; or no out-of-band events for "
+            "a quadrant share)"
         )
     return left, right
 

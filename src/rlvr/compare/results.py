@@ -5,7 +5,7 @@ A run directory holds the trainer's ``metrics.jsonl`` and the worker's ``final.j
 
 - ``mean``: the mean over all training steps where the metric was logged (for a reward
   curve, the area under it: a faster rise from the same start gives a larger mean);
-- ``late``: the mean over the last quarter of the steps;
+- ``late``: the mean over the last quarter of the steps (undefined when none of them logged it);
 - ``final``: the value at the last step that logged it (held-out metrics: the final evaluation);
 - ``run-share`` (quadrant shares ``clip/qK_share``): events of quadrant K over all events
   of the run, from the per-token fractions weighted by each step's token count.
@@ -90,7 +90,7 @@ class RunData:
         if how == "late":
             last = max(r["step"] for r in self.rows)
             keep = steps > 0.75 * last
-            return float(values[keep].mean()) if keep.any() else float(values[-1])
+            return float(values[keep].mean()) if keep.any() else math.nan
         if how == "mean":
             return float(values.mean())
         raise ValueError(f"unknown summary {how!r}; valid: {', '.join(SUMMARIES)}")

@@ -1,5 +1,7 @@
 """Verdict rules on synthetic metrics: each rule gives each of the three outcomes."""
 
+import math
+
 import pytest
 import yaml
 
@@ -60,6 +62,45 @@ def test_summaries_mean_late_final():
         0, [{"step": 0, "time/eval": 2.0}, {"step": 1, "time/step": 1.5, "time/eval": None}], {}
     )
     assert timed.seconds == 3.5
+
+
+def test_a_non_finite_value_makes_the_summary_undefined_not_an_earlier_step():
+    """A metric written as null (not finite) at steps 7-8 gave final = late = step 6's value."""
+    rows = [{"step": s, "m": float(s)} for s in range(1, 9)]
+    rows[6]["m"] = rows[7]["m"] = None
+    diverged = RunData(0, rows, {})
+    for how in ("final", "late", "mean"):
+        assert math.isnan(diverged.summary("m", how)), how
+    steps, values = diverged.curve("m")  # the figures leave the null steps out
+    assert steps.tolist() == [1, 2, 3, 4, 5, 6] and values.tolist() == steps.tolist()
+    skipped = RunData(0, [*rows[:6], {"step": 7}, {"step": 8}], {})  # not logged: left out
+    assert skipped.summary("m", "final") == 6.0 and skipped.summary("m", "mean") == 3.5
+    data = {"a": arm("a", [1.0, 2.0, 3.0]), "b": arm("b", [0.0, 1.0, 2.0])}
+    data["a"].runs[1].rows[-1]["m"] = None
+    verdict = direction_on(data)
+    assert verdict.status == INCONCLUSIVE and "not finite" in verdict.numbers
+
+
+def test_late_is_undefined_when_the_last_quarter_logged_nothing():
+    """With no value in the last quarter, 'late' was the last logged value, from earlier on."""
+    rows = [{"step": s, "m": float(s)} for s in range(1, 7)] + [{"step": 7}, {"step": 8}]
+    assert math.isnan(RunData(0, rows, {}).summary("m", "late"))
+    rows[6]["m"] = 7.0
+    assert RunData(0, rows, {}).summary("m", "late") == 7.0
+
+
+def direction_on(data):
+    claim = Claim("c", "p", "", "a beats b", "direction", metric="m", arm="a", baseline="b")
+    return judge(claim, data)
+
+
+def test_run_share_of_a_step_with_non_finite_fractions_is_undefined():
+    row = {"step": 1, "batch/tokens": 10.0, **{f"clip/q{k}_frac": 0.1 for k in range(1, 5)}}
+    assert RunData(0, [row], {}).summary("clip/q1_share", "run-share") == pytest.approx(0.25)
+    broken = RunData(0, [row, {**row, "step": 2, "clip/q4_frac": None}], {})
+    assert math.isnan(broken.summary("clip/q1_share", "run-share"))
+    skipped = RunData(0, [row, {"step": 2, "update/skipped": 1.0}], {})  # no update: left out
+    assert skipped.summary("clip/q1_share", "run-share") == pytest.approx(0.25)
 
 
 def order_claim(**kw):
@@ -154,10 +195,13 @@ def test_run_share_weights_steps_by_tokens():
     assert run.summary("clip/q4_share", "run-share") == pytest.approx(30 / 60)
 
 
-def held_out_arm(name, correct_per_seed, n=4):
+def held_out_arm(name, correct_per_seed, n=4, ids=None):
     data = ArmData(name)
     for seed, cs in enumerate(correct_per_seed):
-        problems = [{"id": str(i), "n": n, "c": c, "diversity": {}} for i, c in enumerate(cs)]
+        names = ids or [str(i) for i in range(len(cs))]
+        problems = [
+            {"id": i, "n": n, "c": c, "diversity": {}} for i, c in zip(names, cs, strict=True)
+        ]
         rows = [{"step": 2, "eval/avg@4": sum(cs) / (n * len(cs))}]
         data.runs[seed] = RunData(seed, rows, {"final_eval": {"problems": problems}})
     return data
@@ -189,6 +233,44 @@ def test_final_held_out_claims_count_the_problems_variance():
     ci = verdict.intervals["a - b"]
     assert verdict.status == INCONCLUSIVE
     assert (ci.low, ci.high) == pytest.approx((0.0625 * (1 - 2.364624), 0.0625 * (1 + 2.364624)))
+
+
+HELD_OUT = Claim(
+    "h",
+    "p",
+    "tab. 1",
+    "a scores higher",
+    "direction",
+    metric="eval/avg@4",
+    summary="final",
+    arm="a",
+    baseline="b",
+)
+
+
+def test_held_out_scores_pair_by_problem_id_not_position():
+    """Problems were paired by their position in each run's list, whatever their ids."""
+    ids = [f"q{i}" for i in range(8)]
+    scores = [[0, 1, 2, 3, 4, 4, 4, 4], [1, 1, 2, 3, 4, 4, 4, 3], [0, 2, 2, 3, 4, 4, 3, 4]]
+    a = held_out_arm("a", scores, ids=ids)
+    # the same per-problem results, listed in reverse order: no difference on any problem
+    b = held_out_arm("b", [s[::-1] for s in scores], ids=ids[::-1])
+    ci = judge(HELD_OUT, {"a": a, "b": b}).intervals["a - b"]
+    assert (ci.mean, ci.low, ci.high) == (0.0, 0.0, 0.0)  # by position: -+0.61
+    lucky = held_out_arm("b", [[c - (i == 0) for i, c in enumerate(s)] for s in scores], ids=ids)
+    assert judge(HELD_OUT, {"a": a, "b": lucky}).intervals["a - b"].mean == pytest.approx(1 / 32)
+
+
+def test_held_out_scores_on_different_problems_do_not_pair():
+    """Arms evaluated on different problems were compared problem by problem all the same."""
+    a = held_out_arm("a", [[3] * 8] * 3, ids=[f"q{i}" for i in range(8)])
+    b = held_out_arm("b", [[2] * 8] * 3, ids=[f"other{i}" for i in range(8)])
+    verdict = judge(HELD_OUT, {"a": a, "b": b})
+    assert verdict.status == INCONCLUSIVE
+    assert (
+        "a and b evaluated different held-out problems (seed 0: 8 and 8 problems, 0 in common)"
+        in (verdict.numbers)
+    )
 
 
 def test_missing_runs_make_a_claim_inconclusive():

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from rlvr.compare import load_study, plan, run_study
+from rlvr.compare.report import build_blocks, to_markdown
+from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.runner import _child_env, default_jobs, initial_states
-from rlvr.compare.worker import FINAL_FILE, RUN_FILE
+from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
@@ -41,6 +43,7 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
     for state in result.states:
         final = json.loads((state.spec.run_dir / FINAL_FILE).read_text())
         assert final["step"] == 2 and len(final["final_eval"]["problems"]) == 8
+        assert final["code"] == code_hash()
         rows = read_metrics(state.spec.run_dir / "metrics.jsonl")
         assert [r["step"] for r in rows] == [0, 1, 2]
     report = result.report
@@ -105,6 +108,28 @@ def test_a_killed_run_resumes_from_its_checkpoint(small_study, tmp_path):
     assert "resume" in state.log.read_text()
 
 
+def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
+    """A finished run is reused whatever the code does now; the report said nothing of it."""
+    study = load_study(small_study())
+    specs = plan(study, tmp_path / "runs")
+
+    def report(codes):
+        data = {a.name: ArmData(a.name) for a in study.arms}
+        for spec, code in zip(specs, codes, strict=True):
+            final = {"code": code} if code else {}
+            data[spec.arm.name].runs[spec.seed] = RunData(spec.seed, [], final)
+        return to_markdown(build_blocks(study, specs, data, [], {}, "rlvr compare"), tmp_path)
+
+    now = code_hash()
+    assert "other rlvr code" not in report([now] * 4)
+    text = report([now, "0123456789ab", now, None])  # None: a run from before the record
+    assert (
+        f"**2 of 4 finished runs were made by other rlvr code** than this report's (`{now}`" in text
+    )
+    assert "| `grpo` | 1 |" in text and "| yes | 0 s | `0123456789ab` |" in text
+    assert "| yes | 0 s | `unknown` |" in text
+
+
 def test_default_jobs_from_cores_and_threads():
     assert default_jobs(1, cores=2) == 2
     assert default_jobs(2, cores=2) == 1
@@ -123,6 +148,11 @@ def test_default_jobs_from_cores_and_threads():
         (
             {"threads": 1, "data": {"eval": None}},
             r"has no held-out data \(data.eval\) for eval/avg@2",
+        ),
+        (  # the "final" held-out score was the evaluation before training
+            {"threads": 1, "eval": {"every": 3, "at_end": False}},
+            r"evaluates only before training \(eval.every=3, steps=2, eval.at_end=false\): "
+            "eval/avg@2 would score the untrained model",
         ),
     ],
 )

@@ -111,3 +111,16 @@ def test_mean_std_and_text():
     assert mean_std(np.array([1.0, 2.0, 3.0])) == pytest.approx((2.0, 1.0))
     assert mean_std(np.array([4.0])) == (4.0, 0.0)
     assert Interval(0.1, -0.05, 0.25, 3).text(2) == "+0.10 [-0.05, +0.25]"
+
+
+def test_the_report_states_the_degrees_of_freedom_the_interval_uses():
+    """The report said t(S - 1) for every interval; held-out scores use Welch-Satterthwaite's df."""
+    from rlvr.compare.report import RULES_TEXT
+
+    rng = np.random.default_rng(0)
+    arm, base = rng.random((3, 50)), rng.random((3, 50))
+    ci, diff = paired_interval(arm, base), arm - base
+    se = math.sqrt(diff.mean(1).var(ddof=1) / 3 + diff.mean(0).var(ddof=1) / 50)
+    assert (ci.high - ci.mean) / se < t_quantile(0.975, 2) - 1  # not t(S - 1) = 4.30
+    text = " ".join(RULES_TEXT)
+    assert "t(S - 1)" not in text and "Welch-Satterthwaite's for held-out scores" in text

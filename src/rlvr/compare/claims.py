@@ -15,7 +15,8 @@ A claim file (bundled in ``rlvr/compare/claims/<name>.yaml`` or any path) lists 
         direction: higher           # or lower
 
 Three rules, each on per-seed values paired by seed (:mod:`rlvr.compare.stats`; held-out
-metrics with ``summary: final`` are also paired by problem):
+metrics with ``summary: final`` are also paired by problem, matched by id; arms that evaluated
+different problems do not pair and the claim is inconclusive):
 
 - ``direction`` (``arm`` vs ``baseline`` on ``metric``): the paired 95% t interval of
   ``arm - baseline`` (:func:`rlvr.compare.stats.paired_interval`). **Reproduced** when it excludes 0 on the claimed side, **not
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
-from rlvr.compare.results import SUMMARIES, ArmData
+from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
 from rlvr.compare.stats import Interval, paired_interval
 
 RULES = ("direction", "order", "largest")
@@ -101,19 +102,23 @@ EVAL_AT_K = re.compile(r"eval/(?:avg|pass)@(\d+)")
 
 def unmeasured(claim: Claim, configs: dict[str, Any]) -> list[str]:
     """Why the runs configured by ``configs`` (arm name -> ``TrainConfig``) cannot log what
-    ``claim`` reads: a held-out ``eval/avg@k`` / ``eval/pass@k`` with no held-out data or
-    with ``k`` outside the arm's ``eval.ks``. Empty when they can."""
+    ``claim`` reads: a held-out metric with no held-out data, an ``eval/avg@k`` /
+    ``eval/pass@k`` with ``k`` outside the arm's ``eval.ks``, or no evaluation after step 0
+    (it would score the untrained model). Empty when they can."""
     problems = []
     for arm, metric in claim.reads:
-        match = EVAL_AT_K.fullmatch(metric)
-        if arm not in configs or match is None:
+        if arm not in configs or not metric.startswith("eval/"):
             continue
-        cfg, k = configs[arm], int(match.group(1))
+        cfg, match = configs[arm], EVAL_AT_K.fullmatch(metric)
+        ev = cfg.eval
         if cfg.data.eval is None:
             problems.append(f"{arm} has no held-out data (data.eval) for {metric}")
-        elif k not in cfg.eval.ks:
+        elif match is not None and int(match.group(1)) not in ev.ks:
+            problems.append(f"{arm} evaluates eval.ks={list(ev.ks)} (eval.n={ev.n}), not {metric}")
+        elif not (ev.at_end or 0 < ev.every <= cfg.steps):
             problems.append(
-                f"{arm} evaluates eval.ks={list(cfg.eval.ks)} (eval.n={cfg.eval.n}), not {metric}"
+                f"{arm} evaluates only before training (eval.every={ev.every}, steps={cfg.steps}, "
+                f"eval.at_end=false): {metric} would score the untrained model"
             )
     return problems
 
@@ -216,20 +221,22 @@ def _check(c: Claim, where: str) -> None:
 def paired_arrays(
     data: dict[str, ArmData], a: str, b: str, ma: str, mb: str, summary: str, seeds: list[int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem for a final held-out score of both
-    (when every run kept its per-problem results), else ``[S, 1]`` per-run summaries."""
+    """``[S, P]`` values of ``a:ma`` and ``b:mb``: per problem, matched by problem id, for a final
+    held-out score of both (when every run kept its per-problem results and all evaluated the
+    same problems), else ``[S, 1]`` per-run summaries. ``ValueError`` when ``a`` and ``b``
+    evaluated different held-out problems at a seed."""
     if summary == "final" and ma == mb:
-        left, right = data[a].problem_matrix(ma, seeds), data[b].problem_matrix(mb, seeds)
-        complete = left is not None and right is not None and left.shape == right.shape
-        if complete and not (np.isnan(left).any() or np.isnan(right).any()):
-            return left, right
+        pairs = paired_problems(data[a], data[b], ma, seeds)
+        if pairs is not None and not (np.isnan(pairs[0]).any() or np.isnan(pairs[1]).any()):
+            return pairs
     left = data[a].values(ma, summary, seeds)[:, None]
     right = data[b].values(mb, summary, seeds)[:, None]
     if np.isnan(left).any() or np.isnan(right).any():
         metric = ma if np.isnan(left).any() else mb
         raise ValueError(
-            f"{metric} ({summary}) is undefined in some run (never logged, or no "
-            "out-of-band events for a quadrant share)"
+            f"{metric} ({summary}) is undefined in some run (never logged or, for late, not in "
+            "the last quarter; not finite at a step it summarises; or no out-of-band events for "
+            "a quadrant share)"
         )
     return left, right
 

@@ -28,6 +28,7 @@ from rlvr.compare.claims import (
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, mean_std, paired_interval
 from rlvr.compare.study import RunSpec, Study
+from rlvr.compare.worker import code_hash
 
 FIGURES_DIR = "figures"
 MARK = {
@@ -102,8 +103,8 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
         return "too few seeds"
     try:
         a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
-    except ValueError:
-        return "undefined"
+    except ValueError as err:
+        return f"undefined: {err}"
     return f"{paired_interval(a, b).text(3)} vs `{arm.baseline}`"
 
 
@@ -130,20 +131,24 @@ def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
 RULES_TEXT = [
     "Every arm runs once per seed; runs of different arms with the same seed share the preset, "
     "the training-prompt order and the held-out problems, so arms are compared **paired by seed** "
-    "(and, for held-out scores, by problem).",
+    "(and, for held-out scores, by problem, matched by id; arms that evaluated different "
+    "problems do not pair).",
     f"**Confidence intervals**: paired Student-t interval at level {LEVEL:.0%} "
-    "(rlvr.compare.stats.paired_interval): the mean difference -+ t(S - 1) x its standard error, "
+    "(rlvr.compare.stats.paired_interval): the mean difference -+ t x its standard error, "
     "where the squared standard error is the sample variance of the per-seed mean differences "
     "over S plus, for held-out scores, the sample variance of the per-problem mean differences "
     "over the P problems (conservative: the evaluation's sampling noise is counted in both). "
-    "With 3 seeds t(2) = 4.30, so an interval excludes 0 only when the seeds agree closely.",
+    "t has S - 1 degrees of freedom for a per-run summary and Welch-Satterthwaite's for held-out "
+    "scores (between S - 1 and S + P - 2). With 3 seeds t(2) = 4.30, so an interval of a per-run "
+    "summary excludes 0 only when the seeds agree closely.",
     "**Many claims, one test each**: every verdict is its own 95% test, with no correction across "
     "claims. With no true difference anywhere, about 2.5% of the direction claims would still come "
     "out reproduced and 2.5% not reproduced; read a lone verdict among many accordingly.",
     "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
     "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
     "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "
-    "of the run.",
+    "of the run. A value not finite (logged as null) at a step a summary covers makes it "
+    "undefined and the claim inconclusive.",
     "**Verdict rules** (rlvr.compare.claims): `direction`: the interval of arm - baseline excludes 0 "
     "on the claimed side: reproduced; on the other side: not reproduced; else inconclusive. "
     "`order`: the interval of every consecutive difference on the claimed side: reproduced; any on "
@@ -168,11 +173,26 @@ def _header(
     )
     blocks = [Block("h1", f"Study `{study.name}`: {study.title}")]
     blocks += [Block("p", study.notes)] if study.notes else []
-    blocks += [Block("p", summary), Block("code", command), Block("h2", "Verdicts")]
+    blocks += [Block("p", summary + _code_note(data)), Block("code", command)]
+    blocks.append(Block("h2", "Verdicts"))
     blocks.append(
         Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims.")
     )
     return blocks
+
+
+def _code_note(data: dict[str, ArmData]) -> str:
+    """A warning when finished runs were made by other rlvr source than the one reporting."""
+    runs = [r for a in data.values() for r in a.runs.values()]
+    now = code_hash()
+    other = sum(r.code != now for r in runs)
+    if not other:
+        return ""
+    return (
+        f" **{other} of {len(runs)} finished runs were made by other rlvr code** than this "
+        f"report's (`{now}`; see the runs' code below): a finished run is reused, not rerun, "
+        "when the code changes; `--fresh` runs them again."
+    )
 
 
 def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files) -> list[Block]:
@@ -192,12 +212,14 @@ def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files
 
 
 def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
-    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations"]]
+    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations", "code"]]
     for spec in specs:
         run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
         seconds = f"{run.seconds:.0f} s" if run else ""
-        done = "yes" if run else "no"
-        rows.append([f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds])
+        done, code = ("yes", f"`{run.code}`") if run else ("no", "")
+        rows.append(
+            [f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds, code]
+        )
     total = sum(r.seconds for a in data.values() for r in a.runs.values())
     text = f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min."
     return [Block("h2", "Runs"), Block("p", text), Block("table", rows)]
@@ -336,6 +358,7 @@ def _results_json(
             "recipe": arm.recipe,
             "baseline": arm.baseline,
             "seeds": seeds,
+            "code": {str(s): runs.runs[s].code for s in seeds},
             "final": {k: runs.values(k, "final", seeds).tolist() for k in keys} if seeds else {},
         }
     claims = [

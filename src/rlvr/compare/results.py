@@ -5,10 +5,14 @@ A run directory holds the trainer's ``metrics.jsonl`` and the worker's ``final.j
 
 - ``mean``: the mean over all training steps where the metric was logged (for a reward
   curve, the area under it: a faster rise from the same start gives a larger mean);
-- ``late``: the mean over the last quarter of the steps;
+- ``late``: the mean over the last quarter of the steps (undefined when none of them logged it);
 - ``final``: the value at the last step that logged it (held-out metrics: the final evaluation);
 - ``run-share`` (quadrant shares ``clip/qK_share``): events of quadrant K over all events
   of the run, from the per-token fractions weighted by each step's token count.
+
+A step that did not log the metric (a skipped update logs no entropy) is left out. A value
+the trainer wrote as ``null`` (not finite) is not: a summary over it is NaN, so a claim on
+it is inconclusive and says why, instead of quietly using the steps before a divergence.
 """
 
 from __future__ import annotations
@@ -48,26 +52,37 @@ class RunData:
         )
 
     @property
+    def code(self) -> str:
+        """The rlvr source hash the run was made with (``unknown`` for runs older than the record)."""
+        return str(self.final.get("code") or "unknown")
+
+    @property
     def train_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("step", 0) >= 1]
 
-    def curve(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of ``metric`` where logged (held-out metrics include step 0)."""
+    def curve(self, metric: str, *, nonfinite: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of ``metric`` where logged (held-out metrics include step 0).
+
+        A value written as ``null`` (not finite) is left out, or NaN with ``nonfinite``.
+        """
         pairs = [
-            (r["step"], r[metric])
+            (r["step"], math.nan if r[metric] is None else r[metric])
             for r in self.rows
-            if r.get(metric) is not None and (metric.startswith("eval/") or r["step"] >= 1)
+            if metric in r and (metric.startswith("eval/") or r["step"] >= 1)
         ]
+        if not nonfinite:
+            pairs = [p for p in pairs if not math.isnan(p[1])]
         if not pairs:
             return np.zeros(0), np.zeros(0)
         steps, values = zip(*pairs, strict=True)
         return np.asarray(steps, float), np.asarray(values, float)
 
     def summary(self, metric: str, how: str) -> float:
-        """One number for this run (see the module doc); NaN when the metric was never logged."""
+        """One number for this run (see the module doc); NaN when the metric was never logged
+        or was not finite at a step the summary covers."""
         if how == "run-share":
             return self._run_share(metric)
-        steps, values = self.curve(metric)
+        steps, values = self.curve(metric, nonfinite=True)
         if values.size == 0:
             return math.nan
         if how == "final":
@@ -75,7 +90,7 @@ class RunData:
         if how == "late":
             last = max(r["step"] for r in self.rows)
             keep = steps > 0.75 * last
-            return float(values[keep].mean()) if keep.any() else float(values[-1])
+            return float(values[keep].mean()) if keep.any() else math.nan
         if how == "mean":
             return float(values.mean())
         raise ValueError(f"unknown summary {how!r}; valid: {', '.join(SUMMARIES)}")
@@ -89,9 +104,10 @@ class RunData:
         events = np.zeros(4)
         for row in self.train_rows:
             tokens = row.get("batch/tokens") or 0.0
-            fracs = [row.get(f"clip/q{k}_frac") for k in range(1, 5)]
-            if any(f is None for f in fracs):
-                continue
+            keys = [f"clip/q{k}_frac" for k in range(1, 5)]
+            if not all(k in row for k in keys):
+                continue  # no update this step
+            fracs = [math.nan if row[k] is None else row[k] for k in keys]
             events += np.asarray(fracs, float) * tokens
         total = events.sum()
         return float(events[int(match.group(1)) - 1] / total) if total > 0 else math.nan
@@ -130,12 +146,45 @@ class ArmData:
         """[S] per-seed summaries over ``seeds``."""
         return np.asarray([self.runs[s].summary(metric, how) for s in seeds], float)
 
-    def problem_matrix(self, metric: str, seeds: list[int]) -> np.ndarray | None:
-        """[S, P] per-problem held-out values over ``seeds`` (None when not available)."""
-        rows = [self.runs[s].problem_scores(metric) for s in seeds]
-        if any(r is None for r in rows) or len({len(r) for r in rows}) != 1:
-            return None
-        return np.stack(rows)
+
+def problem_keys(run: RunData) -> list[tuple[str, int]]:
+    """Each held-out problem of the final evaluation as ``(id, occurrence)`` (a repeated id
+    still names one problem)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for ident in run.problem_ids():
+        seen[ident] = seen.get(ident, -1) + 1
+        keys.append((ident, seen[ident]))
+    return keys
+
+
+def paired_problems(
+    a: ArmData, b: ArmData, metric: str, seeds: list[int]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``[S, P]`` per-problem values of held-out ``metric`` of ``a`` and ``b``, columns matched by
+    problem id. None when some run kept no per-problem results, or when the seeds evaluated
+    different problems (each pair then shares only its seed). Raises ``ValueError`` when ``a``
+    and ``b`` evaluated different problems at one seed: their scores do not pair."""
+    runs = [r for s in seeds for r in (a.runs[s], b.runs[s])]
+    scores = [r.problem_scores(metric) for r in runs]
+    if any(v is None for v in scores):
+        return None
+    keys = [problem_keys(r) for r in runs]
+    for seed, ka, kb in zip(seeds, keys[::2], keys[1::2], strict=True):
+        if set(ka) != set(kb):
+            raise ValueError(
+                f"{metric}: {a.name} and {b.name} evaluated different held-out problems "
+                f"(seed {seed}: {len(ka)} and {len(kb)} problems, {len(set(ka) & set(kb))} "
+                "in common), so their scores do not pair"
+            )
+    order = keys[0]
+    if any(set(k) != set(order) for k in keys):
+        return None
+    rows = [
+        np.asarray([dict(zip(k, v, strict=True))[key] for key in order], float)
+        for k, v in zip(keys, scores, strict=True)
+    ]
+    return np.stack(rows[::2]), np.stack(rows[1::2])
 
 
 def load_run(run_dir: Path, seed: int) -> RunData | None:

@@ -60,8 +60,8 @@ def run_study(
 
 def check_claims(study: Study, specs: list[RunSpec]) -> None:
     """Refuse a study whose runs cannot log a held-out metric one of its claims reads
-    (``eval/pass@4`` with ``eval.n=2``), before any run starts: the claim would compare
-    missing means."""
+    (``eval/pass@4`` with ``eval.n=2``, or no evaluation after step 0), before any run starts:
+    the claim would compare missing means or the untrained model's scores."""
     configs = {spec.arm.name: spec.config for spec in specs}
     for name in study.claims:
         for claim in load_claims(name):

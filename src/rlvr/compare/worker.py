@@ -9,11 +9,14 @@ that writes what the report needs and the trainer does not keep:
 - ``progress.json`` after every step (``step``, ``total``) for the runner's live table;
 - ``evals/step_NNNNNN.json`` after every evaluation: each held-out problem's ``n``, ``c``
   and answer diversity (the paired interval counts the problems' variance);
-- ``final.json`` at the end (written last, atomically): the run is finished when it exists.
+- ``final.json`` at the end (written last, atomically): the run is finished when it exists;
+  it names the rlvr source that made the run (:func:`code_hash`), since a finished run is
+  reused whatever the code does now.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -35,6 +38,15 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
+
+
+def code_hash() -> str:
+    """12 hex digits of the rlvr source this process runs (the package's ``.py`` files)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def problem_rows(report: Any) -> list[dict[str, Any]]:
@@ -76,6 +88,7 @@ class StudyRecorder(Callback):
             "step": job.total_steps,
             "evals": {str(k): v for k, v in result.evals.items()},
             "final_eval": last,
+            "code": code_hash(),
         }
         write_json(self.run_dir / FINAL_FILE, final)
 

@@ -20,7 +20,6 @@ from rlvr.objectives import (
     LossOutput,
     ObjectiveConfig,
     StepCounts,
-    metric_weights,
     objective_loss,
     step_counts,
 )
@@ -93,8 +92,7 @@ def optimizer_step(
         before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
-        mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
-        acc.add(metrics, float(mask.sum()), metric_weights(mask, micro.rewards, threshold))
+        acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
     if nonfinite:
         warnings.warn(
             "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",

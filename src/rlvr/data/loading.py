@@ -55,6 +55,11 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
             if text.lstrip().startswith("["):
                 yield from _json_array(path, text)
                 return
+            if _one_object_over_lines(text):
+                raise ValueError(
+                    f"{path}: holds one JSON object over several lines; a .json file holds a "
+                    "list of rows ([{...}, ...]) or one row per line"
+                )
         handle.seek(0)
         for lineno, raw in enumerate(handle, start=1):
             line = _decode(raw, f"{path}:{lineno}")
@@ -67,6 +72,16 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
                     f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
                 ) from None
             yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
+
+
+def _one_object_over_lines(text: str) -> bool:
+    """Whether ``text`` is a single JSON object written over several lines (pretty-printed)."""
+    if "\n" not in text.strip():
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _decode(raw: bytes, where: str) -> str:

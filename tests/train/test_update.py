@@ -117,3 +117,20 @@ def test_grad_norm_leaves_out_skipped_optimiser_steps(train_config, monkeypatch,
         assert math.isnan(metrics["optim/grad_norm"])  # written as null, counted as non-finite
     else:
         assert metrics["optim/grad_norm"] == expected
+
+
+def test_sft_loss_does_not_depend_on_the_micro_batches(train_config):
+    """sft/loss (the NLL of the positive responses' tokens) was averaged over micro-batches
+    with all their response tokens as weight, so its value moved with optim.micro_batch_size."""
+    logged = {}
+    for micro in ("null", "2"):
+        cfg = train_config(
+            "objective.sft_coef=0.1",
+            f"optim.micro_batch_size={micro}",
+            "rollout.prompts_per_step=3",
+            "rollout.max_new_tokens=12",
+            out=f"micro-{micro}",
+        )
+        batch, logged[micro], _ = _update(cfg)
+    assert 0 < int((batch.rewards >= 1).sum()) < batch.size  # micro-batches differ in positives
+    assert logged["2"]["sft/loss"] == pytest.approx(logged["null"]["sft/loss"], rel=1e-5)

@@ -2,7 +2,8 @@
 
 All values are detached 0-dim tensors computed over *this call's* response tokens (no
 ``.item()``: the trainer reduces them once per step, weighting micro-batches by their
-token counts if it wants step-level numbers).
+token counts if it wants step-level numbers), except ``sft/loss``, a mean over the tokens
+of the positive responses only: :func:`metric_weights` gives its weight.
 
 - ``clip/frac``, ``clip/low_frac``, ``clip/high_frac``: share of response tokens whose
   gradient the clipping zeroes (``gppo``/``cispo``: rescales), split by the bound that
@@ -57,3 +58,19 @@ def ratio_metrics(batch: PolicyBatch) -> dict[str, torch.Tensor]:
         "ratio/min": masked_extreme(batch.ratio, batch.mask, largest=False),
         "kl/old_approx": masked_mean(-batch.log_ratio, batch.mask),
     }
+
+
+def metric_weights(
+    mask: torch.Tensor, rewards: torch.Tensor | None, sft_threshold: float
+) -> dict[str, float]:
+    """Weights of the metrics that are not means over all response tokens, for averaging
+    one call's values over micro-batches (the others take the response-token count).
+
+    ``sft/loss``: the tokens of the responses with ``rewards >= sft_threshold`` (``mask
+    [B, T]``, ``rewards [B]``), so the step's value is the token-mean NLL of its positive
+    responses, whatever the micro-batches (one without positives adds nothing).
+    """
+    if rewards is None:
+        return {}
+    positive = (rewards >= sft_threshold).to(mask.device)  # [B]
+    return {"sft/loss": float(((mask != 0) & positive[:, None]).sum())}

@@ -20,6 +20,7 @@ from rlvr.objectives import (
     LossOutput,
     ObjectiveConfig,
     StepCounts,
+    metric_weights,
     objective_loss,
     step_counts,
 )
@@ -92,7 +93,8 @@ def optimizer_step(
         before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
-        acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
+        mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
+        acc.add(metrics, float(mask.sum()), metric_weights(mask, micro.rewards, threshold))
     if nonfinite:
         warnings.warn(
             "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",

@@ -180,12 +180,21 @@ def _reduced_metrics(name, rows, **hparams):
 
 @pytest.mark.parametrize(
     ("name", "hparams"),
-    [("grpo", {"clip_c": 1.2}), ("etr", {}), ("gspo", {}), ("gmpo", {}), ("cispo", {})],
+    [
+        ("grpo", {"clip_c": 1.2}),
+        ("etr", {}),
+        ("gspo", {}),
+        ("gmpo", {}),
+        ("cispo", {}),
+        ("pmpo", {"stats_scope": "group"}),
+        ("apmpo", {"stats_scope": "group"}),
+    ],
 )
 def test_step_metrics_over_micro_batches_equal_the_whole_batch(name, hparams):
     """Micro-batches of unequal length, one without positive responses: sft/loss was their
     token-count-weighted mean of per-micro-batch NLLs (the one without positives counting
-    as 0), not the NLL of the step's positive tokens."""
+    as 0), not the NLL of the step's positive tokens; pmpo/p and apmpo/* (means over
+    sequences, one value per group here) were weighted by tokens too."""
     whole = _reduced_metrics(name, [list(range(16))], **hparams)
     rows = [[0, 1, 2], [3, 4], [5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]]  # [0, 1, 2]: no positive
     micro = _reduced_metrics(name, rows, **hparams)

@@ -134,3 +134,14 @@ def test_sft_loss_does_not_depend_on_the_micro_batches(train_config):
         batch, logged[micro], _ = _update(cfg)
     assert 0 < int((batch.rewards >= 1).sum()) < batch.size  # micro-batches differ in positives
     assert logged["2"]["sft/loss"] == pytest.approx(logged["null"]["sft/loss"], rel=1e-5)
+
+
+def test_sft_loss_is_absent_in_a_step_without_positive_responses(train_config):
+    """With no response reaching sft_threshold the step's sft/loss (a mean over no token)
+    was logged as 0.0, a perfect imitation loss; it is now left out of the row, as the TRL
+    adapter's log already did."""
+    cfg = train_config("objective.sft_coef=0.1", "objective.sft_threshold=2.0")
+    batch, metrics, _ = _update(cfg)
+    assert bool((batch.rewards < 2.0).all())
+    assert "sft/loss" not in metrics
+    assert "policy/entropy" in metrics  # the other update metrics are there

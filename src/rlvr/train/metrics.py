@@ -170,10 +170,9 @@ class StepMetrics:
         self._sums[name] = self._sums.get(name, 0.0) + to_float(value)
 
     def result(self) -> dict[str, float]:
-        """The reduced metrics."""
-        out = {
-            k: v / self._weights[k] if self._weights[k] else 0.0 for k, v in self._weighted.items()
-        }
+        """The reduced metrics; a weighted one whose weights are all 0 (``sft/loss`` in a step
+        without positive responses) is left out: a mean over nothing has no value."""
+        out = {k: v / self._weights[k] for k, v in self._weighted.items() if self._weights[k]}
         out.update(self._extreme)
         out.update(self._sums)
         return out

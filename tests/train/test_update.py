@@ -145,3 +145,22 @@ def test_sft_loss_is_absent_in_a_step_without_positive_responses(train_config):
     assert bool((batch.rewards < 2.0).all())
     assert "sft/loss" not in metrics
     assert "policy/entropy" in metrics  # the other update metrics are there
+
+
+def test_policy_loss_is_null_when_no_micro_batch_loss_was_finite(train_config, monkeypatch):
+    """Every micro-batch loss non-finite (all left out of the gradient): loss/policy was the
+    sum over no micro-batch, 0.0, a perfectly finite-looking loss; it is now NaN (written as
+    null and counted in log/nonfinite_metrics), as optim/grad_norm is for skipped steps."""
+    import rlvr.train.update
+
+    real = rlvr.train.update.micro_loss
+
+    def nan_loss(*args):
+        out = real(*args)
+        return out._replace(loss=out.loss * math.nan)
+
+    monkeypatch.setattr(rlvr.train.update, "micro_loss", nan_loss)
+    cfg = train_config("rollout.minibatches=2", "rollout.prompts_per_step=2")
+    _, metrics, _ = _update(cfg)
+    assert metrics["update/nonfinite_losses"] >= 2
+    assert math.isnan(metrics["loss/policy"])

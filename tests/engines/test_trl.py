@@ -437,6 +437,37 @@ def test_logged_metrics_are_those_of_the_whole_batch(tmp_path, tiny_model_dir):
     assert sum(logged[f"clip/q{k}_share"] for k in (1, 2, 3, 4)) == pytest.approx(1.0)
 
 
+def test_logged_sft_loss_is_that_of_the_whole_batch(tmp_path, tiny_model_dir):
+    """Micro-batches of 2 rows (no positive response) and 6: sft/loss was weighted by all
+    response tokens, so the first micro-batch's 0 pulled it down; it is the NLL of the
+    whole batch's positive tokens."""
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path, bf16=False, gradient_accumulation_steps=2, steps_per_generation=2),
+        train_dataset=dataset(),
+        objective="grpo",
+        sft_coef=0.1,
+        sft_threshold=1.0,
+    )
+    whole = loss_inputs(trainer, 3, rows=8)
+    whole["rlvr_rewards"] = torch.tensor([0, 0, 1, 0, 1, 1, 0, 1], dtype=torch.float64)
+    micro = [{k: v[rows] for k, v in whole.items()} for rows in (slice(0, 2), slice(2, 8))]
+    trainer._attach_step_counts(micro)
+    grads_of(trainer, micro, 2)
+    trainer.log({})
+    ids = torch.cat([whole["prompt_ids"], whole["completion_ids"]], 1)
+    mask = torch.cat([whole["prompt_mask"], whole["completion_mask"]], 1)
+    with torch.no_grad():
+        logp, _, _ = trainer._get_per_token_logps_and_entropies(
+            trainer.model, ids, mask, ids.shape[1] - 3
+        )
+    positive = whole["completion_mask"].bool() & (whole["rlvr_rewards"] >= 1)[:, None]
+    expected = float(-logp[positive].mean())
+    logged = trainer.state.log_history[-1]["sft/loss"]
+    assert logged == pytest.approx(expected, rel=1e-5)
+
+
 class RecordingAccelerator:
     """Wraps the trainer's accelerator and records its collective calls."""
 

@@ -132,6 +132,77 @@ def test_step_metrics_weights_and_extremes():
     }
 
 
+def _reduced_metrics(name, rows, **hparams):
+    """An objective's metrics over 16 rows of unequal length (4 groups of 4), reduced over
+    the micro-batches ``rows`` the way the trainer does (step counts, metric weights)."""
+    from rlvr.objectives import group_stats_for, metric_weights, policy_loss
+    from rlvr.train.update import exact_shares
+
+    gen = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([12, 12, 12, 12, 2, 2, 2, 2, 6, 9, 3, 11, 1, 5, 7, 12])
+    mask = (torch.arange(12)[None, :] < lengths[:, None]).double()  # [16, 12]
+    rewards = torch.tensor([0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1], dtype=torch.float64)
+    grouped = rewards.view(4, 4)
+    adv = (grouped - grouped.mean(dim=1, keepdim=True)).view(-1)
+    logp = -2 * torch.rand(16, 12, generator=gen, dtype=torch.float64)
+    old = logp + 0.3 * torch.randn(16, 12, generator=gen, dtype=torch.float64)
+    entropy = torch.rand(16, 12, generator=gen, dtype=torch.float64)
+    stats = (
+        group_stats_for(name, rewards, 4, **hparams) if name in ("etr", "pmpo", "apmpo") else None
+    )
+    reg = {"sft_coef": 0.1, "kl_coef": 0.1}
+    counts = {
+        "num_tokens": mask.sum(),
+        "num_seqs": 16,
+        "num_sft_tokens": (mask * (rewards[:, None] >= 1)).sum(),
+    }
+    acc = StepMetrics()
+    for index in rows:
+        index = torch.tensor(index)
+        _, metrics = policy_loss(
+            name,
+            logp=logp[index],
+            old_logp=old[index],
+            advantages=adv[index],
+            mask=mask[index],
+            rewards=rewards[index],
+            group_stats=None if stats is None else stats.rows(index),
+            ref_logp=old[index] - 0.1,
+            entropy=entropy[index],
+            **counts,
+            **reg,
+            **hparams,
+        )
+        weights = metric_weights(mask[index], rewards[index], sft_threshold=1.0)
+        acc.add(metrics, float(mask[index].sum()), weights)
+    return exact_shares(acc.result())
+
+
+@pytest.mark.parametrize(
+    ("name", "hparams"),
+    [
+        ("grpo", {"clip_c": 1.2}),
+        ("etr", {}),
+        ("gspo", {}),
+        ("gmpo", {}),
+        ("cispo", {}),
+        ("pmpo", {"stats_scope": "group"}),
+        ("apmpo", {"stats_scope": "group"}),
+    ],
+)
+def test_step_metrics_over_micro_batches_equal_the_whole_batch(name, hparams):
+    """Micro-batches of unequal length, one without positive responses: sft/loss was their
+    token-count-weighted mean of per-micro-batch NLLs (the one without positives counting
+    as 0), not the NLL of the step's positive tokens; pmpo/p and apmpo/* (means over
+    sequences, one value per group here) were weighted by tokens too."""
+    whole = _reduced_metrics(name, [list(range(16))], **hparams)
+    rows = [[0, 1, 2], [3, 4], [5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]]  # [0, 1, 2]: no positive
+    micro = _reduced_metrics(name, rows, **hparams)
+    assert set(micro) == set(whole) and "sft/loss" in whole
+    for metric, value in whole.items():
+        assert micro[metric] == pytest.approx(value, rel=1e-6, abs=1e-9), metric
+
+
 def test_quadrant_shares_are_recomputed_from_event_fractions():
     from rlvr.train.update import exact_shares
 

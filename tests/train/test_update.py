@@ -117,3 +117,50 @@ def test_grad_norm_leaves_out_skipped_optimiser_steps(train_config, monkeypatch,
         assert math.isnan(metrics["optim/grad_norm"])  # written as null, counted as non-finite
     else:
         assert metrics["optim/grad_norm"] == expected
+
+
+def test_sft_loss_does_not_depend_on_the_micro_batches(train_config):
+    """sft/loss (the NLL of the positive responses' tokens) was averaged over micro-batches
+    with all their response tokens as weight, so its value moved with optim.micro_batch_size."""
+    logged = {}
+    for micro in ("null", "2"):
+        cfg = train_config(
+            "objective.sft_coef=0.1",
+            f"optim.micro_batch_size={micro}",
+            "rollout.prompts_per_step=3",
+            "rollout.max_new_tokens=12",
+            out=f"micro-{micro}",
+        )
+        batch, logged[micro], _ = _update(cfg)
+    assert 0 < int((batch.rewards >= 1).sum()) < batch.size  # micro-batches differ in positives
+    assert logged["2"]["sft/loss"] == pytest.approx(logged["null"]["sft/loss"], rel=1e-5)
+
+
+def test_sft_loss_is_absent_in_a_step_without_positive_responses(train_config):
+    """With no response reaching sft_threshold the step's sft/loss (a mean over no token)
+    was logged as 0.0, a perfect imitation loss; it is now left out of the row, as the TRL
+    adapter's log already did."""
+    cfg = train_config("objective.sft_coef=0.1", "objective.sft_threshold=2.0")
+    batch, metrics, _ = _update(cfg)
+    assert bool((batch.rewards < 2.0).all())
+    assert "sft/loss" not in metrics
+    assert "policy/entropy" in metrics  # the other update metrics are there
+
+
+def test_policy_loss_is_null_when_no_micro_batch_loss_was_finite(train_config, monkeypatch):
+    """Every micro-batch loss non-finite (all left out of the gradient): loss/policy was the
+    sum over no micro-batch, 0.0, a perfectly finite-looking loss; it is now NaN (written as
+    null and counted in log/nonfinite_metrics), as optim/grad_norm is for skipped steps."""
+    import rlvr.train.update
+
+    real = rlvr.train.update.micro_loss
+
+    def nan_loss(*args):
+        out = real(*args)
+        return out._replace(loss=out.loss * math.nan)
+
+    monkeypatch.setattr(rlvr.train.update, "micro_loss", nan_loss)
+    cfg = train_config("rollout.minibatches=2", "rollout.prompts_per_step=2")
+    _, metrics, _ = _update(cfg)
+    assert metrics["update/nonfinite_losses"] >= 2
+    assert math.isnan(metrics["loss/policy"])

@@ -2,7 +2,9 @@
 
 All values are detached 0-dim tensors computed over *this call's* response tokens (no
 ``.item()``: the trainer reduces them once per step, weighting micro-batches by their
-token counts if it wants step-level numbers).
+token counts if it wants step-level numbers), except ``sft/loss``, a mean over the tokens
+of the positive responses only, and the means over sequences of ``SEQUENCE_METRICS``:
+:func:`metric_weights` gives their weights.
 
 - ``clip/frac``, ``clip/low_frac``, ``clip/high_frac``: share of response tokens whose
   gradient the clipping zeroes (``gppo``/``cispo``: rescales), split by the bound that
@@ -24,6 +26,8 @@ import torch
 from rlvr.objectives.base import ClipInfo, PolicyBatch, masked_extreme, masked_mean
 
 QUADRANTS = ("q1", "q2", "q3", "q4")
+SEQUENCE_METRICS = ("pmpo/p", "apmpo/p", "apmpo/eps_ada", "apmpo/fss")
+"""Metrics that are means over the call's sequences (one value per sequence), not tokens."""
 
 
 def clip_metrics(info: ClipInfo, adv: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -57,3 +61,22 @@ def ratio_metrics(batch: PolicyBatch) -> dict[str, torch.Tensor]:
         "ratio/min": masked_extreme(batch.ratio, batch.mask, largest=False),
         "kl/old_approx": masked_mean(-batch.log_ratio, batch.mask),
     }
+
+
+def metric_weights(
+    mask: torch.Tensor, rewards: torch.Tensor | None, sft_threshold: float
+) -> dict[str, float]:
+    """Weights of the metrics that are not means over all response tokens, for averaging
+    one call's values over micro-batches (the others take the response-token count).
+
+    ``sft/loss``: the tokens of the responses with ``rewards >= sft_threshold`` (``mask
+    [B, T]``, ``rewards [B]``), so the step's value is the token-mean NLL of its positive
+    responses, whatever the micro-batches (one without positives adds nothing).
+    ``SEQUENCE_METRICS``: the call's ``B`` sequences, so the step's value is their mean
+    over the step's sequences.
+    """
+    weights = dict.fromkeys(SEQUENCE_METRICS, float(mask.shape[0]))
+    if rewards is not None:
+        positive = (rewards >= sft_threshold).to(mask.device)  # [B]
+        weights["sft/loss"] = float(((mask != 0) & positive[:, None]).sum())
+    return weights

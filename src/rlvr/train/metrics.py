@@ -139,8 +139,9 @@ class StepMetrics:
     """Accumulates metrics over the micro-batches of a step.
 
     Per-token objective metrics are averaged with the micro-batch's token count as
-    weight; names ending in ``max``/``min`` take the max/min; ``loss/*`` and counts
-    registered with :meth:`add_sum` are summed.
+    weight, metrics of another unit with the weight ``weights`` gives them
+    (:func:`rlvr.objectives.metric_weights`); names ending in ``max``/``min`` take the
+    max/min; counts registered with :meth:`add_sum` are summed.
     """
 
     def __init__(self) -> None:
@@ -149,26 +150,29 @@ class StepMetrics:
         self._extreme: dict[str, float] = {}
         self._sums: dict[str, float] = {}
 
-    def add(self, metrics: Mapping[str, Any], weight: float) -> None:
-        """Fold in one micro-batch's metrics."""
+    def add(
+        self, metrics: Mapping[str, Any], weight: float, weights: Mapping[str, float] | None = None
+    ) -> None:
+        """Fold in one micro-batch's metrics: ``weight`` (its response tokens) for each, or
+        ``weights[name]`` where given."""
         for name, value in metrics.items():
             x = to_float(value)
             if name.endswith(("max", "min")):
                 pick = max if name.endswith("max") else min
                 self._extreme[name] = pick(self._extreme.get(name, x), x)
             else:
-                self._weighted[name] = self._weighted.get(name, 0.0) + weight * x
-                self._weights[name] = self._weights.get(name, 0.0) + weight
+                w = weight if weights is None else weights.get(name, weight)
+                self._weighted[name] = self._weighted.get(name, 0.0) + w * x
+                self._weights[name] = self._weights.get(name, 0.0) + w
 
     def add_sum(self, name: str, value: float) -> None:
         """Add ``value`` to a summed metric."""
         self._sums[name] = self._sums.get(name, 0.0) + to_float(value)
 
     def result(self) -> dict[str, float]:
-        """The reduced metrics."""
-        out = {
-            k: v / self._weights[k] if self._weights[k] else 0.0 for k, v in self._weighted.items()
-        }
+        """The reduced metrics; a weighted one whose weights are all 0 (``sft/loss`` in a step
+        without positive responses) is left out: a mean over nothing has no value."""
+        out = {k: v / self._weights[k] for k, v in self._weighted.items() if self._weights[k]}
         out.update(self._extreme)
         out.update(self._sums)
         return out

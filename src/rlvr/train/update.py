@@ -20,6 +20,7 @@ from rlvr.objectives import (
     LossOutput,
     ObjectiveConfig,
     StepCounts,
+    metric_weights,
     objective_loss,
     step_counts,
 )
@@ -83,7 +84,8 @@ def optimizer_step(
     lr = scheduler.get_last_lr()[0]
     total, nonfinite = 0.0, 0
     chunk, by_prompt = cfg.optim.micro_batch_size, cfg.model.share_prompt
-    for index in micro_batches(batch.seqs, chunk, by_prompt=by_prompt):
+    chunks = micro_batches(batch.seqs, chunk, by_prompt=by_prompt)
+    for index in chunks:
         micro = batch.rows(index)
         loss, metrics = micro_loss(model, micro, cfg, objective, counts)
         if not torch.isfinite(loss):
@@ -92,7 +94,8 @@ def optimizer_step(
         before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
-        acc.add(metrics, weight=float(micro.seqs.response_mask.sum()))
+        mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
+        acc.add(metrics, float(mask.sum()), metric_weights(mask, micro.rewards, threshold))
     if nonfinite:
         warnings.warn(
             "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",
@@ -101,9 +104,11 @@ def optimizer_step(
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)
     acc.add_sum("optim/skipped_steps", float(not stepped))
     acc.add_sum("update/nonfinite_losses", float(nonfinite))
-    # A skipped step's non-finite norm is left out of the step's mean (see update_policy).
+    # A skipped step's non-finite norm, and the loss of a step whose every micro-batch loss
+    # was non-finite, are left out of the step's mean (see update_policy).
     norm = {"optim/grad_norm": grad_norm} if math.isfinite(grad_norm) else {}
-    return {"loss/policy": total, **norm, "optim/lr": lr}
+    loss = {"loss/policy": total} if nonfinite < len(chunks) else {}
+    return {**loss, **norm, "optim/lr": lr}
 
 
 def update_policy(
@@ -131,6 +136,7 @@ def update_policy(
     return {
         **exact_shares(acc.result()),
         "optim/grad_norm": math.nan,  # every step skipped: written as null, counted non-finite
+        "loss/policy": math.nan,  # no finite micro-batch loss in any step: likewise
         **per_step.result(),
         "update/optimizer_steps": float(steps),
     }

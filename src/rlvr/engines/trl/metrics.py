@@ -2,7 +2,8 @@
 
 TRL appends its own metrics once per micro-batch and logs their plain mean. rlvr's metrics are
 reduced the way ``rlvr train`` reduces them (``docs/metrics.md``), so each means what its name
-says: per-token ones are averaged with each micro-batch's response-token count as weight, names
+says: per-token ones are averaged with each micro-batch's response-token count as weight (the
+others with the weight :func:`rlvr.objectives.metric_weights` gives them), names
 ending in ``max``/``min`` take the max/min, and the quadrant shares are recomputed from the
 window's event fractions (:func:`rlvr.train.update.exact_shares`). With equal token counts
 everywhere, the weighted mean is the plain one.
@@ -32,11 +33,17 @@ class MetricWindow(StepMetrics):
     """The metrics of one process's micro-batches since the last log, folded in by
     :class:`~rlvr.train.metrics.StepMetrics`' rule; :meth:`reduce` combines the processes."""
 
-    def add(self, metrics: dict[str, torch.Tensor], weight: float) -> None:
-        """Fold in one micro-batch's metrics; ``weight`` is its response-token count."""
+    def add(
+        self,
+        metrics: dict[str, torch.Tensor],
+        weight: float,
+        weights: dict[str, float] | None = None,
+    ) -> None:
+        """Fold in one micro-batch's metrics; ``weight`` is its response-token count,
+        ``weights`` those of other units (:func:`rlvr.objectives.metric_weights`)."""
         names = list(metrics)
         values = torch.stack([metrics[name].detach().double() for name in names]).tolist()
-        super().add(dict(zip(names, values, strict=True)), weight)  # one device transfer
+        super().add(dict(zip(names, values, strict=True)), weight, weights)  # one device transfer
 
     def reduce(self, accelerator: Any) -> dict[str, float]:
         """The window's metrics over all processes (collective: every process must call it),

@@ -34,7 +34,7 @@ from trl import GRPOConfig, GRPOTrainer
 from rlvr.advantages import GroupStats, compute_advantages
 from rlvr.engines.trl.metrics import MetricWindow
 from rlvr.engines.trl.options import check_args, objective_config
-from rlvr.objectives import LossInputs, StepCounts, objective_loss
+from rlvr.objectives import LossInputs, StepCounts, metric_weights, objective_loss
 
 MODEL_INPUT_KEYS = (
     "pixel_values",
@@ -215,7 +215,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
         )
         out = objective_loss(batch, self.rlvr_objective, counts)
         mode = "train" if self.model.training else "eval"
-        self._rlvr_metrics[mode].add(out.metrics, weight=float(mask.sum()))
+        threshold = self.rlvr_objective.regularizers.sft_threshold
+        weights = metric_weights(mask, batch.rewards, threshold)
+        self._rlvr_metrics[mode].add(out.metrics, float(mask.sum()), weights)
         loss = out.loss * scale
         if self.aux_loss_enabled:
             accumulation = self.current_gradient_accumulation_steps if model.training else 1

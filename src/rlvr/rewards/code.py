@@ -13,7 +13,8 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
 - HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
   assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
   standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
-  the asserts that depend on them), if it holds any assert, is one more test; the rest of the
+  the asserts that depend on them), if it uses ``candidate`` and holds an assert that can fail
+  (not HumanEval's ``assert True, "..."``), is one more test; the rest of the
   test module (``METADATA``, imports, helpers) is run after the program as set-up;
 - MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
   with ``test_setup_code`` run after the program (``challenge_test_list`` is not used);
@@ -256,6 +257,20 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
     return own, rest
 
 
+def _tests_candidate(statements: list[ast.stmt]) -> bool:
+    """True when ``statements`` use ``candidate`` and hold an assert that can fail.
+
+    HumanEval's ``assert True, "This prints if this assert fails"`` cannot: a remainder of
+    ``check`` made of such lines would be a test that every program passes.
+    """
+    nodes = [n for statement in statements for n in ast.walk(statement)]
+    uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
+    return uses and any(
+        isinstance(n, ast.Assert) and not (isinstance(n.test, ast.Constant) and n.test.value)
+        for n in nodes
+    )
+
+
 def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
     """HumanEval: the asserts of ``check(candidate)`` one by one, the rest as one test."""
     entry, test = reference.get("entry_point"), reference.get("test")
@@ -270,7 +285,7 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
         raise ValueError("reference: HumanEval 'test' must define check(candidate)")
     own, rest = _check_parts(checks[0])
     tests = [ast.unparse(a) for a in own]
-    if any(isinstance(n, ast.Assert) for statement in rest for n in ast.walk(statement)):
+    if _tests_candidate(rest):
         checks[0].body = rest
         tests.append("check(candidate)")
     else:

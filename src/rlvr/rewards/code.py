@@ -745,3 +745,12 @@ def code_reward(
         raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
     rate = code_verifier(completion, reference, soft=mode == "soft")
     return wrong + (correct - wrong) * rate
+
+
+def _check_options(*, mode: str, **_: Any) -> None:
+    """Refuse a bad mode when the verifier is built (the registry calls this)."""
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+
+
+code_reward.check_options = _check_options  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ from typing import Any
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
-from rlvr.rewards.extract import after_think, extract_with
+from rlvr.rewards.extract import after_think, check_extract, extract_with
 from rlvr.rewards.registry import register
 
 
@@ -109,3 +109,15 @@ def reasoning_gym_verifier(
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)
+
+
+def _check_options(*, task: str | None, binary: bool, extract: str, **_: Any) -> None:
+    """Refuse bad option values when the verifier is built (the registry calls this)."""
+    check_extract(extract)
+    if task:
+        _score_fn(task)  # an unknown task raises, listing the valid ones
+    if not isinstance(binary, bool):
+        raise ValueError(f"binary must be True or False, got {binary!r}")
+
+
+reasoning_gym_verifier.check_options = _check_options  # type: ignore[attr-defined]

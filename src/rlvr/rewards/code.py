@@ -50,7 +50,9 @@ parent, from output the program produced before it exited, against expected valu
 program never sees, so a program cannot pass by exiting early or by returning an object with a
 permissive ``__eq__``. What is not: asserts that cannot be taken apart run inside the
 program's interpreter, so a program that tampers with that interpreter (rebinding builtins,
-objects equal to everything, reading the harness through frame introspection) can fake them.
+objects equal to everything, reading the harness through frame introspection) can fake them,
+and so can test code inside a taken-apart assert's probe (a set-up helper around the program's
+call runs in the program's interpreter; :mod:`rlvr.rewards.asserts`).
 Call-style and assert tests get a prelude
 of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
 stdin/stdout programs run exactly as written. The program sees the standard library only.

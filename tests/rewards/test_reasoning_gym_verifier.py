@@ -87,3 +87,15 @@ def test_answer_search_takes_linear_time():
     started = time.monotonic()
     assert reasoning_gym_verifier(completion, "-4", task="chain_sum") == 1.0
     assert time.monotonic() - started < 2.0
+
+
+def test_game_of_life_halting_pays_only_the_right_verdict():
+    # reasoning-gym's own scorer compares bool(answer) == bool(entry["answer"]): any text paid.
+    verifier = get_verifier("reasoning_gym:game_of_life_halting")
+    for row in gym_rows("game_of_life_halting", size=4, seed=3):
+        right = row["answer"]
+        other = "False" if right == "True" else "True"
+        assert verifier(f"<answer>{right}</answer>", row) == 1.0
+        assert verifier(f"<answer>{right.lower()}</answer>", row) == 1.0
+        assert verifier(f"<answer>{other}</answer>", row) == 0.0
+        assert verifier("<answer>banana</answer>", row) == 0.0

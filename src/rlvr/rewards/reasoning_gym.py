@@ -14,6 +14,10 @@ in ``gsm_symbolic``). With ``binary=True`` (default) only a full score of 1 coun
 correct and the result is ``correct`` or ``wrong``; with ``binary=False`` the raw score
 ``s`` in [0, 1] maps linearly to ``wrong + (correct - wrong) * s``.
 
+A reasoning-gym scorer (version 0.1.25) that pays wrong answers in full is replaced here
+(:data:`REPLACED_SCORERS`): ``game_of_life_halting`` compares ``bool(answer)`` with
+``bool(entry["answer"])``, so any non-empty text scored 1.
+
 Tasks with no single oracle answer (``answer`` is ``None``: ``graph_color``,
 ``rubiks_cube``, ...) score procedurally from the metadata; ``arc_agi`` and ``rearc``
 keep tuples in their metadata that JSON turns into lists, so their gold answers do not
@@ -23,6 +27,7 @@ verify after a JSONL round trip.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import reasoning_gym
@@ -37,12 +42,25 @@ def task_names() -> list[str]:
     return sorted(DATASETS)
 
 
+def _halting_score(answer: str | None, entry: dict[str, Any]) -> float:
+    """``game_of_life_halting``: 1 when the answer is the entry's ``True``/``False`` (any case)."""
+    if answer is None:
+        return 0.0
+    return float(answer.strip().lower() == str(entry["answer"]).strip().lower())
+
+
+REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
+    "game_of_life_halting": _halting_score,
+}
+"""Tasks whose reasoning-gym scorer pays wrong answers in full -> the scorer used instead."""
+
+
 @functools.cache
 def _score_fn(task: str):
     """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
     if task not in DATASETS:
         raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
-    return reasoning_gym.get_score_answer_fn(task)
+    return REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
 
 
 def _entry(reference: Any) -> dict[str, Any]:

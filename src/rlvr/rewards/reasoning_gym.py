@@ -14,9 +14,11 @@ in ``gsm_symbolic``). With ``binary=True`` (default) only a full score of 1 coun
 correct and the result is ``correct`` or ``wrong``; with ``binary=False`` the raw score
 ``s`` in [0, 1] maps linearly to ``wrong + (correct - wrong) * s``.
 
-A reasoning-gym scorer (version 0.1.25) that pays wrong answers in full is replaced here
+Two reasoning-gym scorers (version 0.1.25) pay wrong answers in full and are replaced here
 (:data:`REPLACED_SCORERS`): ``game_of_life_halting`` compares ``bool(answer)`` with
-``bool(entry["answer"])``, so any non-empty text scored 1.
+``bool(entry["answer"])``, so any non-empty text scored 1; ``coin_flip`` divides the length of
+the common prefix of the two decimals by the *shorter* one, so any prefix of the probability
+(``0`` or ``0.1`` for ``0.109375``) scored 1.
 
 Tasks with no single oracle answer (``answer`` is ``None``: ``graph_color``,
 ``rubiks_cube``, ...) score procedurally from the metadata; ``arc_agi`` and ``rearc``
@@ -27,7 +29,9 @@ verify after a JSONL round trip.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import reasoning_gym
@@ -49,8 +53,28 @@ def _halting_score(answer: str | None, entry: dict[str, Any]) -> float:
     return float(answer.strip().lower() == str(entry["answer"]).strip().lower())
 
 
+COIN_FLIP_TOLERANCE = 1e-4
+"""Distance from the probability within which a ``coin_flip`` answer is right (reasoning-gym's)."""
+
+
+def _coin_flip_score(answer: str | None, entry: dict[str, Any]) -> float:
+    """``coin_flip``: 1 within :data:`COIN_FLIP_TOLERANCE` of the probability; otherwise the
+    share of leading characters the two numbers (``%.10g``) have in common, over the longer."""
+    try:
+        got, want = (
+            float(Fraction(str(s).replace(",", "").strip())) for s in (answer, entry["answer"])
+        )
+    except (ValueError, ZeroDivisionError):
+        return 0.0
+    if abs(got - want) <= COIN_FLIP_TOLERANCE:
+        return 1.0
+    texts = [f"{got:.10g}", f"{want:.10g}"]
+    return len(os.path.commonprefix(texts)) / max(map(len, texts))
+
+
 REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
     "game_of_life_halting": _halting_score,
+    "coin_flip": _coin_flip_score,
 }
 """Tasks whose reasoning-gym scorer pays wrong answers in full -> the scorer used instead."""
 

@@ -430,3 +430,29 @@ def test_truthiness_and_identity_asserts_are_judged_on_plain_values():
         "def is_even(n):\n    return T()\ndef find(n):\n    return T()"
     )
     assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)
+
+
+# HumanEval's later checks end in `assert True, "This prints if this assert fails ..."`.
+HUMANEVAL_ASSERT_TRUE = {
+    "task_id": "HumanEval/64",
+    "entry_point": "vowels_count",
+    "test": (
+        "def check(candidate):\n"
+        "    # Check some simple cases\n"
+        '    assert candidate("abcde") == 2, "Test 1"\n'
+        '    assert candidate("Alone") == 3, "Test 2"\n'
+        "    # Check some edge cases that are easy to work out by hand.\n"
+        '    assert True, "This prints if this assert fails 2 (also good for debugging!)"\n'
+    ),
+}
+
+
+def test_humaneval_assert_true_lines_are_not_a_free_test():
+    suite = parse_reference(HUMANEVAL_ASSERT_TRUE)
+    assert suite.inputs == (
+        "assert candidate('abcde') == 2, 'Test 1'",
+        "assert candidate('Alone') == 3, 'Test 2'",
+    )
+    assert "def check" not in suite.setup
+    verdict = run_tests("def vowels_count(s):\n    return -1", HUMANEVAL_ASSERT_TRUE, config=FAST)
+    assert verdict.passed == (False, False)

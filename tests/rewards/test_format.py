@@ -65,3 +65,17 @@ def test_composes_with_any_verifier():
 def test_format_options_need_the_modifier():
     with pytest.raises(ValueError, match=r"\+format"):
         get_verifier("math", format_penalty=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"format_penalty": "high"}, "format penalty must be a number"),
+        ({"format_penalty": 1.0}, "below the correct score"),  # malformed would count as correct
+        ({"format_penalty": 2.0}, "below the correct score"),
+        ({"format_think_in_prompt": "false"}, "think_in_prompt must be True or False"),
+    ],
+)
+def test_bad_format_options_are_refused_when_built(options, message):
+    with pytest.raises(ValueError, match=message):
+        get_verifier("math+format", **options)

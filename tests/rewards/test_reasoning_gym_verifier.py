@@ -87,3 +87,31 @@ def test_answer_search_takes_linear_time():
     started = time.monotonic()
     assert reasoning_gym_verifier(completion, "-4", task="chain_sum") == 1.0
     assert time.monotonic() - started < 2.0
+
+
+def test_game_of_life_halting_pays_only_the_right_verdict():
+    # reasoning-gym's own scorer compares bool(answer) == bool(entry["answer"]): any text paid.
+    verifier = get_verifier("reasoning_gym:game_of_life_halting")
+    for row in gym_rows("game_of_life_halting", size=4, seed=3):
+        right = row["answer"]
+        other = "False" if right == "True" else "True"
+        assert verifier(f"<answer>{right}</answer>", row) == 1.0
+        assert verifier(f"<answer>{right.lower()}</answer>", row) == 1.0
+        assert verifier(f"<answer>{other}</answer>", row) == 0.0
+        assert verifier("<answer>banana</answer>", row) == 0.0
+
+
+def test_coin_flip_does_not_pay_a_prefix_of_the_probability():
+    # reasoning-gym's own scorer divides the matching prefix by the shorter string: "0" and
+    # "0.1" both got full credit for 0.109375.
+    entry = {"question": "?", "answer": "0.109375", "metadata": {"source_dataset": "coin_flip"}}
+    verifier = get_verifier("reasoning_gym")
+    for answer in ("0.109375", "7/64", "0.1094"):  # within reasoning-gym's 1e-4
+        assert verifier(f"<answer>{answer}</answer>", entry) == 1.0
+    for answer in ("0", "0.1", "0.10", "banana", ""):
+        assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
+    partial = get_verifier("reasoning_gym", binary=False)
+    assert partial("<answer>0</answer>", entry) == pytest.approx(
+        1 / 8, abs=1e-12
+    )  # "0" of "0.109375"
+    assert partial("<answer>0.1</answer>", entry) == pytest.approx(3 / 8, abs=1e-12)

@@ -64,3 +64,21 @@ def test_register_rejects_bad_declarations():
         register("a:b")
     with pytest.raises(ValueError, match="spec_arg 'task'"):
         register("x_test", spec_arg="task")(lambda completion, reference, *, other=1: 0.0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "message"),
+    [
+        ("math", {"extract": "Flexible"}, "extract must be one of"),
+        ("math", {"compare_timeout_s": 0}, "compare_timeout_s"),
+        ("math", {"compare_memory_mb": -1}, "compare_memory_mb"),
+        ("reasoning_gym", {"extract": "last"}, "extract must be one of"),
+        ("reasoning_gym:no_such_task", {}, "unknown reasoning-gym task"),
+        ("reasoning_gym:chain_sum", {"binary": "false"}, "binary must be True or False"),
+        ("code:bin", {}, "mode must be one of"),
+    ],
+)
+def test_bad_option_values_are_refused_when_the_verifier_is_built(spec, options, message):
+    # Not at the first completion, where every score would silently become the failure value.
+    with pytest.raises(ValueError, match=message):
+        get_verifier(spec, **options)

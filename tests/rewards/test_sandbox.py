@@ -276,6 +276,27 @@ def test_file_size_and_open_file_limits() -> None:
     assert "Too many open files" in many.stderr
 
 
+def test_files_in_the_working_directory_are_capped_in_total_under_bubblewrap() -> None:
+    # Each file is capped by RLIMIT_FSIZE but not their number: without a cap on the total, a
+    # program wrote 1.3 GB into the host's /tmp in 2.5 s, per run.
+    _requires(DEFAULT, "bubblewrap")
+    program = (
+        "import errno\n"
+        "try:\n"
+        "    for i in range(12):\n"
+        "        with open('f%d' % i, 'wb') as f:\n"
+        "            f.write(b'x' * (1 << 20))\n"
+        "except OSError as exc:\n"
+        "    print(i, errno.errorcode[exc.errno])\n"
+    )
+    limits = SandboxLimits(wall_time_s=5.0, file_bytes=1 << 20, disk_bytes=4 << 20)
+    result = run_untrusted(program, limits=limits)
+    assert result.status is SandboxStatus.OK, result.stderr
+    assert result.stdout.split() == ["4", "ENOSPC"]  # files 0-3 fill the 4 MiB
+    default = run_untrusted(program.replace("12", "80"), limits=SandboxLimits(wall_time_s=5.0))
+    assert default.stdout.split()[1] == "ENOSPC"  # 64 MiB by default
+
+
 def test_subprocess_and_ctypes_are_refused() -> None:
     for program in (
         "import subprocess\nsubprocess.run(['true'])",

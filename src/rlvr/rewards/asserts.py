@@ -23,6 +23,12 @@ exiting early, rebinding builtins or ``AssertionError``, permissive ``__eq__``/`
 printed markers, ``atexit``/``excepthook`` tricks and frame introspection gain nothing: at
 most the program chooses the values it sends back, which is what returning them does.
 
+Not covered: test code inside a probe. A probe is evaluated whole in the child, so a set-up
+helper around the program's call (``is_sorted(sort_list(xs))``), a builtin with arguments the
+parent does not take (``sorted(f(x), key=len)``) or a helper building the program's input runs
+in the program's interpreter, where the program can change what it computes (a global ``all``
+of its own, a patched module). Such asserts still count as judged; see ``docs/sandbox.md``.
+
 An assert that cannot be taken apart (several statements, a comparison inside a generator
 such as ``all(f(x) == y for ...)``, an expected side that is not plain data) is run inside
 the program's interpreter as before, and counted.

@@ -6,14 +6,16 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
   [...]}``; each input is fed to stdin and each output is the expected stdout (a list of lines
   is joined with newlines in both places, as APPS does);
 - call style: the same dict with ``"fn_name"``; each input is the argument list and each
-  output the return value (a one-element list wrapping the value is accepted too, as in
-  APPS); when the program defines ``class Solution`` with that method, the method of a fresh
+  output the return value (APPS's rule: the first element of an output list is accepted
+  too, meant for a one-element wrapper, so the first element of a longer list answer also
+  passes); when the program defines ``class Solution`` with that method, the method of a fresh
   instance is called (LeetCode style), otherwise the top-level function;
 - asserts: a list of assert statements (strings), each run after the program;
 - HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
   assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
   standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
-  the asserts that depend on them), if it holds any assert, is one more test; the rest of the
+  the asserts that depend on them), if it uses ``candidate`` and holds an assert that can fail
+  (not HumanEval's ``assert True, "..."``), is one more test; the rest of the
   test module (``METADATA``, imports, helpers) is run after the program as set-up;
 - MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
   with ``test_setup_code`` run after the program (``challenge_test_list`` is not used);
@@ -49,7 +51,9 @@ parent, from output the program produced before it exited, against expected valu
 program never sees, so a program cannot pass by exiting early or by returning an object with a
 permissive ``__eq__``. What is not: asserts that cannot be taken apart run inside the
 program's interpreter, so a program that tampers with that interpreter (rebinding builtins,
-objects equal to everything, reading the harness through frame introspection) can fake them.
+objects equal to everything, reading the harness through frame introspection) can fake them,
+and so can test code inside a taken-apart assert's probe (a set-up helper around the program's
+call runs in the program's interpreter; :mod:`rlvr.rewards.asserts`).
 Call-style and assert tests get a prelude
 of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
 stdin/stdout programs run exactly as written. The program sees the standard library only.
@@ -256,6 +260,20 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
     return own, rest
 
 
+def _tests_candidate(statements: list[ast.stmt]) -> bool:
+    """True when ``statements`` use ``candidate`` and hold an assert that can fail.
+
+    HumanEval's ``assert True, "This prints if this assert fails"`` cannot: a remainder of
+    ``check`` made of such lines would be a test that every program passes.
+    """
+    nodes = [n for statement in statements for n in ast.walk(statement)]
+    uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
+    return uses and any(
+        isinstance(n, ast.Assert) and not (isinstance(n.test, ast.Constant) and n.test.value)
+        for n in nodes
+    )
+
+
 def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
     """HumanEval: the asserts of ``check(candidate)`` one by one, the rest as one test."""
     entry, test = reference.get("entry_point"), reference.get("test")
@@ -270,7 +288,7 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
         raise ValueError("reference: HumanEval 'test' must define check(candidate)")
     own, rest = _check_parts(checks[0])
     tests = [ast.unparse(a) for a in own]
-    if any(isinstance(n, ast.Assert) for statement in rest for n in ast.walk(statement)):
+    if _tests_candidate(rest):
         checks[0].body = rest
         tests.append("check(candidate)")
     else:
@@ -730,3 +748,12 @@ def code_reward(
         raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
     rate = code_verifier(completion, reference, soft=mode == "soft")
     return wrong + (correct - wrong) * rate
+
+
+def _check_options(*, mode: str, **_: Any) -> None:
+    """Refuse a bad mode when the verifier is built (the registry calls this)."""
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+
+
+code_reward.check_options = _check_options  # type: ignore[attr-defined]

@@ -218,6 +218,12 @@ def last_number(text: str) -> str | None:
     return found[-1].replace(",", "") if found else None
 
 
+def check_extract(extract: str) -> None:
+    """Raise ``ValueError`` unless ``extract`` names a rule of :data:`EXTRACTIONS`."""
+    if extract not in EXTRACTIONS:
+        raise ValueError(f"extract must be one of {list(EXTRACTIONS)}, got {extract!r}")
+
+
 def extract_with(text: str, extract: str = "strict") -> str | None:
     """The answer in ``text`` under the named rule (``strict`` or ``flexible``)."""
     if extract == "strict":

@@ -63,6 +63,22 @@ def formatted(
     return inner(answer_part, reference)
 
 
+def _check_options(inner: Verifier, penalty: float | None, think_in_prompt: bool) -> None:
+    """Refuse a penalty that is not a number or not below the correct score (a malformed
+    completion would then count as correct in pass@k), and a non-boolean ``think_in_prompt``."""
+    if penalty is not None:
+        try:
+            value = float(penalty)  # as the score is read at each call
+        except (TypeError, ValueError):
+            raise ValueError(f"format penalty must be a number, got {penalty!r}") from None
+        if not value < inner.correct_value:
+            raise ValueError(
+                f"format penalty must be below the correct score {inner.correct_value}, got {penalty}"
+            )
+    if not isinstance(think_in_prompt, bool):
+        raise ValueError(f"format think_in_prompt must be True or False, got {think_in_prompt!r}")
+
+
 def with_format(
     inner: Verifier, *, penalty: float | None = None, think_in_prompt: bool = False
 ) -> Verifier:
@@ -73,5 +89,6 @@ def with_format(
     >>> v("<think>6/8 reduces</think> \\boxed{3/4}", "0.75"), v(r"\boxed{3/4}", "0.75")
     (1.0, -2.0)
     """
+    _check_options(inner, penalty, think_in_prompt)
     options = {"inner": inner, "penalty": penalty, "think_in_prompt": think_in_prompt}
     return replace(inner, spec=inner.spec + "+format", fn=formatted, options=options)

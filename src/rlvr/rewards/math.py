@@ -39,7 +39,7 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 from rlvr.rewards.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 from rlvr.rewards.events import record
-from rlvr.rewards.extract import extract_answer, extract_with, final_answers
+from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
 from rlvr.rewards.registry import register
 
 MAX_ANSWER_CHARS = 1000
@@ -325,9 +325,21 @@ def math_verifier(
     return correct if same else wrong
 
 
+def _check_options(
+    *, compare_timeout_s: float, compare_memory_mb: int, extract: str, **_: Any
+) -> None:
+    """Refuse bad option values when the verifier is built (the registry calls this)."""
+    check_extract(extract)
+    if not compare_timeout_s > 0:
+        raise ValueError(f"compare_timeout_s must be positive, got {compare_timeout_s!r}")
+    if not compare_memory_mb > 0:
+        raise ValueError(f"compare_memory_mb must be positive, got {compare_memory_mb!r}")
+
+
 def _start_helper() -> None:
     """Start a comparison helper process (and import SymPy in it) ahead of the first answer."""
     call_bounded(answers_match, "0", "0")
 
 
 math_verifier.warm_up = _start_helper  # type: ignore[attr-defined]
+math_verifier.check_options = _check_options  # type: ignore[attr-defined]

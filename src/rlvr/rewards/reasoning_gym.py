@@ -14,6 +14,12 @@ in ``gsm_symbolic``). With ``binary=True`` (default) only a full score of 1 coun
 correct and the result is ``correct`` or ``wrong``; with ``binary=False`` the raw score
 ``s`` in [0, 1] maps linearly to ``wrong + (correct - wrong) * s``.
 
+Two reasoning-gym scorers (version 0.1.25) pay wrong answers in full and are replaced here
+(:data:`REPLACED_SCORERS`): ``game_of_life_halting`` compares ``bool(answer)`` with
+``bool(entry["answer"])``, so any non-empty text scored 1; ``coin_flip`` divides the length of
+the common prefix of the two decimals by the *shorter* one, so any prefix of the probability
+(``0`` or ``0.1`` for ``0.109375``) scored 1.
+
 Tasks with no single oracle answer (``answer`` is ``None``: ``graph_color``,
 ``rubiks_cube``, ...) score procedurally from the metadata; ``arc_agi`` and ``rearc``
 keep tuples in their metadata that JSON turns into lists, so their gold answers do not
@@ -23,12 +29,15 @@ verify after a JSONL round trip.
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
-from rlvr.rewards.extract import after_think, extract_with
+from rlvr.rewards.extract import after_think, check_extract, extract_with
 from rlvr.rewards.registry import register
 
 
@@ -37,12 +46,45 @@ def task_names() -> list[str]:
     return sorted(DATASETS)
 
 
+def _halting_score(answer: str | None, entry: dict[str, Any]) -> float:
+    """``game_of_life_halting``: 1 when the answer is the entry's ``True``/``False`` (any case)."""
+    if answer is None:
+        return 0.0
+    return float(answer.strip().lower() == str(entry["answer"]).strip().lower())
+
+
+COIN_FLIP_TOLERANCE = 1e-4
+"""Distance from the probability within which a ``coin_flip`` answer is right (reasoning-gym's)."""
+
+
+def _coin_flip_score(answer: str | None, entry: dict[str, Any]) -> float:
+    """``coin_flip``: 1 within :data:`COIN_FLIP_TOLERANCE` of the probability; otherwise the
+    share of leading characters the two numbers (``%.10g``) have in common, over the longer."""
+    try:
+        got, want = (
+            float(Fraction(str(s).replace(",", "").strip())) for s in (answer, entry["answer"])
+        )
+    except (ValueError, ZeroDivisionError):
+        return 0.0
+    if abs(got - want) <= COIN_FLIP_TOLERANCE:
+        return 1.0
+    texts = [f"{got:.10g}", f"{want:.10g}"]
+    return len(os.path.commonprefix(texts)) / max(map(len, texts))
+
+
+REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
+    "game_of_life_halting": _halting_score,
+    "coin_flip": _coin_flip_score,
+}
+"""Tasks whose reasoning-gym scorer pays wrong answers in full -> the scorer used instead."""
+
+
 @functools.cache
 def _score_fn(task: str):
     """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
     if task not in DATASETS:
         raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
-    return reasoning_gym.get_score_answer_fn(task)
+    return REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
 
 
 def _entry(reference: Any) -> dict[str, Any]:
@@ -109,3 +151,15 @@ def reasoning_gym_verifier(
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)
+
+
+def _check_options(*, task: str | None, binary: bool, extract: str, **_: Any) -> None:
+    """Refuse bad option values when the verifier is built (the registry calls this)."""
+    check_extract(extract)
+    if task:
+        _score_fn(task)  # an unknown task raises, listing the valid ones
+    if not isinstance(binary, bool):
+        raise ValueError(f"binary must be True or False, got {binary!r}")
+
+
+reasoning_gym_verifier.check_options = _check_options  # type: ignore[attr-defined]

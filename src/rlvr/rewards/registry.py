@@ -24,6 +24,11 @@ Registering a new verifier (this is all a module needs to do)::
     def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0):
         ...
 
+A verifier may carry a ``check_options`` attribute, a function of the bound options (defaults
+included) that raises ``ValueError`` for a bad value; :func:`get_verifier` calls it, so a typo
+such as ``extract="Flexible"`` fails once when the verifier is built instead of making every
+completion score the failure value.
+
 Built-in verifiers live in modules imported on first use (see ``BUILTIN_MODULES``), so
 ``import rlvr.rewards`` stays cheap and a missing optional module costs nothing until its
 verifier is asked for.
@@ -121,6 +126,9 @@ def _bind(name: str, argument: str | None, options: dict[str, Any]) -> Verifier:
     if unknown:
         raise ValueError(f"verifier {name!r} has no option(s) {unknown}; valid: {sorted(defaults)}")
     bound = {**defaults, **options}
+    check = getattr(fn, "check_options", None)
+    if callable(check):
+        check(**bound)
     return Verifier(
         spec=name if argument is None else f"{name}:{argument}",
         fn=fn,

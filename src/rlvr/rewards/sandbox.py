@@ -8,7 +8,8 @@ returns a :class:`SandboxResult`. :func:`isolation_mode` names the isolation in 
   the program runs inside bubblewrap (``bwrap``, when installed and working): its own user,
   PID, IPC, UTS and network namespaces, a filesystem holding only read-only binds of the
   interpreter, its standard library and the system's shared libraries, plus the working
-  directory; started as root, bubblewrap itself runs as the unprivileged ``policy.user``.
+  directory, a tmpfs of ``limits.disk_bytes``; started as root, bubblewrap itself runs as the
+  unprivileged ``policy.user``.
 ``fallback-landlock``
   no bubblewrap: the layers below, with Landlock limiting file access to reading the
   interpreter's files and to the working directory (and, on newer kernels, refusing TCP,
@@ -31,7 +32,7 @@ kept (an interpreter that user cannot read is replaced by a readable copy, see
 :mod:`rlvr.rewards.interpreter`) and ``RLIMIT_NPROC``. Best effort in every mode: an audit hook
 inside the child (a tripwire for fork/exec, sockets, ctypes, signals and writes outside the
 working directory) and a ``/proc`` scan for processes carrying the run's marker. Not
-provided: seccomp filters, cgroup accounting, disk quotas. ``docs/sandbox.md`` has the threat
+provided: seccomp filters, cgroup accounting, disk quotas outside bubblewrap. ``docs/sandbox.md`` has the threat
 model and what each mode guarantees.
 """
 
@@ -97,6 +98,9 @@ class SandboxLimits:
     """Cap on stdout plus stderr; past it the run is killed and the status is ``output_limit``."""
     file_bytes: int = 16 << 20
     """Largest file the program may write (RLIMIT_FSIZE)."""
+    disk_bytes: int = 64 << 20
+    """All the files in the working directory together; enforced only under bubblewrap, where
+    the working directory is a tmpfs of this size (in memory); the fallback modes have no cap."""
     open_files: int = 64
     """Open file descriptors (RLIMIT_NOFILE)."""
     processes: int = 256
@@ -456,9 +460,9 @@ def _sandbox_error(message: str, started: float) -> SandboxResult:
     )
 
 
-def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
+def _bwrap_argv(launcher: _Launcher, workdir: str, disk_bytes: int) -> list[str]:
     """bubblewrap's options: fresh namespaces, the interpreter's files read-only, the workdir
-    the only writable place."""
+    the only writable place: a tmpfs of ``disk_bytes`` at the host directory's path."""
     assert launcher.bwrap is not None
     argv = [launcher.bwrap, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
     argv += ["--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
@@ -476,7 +480,8 @@ def _bwrap_argv(launcher: _Launcher, workdir: str) -> list[str]:
             hidden += [os.path.join(path, d) for d in _PACKAGE_DIRS]
     for path in filter(os.path.isdir, hidden):
         argv += ["--tmpfs", path, "--remount-ro", path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", workdir, workdir, "--chdir", workdir]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(disk_bytes), "--perms", "0700"]
+    argv += ["--tmpfs", workdir, "--chdir", workdir]
     # Nothing but the working directory is writable: not the root tmpfs, not /dev (or /dev/shm).
     return [*argv, "--remount-ro", "/dev", "--remount-ro", "/", "--"]
 
@@ -487,10 +492,11 @@ def _spawn(
     """Start the bootstrap in its own session; returns its pid."""
     python = [launcher.runtime.python, "-I", "-S", "-X", "utf8", "-c", _child_source()]
     python += [MARKER_FLAG + marker, marshal.dumps(cfg).hex()]
-    argv = python if launcher.bwrap is None else [*_bwrap_argv(launcher, cfg["workdir"]), *python]
+    if launcher.bwrap is not None:
+        python = [*_bwrap_argv(launcher, cfg["workdir"], cfg["disk_bytes"]), *python]
     ids = launcher.run_as
     proc = subprocess.Popen(
-        argv,
+        python,
         stdin=stdin_fd,
         stdout=stdout_fd,
         stderr=stderr_fd,
@@ -641,6 +647,7 @@ def _config(
         "landlock": {"read": [*launcher.runtime.read_paths, *_DEVICES_READ]} if landlock else None,
         "unset_env": [*launcher.runtime.env, *(["PWD"] if in_bwrap else [])],
         "supervise": in_bwrap,
+        "disk_bytes": limits.disk_bytes,  # read by the parent only: bubblewrap's tmpfs size
     }
     if ids is not None or launcher.run_as is not None:
         cfg["nproc"] = [limits.processes] * 2

@@ -456,3 +456,12 @@ def test_humaneval_assert_true_lines_are_not_a_free_test():
     assert "def check" not in suite.setup
     verdict = run_tests("def vowels_count(s):\n    return -1", HUMANEVAL_ASSERT_TRUE, config=FAST)
     assert verdict.passed == (False, False)
+
+
+def test_only_a_one_element_list_is_read_as_a_wrapper():
+    # Unwrapped list answers: the first element alone is not the answer.
+    reference = {"fn_name": "primes", "inputs": [[10], [3]], "outputs": [[2, 3, 5, 7], [2]]}
+    first_only = "def primes(n):\n    return 2"
+    assert run_tests(first_only, reference, config=FAST).passed == (False, True)
+    right = "def primes(n):\n    return [p for p in range(2, n) if all(p % d for d in range(2, p))]"
+    assert run_tests(right, reference, config=FAST).passed == (True, True)

@@ -624,9 +624,9 @@ def _judge(
     expected = suite.outputs[index]
     if not found:
         return False
-    wrapped = (
-        isinstance(expected, list) and len(expected) > 0 and values_match(value, expected[0], cfg)
-    )
+    # APPS wraps a return value in a one-element list; a longer list is the value itself.
+    wrapped = isinstance(expected, list) and len(expected) == 1
+    wrapped = wrapped and values_match(value, expected[0], cfg)
     return values_match(value, expected, cfg) or wrapped
 
 

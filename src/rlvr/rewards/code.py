@@ -6,9 +6,8 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
   [...]}``; each input is fed to stdin and each output is the expected stdout (a list of lines
   is joined with newlines in both places, as APPS does);
 - call style: the same dict with ``"fn_name"``; each input is the argument list and each
-  output the return value (APPS's rule: the first element of an output list is accepted
-  too, meant for a one-element wrapper, so the first element of a longer list answer also
-  passes); when the program defines ``class Solution`` with that method, the method of a fresh
+  output the return value (a one-element list wrapping the value is accepted too, as in
+  APPS); when the program defines ``class Solution`` with that method, the method of a fresh
   instance is called (LeetCode style), otherwise the top-level function;
 - asserts: a list of assert statements (strings), each run after the program;
 - HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level

@@ -288,3 +288,26 @@ def test_ablation_switches_are_checked(bad, message):
 
     with pytest.raises(ValueError, match=message):
         make_config("apmpo", **bad)
+
+
+def test_ratio_exactly_on_a_bound_matches_grpo_at_p_one():
+    # On-policy (logp == old_logp, r = 1 exactly) with eps_low = eps_high = 0: every token
+    # sits on both edges of the band [1, 1]. GRPO's clamp keeps the whole gradient -A*r/n
+    # there; the power mean at p = 1 must equal it (not give half of it).
+    logp = torch.tensor([[-1.0, -2.0], [-0.5, -1.5]], dtype=torch.float64, requires_grad=True)
+    common = dict(
+        logp=logp,
+        old_logp=logp.detach().clone(),
+        advantages=torch.tensor([1.5, -0.5], dtype=torch.float64),
+        mask=torch.ones_like(logp),
+        rewards=torch.tensor([1.0, 0.0], dtype=torch.float64),
+        group_size=2,
+    )
+    loss, _ = policy_loss("pmpo", **common, gamma=0.0, eps_low=0.0, eps_high=0.0)
+    (grad,) = torch.autograd.grad(loss, logp)
+    # loss = -mean_i A_i * mean_t r = -(1.5 - 0.5) / 2; d/dlogp = -A_i / (2 tokens * 2 rows)
+    close(loss, -0.5)
+    close(grad, [[-1.5 / 4, -1.5 / 4], [0.5 / 4, 0.5 / 4]])
+    ref, _ = policy_loss("grpo", **common, eps_low=0.0, eps_high=0.0)
+    (ref_grad,) = torch.autograd.grad(ref, logp)
+    close(grad, ref_grad)

@@ -140,13 +140,14 @@ def log_magnitude(
     """[B, T] ``log |min(r*A, clip(r, e^lower, e^upper)*A)|``, computed in log space.
 
     For ``A > 0`` the min keeps ``min(r, e^upper)``, for ``A < 0`` ``max(r, e^lower)``;
-    ``-inf`` where ``A == 0``.
+    ``-inf`` where ``A == 0``. A ratio exactly on a bound is inside the band and keeps its
+    whole gradient, as with :func:`ppo_clip`'s clamp (``torch.minimum`` would halve it).
     """
     log_lower, log_upper = as_bound(log_lower, log_ratio), as_bound(log_upper, log_ratio)
     kept = torch.where(
         adv > 0,
-        torch.minimum(log_ratio, log_upper),
-        torch.maximum(log_ratio, log_lower),
+        torch.where(log_ratio > log_upper, log_upper, log_ratio),
+        torch.where(log_ratio < log_lower, log_lower, log_ratio),
     )
     return torch.log(adv.abs()) + kept
 

@@ -279,7 +279,8 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
     """Mark the stage finished (``stage.json``, written atomically) and return its result.
 
     A stage stopped after its last checkpoint but before ``stage.json`` was written resumes
-    with no step left to run; its final model is then that last checkpoint.
+    with no step left to run; its final model is then that last checkpoint. The model is
+    recorded as an absolute path, so the pipeline continues from any current folder.
     """
     model_dir = ran.model_dir
     if model_dir is None and not ran.metrics:
@@ -288,6 +289,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         raise ValueError(
             f"stage {stage.name!r} saved no final model: keep checkpoint.save_final=true in its config"
         )
+    model_dir = Path(model_dir).absolute()
     evals = dict(getattr(ran, "evals", {}) or {})
     done = {
         "name": stage.name,

@@ -256,3 +256,22 @@ def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monk
     assert Path(own).parent == (pipeline.folder / "../../assets").resolve()
     cfg = stage_config(pipeline, pipeline.stages[0], None, ["data.train=./mine.jsonl"])
     assert Path(cfg.data.train).resolve() == tmp_path / "mine.jsonl"
+
+
+def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
+    """``stage.json`` records the final model as an absolute path: a pipeline whose output
+    directory was given relative to one folder continues from any other (``-o`` absolute)."""
+    from rlvr.pipeline import Stage, _finished, _record
+    from rlvr.train.harness import RunResult
+
+    monkeypatch.chdir(tmp_path)
+    model = Path("out/math/checkpoints/step_000003")
+    model.mkdir(parents=True)
+    ran = RunResult(run_dir=Path("out/math"), model_dir=model, metrics={"reward/mean": 0.5})
+    recorded = _record(Stage("math", "train", "demo"), ran, "ran")
+    assert recorded.model_dir == tmp_path / model
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    done = _finished(tmp_path / "out" / "math")
+    assert done is not None and Path(done["model_dir"]) == tmp_path / model

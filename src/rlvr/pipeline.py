@@ -11,7 +11,8 @@ A pipeline file is YAML (a path, or the name of one shipped in ``rlvr/configs/pi
 
 ``config`` is an embedded config name or a YAML file; ``overrides`` are ``key=value``
 strings as on the command line. Each stage's ``model.name`` is set to the previous
-stage's final model directory and its ``log.output_dir`` to its own directory; relative
+stage's final model directory (the first stage's: the file's ``model``, or a command-line
+``model=`` in its place) and its ``log.output_dir`` to its own directory; relative
 paths (``./``, ``../``) in ``config`` and in the file's ``data.train`` / ``data.eval``
 overrides are read from the pipeline file's folder (command-line overrides: from the
 current folder).
@@ -43,6 +44,8 @@ from rlvr.train.setup import TIME_FORMAT
 KINDS = ("sft", "train")
 STAGE_FILE = "stage.json"
 SUMMARY_FILE = "pipeline.json"
+MODEL_KEYS = ("model", "model.name")
+"""Override keys that name a stage's model."""
 PATH_KEYS = ("data.train", "data.eval")
 """Override keys whose relative values (``./``, ``../``) are read from the pipeline's folder."""
 
@@ -213,12 +216,14 @@ def run_pipeline(
     if "{time}" in pipeline.output_dir:
         stamp = time.strftime(TIME_FORMAT)
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
-    by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
+    names = [s.name for s in pipeline.stages]
+    first_model, overrides = _first_model(pipeline.model, overrides, names)
+    by_stage = _split_overrides(overrides, names)
     for stage in pipeline.stages:  # every stage's overrides checked before any stage runs
         stage_config(pipeline, stage, None, by_stage[stage.name])
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
-    model = pipeline.model
+    model = first_model
     for index, stage in enumerate(pipeline.stages, 1):
         run_dir = out / stage.name
         done = _finished(run_dir)
@@ -241,6 +246,29 @@ def run_pipeline(
         _write_summary(pipeline, results)
         model = str(result.model_dir)
     return results
+
+
+def _first_model(
+    model: str | None, overrides: Sequence[str], names: list[str]
+) -> tuple[str | None, list[str]]:
+    """The first stage's model and the other overrides: ``model=`` / ``model.name=`` on the
+    command line (for every stage, or ``FIRST:model=``) replaces the file's ``model``; a later
+    stage starts from the previous stage's final model, so a model given to it is refused."""
+    rest = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        stage, colon, name = key.partition(":")
+        stage, name = (stage, name) if colon else (names[0], key)
+        if name not in MODEL_KEYS or stage not in names or value.lstrip().startswith("{"):
+            rest.append(item)  # an unknown stage is named by _split_overrides; model={...} kept
+        elif stage != names[0]:
+            raise ValueError(
+                f"override {item!r}: stage {stage!r} starts from the previous stage's final "
+                f"model; give the first stage's model instead (model=... or {names[0]}:model=...)"
+            )
+        else:
+            model = value
+    return model, rest
 
 
 def _split_overrides(overrides: Sequence[str], names: list[str]) -> dict[str, list[str]]:

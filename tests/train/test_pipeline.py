@@ -275,3 +275,55 @@ def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(elsewhere)
     done = _finished(tmp_path / "out" / "math")
     assert done is not None and Path(done["model_dir"]) == tmp_path / model
+
+
+class StopAtStart(Callback):
+    def on_start(self, job, start_step):
+        raise Killed
+
+
+@pytest.mark.parametrize("given", ["model={}", "model.name={}", "warm:model={}"])
+def test_a_command_line_model_replaces_the_files_first_model(
+    tmp_path, tiny_model_dir, sft_file, given
+):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tmp_path / "no-such-model"),
+        "stages": [
+            {
+                "name": "warm",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": [f"data.train={sft_file}"],
+            },
+            {
+                "name": "more",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": [f"data.train={sft_file}"],
+            },
+        ],
+    }
+    lines = []
+    with pytest.raises(Killed):
+        run_pipeline(
+            parse_pipeline(data, source="p.yaml"),
+            overrides=[given.format(tiny_model_dir), *LOG],
+            callbacks=lambda s: [StopAtStart()],
+            announce=lines.append,
+        )
+    assert f"starting from {tiny_model_dir} in" in lines[0]
+    assert _model_name(tmp_path / "pipe" / "warm") == str(tiny_model_dir)
+
+
+def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a.jsonl"]},
+            {"name": "b", "kind": "train", "config": "demo"},
+        ],
+    }
+    with pytest.raises(ValueError, match="'b:model.name=x'.*previous stage's final model"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=["b:model.name=x"])
+    assert not (tmp_path / "pipe").exists()

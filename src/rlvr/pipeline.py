@@ -178,6 +178,12 @@ def stage_config(
         key, _, value = item.partition("=")
         overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
     overrides.extend(extra)
+    given = [o for o in overrides if o.partition("=")[0].strip() == "log.output_dir"]
+    if given:
+        raise ValueError(
+            f"{pipeline.source}: stage {stage.name!r}: {given[0]!r}: a stage runs in "
+            "output_dir/<stage name>; choose the pipeline's directory with -o or output_dir"
+        )
     if model is not None:
         overrides.append(f"model.name={model}")
     overrides.append(f"log.output_dir={Path(pipeline.output_dir) / stage.name}")

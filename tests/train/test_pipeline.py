@@ -327,3 +327,18 @@ def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
     with pytest.raises(ValueError, match="'b:model.name=x'.*previous stage's final model"):
         run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=["b:model.name=x"])
     assert not (tmp_path / "pipe").exists()
+
+
+@pytest.mark.parametrize(
+    ("in_file", "given"), [([], ["log.output_dir=elsewhere"]), (["log.output_dir=x"], [])]
+)
+def test_a_stage_output_dir_is_refused_not_ignored(tmp_path, in_file, given):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a", *in_file]}
+        ],
+    }
+    with pytest.raises(ValueError, match="log.output_dir.*-o"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=given)
+    assert not (tmp_path / "pipe").exists()

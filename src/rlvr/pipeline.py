@@ -178,12 +178,7 @@ def stage_config(
         key, _, value = item.partition("=")
         overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
     overrides.extend(extra)
-    given = [o for o in overrides if o.partition("=")[0].strip() == "log.output_dir"]
-    if given:
-        raise ValueError(
-            f"{pipeline.source}: stage {stage.name!r}: {given[0]!r}: a stage runs in "
-            "output_dir/<stage name>; choose the pipeline's directory with -o or output_dir"
-        )
+    _refuse_replaced(pipeline, stage, overrides)
     if model is not None:
         overrides.append(f"model.name={model}")
     overrides.append(f"log.output_dir={Path(pipeline.output_dir) / stage.name}")
@@ -192,6 +187,28 @@ def stage_config(
         return load_config(cls, _local(stage.config, pipeline.folder), overrides)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+
+
+def _refuse_replaced(pipeline: Pipeline, stage: Stage, overrides: Sequence[str]) -> None:
+    """Refuse overrides the pipeline would replace: ``log.output_dir`` (always
+    ``output_dir/<stage name>``) and, in the file, the model of a stage that starts from the
+    previous stage's model (or, the first, from the file's ``model``)."""
+    where = f"{pipeline.source}: stage {stage.name!r}"
+    for item in overrides:
+        if item.partition("=")[0].strip() == "log.output_dir":
+            raise ValueError(
+                f"{where}: {item!r}: a stage runs in output_dir/<stage name>; choose the "
+                "pipeline's directory with -o or output_dir"
+            )
+    if stage.name == pipeline.stages[0].name and pipeline.model is None:
+        return
+    for item in stage.overrides:
+        key, _, value = item.partition("=")
+        if key.strip() in MODEL_KEYS and not value.lstrip().startswith("{"):
+            raise ValueError(
+                f"{where}: {item!r}: the stage's model is the previous stage's final model "
+                "(the first stage's: the file's model)"
+            )
 
 
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):

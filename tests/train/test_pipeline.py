@@ -342,3 +342,16 @@ def test_a_stage_output_dir_is_refused_not_ignored(tmp_path, in_file, given):
     with pytest.raises(ValueError, match="log.output_dir.*-o"):
         run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=given)
     assert not (tmp_path / "pipe").exists()
+
+
+@pytest.mark.parametrize(("stage", "file_model"), [(1, None), (0, "m")])
+def test_a_stage_model_in_the_file_that_would_be_replaced_is_refused(tmp_path, stage, file_model):
+    stages = [
+        {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a"]},
+        {"name": "b", "kind": "sft", "config": "sft", "overrides": ["data.train=a"]},
+    ]
+    stages[stage]["overrides"].append("model.name=x")
+    data = {"output_dir": str(tmp_path / "pipe"), "model": file_model, "stages": stages}
+    with pytest.raises(ValueError, match="'model.name=x'.*model"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"))
+    assert not (tmp_path / "pipe").exists()

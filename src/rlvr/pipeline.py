@@ -11,7 +11,8 @@ A pipeline file is YAML (a path, or the name of one shipped in ``rlvr/configs/pi
 
 ``config`` is an embedded config name or a YAML file; ``overrides`` are ``key=value``
 strings as on the command line. Each stage's ``model.name`` is set to the previous
-stage's final model directory and its ``log.output_dir`` to its own directory; relative
+stage's final model directory (the first stage's: the file's ``model``, or a command-line
+``model=`` in its place) and its ``log.output_dir`` to its own directory; relative
 paths (``./``, ``../``) in ``config`` and in the file's ``data.train`` / ``data.eval``
 overrides are read from the pipeline file's folder (command-line overrides: from the
 current folder).
@@ -43,6 +44,8 @@ from rlvr.train.setup import TIME_FORMAT
 KINDS = ("sft", "train")
 STAGE_FILE = "stage.json"
 SUMMARY_FILE = "pipeline.json"
+MODEL_KEYS = ("model", "model.name")
+"""Override keys that name a stage's model."""
 PATH_KEYS = ("data.train", "data.eval")
 """Override keys whose relative values (``./``, ``../``) are read from the pipeline's folder."""
 
@@ -175,6 +178,7 @@ def stage_config(
         key, _, value = item.partition("=")
         overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
     overrides.extend(extra)
+    _refuse_replaced(pipeline, stage, overrides)
     if model is not None:
         overrides.append(f"model.name={model}")
     overrides.append(f"log.output_dir={Path(pipeline.output_dir) / stage.name}")
@@ -183,6 +187,28 @@ def stage_config(
         return load_config(cls, _local(stage.config, pipeline.folder), overrides)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+
+
+def _refuse_replaced(pipeline: Pipeline, stage: Stage, overrides: Sequence[str]) -> None:
+    """Refuse overrides the pipeline would replace: ``log.output_dir`` (always
+    ``output_dir/<stage name>``) and, in the file, the model of a stage that starts from the
+    previous stage's model (or, the first, from the file's ``model``)."""
+    where = f"{pipeline.source}: stage {stage.name!r}"
+    for item in overrides:
+        if item.partition("=")[0].strip() == "log.output_dir":
+            raise ValueError(
+                f"{where}: {item!r}: a stage runs in output_dir/<stage name>; choose the "
+                "pipeline's directory with -o or output_dir"
+            )
+    if stage.name == pipeline.stages[0].name and pipeline.model is None:
+        return
+    for item in stage.overrides:
+        key, _, value = item.partition("=")
+        if key.strip() in MODEL_KEYS and not value.lstrip().startswith("{"):
+            raise ValueError(
+                f"{where}: {item!r}: the stage's model is the previous stage's final model "
+                "(the first stage's: the file's model)"
+            )
 
 
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):
@@ -213,12 +239,14 @@ def run_pipeline(
     if "{time}" in pipeline.output_dir:
         stamp = time.strftime(TIME_FORMAT)
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
-    by_stage = _split_overrides(overrides, [s.name for s in pipeline.stages])
+    names = [s.name for s in pipeline.stages]
+    first_model, overrides = _first_model(pipeline.model, overrides, names)
+    by_stage = _split_overrides(overrides, names)
     for stage in pipeline.stages:  # every stage's overrides checked before any stage runs
         stage_config(pipeline, stage, None, by_stage[stage.name])
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
-    model = pipeline.model
+    model = first_model
     for index, stage in enumerate(pipeline.stages, 1):
         run_dir = out / stage.name
         done = _finished(run_dir)
@@ -241,6 +269,29 @@ def run_pipeline(
         _write_summary(pipeline, results)
         model = str(result.model_dir)
     return results
+
+
+def _first_model(
+    model: str | None, overrides: Sequence[str], names: list[str]
+) -> tuple[str | None, list[str]]:
+    """The first stage's model and the other overrides: ``model=`` / ``model.name=`` on the
+    command line (for every stage, or ``FIRST:model=``) replaces the file's ``model``; a later
+    stage starts from the previous stage's final model, so a model given to it is refused."""
+    rest = []
+    for item in overrides:
+        key, _, value = item.partition("=")
+        stage, colon, name = key.partition(":")
+        stage, name = (stage, name) if colon else (names[0], key)
+        if name not in MODEL_KEYS or stage not in names or value.lstrip().startswith("{"):
+            rest.append(item)  # an unknown stage is named by _split_overrides; model={...} kept
+        elif stage != names[0]:
+            raise ValueError(
+                f"override {item!r}: stage {stage!r} starts from the previous stage's final "
+                f"model; give the first stage's model instead (model=... or {names[0]}:model=...)"
+            )
+        else:
+            model = value
+    return model, rest
 
 
 def _split_overrides(overrides: Sequence[str], names: list[str]) -> dict[str, list[str]]:
@@ -279,7 +330,8 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
     """Mark the stage finished (``stage.json``, written atomically) and return its result.
 
     A stage stopped after its last checkpoint but before ``stage.json`` was written resumes
-    with no step left to run; its final model is then that last checkpoint.
+    with no step left to run; its final model is then that last checkpoint. The model is
+    recorded as an absolute path, so the pipeline continues from any current folder.
     """
     model_dir = ran.model_dir
     if model_dir is None and not ran.metrics:
@@ -288,6 +340,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         raise ValueError(
             f"stage {stage.name!r} saved no final model: keep checkpoint.save_final=true in its config"
         )
+    model_dir = Path(model_dir).absolute()
     evals = dict(getattr(ran, "evals", {}) or {})
     done = {
         "name": stage.name,

@@ -256,3 +256,102 @@ def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monk
     assert Path(own).parent == (pipeline.folder / "../../assets").resolve()
     cfg = stage_config(pipeline, pipeline.stages[0], None, ["data.train=./mine.jsonl"])
     assert Path(cfg.data.train).resolve() == tmp_path / "mine.jsonl"
+
+
+def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
+    """``stage.json`` records the final model as an absolute path: a pipeline whose output
+    directory was given relative to one folder continues from any other (``-o`` absolute)."""
+    from rlvr.pipeline import Stage, _finished, _record
+    from rlvr.train.harness import RunResult
+
+    monkeypatch.chdir(tmp_path)
+    model = Path("out/math/checkpoints/step_000003")
+    model.mkdir(parents=True)
+    ran = RunResult(run_dir=Path("out/math"), model_dir=model, metrics={"reward/mean": 0.5})
+    recorded = _record(Stage("math", "train", "demo"), ran, "ran")
+    assert recorded.model_dir == tmp_path / model
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    done = _finished(tmp_path / "out" / "math")
+    assert done is not None and Path(done["model_dir"]) == tmp_path / model
+
+
+class StopAtStart(Callback):
+    def on_start(self, job, start_step):
+        raise Killed
+
+
+@pytest.mark.parametrize("given", ["model={}", "model.name={}", "warm:model={}"])
+def test_a_command_line_model_replaces_the_files_first_model(
+    tmp_path, tiny_model_dir, sft_file, given
+):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tmp_path / "no-such-model"),
+        "stages": [
+            {
+                "name": "warm",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": [f"data.train={sft_file}"],
+            },
+            {
+                "name": "more",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": [f"data.train={sft_file}"],
+            },
+        ],
+    }
+    lines = []
+    with pytest.raises(Killed):
+        run_pipeline(
+            parse_pipeline(data, source="p.yaml"),
+            overrides=[given.format(tiny_model_dir), *LOG],
+            callbacks=lambda s: [StopAtStart()],
+            announce=lines.append,
+        )
+    assert f"starting from {tiny_model_dir} in" in lines[0]
+    assert _model_name(tmp_path / "pipe" / "warm") == str(tiny_model_dir)
+
+
+def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a.jsonl"]},
+            {"name": "b", "kind": "train", "config": "demo"},
+        ],
+    }
+    with pytest.raises(ValueError, match="'b:model.name=x'.*previous stage's final model"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=["b:model.name=x"])
+    assert not (tmp_path / "pipe").exists()
+
+
+@pytest.mark.parametrize(
+    ("in_file", "given"), [([], ["log.output_dir=elsewhere"]), (["log.output_dir=x"], [])]
+)
+def test_a_stage_output_dir_is_refused_not_ignored(tmp_path, in_file, given):
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a", *in_file]}
+        ],
+    }
+    with pytest.raises(ValueError, match="log.output_dir.*-o"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=given)
+    assert not (tmp_path / "pipe").exists()
+
+
+@pytest.mark.parametrize(("stage", "file_model"), [(1, None), (0, "m")])
+def test_a_stage_model_in_the_file_that_would_be_replaced_is_refused(tmp_path, stage, file_model):
+    stages = [
+        {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a"]},
+        {"name": "b", "kind": "sft", "config": "sft", "overrides": ["data.train=a"]},
+    ]
+    stages[stage]["overrides"].append("model.name=x")
+    data = {"output_dir": str(tmp_path / "pipe"), "model": file_model, "stages": stages}
+    with pytest.raises(ValueError, match="'model.name=x'.*model"):
+        run_pipeline(parse_pipeline(data, source="p.yaml"))
+    assert not (tmp_path / "pipe").exists()

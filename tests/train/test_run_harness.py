@@ -59,6 +59,14 @@ def test_resumed_run_starts_after_its_checkpoint(train_config):
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
 
 
+def test_resuming_a_finished_run_reports_its_final_model(train_config):
+    """No step is left, yet the run has a final model: the result and summary name it."""
+    finished = train(train_config("steps=2"))
+    again = train(train_config("steps=2"), resume=True)
+    assert finished.model_dir is not None and again.model_dir == finished.model_dir
+    assert f"model:            {finished.model_dir}" in again.summary_lines()
+
+
 def test_a_callback_that_raises_stops_the_run_and_keeps_its_checkpoints(train_config):
     class Stop(Callback):
         def on_step(self, job, step, record):

@@ -207,6 +207,7 @@ class _Loop:
         self.config, self.job, self.run_dir, self.callbacks = config, job, run_dir, callbacks
         self.resume = resume
         self.start_step, self.evals = 0, {}
+        self.restored: Path | None = None
         self.writer: MetricsWriter | None = None
         self.progress: ProgressReporter | None = None
 
@@ -214,7 +215,7 @@ class _Loop:
         """Optimiser, schedule, RNG, data order and held-out scores from ``checkpoint``."""
         state = load_trainer_state(checkpoint, self.job.optimizer, self.job.scheduler)
         self.job.order.load_state_dict(state.data)
-        self.start_step = state.step
+        self.start_step, self.restored = state.step, checkpoint
         self.evals = {int(k): v for k, v in state.extra.get("evals", {}).items()}
 
     def notify(self, hook: str, *args: Any) -> None:
@@ -222,7 +223,8 @@ class _Loop:
             getattr(callback, hook)(self.job, *args)
 
     def run(self) -> tuple[Mapping[str, Any], Path | None]:
-        """Steps ``start + 1 .. total``; returns the last row and the last checkpoint."""
+        """Steps ``start + 1 .. total``; returns the last row and the last checkpoint (a resumed
+        run with no step left: the checkpoint it was restored from)."""
         job, config = self.job, self.config
         # A resume with no checkpoint starts over: whatever was logged before (step >= 0) goes.
         resumed = self.start_step if self.start_step else (-1 if self.resume else None)
@@ -240,6 +242,8 @@ class _Loop:
             self.progress.message(line)
         self.notify("on_start", self.start_step)
         row, model_dir = {}, None
+        if self.start_step >= job.total_steps:
+            model_dir = self.restored
         if self.start_step == 0:
             self._evaluate_before()
         for step in range(self.start_step + 1, job.total_steps + 1):

@@ -59,3 +59,4 @@ def test_two_first_uses_at_once_both_get_the_converted_model(tmp_path, monkeypat
     assert mine == other[0] == cache / "smollm2-135m"
     assert sorted(p.name for p in mine.iterdir()) == ["config.json", "tokenizer.json"]
     assert [p.name for p in cache.iterdir()] == ["smollm2-135m"]  # no work directory left
+    assert mine.stat().st_mode & 0o777 == 0o755

@@ -33,6 +33,7 @@ def build_smollm2(cache: Path) -> Path:
     # may all convert on first use; the first to finish keeps its copy.
     cache.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache))
+    tmp.chmod(0o755)  # mkdtemp's 0o700 would become the cached copy's mode
     try:
         _convert(gguf, tmp)
         tmp.rename(target)

@@ -60,3 +60,10 @@ def test_two_first_uses_at_once_both_get_the_converted_model(tmp_path, monkeypat
     assert sorted(p.name for p in mine.iterdir()) == ["config.json", "tokenizer.json"]
     assert [p.name for p in cache.iterdir()] == ["smollm2-135m"]  # no work directory left
     assert mine.stat().st_mode & 0o777 == 0o755
+
+
+def test_the_docs_name_the_quantisation_the_preset_comes_from():
+    """docs/training.md said "dequantised" without saying from how many bits."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
+    quantisation = smollm2.SMOLLM2_GGUF.removesuffix(".gguf").rsplit(".", 1)[1]  # "Q4_1"
+    assert f"`{smollm2.SMOLLM2_GGUF}`" in docs and f"(`{quantisation}`)" in docs

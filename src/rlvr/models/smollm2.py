@@ -1,4 +1,8 @@
-"""The ``smollm2-135m`` preset: SmolLM2-135M-Instruct converted once from a packaged GGUF file."""
+"""The ``smollm2-135m`` preset: SmolLM2-135M-Instruct converted once from a packaged GGUF file.
+
+The file is quantised (linear layers ``Q4_1``, the tied embedding ``Q8_0``): the preset is the
+dequantised 4-bit model, close to but not the released weights (docs/training.md).
+"""
 
 from __future__ import annotations
 

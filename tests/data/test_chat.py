@@ -37,3 +37,28 @@ def test_to_messages_keeps_multi_turn_prompts():
     ]
     assert to_messages(turns) == turns
     assert to_messages(turns) is not turns
+
+
+def _tokenizer_adding_bos(tiny_model):
+    """The tiny tokenizer made to put ``<s>`` before every text, as Llama's does."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    core = tiny_model[1].backend_tokenizer
+    core.add_special_tokens(["<s>"])
+    bos = core.token_to_id("<s>")
+    core.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos)]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", eos_token="<|im_end|>")
+
+
+def test_no_chat_template_keeps_the_bos_the_tokenizer_adds(tiny_model):
+    """Prompts are tokenised without special tokens, so a base model lost its BOS."""
+    tokenizer = _tokenizer_adding_bos(tiny_model)
+    text = format_prompt(tokenizer, "1 + 2", system_prompt="Be brief.")
+    assert text == "<s>Be brief.\n\n1 + 2"
+    assert (
+        tokenizer(text, add_special_tokens=False)["input_ids"]
+        == tokenizer("Be brief.\n\n1 + 2")["input_ids"]
+    )

@@ -59,3 +59,11 @@ def test_a_model_under_the_home_folder_loads_by_its_tilde_path(tiny_model_dir, m
         model.state_dict().items(), want.state_dict().items(), strict=True
     ):
         torch.testing.assert_close(got, ref, rtol=0, atol=0, msg=name)
+
+
+def test_a_directory_with_a_model_but_no_tokenizer_is_an_error(tiny_model_dir, tmp_path):
+    """transformers built an empty tokenizer (every text encoded to no tokens) and loading went on."""
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
+    with pytest.raises(ValueError, match=f"the directory {str(tmp_path)!r} holds no tokenizer"):
+        load_model(str(tmp_path))

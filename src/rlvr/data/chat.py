@@ -2,7 +2,11 @@
 
 :func:`format_prompt` applies the tokenizer's chat template when it has one (with the
 generation prompt appended, so the model starts the assistant turn); a tokenizer without
-one (a base model) gets the message contents joined by blank lines.
+one (a base model) gets the message contents joined by blank lines, after the BOS token
+when the tokenizer puts one before every text it encodes (Llama, Mistral, Gemma base
+models). Prompts are then tokenised with ``add_special_tokens=False`` everywhere (SFT, RL,
+evaluation), so the returned text is exactly what the model sees; a chat template writes
+its own BOS.
 """
 
 from __future__ import annotations
@@ -37,8 +41,17 @@ def format_prompt(tokenizer, prompt: str | Messages, system_prompt: str | None =
     """The prompt string to generate from: chat template applied when the tokenizer has one."""
     messages = to_messages(prompt, system_prompt)
     if not has_chat_template(tokenizer):
-        return "\n\n".join(m["content"] for m in messages)
+        return bos_prefix(tokenizer) + "\n\n".join(m["content"] for m in messages)
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     if not isinstance(text, str):
         raise TypeError(f"apply_chat_template returned {type(text).__name__}, expected str")
     return text
+
+
+def bos_prefix(tokenizer) -> str:
+    """The BOS token's text when encoding a text puts it first (``""`` otherwise)."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    with_special = tokenizer("a")["input_ids"]
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    adds_bos = bos is not None and len(with_special) > len(bare) and with_special[0] == bos
+    return tokenizer.bos_token if adds_bos else ""

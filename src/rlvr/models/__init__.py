@@ -29,6 +29,17 @@ BUILTIN_PRESETS: dict[str, str] = {
 }
 """Preset name -> the module that registers it, imported on first use."""
 
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "vocab.json",
+    "vocab.txt",
+    "spiece.model",
+    "tekken.json",
+)
+"""Files one of which a local directory holds when it holds a tokenizer ``AutoTokenizer`` can read."""
+
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -89,6 +100,7 @@ def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     path = resolve_model_path(name_or_path)
+    _check_has_tokenizer(path)
     if _is_generic_fast_tokenizer(path):
         # AutoTokenizer would rebuild a Qwen2 model's tokenizer with Qwen2's own
         # pre-tokenizer; a generic tokenizer.json (ours) must be loaded as it was saved.
@@ -98,6 +110,16 @@ def load_tokenizer(name_or_path: str):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def _check_has_tokenizer(path: str) -> None:
+    """A local directory without tokenizer files is an error (``transformers`` would build an empty one)."""
+    folder = Path(path).expanduser()
+    if folder.is_dir() and not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise ValueError(
+            f"the directory {path!r} holds no tokenizer (none of {', '.join(_TOKENIZER_FILES)}); "
+            "save one next to the model with tokenizer.save_pretrained(directory)"
+        )
 
 
 def _is_generic_fast_tokenizer(path: str) -> bool:

@@ -1,9 +1,14 @@
-"""The ``smollm2-135m`` preset: SmolLM2-135M-Instruct converted once from a packaged GGUF file."""
+"""The ``smollm2-135m`` preset: SmolLM2-135M-Instruct converted once from a packaged GGUF file.
+
+The file is quantised (linear layers ``Q4_1``, the tied embedding ``Q8_0``): the preset is the
+dequantised 4-bit model, close to but not the released weights (docs/training.md).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import shutil
+import tempfile
 from pathlib import Path
 
 from rlvr.models import register_preset
@@ -27,11 +32,27 @@ def build_smollm2(cache: Path) -> Path:
     target = cache / "smollm2-135m"
     if (target / "config.json").exists():
         return target
+    gguf = _smollm2_gguf()
+    # A directory of this process's own: runs started together (``rlvr compare --jobs``)
+    # may all convert on first use; the first to finish keeps its copy.
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache))
+    tmp.chmod(0o755)  # mkdtemp's 0o700 would become the cached copy's mode
+    try:
+        _convert(gguf, tmp)
+        tmp.rename(target)
+    except OSError:
+        if not (target / "config.json").exists():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _convert(gguf: Path, out: Path) -> None:
+    """Dequantise ``gguf`` into a plain float32 Hugging Face directory ``out``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    gguf = _smollm2_gguf()
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The loaded model is marked as GGUF-quantised and refuses to save: copy its
@@ -41,7 +62,5 @@ def build_smollm2(cache: Path) -> Path:
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(loaded.state_dict())
     plain.generation_config = loaded.generation_config
-    plain.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    tmp.rename(target)
-    return target
+    plain.save_pretrained(out)
+    tokenizer.save_pretrained(out)

@@ -7,7 +7,8 @@ contiguous rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -151,3 +152,16 @@ def finish(
         prompt_index=[i for i in range(prompt_ids.shape[0] // n) for _ in range(n)],
         logprobs=logprobs,
     )
+
+
+@contextlib.contextmanager
+def thread_count(n: int) -> Iterator[None]:
+    """Torch runs ``n`` threads inside the block, the caller's count again after it."""
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            torch.set_num_threads(before)

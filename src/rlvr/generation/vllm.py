@@ -60,6 +60,7 @@ from rlvr.generation.base import (
     finish,
     left_pad,
     pad_id,
+    thread_count,
 )
 from rlvr.generation.registry import register_sampler
 
@@ -266,19 +267,6 @@ def process_state_kept() -> Iterator[None]:
         np.random.set_state(states[2])
         if cuda is not None:
             torch.cuda.set_rng_state_all(cuda)
-
-
-@contextlib.contextmanager
-def thread_count(n: int) -> Iterator[None]:
-    """Torch runs ``n`` threads inside the block, the caller's count again after it."""
-    before = torch.get_num_threads()
-    if before != n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if before != n:
-            torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -22,14 +22,11 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import torch
-
 from rlvr.data.worked import WorkedPair, worked_pairs, write_jsonl
+from rlvr.generation.base import thread_count
 from rlvr.models import register_preset
 from rlvr.models.tiny import TinySize, build_task_tokenizer, random_model
 from rlvr.train.checkpoint import STATE_FILE, latest_checkpoint
@@ -222,20 +219,9 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
     resume = (run_dir / "checkpoints").exists()
     if not resume:  # killed before its first checkpoint: start over
         shutil.rmtree(run_dir, ignore_errors=True)
-    with _torch_threads(BUILD_THREADS):
+    with thread_count(BUILD_THREADS):
         result = run_sft(config, resume=resume)
     return result.model_dir or latest_checkpoint(run_dir)
-
-
-@contextmanager
-def _torch_threads(threads: int) -> Iterator[None]:
-    """Run the block with ``threads`` torch CPU threads, then give the caller its own count back."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @register_preset("tiny")

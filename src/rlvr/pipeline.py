@@ -204,7 +204,7 @@ def _refuse_replaced(pipeline: Pipeline, stage: Stage, overrides: Sequence[str])
         return
     for item in stage.overrides:
         key, _, value = item.partition("=")
-        if key.strip() in MODEL_KEYS and not value.lstrip().startswith("{"):
+        if _names_model(key, value):
             raise ValueError(
                 f"{where}: {item!r}: the stage's model is the previous stage's final model "
                 "(the first stage's: the file's model)"
@@ -282,7 +282,7 @@ def _first_model(
         key, _, value = item.partition("=")
         stage, colon, name = key.partition(":")
         stage, name = (stage, name) if colon else (names[0], key)
-        if name not in MODEL_KEYS or stage not in names or value.lstrip().startswith("{"):
+        if not _names_model(name, value) or stage not in names:
             rest.append(item)  # an unknown stage is named by _split_overrides; model={...} kept
         elif stage != names[0]:
             raise ValueError(
@@ -292,6 +292,12 @@ def _first_model(
         else:
             model = value
     return model, rest
+
+
+def _names_model(key: str, value: str) -> bool:
+    """Whether ``key=value`` names a stage's model (``model=`` / ``model.name=``; a whole
+    ``model={...}`` section is not a model name and passes through)."""
+    return key.strip() in MODEL_KEYS and not value.lstrip().startswith("{")
 
 
 def _split_overrides(overrides: Sequence[str], names: list[str]) -> dict[str, list[str]]:

@@ -743,8 +743,7 @@ def code_reward(
     >>> code_reward("print(int(input()) * 2)", ref, mode="binary", wrong=-1.0)
     -1.0
     """
-    if mode not in CODE_MODES:
-        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+    _check_options(mode=mode)
     rate = code_verifier(completion, reference, soft=mode == "soft")
     return wrong + (correct - wrong) * rate
 

@@ -207,18 +207,21 @@ def held_out_arm(name, correct_per_seed, n=4, ids=None):
     return data
 
 
+HELD_OUT = Claim(
+    "h",
+    "p",
+    "tab. 1",
+    "a scores higher",
+    "direction",
+    metric="eval/avg@4",
+    summary="final",
+    arm="a",
+    baseline="b",
+)
+
+
 def test_final_held_out_claims_count_the_problems_variance():
-    claim = Claim(
-        "h",
-        "p",
-        "tab. 1",
-        "a scores higher",
-        "direction",
-        metric="eval/avg@4",
-        summary="final",
-        arm="a",
-        baseline="b",
-    )
+    claim = HELD_OUT
     base = [[2, 2, 2, 2, 2, 2, 2, 2]] * 3
     better = [[3, 3, 3, 3, 3, 3, 3, 3]] * 3
     one_lucky = [[2, 2, 2, 2, 2, 2, 2, 4]] * 3  # +2 on one problem out of 8 in every seed
@@ -233,19 +236,6 @@ def test_final_held_out_claims_count_the_problems_variance():
     ci = verdict.intervals["a - b"]
     assert verdict.status == INCONCLUSIVE
     assert (ci.low, ci.high) == pytest.approx((0.0625 * (1 - 2.364624), 0.0625 * (1 + 2.364624)))
-
-
-HELD_OUT = Claim(
-    "h",
-    "p",
-    "tab. 1",
-    "a scores higher",
-    "direction",
-    metric="eval/avg@4",
-    summary="final",
-    arm="a",
-    baseline="b",
-)
 
 
 def test_held_out_scores_pair_by_problem_id_not_position():

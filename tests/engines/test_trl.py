@@ -390,17 +390,20 @@ def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir)
 # ---------------------------------------------------------------- metrics
 
 
-def metric_pair(tmp_path, model_dir):
+def metric_pair(tmp_path, model_dir, objective="abc_grpo", rewards=None, **objective_kwargs):
     """Our trainer without autocast (the whole-batch reference must see the same numbers) and
-    an 8-row batch split into micro-batches of 2 and 6 rows."""
+    an 8-row batch (with ``rewards`` when given) split into micro-batches of 2 and 6 rows."""
     trainer = RlvrGRPOTrainer(
         str(model_dir),
         length_reward,
         grpo_args(tmp_path, bf16=False, gradient_accumulation_steps=2, steps_per_generation=2),
         train_dataset=dataset(),
-        objective="abc_grpo",
+        objective=objective,
+        **objective_kwargs,
     )
     whole = loss_inputs(trainer, 3, rows=8)
+    if rewards is not None:
+        whole["rlvr_rewards"] = rewards
     micro = [{k: v[rows] for k, v in whole.items()} for rows in (slice(0, 2), slice(2, 8))]
     trainer._attach_step_counts(micro)
     return trainer, whole, micro
@@ -441,19 +444,10 @@ def test_logged_sft_loss_is_that_of_the_whole_batch(tmp_path, tiny_model_dir):
     """Micro-batches of 2 rows (no positive response) and 6: sft/loss was weighted by all
     response tokens, so the first micro-batch's 0 pulled it down; it is the NLL of the
     whole batch's positive tokens."""
-    trainer = RlvrGRPOTrainer(
-        str(tiny_model_dir),
-        length_reward,
-        grpo_args(tmp_path, bf16=False, gradient_accumulation_steps=2, steps_per_generation=2),
-        train_dataset=dataset(),
-        objective="grpo",
-        sft_coef=0.1,
-        sft_threshold=1.0,
+    rewards = torch.tensor([0, 0, 1, 0, 1, 1, 0, 1], dtype=torch.float64)
+    trainer, whole, micro = metric_pair(
+        tmp_path, tiny_model_dir, "grpo", rewards, sft_coef=0.1, sft_threshold=1.0
     )
-    whole = loss_inputs(trainer, 3, rows=8)
-    whole["rlvr_rewards"] = torch.tensor([0, 0, 1, 0, 1, 1, 0, 1], dtype=torch.float64)
-    micro = [{k: v[rows] for k, v in whole.items()} for rows in (slice(0, 2), slice(2, 8))]
-    trainer._attach_step_counts(micro)
     grads_of(trainer, micro, 2)
     trainer.log({})
     ids = torch.cat([whole["prompt_ids"], whole["completion_ids"]], 1)

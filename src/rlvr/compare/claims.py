@@ -90,6 +90,15 @@ class Claim:
         return [n for n in names if n]
 
     @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The ``(arm, other arm)`` pairs the rule compares (none for one arm's metrics)."""
+        if self.rule == "direction":
+            return [(self.arm, self.baseline)]
+        if self.rule == "order" and self.arms:
+            return list(zip(self.arms[1:], self.arms[:-1], strict=True))
+        return []
+
+    @property
     def reads(self) -> list[tuple[str, str]]:
         """Every ``(arm, metric)`` the claim's rule reads."""
         if self.rule == "direction":

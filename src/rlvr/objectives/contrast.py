@@ -18,14 +18,16 @@ Per named objective, over a step's response tokens (``docs/metrics.md``):
 - ``contrast/<name>/rel_l2``: ``||w - w'|| / ||w||`` over the step's tokens.
 
 A name is an objective with its default hyperparameters (``grpo``) or with some set
-(``apmpo:fss_form=mean,gamma=0``; ``loss_agg`` and ``advantage`` may be set too, although
-the advantages are the run's: the batch is identical). The run's KL, SFT and entropy terms
-are kept in both, so they cancel in the difference.
+(``apmpo:fss_form=mean,gamma=0``); its aggregation is its own default unless ``loss_agg``
+is set (``advantage`` may be set but changes nothing: the advantages are the run's, the
+batch is identical). The run's KL, SFT and entropy terms are kept in both, so they cancel
+in the difference.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +43,8 @@ REL_TOL = 1e-6
 PREFIX = "contrast/"
 _SUMS = ("diff_sq", "w_sq")
 _CONFIG_KEYS = ("loss_agg", "advantage")
+_ITEMS = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
+"""Commas that start a new ``key=`` (a value may hold commas: ``reward_range=[-1, 1]``)."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,12 @@ def parse_contrast(spec: str, run: ObjectiveConfig) -> Contrast:
     """
     name, _, rest = str(spec).partition(":")
     settings: dict[str, object] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
+    for item in filter(None, (part.strip() for part in _ITEMS.split(rest))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"log.contrast {spec!r}: expected name:key=value,... , got {item!r}")
         settings[key.strip()] = yaml.safe_load(value)
-    own = {k: settings.pop(k) for k in _CONFIG_KEYS if k in settings}
+    own = {k: settings.pop(k, None) for k in _CONFIG_KEYS}  # None: the objective's default
     try:
         params = make_config(name.strip(), **settings)
         objective = dataclasses.replace(run, name=name.strip(), params=params, **own)

@@ -43,6 +43,12 @@ def test_regimes_run_every_arm_seed_by_seed_with_their_settings(tmp_path):
     assert all((r.minibatches, r.epochs) == (16, 2) for r in off)
     assert all(s.config.rollout.minibatches == 4 for s in specs if s.regime == "paper")
     assert "[off]" in next(s.key for s in specs if s.regime == "off")
+    # a regime's own seeds
+    study = _study(
+        tmp_path, ["abc/grpo"], {"paper": {"seeds": [0]}, "off": {"rollout": {"epochs": 2}}}
+    )
+    specs = plan(study, tmp_path / "runs")
+    assert [(s.seed, s.regime) for s in specs] == [(0, "paper"), (0, "off"), (1, "off")]
 
 
 def test_each_compared_pair_logs_its_contrast_in_one_run(tmp_path):

@@ -215,7 +215,9 @@ def _header(
     counts = ", ".join(f"{sum(v.status == s for v in verdicts)} {s}" for s in STATUSES)
     seeds = ", ".join(map(str, study.seeds))
     regimes = [r.name for r in study.regimes]
+    own = [f"{r.name}: seeds {', '.join(map(str, r.seeds))}" for r in study.regimes if r.seeds]
     where = f" under {len(regimes)} regimes ({', '.join(regimes)})" if regimes else ""
+    where += f" ({'; '.join(own)})" if own else ""
     summary = (
         f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}){where}, "
         f"{study.steps} rollout steps each; {finished} of {len(specs)} runs finished. "

@@ -16,7 +16,7 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
     include: []                 # other studies whose arms and claims are added
     imports: []                 # modules each run imports first (e.g. registering a verifier)
     regimes:                    # optional: every arm x seed runs once per regime
-      paper: {}
+      paper: {seeds: [0, 1, 2]} # a regime's own seeds (default: the study's)
       off-policy: {rollout: {minibatches: 16, epochs: 2}}
 
 An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
@@ -85,6 +85,8 @@ class Regime:
     name: str
     overrides: tuple[str, ...] = ()
     """``key=value`` settings applied after each arm's own overrides."""
+    seeds: tuple[int, ...] = ()
+    """Seeds of this regime's runs (empty: the study's)."""
 
 
 @dataclass(frozen=True)
@@ -257,10 +259,12 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
         return ()
     if not isinstance(value, dict) or not value:
         raise ValueError(f"{where}: regimes must be a mapping of names to settings")
-    return tuple(
-        Regime(str(name), _overrides(settings, f"{where} regime {name}"))
-        for name, settings in value.items()
-    )
+    regimes = []
+    for name, settings in value.items():
+        settings = dict(settings or {})
+        seeds = tuple(int(s) for s in settings.pop("seeds", None) or ())
+        regimes.append(Regime(str(name), _overrides(settings, f"{where} regime {name}"), seeds))
+    return tuple(regimes)
 
 
 def _check(study: Study, where: str) -> None:
@@ -268,6 +272,9 @@ def _check(study: Study, where: str) -> None:
         raise ValueError(f"{where}: steps must be >= 1")
     if not study.seeds or len(set(study.seeds)) != len(study.seeds):
         raise ValueError(f"{where}: seeds must be a non-empty list of distinct integers")
+    for regime in study.regimes:
+        if len(set(regime.seeds)) != len(regime.seeds):
+            raise ValueError(f"{where}: regime {regime.name} has repeated seeds")
     if not study.arms:
         raise ValueError(f"{where}: a study needs at least one arm")
     names = [a.name for a in study.arms]
@@ -341,11 +348,11 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             )
             digest = fingerprint(probe)
             folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
-            for seed in study.seeds:
+            for seed in regime.seeds or study.seeds:
                 run_dir = folder / f"seed{seed}"
                 config = arm_config(study, arm, seed, str(run_dir), named, contrast[arm.name])
                 specs.append(RunSpec(arm, seed, config, run_dir, digest, regime.name))
-    return sorted(specs, key=lambda s: study.seeds.index(s.seed))
+    return sorted(specs, key=lambda s: s.seed)
 
 
 def objective_name(config: TrainConfig) -> str:

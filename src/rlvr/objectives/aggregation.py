@@ -21,7 +21,7 @@ Decisions (documented in ``docs/objectives.md``):
 - ``max_len`` (Dr.GRPO's constant ``L_max``) defaults to ``mask.shape[-1]``, which varies
   when micro-batches are padded separately: pass the generation budget
   (``SamplingConfig.max_new_tokens``) for a constant that does not. A row longer than
-  ``max_len`` is an error.
+  ``max_len`` is an error (checked with ``validate=True``).
 - Padding is selected away with ``torch.where``, never multiplied by 0, so a NaN or inf
   loss on a padding position cannot leak into the result.
 """
@@ -103,8 +103,13 @@ def aggregate(
     num_tokens: Count | None = None,
     num_seqs: Count | None = None,
     max_len: int | None = None,
+    validate: bool = False,
 ) -> torch.Tensor:
-    """Scalar loss from ``per_token_loss [B, T]`` over ``mask [B, T]`` (see module doc)."""
+    """Scalar loss from ``per_token_loss [B, T]`` over ``mask [B, T]`` (see module doc).
+
+    ``validate``: also check that no row is longer than ``max_len`` (reads the mask on the
+    host: a host-device synchronisation).
+    """
     if mode not in LOSS_AGG_MODES:
         raise ValueError(f"unknown loss_agg {mode!r}; valid: {', '.join(LOSS_AGG_MODES)}")
     mask = _bool_mask(mask)
@@ -126,7 +131,7 @@ def aggregate(
     if mode == "seq-mean-token-sum":
         return masked.sum() / seqs
     length = mask.shape[1] if max_len is None else _positive(max_len, "max_len")
-    if max_len is not None and bool((row_tokens > max_len).any()):
+    if validate and max_len is not None and bool((row_tokens > max_len).any()):
         raise ValueError(
             f"max_len={max_len} is shorter than a response ({int(row_tokens.max())} tokens)"
         )

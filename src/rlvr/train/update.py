@@ -33,9 +33,15 @@ from rlvr.train.setup import clip_and_step, response_stats
 
 
 def micro_loss(
-    model, micro: RolloutBatch, cfg: TrainConfig, objective: ObjectiveConfig, counts: StepCounts
+    model,
+    micro: RolloutBatch,
+    cfg: TrainConfig,
+    objective: ObjectiveConfig,
+    counts: StepCounts,
+    validate: bool = False,
 ) -> LossOutput:
-    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
+    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy);
+    ``validate``: check the loss inputs' values too (host-device syncs: the first step only)."""
     device = next(model.parameters()).device
     micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
     seqs = micro.seqs
@@ -58,7 +64,7 @@ def micro_loss(
         entropy=entropy,
         token_weights=correction.weights,
     )
-    loss, metrics = objective_loss(inputs, objective, counts)
+    loss, metrics = objective_loss(inputs, objective, counts, validate=validate)
     metrics.update(correction.metrics)
     if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
@@ -87,7 +93,8 @@ def optimizer_step(
     chunks = micro_batches(batch.seqs, chunk, by_prompt=by_prompt)
     for index in chunks:
         micro = batch.rows(index)
-        loss, metrics = micro_loss(model, micro, cfg, objective, counts)
+        first = scheduler.last_epoch == 0  # the run's first optimiser step
+        loss, metrics = micro_loss(model, micro, cfg, objective, counts, validate=first)
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue

@@ -91,13 +91,16 @@ def sft_nll(
             raise ValueError(
                 f"num_sft_tokens={int(num_sft_tokens)} is below this call's {int(local)} positive tokens"
             )
-        denom = _at_least_one(num_sft_tokens)
+        denom = _at_least_one(num_sft_tokens, logp.dtype)
     total = nll.sum()
     return total / denom, total.detach() / local.clamp(min=1).to(logp.dtype)
 
 
-def _at_least_one(count: int | float | torch.Tensor) -> int | float | torch.Tensor:
-    """``count`` where it is > 0, else 1, without reading a tensor count on the host."""
+def _at_least_one(
+    count: int | float | torch.Tensor, dtype: torch.dtype
+) -> int | float | torch.Tensor:
+    """``count`` where it is > 0, else 1; a tensor count in ``dtype``, never read on the host."""
     if isinstance(count, torch.Tensor):
+        count = count.to(dtype)
         return torch.where(count > 0, count, torch.ones_like(count))
     return count if count > 0 else 1

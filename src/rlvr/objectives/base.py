@@ -106,8 +106,11 @@ def ppo_clip(
 
 
 def as_bound(bound: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor:
-    """A clip bound as a tensor of ``like``'s dtype and device (``inf`` allowed)."""
-    return torch.as_tensor(bound, dtype=like.dtype, device=like.device)
+    """A clip bound as a tensor of ``like``'s dtype and device (``inf`` allowed); a number is
+    filled in on the device (a host-to-device copy would synchronise the stream)."""
+    if isinstance(bound, torch.Tensor):
+        return bound.to(dtype=like.dtype, device=like.device)
+    return torch.full((), bound, dtype=like.dtype, device=like.device)
 
 
 def stop_unit(log_ratio: torch.Tensor) -> torch.Tensor:

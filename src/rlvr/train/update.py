@@ -40,9 +40,11 @@ def micro_loss(
     objective: ObjectiveConfig,
     counts: StepCounts,
     contrasts: tuple[contrast_lib.Contrast, ...] = (),
+    validate: bool = False,
 ) -> LossOutput:
     """This micro-batch's share of the step loss, and its metrics (objective's plus entropy,
-    and the ``contrasts``' ``contrast/*`` metrics on the same inputs)."""
+    and the ``contrasts``' ``contrast/*`` metrics on the same inputs); ``validate``: check the
+    loss inputs' values too (host-device syncs: the first step only)."""
     device = next(model.parameters()).device
     micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
     seqs = micro.seqs
@@ -65,7 +67,7 @@ def micro_loss(
         entropy=entropy,
         token_weights=correction.weights,
     )
-    loss, metrics = objective_loss(inputs, objective, counts)
+    loss, metrics = objective_loss(inputs, objective, counts, validate=validate)
     metrics.update(correction.metrics)
     metrics.update(
         contrast_lib.contrast_metrics(inputs, objective, contrasts, counts, micro.contrast_stats)
@@ -98,7 +100,8 @@ def optimizer_step(
     chunks = micro_batches(batch.seqs, chunk, by_prompt=by_prompt)
     for index in chunks:
         micro = batch.rows(index)
-        loss, metrics = micro_loss(model, micro, cfg, objective, counts, contrasts)
+        first = scheduler.last_epoch == 0  # the run's first optimiser step
+        loss, metrics = micro_loss(model, micro, cfg, objective, counts, contrasts, validate=first)
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue

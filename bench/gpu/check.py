@@ -9,16 +9,17 @@ have passed. Sections:
 
 1. ``tests/test_cuda.py``: every objective (float64 and float32) and the ops on CUDA
    against the CPU on the same inputs;
-2. the objectives' and ops' CPU test files with CUDA as torch's default device (counts
-   only: tests that build CPU generators fail there by construction);
-3. ``rlvr train`` on the tiny preset (the demo's task), fp32 and bf16 autocast;
+2. ``tests/objectives/test_host_sync.py`` on CUDA: no host-device sync in any objective's
+   loss and backward, under ``torch.cuda.set_sync_debug_mode("error")``;
+3. ``rlvr train`` on the tiny preset (the demo's task), fp32 and bf16 autocast (``lean`` and
+   ``hf`` samplers);
 4. ``rlvr train`` on a random Qwen2-0.5B-shaped model (``random_qwen2.py``), fp32 and bf16
    autocast, the ``lean`` sampler, and bf16 with the ``hf`` sampler (throughput);
 5. ``RlvrGRPOTrainer`` (TRL) for two steps on the tiny preset (``examples/trl_abc_grpo.py``);
 6. ``bench/vs_trl.py``: rlvr against TRL's ``GRPOTrainer`` (HF generation) on the Qwen2-shaped
    model, one identical configuration.
 
-Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
+``--sections`` runs a subset (``tests tiny trl qwen vs_trl``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
 (every section's output) into ``--out``.
 """
 
@@ -37,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
+SECTIONS = ("tests", "tiny", "trl", "qwen", "vs_trl")
 
 
 @dataclass
@@ -114,21 +116,10 @@ def _pytest_counts(output: str) -> str:
 
 
 def tests(check: Checker) -> None:
+    section = "tests/test_cuda.py + test_host_sync.py (CUDA)"
+    files = ["tests/test_cuda.py", "tests/objectives/test_host_sync.py"]
     ok, output = check.run(
-        "tests/test_cuda.py (CUDA vs CPU)",
-        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_cuda.py"],
-        timeout=120,
-    )
-    if ok:
-        check.record(
-            "tests/test_cuda.py (CUDA vs CPU)", "ok", check.last_seconds, _pytest_counts(output)
-        )
-    section = "objectives + ops tests, default device cuda"
-    ok, output = check.run(
-        section,
-        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/objectives", "tests/ops"],
-        timeout=120,
-        env={"RLVR_TEST_DEVICE": "cuda"},
+        section, [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files], 180
     )
     if ok:
         check.record(section, "ok", check.last_seconds, _pytest_counts(output))
@@ -234,26 +225,40 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/rlvr-gpu-check"))
     parser.add_argument("--carry", type=Path, default=ROOT / ".gpu-carry")
     parser.add_argument("--budget", type=float, default=420, help="seconds for all sections")
+    parser.add_argument(
+        "--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to run"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     check = Checker(args.out, args.budget)
     env = environment()
     print(env, flush=True)
-    tests(check)
+    sections = set(args.sections)
+    if "tests" in sections:
+        tests(check)
     small = ["rollout.prompts_per_step=16", "rollout.group_size=8", "threads=4"]
-    train(check, args.work, "tiny fp32", "tiny", 8, small)
-    train(check, args.work, "tiny bf16-autocast", "tiny", 8, [*small, "model.autocast=bf16"])
-    trl_trainer(check, args.work)
-    model = qwen2(check, args.work, args.carry / "smollm2-tokenizer")
+    if "tiny" in sections:
+        train(check, args.work, "tiny fp32", "tiny", 8, small)
+        train(check, args.work, "tiny bf16-autocast", "tiny", 8, [*small, "model.autocast=bf16"])
+        train(check, args.work, "tiny bf16-autocast hf-sampler", "tiny", 8,
+              [*small, "model.autocast=bf16", "rollout.sampler=hf"])  # fmt: skip
+    if "trl" in sections:
+        trl_trainer(check, args.work)
     table = ""
-    if model is not None:
+    model = (
+        qwen2(check, args.work, args.carry / "smollm2-tokenizer")
+        if sections & {"qwen", "vs_trl"}
+        else None
+    )
+    if model is not None and "qwen" in sections:
         big = ["rollout.max_new_tokens=128", "optim.micro_batch_size=32", *small]
         train(check, args.work, "qwen2-0.5b fp32", str(model), 4, big)
         train(check, args.work, "qwen2-0.5b bf16-autocast", str(model), 4,
               [*big, "model.autocast=bf16"])  # fmt: skip
         train(check, args.work, "qwen2-0.5b bf16-autocast hf-sampler", str(model), 4,
               [*big, "model.autocast=bf16", "rollout.sampler=hf"])  # fmt: skip
+    if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
     write(args.out, env, check, table)
     return 0

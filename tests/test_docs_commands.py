@@ -220,9 +220,9 @@ def check(cmd: Command, sandbox: Path, tiny: Path, monkeypatch) -> str | None:
     if not cmd.argv:
         return "no program (a fragment? fence it as text)"
     name, argv = program(cmd.argv[0]), cmd.argv[1:]
-    if name in ("torchrun", "accelerate"):
-        launcher = [w for w in argv if not w.startswith("-") and w != "launch"]
-        name, argv = "python", argv[argv.index(launcher[0]) :] if launcher else []
+    if name in ("torchrun", "accelerate"):  # the script and its arguments
+        script = next((i for i, w in enumerate(argv) if w.endswith(".py")), len(argv))
+        name, argv = "python", argv[script:]
     with _in(sandbox, cmd.env, monkeypatch):
         if name == "rlvr":
             return _run_rlvr(_rlvr(cmd, argv, tiny))

@@ -47,8 +47,8 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _fake_run(run: Path, model: Path) -> None:
-    """A finished run's files: config.yaml, metrics.jsonl and a checkpoint (the small model)."""
+def _fake_run(run: Path, model: Path | None = None) -> None:
+    """A finished run's files: config.yaml, metrics.jsonl and a checkpoint (``model``)."""
     from rlvr.train.config import TrainConfig
     from rlvr.train.overrides import dump_yaml, load_config
 
@@ -56,8 +56,8 @@ def _fake_run(run: Path, model: Path) -> None:
     config = load_config(TrainConfig, "demo", [f"log.output_dir={run}"])
     (run / "config.yaml").write_text(dump_yaml(config))
     _write_jsonl(run / "metrics.jsonl", [{"step": s, "reward/mean": s / 10} for s in (1, 2)])
-    (run / "checkpoints").mkdir()
-    shutil.copytree(model, run / "checkpoints" / "step_000060")
+    if model is not None:
+        shutil.copytree(model, run / "checkpoints" / "step_000060")
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,9 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     for name in ("b.jsonl", "data/train.jsonl", "data/test.jsonl"):
         _write_jsonl(root / name, rows)
     _write_jsonl(root / "pairs.jsonl", [{"prompt": "1 + 1 =", "response": "2"}] * 4)
-    for name in ("demo-20261122-101500", "demo-20260101-120000", "grpo", "abc", "a", "b"):
-        _fake_run(root / "runs" / name, tiny_model_dir)
+    _fake_run(root / "runs" / "demo-20261122-101500", tiny_model_dir)
+    for name in ("demo-20260101-120000", "grpo", "abc", "a", "b"):
+        _fake_run(root / "runs" / name)
     shutil.copytree(tiny_model_dir, root / "runs" / "ckpt")
     return root
 

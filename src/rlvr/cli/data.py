@@ -1,4 +1,4 @@
-"""``rlvr data``: write reasoning-gym or code task sets to JSONL, list tasks, preview a prompt set.
+"""``rlvr data``: generate, list, preview and clean prompt sets.
 
 ::
 
@@ -7,6 +7,11 @@
     rlvr data gen code_tasks:all --size 200 --seed 0 -o data/code.jsonl --set max_level=2
     rlvr data tasks
     rlvr data show data/test.jsonl --fields reasoning_gym --limit 2
+    rlvr data dedup raw.jsonl -o unique.jsonl
+    rlvr data decontaminate unique.jsonl --against math500 aime2024 test.jsonl -o clean.jsonl
+
+Cleaning steps write the kept rows unchanged to ``-o`` and the dropped rows, each with why,
+to ``<stem>.dropped.jsonl`` beside it (docs/data.md).
 """
 
 from __future__ import annotations
@@ -56,7 +61,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--split", default=None, help="split for datasets sources")
     show.add_argument("--limit", type=int, default=3, help="examples to print (default 3)")
+    _clean_parsers(sub)
     return parser
+
+
+def _clean_parsers(sub) -> None:
+    """``dedup`` and ``decontaminate``: a JSONL/Parquet file in, the kept rows out."""
+    dedup = sub.add_parser(
+        "dedup", help="drop prompts whose normalised text repeats an earlier one"
+    )
+    decon = sub.add_parser(
+        "decontaminate", help="drop prompts sharing an n-gram with an evaluation set"
+    )
+    for p in (dedup, decon):
+        p.add_argument("input", help="JSONL or Parquet file of prompts")
+        p.add_argument("-o", "--output", required=True, help="file for the kept rows")
+        p.add_argument(
+            "--field",
+            help="prompt field or field mapping (default: prompt, question, problem, text)",
+        )
+    decon.add_argument(
+        "--against",
+        nargs="+",
+        required=True,
+        metavar="SET",
+        help="named evaluation set (math500, ...), .jsonl/.parquet file (FILE::FIELD), "
+        "reasoning_gym:<task> or code_tasks:<family>",
+    )
+    decon.add_argument("--ngram", type=int, default=9, help="n-gram length (default 9, Klear's)")
 
 
 def _gen(args: argparse.Namespace) -> None:
@@ -102,6 +134,21 @@ def main(argv: list[str]) -> int:
 
         print("\n".join(task_names()))
         print("\n".join(f"code_tasks:{name}  (level {f.level})" for name, f in FAMILIES.items()))
-    else:
+    elif args.command == "show":
         _show(args)
+    else:
+        _clean(args)
     return 0
+
+
+def _clean(args: argparse.Namespace) -> None:
+    from rlvr.data.contamination import decontaminate_file
+    from rlvr.data.dedup import dedup_file
+
+    if args.command == "dedup":
+        report = dedup_file(args.input, args.output, field=args.field)
+    else:
+        report = decontaminate_file(
+            args.input, args.output, args.against, n=args.ngram, field=args.field
+        )
+    print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")

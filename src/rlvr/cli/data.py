@@ -9,6 +9,8 @@
     rlvr data show data/test.jsonl --fields reasoning_gym --limit 2
     rlvr data dedup raw.jsonl -o unique.jsonl
     rlvr data decontaminate unique.jsonl --against math500 aime2024 test.jsonl -o clean.jsonl
+    rlvr data filter code.jsonl --fields code_tasks --verifier code --model smollm2-135m \\
+        -n 16 --keep "pass@16>0.5" --min-tests 16 -o code-kept.jsonl
 
 Cleaning steps write the kept rows unchanged to ``-o`` and the dropped rows, each with why,
 to ``<stem>.dropped.jsonl`` beside it (docs/data.md).
@@ -17,6 +19,7 @@ to ``<stem>.dropped.jsonl`` beside it (docs/data.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 import yaml
@@ -89,6 +92,31 @@ def _clean_parsers(sub) -> None:
         "reasoning_gym:<task> or code_tasks:<family>",
     )
     decon.add_argument("--ngram", type=int, default=9, help="n-gram length (default 9, Klear's)")
+    _filter_parser(sub)
+
+
+def _filter_parser(sub) -> None:
+    """``filter``: sample and verify each prompt (as ``rlvr eval``), keep by a pass-rate rule."""
+    from rlvr.cli.eval import _reward_args, _sampling_args
+
+    p = sub.add_parser("filter", help="keep prompts whose measured pass rate meets a rule")
+    p.add_argument("input", help="JSONL or Parquet file of prompts")
+    p.add_argument("-o", "--output", required=True, help="file for the kept rows")
+    p.add_argument("--model", required=True, help="preset name, local directory or hub name")
+    p.add_argument(
+        "--keep",
+        required=True,
+        help="rule on mean (pass rate), score or pass@k: 'pass@16>0.5', 'mean>=0.5', '0<mean<1'",
+    )
+    p.add_argument(
+        "--fields", default="default", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
+    )
+    p.add_argument(
+        "--min-tests", type=int, default=0, help="drop code problems with fewer tests (Klear: 16)"
+    )
+    p.add_argument("--system-prompt", help="system message before every prompt")
+    _reward_args(p)
+    _sampling_args(p)
 
 
 def _gen(args: argparse.Namespace) -> None:
@@ -136,6 +164,8 @@ def main(argv: list[str]) -> int:
         print("\n".join(f"code_tasks:{name}  (level {f.level})" for name, f in FAMILIES.items()))
     elif args.command == "show":
         _show(args)
+    elif args.command == "filter":
+        _filter(args)
     else:
         _clean(args)
     return 0
@@ -152,3 +182,60 @@ def _clean(args: argparse.Namespace) -> None:
             args.input, args.output, args.against, n=args.ngram, field=args.field
         )
     print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")
+
+
+def _filter(args: argparse.Namespace) -> None:
+    from rlvr.cli.eval import _reward_options
+    from rlvr.evaluation.filtering import FilterJob, filter_file, passrates_file
+    from rlvr.evaluation.harness import EvalConfig
+    from rlvr.evaluation.keep_rule import parse_rule
+    from rlvr.generation import SamplingConfig
+    from rlvr.models import load_model
+    from rlvr.rewards.registry import get_verifier
+    from rlvr.rewards.scoring import ScoringConfig
+
+    if args.k:
+        raise ValueError(
+            "-k: filter keeps by --keep (e.g. 'pass@16>0.5'); it reports no pass@k table"
+        )
+    config = EvalConfig(
+        n=args.n,
+        ks=(1,),
+        sampling=SamplingConfig(
+            max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
+        ),
+        batch_size=args.batch_size,
+        seed=args.seed,
+        system_prompt=args.system_prompt,
+        scoring=ScoringConfig(timeout_s=args.timeout, workers=args.workers),
+    )
+    job = FilterJob(
+        parse_rule(args.keep, args.n), config, args.fields, args.min_tests, model=args.model
+    )
+    verifier = get_verifier(args.verifier, **_reward_options(args))
+    model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+    with _bar("filter") as progress:
+        report = filter_file(
+            args.input,
+            args.output,
+            job,
+            model=model,
+            tokenizer=tokenizer,
+            verifier=verifier,
+            progress=progress,
+        )
+    print(
+        f"filter {args.keep!r}: {report.summary()}; dropped rows in {report.dropped_file}; "
+        f"scores in {passrates_file(args.output)}"
+    )
+
+
+@contextlib.contextmanager
+def _bar(title: str):
+    """A rich progress bar over prompts; yields ``progress(done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(title, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -184,6 +184,8 @@ class LRSchedule:
     """Optimiser steps in the run (the cosine reaches 0 after the last one)."""
     kind: str
     """``constant`` or ``cosine``."""
+    floor: float = 0.0
+    """Where the cosine ends, as a fraction of the peak (``optim.min_lr / optim.lr``)."""
 
     def __call__(self, s: int) -> float:
         if s < self.warmup_steps:
@@ -192,7 +194,7 @@ class LRSchedule:
             return 1.0
         span = max(1, self.total_steps - self.warmup_steps)
         progress = min(1.0, (s - self.warmup_steps) / span)
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.floor + (1.0 - self.floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def adamw(params: list[torch.nn.Parameter], cfg: OptimConfig) -> torch.optim.AdamW:
@@ -214,7 +216,7 @@ def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = adamw(params, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule)
+        optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule, cfg.min_lr / cfg.lr)
     )
     return optimizer, scheduler
 

@@ -95,3 +95,20 @@ def test_bad_input_is_one_clear_error(tmp_path):
         data_main.__wrapped__(["dedup", str(src), "-o", str(tmp_path / "o.jsonl")])
     with pytest.raises(ValueError, match="ngram must be >= 1"):
         NgramIndex(0)
+
+
+def test_common_ngrams_of_a_template_can_be_ignored():
+    """reasoning-gym's 9-token instruction is in every problem: ``common`` leaves it out."""
+    head = "State the final answer to the following arithmetic problem:"
+    problems = [f"{head} 1 + 2 =", f"{head} 3 - 4 =", f"{head} 5 + 6 ="]
+    literal, ignoring = NgramIndex(9), NgramIndex(9, common=3)
+    for i, text in enumerate(problems):
+        literal.add("eval", str(i), text)
+        ignoring.add("eval", str(i), text)
+    assert literal.match(f"{head} 7 + 8 =").ngram == normalized(head)
+    assert ignoring.match(f"{head} 7 + 8 =") is None
+    # the problem's own expression still matches, through an n-gram with the instruction's end
+    hit = ignoring.match(f"{head} 3 - 4 =")
+    assert (
+        hit.ngram == "the final answer to the following arithmetic problem 3" and hit.where == "1"
+    )

@@ -92,6 +92,13 @@ def _clean_parsers(sub) -> None:
         "reasoning_gym:<task> or code_tasks:<family>",
     )
     decon.add_argument("--ngram", type=int, default=9, help="n-gram length (default 9, Klear's)")
+    decon.add_argument(
+        "--common",
+        type=int,
+        default=0,
+        metavar="K",
+        help="ignore n-grams found in K or more evaluation problems (templates; default 0: none)",
+    )
     _filter_parser(sub)
 
 
@@ -179,49 +186,36 @@ def _clean(args: argparse.Namespace) -> None:
         report = dedup_file(args.input, args.output, field=args.field)
     else:
         report = decontaminate_file(
-            args.input, args.output, args.against, n=args.ngram, field=args.field
+            args.input,
+            args.output,
+            args.against,
+            n=args.ngram,
+            common=args.common,
+            field=args.field,
         )
     print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")
 
 
 def _filter(args: argparse.Namespace) -> None:
     from rlvr.cli.eval import _reward_options
-    from rlvr.evaluation.filtering import FilterJob, filter_file, passrates_file
-    from rlvr.evaluation.harness import EvalConfig
-    from rlvr.evaluation.keep_rule import parse_rule
-    from rlvr.generation import SamplingConfig
-    from rlvr.models import load_model
-    from rlvr.rewards.registry import get_verifier
-    from rlvr.rewards.scoring import ScoringConfig
+    from rlvr.evaluation.data_steps import FilterOptions, filter_step
+    from rlvr.evaluation.filtering import passrates_file
 
     if args.k:
-        raise ValueError(
-            "-k: filter keeps by --keep (e.g. 'pass@16>0.5'); it reports no pass@k table"
-        )
-    config = EvalConfig(
-        n=args.n,
-        ks=(1,),
-        sampling=SamplingConfig(
-            max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
-        ),
-        batch_size=args.batch_size,
-        seed=args.seed,
-        system_prompt=args.system_prompt,
-        scoring=ScoringConfig(timeout_s=args.timeout, workers=args.workers),
-    )
-    job = FilterJob(
-        parse_rule(args.keep, args.n), config, args.fields, args.min_tests, model=args.model
-    )
-    verifier = get_verifier(args.verifier, **_reward_options(args))
-    model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+        raise ValueError("-k: filter keeps by --keep (e.g. 'pass@16>0.5'); it reports no pass@k")
+    names = ("keep", "n", "fields", "verifier", "min_tests", "max_tokens", "temperature")
+    more = ("top_p", "batch_size", "seed", "system_prompt", "timeout", "workers")
+    options = FilterOptions(**{name: getattr(args, name) for name in names + more})
+    verifier_options = _reward_options(args)
     with _bar("filter") as progress:
-        report = filter_file(
+        report = filter_step(
+            options,
             args.input,
             args.output,
-            job,
-            model=model,
-            tokenizer=tokenizer,
-            verifier=verifier,
+            args.model,
+            dtype=args.dtype,
+            device=args.device,
+            verifier_options=verifier_options,
             progress=progress,
         )
     print(

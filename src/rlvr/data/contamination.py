@@ -12,6 +12,12 @@ the n-gram is); a hit is confirmed against the problem's own tokens, so a hash c
 never drops a prompt. A prompt's windows that hold a token no evaluation problem has are
 skipped without hashing.
 
+A set whose problems share an instruction of ``n`` tokens or more (reasoning-gym's "State
+the final answer to the following arithmetic problem:" is 9 tokens) contaminates every
+prompt that carries the same instruction. ``common=K`` ignores the n-grams found in ``K``
+or more evaluation problems, so only the problems' own text is compared (Klear's rule is
+``common=0``: nothing ignored; its sets are natural-language problems).
+
 An evaluation SET is named as ``rlvr eval --data`` names it: a named dataset (``math500``,
 ``aime2024``, ...: read from the Hub or its local cache), a ``.jsonl`` / ``.parquet`` file, a
 hub name or dataset directory, optionally with ``::FIELDS`` (a field mapping or a prompt
@@ -52,12 +58,15 @@ class Match:
 class NgramIndex:
     """Hashed n-grams of evaluation problems; :meth:`match` finds a prompt's first shared one."""
 
-    def __init__(self, n: int = 9) -> None:
+    def __init__(self, n: int = 9, common: int = 0) -> None:
         if n < 1:
             raise ValueError(f"ngram must be >= 1, got {n}")
-        self.n = n
+        if common < 0:
+            raise ValueError(f"common must be >= 0, got {common}")
+        self.n, self.common = n, common
         self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
         self._grams: dict[int, tuple[int, int]] = {}  # hash -> (problem, position)
+        self._counts: dict[int, int] = {}  # hash -> problems holding it
         self._vocab: set[str] = set()
 
     def __len__(self) -> int:
@@ -70,8 +79,13 @@ class NgramIndex:
         problem = len(self._problems)
         self._problems.append((set_name, where, toks))
         self._vocab.update(toks)
+        seen = set()
         for i in range(len(toks) - self.n + 1):
-            self._grams.setdefault(hash(tuple(toks[i : i + self.n])), (problem, i))
+            key = hash(tuple(toks[i : i + self.n]))
+            self._grams.setdefault(key, (problem, i))
+            seen.add(key)
+        for key in seen:
+            self._counts[key] = self._counts.get(key, 0) + 1
 
     def match(self, text: str) -> Match | None:
         """The first n-gram of ``text`` found in an indexed problem, else ``None``."""
@@ -81,8 +95,9 @@ class NgramIndex:
                 start = i + 1
             elif i + 1 - start >= n:
                 gram = tuple(toks[i + 1 - n : i + 1])
-                hit = self._grams.get(hash(gram))
-                if hit is not None:
+                key = hash(gram)
+                hit = self._grams.get(key)
+                if hit is not None and not 0 < self.common <= self._counts[key]:
                     set_name, where, problem = self._problems[hit[0]]
                     if tuple(problem[hit[1] : hit[1] + n]) == gram:
                         return Match(" ".join(gram), set_name, where)
@@ -120,11 +135,11 @@ def _generated(kind: str, task: str) -> list[Row]:
     return [(f"{kind}:{task} #{i}", row) for i, row in enumerate(made)]
 
 
-def build_index(sets: Sequence[str], n: int = 9) -> NgramIndex:
+def build_index(sets: Sequence[str], n: int = 9, common: int = 0) -> NgramIndex:
     """An :class:`NgramIndex` over every problem of the named evaluation sets."""
     if not sets:
         raise ValueError("no evaluation set to decontaminate against")
-    index = NgramIndex(n)
+    index = NgramIndex(n, common)
     for spec in sets:
         rows, field = eval_set_rows(spec)
         for (where, _), text in zip(rows, row_prompts(rows, field), strict=True):
@@ -162,11 +177,13 @@ def decontaminate_file(
     against: Sequence[str],
     *,
     n: int = 9,
+    common: int = 0,
     field: str | None = None,
 ) -> StepReport:
     """Drop the rows of ``source`` sharing an ``n``-gram with a set in ``against``; the kept
-    rows go to ``output``, the dropped ones (with the n-gram and set) to ``<stem>.dropped.jsonl``."""
-    index = build_index(against, n)
+    rows go to ``output``, the dropped ones (with the n-gram and set) to ``<stem>.dropped.jsonl``;
+    n-grams found in ``common`` or more evaluation problems are ignored (0: none are)."""
+    index = build_index(against, n, common)
     rows = read_rows(source)
     kept, dropped = decontaminate_rows(rows, row_prompts(rows, prompt_field(rows, field)), index)
     return write_step(kept, dropped, output)

@@ -355,3 +355,88 @@ def test_a_stage_model_in_the_file_that_would_be_replaced_is_refused(tmp_path, s
     with pytest.raises(ValueError, match="'model.name=x'.*model"):
         run_pipeline(parse_pipeline(data, source="p.yaml"))
     assert not (tmp_path / "pipe").exists()
+
+
+EVAL_PROBLEM = "Alice has twelve red apples and seven green pears in her basket today."
+
+
+def _data_pipeline(tmp_path, tiny_model_dir):
+    """dedup -> decontaminate -> filter -> SFT on the cleaned pairs, from one file."""
+    from tests.train.conftest import SFT_PAIRS
+
+    rows = [{**r, "answer": r["response"].rsplit(" ", 1)[1]} for r in SFT_PAIRS]
+    rows += [
+        {**rows[0], "prompt": "what is 12+7"},  # a duplicate of the first
+        {"prompt": f"{EVAL_PROBLEM[:-1]}; how many?", "response": "19", "answer": "19"},
+    ]
+    (tmp_path / "raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "eval.jsonl").write_text(json.dumps({"problem": EVAL_PROBLEM}) + "\n")
+    filter_options = ["keep=mean>=0", "n=1", "max_tokens=4", "batch_size=4", "workers=0"]
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tiny_model_dir),
+        "stages": [
+            {
+                "name": "dedup",
+                "kind": "data",
+                "config": "dedup",
+                "overrides": ["input=./raw.jsonl"],
+            },
+            {
+                "name": "clean",
+                "kind": "data",
+                "config": "decontaminate",
+                "overrides": ["against=[./eval.jsonl]", "ngram=9"],
+            },
+            {"name": "filter", "kind": "data", "config": "filter", "overrides": filter_options},
+            {
+                "name": "sft",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": ["data.train=@filter", "epochs=1", "batch_size=3", *LOG],
+            },
+        ],
+    }
+    path = tmp_path / "pipe.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model_dir):
+    pipeline = read_pipeline(str(_data_pipeline(tmp_path, tiny_model_dir)))
+    out = tmp_path / "pipe"
+    results = run_pipeline(pipeline, overrides=["threads=1"], announce=lambda _: None)
+    dedup, clean, kept, sft = results
+    assert dedup.counts == {"kept": 7, "duplicate": 1}
+    assert clean.counts == {"kept": 6, "contaminated": 1}
+    assert kept.counts == {"kept": 6} and kept.output == out / "filter" / "data.jsonl"
+    (dropped,) = [
+        json.loads(x) for x in (out / "clean" / "data.dropped.jsonl").read_text().splitlines()
+    ]
+    assert dropped["ngram"] == "alice has twelve red apples and seven green pears"
+    # the data stages pass the model on; the SFT stage trained on the filter's output
+    assert dedup.model_dir == kept.model_dir == Path(str(tiny_model_dir))
+    config = yaml.safe_load((out / "sft" / "config.yaml").read_text())
+    assert config["data"]["train"] == str(kept.output.absolute())
+    assert config["model"]["name"] == str(tiny_model_dir) and config["threads"] == 1
+    summary = json.loads((out / "pipeline.json").read_text())
+    assert summary["finished"] and summary["stages"][1]["counts"]["contaminated"] == 1
+    again = run_pipeline(pipeline, announce=lambda _: None)
+    assert [r.status for r in again] == ["skipped"] * 4
+    assert again[2].counts == kept.counts and again[3].model_dir == sft.model_dir
+
+
+def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):
+    path = _data_pipeline(tmp_path, tiny_model_dir)
+    data = yaml.safe_load(path.read_text())
+    pipeline = read_pipeline(str(path))
+    with pytest.raises(ValueError, match="clean.*unknown option.*'bogus'"):
+        run_pipeline(pipeline, overrides=["clean:bogus=1"], announce=lambda _: None)
+    with pytest.raises(ValueError, match="stage 'sft'.*@nope: no earlier data stage 'nope'"):
+        run_pipeline(pipeline, overrides=["sft:data.train=@nope"], announce=lambda _: None)
+    data["stages"][0]["config"] = "shuffle"
+    with pytest.raises(ValueError, match="a data stage's config is one of"):
+        parse_pipeline(data)
+    data["stages"] = data["stages"][1:]
+    with pytest.raises(ValueError, match="the first data stage needs input=FILE"):
+        run_pipeline(parse_pipeline(data), announce=lambda _: None)

@@ -1,4 +1,4 @@
-"""``rlvr pipeline``: run the stages of a pipeline file in order (SFT and RL), resumably.
+"""``rlvr pipeline``: run the stages of a pipeline file in order (data, SFT and RL), resumably.
 
 ::
 
@@ -51,6 +51,9 @@ def main(argv: list[str]) -> int:
     for r in results:
         scores = r.evals[max(r.evals)] if r.evals else {}
         shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
-        print(f"{r.name:<12} {r.status:<8} {r.model_dir}  {shown}".rstrip())
+        if r.output is not None:
+            shown = "  ".join(f"{k} {v}" for k, v in r.counts.items())
+        where = r.output if r.output is not None else r.model_dir
+        print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
     print(f"pipeline:    {out}/pipeline.json  (rerun with -o {out} to continue)")
     return 0

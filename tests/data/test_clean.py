@@ -97,18 +97,17 @@ def test_bad_input_is_one_clear_error(tmp_path):
         NgramIndex(0)
 
 
-def test_common_ngrams_of_a_template_can_be_ignored():
-    """reasoning-gym's 9-token instruction is in every problem: ``common`` leaves it out."""
+def test_common_ngrams_of_a_template_can_be_cut_out():
+    """reasoning-gym's 9-token instruction is in every problem: ``common`` cuts it out."""
     head = "State the final answer to the following arithmetic problem:"
-    problems = [f"{head} 1 + 2 =", f"{head} 3 - 4 =", f"{head} 5 + 6 ="]
-    literal, ignoring = NgramIndex(9), NgramIndex(9, common=3)
+    problems = [f"{head} 1 + 2 + 3 + 4 + 5 =", f"{head} 3 - 4 =", f"{head} 5 + 6 ="]
+    literal, cut = NgramIndex(9), NgramIndex(9, common=3)
     for i, text in enumerate(problems):
         literal.add("eval", str(i), text)
-        ignoring.add("eval", str(i), text)
+        cut.add("eval", str(i), text)
     assert literal.match(f"{head} 7 + 8 =").ngram == normalized(head)
-    assert ignoring.match(f"{head} 7 + 8 =") is None
-    # the problem's own expression still matches, through an n-gram with the instruction's end
-    hit = ignoring.match(f"{head} 3 - 4 =")
-    assert (
-        hit.ngram == "the final answer to the following arithmetic problem 3" and hit.where == "1"
-    )
+    assert cut.match(f"{head} 7 + 8 =") is None
+    assert cut.match(f"{head} 1 + 2 =") is None  # no n-gram straddles the instruction's end
+    hit = cut.match(f"Compute {head} 1 + 2 + 3 + 4 + 5 + 6")  # the problem's own 9 tokens
+    assert (hit.ngram, hit.where) == ("1 + 2 + 3 + 4 + 5", "0")
+    assert len(cut) == 2  # "1 + 2 + 3 + 4 + 5" and "+ 2 + 3 + 4 + 5 ="

@@ -14,9 +14,10 @@ skipped without hashing.
 
 A set whose problems share an instruction of ``n`` tokens or more (reasoning-gym's "State
 the final answer to the following arithmetic problem:" is 9 tokens) contaminates every
-prompt that carries the same instruction. ``common=K`` ignores the n-grams found in ``K``
-or more evaluation problems, so only the problems' own text is compared (Klear's rule is
-``common=0``: nothing ignored; its sets are natural-language problems).
+prompt that carries the same instruction. ``common=K`` cuts the n-grams found in ``K`` or
+more evaluation problems out of both sides before they are compared, so only the problems'
+own text is (Klear's rule is ``common=0``: nothing cut; its sets are natural-language
+problems).
 
 An evaluation SET is named as ``rlvr eval --data`` names it: a named dataset (``math500``,
 ``aime2024``, ...: read from the Hub or its local cache), a ``.jsonl`` / ``.parquet`` file, a
@@ -56,7 +57,12 @@ class Match:
 
 
 class NgramIndex:
-    """Hashed n-grams of evaluation problems; :meth:`match` finds a prompt's first shared one."""
+    """Hashed n-grams of evaluation problems; :meth:`match` finds a prompt's first shared one.
+
+    ``common=K`` (> 0) cuts every n-gram found in ``K`` or more problems out of the problems
+    and the prompts before they are compared (a shared instruction), so only their own
+    text is compared.
+    """
 
     def __init__(self, n: int = 9, common: int = 0) -> None:
         if n < 1:
@@ -65,42 +71,58 @@ class NgramIndex:
             raise ValueError(f"common must be >= 0, got {common}")
         self.n, self.common = n, common
         self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
-        self._grams: dict[int, tuple[int, int]] = {}  # hash -> (problem, position)
-        self._counts: dict[int, int] = {}  # hash -> problems holding it
+        self._own: list[list[str]] = []  # each problem's tokens, common n-grams cut out
+        self._grams: dict[int, tuple[int, int]] | None = None  # hash -> (problem, position)
+        self._counts: dict[int, int] = {}  # hash -> problems holding it (common > 0)
         self._vocab: set[str] = set()
 
     def __len__(self) -> int:
         """Distinct n-grams indexed."""
-        return len(self._grams)
+        return len(self._index())
 
     def add(self, set_name: str, where: str, text: str) -> None:
-        """Index every n-gram of one evaluation problem."""
+        """Add one evaluation problem."""
         toks = tokens(text)
-        problem = len(self._problems)
         self._problems.append((set_name, where, toks))
         self._vocab.update(toks)
-        seen = set()
+        self._grams = None
+        if self.common:
+            for key in {hash(tuple(toks[i : i + self.n])) for i in range(len(toks) - self.n + 1)}:
+                self._counts[key] = self._counts.get(key, 0) + 1
+
+    def own(self, toks: list[str]) -> list[str]:
+        """``toks`` with the n-grams common to ``common`` or more problems cut out."""
+        if not self.common:
+            return toks
+        covered = [False] * len(toks)
         for i in range(len(toks) - self.n + 1):
-            key = hash(tuple(toks[i : i + self.n]))
-            self._grams.setdefault(key, (problem, i))
-            seen.add(key)
-        for key in seen:
-            self._counts[key] = self._counts.get(key, 0) + 1
+            if self._counts.get(hash(tuple(toks[i : i + self.n])), 0) >= self.common:
+                covered[i : i + self.n] = [True] * self.n
+        return [tok for tok, cut in zip(toks, covered, strict=True) if not cut]
+
+    def _index(self) -> dict[int, tuple[int, int]]:
+        """Hash of each n-gram of the problems' own tokens -> its first (problem, position)."""
+        if self._grams is None:
+            self._own = [self.own(toks) for _, _, toks in self._problems]
+            self._grams = {}
+            for problem, toks in enumerate(self._own):
+                for i in range(len(toks) - self.n + 1):
+                    self._grams.setdefault(hash(tuple(toks[i : i + self.n])), (problem, i))
+        return self._grams
 
     def match(self, text: str) -> Match | None:
         """The first n-gram of ``text`` found in an indexed problem, else ``None``."""
-        toks, n, known, start = tokens(text), self.n, self._vocab, 0
+        grams, n, known, start = self._index(), self.n, self._vocab, 0
+        toks = self.own(tokens(text))
         for i, tok in enumerate(toks):
             if tok not in known:
                 start = i + 1
             elif i + 1 - start >= n:
                 gram = tuple(toks[i + 1 - n : i + 1])
-                key = hash(gram)
-                hit = self._grams.get(key)
-                if hit is not None and not 0 < self.common <= self._counts[key]:
-                    set_name, where, problem = self._problems[hit[0]]
-                    if tuple(problem[hit[1] : hit[1] + n]) == gram:
-                        return Match(" ".join(gram), set_name, where)
+                hit = grams.get(hash(gram))
+                if hit is not None and tuple(self._own[hit[0]][hit[1] : hit[1] + n]) == gram:
+                    set_name, where, _ = self._problems[hit[0]]
+                    return Match(" ".join(gram), set_name, where)
         return None
 
 

@@ -190,19 +190,25 @@ def test_bad_pipelines_are_one_line_errors(data, message):
     assert message in str(err.value) and str(err.value).startswith("p.yaml")
 
 
-def test_embedded_klear_pipeline_parses_into_sft_math_code():
+def test_embedded_klear_pipeline_parses_into_data_sft_math_code():
     pipeline = read_pipeline("klear")
     assert [(s.name, s.kind) for s in pipeline.stages] == [
+        ("dedup", "data"),
+        ("decontaminate", "data"),
+        ("filter", "data"),
         ("sft", "sft"),
         ("math", "train"),
         ("code", "train"),
     ]
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
 
-    configs = [stage_config(pipeline, s, "some-model") for s in pipeline.stages]
+    configs = [stage_config(pipeline, s, "some-model") for s in pipeline.stages[3:]]
     assert all(c.model.name == "some-model" for c in configs)
     assert configs[2].reward.verifier == "code" and configs[2].objective.name == "gppo"
-    assert configs[0].data.train.endswith("chain_sum-worked.jsonl")
+    assert data_step(pipeline, pipeline.stages[0])[1].endswith("chain_sum-worked.jsonl")
+    assert configs[0].data.train.endswith("filter/data.jsonl")  # the SFT trains on the filter's
+    options, source = data_step(pipeline, pipeline.stages[2])
+    assert source.endswith("decontaminate/data.jsonl") and options.keep == "mean<1"
 
 
 def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
@@ -212,15 +218,15 @@ def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
 
     from rlvr.data.gym import gym_rows
     from rlvr.data.worked import worked_pairs
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
     from rlvr.train.config import TrainConfig
     from rlvr.train.overrides import load_config
 
     pipeline = read_pipeline("klear")
-    asset = stage_config(pipeline, pipeline.stages[0], None).data.train
+    asset = data_step(pipeline, pipeline.stages[0])[1]
     rows = [json.loads(line) for line in Path(asset).read_text().splitlines()]
     prompts = {r["prompt"] for r in rows}
-    math = stage_config(pipeline, pipeline.stages[1], None)
+    math = stage_config(pipeline, pipeline.stages[4], None)
     assert math.data.eval == "reasoning_gym:products" and math.objective.name == "gppo"
     held_math = {
         r["question"]
@@ -247,15 +253,17 @@ def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monk
     """`rlvr pipeline klear sft:data.train=./mine.jsonl` means ./mine.jsonl here, not a file
     next to the bundled pipeline inside the installed package; the file's own ./ paths
     still come from its folder."""
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.jsonl").write_text('{"prompt": "a", "response": "b"}\n')
     pipeline = read_pipeline("klear")
-    own = stage_config(pipeline, pipeline.stages[0], None).data.train
+    own = data_step(pipeline, pipeline.stages[0])[1]
     assert Path(own).parent == (pipeline.folder / "../../assets").resolve()
-    cfg = stage_config(pipeline, pipeline.stages[0], None, ["data.train=./mine.jsonl"])
+    cfg = stage_config(pipeline, pipeline.stages[3], None, ["data.train=./mine.jsonl"])
     assert Path(cfg.data.train).resolve() == tmp_path / "mine.jsonl"
+    _, mine = data_step(pipeline, pipeline.stages[0], ["input=./mine.jsonl"])
+    assert Path(mine) == tmp_path / "mine.jsonl"
 
 
 def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):

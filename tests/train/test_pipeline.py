@@ -148,7 +148,8 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     bad.write_text("stages:\n  - {name: a, kind: rl, config: demo}\n")
     assert pipeline_main([str(bad)]) == 2
     assert (
-        "stages[0] (a): kind must be one of ['sft', 'train'], got 'rl'" in capsys.readouterr().err
+        "stages[0] (a): kind must be one of ['sft', 'train', 'data'], got 'rl'"
+        in capsys.readouterr().err
     )
     assert pipeline_main([str(path), "nope:steps=1"]) == 2
     assert "no stage 'nope'" in capsys.readouterr().err
@@ -440,6 +441,8 @@ def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):
     pipeline = read_pipeline(str(path))
     with pytest.raises(ValueError, match="clean.*unknown option.*'bogus'"):
         run_pipeline(pipeline, overrides=["clean:bogus=1"], announce=lambda _: None)
+    with pytest.raises(ValueError, match="stage 'filter'.*--keep 'mean>>1': expected"):
+        run_pipeline(pipeline, overrides=["filter:keep=mean>>1"], announce=lambda _: None)
     with pytest.raises(ValueError, match="stage 'sft'.*@nope: no earlier data stage 'nope'"):
         run_pipeline(pipeline, overrides=["sft:data.train=@nope"], announce=lambda _: None)
     data["stages"][0]["config"] = "shuffle"

@@ -27,6 +27,7 @@ from typing import Any
 
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.filtering import Progress
+from rlvr.evaluation.keep_rule import parse_rule
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class FilterOptions:
     def __post_init__(self) -> None:
         if not self.keep:
             raise ValueError("filter needs keep=RULE (e.g. 'pass@16>0.5')")
+        parse_rule(self.keep, self.n)  # a bad rule is refused before any model loads
 
 
 STEPS: dict[str, type] = {
@@ -154,7 +156,6 @@ def filter_step(
     verifier's ``correct`` / ``wrong`` / ``extract``; ``progress(done, total)`` after each batch."""
     from rlvr.evaluation.filtering import FilterJob, filter_file
     from rlvr.evaluation.harness import EvalConfig
-    from rlvr.evaluation.keep_rule import parse_rule
     from rlvr.generation import SamplingConfig
     from rlvr.models import load_model
     from rlvr.rewards.registry import get_verifier

@@ -1,4 +1,5 @@
-"""Multi-stage runs: SFT and RL stages in order, each starting from the previous stage's model.
+"""Multi-stage runs: data, SFT and RL stages in order, each model stage starting from the
+previous one's model.
 
 A pipeline file is YAML (a path, or the name of one shipped in ``rlvr/configs/pipelines``)::
 
@@ -17,10 +18,18 @@ paths (``./``, ``../``) in ``config`` and in the file's ``data.train`` / ``data.
 overrides are read from the pipeline file's folder (command-line overrides: from the
 current folder).
 
+A ``kind: data`` stage runs a data step (``config``: ``dedup``, ``decontaminate`` or
+``filter``, :mod:`rlvr.evaluation.data_steps`) with ``overrides`` as its options; it reads
+``input=`` (a file; ``@NAME``: data stage NAME's output; default: the previous data
+stage's output) and writes ``output_dir/<stage name>/data.jsonl``, which a later stage's
+``data.train=@NAME`` / ``data.eval=@NAME`` trains on. A data stage passes the model on
+unchanged (``filter`` samples with it); the command line's overrides for every stage skip
+data stages (``NAME:key=value`` reaches one).
+
 Running a pipeline again continues it: a stage whose ``stage.json`` exists is finished
 and skipped (its final model is read from there), a stage with a run directory but no
 ``stage.json`` was interrupted and resumes from its last checkpoint (the ``--resume``
-machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh. ``pipeline.json`` in
+machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh (an interrupted ``filter`` keeps the prompts it scored). ``pipeline.json`` in
 the output directory lists each stage's run directory, final model and held-out scores.
 """
 
@@ -34,15 +43,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from rlvr.bundled import bundled_names, read_source
+from rlvr.data.rowfiles import StepReport
+from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import load_config
 from rlvr.train.setup import TIME_FORMAT, preflight
 
-KINDS = ("sft", "train")
+KINDS = ("sft", "train", "data")
 STAGE_FILE = "stage.json"
+DATA_FILE = "data.jsonl"
+"""What a data stage writes in its directory."""
 SUMMARY_FILE = "pipeline.json"
 MODEL_KEYS = ("model", "model.name")
 """Override keys that name a stage's model."""
@@ -57,11 +72,11 @@ class Stage:
     name: str
     """Unique name; also the stage's run directory under the pipeline's output directory."""
     kind: str
-    """``sft`` (``rlvr sft``) or ``train`` (``rlvr train``)."""
+    """``sft`` (``rlvr sft``), ``train`` (``rlvr train``) or ``data`` (a data step)."""
     config: str
-    """Embedded config name or YAML file of the stage."""
+    """Embedded config name or YAML file of the stage; for ``data``, the step's name."""
     overrides: tuple[str, ...] = ()
-    """``key=value`` overrides applied to the config."""
+    """``key=value`` overrides applied to the config; for ``data``, the step's options."""
 
 
 @dataclass(frozen=True)
@@ -88,12 +103,17 @@ class StageResult:
     """Stage name."""
     run_dir: Path
     """Its run directory."""
-    model_dir: Path
-    """Its final model (the next stage's starting point)."""
+    model_dir: Path | None
+    """Its final model (the next stage's starting point); a data stage's: the model it was
+    given (``None`` when none was)."""
     status: str
     """``ran``, ``resumed`` or ``skipped`` (finished in an earlier invocation)."""
     evals: dict[int, dict[str, float]] = field(default_factory=dict)
     """Held-out scores by step (RL stages)."""
+    output: Path | None = None
+    """A data stage's kept rows."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """A data stage's ``kept`` count and dropped counts by reason."""
 
 
 def embedded_pipelines() -> list[str]:
@@ -152,6 +172,8 @@ def _stage(item: Any, where: str) -> Stage:
         raise ValueError(f"{where} ({name}): kind must be one of {list(KINDS)}, got {kind!r}")
     if not isinstance(config, str) or not config:
         raise ValueError(f"{where} ({name}): config must name a config or YAML file")
+    if kind == "data" and config not in STEPS:
+        raise ValueError(f"{where} ({name}): a data stage's config is one of {list(STEPS)}")
     overrides = item.get("overrides") or []
     if not isinstance(overrides, list) or not all(
         isinstance(o, str) and "=" in o for o in overrides
@@ -165,6 +187,20 @@ def _local(value: str, folder: Path) -> str:
     return str((folder / value).resolve()) if value.startswith(("./", "../")) else value
 
 
+def _data_path(pipeline: Pipeline, stage: Stage, value: str, folder: Path) -> str:
+    """A data path of ``stage``: ``@NAME`` is data stage NAME's output (NAME before ``stage``),
+    a relative path is read from ``folder``."""
+    if not value.startswith("@"):
+        return _local(value, folder)
+    names = [s.name for s in pipeline.stages]
+    earlier = pipeline.stages[: names.index(stage.name)]
+    if value[1:] not in [s.name for s in earlier if s.kind == "data"]:
+        raise ValueError(
+            f"{pipeline.source}: stage {stage.name!r}: {value}: no earlier data stage {value[1:]!r}"
+        )
+    return str((Path(pipeline.output_dir) / value[1:] / DATA_FILE).absolute())
+
+
 def stage_config(
     pipeline: Pipeline, stage: Stage, model: str | None, extra: Sequence[str] = ()
 ) -> TrainConfig | SFTConfig:
@@ -176,8 +212,13 @@ def stage_config(
     overrides = []
     for item in stage.overrides:
         key, _, value = item.partition("=")
-        overrides.append(f"{key}={_local(value, pipeline.folder)}" if key in PATH_KEYS else item)
-    overrides.extend(extra)
+        if key in PATH_KEYS:
+            item = f"{key}={_data_path(pipeline, stage, value, pipeline.folder)}"
+        overrides.append(item)
+    for item in extra:
+        key, _, value = item.partition("=")
+        at = key in PATH_KEYS and value.startswith("@")
+        overrides.append(f"{key}={_data_path(pipeline, stage, value, Path.cwd())}" if at else item)
     _refuse_replaced(pipeline, stage, overrides)
     if model is not None:
         overrides.append(f"model.name={model}")
@@ -211,6 +252,59 @@ def _refuse_replaced(pipeline: Pipeline, stage: Stage, overrides: Sequence[str])
             )
 
 
+def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tuple[Any, str]:
+    """A data stage's typed options and input file.
+
+    Its ``overrides`` (then ``extra``, the command line's) are the step's options, values read
+    as YAML; ``input=`` names the file (``@NAME``: data stage NAME's output; default: the
+    previous data stage's output). Relative paths in ``input`` and ``against`` are read from
+    the pipeline file's folder (those in ``extra``: from the current folder).
+    """
+    where = f"{pipeline.source}: stage {stage.name!r}"
+    options: dict[str, Any] = {}
+    names = [s.name for s in pipeline.stages]
+    before = [s.name for s in pipeline.stages[: names.index(stage.name)] if s.kind == "data"]
+    source = f"@{before[-1]}" if before else None
+    given = [(o, pipeline.folder) for o in stage.overrides] + [(o, Path.cwd()) for o in extra]
+    for item, folder in given:
+        key, _, value = (part.strip() for part in item.partition("="))
+        if key == "input":
+            source = value if value.startswith("@") else _local(value, folder)
+        elif key == "against":
+            sets = yaml.safe_load(value)
+            options[key] = [_local(v, folder) for v in ([sets] if isinstance(sets, str) else sets)]
+        else:
+            options[key] = yaml.safe_load(value)
+    if source is None:
+        raise ValueError(f"{where}: the first data stage needs input=FILE")
+    try:
+        return step_options(stage.config, options), _data_path(
+            pipeline, stage, source, pipeline.folder
+        )
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def _run_data(
+    pipeline: Pipeline, stage: Stage, extra: Sequence[str], model: str | None, run_dir: Path
+) -> StageResult:
+    """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``)."""
+    options, source = data_step(pipeline, stage, extra)
+    report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
+    counts = {"kept": report.kept, **report.dropped}
+    done = {
+        "name": stage.name,
+        "kind": stage.kind,
+        "config": stage.config,
+        "input": source,
+        "output": str(report.output.absolute()),
+        "counts": counts,
+    }
+    _write_json(run_dir / STAGE_FILE, done)
+    model_dir = Path(model) if model else None
+    return StageResult(stage.name, run_dir, model_dir, "ran", output=report.output, counts=counts)
+
+
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):
     if isinstance(cfg, SFTConfig):
         from rlvr.train.supervised import sft
@@ -241,9 +335,13 @@ def run_pipeline(
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
     names = [s.name for s in pipeline.stages]
     first_model, overrides = _first_model(pipeline.model, overrides, names)
-    by_stage = _split_overrides(overrides, names)
+    data = {s.name for s in pipeline.stages if s.kind == "data"}
+    by_stage = _split_overrides(overrides, names, skip=data)
     for stage in pipeline.stages:  # every stage's overrides checked before any stage runs
-        stage_config(pipeline, stage, None, by_stage[stage.name])
+        if stage.kind == "data":
+            data_step(pipeline, stage, by_stage[stage.name])
+        else:
+            stage_config(pipeline, stage, None, by_stage[stage.name])
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
     model = first_model
@@ -252,9 +350,10 @@ def run_pipeline(
         done = _finished(run_dir)
         if done is not None:
             announce(f"stage {index}/{len(pipeline.stages)} {stage.name}: finished, skipped")
-            result = StageResult(
-                stage.name, run_dir, Path(done["model_dir"]), "skipped", _evals(done)
-            )
+            result = _skipped(stage, run_dir, done, model)
+        elif stage.kind == "data":
+            announce(f"stage {index}/{len(pipeline.stages)} {stage.name} (data, {stage.config})")
+            result = _run_data(pipeline, stage, by_stage[stage.name], model, run_dir)
         else:
             cfg = stage_config(pipeline, stage, model, by_stage[stage.name])
             resume = run_dir.is_dir() and any(run_dir.iterdir())
@@ -267,25 +366,48 @@ def run_pipeline(
             result = _record(stage, ran, "resumed" if resume else "ran")
         results.append(result)
         _write_summary(pipeline, results)
-        model = str(result.model_dir)
+        model = None if result.model_dir is None else str(result.model_dir)
     return results
 
 
 def check_pipeline(
     pipeline: Pipeline, overrides: Sequence[str] = ()
-) -> list[TrainConfig | SFTConfig]:
-    """Every stage's configuration with ``overrides`` applied (as :func:`run_pipeline` takes
-    them), checked as a run checks it before loading anything; nothing runs."""
+) -> list[TrainConfig | SFTConfig | None]:
+    """Every training stage's configuration with ``overrides`` applied (as :func:`run_pipeline`
+    takes them), checked as a run checks it before loading anything, and every data stage's
+    options (``None`` in its place: a data stage has no run configuration); nothing runs."""
     names = [s.name for s in pipeline.stages]
     _, rest = _first_model(pipeline.model, overrides, names)
-    by_stage = _split_overrides(rest, names)
-    configs = [stage_config(pipeline, s, None, by_stage[s.name]) for s in pipeline.stages]
-    for stage, cfg in zip(pipeline.stages, configs, strict=True):
+    data = {s.name for s in pipeline.stages if s.kind == "data"}
+    by_stage = _split_overrides(rest, names, skip=data)
+    configs, produced = [], set()
+    for stage in pipeline.stages:
+        if stage.kind == "data":  # a data step's options, checked; it has no run configuration
+            data_step(pipeline, stage, by_stage[stage.name])
+            produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
+            configs.append(None)
+            continue
+        cfg = stage_config(pipeline, stage, None, by_stage[stage.name])
         try:
-            preflight(cfg, device=False)
+            preflight(cfg, device=False, produced=frozenset(produced))
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+        configs.append(cfg)
     return configs
+
+
+def _skipped(stage: Stage, run_dir: Path, done: dict[str, Any], model: str | None) -> StageResult:
+    """The result of a stage finished in an earlier invocation (a data stage passes ``model`` on)."""
+    if stage.kind != "data":
+        return StageResult(stage.name, run_dir, Path(done["model_dir"]), "skipped", _evals(done))
+    return StageResult(
+        stage.name,
+        run_dir,
+        Path(model) if model else None,
+        "skipped",
+        output=Path(done["output"]),
+        counts=done["counts"],
+    )
 
 
 def _first_model(
@@ -317,15 +439,19 @@ def _names_model(key: str, value: str) -> bool:
     return key.strip() in MODEL_KEYS and not value.lstrip().startswith("{")
 
 
-def _split_overrides(overrides: Sequence[str], names: list[str]) -> dict[str, list[str]]:
-    """``key=value`` for every stage, ``NAME:key=value`` for stage NAME."""
+def _split_overrides(
+    overrides: Sequence[str], names: list[str], skip: set[str] = frozenset()
+) -> dict[str, list[str]]:
+    """``key=value`` for every stage but those in ``skip`` (data stages), ``NAME:key=value``
+    for stage NAME."""
     out: dict[str, list[str]] = {n: [] for n in names}
     for item in overrides:
         key = item.partition("=")[0]
         stage, colon, rest = key.partition(":")
         if not colon:
             for name in names:
-                out[name].append(item)
+                if name not in skip:
+                    out[name].append(item)
             continue
         if stage not in out:
             raise ValueError(f"override {item!r}: no stage {stage!r}; stages: {', '.join(names)}")
@@ -338,6 +464,12 @@ def _finished(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     done = json.loads(path.read_text())
+    if done.get("kind") == "data":
+        if not Path(done["output"]).is_file():
+            raise ValueError(
+                f"{path}: its output {done['output']} is gone; delete {path} to rerun the stage"
+            )
+        return done
     if not Path(done["model_dir"]).is_dir():
         raise ValueError(
             f"{path}: its final model {done['model_dir']} is gone; delete {path} to rerun the stage"
@@ -381,9 +513,10 @@ def _write_summary(pipeline: Pipeline, results: list[StageResult]) -> None:
         {
             "name": r.name,
             "run_dir": str(r.run_dir),
-            "model_dir": str(r.model_dir),
+            "model_dir": None if r.model_dir is None else str(r.model_dir),
             "status": r.status,
             "evals": {str(k): v for k, v in r.evals.items()},
+            **({"output": str(r.output), "counts": r.counts} if r.output else {}),
         }
         for r in results
     ]

@@ -128,7 +128,7 @@ def test_embedded_configs_load():
     names = embedded_configs()
     assert "demo" in names
     for name in names:
-        cls = SFTConfig if name.startswith("sft") else TrainConfig
+        cls = SFTConfig if name.rpartition("/")[2].startswith("sft") else TrainConfig
         data = read_yaml(name)
         if cls is SFTConfig:
             data = apply_overrides(data, ["data.train=x.jsonl"])

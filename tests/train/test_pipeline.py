@@ -148,7 +148,8 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     bad.write_text("stages:\n  - {name: a, kind: rl, config: demo}\n")
     assert pipeline_main([str(bad)]) == 2
     assert (
-        "stages[0] (a): kind must be one of ['sft', 'train'], got 'rl'" in capsys.readouterr().err
+        "stages[0] (a): kind must be one of ['sft', 'train', 'data'], got 'rl'"
+        in capsys.readouterr().err
     )
     assert pipeline_main([str(path), "nope:steps=1"]) == 2
     assert "no stage 'nope'" in capsys.readouterr().err
@@ -190,19 +191,25 @@ def test_bad_pipelines_are_one_line_errors(data, message):
     assert message in str(err.value) and str(err.value).startswith("p.yaml")
 
 
-def test_embedded_klear_pipeline_parses_into_sft_math_code():
+def test_embedded_klear_pipeline_parses_into_data_sft_math_code():
     pipeline = read_pipeline("klear")
     assert [(s.name, s.kind) for s in pipeline.stages] == [
+        ("dedup", "data"),
+        ("decontaminate", "data"),
+        ("filter", "data"),
         ("sft", "sft"),
         ("math", "train"),
         ("code", "train"),
     ]
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
 
-    configs = [stage_config(pipeline, s, "some-model") for s in pipeline.stages]
+    configs = [stage_config(pipeline, s, "some-model") for s in pipeline.stages[3:]]
     assert all(c.model.name == "some-model" for c in configs)
     assert configs[2].reward.verifier == "code" and configs[2].objective.name == "gppo"
-    assert configs[0].data.train.endswith("chain_sum-worked.jsonl")
+    assert data_step(pipeline, pipeline.stages[0])[1].endswith("chain_sum-worked.jsonl")
+    assert configs[0].data.train.endswith("filter/data.jsonl")  # the SFT trains on the filter's
+    options, source = data_step(pipeline, pipeline.stages[2])
+    assert source.endswith("decontaminate/data.jsonl") and options.keep == "mean<1"
 
 
 def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
@@ -212,15 +219,15 @@ def test_klear_sft_asset_is_reproducible_and_disjoint_from_the_held_out_sets():
 
     from rlvr.data.gym import gym_rows
     from rlvr.data.worked import worked_pairs
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
     from rlvr.train.config import TrainConfig
     from rlvr.train.overrides import load_config
 
     pipeline = read_pipeline("klear")
-    asset = stage_config(pipeline, pipeline.stages[0], None).data.train
+    asset = data_step(pipeline, pipeline.stages[0])[1]
     rows = [json.loads(line) for line in Path(asset).read_text().splitlines()]
     prompts = {r["prompt"] for r in rows}
-    math = stage_config(pipeline, pipeline.stages[1], None)
+    math = stage_config(pipeline, pipeline.stages[4], None)
     assert math.data.eval == "reasoning_gym:products" and math.objective.name == "gppo"
     held_math = {
         r["question"]
@@ -247,15 +254,17 @@ def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monk
     """`rlvr pipeline klear sft:data.train=./mine.jsonl` means ./mine.jsonl here, not a file
     next to the bundled pipeline inside the installed package; the file's own ./ paths
     still come from its folder."""
-    from rlvr.pipeline import stage_config
+    from rlvr.pipeline import data_step, stage_config
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.jsonl").write_text('{"prompt": "a", "response": "b"}\n')
     pipeline = read_pipeline("klear")
-    own = stage_config(pipeline, pipeline.stages[0], None).data.train
+    own = data_step(pipeline, pipeline.stages[0])[1]
     assert Path(own).parent == (pipeline.folder / "../../assets").resolve()
-    cfg = stage_config(pipeline, pipeline.stages[0], None, ["data.train=./mine.jsonl"])
+    cfg = stage_config(pipeline, pipeline.stages[3], None, ["data.train=./mine.jsonl"])
     assert Path(cfg.data.train).resolve() == tmp_path / "mine.jsonl"
+    _, mine = data_step(pipeline, pipeline.stages[0], ["input=./mine.jsonl"])
+    assert Path(mine) == tmp_path / "mine.jsonl"
 
 
 def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
@@ -355,3 +364,90 @@ def test_a_stage_model_in_the_file_that_would_be_replaced_is_refused(tmp_path, s
     with pytest.raises(ValueError, match="'model.name=x'.*model"):
         run_pipeline(parse_pipeline(data, source="p.yaml"))
     assert not (tmp_path / "pipe").exists()
+
+
+EVAL_PROBLEM = "Alice has twelve red apples and seven green pears in her basket today."
+
+
+def _data_pipeline(tmp_path, tiny_model_dir):
+    """dedup -> decontaminate -> filter -> SFT on the cleaned pairs, from one file."""
+    from tests.train.conftest import SFT_PAIRS
+
+    rows = [{**r, "answer": r["response"].rsplit(" ", 1)[1]} for r in SFT_PAIRS]
+    rows += [
+        {**rows[0], "prompt": "what is 12+7"},  # a duplicate of the first
+        {"prompt": f"{EVAL_PROBLEM[:-1]}; how many?", "response": "19", "answer": "19"},
+    ]
+    (tmp_path / "raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "eval.jsonl").write_text(json.dumps({"problem": EVAL_PROBLEM}) + "\n")
+    filter_options = ["keep=mean>=0", "n=1", "max_tokens=4", "batch_size=4", "workers=0"]
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tiny_model_dir),
+        "stages": [
+            {
+                "name": "dedup",
+                "kind": "data",
+                "config": "dedup",
+                "overrides": ["input=./raw.jsonl"],
+            },
+            {
+                "name": "clean",
+                "kind": "data",
+                "config": "decontaminate",
+                "overrides": ["against=[./eval.jsonl]", "ngram=9"],
+            },
+            {"name": "filter", "kind": "data", "config": "filter", "overrides": filter_options},
+            {
+                "name": "sft",
+                "kind": "sft",
+                "config": "sft",
+                "overrides": ["data.train=@filter", "epochs=1", "batch_size=3", *LOG],
+            },
+        ],
+    }
+    path = tmp_path / "pipe.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model_dir):
+    pipeline = read_pipeline(str(_data_pipeline(tmp_path, tiny_model_dir)))
+    out = tmp_path / "pipe"
+    results = run_pipeline(pipeline, overrides=["threads=1"], announce=lambda _: None)
+    dedup, clean, kept, sft = results
+    assert dedup.counts == {"kept": 7, "duplicate": 1}
+    assert clean.counts == {"kept": 6, "contaminated": 1}
+    assert kept.counts == {"kept": 6} and kept.output == out / "filter" / "data.jsonl"
+    (dropped,) = [
+        json.loads(x) for x in (out / "clean" / "data.dropped.jsonl").read_text().splitlines()
+    ]
+    assert dropped["ngram"] == "alice has twelve red apples and seven green pears"
+    # the data stages pass the model on; the SFT stage trained on the filter's output
+    assert dedup.model_dir == kept.model_dir == Path(str(tiny_model_dir))
+    config = yaml.safe_load((out / "sft" / "config.yaml").read_text())
+    assert config["data"]["train"] == str(kept.output.absolute())
+    assert config["model"]["name"] == str(tiny_model_dir) and config["threads"] == 1
+    summary = json.loads((out / "pipeline.json").read_text())
+    assert summary["finished"] and summary["stages"][1]["counts"]["contaminated"] == 1
+    again = run_pipeline(pipeline, announce=lambda _: None)
+    assert [r.status for r in again] == ["skipped"] * 4
+    assert again[2].counts == kept.counts and again[3].model_dir == sft.model_dir
+
+
+def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):
+    path = _data_pipeline(tmp_path, tiny_model_dir)
+    data = yaml.safe_load(path.read_text())
+    pipeline = read_pipeline(str(path))
+    with pytest.raises(ValueError, match="clean.*unknown option.*'bogus'"):
+        run_pipeline(pipeline, overrides=["clean:bogus=1"], announce=lambda _: None)
+    with pytest.raises(ValueError, match="stage 'filter'.*--keep 'mean>>1': expected"):
+        run_pipeline(pipeline, overrides=["filter:keep=mean>>1"], announce=lambda _: None)
+    with pytest.raises(ValueError, match="stage 'sft'.*@nope: no earlier data stage 'nope'"):
+        run_pipeline(pipeline, overrides=["sft:data.train=@nope"], announce=lambda _: None)
+    data["stages"][0]["config"] = "shuffle"
+    with pytest.raises(ValueError, match="a data stage's config is one of"):
+        parse_pipeline(data)
+    data["stages"] = data["stages"][1:]
+    with pytest.raises(ValueError, match="the first data stage needs input=FILE"):
+        run_pipeline(parse_pipeline(data), announce=lambda _: None)

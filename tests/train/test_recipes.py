@@ -7,9 +7,9 @@ import pytest
 from rlvr.train.config import TrainConfig
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
-from rlvr.train.overrides import embedded_configs, load_config
+from rlvr.train.overrides import configs_of, load_config
 
-PAPER_RECIPES = [n for n in embedded_configs() if "/" in n]
+PAPER_RECIPES = [n for n in configs_of(TrainConfig) if "/" in n]
 
 
 def test_paper_recipes_are_found_by_name():

@@ -1,4 +1,4 @@
-"""``rlvr data``: write reasoning-gym or code task sets to JSONL, list tasks, preview a prompt set.
+"""``rlvr data``: generate, list, preview and clean prompt sets.
 
 ::
 
@@ -7,11 +7,19 @@
     rlvr data gen code_tasks:all --size 200 --seed 0 -o data/code.jsonl --set max_level=2
     rlvr data tasks
     rlvr data show data/test.jsonl --fields reasoning_gym --limit 2
+    rlvr data dedup raw.jsonl -o unique.jsonl
+    rlvr data decontaminate unique.jsonl --against math500 aime2024 test.jsonl -o clean.jsonl
+    rlvr data filter code.jsonl --fields code_tasks --verifier code --model smollm2-135m \\
+        -n 16 --keep "pass@16>0.5" --min-tests 16 -o code-kept.jsonl
+
+Cleaning steps write the kept rows unchanged to ``-o`` and the dropped rows, each with why,
+to ``<stem>.dropped.jsonl`` beside it (docs/data.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 import yaml
@@ -56,7 +64,66 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--split", default=None, help="split for datasets sources")
     show.add_argument("--limit", type=int, default=3, help="examples to print (default 3)")
+    _clean_parsers(sub)
     return parser
+
+
+def _clean_parsers(sub) -> None:
+    """``dedup`` and ``decontaminate``: a JSONL/Parquet file in, the kept rows out."""
+    dedup = sub.add_parser(
+        "dedup", help="drop prompts whose normalised text repeats an earlier one"
+    )
+    decon = sub.add_parser(
+        "decontaminate", help="drop prompts sharing an n-gram with an evaluation set"
+    )
+    for p in (dedup, decon):
+        p.add_argument("input", help="JSONL or Parquet file of prompts")
+        p.add_argument("-o", "--output", required=True, help="file for the kept rows")
+        p.add_argument(
+            "--field",
+            help="prompt field or field mapping (default: prompt, question, problem, text)",
+        )
+    decon.add_argument(
+        "--against",
+        nargs="+",
+        required=True,
+        metavar="SET",
+        help="named evaluation set (math500, ...), .jsonl/.parquet file (FILE::FIELD), "
+        "reasoning_gym:<task> or code_tasks:<family>",
+    )
+    decon.add_argument("--ngram", type=int, default=9, help="n-gram length (default 9, Klear's)")
+    decon.add_argument(
+        "--common",
+        type=int,
+        default=0,
+        metavar="K",
+        help="ignore n-grams found in K or more evaluation problems (templates; default 0: none)",
+    )
+    _filter_parser(sub)
+
+
+def _filter_parser(sub) -> None:
+    """``filter``: sample and verify each prompt (as ``rlvr eval``), keep by a pass-rate rule."""
+    from rlvr.cli.eval import _reward_args, _sampling_args
+
+    p = sub.add_parser("filter", help="keep prompts whose measured pass rate meets a rule")
+    p.add_argument("input", help="JSONL or Parquet file of prompts")
+    p.add_argument("-o", "--output", required=True, help="file for the kept rows")
+    p.add_argument("--model", required=True, help="preset name, local directory or hub name")
+    p.add_argument(
+        "--keep",
+        required=True,
+        help="rule on mean (pass rate), score or pass@k: 'pass@16>0.5', 'mean>=0.5', '0<mean<1'",
+    )
+    p.add_argument(
+        "--fields", default="default", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
+    )
+    p.add_argument(
+        "--min-tests", type=int, default=0, help="drop code problems with fewer tests (Klear: 16)"
+    )
+    p.add_argument("--system-prompt", help="system message before every prompt")
+    _reward_args(p)
+    _sampling_args(p)
 
 
 def _gen(args: argparse.Namespace) -> None:
@@ -102,6 +169,67 @@ def main(argv: list[str]) -> int:
 
         print("\n".join(task_names()))
         print("\n".join(f"code_tasks:{name}  (level {f.level})" for name, f in FAMILIES.items()))
-    else:
+    elif args.command == "show":
         _show(args)
+    elif args.command == "filter":
+        _filter(args)
+    else:
+        _clean(args)
     return 0
+
+
+def _clean(args: argparse.Namespace) -> None:
+    from rlvr.data.contamination import decontaminate_file
+    from rlvr.data.dedup import dedup_file
+
+    if args.command == "dedup":
+        report = dedup_file(args.input, args.output, field=args.field)
+    else:
+        report = decontaminate_file(
+            args.input,
+            args.output,
+            args.against,
+            n=args.ngram,
+            common=args.common,
+            field=args.field,
+        )
+    print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")
+
+
+def _filter(args: argparse.Namespace) -> None:
+    from rlvr.cli.eval import _reward_options
+    from rlvr.evaluation.data_steps import FilterOptions, filter_step
+    from rlvr.evaluation.filtering import passrates_file
+
+    if args.k:
+        raise ValueError("-k: filter keeps by --keep (e.g. 'pass@16>0.5'); it reports no pass@k")
+    names = ("keep", "n", "fields", "verifier", "min_tests", "max_tokens", "temperature")
+    more = ("top_p", "batch_size", "seed", "system_prompt", "timeout", "workers")
+    options = FilterOptions(**{name: getattr(args, name) for name in names + more})
+    verifier_options = _reward_options(args)
+    with _bar("filter") as progress:
+        report = filter_step(
+            options,
+            args.input,
+            args.output,
+            args.model,
+            dtype=args.dtype,
+            device=args.device,
+            verifier_options=verifier_options,
+            progress=progress,
+        )
+    print(
+        f"filter {args.keep!r}: {report.summary()}; dropped rows in {report.dropped_file}; "
+        f"scores in {passrates_file(args.output)}"
+    )
+
+
+@contextlib.contextmanager
+def _bar(title: str):
+    """A rich progress bar over prompts; yields ``progress(done, total)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(title, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -1,4 +1,4 @@
-"""``rlvr pipeline``: run the stages of a pipeline file in order (SFT and RL), resumably.
+"""``rlvr pipeline``: run the stages of a pipeline file in order (data, SFT and RL), resumably.
 
 ::
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from pathlib import Path
 
 from rlvr.cli.common import DRY_RUN_HELP, command
 
@@ -51,12 +52,16 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         configs = check_pipeline(pipeline, args.overrides)
         for stage, cfg in zip(pipeline.stages, configs, strict=True):
-            print(f"{stage.name:<12} {stage.kind:<4} {stage.config}  {cfg.log.output_dir}")
+            where = Path(out) / stage.name if cfg is None else cfg.log.output_dir
+            print(f"{stage.name:<12} {stage.kind:<4} {stage.config}  {where}")
         return 0
     results = run_pipeline(pipeline, overrides=args.overrides)
     for r in results:
         scores = r.evals[max(r.evals)] if r.evals else {}
         shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
-        print(f"{r.name:<12} {r.status:<8} {r.model_dir}  {shown}".rstrip())
+        if r.output is not None:
+            shown = "  ".join(f"{k} {v}" for k, v in r.counts.items())
+        where = r.output if r.output is not None else r.model_dir
+        print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
     print(f"pipeline:    {out}/pipeline.json  (rerun with -o {out} to continue)")
     return 0

@@ -184,6 +184,8 @@ class LRSchedule:
     """Optimiser steps in the run (the cosine reaches 0 after the last one)."""
     kind: str
     """``constant`` or ``cosine``."""
+    floor: float = 0.0
+    """Where the cosine ends, as a fraction of the peak (``optim.min_lr / optim.lr``)."""
 
     def __call__(self, s: int) -> float:
         if s < self.warmup_steps:
@@ -192,7 +194,7 @@ class LRSchedule:
             return 1.0
         span = max(1, self.total_steps - self.warmup_steps)
         progress = min(1.0, (s - self.warmup_steps) / span)
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.floor + (1.0 - self.floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def adamw(params: list[torch.nn.Parameter], cfg: OptimConfig) -> torch.optim.AdamW:
@@ -214,7 +216,7 @@ def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = adamw(params, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule)
+        optimizer, LRSchedule(cfg.warmup_steps, total_steps, cfg.schedule, cfg.min_lr / cfg.lr)
     )
     return optimizer, scheduler
 
@@ -254,12 +256,13 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
-def preflight(config: Any, *, device: bool = True) -> None:
+def preflight(config: Any, *, device: bool = True, produced: frozenset[str] = frozenset()) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
     Missing local data files or model directories, a device this machine lacks (unless
     ``device`` is false: a dry run written for another machine) and an unknown verifier are
-    reported first, each naming its key.
+    reported first, each naming its key. ``produced``: data files an earlier pipeline stage
+    will write (not checked for existence).
     """
     from rlvr.data import check_source
     from rlvr.models import looks_like_path, preset_names, torch_device
@@ -267,7 +270,7 @@ def preflight(config: Any, *, device: bool = True) -> None:
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
-        if source and not source.startswith(tuple(GENERATED)):
+        if source and not source.startswith(tuple(GENERATED)) and source not in produced:
             try:
                 check_source(source)
             except ValueError as err:

@@ -1,0 +1,211 @@
+"""Decontamination: drop training prompts that share an n-gram with an evaluation set.
+
+Klear-Reasoner (klear-reasoner-gppo.txt sec. 2.1, 2.2, 4.1) removes every training prompt with
+a **9-gram** overlap with the evaluation problems. Here both sides are tokenised by
+:func:`rlvr.data.text.tokens` (case, whitespace, LaTeX spacing and punctuation ignored);
+a prompt is contaminated when some ``n`` consecutive tokens of it are also ``n``
+consecutive tokens of one evaluation problem. Prompts or problems with fewer than ``n``
+tokens have no n-gram and never match.
+
+:class:`NgramIndex` keeps one 64-bit hash per evaluation n-gram (a dict from hash to where
+the n-gram is); a hit is confirmed against the problem's own tokens, so a hash collision
+never drops a prompt. A prompt's windows that hold a token no evaluation problem has are
+skipped without hashing.
+
+A set whose problems share an instruction of ``n`` tokens or more (reasoning-gym's "State
+the final answer to the following arithmetic problem:" is 9 tokens) contaminates every
+prompt that carries the same instruction. ``common=K`` cuts the n-grams found in ``K`` or
+more evaluation problems out of both sides before they are compared, so only the problems'
+own text is (Klear's rule is ``common=0``: nothing cut; its sets are natural-language
+problems).
+
+An evaluation SET is named as ``rlvr eval --data`` names it: a named dataset (``math500``,
+``aime2024``, ...: read from the Hub or its local cache), a ``.jsonl`` / ``.parquet`` file, a
+hub name or dataset directory, optionally with ``::FIELDS`` (a field mapping or a prompt
+field); or a generated held-out set, ``reasoning_gym:<task>`` / ``code_tasks:<family>``, as
+``rlvr train`` generates it with the default ``data.gym`` (200 problems, seed 1,000,000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.data.fields import DATASETS
+from rlvr.data.loading import Row, looks_like_path, read_hf
+from rlvr.data.rowfiles import StepReport, prompt_field, read_rows, row_prompts, write_step
+from rlvr.data.text import tokens
+
+GYM_EVAL_SIZE = 200
+"""Problems in a generated held-out set (``data.gym.eval_size``'s default)."""
+GYM_EVAL_SEED = 1_000_000
+"""Seed of a generated held-out set (``data.gym``'s default held-out seed)."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """The first n-gram a prompt shares with an evaluation problem."""
+
+    ngram: str
+    """The shared tokens, joined by spaces."""
+    set: str
+    """The evaluation set, as it was named."""
+    where: str
+    """The problem in it (file and line, or row number)."""
+
+
+class NgramIndex:
+    """Hashed n-grams of evaluation problems; :meth:`match` finds a prompt's first shared one.
+
+    ``common=K`` (> 0) cuts every n-gram found in ``K`` or more problems out of the problems
+    and the prompts before they are compared (a shared instruction), so only their own
+    text is compared.
+    """
+
+    def __init__(self, n: int = 9, common: int = 0) -> None:
+        if n < 1:
+            raise ValueError(f"ngram must be >= 1, got {n}")
+        if common < 0:
+            raise ValueError(f"common must be >= 0, got {common}")
+        self.n, self.common = n, common
+        self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
+        self._own: list[list[str]] = []  # each problem's tokens, common n-grams cut out
+        self._grams: dict[int, tuple[int, int]] | None = None  # hash -> (problem, position)
+        self._counts: dict[int, int] = {}  # hash -> problems holding it (common > 0)
+        self._vocab: set[str] = set()
+
+    def __len__(self) -> int:
+        """Distinct n-grams indexed."""
+        return len(self._index())
+
+    def add(self, set_name: str, where: str, text: str) -> None:
+        """Add one evaluation problem."""
+        toks = tokens(text)
+        self._problems.append((set_name, where, toks))
+        self._vocab.update(toks)
+        self._grams = None
+        if self.common:
+            for key in {hash(tuple(toks[i : i + self.n])) for i in range(len(toks) - self.n + 1)}:
+                self._counts[key] = self._counts.get(key, 0) + 1
+
+    def own(self, toks: list[str]) -> list[str]:
+        """``toks`` with the n-grams common to ``common`` or more problems cut out."""
+        if not self.common:
+            return toks
+        covered = [False] * len(toks)
+        for i in range(len(toks) - self.n + 1):
+            if self._counts.get(hash(tuple(toks[i : i + self.n])), 0) >= self.common:
+                covered[i : i + self.n] = [True] * self.n
+        return [tok for tok, cut in zip(toks, covered, strict=True) if not cut]
+
+    def _index(self) -> dict[int, tuple[int, int]]:
+        """Hash of each n-gram of the problems' own tokens -> its first (problem, position)."""
+        if self._grams is None:
+            self._own = [self.own(toks) for _, _, toks in self._problems]
+            self._grams = {}
+            for problem, toks in enumerate(self._own):
+                for i in range(len(toks) - self.n + 1):
+                    self._grams.setdefault(hash(tuple(toks[i : i + self.n])), (problem, i))
+        return self._grams
+
+    def match(self, text: str) -> Match | None:
+        """The first n-gram of ``text`` found in an indexed problem, else ``None``."""
+        grams, n, known, start = self._index(), self.n, self._vocab, 0
+        toks = self.own(tokens(text))
+        for i, tok in enumerate(toks):
+            if tok not in known:
+                start = i + 1
+            elif i + 1 - start >= n:
+                gram = tuple(toks[i + 1 - n : i + 1])
+                hit = grams.get(hash(gram))
+                if hit is not None and tuple(self._own[hit[0]][hit[1] : hit[1] + n]) == gram:
+                    set_name, where, _ = self._problems[hit[0]]
+                    return Match(" ".join(gram), set_name, where)
+        return None
+
+
+def eval_set_rows(spec: str) -> tuple[list[Row], str]:
+    """``(rows, prompt field)`` of an evaluation SET (see the module docstring)."""
+    source, _, fields = spec.partition("::")
+    kind, colon, task = source.partition(":")
+    if colon and kind in ("reasoning_gym", "code_tasks") and not Path(source).exists():
+        return _generated(kind, task), "question"
+    if source in DATASETS:
+        named = DATASETS[source]
+        rows = list(read_hf(named.hub, split=named.split, configs=named.configs))
+        return rows, prompt_field(rows, fields or named.fields)
+    if looks_like_path(source) or Path(source).expanduser().is_file():
+        rows = read_rows(source)
+    else:
+        rows = list(read_hf(source, split="test"))
+    if not rows:
+        raise ValueError(f"{spec}: no rows")
+    return rows, prompt_field(rows, fields or None)
+
+
+def _generated(kind: str, task: str) -> list[Row]:
+    if kind == "code_tasks":
+        from rlvr.data.code_tasks import code_task_rows
+
+        made = code_task_rows(task, size=GYM_EVAL_SIZE, seed=GYM_EVAL_SEED)
+    else:
+        from rlvr.data.gym import gym_rows
+
+        made = gym_rows(task, size=GYM_EVAL_SIZE, seed=GYM_EVAL_SEED)
+    return [(f"{kind}:{task} #{i}", row) for i, row in enumerate(made)]
+
+
+def build_index(sets: Sequence[str], n: int = 9, common: int = 0) -> NgramIndex:
+    """An :class:`NgramIndex` over every problem of the named evaluation sets."""
+    if not sets:
+        raise ValueError("no evaluation set to decontaminate against")
+    index = NgramIndex(n, common)
+    for spec in sets:
+        rows, field = eval_set_rows(spec)
+        for (where, _), text in zip(rows, row_prompts(rows, field), strict=True):
+            index.add(spec, where, text)
+    return index
+
+
+def decontaminate_rows(
+    rows: list[Row], prompts: list[str], index: NgramIndex
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(kept rows, dropped)``; each dropped item is ``{"reason": "contaminated", "ngram",
+    "set", "set_where", "where", "row"}``."""
+    kept, dropped = [], []
+    for (where, row), prompt in zip(rows, prompts, strict=True):
+        hit = index.match(prompt)
+        if hit is None:
+            kept.append(row)
+        else:
+            dropped.append(
+                {
+                    "reason": "contaminated",
+                    "ngram": hit.ngram,
+                    "set": hit.set,
+                    "set_where": hit.where,
+                    "where": where,
+                    "row": row,
+                }
+            )
+    return kept, dropped
+
+
+def decontaminate_file(
+    source: str | Path,
+    output: str | Path,
+    against: Sequence[str],
+    *,
+    n: int = 9,
+    common: int = 0,
+    field: str | None = None,
+) -> StepReport:
+    """Drop the rows of ``source`` sharing an ``n``-gram with a set in ``against``; the kept
+    rows go to ``output``, the dropped ones (with the n-gram and set) to ``<stem>.dropped.jsonl``;
+    n-grams found in ``common`` or more evaluation problems are ignored (0: none are)."""
+    index = build_index(against, n, common)
+    rows = read_rows(source)
+    kept, dropped = decontaminate_rows(rows, row_prompts(rows, prompt_field(rows, field)), index)
+    return write_step(kept, dropped, output)

@@ -1,0 +1,58 @@
+r"""Normalised prompt text: the tokens deduplication and decontamination compare.
+
+:func:`tokens` turns a prompt into a list of word tokens, so that two prompts that differ
+only in layout compare equal:
+
+1. Unicode NFKC (full-width digits, ligatures and non-breaking spaces become their plain
+   forms), then lower case;
+2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
+   ``~`` ``\left`` ``\right``, and the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
+3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, LaTeX
+   command names (``\frac``), and each remaining symbol (``+``, ``^``, ``=``, ``(``);
+   whitespace and the punctuation ``. , ; : ? ! ' "`` and braces ``{ }`` separate tokens
+   and are not tokens themselves.
+
+So ``"Find $x^2 + 1$."``, ``"find x^2+1"`` and ``"FIND  $x ^{2}+1$ ."`` all give
+``["find", "x", "^", "2", "+", "1"]``. A chat prompt's text is its user messages' contents,
+joined by new lines (the system message is an instruction, not the problem).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+_LATEX_NOISE = re.compile(r"\\(?:quad|qquad|left|right)(?![a-z])|\\[,;:! ()\[\]]|[~$]")
+_TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+|\\[a-z]+|[^\s.,;:?!'\"{}\w]|_")
+
+
+def tokens(text: str) -> list[str]:
+    r"""The normalised word tokens of ``text`` (see the module docstring).
+
+    >>> tokens(r"Find $\frac{1}{2} + x^{2}$, please.")
+    ['find', '\\frac', '1', '2', '+', 'x', '^', '2', 'please']
+    >>> tokens("What is 3.5\\,kg?") == tokens("what is 3.5 KG")
+    True
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    return _TOKEN.findall(_LATEX_NOISE.sub(" ", text))
+
+
+def normalized(text: str) -> str:
+    """The tokens of ``text`` joined by single spaces: the key exact deduplication compares.
+
+    >>> normalized("  Solve  x+1=2. ") == normalized("solve x + 1 = 2")
+    True
+    """
+    return " ".join(tokens(text))
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of a prompt: a string as it is, chat messages as their user contents."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt):
+        users = [str(m.get("content", "")) for m in prompt if m.get("role") == "user"]
+        return "\n".join(users or [str(m.get("content", "")) for m in prompt])
+    raise ValueError(f"a prompt must be a string or a list of chat messages, got {prompt!r:.80}")

@@ -1,0 +1,113 @@
+"""dedup and decontaminate on hand-made sets: what is dropped, what is kept, and why."""
+
+import json
+
+import pytest
+
+from rlvr.cli.data import main as data_main
+from rlvr.data.contamination import GYM_EVAL_SEED, GYM_EVAL_SIZE, NgramIndex
+from rlvr.data.text import normalized, tokens
+
+EVAL = "Let a b c d e f g h i j be ten distinct primes. Find their sum."
+# 9 consecutive eval tokens ("c d e f g h i j be"), re-spaced and re-cased
+NINE = "Consider C  d e f G h i j BE, then stop."
+# 8 consecutive eval tokens ("c d e f g h i j"), then a different word
+EIGHT = "Consider c d e f g h i j now, then stop."
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _read(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_tokens_ignore_case_space_latex_spacing_and_punctuation():
+    assert tokens(r"Find $\frac{1}{2}\,x^{2}$!") == ["find", r"\frac", "1", "2", "x", "^", "2"]
+    assert normalized(r"\left( x \right)\quad+ 1") == normalized("(x)+1") == "( x ) + 1"
+    assert normalized("What is 3.5?") != normalized("What is 35?")
+
+
+def test_index_matches_nine_not_eight():
+    index = NgramIndex(9)
+    index.add("eval", "eval.jsonl:1", EVAL)
+    hit = index.match(NINE)
+    assert hit is not None
+    assert (hit.ngram, hit.set, hit.where) == ("c d e f g h i j be", "eval", "eval.jsonl:1")
+    assert index.match(EIGHT) is None
+    assert NgramIndex(8).match(EIGHT) is None  # empty index
+    eight = NgramIndex(8)
+    eight.add("eval", "x", EVAL)
+    assert eight.match(EIGHT).ngram == "c d e f g h i j"
+
+
+def test_index_confirms_hash_hits(monkeypatch):
+    """Two different n-grams with the same hash: the prompt is kept."""
+    import builtins
+
+    index = NgramIndex(2)
+    monkeypatch.setattr(builtins, "hash", lambda gram: 7)
+    index.add("eval", "x", "alpha beta")
+    assert index.match("beta alpha") is None
+    assert index.match("alpha beta").ngram == "alpha beta"
+
+
+def test_dedup_and_decontaminate_cli(tmp_path, capsys):
+    rows = [
+        {"id": 1, "prompt": NINE},
+        {"id": 2, "prompt": "How many primes are below 10?"},
+        {"id": 3, "prompt": "how many  PRIMES are below 10"},
+        {"id": 4, "prompt": EIGHT},
+        {"id": 5, "prompt": [{"role": "user", "content": "Sum the digits of 2024."}]},
+    ]
+    src = _write(tmp_path / "train.jsonl", rows)
+    evals = _write(tmp_path / "eval.jsonl", [{"problem": "Unrelated."}, {"problem": EVAL}])
+    assert data_main(["dedup", str(src), "-o", str(tmp_path / "u.jsonl")]) == 0
+    assert "kept 4 of 5 (dropped 1 duplicate)" in capsys.readouterr().out
+    assert [r["id"] for r in _read(tmp_path / "u.jsonl")] == [1, 2, 4, 5]
+    (dup,) = _read(tmp_path / "u.dropped.jsonl")
+    assert (dup["reason"], dup["duplicate_of"], dup["row"]["id"]) == (
+        "duplicate",
+        f"{src}:2",
+        3,
+    )
+    argv = ["decontaminate", str(tmp_path / "u.jsonl"), "--against", str(evals), "--ngram", "9"]
+    assert data_main([*argv, "-o", str(tmp_path / "c.jsonl")]) == 0
+    assert "kept 3 of 4 (dropped 1 contaminated)" in capsys.readouterr().out
+    assert [r["id"] for r in _read(tmp_path / "c.jsonl")] == [2, 4, 5]
+    (bad,) = _read(tmp_path / "c.dropped.jsonl")
+    assert bad["ngram"] == "c d e f g h i j be"
+    assert (bad["set"], bad["set_where"], bad["row"]["id"]) == (str(evals), f"{evals}:2", 1)
+
+
+def test_generated_sets_are_trains_held_out_sets():
+    """``reasoning_gym:<task>`` as a SET is the held-out set ``rlvr train`` generates."""
+    from rlvr.train.config import GymConfig
+
+    assert (GymConfig().eval_size, GymConfig().held_out_seed) == (GYM_EVAL_SIZE, GYM_EVAL_SEED)
+
+
+def test_bad_input_is_one_clear_error(tmp_path):
+    src = _write(tmp_path / "t.jsonl", [{"query": "x"}])
+    with pytest.raises(ValueError, match="no prompt field"):
+        data_main.__wrapped__(["dedup", str(src), "-o", str(tmp_path / "o.jsonl")])
+    with pytest.raises(ValueError, match="ngram must be >= 1"):
+        NgramIndex(0)
+
+
+def test_common_ngrams_of_a_template_can_be_cut_out():
+    """reasoning-gym's 9-token instruction is in every problem: ``common`` cuts it out."""
+    head = "State the final answer to the following arithmetic problem:"
+    problems = [f"{head} 1 + 2 + 3 + 4 + 5 =", f"{head} 3 - 4 =", f"{head} 5 + 6 ="]
+    literal, cut = NgramIndex(9), NgramIndex(9, common=3)
+    for i, text in enumerate(problems):
+        literal.add("eval", str(i), text)
+        cut.add("eval", str(i), text)
+    assert literal.match(f"{head} 7 + 8 =").ngram == normalized(head)
+    assert cut.match(f"{head} 7 + 8 =") is None
+    assert cut.match(f"{head} 1 + 2 =") is None  # no n-gram straddles the instruction's end
+    hit = cut.match(f"Compute {head} 1 + 2 + 3 + 4 + 5 + 6")  # the problem's own 9 tokens
+    assert (hit.ngram, hit.where) == ("1 + 2 + 3 + 4 + 5", "0")
+    assert len(cut) == 2  # "1 + 2 + 3 + 4 + 5" and "+ 2 + 3 + 4 + 5 ="

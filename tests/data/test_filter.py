@@ -1,0 +1,196 @@
+"""rlvr data filter: keeps exactly the prompts whose measured pass rate meets the rule, and
+resumes after a kill without sampling finished prompts again (stub sampler, known outputs)."""
+
+import json
+
+import pytest
+import torch
+
+from rlvr.evaluation.filtering import FilterJob, filter_file, passrates_file
+from rlvr.evaluation.harness import EvalConfig
+from rlvr.evaluation.keep_rule import parse_rule
+from rlvr.generation.base import Generation
+from rlvr.rewards import ScoringConfig, get_verifier
+
+N = 4
+# prompt "q<i>" (answer 7) gets i correct completions of 4: pass rates 0, .25, .5, .75, 1
+ROWS = [{"id": f"p{i}", "prompt": f"q{i}", "answer": "7"} for i in range(5)]
+
+
+class CharTokenizer:
+    """Characters as token ids; no chat template, no BOS."""
+
+    chat_template = None
+    bos_token_id = None
+
+    def __call__(self, texts, add_special_tokens=True):
+        if isinstance(texts, str):
+            return {"input_ids": [ord(c) for c in texts]}
+        return {"input_ids": [[ord(c) for c in t] for t in texts]}
+
+
+class KnownSampler:
+    """Prompt ``q<i>``: ``i`` completions ``\\boxed{7}``, the rest ``\\boxed{0}``; raises
+    ``Killed`` on call number ``kill_at`` (counting from 0)."""
+
+    def __init__(self, kill_at=None):
+        self.calls, self.sampled, self.kill_at = 0, [], kill_at
+
+    def generate(self, prompt_ids, *, n, sampling):
+        if self.calls == self.kill_at:
+            raise Killed
+        self.calls += 1
+        prompts = ["".join(map(chr, ids)) for ids in prompt_ids]
+        self.sampled += prompts
+        texts = [
+            "\\boxed{7}" if j < int(p[1:]) else "\\boxed{0}" for p in prompts for j in range(n)
+        ]
+        rows = len(texts)
+        return Generation(
+            prompt_ids=torch.ones(rows, 1, dtype=torch.long),
+            prompt_mask=torch.ones(rows, 1, dtype=torch.long),
+            response_ids=torch.ones(rows, 2, dtype=torch.long),
+            response_mask=torch.ones(rows, 2, dtype=torch.long),
+            truncated=torch.zeros(rows, dtype=torch.bool),
+            texts=texts,
+            prompt_index=[i // n for i in range(rows)],
+        )
+
+
+class Killed(Exception):
+    """Stands for the process being killed."""
+
+
+def _run(tmp_path, keep, sampler, out="kept.jsonl"):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    config = EvalConfig(n=N, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    job = FilterJob(parse_rule(keep, N), config, model="stub")
+    return filter_file(
+        src,
+        tmp_path / out,
+        job,
+        model=torch.nn.Linear(1, 1),
+        tokenizer=CharTokenizer(),
+        verifier=get_verifier("math"),
+        sampler=sampler,
+    )
+
+
+def _ids(path):
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("keep", "kept"),
+    [
+        ("mean>=0.5", ["p2", "p3", "p4"]),
+        ("mean>0.5", ["p3", "p4"]),
+        ("0<mean<1", ["p1", "p2", "p3"]),
+        ("pass@4>0.5", ["p1", "p2", "p3", "p4"]),  # pass@n: any correct completion
+        ("pass@2>0.5", ["p2", "p3", "p4"]),  # 1 - C(4-c, 2)/C(4, 2): .5 at c=1, 5/6 at c=2
+    ],
+)
+def test_keeps_exactly_the_prompts_meeting_the_rule(tmp_path, keep, kept):
+    report = _run(tmp_path, keep, KnownSampler())
+    assert _ids(tmp_path / "kept.jsonl") == kept
+    assert report.kept == len(kept) and report.dropped == {"rule": 5 - len(kept)}
+    rows = [json.loads(x) for x in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert [r["filter"]["correct"] for r in rows] == [int(i[1:]) for i in kept]
+    assert rows[0]["filter"]["pass_rate"] == int(kept[0][1:]) / N
+
+
+def test_resumes_after_a_kill_without_rescoring(tmp_path):
+    first = KnownSampler(kill_at=2)  # batches [p0 p1] [p2 p3] scored, killed on [p4]
+    with pytest.raises(Killed):
+        _run(tmp_path, "mean>=0.5", first)
+    assert first.sampled == ["q0", "q1", "q2", "q3"]
+    again = KnownSampler()
+    _run(tmp_path, "mean>=0.5", again)
+    assert again.sampled == ["q4"]
+    assert _ids(tmp_path / "kept.jsonl") == ["p2", "p3", "p4"]
+    # another rule re-filters from the recorded scores, sampling nothing
+    third = KnownSampler()
+    _run(tmp_path, "0<mean<1", third)
+    assert third.sampled == [] and _ids(tmp_path / "kept.jsonl") == ["p1", "p2", "p3"]
+
+
+def test_a_cut_off_last_record_is_sampled_again(tmp_path):
+    _run(tmp_path, "mean>=0.5", KnownSampler())
+    scores = passrates_file(tmp_path / "kept.jsonl")
+    text = scores.read_text()
+    scores.write_text(text[: len(text) - 20])  # the kill hit while the last line was written
+    again = KnownSampler()
+    _run(tmp_path, "mean>=0.5", again)
+    assert again.sampled == ["q4"]
+
+
+def test_other_settings_are_refused(tmp_path):
+    _run(tmp_path, "mean>=0.5", KnownSampler())
+    src = tmp_path / "in.jsonl"
+    config = EvalConfig(n=2, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    with pytest.raises(ValueError, match="other settings"):
+        filter_file(
+            src,
+            tmp_path / "kept.jsonl",
+            FilterJob(parse_rule("mean>0", 2), config, model="stub"),
+            model=torch.nn.Linear(1, 1),
+            tokenizer=CharTokenizer(),
+            verifier=get_verifier("math"),
+            sampler=KnownSampler(),
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("mean >> 0.5", "expected MEASURE OP NUMBER"),
+        ("__import__('os')", "expected MEASURE OP NUMBER"),
+        ("1>mean>0", "a window reads"),
+        ("pass@8>0.5", r"k must be in \[1, n=4\]"),
+    ],
+)
+def test_bad_rules_are_refused(text, error):
+    with pytest.raises(ValueError, match=error):
+        parse_rule(text, n=4)
+
+
+def test_rule_windows():
+    rule = parse_rule(" 0.2 <= mean <= 0.8 ")
+    assert [rule.keeps(v) for v in (0.1, 0.2, 0.8, 0.9)] == [False, True, True, False]
+    assert parse_rule("score>0").measured(4, 0, 0.25) == 0.25
+
+
+def test_min_tests_drops_code_problems_with_few_tests(tmp_path):
+    from rlvr.data.code_tasks import code_task_rows
+
+    rows = code_task_rows("all", size=2, seed=0, config={"tests": 3})
+    src = tmp_path / "code.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = EvalConfig(n=1, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    job = FilterJob(parse_rule("mean>=0", 1), config, "code_tasks", min_tests=4, model="stub")
+    report = filter_file(
+        src,
+        tmp_path / "kept.jsonl",
+        job,
+        model=torch.nn.Linear(1, 1),
+        tokenizer=CharTokenizer(),
+        verifier=get_verifier("code"),
+        sampler=KnownSampler(kill_at=0),  # nothing may be sampled
+    )
+    assert report.kept == 0 and report.dropped == {"too_few_tests": 2}
+    dropped = [json.loads(x) for x in report.dropped_file.read_text().splitlines()]
+    assert [d["tests"] for d in dropped] == [3, 3]
+
+
+def test_cli_end_to_end_on_the_tiny_model(tmp_path, tiny_model_dir, capsys):
+    from rlvr.cli.data import main as data_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS[:3]))
+    out = tmp_path / "kept.jsonl"
+    argv = ["filter", str(src), "--model", str(tiny_model_dir), "-n", "2", "--max-tokens", "4"]
+    assert data_main([*argv, "--keep", "mean>=0", "--workers", "0", "-o", str(out)]) == 0
+    assert "kept 3 of 3" in capsys.readouterr().out
+    assert [json.loads(x)["filter"]["n"] for x in out.read_text().splitlines()] == [2, 2, 2]
+    assert data_main([*argv, "--keep", "mean>=0", "-k", "2", "-o", str(out)]) == 2

@@ -81,6 +81,8 @@ _READ_CHUNK = 1 << 16
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
 _DEVICES_WRITE = ("/dev/null",)
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
+_FDS = ("code_fd", "report_fd", "driver_fd", "verdict_fd")
+"""Descriptors a run's bootstrap inherits (named in its config)."""
 logger = logging.getLogger(__name__)
 
 
@@ -173,6 +175,8 @@ class SandboxResult:
     """Seconds from start to reaping, as seen by the caller."""
     cpu_time_s: float
     """User plus system CPU seconds of the child and its reaped descendants."""
+    report: str = ""
+    """Lines the run's test driver reported (see ``driver`` of :func:`run_untrusted`)."""
 
     @property
     def ok(self) -> bool:
@@ -232,7 +236,12 @@ class _Launcher:
 
 @functools.cache
 def _child_source() -> str:
-    return Path(__file__).with_name("_sandbox_child.py").read_text(encoding="utf-8")
+    """The bootstrap, preceded by the plain-data codec its test driver channel uses."""
+    here = Path(__file__).parent
+    parts = [
+        (here / name).read_text(encoding="utf-8") for name in ("plain.py", "_sandbox_child.py")
+    ]
+    return "\n".join(parts)
 
 
 def _rlimits(limits: SandboxLimits) -> dict[str, list[int]]:
@@ -500,7 +509,7 @@ def _spawn(
         stdin=stdin_fd,
         stdout=stdout_fd,
         stderr=stderr_fd,
-        pass_fds=(cfg["code_fd"], cfg["report_fd"]),
+        pass_fds=tuple(cfg[key] for key in _FDS if cfg.get(key) is not None),
         cwd=cfg["workdir"],
         env=_child_env(cfg["workdir"], launcher.runtime),
         start_new_session=True,
@@ -531,15 +540,24 @@ def _owner(launcher: _Launcher, cfg: dict) -> tuple[int, int] | None:
 
 
 def _execute(
-    source: str, stdin: str, limits: SandboxLimits, cfg: dict, launcher: _Launcher
+    source: str,
+    stdin: str,
+    limits: SandboxLimits,
+    cfg: dict,
+    launcher: _Launcher,
+    driver: str | None = None,
 ) -> SandboxResult:
     """Run one child with ``cfg`` (bootstrap config minus fds and directory) and collect it."""
     started = time.monotonic()
     workdir = os.path.realpath(tempfile.mkdtemp(prefix="rlvr-sandbox-"))
     try:
         # stdin lives unnamed in the working directory, so /dev/stdin reopens under Landlock
-        with _temp_file(source) as code_f, _temp_file(stdin, workdir) as stdin_f:
+        with contextlib.ExitStack() as files:
+            code_f = files.enter_context(_temp_file(source))
+            stdin_f = files.enter_context(_temp_file(stdin, workdir))
             cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": workdir}
+            if driver is not None:
+                cfg["driver_fd"] = files.enter_context(_temp_file(driver)).fileno()
             if cfg["landlock"] is not None:
                 cfg["landlock"] = {**cfg["landlock"], "write": [workdir, *_DEVICES_WRITE]}
             return _launch(launcher, cfg, stdin_f.fileno(), limits, started)
@@ -554,41 +572,57 @@ def _launch(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     report_r, report_w = os.pipe()
+    verdict_r, verdict_w = os.pipe() if "driver_fd" in cfg else (None, None)
     try:
         try:
             _give_to(_owner(launcher, cfg), cfg["workdir"], stdin_fd, out_w, err_w)
-            pid = _spawn(launcher, {**cfg, "report_fd": report_w}, stdin_fd, out_w, err_w, marker)
+            cfg = {**cfg, "report_fd": report_w, "verdict_fd": verdict_w}
+            pid = _spawn(launcher, cfg, stdin_fd, out_w, err_w, marker)
         except OSError as exc:
             return _sandbox_error(
                 f"could not start the sandboxed program with {launcher.runtime.python}: {exc}",
                 started,
             )
         finally:
-            for fd in (out_w, err_w, report_w):  # the child holds its own copies
-                os.close(fd)
-        return _finish(pid, (out_r, err_r, report_r), marker, limits, started)
+            for fd in (out_w, err_w, report_w, verdict_w):  # the child holds its own copies
+                if fd is not None:
+                    os.close(fd)
+        return _finish(pid, (out_r, err_r, report_r, verdict_r), marker, limits, started)
     finally:
-        for fd in (out_r, err_r, report_r):
-            os.close(fd)
+        for fd in (out_r, err_r, report_r, verdict_r):
+            if fd is not None:
+                os.close(fd)
 
 
 def _report(fd: int) -> tuple[bool, tuple[int, float] | None]:
     """(the bootstrap started, the supervisor's (wait status, CPU s) if it wrote them)."""
-    os.set_blocking(fd, False)
-    data = b""
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 64):
-            data += chunk
+    data = _read_available(fd, 64)
     if len(data) != 13:
         return data[:1] == b"1", None
     status, cpu_us = int.from_bytes(data[1:5], "little"), int.from_bytes(data[5:], "little")
     return True, (status, cpu_us / 1e6)
 
 
+def _read_available(fd: int | None, limit: int = _READ_CHUNK) -> bytes:
+    """What a finished run left in a pipe, up to ``limit`` bytes."""
+    data = b""
+    if fd is None:
+        return data
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while len(data) < limit and (chunk := os.read(fd, limit)):
+            data += chunk
+    return data[:limit]
+
+
 def _finish(
-    pid: int, fds: tuple[int, int, int], marker: str, limits: SandboxLimits, started: float
+    pid: int,
+    fds: tuple[int, int, int, int | None],
+    marker: str,
+    limits: SandboxLimits,
+    started: float,
 ) -> SandboxResult:
-    stdout_fd, stderr_fd, report_fd = fds
+    stdout_fd, stderr_fd, report_fd, verdict_fd = fds
     out = _Output(limits.output_bytes)
     try:
         reason = _collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
@@ -610,6 +644,7 @@ def _finish(
         output_truncated=out.over,
         wall_time_s=time.monotonic() - started,
         cpu_time_s=cpu_s,
+        report=_read_available(verdict_fd).decode("utf-8", errors="replace"),
     )
 
 
@@ -865,8 +900,19 @@ def run_untrusted(
     stdin: str = "",
     limits: SandboxLimits = DEFAULT_LIMITS,
     policy: SandboxPolicy = DEFAULT_POLICY,
+    driver: str | None = None,
 ) -> SandboxResult:
     """Run the Python program ``source`` in a sandbox, feeding it ``stdin``.
+
+    With ``driver`` (Python source), the run has a second process, forked by the bootstrap
+    after every isolation layer is in place and before any untrusted code runs. The program's
+    process runs ``source`` and then serves calls; the driver's process runs ``driver`` with
+    two functions in its globals: ``call_program(name, args, kwargs)`` calls the function
+    ``name`` of the program's namespace, with plain data in and out
+    (:mod:`rlvr.rewards.plain`; the program's exceptions come back by builtin class name),
+    and ``report(text)`` writes a line to :attr:`SandboxResult.report`, a channel the program
+    never holds. Neither returns before the program has run to the end; if the program ends
+    first, the driver leaves with the program's exit status. The run's status is the driver's.
 
     Safe to call from several threads at once (no Python code runs between fork and exec).
     Returns when the child and everything it started are dead and reaped and the working
@@ -882,4 +928,4 @@ def run_untrusted(
     if launcher is None:
         return _sandbox_error(f"no interpreter to run the program: {report.notes[-1]}", started)
     cfg = _run_config(limits, policy, launcher, report)
-    return _execute(source, stdin, limits, cfg, launcher)
+    return _execute(source, stdin, limits, cfg, launcher, driver)

@@ -391,7 +391,9 @@ def _driver(suite: TestSuite, statement: str) -> str:
     stubs = {name: name for name in _program_names(statement, suite)}
     if suite.fn_name is not None:
         stubs["candidate"] = suite.fn_name
-    call = f"run({_PRELUDE!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
+    used = _names_in(statement) | _names_in(suite.setup)
+    prelude = _PRELUDE if used & _prelude_names() else ""  # its imports cost time in every run
+    call = f"run({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
     return _driver_module() + "\n" + call
 
 
@@ -536,6 +538,15 @@ def _bound_names(source: str) -> frozenset[str]:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             )
     return frozenset(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(source: str) -> frozenset[str]:
+    """Every name ``source`` mentions (none if it does not parse)."""
+    try:
+        return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
 
 
 @functools.lru_cache(maxsize=4096)

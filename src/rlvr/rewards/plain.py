@@ -8,10 +8,13 @@ them (``Fraction`` and ``Decimal`` too). Subclasses (a ``namedtuple``, a ``Count
 is made of exact builtin types only, so no code of the program's runs where it is used.
 
 This module uses the standard library only: the sandbox's child bootstrap carries its source
-(:mod:`rlvr.rewards.sandbox`), so it imports ``json`` only when first used.
+(:mod:`rlvr.rewards.sandbox`). The text is JSON, written and read with the C functions of
+``_json`` alone: importing ``json`` would import ``re`` in every test run.
 """
 
 import sys
+from _json import encode_basestring_ascii as _quote
+from _json import scanstring as _unquote
 
 MAX_DEPTH = 64
 """Deepest nesting of a value."""
@@ -25,12 +28,13 @@ def _sequence(tag, items, depth):
     return f'{{"{tag}": [' + ",".join(encode(v, depth + 1) for v in items) + "]}"
 
 
+_WORDS = {"null": None, "true": True, "false": False}
+
+
 def _scalar(value):
     """JSON text of a plain scalar, or None when ``value`` is not one."""
-    import json
-
     if value is None or value is True or value is False:
-        return json.dumps(value)
+        return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, int):
         return f'{{"i": "{int.__index__(value):x}"}}'
     if isinstance(value, float):
@@ -39,12 +43,12 @@ def _scalar(value):
         real, imag = float.__repr__(value.real), float.__repr__(value.imag)
         return f'{{"c": [{{"f": "{real}"}}, {{"f": "{imag}"}}]}}'
     if isinstance(value, str):
-        return json.dumps(str.__str__(value))
+        return _quote(str.__str__(value))
     if isinstance(value, bytes):
         return f'{{"b": "{bytes.hex(value)}"}}'
     decimal = sys.modules.get("decimal")
     if decimal is not None and type(value) is decimal.Decimal:
-        return f'{{"D": {json.dumps(str(value))}}}'
+        return f'{{"D": {_quote(str(value))}}}'
     return None
 
 
@@ -121,15 +125,58 @@ def _decode(node, depth):
     raise NotPlain(f"bad {tag!r} entry")
 
 
+def _skip(text, i):
+    while text[i : i + 1] in (" ", "\n"):
+        i += 1
+    return i
+
+
+def _expect(text, i, char):
+    i = _skip(text, i)
+    if text[i : i + 1] != char:
+        raise NotPlain(f"expected {char!r} at {i}")
+    return i + 1
+
+
+def _parse(text, i, depth):
+    """(JSON value at ``text[i:]``: null, true, false, strings, lists, one-key objects; end)."""
+    if depth > MAX_DEPTH:
+        raise NotPlain("value nested too deeply")
+    i = _skip(text, i)
+    head = text[i : i + 1]
+    if head == '"':
+        return _unquote(text, i + 1, True)
+    if head == "{":
+        key, i = _unquote(text, _expect(text, i + 1, '"'), True)
+        value, i = _parse(text, _expect(text, i, ":"), depth + 1)
+        return {key: value}, _expect(text, i, "}")
+    if head == "[":
+        items, i = [], _skip(text, i + 1)
+        if text[i : i + 1] == "]":
+            return items, i + 1
+        while True:
+            value, i = _parse(text, i, depth + 1)
+            items.append(value)
+            i = _skip(text, i)
+            if text[i : i + 1] != ",":
+                return items, _expect(text, i, "]")
+            i += 1
+    for word, value in _WORDS.items():
+        if text.startswith(word, i):
+            return value, i + len(word)
+    raise NotPlain(f"unexpected text at {i}")
+
+
 def decode(text):
     """The plain value :func:`encode` wrote; raises :class:`NotPlain` for anything else.
 
     >>> decode('[{"i": "-2a"}, {"t": [{"f": "nan"}, "x"]}, {"d": [[{"i": "1"}, null]]}]')
     [-42, (nan, 'x'), {1: None}]
     """
-    import json
-
     try:
-        return _decode(json.loads(text), 0)
+        tree, end = _parse(text, 0, 0)
+        if _skip(text, end) != len(text):
+            raise NotPlain("text after the value")
+        return _decode(tree, 0)
     except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as exc:
         raise NotPlain(str(exc)) from exc

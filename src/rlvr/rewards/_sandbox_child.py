@@ -1,6 +1,7 @@
 """Bootstrap that runs inside every sandboxed child process (stdlib only, never imported).
 
-:mod:`rlvr.rewards.sandbox` reads this file as text and starts
+:mod:`rlvr.rewards.sandbox` reads this file as text, after the text of
+:mod:`rlvr.rewards.plain` (the codec of the test driver's channel), and starts
 ``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
 hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
 run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
@@ -29,6 +30,9 @@ program that failed):
 5. under bubblewrap (``supervise``): a fork; the parent stays behind as a supervisor that waits
    for the program and writes its wait status and CPU time to ``report_fd`` (bubblewrap reports
    neither faithfully), the child closes ``report_fd`` and goes on;
+   with a test driver (``driver_fd`` in the config): a fork into the driver (this process)
+   and the program's process, which closes the driver's descriptors (:func:`_split`); the
+   driver reads its source only now, so the program's process never holds it;
 6. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
    signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
    write, rename, delete or permission change outside the working directory.
@@ -608,7 +612,11 @@ def _drive(program, answers_fd, requests_fd, driver_fd, verdict_fd):
     channel = _Channel(program, answers_fd, requests_fd, verdict_fd)
     source = _read_program(driver_fd)
     namespace = {"__name__": "driver", "call_program": channel.call, "report": channel.report}
-    exec(compile(source, "driver.py", "exec"), namespace)
+    try:
+        exec(compile(source, "driver.py", "exec"), namespace)
+    finally:  # the program's process ends at the end of its requests; its CPU time counts
+        channel.requests.close()
+        os.waitpid(program, 0)
 
 
 def main():

@@ -9,15 +9,15 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
   output the return value (a one-element list wrapping the value is accepted too, as in
   APPS); when the program defines ``class Solution`` with that method, the method of a fresh
   instance is called (LeetCode style), otherwise the top-level function;
-- asserts: a list of assert statements (strings), each run after the program;
+- asserts: a list of assert statements (strings), each one test;
 - HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
   assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
   standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
   the asserts that depend on them), if it uses ``candidate`` and holds an assert that can fail
   (not HumanEval's ``assert True, "..."``), is one more test; the rest of the
-  test module (``METADATA``, imports, helpers) is run after the program as set-up;
+  test module (``METADATA``, imports, helpers) is the tests' set-up;
 - MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
-  with ``test_setup_code`` run after the program (``challenge_test_list`` is not used);
+  with ``test_setup_code`` as their set-up (``challenge_test_list`` is not used);
 - a TACO/APPS row: a dict whose ``input_output`` holds one of the above (JSON text or not).
 
 Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
@@ -27,13 +27,15 @@ rule, the tolerance APPS applies to float answers) and, where the expected token
 integer, the actual one rounds to exactly that integer (``1000000007`` is not
 ``1000000000``). A call passes when the ``repr`` of the
 return value parses back to a value equal to the expected one (tuples read as lists, dict keys
-compared as strings, numbers with the same tolerance). An assert is taken apart where it can
-be (:mod:`rlvr.rewards.asserts`): the child evaluates only the program's part (``add(1, 2)``),
-sends its value back as plain data, and the parent evaluates the expected side and the
-comparison with Python's own semantics; such a test passes when the run exits with status 0
-and the comparison holds. An assert that cannot be taken apart passes when the program and the
-statement both run to the end in the program's interpreter; these are counted
-(``asserts_in_process``, against ``asserts_judged``, see :mod:`rlvr.rewards.events`).
+compared as strings, numbers with the same tolerance). An assert test runs in a test driver
+(:func:`rlvr.rewards.sandbox.run_untrusted` with ``driver``, :mod:`rlvr.rewards._assert_driver`):
+a second interpreter of the same run that no program code touched runs the set-up and the
+test with Python's semantics, calling the program's functions through a pipe with plain data
+in and out (:mod:`rlvr.rewards.plain`); the test passes when the driver reports it ran to the
+end. A test the driver cannot judge (the program's answer is not plain data, or it needs the
+program's classes) fails and is counted (``asserts_unsupported``, against
+``asserts_judged``, see :mod:`rlvr.rewards.events`); ``CodeConfig.in_process`` runs such
+tests in the program's interpreter instead (``asserts_in_process``).
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
 ``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
@@ -45,14 +47,12 @@ tests not started within ``total_time_s`` count as failed. A program that does n
 stops the remaining tests (they would all fail the same way), and so does the first failure
 when ``soft=False``.
 
-What is guaranteed: stdin/stdout, call-style and taken-apart assert verdicts are taken in the
-parent, from output the program produced before it exited, against expected values the
-program never sees, so a program cannot pass by exiting early or by returning an object with a
-permissive ``__eq__``. What is not: asserts that cannot be taken apart run inside the
-program's interpreter, so a program that tampers with that interpreter (rebinding builtins,
-objects equal to everything, reading the harness through frame introspection) can fake them,
-and so can test code inside a taken-apart assert's probe (a set-up helper around the program's
-call runs in the program's interpreter; :mod:`rlvr.rewards.asserts`).
+What is guaranteed: no verdict depends on anything the program's code can change. stdin/stdout
+and call-style verdicts are taken in the parent from the program's output, assert verdicts by
+the driver from the plain values the program returned; rebinding builtins, patching modules,
+tracing, frame introspection, objects equal to everything, forged output and early exits
+change only the program's own interpreter (``tests/rewards/test_tamper.py``). What is not:
+tests run with ``CodeConfig.in_process``, which a program can fake.
 Call-style and assert tests get a prelude
 of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
 stdin/stdout programs run exactly as written. The program sees the standard library only.

@@ -721,7 +721,13 @@ def code_binary_verifier(
 CODE_MODES = ("soft", "binary")
 
 
-@register("code", spec_arg="mode")
+def _check_options(*, mode: str, **_: Any) -> None:
+    """Refuse a bad mode when the verifier is built (the registry calls this)."""
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+
+
+@register("code", spec_arg="mode", check=_check_options, sandboxed=True)
 def code_reward(
     completion: str,
     reference: Any,
@@ -744,12 +750,3 @@ def code_reward(
     _check_options(mode=mode)
     rate = code_verifier(completion, reference, soft=mode == "soft")
     return wrong + (correct - wrong) * rate
-
-
-def _check_options(*, mode: str, **_: Any) -> None:
-    """Refuse a bad mode when the verifier is built (the registry calls this)."""
-    if mode not in CODE_MODES:
-        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
-
-
-code_reward.check_options = _check_options  # type: ignore[attr-defined]

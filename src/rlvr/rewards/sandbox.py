@@ -871,13 +871,6 @@ def isolation_level(mode: str) -> int:
     return len(ISOLATION_MODES) - ISOLATION_MODES.index(mode) if mode in ISOLATION_MODES else 0
 
 
-def sandbox_isolation(verifier_spec: str) -> str | None:
-    """The isolation mode a verifier spec's programs run under, or ``None`` when it runs none."""
-    from rlvr.rewards.registry import parse_spec
-
-    return isolation_mode() if parse_spec(verifier_spec)[0] == "code" else None
-
-
 def _run_config(
     limits: SandboxLimits, policy: SandboxPolicy, launcher: _Launcher, report: IsolationReport
 ) -> dict:

@@ -419,12 +419,15 @@ def test_answers_that_are_not_plain_data_are_not_paid_and_are_counted():
 
 
 def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():
-    reference = ["p = Point(1, 2)\nassert p.x + p.y == 3"]
-    program = "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+    reference = ["p = Point(1, 2)\nassert p.x + p.y == 3", "assert apply(abs, -2) == 2"]
+    program = (
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "def apply(f, x):\n    return f(x)\n"
+    )
     off = run_tests(program, reference, config=FAST)
-    assert (off.passed, off.unsupported, off.in_process) == ((False,), 1, 0)
+    assert (off.passed, off.unsupported, off.in_process) == ((False, False), 2, 0)
     on = run_tests(program, reference, config=replace(FAST, in_process=True))
-    assert (on.passed, on.unsupported, on.in_process) == ((True,), 0, 1)
+    assert (on.passed, on.unsupported, on.in_process) == ((True, True), 0, 2)
 
 
 def test_the_programs_exceptions_and_changes_to_arguments_reach_the_test():

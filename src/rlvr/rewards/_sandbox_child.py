@@ -565,7 +565,12 @@ class _Channel:
         """``name(*args, **kwargs)`` in the program; plain data in, plain data out."""
         self._wait_ready()
         try:
-            self.requests.write(encode([name, list(args), dict(kwargs or {})]).encode() + b"\n")
+            request = encode([name, list(args), dict(kwargs or {})])
+        except (TypeError, ValueError, RecursionError) as exc:  # e.g. a function as argument
+            self.report(f"unsupported arguments of {name}: {exc}")
+            raise ProgramUnsupported(str(exc)) from None
+        try:
+            self.requests.write(request.encode() + b"\n")
             self.requests.flush()
         except BrokenPipeError:
             self._follow_program()

@@ -52,7 +52,7 @@ import os
 import resource
 import sys
 
-EXIT_MEMORY = 251
+EXIT_MEMORY = 251  # the parent (rlvr.rewards.sandbox) imports these three
 EXIT_SETUP = 252
 EXIT_SYNTAX = 253
 

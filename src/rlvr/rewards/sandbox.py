@@ -59,6 +59,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO
 
+# Exit statuses reserved by the child bootstrap; a program that exits with one of them on
+# purpose is classified accordingly.
+from rlvr.rewards._sandbox_child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
 from rlvr.rewards.interpreter import (
     SYSTEM_PATHS,
     Runtime,
@@ -67,11 +70,6 @@ from rlvr.rewards.interpreter import (
     runtime_readable_by_others,
 )
 
-# Exit statuses reserved by the child bootstrap (_sandbox_child.py defines the same numbers);
-# a program that exits with one of them on purpose is classified accordingly.
-EXIT_MEMORY = 251
-EXIT_SETUP = 252
-EXIT_SYNTAX = 253
 MARKER_FLAG = "--rlvr-sandbox="
 """Prefix of the argument that marks every sandboxed process (and its forks) in /proc."""
 ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minimal")

@@ -84,18 +84,10 @@ def _answer(message: tuple, outbox: Connection) -> None:
 
 @dataclass(eq=False)
 class _Helper:
-    helper: Helper
+    link: Helper
     memory_mb: int
     modules: set[str] = field(default_factory=set)
     """Modules already imported in the helper."""
-
-    @property
-    def inbox(self) -> Connection:
-        return self.helper.inbox
-
-    @property
-    def outbox(self) -> Connection:
-        return self.helper.outbox
 
 
 def _spawn(memory_mb: int) -> _Helper:
@@ -103,7 +95,7 @@ def _spawn(memory_mb: int) -> _Helper:
 
 
 def _kill(helper: _Helper) -> None:
-    helper.helper.kill()
+    helper.link.kill()
 
 
 class _Pool:
@@ -117,7 +109,7 @@ class _Pool:
         with self.lock:
             while self.idle:
                 helper = self.idle.pop()
-                if helper.memory_mb == memory_mb and helper.helper.process.poll() is None:
+                if helper.memory_mb == memory_mb and helper.link.process.poll() is None:
                     return helper
                 _kill(helper)
         return _spawn(memory_mb)
@@ -148,18 +140,18 @@ os.register_at_fork(after_in_child=_POOL.forget)
 
 def _wait(helper: _Helper, deadline: float, what: str) -> tuple[bool, Any]:
     """The helper's answer, or :class:`LimitExceeded` once ``deadline`` passes."""
-    while not helper.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
+    while not helper.link.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
         if time.monotonic() >= deadline:
             raise LimitExceeded(what)
     try:
-        return helper.inbox.recv()
+        return helper.link.inbox.recv()
     except (EOFError, OSError) as exc:
         raise LimitExceeded(f"{what}: the helper process died (memory or CPU limit)") from exc
 
 
 def _prepare(helper: _Helper, module: str) -> None:
     if module not in helper.modules:
-        helper.outbox.send(("import", module))
+        helper.link.outbox.send(("import", module))
         ok, error = _wait(helper, time.monotonic() + _START_TIMEOUT_S, f"importing {module}")
         if not ok:
             raise RuntimeError(f"the helper process could not import {module}: {error}")
@@ -183,7 +175,7 @@ def call_bounded(
     helper = _POOL.take(memory_mb)
     try:
         _prepare(helper, fn.__module__)
-        helper.outbox.send(("call", fn, args, timeout_s + 1.0))
+        helper.link.outbox.send(("call", fn, args, timeout_s + 1.0))
         ok, value = _wait(
             helper, time.monotonic() + timeout_s, f"{fn.__name__} ran past {timeout_s:g} s"
         )

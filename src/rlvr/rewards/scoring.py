@@ -160,30 +160,22 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
 
 @dataclass(eq=False)
 class _Worker:
-    helper: Helper
+    link: Helper
     """The worker process (its own session: killing it takes its sandboxes with it)."""
     index: int | None = None
     """Item being scored, or ``None`` when idle."""
     deadline: float = math.inf
 
-    @property
-    def inbox(self) -> Connection:
-        return self.helper.inbox
-
-    @property
-    def outbox(self) -> Connection:
-        return self.helper.outbox
-
 
 def _spawn_worker(verifier: Verifier, timeout_s: float | None) -> _Worker:
     """Start a worker in a fresh interpreter (its own session) and hand it the verifier."""
     worker = _Worker(spawn(_worker_main, own_session=True))
-    worker.outbox.send((verifier, timeout_s))
+    worker.link.outbox.send((verifier, timeout_s))
     return worker
 
 
 def _kill(worker: _Worker) -> None:
-    worker.helper.kill()
+    worker.link.kill()
 
 
 class _Pool:
@@ -208,9 +200,9 @@ class _Pool:
 
     def _start(self) -> _Worker:
         worker = _spawn_worker(self.verifier, self.config.timeout_s)
-        ready = worker.inbox.poll(_START_TIMEOUT_S)
+        ready = worker.link.inbox.poll(_START_TIMEOUT_S)
         try:
-            ready = ready and worker.inbox.recv() == "ready"
+            ready = ready and worker.link.inbox.recv() == "ready"
         except (EOFError, OSError):
             ready = False
         if not ready:
@@ -242,11 +234,11 @@ class _Pool:
         for worker in self.workers:
             if worker.index is None and pending:
                 index = pending.popleft()
-                worker.outbox.send((index, *items[index]))
+                worker.link.outbox.send((index, *items[index]))
                 worker.index, worker.deadline = index, time.monotonic() + self._hard_limit()
 
     def _collect(self, results: list) -> None:
-        busy = {w.inbox: w for w in self.workers if w.index is not None}
+        busy = {w.link.inbox: w for w in self.workers if w.index is not None}
         if not busy:
             return
         wait_s = max(0.0, min(w.deadline for w in busy.values()) - time.monotonic())
@@ -273,10 +265,10 @@ class _Pool:
     def close(self) -> None:
         for worker in self.workers:
             with contextlib.suppress(OSError, ValueError):
-                worker.outbox.send(None)
+                worker.link.outbox.send(None)
         for worker in self.workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.helper.process.wait(timeout=2)
+                worker.link.process.wait(timeout=2)
             _kill(worker)
         self.workers = []
 

@@ -122,6 +122,7 @@ _PATH_EVENTS = {
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_DEVICES_WRITE = ("/dev/null",)  # besides the working directory, under Landlock
 
 
 class _Libc:
@@ -405,33 +406,33 @@ def _setup(cfg, steps):
     or, with a test driver, in both of its processes (see :func:`_split`)."""
     libc = _Libc()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cfg["pdeathsig"]:
-        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
-    if cfg["userns"]:
+    if cfg.parent_death_signal:
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg.parent)
+    if cfg.user_namespace:
         steps.run("user_namespace", _enter_user_namespace, libc)
-    if cfg["netns"]:
+    if cfg.network_namespace:
         steps.run("network_namespace", libc.call, "unshare", _CLONE_NEWNET)
-    in_pidns = cfg["pidns"] and steps.run("pid_namespace", _enter_pid_namespace, libc)
-    steps.run("rlimits", _set_rlimits, cfg["rlimits"])
-    if cfg["uid"] is not None:
-        steps.run("uid_drop", _drop_privileges, cfg["uid"], cfg["gid"])
-        if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
-            steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
-    if "nproc" in cfg:
-        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
-    if cfg["prctl"]:  # these use the same ctypes access
-        steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
-    if cfg["landlock"]:
-        rules = cfg["landlock"]
-        steps.run("landlock", libc.landlock, rules["read"], rules["write"])
-    if cfg["supervise"]:
-        steps.run("supervisor", _supervise_program, cfg["report_fd"])
-    role = _split(cfg) if cfg.get("driver_fd") is not None else None
-    if cfg["hook"]:
-        steps.run("audit_hook", sys.addaudithook, _make_hook(cfg["workdir"]))
+    in_pidns = cfg.pid_namespace and steps.run("pid_namespace", _enter_pid_namespace, libc)
+    steps.run("rlimits", _set_rlimits, cfg.rlimits)
+    if cfg.uid is not None:
+        steps.run("uid_drop", _drop_privileges, cfg.uid, cfg.gid)
+        if cfg.parent_death_signal and not in_pidns:  # a uid change clears it; init has it
+            steps.run("parent_death_signal", _die_with_parent, libc, cfg.parent)
+    if cfg.nproc is not None:
+        nproc = (cfg.nproc, cfg.nproc)
+        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, nproc)
+    steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if cfg.landlock_read is not None:
+        write = (cfg.workdir, *_DEVICES_WRITE)
+        steps.run("landlock", libc.landlock, cfg.landlock_read, write)
+    if cfg.supervise:
+        steps.run("supervisor", _supervise_program, cfg.report_fd)
+    role = _split(cfg) if cfg.driver_fd is not None else None
+    if cfg.audit_hook:
+        steps.run("audit_hook", sys.addaudithook, _make_hook(cfg.workdir))
     _forget_ctypes()
-    for name in cfg["unset_env"]:
+    for name in cfg.unset_env:
         os.environ.pop(name, None)
     return role
 
@@ -494,12 +495,12 @@ def _split(cfg):
     answers_r, answers_w = os.pipe()
     program = os.fork()
     if program == 0:
-        for fd in (requests_w, answers_r, cfg["driver_fd"], cfg["verdict_fd"]):
+        for fd in (requests_w, answers_r, cfg.driver_fd, cfg.verdict_fd):
             os.close(fd)
         return ("program", requests_r, answers_w)
     os.close(requests_r)
     os.close(answers_w)
-    return ("driver", program, answers_r, requests_w, cfg["driver_fd"], cfg["verdict_fd"])
+    return ("driver", program, answers_r, requests_w, cfg.driver_fd, cfg.verdict_fd)
 
 
 def _answer(namespace, line):
@@ -624,15 +625,22 @@ def _drive(program, answers_fd, requests_fd, driver_fd, verdict_fd):
         os.waitpid(program, 0)
 
 
+class _Config:
+    """The parent's ``ChildConfig`` (:mod:`rlvr.rewards.sandbox`), its fields as attributes."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
+
+
 def main():
-    cfg = marshal.loads(bytes.fromhex(sys.argv[2]))
-    os.write(cfg["report_fd"], b"1")
-    if not cfg["supervise"]:
-        os.close(cfg["report_fd"])
-    source = _read_program(cfg["code_fd"])
-    steps = _Steps(cfg["probe"])
+    cfg = _Config(marshal.loads(bytes.fromhex(sys.argv[2])))
+    os.write(cfg.report_fd, b"1")
+    if not cfg.supervise:
+        os.close(cfg.report_fd)
+    source = _read_program(cfg.code_fd)
+    steps = _Steps(cfg.probe)
     role = _setup(cfg, steps)
-    if cfg["probe"]:
+    if cfg.probe:
         steps.run("usable", _check_usable)
         if steps.report.get("landlock") is True:
             steps.run("landlock_denies", _check_landlock_denies)

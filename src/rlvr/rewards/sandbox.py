@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO
 
@@ -77,10 +77,7 @@ ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minim
 
 _READ_CHUNK = 1 << 16
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
-_DEVICES_WRITE = ("/dev/null",)
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
-_FDS = ("code_fd", "report_fd", "driver_fd", "verdict_fd")
-"""Descriptors a run's bootstrap inherits (named in its config)."""
 logger = logging.getLogger(__name__)
 
 
@@ -230,6 +227,56 @@ class _Launcher:
     """uid/gid that bubblewrap is started as (root handing the run to an unprivileged user)."""
     inner_ids: tuple[int, int] | None = None
     """uid/gid inside bubblewrap's user namespace when bubblewrap itself stays root."""
+
+
+@dataclass(frozen=True)
+class ChildConfig:
+    """What the bootstrap of one run is told: the one message from the parent to the child,
+    sent as a ``marshal`` dump of its fields (the child reads them as attributes)."""
+
+    probe: bool
+    """Try every layer, record failures instead of stopping, print what worked, run nothing."""
+    user_namespace: bool
+    network_namespace: bool
+    pid_namespace: bool
+    uid: int | None
+    """uid/gid to drop to (root only), or None."""
+    gid: int | None
+    rlimits: dict[str, list[int]]
+    """``RLIMIT_*`` name -> [soft, hard]."""
+    audit_hook: bool
+    parent_death_signal: bool
+    parent: int
+    """pid of the caller (the parent-death signal checks it is still there)."""
+    landlock_read: tuple[str, ...] | None
+    """Paths Landlock lets the program read; None: no Landlock."""
+    unset_env: tuple[str, ...]
+    """Variables removed before the program runs (the interpreter's own)."""
+    supervise: bool
+    """Under bubblewrap: fork a supervisor that reports the program's status and CPU time."""
+    nproc: int | None
+    """``RLIMIT_NPROC``, or None when it cannot apply (no dedicated uid)."""
+    disk_bytes: int
+    """Read by the parent only: the size of bubblewrap's tmpfs."""
+    workdir: str = ""
+    """The run's working directory, the only writable place."""
+    code_fd: int = -1
+    """Descriptor of the program's source."""
+    report_fd: int = -1
+    """Descriptor the bootstrap reports on (started; the supervisor's status)."""
+    driver_fd: int | None = None
+    """Descriptor of the test driver's source (see :func:`run_untrusted`), or None."""
+    verdict_fd: int | None = None
+    """Descriptor the driver reports on."""
+
+    def message(self) -> str:
+        """The hex ``marshal`` dump the child's command line carries."""
+        return marshal.dumps({f.name: getattr(self, f.name) for f in fields(self)}).hex()
+
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors the child inherits."""
+        held = (self.code_fd, self.report_fd, self.driver_fd, self.verdict_fd)
+        return tuple(fd for fd in held if fd is not None)
 
 
 @functools.cache
@@ -494,22 +541,27 @@ def _bwrap_argv(launcher: _Launcher, workdir: str, disk_bytes: int) -> list[str]
 
 
 def _spawn(
-    launcher: _Launcher, cfg: dict, stdin_fd: int, stdout_fd: int, stderr_fd: int, marker: str
+    launcher: _Launcher,
+    cfg: ChildConfig,
+    stdin_fd: int,
+    stdout_fd: int,
+    stderr_fd: int,
+    marker: str,
 ) -> int:
     """Start the bootstrap in its own session; returns its pid."""
     python = [launcher.runtime.python, "-I", "-S", "-X", "utf8", "-c", _child_source()]
-    python += [MARKER_FLAG + marker, marshal.dumps(cfg).hex()]
+    python += [MARKER_FLAG + marker, cfg.message()]
     if launcher.bwrap is not None:
-        python = [*_bwrap_argv(launcher, cfg["workdir"], cfg["disk_bytes"]), *python]
+        python = [*_bwrap_argv(launcher, cfg.workdir, cfg.disk_bytes), *python]
     ids = launcher.run_as
     proc = subprocess.Popen(
         python,
         stdin=stdin_fd,
         stdout=stdout_fd,
         stderr=stderr_fd,
-        pass_fds=tuple(cfg[key] for key in _FDS if cfg.get(key) is not None),
-        cwd=cfg["workdir"],
-        env=_child_env(cfg["workdir"], launcher.runtime),
+        pass_fds=cfg.fds(),
+        cwd=cfg.workdir,
+        env=_child_env(cfg.workdir, launcher.runtime),
         start_new_session=True,
         user=None if ids is None else ids[0],
         group=None if ids is None else ids[1],
@@ -530,18 +582,18 @@ def _give_to(owner: tuple[int, int] | None, workdir: str, *fds: int) -> None:
             os.fchown(fd, *owner)
 
 
-def _owner(launcher: _Launcher, cfg: dict) -> tuple[int, int] | None:
+def _owner(launcher: _Launcher, cfg: ChildConfig) -> tuple[int, int] | None:
     """The uid/gid the program's files belong to on the host, when not the caller's."""
     if launcher.run_as is not None:
         return launcher.run_as
-    return None if cfg["uid"] is None else (cfg["uid"], cfg["gid"])
+    return None if cfg.uid is None or cfg.gid is None else (cfg.uid, cfg.gid)
 
 
 def _execute(
     source: str,
     stdin: str,
     limits: SandboxLimits,
-    cfg: dict,
+    cfg: ChildConfig,
     launcher: _Launcher,
     driver: str | None = None,
 ) -> SandboxResult:
@@ -553,28 +605,26 @@ def _execute(
         with contextlib.ExitStack() as files:
             code_f = files.enter_context(_temp_file(source))
             stdin_f = files.enter_context(_temp_file(stdin, workdir))
-            cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": workdir}
+            cfg = replace(cfg, code_fd=code_f.fileno(), workdir=workdir)
             if driver is not None:
-                cfg["driver_fd"] = files.enter_context(_temp_file(driver)).fileno()
-            if cfg["landlock"] is not None:
-                cfg["landlock"] = {**cfg["landlock"], "write": [workdir, *_DEVICES_WRITE]}
+                cfg = replace(cfg, driver_fd=files.enter_context(_temp_file(driver)).fileno())
             return _launch(launcher, cfg, stdin_f.fileno(), limits, started)
     finally:
         _remove_tree(workdir)
 
 
 def _launch(
-    launcher: _Launcher, cfg: dict, stdin_fd: int, limits: SandboxLimits, started: float
+    launcher: _Launcher, cfg: ChildConfig, stdin_fd: int, limits: SandboxLimits, started: float
 ) -> SandboxResult:
     marker = secrets.token_hex(12)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     report_r, report_w = os.pipe()
-    verdict_r, verdict_w = os.pipe() if "driver_fd" in cfg else (None, None)
+    verdict_r, verdict_w = os.pipe() if cfg.driver_fd is not None else (None, None)
     try:
         try:
-            _give_to(_owner(launcher, cfg), cfg["workdir"], stdin_fd, out_w, err_w)
-            cfg = {**cfg, "report_fd": report_w, "verdict_fd": verdict_w}
+            _give_to(_owner(launcher, cfg), cfg.workdir, stdin_fd, out_w, err_w)
+            cfg = replace(cfg, report_fd=report_w, verdict_fd=verdict_w)
             pid = _spawn(launcher, cfg, stdin_fd, out_w, err_w, marker)
         except OSError as exc:
             return _sandbox_error(
@@ -661,33 +711,29 @@ def _config(
     ids: tuple[int, int] | None = None,
     landlock: bool = False,
     probe: bool = False,
-) -> dict:
+) -> ChildConfig:
     """Bootstrap config (without the per-run fds and directory)."""
     namespaces = namespaces or dict.fromkeys(_NAMESPACE_KEYS, False)
     in_bwrap = launcher.bwrap is not None
-    cfg = {
-        "probe": probe,
-        "userns": namespaces["user_namespace"],
-        "netns": namespaces["network_namespace"],
-        "pidns": namespaces["pid_namespace"],
-        "uid": ids[0] if ids else None,
-        "gid": ids[1] if ids else None,
-        "rlimits": _rlimits(limits),
-        "hook": policy.audit_hook,
-        "pdeathsig": not in_bwrap,  # bubblewrap's --die-with-parent covers it
-        "parent": os.getpid(),
-        "prctl": True,
-        "landlock": {"read": [*launcher.runtime.read_paths, *_DEVICES_READ]} if landlock else None,
-        "unset_env": [*launcher.runtime.env, *(["PWD"] if in_bwrap else [])],
-        "supervise": in_bwrap,
-        "disk_bytes": limits.disk_bytes,  # read by the parent only: bubblewrap's tmpfs size
-    }
-    if ids is not None or launcher.run_as is not None:
-        cfg["nproc"] = [limits.processes] * 2
-    return cfg
+    dedicated_uid = ids is not None or launcher.run_as is not None
+    return ChildConfig(
+        probe=probe,
+        **namespaces,
+        uid=ids[0] if ids else None,
+        gid=ids[1] if ids else None,
+        rlimits=_rlimits(limits),
+        audit_hook=policy.audit_hook,
+        parent_death_signal=not in_bwrap,  # bubblewrap's --die-with-parent covers it
+        parent=os.getpid(),
+        landlock_read=(*launcher.runtime.read_paths, *_DEVICES_READ) if landlock else None,
+        unset_env=(*launcher.runtime.env, *(["PWD"] if in_bwrap else [])),
+        supervise=in_bwrap,
+        nproc=limits.processes if dedicated_uid else None,
+        disk_bytes=limits.disk_bytes,
+    )
 
 
-def _probe(launcher: _Launcher, cfg: dict) -> dict[str, object]:
+def _probe(launcher: _Launcher, cfg: ChildConfig) -> dict[str, object]:
     """Run the bootstrap in probe mode; its report maps each step to True or an error string."""
     result = _execute("", "", _PROBE_LIMITS, cfg, launcher)
     lines = result.stdout.strip().splitlines()
@@ -871,7 +917,7 @@ def isolation_level(mode: str) -> int:
 
 def _run_config(
     limits: SandboxLimits, policy: SandboxPolicy, launcher: _Launcher, report: IsolationReport
-) -> dict:
+) -> ChildConfig:
     namespaces = {key: getattr(report, key) and launcher.bwrap is None for key in _NAMESPACE_KEYS}
     ids = None
     if report.uid_drop and launcher.bwrap is None:
@@ -879,10 +925,11 @@ def _run_config(
     cfg = _config(
         policy, launcher, limits, namespaces=namespaces, ids=ids, landlock=report.landlock
     )
-    cfg["pdeathsig"] = cfg["pdeathsig"] and report.parent_death_signal
-    if not report.process_limit:
-        cfg.pop("nproc", None)
-    return cfg
+    return replace(
+        cfg,
+        parent_death_signal=cfg.parent_death_signal and report.parent_death_signal,
+        nproc=cfg.nproc if report.process_limit else None,
+    )
 
 
 def run_untrusted(

@@ -430,6 +430,21 @@ def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():
     assert (on.passed, on.unsupported, on.in_process) == ((True, True), 0, 2)
 
 
+def test_a_humaneval_check_calls_the_programs_other_functions():
+    reference = {  # HumanEval/38's shape: check encodes with the prompt's own helper
+        "entry_point": "decode",
+        "test": (
+            "import random\n\ndef check(candidate):\n"
+            "    for _ in range(5):\n"
+            "        s = ''.join(random.choice('abc') for _ in range(6))\n"
+            "        assert candidate(encode(s)) == s\n"
+        ),
+    }
+    program = "def encode(s):\n    return s[::-1]\ndef decode(s):\n    return s[::-1]\n"
+    verdict = run_tests(program, reference, config=FAST)
+    assert verdict.passed == (True,) and verdict.judged == 1
+
+
 def test_the_programs_exceptions_and_changes_to_arguments_reach_the_test():
     reference = [
         "try:\n    root(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError",

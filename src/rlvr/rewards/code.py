@@ -549,25 +549,35 @@ def _names_in(source: str) -> frozenset[str]:
         return frozenset()
 
 
+def _free_names(source: str) -> frozenset[str]:
+    """Names ``source`` reads that it never binds (assignment, parameter, def, class, import)."""
+    try:
+        nodes = list(ast.walk(ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(loaded - bound)
+
+
 @functools.lru_cache(maxsize=4096)
 def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
-    """Names a test uses that must be the program's: free names the test's set-up and prelude
-    do not bind. Builtins are the test's, unless the test uses nothing else (the function under
-    test is named like a builtin, ``assert sorted([3, 1]) == [1, 3]``).
+    """Names a test uses that must be the program's: what the test and its set-up read and
+    neither they nor the prelude bind (a HumanEval ``check`` calling the prompt's helper
+    ``encode_cyclic``). Builtins are the test's, unless the test uses nothing else (the
+    function under test is named like a builtin, ``assert sorted([3, 1]) == [1, 3]``).
 
     >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
     ('f', 'g')
     """
-    try:
-        nodes = list(ast.walk(ast.parse(statement)))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()
-    stored = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    stored |= {n.arg for n in nodes if isinstance(n, ast.arg)}
-    stored |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    free = loaded - stored - _prelude_names() - (_bound_names(suite.setup) - {"candidate"})
-    names = (free - _BUILTINS) or free
+    test = _free_names(statement) - _bound_names(suite.setup) - _prelude_names()
+    free = (test | _free_names(suite.setup)) - _prelude_names()
+    names = (free - _BUILTINS) or test
     return tuple(sorted(names - {"candidate"}))
 
 

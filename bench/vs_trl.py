@@ -67,7 +67,7 @@ from floors import (
 PRESETS = ("tiny", "smollm2-135m")
 # Measured steps per preset unless --steps is given: a tiny step takes ~0.1 s, so a
 # handful would be mostly noise; a smollm2-135m step takes ~30-50 s per trainer on one core.
-DEFAULT_STEPS = {"tiny": 20, "smollm2-135m": 3}
+DEFAULT_STEPS = {"tiny": 20, "smollm2-135m": 3}  # a model directory: 3
 TRAINERS = ("rlvr", "trl", "trl-defaults")
 CHILD = Path(__file__).with_name("_vs_trl_child.py")
 SETTINGS = ("equal", "best")
@@ -550,7 +550,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--presets", nargs="+", choices=PRESETS, default=list(PRESETS))
+    p.add_argument(
+        "--presets",
+        nargs="+",
+        default=list(PRESETS),
+        help=f"presets ({', '.join(PRESETS)}) or local model directories (a GPU throughput model)",
+    )
     p.add_argument(
         "--steps",
         type=int,
@@ -599,7 +604,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def steps_for(args: argparse.Namespace, preset: str) -> int:
     """``--steps`` if given, else the preset's :data:`DEFAULT_STEPS`."""
-    return args.steps if args.steps is not None else DEFAULT_STEPS[preset]
+    return args.steps if args.steps is not None else DEFAULT_STEPS.get(preset, 3)
 
 
 def spec_for(
@@ -657,7 +662,7 @@ def run_child(spec: BenchSpec, trainer: str, work: Path) -> dict[str, Any]:
 def bench_preset(spec: BenchSpec, trainers: list[str]) -> dict[str, Any]:
     """Run every trainer on ``spec``; the raw results and their summaries."""
     results = {}
-    with tempfile.TemporaryDirectory(prefix=f"vs_trl-{spec.preset}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"vs_trl-{Path(spec.preset).name}-") as tmp:
         for trainer in trainers:
             print(f"  running {trainer} ...", flush=True)
             results[trainer] = run_child(spec, trainer, Path(tmp))

@@ -1,74 +1,100 @@
 """ABC-GRPO in TRL: ``RlvrGRPOTrainer`` drops in for ``GRPOTrainer``.
 
     pip install "rlvr[trl]"
-    python examples/trl_abc_grpo.py --model tiny --steps 20             # CPU, rlvr's tiny preset
-    accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct --vllm
-    accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct  # GPU, HF generate
+    python examples/trl_abc_grpo.py                                   # CPU, rlvr's tiny preset
+    torchrun --nproc_per_node 2 examples/trl_abc_grpo.py              # CPU, two processes (gloo)
+    accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct --vllm  # GPU
+
+It trains on the task, prompts and reward of ``rlvr train``'s demo
+(``src/rlvr/configs/demo.yaml``: reasoning-gym chain sums, the bare question as the prompt,
+the ``reasoning_gym:chain_sum`` verifier), the one the ``tiny`` preset was warm-started on,
+and shapes each rollout batch as the demo does: 16 prompts x 8 completions, split into 4
+optimiser steps (the later ones off-policy, so ABC's clips act). It prints the held-out
+score (the demo's 200 problems, 4 samples each) before and after training and the reward of
+every rollout batch; rlvr's metrics (``clip/q1_share``... ``docs/metrics.md``) are in TRL's
+log next to its own and in TensorBoard under ``--out``.
 
 Where a GPU is visible it trains there (bf16 where supported), with or without ``--vllm``.
 ``--model`` is a hub name, a local directory or an rlvr preset (``tiny``, ``smollm2-135m``).
-The reward is rlvr's ``reasoning_gym:chain_sum`` verifier; rlvr's metrics (``clip/q1_share``...)
-appear in TRL's log next to its own, in TensorBoard under ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 
 import torch
 from datasets import Dataset
 from trl import GRPOConfig
 
-from rlvr.data import gym_rows
+from rlvr.data import format_prompt, load_examples
+from rlvr.data.chat import bos_prefix
 from rlvr.engines.trl import RlvrGRPOTrainer
+from rlvr.evaluation import evaluate
+from rlvr.generation import SamplingConfig
 from rlvr.models import load_tokenizer, resolve_model_path
 from rlvr.rewards import get_verifier
+from rlvr.train.config import TrainConfig
+from rlvr.train.overrides import load_config
+from rlvr.train.prompts import gym_files
 
-INSTRUCTION = "Solve the problem and give the final answer as \\boxed{{answer}}.\n\n{question}"
+DEMO = load_config(TrainConfig, "demo")
+"""The task, prompt format, reward and batch shape this example shares with ``rlvr train``."""
 
 
-def chain_sum_dataset(size: int, seed: int) -> Dataset:
-    rows = gym_rows("chain_sum", size=size, seed=seed, config={"max_terms": 4, "max_digits": 2})
-    return Dataset.from_list(
-        [
-            {
-                "prompt": [{"role": "user", "content": INSTRUCTION.format(question=r["question"])}],
-                "entry": r,
-            }
-            for r in rows
-        ]
+def demo_examples(role: str) -> list:
+    """The demo's ``train`` or ``eval`` problems (``rlvr.data.Example``), as ``rlvr train`` loads them."""
+    return load_examples(str(gym_files(DEMO.data)[role]), fields="reasoning_gym")
+
+
+def prompt_dataset(examples: list, tokenizer) -> Dataset:
+    """TRL rows: the demo's prompt text (chat template applied by rlvr) and the reference as JSON.
+
+    TRL tokenises text prompts with the tokenizer's special tokens, so the BOS text rlvr puts
+    first is left to it: the prompt ids are those of ``rlvr train``.
+    """
+    bos = bos_prefix(tokenizer)
+    rows = []
+    for example in examples:
+        text = format_prompt(tokenizer, example.prompt, DEMO.data.system_prompt)
+        rows.append({"prompt": text[len(bos) :], "reference": json.dumps(example.reference)})
+    return Dataset.from_list(rows)
+
+
+def held_out_score(model, tokenizer, examples: list) -> float:
+    """Mean accuracy of the demo's held-out evaluation (its sampling, ``eval/avg@1``)."""
+    sampling = SamplingConfig(
+        max_new_tokens=DEMO.rollout.max_new_tokens, temperature=DEMO.eval.temperature
     )
+    config = DEMO.eval.harness(sampling, system_prompt=DEMO.data.system_prompt)
+    config = dataclasses.replace(config, batch_size=50)  # 200 sequences per call: as fast
+    return evaluate(model, tokenizer, examples, DEMO.reward.verifier, config).metrics["avg@1"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="tiny")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--out", default="runs/trl-abc-grpo")
-    parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
-    parser.add_argument("--eps3", type=float, default=0.2, help="ABC's upper width for A <= 0")
-    args = parser.parse_args()
-    gpu = torch.cuda.is_available()
-    if args.vllm and not gpu:
-        parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")
-
-    model = resolve_model_path(args.model)
-    verifier = get_verifier("reasoning_gym:chain_sum")
-
-    def chain_sum_reward(completions, entry, **_):
-        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [float(verifier(text, e)) for text, e in zip(texts, entry, strict=True)]
-
-    config = GRPOConfig(
+def grpo_config(args: argparse.Namespace, gpu: bool) -> GRPOConfig:
+    """TRL's settings for the demo's batch shape, split over ``WORLD_SIZE`` processes."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rollout = DEMO.rollout
+    completions = rollout.prompts_per_step * rollout.group_size // rollout.minibatches
+    if completions % world:
+        raise SystemExit(f"{completions} completions per optimiser step do not split over {world}")
+    return GRPOConfig(
         output_dir=args.out,
         max_steps=args.steps,
-        per_device_train_batch_size=8,
-        num_generations=8,
-        gradient_accumulation_steps=4,
-        max_completion_length=128,
-        num_iterations=2,  # two passes per batch: the second is off-policy, so the clips act
-        learning_rate=1e-5 if gpu else 5e-5,  # a real model on a GPU; the tiny preset on a CPU
-        logging_steps=1,
+        per_device_train_batch_size=completions // world,
+        steps_per_generation=rollout.minibatches,  # one rollout batch, 4 optimiser steps
+        num_generations=rollout.group_size,
+        max_completion_length=rollout.max_new_tokens,
+        temperature=rollout.temperature,
+        learning_rate=1e-5 if gpu else DEMO.optim.lr,  # a real model on a GPU; tiny on a CPU
+        adam_beta1=DEMO.optim.betas[0],
+        adam_beta2=DEMO.optim.betas[1],
+        max_grad_norm=DEMO.optim.max_grad_norm,
+        lr_scheduler_type="constant",
+        seed=DEMO.seed,
+        logging_steps=rollout.minibatches,  # one log row per rollout batch
         report_to="tensorboard",
         use_cpu=not gpu,
         bf16=gpu and torch.cuda.is_bf16_supported(),
@@ -76,16 +102,54 @@ def main() -> None:
         vllm_mode="colocate",
         vllm_gpu_memory_utilization=0.3,
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--steps", type=int, default=80, help="optimiser steps (4 per rollout)")
+    parser.add_argument("--out", default="runs/trl-abc-grpo")
+    parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
+    parser.add_argument("--eps3", type=float, default=0.2, help="ABC's upper width for A <= 0")
+    parser.add_argument("--no-eval", action="store_true", help="skip the held-out scores")
+    args = parser.parse_args()
+    gpu = torch.cuda.is_available()
+    if args.vllm and not gpu:
+        parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")
+    if not gpu:
+        torch.set_num_threads(DEMO.threads)  # the demo's 1 thread a process: 2 cores, 2 processes
+
+    model = resolve_model_path(args.model)
+    tokenizer = load_tokenizer(model)
+    verifier = get_verifier(DEMO.reward.verifier, **DEMO.reward.options)
+
+    def demo_reward(completions, reference, **_):
+        return [
+            float(verifier(c, json.loads(r))) for c, r in zip(completions, reference, strict=True)
+        ]
+
     trainer = RlvrGRPOTrainer(
         model,
-        chain_sum_reward,
-        config,
-        train_dataset=chain_sum_dataset(1024, seed=0),
-        processing_class=load_tokenizer(model),
+        demo_reward,
+        grpo_config(args, gpu),
+        train_dataset=prompt_dataset(demo_examples("train"), tokenizer),
+        processing_class=tokenizer,
         objective="abc_grpo",
         objective_kwargs={"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3, "eps4": 0.2},
     )
+    main_process = trainer.accelerator.is_main_process
+    held_out = demo_examples("eval") if main_process and not args.no_eval else None
+    before = held_out and held_out_score(trainer.model, tokenizer, held_out)
     trainer.train()
+    if not main_process:
+        return
+    rewards = [row["reward"] for row in trainer.state.log_history if "reward" in row]
+    print("reward per rollout batch:", " ".join(f"{r:.3f}" for r in rewards))
+    if held_out:
+        after = held_out_score(trainer.model, tokenizer, held_out)
+        print(f"held-out avg@1 ({len(held_out)} problems): {before:.3f} before, {after:.3f} after")
+    print(f"processes: {trainer.accelerator.num_processes}")
+    print(f"rlvr's metrics (clip/q1_share...): in the log above and TensorBoard under {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # ABC-GRPO on verl 0.9 with rlvr's objective: one node, GPUs=${GPUS:-1}, vLLM rollouts.
+# Needs a GPU (it stops with one line without one); on a CPU, rlvr train or
+# examples/trl_abc_grpo.py train on the same kind of task.
 #   pip install "rlvr[verl]" vllm
 #   python examples/chain_sum_data.py --out data/chain_sum
 #   MODEL=Qwen/Qwen2.5-0.5B-Instruct bash examples/verl_abc_grpo.sh
@@ -12,6 +14,10 @@ MODEL=${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
 DATA=${DATA:-data/chain_sum}
 GPUS=${GPUS:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+if ! python -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+    echo "verl_abc_grpo.sh: needs a GPU (verl with vLLM rollouts); none is visible" >&2
+    exit 1
+fi
 
 python -m verl.trainer.main_ppo \
     data.train_files="$DATA/train.parquet" \

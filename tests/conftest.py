@@ -9,6 +9,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
+if os.environ.get("RLVR_TEST_DEVICE"):
+    # bench/gpu/check.sh runs CPU tests with another default device (tensors created without
+    # a device land there); tests that build CPU generators or compare devices may then fail.
+    import torch
+
+    torch.set_default_device(os.environ["RLVR_TEST_DEVICE"])
+
 TINY_CORPUS = [
     "What is 12 + 7? Answer: 19",
     "Calculate 5 - 3 - 6. The answer is -4.",
@@ -63,3 +70,72 @@ def make_random_llama(seed: int = 0, *, kv_heads: int = 2, tie: bool = False):
 def random_llama():
     """``make(seed=0, *, kv_heads=2, tie=False)`` -> a random 2-layer Llama in eval mode."""
     return make_random_llama
+
+
+SYNC_METHODS = (
+    "__bool__",
+    "__float__",
+    "__int__",
+    "__index__",
+    "item",
+    "tolist",
+    "cpu",
+    "numpy",
+    "nonzero",
+    "masked_select",
+    "unique",
+)
+"""``torch.Tensor`` methods that read a tensor's values on the host (a host-device sync on a GPU)."""
+
+
+@pytest.fixture()
+def count_syncs(monkeypatch):
+    """``count_syncs()`` -> a context manager yielding a ``Counter`` of host-device syncs.
+
+    Counts calls of :data:`SYNC_METHODS` and indexing with a bool tensor (its output shape
+    depends on the values) while the context is open, on any device. On CUDA, pair it with
+    ``torch.cuda.set_sync_debug_mode`` for the syncs made below Python.
+    """
+    import collections
+    import contextlib
+    import functools
+
+    import torch
+
+    active = []
+
+    def counted(name, method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            if active:
+                active[-1][name] += 1
+            return method(*args, **kwargs)
+
+        return wrapper
+
+    def indexed(name, method):
+        @functools.wraps(method)
+        def wrapper(self, index, *args):
+            parts = index if isinstance(index, tuple) else (index,)
+            if active and any(isinstance(p, torch.Tensor) and p.dtype == torch.bool for p in parts):
+                active[-1][f"{name}[bool]"] += 1
+            return method(self, index, *args)
+
+        return wrapper
+
+    for name in SYNC_METHODS:
+        monkeypatch.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
+    for name in ("__getitem__", "__setitem__"):
+        monkeypatch.setattr(torch.Tensor, name, indexed(name, getattr(torch.Tensor, name)))
+    for name in ("nonzero", "masked_select", "unique"):
+        monkeypatch.setattr(torch, name, counted(f"torch.{name}", getattr(torch, name)))
+
+    @contextlib.contextmanager
+    def count():
+        active.append(collections.Counter())
+        try:
+            yield active[-1]
+        finally:
+            active.pop()
+
+    return count

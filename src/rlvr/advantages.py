@@ -29,8 +29,9 @@ ADVANTAGE_MODES = ("group_std", "group_mean", "batch_std")
 STATS_SCOPES = ("batch", "group")
 
 
-def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Validate ``rewards [B]`` and ``group_size``; return the rewards as ``[B/G, G]`` floats."""
+def _grouped(rewards: torch.Tensor, group_size: int, validate: bool = True) -> torch.Tensor:
+    """Check ``rewards [B]`` (finite: ``validate``) and ``group_size``; return the rewards as
+    ``[B/G, G]`` floats."""
     if not isinstance(rewards, torch.Tensor) or rewards.dim() != 1:
         shape = (
             tuple(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
@@ -44,7 +45,7 @@ def _grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
         )
     if not rewards.is_floating_point():
         rewards = rewards.float()
-    if not torch.isfinite(rewards).all():
+    if validate and not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf")
     return rewards.view(-1, group_size)
 
@@ -141,12 +142,15 @@ class GroupStats:
         )
 
 
-def _mapped(rewards: torch.Tensor, reward_range: tuple[float, float] | None) -> torch.Tensor:
-    """Rewards mapped to ``[0, 1]`` by ``reward_range``; an out-of-range reward is an error."""
+def _mapped(
+    rewards: torch.Tensor, reward_range: tuple[float, float] | None, validate: bool = True
+) -> torch.Tensor:
+    """Rewards mapped to ``[0, 1]`` by ``reward_range``; an out-of-range reward is an error
+    (``validate``)."""
     if reward_range is None:
         return rewards
     lo, hi = reward_range
-    if bool((rewards < lo).any()) or bool((rewards > hi).any()):
+    if validate and (bool((rewards < lo).any()) or bool((rewards > hi).any())):
         raise ValueError(
             f"rewards span [{rewards.min().item():g}, {rewards.max().item():g}], outside "
             f"reward_range={reward_range}; set reward_range to the verifier's range "
@@ -162,6 +166,7 @@ def group_stats(
     pass_threshold: float = 0.0,
     reward_range: tuple[float, float] | None = None,
     scope: str = "batch",
+    validate: bool = True,
 ) -> GroupStats:
     """Per-sample statistics of ``rewards [B]`` (contiguous groups), for the whole batch.
 
@@ -169,13 +174,16 @@ def group_stats(
     raw rewards; ``reward_mean``/``reward_std`` use the rewards
     mapped to ``[0, 1]`` by ``reward_range`` (unmapped when None) over ``scope``.
     :func:`rlvr.objectives.group_stats_for` picks these options from an objective's
-    hyperparameters.
+    hyperparameters. ``validate=False`` skips the checks of the rewards' values (finite,
+    inside ``reward_range``), which read them on the host.
     """
     options = StatsOptions(pass_threshold, reward_range, scope)
-    grouped = _grouped(rewards, group_size).double()  # [B/G, G], float64 whatever the input
+    grouped = _grouped(
+        rewards, group_size, validate
+    ).double()  # [B/G, G], float64 whatever the input
     passed = (grouped > options.pass_threshold).to(grouped.dtype)
     pass_rate = passed.mean(dim=1, keepdim=True).expand_as(grouped)
-    mapped = _mapped(grouped, options.reward_range)
+    mapped = _mapped(grouped, options.reward_range, validate)
     if options.scope == "group":
         mean = mapped.mean(dim=1, keepdim=True).expand_as(grouped)
         std = mapped.std(dim=1, unbiased=False, keepdim=True).expand_as(grouped)

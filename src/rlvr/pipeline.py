@@ -39,7 +39,7 @@ from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import load_config
-from rlvr.train.setup import TIME_FORMAT
+from rlvr.train.setup import TIME_FORMAT, preflight
 
 KINDS = ("sft", "train")
 STAGE_FILE = "stage.json"
@@ -269,6 +269,23 @@ def run_pipeline(
         _write_summary(pipeline, results)
         model = str(result.model_dir)
     return results
+
+
+def check_pipeline(
+    pipeline: Pipeline, overrides: Sequence[str] = ()
+) -> list[TrainConfig | SFTConfig]:
+    """Every stage's configuration with ``overrides`` applied (as :func:`run_pipeline` takes
+    them), checked as a run checks it before loading anything; nothing runs."""
+    names = [s.name for s in pipeline.stages]
+    _, rest = _first_model(pipeline.model, overrides, names)
+    by_stage = _split_overrides(rest, names)
+    configs = [stage_config(pipeline, s, None, by_stage[s.name]) for s in pipeline.stages]
+    for stage, cfg in zip(pipeline.stages, configs, strict=True):
+        try:
+            preflight(cfg, device=False)
+        except ValueError as err:
+            raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+    return configs
 
 
 def _first_model(

@@ -118,7 +118,8 @@ def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
         for spec, code in zip(specs, codes, strict=True):
             final = {"code": code} if code else {}
             data[spec.arm.name].runs[spec.seed] = RunData(spec.seed, [], final)
-        return to_markdown(build_blocks(study, specs, data, [], {}, "rlvr compare"), tmp_path)
+        blocks = build_blocks(study, specs, {"default": data}, [], {}, "rlvr compare")
+        return to_markdown(blocks, tmp_path)
 
     now = code_hash()
     assert "other rlvr code" not in report([now] * 4)
@@ -126,7 +127,7 @@ def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
     assert (
         f"**2 of 4 finished runs were made by other rlvr code** than this report's (`{now}`" in text
     )
-    assert "| `grpo` | 1 |" in text and "| yes | 0 s | `0123456789ab` |" in text
+    assert "| `grpo` | default | 1 |" in text and "| yes | 0 s | `0123456789ab` |" in text
     assert "| yes | 0 s | `unknown` |" in text
 
 

@@ -65,16 +65,28 @@ def test_verl_data_and_reward(tmp_path):
     assert reward.compute_score(*args, f"\\boxed{{{wrong}}}", answer, row["extra_info"]) == 0.0
 
 
-def test_trl_example_dataset():
+def test_trl_example_prompts_are_the_demos(tiny_model_dir, tmp_path):
+    """TRL tokenises the example's prompts into the ids ``rlvr train`` gives the demo's."""
     pytest.importorskip("trl")
+    from rlvr.data import gym_rows, load_examples, write_jsonl
+    from rlvr.models import load_tokenizer
+    from rlvr.train.prompts import build_prompt_set
+
     example = load(ROOT / "examples/trl_abc_grpo.py")
-    data = example.chain_sum_dataset(3, seed=0)
-    assert len(data) == 3 and data[0]["prompt"][0]["role"] == "user"
-    assert data[0]["entry"]["answer"] is not None
+    data = example.DEMO.data
+    write_jsonl(gym_rows("chain_sum", size=3, seed=0, config=data.gym.config), tmp_path / "g.jsonl")
+    examples = load_examples(str(tmp_path / "g.jsonl"), fields="reasoning_gym")
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    rows = example.prompt_dataset(examples, tokenizer)
+    rlvr_ids = [
+        list(p.ids) for p in build_prompt_set(examples, tokenizer, data, source="g").prompts
+    ]
+    assert [tokenizer(text)["input_ids"] for text in rows["prompt"]] == rlvr_ids
+    assert [json.loads(r) for r in rows["reference"]] == [e.reference for e in examples]
 
 
 @pytest.mark.slow
-def test_trl_example_runs_one_step_on_the_tiny_preset(tmp_path):
+def test_trl_example_runs_one_rollout_on_the_tiny_preset(tmp_path):
     pytest.importorskip("trl")
     run = subprocess.run(
         [
@@ -83,7 +95,8 @@ def test_trl_example_runs_one_step_on_the_tiny_preset(tmp_path):
             "--model",
             "tiny",
             "--steps",
-            "1",
+            "4",
+            "--no-eval",
             "--out",
             str(tmp_path / "run"),
         ],
@@ -94,7 +107,7 @@ def test_trl_example_runs_one_step_on_the_tiny_preset(tmp_path):
         env=ENV,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "'clip/q1_share'" in run.stdout
+    assert "'clip/q1_share'" in run.stdout and "reward per rollout batch: " in run.stdout
 
 
 def test_trl_example_refuses_vllm_without_a_gpu(monkeypatch, capsys):
@@ -106,6 +119,24 @@ def test_trl_example_refuses_vllm_without_a_gpu(monkeypatch, capsys):
         example.main()
     assert exit_.value.code == 2
     assert "--vllm needs a GPU" in capsys.readouterr().err
+
+
+def test_verl_example_refuses_a_machine_without_a_gpu():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    run = subprocess.run(
+        ["bash", str(ROOT / "examples/verl_abc_grpo.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**ENV, "PATH": path},
+    )
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "needs a GPU" in run.stderr
 
 
 @pytest.mark.parametrize("script", ["examples/verl_abc_grpo.sh", "bench/gpu/engines_smollm2.sh"])

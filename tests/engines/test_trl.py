@@ -489,3 +489,30 @@ def test_an_empty_micro_batch_makes_the_same_collective_calls(tmp_path, tiny_mod
         calls.append(trainer.accelerator.calls)
         trainer.accelerator = trainer.accelerator.inner
     assert calls[0] == calls[1]
+
+
+@pytest.mark.parametrize("name", ["gppo", "apmpo"])
+def test_the_loss_makes_no_host_sync_outside_the_model(tmp_path, tiny_model_dir, name, count_syncs):
+    """``_compute_loss`` plus backward reads no tensor value on the host besides TRL's own
+    forward pass (run beforehand here): metrics stay on the device until ``log``."""
+    rewards = torch.tensor([0, 0, 1, 0, 1, 1, 0, 1], dtype=torch.float64)
+    trainer, whole, micro = metric_pair(
+        tmp_path, tiny_model_dir, name, rewards, sft_coef=0.1, sft_threshold=1.0
+    )
+    stats = trainer.rlvr_objective.group_stats(rewards, 4)
+    inputs = micro[1]
+    if stats is not None:
+        rows = slice(2, 8)
+        values = (stats.pass_rate[rows], stats.reward_mean[rows], stats.reward_std[rows])
+        inputs.update(zip(STATS_KEYS, values, strict=True))
+    trainer.model.train()
+    forward = trainer._get_per_token_logps_and_entropies
+    ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
+    mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    ready = forward(trainer.model, ids, mask, ids.shape[1] - 3, compute_entropy=True)
+    trainer._get_per_token_logps_and_entropies = lambda *args, **kwargs: ready
+    with count_syncs() as calls:
+        trainer._compute_loss(trainer.model, inputs).backward()
+    assert dict(calls) == {}
+    trainer.log({})  # the window's one transfer to the host
+    assert "clip/frac" in trainer.state.log_history[-1]

@@ -21,9 +21,10 @@ def inputs(ratios, mask=None, dtype=torch.float64):
 
 
 def run(name, ratios, adv, mask=None, **kwargs):
-    """``(loss, metrics, grad of loss wrt logp)`` for objective ``name``."""
+    """``(loss, metrics, grad of loss wrt logp)`` for objective ``name`` (inputs validated)."""
     logp, old, mask = inputs(ratios, mask)
     adv = torch.tensor(adv, dtype=torch.float64)
+    kwargs.setdefault("validate", True)
     loss, metrics = policy_loss(name, logp=logp, old_logp=old, advantages=adv, mask=mask, **kwargs)
     loss.backward()
     return loss.detach(), metrics, logp.grad

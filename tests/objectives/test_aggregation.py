@@ -43,7 +43,7 @@ def test_seq_mean_token_sum_norm_uses_max_len():
     value = aggregate(LOSS, MASK, "seq-mean-token-sum-norm", max_len=7).item()
     assert value == pytest.approx(21 / (3 * 7), abs=1e-12)
     with pytest.raises(ValueError, match="max_len"):
-        aggregate(LOSS, MASK, "seq-mean-token-sum-norm", max_len=2)
+        aggregate(LOSS, MASK, "seq-mean-token-sum-norm", max_len=2, validate=True)
 
 
 def test_empty_rows_do_not_count_as_sequences():

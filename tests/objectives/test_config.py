@@ -118,10 +118,10 @@ def test_unit_token_weights_change_nothing_and_bad_weights_are_rejected():
     weighted, _ = objective_loss(LossInputs(logp, old, adv, mask, token_weights=ones), cfg)
     assert torch.equal(plain, weighted)
     with pytest.raises(ValueError, match="token_weights must be >= 0"):
-        objective_loss(LossInputs(logp, old, adv, mask, token_weights=-ones), cfg)
+        objective_loss(LossInputs(logp, old, adv, mask, token_weights=-ones), cfg, validate=True)
     with pytest.raises(ValueError, match="token_weights must be a tensor of shape"):
         objective_loss(LossInputs(logp, old, adv, mask, token_weights=ones[:, :2]), cfg)
     nan = ones.clone()
     nan[0, 0] = float("nan")
     with pytest.raises(ValueError, match="token_weights contains NaN"):
-        objective_loss(LossInputs(logp, old, adv, mask, token_weights=nan), cfg)
+        objective_loss(LossInputs(logp, old, adv, mask, token_weights=nan), cfg, validate=True)

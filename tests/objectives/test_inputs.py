@@ -1,4 +1,5 @@
-"""Bad input to policy_loss is a ValueError naming the argument."""
+"""Bad input to policy_loss is a ValueError naming the argument: always for types and shapes,
+with ``validate=True`` for what only the values show."""
 
 import pytest
 import torch
@@ -25,26 +26,42 @@ def nan_at(pos, value=float("nan")):
     return t
 
 
-@pytest.mark.parametrize(
-    ("over", "match"),
-    [
-        ({"logp": nan_at((0, 0))}, "logp contains NaN"),
-        ({"logp": nan_at((1, 2), float("inf"))}, "logp contains NaN or inf"),
-        ({"old_logp": nan_at((0, 1))}, "old_logp contains NaN"),
-        ({"logp": torch.zeros(4, 2)}, "logp must be a tensor of shape"),
-        ({"old_logp": torch.zeros(3, 3)}, "old_logp must be a tensor of shape"),
-        ({"advantages": torch.zeros(5)}, "advantages must have shape"),
-        ({"advantages": torch.zeros(4, 2)}, "advantages must have shape"),
-        ({"advantages": torch.tensor([1.0, float("nan"), 0.0, 0.0])}, "advantages contain NaN"),
-        ({"mask": torch.zeros(4, 3)}, "mask has no response tokens"),
-        ({"mask": torch.full((4, 3), 2.0)}, "mask must hold only 0 and 1"),
-        ({"mask": torch.ones(4)}, "mask must be a 2-D tensor"),
-        ({"logp": torch.zeros(4, 3, dtype=torch.long)}, "logp must be a floating tensor"),
-    ],
-)
+BAD = [
+    ({"logp": nan_at((0, 0))}, "logp contains NaN"),
+    ({"logp": nan_at((1, 2), float("inf"))}, "logp contains NaN or inf"),
+    ({"old_logp": nan_at((0, 1))}, "old_logp contains NaN"),
+    ({"logp": torch.zeros(4, 2)}, "logp must be a tensor of shape"),
+    ({"old_logp": torch.zeros(3, 3)}, "old_logp must be a tensor of shape"),
+    ({"advantages": torch.zeros(5)}, "advantages must have shape"),
+    ({"advantages": torch.zeros(4, 2)}, "advantages must have shape"),
+    ({"advantages": torch.tensor([1.0, float("nan"), 0.0, 0.0])}, "advantages contain NaN"),
+    ({"mask": torch.zeros(4, 3)}, "mask has no response tokens"),
+    ({"mask": torch.full((4, 3), 2.0)}, "mask must hold only 0 and 1"),
+    ({"mask": torch.ones(4)}, "mask must be a 2-D tensor"),
+    ({"logp": torch.zeros(4, 3, dtype=torch.long)}, "logp must be a floating tensor"),
+]
+
+
+@pytest.mark.parametrize(("over", "match"), BAD)
 def test_bad_tensors(over, match):
     with pytest.raises(ValueError, match=match):
+        policy_loss("grpo", **args(**over), validate=True)
+
+
+VALUE_ONLY = ("contains NaN", "contain NaN", "no response tokens", "only 0 and 1")
+
+
+@pytest.mark.parametrize(
+    ("over", "match"), [case for case in BAD if not any(m in case[1] for m in VALUE_ONLY)]
+)
+def test_types_and_shapes_are_checked_without_validate(over, match):
+    with pytest.raises(ValueError, match=match):
         policy_loss("grpo", **args(**over))
+
+
+def test_bad_values_pass_unnoticed_without_validate():
+    loss, _ = policy_loss("grpo", **args(logp=nan_at((0, 0))))
+    assert torch.isnan(loss)
 
 
 def test_nan_on_padding_is_allowed():
@@ -126,4 +143,4 @@ def test_regulariser_inputs_are_required():
 def test_sequence_objectives_reject_sign_changes_within_a_row():
     adv = torch.tensor([[1.0, -1.0, 1.0]] * 4)
     with pytest.raises(ValueError, match="advantages: gmpo is a sequence-level objective"):
-        policy_loss("gmpo", **args(advantages=adv))
+        policy_loss("gmpo", **args(advantages=adv), validate=True)

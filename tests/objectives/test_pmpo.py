@@ -20,6 +20,7 @@ def call(name, ratios=RATIOS, adv=ADV, mask=None, **kwargs):
     logp, old, mask = inputs(ratios, mask)
     kwargs.setdefault("rewards", REWARDS)
     kwargs.setdefault("group_size", 2)
+    kwargs.setdefault("validate", True)
     loss, metrics = policy_loss(
         name,
         logp=logp,

@@ -31,3 +31,21 @@ def test_every_objective_trains_with_finite_metrics(train_config, name):
                 "policy/entropy",
             ):
                 assert math.isfinite(row[metric]), metric
+
+
+def test_log_contrast_is_positive_against_another_objective_and_zero_against_itself(train_config):
+    cfg = train_config(
+        "objective.name=abc_grpo", "rollout.minibatches=4", "rollout.epochs=2", "steps=2",
+        "optim.lr=5e-2", "log.contrast=[grpo, abc_grpo]", out="contrast",
+    )  # fmt: skip
+    rows = read_metrics(train(cfg).run_dir / "metrics.jsonl")
+    updated = [r for r in rows if not r["update/skipped"]]
+    assert updated and all(r["contrast/abc_grpo/token_frac"] == 0.0 for r in updated)
+    assert all(r["contrast/abc_grpo/rel_l2"] == 0.0 for r in updated)
+    assert max(r["contrast/grpo/token_frac"] for r in updated) > 0
+    assert all(0 <= r["contrast/grpo/token_frac"] <= 1 for r in updated)
+
+
+def test_an_unknown_contrast_objective_is_a_one_line_error(train_config):
+    with pytest.raises(ValueError, match="log.contrast 'nope'.*unknown objective"):
+        train_config("log.contrast=[nope]")

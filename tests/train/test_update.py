@@ -155,8 +155,8 @@ def test_policy_loss_is_null_when_no_micro_batch_loss_was_finite(train_config, m
 
     real = rlvr.train.update.micro_loss
 
-    def nan_loss(*args):
-        out = real(*args)
+    def nan_loss(*args, **kwargs):
+        out = real(*args, **kwargs)
         return out._replace(loss=out.loss * math.nan)
 
     monkeypatch.setattr(rlvr.train.update, "micro_loss", nan_loss)

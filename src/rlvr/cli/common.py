@@ -83,6 +83,22 @@ class RunArgs(NamedTuple):
     """The ``TrainConfig`` / ``SFTConfig``."""
     resume: bool
     """``--resume`` was given."""
+    dry_run: bool
+    """``--dry-run`` was given: check and print the configuration, run nothing."""
+
+
+DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print it; run nothing"
+
+
+def dry_run(config: Any) -> int:
+    """``--dry-run``: the checks a run makes before loading anything (the device excepted),
+    then the resolved configuration as YAML."""
+    from rlvr.train.overrides import dump_yaml
+    from rlvr.train.setup import preflight
+
+    preflight(config, device=False)
+    print(dump_yaml(config), end="")
+    return 0
 
 
 def _config_help(cls, argv: list[str]) -> str:
@@ -117,6 +133,7 @@ def parse_run_args(
         metavar="DIR",
         help="continue from the latest checkpoint (of DIR, or of log.output_dir)",
     )
+    parser.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
     parser.add_argument(
         "overrides",
         nargs="*",
@@ -142,4 +159,4 @@ def parse_run_args(
         source = default_config
     if source is not None:
         read_yaml(source)  # a clear error for a missing file before anything else
-    return RunArgs(load_config(cls, source, overrides), args.resume is not None)
+    return RunArgs(load_config(cls, source, overrides), args.resume is not None, args.dry_run)

@@ -23,7 +23,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rlvr.cli.common import command
+from rlvr.cli.common import DRY_RUN_HELP, command
 from rlvr.data.fields import DATASETS, FIELD_MAPS
 from rlvr.evaluation.harness import EvalConfig, EvalReport
 from rlvr.generation import SamplingConfig
@@ -97,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-completions", action="store_true", help="leave completion texts out of the JSON"
     )
+    p.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
     return p
 
 
@@ -165,6 +166,19 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
         limit=args.limit,
         name=name,
     )
+
+
+def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
+    """Local ``--data`` files read (a missing file or field fails here), named and hub sets
+    only named; the model is not loaded."""
+    from rlvr.data.loading import check_source, looks_like_path
+
+    for item in args.data:
+        source = item.partition("::")[0]
+        check_source(source)
+        count = f"{len(_load_one(args, item))} problems" if looks_like_path(source) else "not read"
+        print(f"{item}: {count}")
+    print(f"{args.model}: not loaded; {config.n} samples per problem, k {list(config.ks)}")
 
 
 def print_table(report: EvalReport, title: str) -> None:
@@ -266,6 +280,9 @@ def main(argv: list[str]) -> int:
     verifier = get_verifier(args.verifier, **_reward_options(args))
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
+    if args.dry_run:
+        _dry_run(args, config)
+        return 0
     examples = _load(args)
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     report = evaluate(model, tokenizer, examples, verifier, config)

@@ -16,13 +16,13 @@ import argparse
 import dataclasses
 import time
 
-from rlvr.cli.common import command
+from rlvr.cli.common import DRY_RUN_HELP, command
 
 
 @command
 def main(argv: list[str]) -> int:
     """``rlvr pipeline FILE [-o DIR] [key=value | STAGE:key=value ...]``."""
-    from rlvr.pipeline import embedded_pipelines, read_pipeline, run_pipeline
+    from rlvr.pipeline import check_pipeline, embedded_pipelines, read_pipeline, run_pipeline
     from rlvr.train.setup import TIME_FORMAT
 
     parser = argparse.ArgumentParser(
@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "-o", "--output-dir", help="output directory (default: the file's output_dir)"
     )
+    parser.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
     parser.add_argument(
         "overrides",
         nargs="*",
@@ -47,6 +48,11 @@ def main(argv: list[str]) -> int:
     pipeline = read_pipeline(args.pipeline)
     out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime(TIME_FORMAT))
     pipeline = dataclasses.replace(pipeline, output_dir=out)
+    if args.dry_run:
+        configs = check_pipeline(pipeline, args.overrides)
+        for stage, cfg in zip(pipeline.stages, configs, strict=True):
+            print(f"{stage.name:<12} {stage.kind:<4} {stage.config}  {cfg.log.output_dir}")
+        return 0
     results = run_pipeline(pipeline, overrides=args.overrides)
     for r in results:
         scores = r.evals[max(r.evals)] if r.evals else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlvr.cli.common import command, parse_run_args
+from rlvr.cli.common import command, dry_run, parse_run_args
 
 
 @command
@@ -18,9 +18,11 @@ def main(argv: list[str]) -> int:
         description="Supervised fine-tuning: token-mean NLL of responses, prompt tokens masked.",
         epilog="example: rlvr sft data.train=pairs.jsonl model=tiny optim.lr=3e-4 epochs=2",
     )
-    cfg, resume = parse_run_args(
+    cfg, resume, dry = parse_run_args(
         parser, SFTConfig, argv, default_config=None, example="data.train=pairs.jsonl epochs=2"
     )
+    if dry:
+        return dry_run(cfg)
     result = sft(cfg, resume=resume)
     print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
     if result.model_dir is not None:

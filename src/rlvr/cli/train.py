@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlvr.cli.common import command, parse_run_args
+from rlvr.cli.common import command, dry_run, parse_run_args
 
 
 @command
@@ -23,7 +23,9 @@ def main(argv: list[str]) -> int:
         description="RL with verifiable rewards. With no config, runs the embedded demo.",
         epilog="example: rlvr train --config demo objective.name=abc_grpo objective.eps3=0.3 model=smollm2-135m",
     )
-    cfg, resume = parse_run_args(parser, TrainConfig, argv, default_config="demo")
+    cfg, resume, dry = parse_run_args(parser, TrainConfig, argv, default_config="demo")
+    if dry:
+        return dry_run(cfg)
     result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)

@@ -31,7 +31,9 @@ different problems do not pair and the claim is inconclusive):
   reproduced** when any is below 0, **inconclusive** otherwise.
 
 A claim whose arms did not all finish the same seeds (at least 2) is **inconclusive** and
-says why. The rules are fixed before the runs and the verdict is whatever they give.
+says why. A claim between arms that could not differ (bit-identical runs, or objectives whose
+per-token gradients were identical on every token: :mod:`rlvr.compare.evidence`) is
+**untestable**. The rules are fixed before the runs and the verdict is whatever they give.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ from rlvr.compare.stats import Interval, paired_interval
 
 RULES = ("direction", "order", "largest")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+UNTESTABLE = "untestable"
+"""The arms a claim compares could not differ (identical runs, or identical updates)."""
 CLAIM_KEYS = (
     "id",
     "source",
@@ -88,6 +92,15 @@ class Claim:
     def arms_needed(self) -> list[str]:
         names = [self.arm, self.baseline, *self.arms]
         return [n for n in names if n]
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The ``(arm, other arm)`` pairs the rule compares (none for one arm's metrics)."""
+        if self.rule == "direction":
+            return [(self.arm, self.baseline)]
+        if self.rule == "order" and self.arms:
+            return list(zip(self.arms[1:], self.arms[:-1], strict=True))
+        return []
 
     @property
     def reads(self) -> list[tuple[str, str]]:
@@ -136,6 +149,10 @@ class Verdict:
     intervals: dict[str, Interval] = field(default_factory=dict)
     """Each compared pair's paired interval, by ``"a - b"``."""
     seeds: list[int] = field(default_factory=list)
+    regime: str = ""
+    """The study regime whose runs were judged."""
+    evidence: str = ""
+    """Whether the compared arms could differ: contrast, out-of-band share, detectable effect."""
 
 
 def bundled_claim_files() -> list[str]:

@@ -7,6 +7,7 @@ code), so they say the same thing; the HTML embeds the figures as base64 PNG.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import re
@@ -20,14 +21,16 @@ from rlvr.compare.claims import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    UNTESTABLE,
     Verdict,
     judge,
     load_claims,
     paired_arrays,
 )
+from rlvr.compare.evidence import assess, same_run
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, mean_std, paired_interval
-from rlvr.compare.study import RunSpec, Study
+from rlvr.compare.study import RunSpec, Study, objective_name
 from rlvr.compare.worker import code_hash
 
 FIGURES_DIR = "figures"
@@ -35,7 +38,9 @@ MARK = {
     REPRODUCED: "reproduced",
     NOT_REPRODUCED: "**not reproduced**",
     INCONCLUSIVE: "inconclusive",
+    UNTESTABLE: "untestable",
 }
+STATUSES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE)
 
 
 @dataclass(frozen=True)
@@ -54,15 +59,41 @@ class ReportFiles:
     verdicts: list[Verdict]
 
 
-def collect(specs: list[RunSpec]) -> dict[str, ArmData]:
-    """Finished runs by arm name (unfinished ones are left out)."""
+def collect(specs: list[RunSpec], regime: str | None = None) -> dict[str, ArmData]:
+    """Finished runs by arm name, of one regime (``None``: the specs' only one); unfinished
+    runs are left out."""
     data: dict[str, ArmData] = {}
     for spec in specs:
+        if regime is not None and spec.regime != regime:
+            continue
         arm = data.setdefault(spec.arm.name, ArmData(spec.arm.name))
         run = load_run(spec.run_dir, spec.seed)
         if run is not None:
             arm.runs[spec.seed] = run
     return data
+
+
+def regimes_of(specs: list[RunSpec]) -> list[str]:
+    """The regimes of ``specs`` in order of first appearance."""
+    return list(dict.fromkeys(spec.regime for spec in specs))
+
+
+def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list[Verdict]]:
+    """Per regime its finished runs, and every claim judged in every regime (with the
+    evidence on whether its arms could differ)."""
+    claims = [c for name in study.claims for c in load_claims(name)]
+    known = {a.name for a in study.arms}
+    by_regime, verdicts = {}, []
+    for regime in regimes_of(specs):
+        data = by_regime[regime] = collect(specs, regime)
+        mine = [spec for spec in specs if spec.regime == regime]
+        configs = {spec.arm.name: spec.config for spec in mine}
+        names = {arm: objective_name(config) for arm, config in configs.items()}
+        for claim in claims:
+            if set(claim.arms_needed) <= known:
+                verdict = dataclasses.replace(judge(claim, data), regime=regime)
+                verdicts.append(assess(verdict, data, configs, names))
+    return by_regime, verdicts
 
 
 def held_out_keys(data: dict[str, ArmData]) -> list[str]:
@@ -108,22 +139,41 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
     return f"{paired_interval(a, b).text(3)} vs `{arm.baseline}`"
 
 
-def _summary_table(verdicts: list[Verdict]) -> list[list[str]]:
-    rows = [["paper", "claim", "where", "verdict"]]
+def _regime_cell(v: Verdict, regimes: bool) -> list[str]:
+    return [v.regime] if regimes else []
+
+
+def _summary_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
+    rows = [["paper", "claim", "where", *(["regime"] if regimes else []), "verdict"]]
     rows += [
-        [v.claim.paper, f"{v.claim.text} (`{v.claim.id}`)", v.claim.source, MARK[v.status]]
+        [
+            v.claim.paper,
+            f"{v.claim.text} (`{v.claim.id}`)",
+            v.claim.source,
+            *_regime_cell(v, regimes),
+            MARK[v.status],
+        ]
         for v in verdicts
     ]
     return rows
 
 
-def _claims_table(verdicts: list[Verdict]) -> list[list[str]]:
-    rows = [["claim", "paper, where", "rule", "verdict", "numbers"]]
+def _claims_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
+    rows = [["claim", "paper, where", "rule", *(["regime"] if regimes else []), "verdict"]]
+    rows[0] += ["numbers", "could the arms differ? (contrast, out-of-band share, detectable)"]
     for v in verdicts:
         c = v.claim
         rule = f"`{c.rule}` ({c.direction if c.rule != 'largest' else c.expect}), summary `{c.summary}`"
         rows.append(
-            [f"{c.text} (`{c.id}`)", f"{c.paper}, {c.source}", rule, MARK[v.status], v.numbers]
+            [
+                f"{c.text} (`{c.id}`)",
+                f"{c.paper}, {c.source}",
+                rule,
+                *_regime_cell(v, regimes),
+                MARK[v.status],
+                v.numbers,
+                v.evidence,
+            ]
         )
     return rows
 
@@ -159,31 +209,35 @@ RULES_TEXT = [
 
 
 def _header(
-    study: Study, specs: list[RunSpec], data, verdicts: list[Verdict], command: str
+    study: Study, specs: list[RunSpec], by_regime, verdicts: list[Verdict], command: str
 ) -> list[Block]:
-    finished = sum(len(a.runs) for a in data.values())
-    counts = {
-        s: sum(v.status == s for v in verdicts) for s in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
-    }
+    finished = sum(len(a.runs) for data in by_regime.values() for a in data.values())
+    counts = ", ".join(f"{sum(v.status == s for v in verdicts)} {s}" for s in STATUSES)
     seeds = ", ".join(map(str, study.seeds))
+    regimes = [r.name for r in study.regimes]
+    own = [f"{r.name}: seeds {', '.join(map(str, r.seeds))}" for r in study.regimes if r.seeds]
+    where = f" under {len(regimes)} regimes ({', '.join(regimes)})" if regimes else ""
+    where += f" ({'; '.join(own)})" if own else ""
     summary = (
-        f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}), {study.steps} rollout "
-        f"steps each; {finished} of {len(specs)} runs finished. Claims: {counts[REPRODUCED]} "
-        f"reproduced, {counts[NOT_REPRODUCED]} not reproduced, {counts[INCONCLUSIVE]} inconclusive."
+        f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}){where}, "
+        f"{study.steps} rollout steps each; {finished} of {len(specs)} runs finished. "
+        f"Claims{' x regimes' if regimes else ''}: {counts}."
     )
+    runs = [r for data in by_regime.values() for a in data.values() for r in a.runs.values()]
     blocks = [Block("h1", f"Study `{study.name}`: {study.title}")]
     blocks += [Block("p", study.notes)] if study.notes else []
-    blocks += [Block("p", summary + _code_note(data)), Block("code", command)]
+    blocks += [Block("p", summary + _code_note(runs)), Block("code", command)]
     blocks.append(Block("h2", "Verdicts"))
     blocks.append(
-        Block("table", _summary_table(verdicts)) if verdicts else Block("p", "No claims.")
+        Block("table", _summary_table(verdicts, bool(regimes)))
+        if verdicts
+        else Block("p", "No claims.")
     )
     return blocks
 
 
-def _code_note(data: dict[str, ArmData]) -> str:
+def _code_note(runs: list) -> str:
     """A warning when finished runs were made by other rlvr source than the one reporting."""
-    runs = [r for a in data.values() for r in a.runs.values()]
     now = code_hash()
     other = sum(r.code != now for r in runs)
     if not other:
@@ -195,32 +249,46 @@ def _code_note(data: dict[str, ArmData]) -> str:
     )
 
 
-def _group(study: Study, group: str, data, verdicts: list[Verdict], figure_files) -> list[Block]:
-    """One paper's section: its claims, final held-out scores and figures."""
+def _group(
+    study: Study, group: str, by_regime, verdicts: list[Verdict], figure_files
+) -> list[Block]:
+    """One paper's section: its claims, and per regime the final held-out scores and figures."""
     arms = [a for a in study.arms if a.group == group]
     names = {a.name for a in arms}
     mine = [v for v in verdicts if set(v.claim.arms_needed) <= names]
     papers = sorted({v.claim.paper for v in mine})
     blocks = [Block("h2", f"{group or 'arms'}" + (f": {', '.join(papers)}" if papers else ""))]
     if mine:
-        blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine))]
-    blocks.append(Block("h3", "Final held-out scores"))
-    keys = held_out_keys(data)
-    table = _final_table(study, arms, data, keys) if keys else None
-    blocks.append(Block("table", table) if table else Block("p", "No held-out evaluation."))
-    return blocks + [Block("img", path) for path in figure_files.get(group, [])]
+        blocks += [Block("h3", "Claims"), Block("table", _claims_table(mine, bool(study.regimes)))]
+    for regime, data in by_regime.items():
+        suffix = f" ({regime})" if study.regimes else ""
+        blocks.append(Block("h3", f"Final held-out scores{suffix}"))
+        keys = held_out_keys(data)
+        table = _final_table(study, arms, data, keys) if keys else None
+        blocks.append(Block("table", table) if table else Block("p", "No held-out evaluation."))
+        blocks += [Block("img", path) for path in figure_files.get((group, regime), [])]
+    return blocks
 
 
-def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
-    rows = [["arm", "seed", "run directory", "finished", "steps + evaluations", "code"]]
+def _runs(specs: list[RunSpec], by_regime) -> list[Block]:
+    rows = [["arm", "regime", "seed", "run directory", "finished", "steps + evaluations", "code"]]
     for spec in specs:
-        run = data.get(spec.arm.name, ArmData("")).runs.get(spec.seed)
+        run = by_regime[spec.regime].get(spec.arm.name, ArmData("")).runs.get(spec.seed)
         seconds = f"{run.seconds:.0f} s" if run else ""
         done, code = ("yes", f"`{run.code}`") if run else ("no", "")
         rows.append(
-            [f"`{spec.arm.name}`", str(spec.seed), f"`{spec.run_dir}`", done, seconds, code]
+            [
+                f"`{spec.arm.name}`",
+                spec.regime,
+                str(spec.seed),
+                f"`{spec.run_dir}`",
+                done,
+                seconds,
+                code,
+            ]
         )
-    total = sum(r.seconds for a in data.values() for r in a.runs.values())
+    runs = [r for data in by_regime.values() for a in data.values() for r in a.runs.values()]
+    total = sum(r.seconds for r in runs)
     text = f"Training and evaluation time summed over the finished runs: {total / 60:.1f} min."
     return [Block("h2", "Runs"), Block("p", text), Block("table", rows)]
 
@@ -228,24 +296,25 @@ def _runs(specs: list[RunSpec], data: dict[str, ArmData]) -> list[Block]:
 def build_blocks(
     study: Study,
     specs: list[RunSpec],
-    data: dict[str, ArmData],
+    by_regime: dict[str, dict[str, ArmData]],
     verdicts: list[Verdict],
-    figure_files: dict[str, list[Path]],
+    figure_files: dict[tuple[str, str], list[Path]],
     command: str,
 ) -> list[Block]:
     """The report's content, in order: header and verdicts, each paper, rules, runs."""
-    blocks = _header(study, specs, data, verdicts, command)
+    blocks = _header(study, specs, by_regime, verdicts, command)
     placed: set[str] = set()
     for group in study.groups:
         names = {a.name for a in study.arms if a.group == group}
         placed |= {v.claim.id for v in verdicts if set(v.claim.arms_needed) <= names}
-        blocks += _group(study, group, data, verdicts, figure_files)
+        blocks += _group(study, group, by_regime, verdicts, figure_files)
     rest = [v for v in verdicts if v.claim.id not in placed]
     if rest:
-        blocks += [Block("h2", "Claims across groups"), Block("table", _claims_table(rest))]
+        table = _claims_table(rest, bool(study.regimes))
+        blocks += [Block("h2", "Claims across groups"), Block("table", table)]
     blocks.append(Block("h2", "How the numbers are made"))
     blocks += [Block("p", text) for text in RULES_TEXT]
-    return blocks + _runs(specs, data)
+    return blocks + _runs(specs, by_regime)
 
 
 # ------------------------------------------------------------------ rendering
@@ -318,37 +387,54 @@ def to_html(blocks: list[Block], title: str) -> str:
 # ------------------------------------------------------------------ the report
 
 
-def _figures(study: Study, data: dict[str, ArmData], out: Path) -> dict[str, list[Path]]:
+def _merged_identical(arms: list[ArmData], labels: dict[str, str]) -> tuple[list, dict]:
+    """``arms`` with each arm whose runs are bit-identical to an earlier one's on every seed
+    folded into it (its label then names both), so no figure shows identical runs as two."""
+    kept: list[ArmData] = []
+    labels = dict(labels)
+    for arm in arms:
+        twin = next(
+            (
+                k
+                for k in kept
+                if set(k.runs) == set(arm.runs)
+                and all(same_run(k.runs[s], arm.runs[s]) for s in arm.runs)
+            ),
+            None,
+        )
+        if twin is None:
+            kept.append(arm)
+        else:
+            labels[twin.name] = (
+                f"{labels.get(twin.name, twin.name)} = {labels.get(arm.name, arm.name)} (identical runs)"
+            )
+    return kept, labels
+
+
+def _figures(study: Study, by_regime, out: Path) -> dict[tuple[str, str], list[Path]]:
     fig_dir = out / FIGURES_DIR
     fig_dir.mkdir(parents=True, exist_ok=True)
-    files: dict[str, list[Path]] = {}
-    for group in study.groups:
-        arms = [
-            data[a.name]
-            for a in study.arms
-            if a.group == group and a.name in data and data[a.name].runs
-        ]
-        labels = {a.name: a.label for a in study.arms}
-        slug = group or "arms"
-        made = (
-            [
-                figures.curves_figure(
-                    group or study.name, arms, labels, fig_dir / f"{slug}-curves.png"
-                ),
-                figures.quadrant_figure(
-                    group or study.name, arms, labels, fig_dir / f"{slug}-quadrants.png"
-                ),
+    files: dict[tuple[str, str], list[Path]] = {}
+    for regime, data in by_regime.items():
+        for group in study.groups:
+            found = [
+                data[a.name]
+                for a in study.arms
+                if a.group == group and a.name in data and data[a.name].runs
             ]
-            if arms
-            else []
-        )
-        files[group] = [p for p in made if p is not None]
+            arms, labels = _merged_identical(found, {a.name: a.label for a in study.arms})
+            slug = (group or "arms") + (f"-{regime}" if study.regimes else "")
+            title = (group or study.name) + (f" ({regime})" if study.regimes else "")
+            made = [
+                figures.curves_figure(title, arms, labels, fig_dir / f"{slug}-curves.png"),
+                figures.quadrant_figure(title, arms, labels, fig_dir / f"{slug}-quadrants.png"),
+            ] if arms else []  # fmt: skip
+            files[(group, regime)] = [p for p in made if p is not None]
     return files
 
 
-def _results_json(
-    study: Study, data: dict[str, ArmData], verdicts: list[Verdict], keys: list[str]
-) -> dict:
+def _arms_json(study: Study, data: dict[str, ArmData]) -> dict:
+    keys = held_out_keys(data)
     arms = {}
     for arm in study.arms:
         runs = data.get(arm.name)
@@ -361,24 +447,32 @@ def _results_json(
             "code": {str(s): runs.runs[s].code for s in seeds},
             "final": {k: runs.values(k, "final", seeds).tolist() for k in keys} if seeds else {},
         }
+    return arms
+
+
+def _results_json(study: Study, by_regime, verdicts: list[Verdict]) -> dict:
     claims = [
         {
             "id": v.claim.id,
+            "regime": v.regime,
             "paper": v.claim.paper,
             "source": v.claim.source,
             "text": v.claim.text,
             "verdict": v.status,
             "numbers": v.numbers,
+            "evidence": v.evidence,
             "rule": v.rule,
             "intervals": {k: ci._asdict() for k, ci in v.intervals.items()},
         }
         for v in verdicts
     ]
+    regimes = {regime: _arms_json(study, data) for regime, data in by_regime.items()}
+    single = len(regimes) == 1 and not study.regimes
     return {
         "study": study.name,
         "steps": study.steps,
         "seeds": list(study.seeds),
-        "arms": arms,
+        **({"arms": next(iter(regimes.values()))} if single else {"regimes": regimes}),
         "claims": claims,
     }
 
@@ -386,19 +480,15 @@ def _results_json(
 def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) -> ReportFiles:
     """Judge the claims on the finished runs and write the report files into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    data = collect(specs)
-    claims = [c for name in study.claims for c in load_claims(name)]
-    known = {a.name for a in study.arms}
-    verdicts = [judge(c, data) for c in claims if set(c.arms_needed) <= known]
-    figure_files = _figures(study, data, out)
-    blocks = build_blocks(study, specs, data, verdicts, figure_files, command)
+    by_regime, verdicts = judge_all(study, specs)
+    figure_files = _figures(study, by_regime, out)
+    blocks = build_blocks(study, specs, by_regime, verdicts, figure_files, command)
     md, page = out / "report.md", out / "report.html"
     md.write_text(to_markdown(blocks, out))
     page.write_text(to_html(blocks, f"rlvr compare {study.name}"))
     results = out / "results.json"
-    keys = held_out_keys(data)
     results.write_text(
-        json.dumps(_results_json(study, data, verdicts, keys), indent=1, default=_plain)
+        json.dumps(_results_json(study, by_regime, verdicts), indent=1, default=_plain)
     )
     all_figures = [p for paths in figure_files.values() for p in paths]
     return ReportFiles(md, page, results, all_figures, verdicts)

@@ -49,6 +49,10 @@ class Interval(NamedTuple):
     high: float
     seeds: int
     """Seeds the estimate is over."""
+    se: float = math.nan
+    """Standard error of ``mean``."""
+    df: float = math.nan
+    """Degrees of freedom of its t distribution."""
 
     def excludes_zero(self) -> int:
         """+1 when the interval is above 0, -1 when below, 0 when it contains 0."""
@@ -81,7 +85,40 @@ def paired_interval(arm: np.ndarray, base: np.ndarray, *, level: float = LEVEL) 
         df = var**2 / (seed_var**2 / (seeds - 1) + problem_var**2 / (problems - 1))
     mean = float(diff.mean())
     half = float(student_t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
-    return Interval(mean, mean - half, mean + half, seeds)
+    return Interval(mean, mean - half, mean + half, seeds, math.sqrt(var), df)
+
+
+POWER = 0.8
+
+
+def detectable(ci: Interval, *, power: float = POWER, level: float = LEVEL) -> float:
+    """The smallest true difference the interval's test finds with probability ``power``:
+    ``(t(1 - alpha/2, df) + t(power, df)) * se``, from the study's own standard error (the
+    usual minimal detectable effect of a two-sided t test at level ``1 - alpha``).
+
+    >>> round(detectable(Interval(0.02, 0.0, 0.04, 3, se=0.01 / 3**0.5, df=2)), 4)
+    0.031
+    """
+    if not (ci.se >= 0 and ci.df > 0):
+        return math.nan
+    quantiles = student_t.ppf(0.5 + level / 2, ci.df) + student_t.ppf(power, ci.df)
+    return float(quantiles * ci.se)
+
+
+def seeds_needed(
+    sd: float, effect: float, *, power: float = POWER, level: float = LEVEL, most: int = 1000
+) -> int:
+    """Seeds a paired per-seed t test needs to detect ``effect`` with ``power``, when the
+    per-seed differences have standard deviation ``sd`` (at least 2).
+
+    >>> seeds_needed(0.0145, 0.02), seeds_needed(0.0145, 0.01)
+    (7, 19)
+    """
+    for n in range(2, most + 1):
+        ci = Interval(0.0, 0.0, 0.0, n, se=sd / math.sqrt(n), df=n - 1)
+        if detectable(ci, power=power, level=level) <= effect:
+            return n
+    raise ValueError(f"more than {most} seeds needed for an effect of {effect} at sd {sd}")
 
 
 def mean_std(values: np.ndarray) -> tuple[float, float]:

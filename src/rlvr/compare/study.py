@@ -15,11 +15,18 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
     claims: [abc]               # bundled claim files or paths
     include: []                 # other studies whose arms and claims are added
     imports: []                 # modules each run imports first (e.g. registering a verifier)
+    regimes:                    # optional: every arm x seed runs once per regime
+      paper: {seeds: [0, 1, 2]} # a regime's own seeds (default: the study's)
+      off-policy: {rollout: {minibatches: 16, epochs: 2}}
 
 An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
 mapping) apply after ``base``. Each arm x seed becomes one :class:`RunSpec` whose run
 directory is named by a hash of its resolved configuration, so a run is reused by any
-study that needs exactly the same run, and a changed setting makes a new one.
+study that needs exactly the same run, and a changed setting makes a new one. A regime's
+settings apply after the arm's overrides; with no ``regimes`` a study has one, ``default``,
+with none. Every run logs the objective contrast (``log.contrast``) against the objective of
+each arm it is compared with in a claim, so the report can say whether two arms' updates
+differed at all (:func:`contrast_plan`).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +54,9 @@ STUDY_KEYS = (
     "include",
     "notes",
     "imports",
+    "regimes",
 )
+DEFAULT_REGIME = "default"
 ARM_KEYS = ("recipe", "name", "label", "baseline", "overrides", "group")
 
 
@@ -69,6 +79,17 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class Regime:
+    """A named set of settings under which every arm of a study runs (e.g. off-policy)."""
+
+    name: str
+    overrides: tuple[str, ...] = ()
+    """``key=value`` settings applied after each arm's own overrides."""
+    seeds: tuple[int, ...] = ()
+    """Seeds of this regime's runs (empty: the study's)."""
+
+
+@dataclass(frozen=True)
 class Study:
     """A set of arms x seeds with shared settings and the claims they test."""
 
@@ -86,6 +107,13 @@ class Study:
     """Where the study was read from."""
     imports: tuple[str, ...] = ()
     """Python modules every run imports before training (custom verifiers register themselves)."""
+    regimes: tuple[Regime, ...] = ()
+    """Settings every arm runs under, each in its own runs (empty: one regime, ``default``)."""
+
+    @property
+    def regime_list(self) -> tuple[Regime, ...]:
+        """The regimes, or the one ``default`` regime with no settings."""
+        return self.regimes or (Regime(DEFAULT_REGIME),)
 
     def arm(self, name: str) -> Arm:
         """The arm called ``name`` (error listing the valid ones)."""
@@ -112,10 +140,12 @@ class RunSpec:
     run_dir: Path
     fingerprint: str
     """Hash of the configuration without seed and output directory."""
+    regime: str = DEFAULT_REGIME
 
     @property
     def key(self) -> str:
-        return f"{self.arm.name} seed {self.seed}"
+        where = "" if self.regime == DEFAULT_REGIME else f" [{self.regime}]"
+        return f"{self.arm.name} seed {self.seed}{where}"
 
 
 def bundled_studies() -> list[str]:
@@ -206,6 +236,7 @@ def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
         arms = [a for a in arms if a.name != arm.name] + [arm]
     claims += [c for c in data.get("claims") or [] if c not in claims]
     imports += [str(m) for m in data.get("imports") or [] if m not in imports]
+    regimes = _regimes(data.get("regimes"), where)
     study = Study(
         name=str(data.get("name") or Path(name_or_path).stem),
         title=str(data.get("title") or data.get("name") or name_or_path),
@@ -217,9 +248,23 @@ def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
         notes=str(data.get("notes") or "").strip(),
         source=where,
         imports=tuple(imports),
+        regimes=regimes,
     )
     _check(study, where)
     return study
+
+
+def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{where}: regimes must be a mapping of names to settings")
+    regimes = []
+    for name, settings in value.items():
+        settings = dict(settings or {})
+        seeds = tuple(int(s) for s in settings.pop("seeds", None) or ())
+        regimes.append(Regime(str(name), _overrides(settings, f"{where} regime {name}"), seeds))
+    return tuple(regimes)
 
 
 def _check(study: Study, where: str) -> None:
@@ -227,6 +272,9 @@ def _check(study: Study, where: str) -> None:
         raise ValueError(f"{where}: steps must be >= 1")
     if not study.seeds or len(set(study.seeds)) != len(study.seeds):
         raise ValueError(f"{where}: seeds must be a non-empty list of distinct integers")
+    for regime in study.regimes:
+        if len(set(regime.seeds)) != len(regime.seeds):
+            raise ValueError(f"{where}: regime {regime.name} has repeated seeds")
     if not study.arms:
         raise ValueError(f"{where}: a study needs at least one arm")
     names = [a.name for a in study.arms]
@@ -241,18 +289,32 @@ RUN_SETTINGS = {
 """What every study run sets (no progress bar or plots inside the workers; the report draws)."""
 
 
-def arm_config(study: Study, arm: Arm, seed: int, output_dir: str = "run") -> TrainConfig:
-    """The resolved configuration of ``arm`` at ``seed`` (recipe, base, overrides, run settings)."""
+def arm_config(
+    study: Study,
+    arm: Arm,
+    seed: int,
+    output_dir: str = "run",
+    regime: Regime | None = None,
+    contrast: tuple[str, ...] = (),
+) -> TrainConfig:
+    """The resolved configuration of ``arm`` at ``seed`` (recipe, base, overrides, regime,
+    run settings), logging the objective contrast against the specs in ``contrast``."""
     data = deep_merge(read_yaml(arm.recipe), study.base)
     data = deep_merge(data, RUN_SETTINGS)
     data = apply_overrides(data, list(arm.overrides))
+    data = apply_overrides(data, list(regime.overrides) if regime else [])
     data = apply_overrides(
         data, [f"steps={study.steps}", f"seed={seed}", f"log.output_dir={output_dir}"]
+    )
+    if contrast:
+        data = deep_merge(data, {"log": {"contrast": list(contrast)}})
+    where = f"study {study.name!r}, arm {arm.name!r}" + (
+        f", regime {regime.name!r}" if regime else ""
     )
     try:
         return from_dict(TrainConfig, data)
     except ValueError as err:
-        raise ValueError(f"study {study.name!r}, arm {arm.name!r}: {err}") from err
+        raise ValueError(f"{where}: {err}") from err
 
 
 def fingerprint(config: TrainConfig) -> str:
@@ -263,15 +325,76 @@ def fingerprint(config: TrainConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def compared_pairs(study: Study) -> list[tuple[str, str]]:
+    """The pairs of arms the study's claims compare."""
+    from rlvr.compare.claims import load_claims
+
+    return [pair for name in study.claims for c in load_claims(name) for pair in c.pairs]
+
+
 def plan(study: Study, runs_root: Path) -> list[RunSpec]:
-    """Every arm x seed with its configuration and run directory under ``runs_root``."""
+    """Every arm x regime x seed with its configuration and run directory under ``runs_root``,
+    seed by seed (a study stopped early has every arm at its first seeds). Each pair of arms
+    a claim compares has its objective contrast logged in one of the two arms' runs
+    (:func:`contrast_plan`)."""
     specs = []
-    for arm in study.arms:
-        probe = arm_config(study, arm, study.seeds[0])
-        digest = fingerprint(probe)
-        folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
-        for seed in study.seeds:
-            run_dir = folder / f"seed{seed}"
-            config = arm_config(study, arm, seed, str(run_dir))
-            specs.append(RunSpec(arm, seed, config, run_dir, digest))
-    return specs
+    pairs = compared_pairs(study)
+    for regime in study.regime_list:
+        named = regime if study.regimes else None
+        contrast = contrast_plan(study, pairs, named)
+        for arm in study.arms:
+            probe = arm_config(
+                study, arm, study.seeds[0], regime=named, contrast=contrast[arm.name]
+            )
+            digest = fingerprint(probe)
+            folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
+            for seed in regime.seeds or study.seeds:
+                run_dir = folder / f"seed{seed}"
+                config = arm_config(study, arm, seed, str(run_dir), named, contrast[arm.name])
+                specs.append(RunSpec(arm, seed, config, run_dir, digest, regime.name))
+    return sorted(specs, key=lambda s: s.seed)
+
+
+def objective_name(config: TrainConfig) -> str:
+    """``config``'s objective as a ``log.contrast`` entry: its name and every setting that
+    differs from the objective's defaults (``apmpo:fss_form=mean``)."""
+    obj = config.loss_config
+    default = type(obj.params)()
+    settings = {
+        f.name: getattr(obj.params, f.name)
+        for f in dataclasses.fields(obj.params)
+        if getattr(obj.params, f.name) != getattr(default, f.name)
+    }
+    if obj.agg_mode != obj.spec.loss_agg:  # the advantages are the run's: not part of it
+        settings["loss_agg"] = obj.agg_mode
+    items = ",".join(f"{k}={_value_text(v)}" for k, v in settings.items())
+    return obj.name + (f":{items}" if items else "")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z_][\w.-]*", value):
+        return value
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def contrast_plan(
+    study: Study, pairs: list[tuple[str, str]], regime: Regime | None
+) -> dict[str, tuple[str, ...]]:
+    """For each arm, the objectives its runs log the contrast against: for every compared
+    pair whose objectives differ, the other arm's, assigned to whichever of the two has fewer
+    so far (the cost spreads over the arms)."""
+    names = {a.name for a in study.arms}
+    objective = {
+        a.name: objective_name(arm_config(study, a, study.seeds[0], regime=regime))
+        for a in study.arms
+    }
+    out: dict[str, list[str]] = {a.name: [] for a in study.arms}
+    seen: set[frozenset[str]] = set()
+    for a, b in pairs:
+        key = frozenset((a, b))
+        if a == b or key in seen or not {a, b} <= names or objective[a] == objective[b]:
+            continue
+        seen.add(key)
+        host, other = (a, b) if len(out[a]) <= len(out[b]) else (b, a)
+        out[host].append(objective[other])
+    return {name: tuple(specs) for name, specs in out.items()}

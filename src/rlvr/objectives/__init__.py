@@ -23,7 +23,7 @@ from rlvr.objectives.gmpo import GmpoConfig
 from rlvr.objectives.gppo import GppoConfig
 from rlvr.objectives.gspo import GspoConfig
 from rlvr.objectives.loss import LossInputs, LossOutput, objective_loss, policy_loss
-from rlvr.objectives.metrics import metric_weights
+from rlvr.objectives.metrics import metric_weight_tensors, metric_weights
 from rlvr.objectives.pmpo import ApmpoConfig, PmpoConfig
 from rlvr.objectives.ppo_clip import DapoConfig, DrGrpoConfig, GrpoConfig
 from rlvr.objectives.registry import OBJECTIVES, ObjectiveSpec, make_config, objective_spec
@@ -54,6 +54,7 @@ __all__ = [
     "group_stats_for",
     "kl_penalty",
     "make_config",
+    "metric_weight_tensors",
     "metric_weights",
     "objective_loss",
     "objective_spec",

@@ -21,7 +21,7 @@ Decisions (documented in ``docs/objectives.md``):
 - ``max_len`` (Dr.GRPO's constant ``L_max``) defaults to ``mask.shape[-1]``, which varies
   when micro-batches are padded separately: pass the generation budget
   (``SamplingConfig.max_new_tokens``) for a constant that does not. A row longer than
-  ``max_len`` is an error.
+  ``max_len`` is an error (checked with ``validate=True``).
 - Padding is selected away with ``torch.where``, never multiplied by 0, so a NaN or inf
   loss on a padding position cannot leak into the result.
 """
@@ -89,9 +89,12 @@ def _bool_mask(mask: torch.Tensor) -> torch.Tensor:
     return mask if mask.dtype == torch.bool else mask != 0
 
 
-def _positive(value: Count, name: str) -> Count:
-    """A denominator: a positive number or tensor (checked when it is a plain number)."""
-    if not isinstance(value, torch.Tensor) and not value > 0:
+def _positive(value: Count, name: str, dtype: torch.dtype) -> Count:
+    """A denominator: a positive number (checked), or a tensor (unchecked: reading it would be a
+    host-device sync) cast to the loss's ``dtype``, so it divides the loss as a number would."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype)
+    if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return value
 
@@ -103,8 +106,13 @@ def aggregate(
     num_tokens: Count | None = None,
     num_seqs: Count | None = None,
     max_len: int | None = None,
+    validate: bool = False,
 ) -> torch.Tensor:
-    """Scalar loss from ``per_token_loss [B, T]`` over ``mask [B, T]`` (see module doc)."""
+    """Scalar loss from ``per_token_loss [B, T]`` over ``mask [B, T]`` (see module doc).
+
+    ``validate``: also check that no row is longer than ``max_len`` (reads the mask on the
+    host: a host-device synchronisation).
+    """
     if mode not in LOSS_AGG_MODES:
         raise ValueError(f"unknown loss_agg {mode!r}; valid: {', '.join(LOSS_AGG_MODES)}")
     mask = _bool_mask(mask)
@@ -115,18 +123,26 @@ def aggregate(
     masked = torch.where(mask, per_token_loss, torch.zeros_like(per_token_loss))
     row_tokens = mask.sum(dim=1)  # [B]
     if mode == "token-mean":
-        denom = row_tokens.sum() if num_tokens is None else _positive(num_tokens, "num_tokens")
+        denom = (
+            row_tokens.sum()
+            if num_tokens is None
+            else _positive(num_tokens, "num_tokens", masked.dtype)
+        )
         return masked.sum() / denom
     if mode == "token-sum":
         return masked.sum()
-    seqs = (row_tokens > 0).sum() if num_seqs is None else _positive(num_seqs, "num_seqs")
+    seqs = (
+        (row_tokens > 0).sum()
+        if num_seqs is None
+        else _positive(num_seqs, "num_seqs", masked.dtype)
+    )
     if mode == "seq-mean-token-mean":
         per_seq = masked.sum(dim=1) / row_tokens.clamp(min=1).to(masked.dtype)
         return per_seq.sum() / seqs
     if mode == "seq-mean-token-sum":
         return masked.sum() / seqs
-    length = mask.shape[1] if max_len is None else _positive(max_len, "max_len")
-    if max_len is not None and bool((row_tokens > max_len).any()):
+    length = mask.shape[1] if max_len is None else _positive(max_len, "max_len", masked.dtype)
+    if validate and max_len is not None and bool((row_tokens > max_len).any()):
         raise ValueError(
             f"max_len={max_len} is shorter than a response ({int(row_tokens.max())} tokens)"
         )

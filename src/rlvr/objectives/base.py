@@ -106,8 +106,11 @@ def ppo_clip(
 
 
 def as_bound(bound: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor:
-    """A clip bound as a tensor of ``like``'s dtype and device (``inf`` allowed)."""
-    return torch.as_tensor(bound, dtype=like.dtype, device=like.device)
+    """A clip bound as a tensor of ``like``'s dtype and device (``inf`` allowed); a number is
+    filled in on the device (a host-to-device copy would synchronise the stream)."""
+    if isinstance(bound, torch.Tensor):
+        return bound.to(dtype=like.dtype, device=like.device)
+    return torch.full((), bound, dtype=like.dtype, device=like.device)
 
 
 def stop_unit(log_ratio: torch.Tensor) -> torch.Tensor:
@@ -119,16 +122,12 @@ P_GEOMETRIC = 1e-4
 """Below this exponent the power mean is replaced by its ``p -> 0`` limit, the geometric mean."""
 
 
-def sequence_signs(adv: torch.Tensor, mask: torch.Tensor, objective: str) -> torch.Tensor:
-    """[B] ``sign(A_i)`` in {-1, 0, 1}; per-token advantages must keep one sign per row."""
+def sequence_signs(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[B] ``sign(A_i)`` in {-1, 0, 1} from ``adv [B, T]`` on ``mask``; a row whose per-token
+    advantages change sign gets 0 (``validate=True`` rejects it: ``inputs.check_signs``)."""
     pos = ((adv > 0) & mask).any(dim=1)
     neg = ((adv < 0) & mask).any(dim=1)
-    if bool((pos & neg).any()):
-        raise ValueError(
-            f"advantages: {objective} is a sequence-level objective; per-token advantages "
-            "must not change sign within a sequence"
-        )
-    return pos.to(adv.dtype) - neg.to(adv.dtype)
+    return (pos & ~neg).to(adv.dtype) - (neg & ~pos).to(adv.dtype)
 
 
 def log_magnitude(

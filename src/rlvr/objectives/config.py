@@ -101,8 +101,11 @@ class ObjectiveConfig:
             self.kl_coef, self.kl_estimator, self.sft_coef, threshold, self.entropy_coef
         )
 
-    def group_stats(self, rewards: torch.Tensor, group_size: int) -> GroupStats | None:
-        """Per-sample group statistics over the whole rollout batch ``rewards [B]`` (``None`` when unused)."""
+    def group_stats(
+        self, rewards: torch.Tensor, group_size: int, *, validate: bool = True
+    ) -> GroupStats | None:
+        """Per-sample group statistics over the whole rollout batch ``rewards [B]`` (``None`` when
+        unused); ``validate``: check the rewards' values too (finite, inside ``reward_range``)."""
         if not self.spec.needs_group_stats:
             return None
         options = self.params.stats_options()
@@ -112,6 +115,7 @@ class ObjectiveConfig:
             pass_threshold=options.pass_threshold,
             reward_range=options.reward_range,
             scope=options.scope,
+            validate=validate,
         )
 
 

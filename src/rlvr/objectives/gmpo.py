@@ -47,7 +47,7 @@ class GmpoConfig:
 def gmpo_loss(batch: PolicyBatch, cfg: GmpoConfig) -> ObjectiveOutput:
     """Per-sequence geometric-mean loss, repeated over each row's tokens."""
     adv, lr = batch.advantages, batch.log_ratio
-    sign = sequence_signs(adv, batch.mask, "gmpo")
+    sign = sequence_signs(adv, batch.mask)
     log_phi = log_magnitude(lr, adv, -cfg.eps_low, cfg.eps_high)
     p = torch.zeros_like(sign)  # the geometric mean
     per_seq = signed_power_mean_loss(log_phi, sign, batch.mask, p)  # [B]

@@ -22,6 +22,7 @@ from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.inputs import (
     build_batch,
     check_rewards,
+    check_signs,
     check_stats,
     check_tensor,
     check_weights,
@@ -70,7 +71,11 @@ class LossOutput(NamedTuple):
 
 
 def objective_loss(
-    batch: LossInputs, cfg: ObjectiveConfig, counts: StepCounts | None = None
+    batch: LossInputs,
+    cfg: ObjectiveConfig,
+    counts: StepCounts | None = None,
+    *,
+    validate: bool = False,
 ) -> LossOutput:
     """The loss of objective ``cfg`` on one (micro-)batch.
 
@@ -80,30 +85,41 @@ def objective_loss(
     need ``batch.group_stats`` (``cfg.group_stats(rewards, G)`` over the whole rollout
     batch, then ``.rows(index)`` per micro-batch).
 
-    Raises ValueError naming the argument for a shape mismatch, NaN/inf on response
-    tokens, an all-zero mask, or a missing input the configuration needs.
+    No host-device synchronisation: the loss and the metrics stay tensors on the inputs'
+    device. Raises ValueError naming the argument for a shape, dtype or type mismatch, or a
+    missing input the configuration needs; with ``validate=True`` also for what only the
+    values show (reading them is a synchronisation): NaN/inf on response tokens, a mask
+    that is not 0/1 or has no response token, negative ``token_weights``, per-token
+    advantages that change sign within a row (sequence-level objectives), ``counts`` below
+    this call's own (``max_len``, ``num_sft_tokens``). Without it such input gives NaN or
+    a wrong loss, not an error: validate a run's first step, and in tests.
     """
     spec, counts = cfg.spec, counts or StepCounts()
-    policy = build_batch(batch.logp, batch.old_logp, batch.advantages, batch.mask)
+    policy = build_batch(batch.logp, batch.old_logp, batch.advantages, batch.mask, validate)
     size = policy.mask.shape[0]
     if batch.rewards is not None:
-        check_rewards(batch.rewards, size)
+        check_rewards(batch.rewards, size, validate)
+    if validate and spec.sequence_level:
+        check_signs(policy.advantages, policy.mask, spec.name)
     if spec.needs_group_stats:
         stats = check_stats(spec.name, batch.group_stats, size)
         policy = dataclasses.replace(policy, stats=stats.to(policy.mask.device))
     out = spec.loss_fn(policy, cfg.params)
     per_token = out.per_token_loss
     if batch.token_weights is not None:
-        weights = check_weights(batch.token_weights, policy.mask)
+        weights = check_weights(batch.token_weights, policy.mask, validate)
         per_token = per_token * weights.to(per_token.dtype)
-    loss = aggregate(per_token, policy.mask, cfg.agg_mode, **_denominators(counts))
+    denominators = _denominators(counts)
+    loss = aggregate(per_token, policy.mask, cfg.agg_mode, **denominators, validate=validate)
     with torch.no_grad():
         metrics = {
             **ratio_metrics(policy),
             **clip_metrics(out.clip, policy.advantages, policy.mask),
         }
         metrics.update(out.metrics)
-    extra, reg_metrics = regularization(cfg.regularizers, policy, cfg.agg_mode, counts, batch)
+    extra, reg_metrics = regularization(
+        cfg.regularizers, policy, cfg.agg_mode, counts, batch, validate
+    )
     metrics.update(reg_metrics)
     return LossOutput(loss if extra is None else loss + extra, metrics)
 
@@ -136,6 +152,7 @@ def policy_loss(
     sft_coef: float = 0.0,
     sft_threshold: float = 1.0,
     entropy_coef: float = 0.0,
+    validate: bool = False,
     **hparams: Any,
 ) -> LossOutput:
     """``(loss, metrics)`` of objective ``name`` on one (micro-)batch, from keywords.
@@ -164,9 +181,11 @@ def policy_loss(
     whole groups (and, for ``stats_scope="batch"``, the whole batch). Stats computed with
     other options than the objective's are rejected.
 
-    Raises ValueError naming the argument for: unknown objective, hyperparameter or
-    mode; shape mismatch; NaN/inf on response tokens; an all-zero mask; rewards or
-    group statistics missing where needed; ``group_size`` not dividing ``B``.
+    No host-device synchronisation unless ``validate=True``, which also checks the values
+    (:func:`objective_loss`). Raises ValueError naming the argument for: unknown
+    objective, hyperparameter or mode; shape mismatch; rewards or group statistics
+    missing where needed; ``group_size`` not dividing ``B``; with ``validate``, NaN/inf on
+    response tokens, an all-zero mask and the other value checks.
     """
     spec = objective_spec(name)
     cfg = ObjectiveConfig(
@@ -184,12 +203,13 @@ def policy_loss(
             raise ValueError(
                 f"rewards and group_size: objective {name!r} needs them (or precomputed group_stats)"
             )
-        rewards = check_rewards(rewards, _rows(mask))
-        group_stats = cfg.group_stats(rewards, group_size)
+        rewards = check_rewards(rewards, _rows(mask), validate)
+        group_stats = cfg.group_stats(rewards, group_size, validate=validate)
     batch = LossInputs(
         logp, old_logp, advantages, mask, rewards, group_stats, ref_logp, entropy, token_weights
     )
-    return objective_loss(batch, cfg, StepCounts(num_tokens, num_seqs, num_sft_tokens, max_len))
+    counts = StepCounts(num_tokens, num_seqs, num_sft_tokens, max_len)
+    return objective_loss(batch, cfg, counts, validate=validate)
 
 
 def _rows(mask: Any) -> int:
@@ -203,6 +223,7 @@ def regularization(
     mode: str,
     counts: StepCounts,
     inputs: LossInputs,
+    validate: bool = False,
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
     """``(kl_coef*KL + sft_coef*NLL - entropy_coef*H or None, metrics)``."""
     total, metrics, mask = None, {}, batch.mask
@@ -211,7 +232,7 @@ def regularization(
     if reg.kl_coef > 0 and ref_logp is None:
         raise ValueError("ref_logp is required when kl_coef > 0")
     if ref_logp is not None:
-        check_tensor("ref_logp", ref_logp, mask.shape, mask)
+        check_tensor("ref_logp", ref_logp, mask.shape, mask, validate)
         kl = kl_penalty(batch.logp, ref_logp.detach().to(batch.logp.dtype), mask, reg.kl_estimator)
         metrics[f"kl/ref_{reg.kl_estimator}"] = masked_mean(kl, mask)
         if reg.kl_coef > 0:
@@ -222,13 +243,13 @@ def regularization(
                 "rewards are required when sft_coef > 0 (to find the positive responses)"
             )
         positive = (rewards >= reg.sft_threshold).to(mask.device)
-        sft, nll = sft_nll(batch.logp, mask, positive, counts.num_sft_tokens)
+        sft, nll = sft_nll(batch.logp, mask, positive, counts.num_sft_tokens, validate)
         metrics["sft/loss"] = nll
         total = _add(total, reg.sft_coef * sft)
     if reg.entropy_coef > 0 and entropy is None:
         raise ValueError("entropy is required when entropy_coef > 0")
     if entropy is not None:
-        check_tensor("entropy", entropy, mask.shape, mask)
+        check_tensor("entropy", entropy, mask.shape, mask, validate)
         metrics["policy/entropy"] = masked_mean(entropy, mask)
         if reg.entropy_coef > 0:
             if batch.logp.requires_grad and torch.is_grad_enabled() and not entropy.requires_grad:

@@ -66,8 +66,19 @@ def ratio_metrics(batch: PolicyBatch) -> dict[str, torch.Tensor]:
 def metric_weights(
     mask: torch.Tensor, rewards: torch.Tensor | None, sft_threshold: float
 ) -> dict[str, float]:
+    """:func:`metric_weight_tensors` as plain numbers (reading ``sft/loss``'s weight is a
+    host-device sync)."""
+    return {
+        name: float(w) for name, w in metric_weight_tensors(mask, rewards, sft_threshold).items()
+    }
+
+
+def metric_weight_tensors(
+    mask: torch.Tensor, rewards: torch.Tensor | None, sft_threshold: float
+) -> dict[str, float | torch.Tensor]:
     """Weights of the metrics that are not means over all response tokens, for averaging
-    one call's values over micro-batches (the others take the response-token count).
+    one call's values over micro-batches (the others take the response-token count); a
+    weight read from the values stays a tensor on their device.
 
     ``sft/loss``: the tokens of the responses with ``rewards >= sft_threshold`` (``mask
     [B, T]``, ``rewards [B]``), so the step's value is the token-mean NLL of its positive
@@ -78,5 +89,5 @@ def metric_weights(
     weights = dict.fromkeys(SEQUENCE_METRICS, float(mask.shape[0]))
     if rewards is not None:
         positive = (rewards >= sft_threshold).to(mask.device)  # [B]
-        weights["sft/loss"] = float(((mask != 0) & positive[:, None]).sum())
+        weights["sft/loss"] = ((mask != 0) & positive[:, None]).sum()
     return weights

@@ -194,12 +194,11 @@ def power_mean_loss(
     eps_low: float | torch.Tensor,
     eps_up: torch.Tensor,
     p: torch.Tensor,
-    name: str,
 ) -> ObjectiveOutput:
     """Shared body of pmpo/apmpo: lower widths ``eps_low`` (a number or [B], each < 1 or
     ``inf``), upper widths ``eps_up [B]``, exponents ``p [B]``."""
     adv, lr = batch.advantages, batch.log_ratio
-    sign = sequence_signs(adv, batch.mask, name)
+    sign = sequence_signs(adv, batch.mask)
     if isinstance(eps_low, torch.Tensor):
         log_lower = torch.log1p(-eps_low)[:, None]  # [B, 1]
         lower = (1.0 - eps_low)[:, None]
@@ -226,7 +225,7 @@ def pmpo_loss(batch: PolicyBatch, cfg: PmpoConfig) -> ObjectiveOutput:
     mu = stats.reward_mean.to(batch.ratio.dtype)
     p = exponent(mu, cfg)
     eps_up = torch.full_like(mu, cfg.eps_high)
-    out = power_mean_loss(batch, cfg.eps_low, eps_up, p, "pmpo")
+    out = power_mean_loss(batch, cfg.eps_low, eps_up, p)
     return out._replace(metrics={"pmpo/p": _row_mean(p)})
 
 
@@ -238,7 +237,7 @@ def apmpo_loss(batch: PolicyBatch, cfg: ApmpoConfig) -> ObjectiveOutput:
     p = exponent(mu, cfg)
     eps_ada, fss = adaptive_eps(mu, sigma, cfg)
     eps_low = eps_ada if cfg.adaptive_lower else cfg.eps_low
-    out = power_mean_loss(batch, eps_low, eps_ada, p, "apmpo")
+    out = power_mean_loss(batch, eps_low, eps_ada, p)
     metrics = {
         "apmpo/p": _row_mean(p),
         "apmpo/eps_ada": _row_mean(eps_ada),

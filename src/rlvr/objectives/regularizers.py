@@ -72,12 +72,14 @@ def sft_nll(
     mask: torch.Tensor,
     positive: torch.Tensor,
     num_sft_tokens: int | torch.Tensor | None = None,
+    validate: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(loss, nll_mean)``: NLL summed over positive rows' tokens / ``num_sft_tokens``.
 
     ``positive [B]`` bool marks the responses to imitate. ``loss`` is this call's share of
     the step's token-mean (exactly it when ``num_sft_tokens`` is None); ``nll_mean`` is the
     detached token-mean NLL of this call's positive tokens (0 when there are none).
+    ``validate``: also check that ``num_sft_tokens`` covers this call's positive tokens.
     """
     selected = mask & positive[:, None]  # [B, T]
     nll = torch.where(selected, -logp, torch.zeros_like(logp))
@@ -85,10 +87,20 @@ def sft_nll(
     if num_sft_tokens is None:
         denom = local.clamp(min=1).to(logp.dtype)
     else:
-        if bool(local > num_sft_tokens):
+        if validate and bool(local > num_sft_tokens):
             raise ValueError(
                 f"num_sft_tokens={int(num_sft_tokens)} is below this call's {int(local)} positive tokens"
             )
-        denom = num_sft_tokens if num_sft_tokens > 0 else 1
+        denom = _at_least_one(num_sft_tokens, logp.dtype)
     total = nll.sum()
     return total / denom, total.detach() / local.clamp(min=1).to(logp.dtype)
+
+
+def _at_least_one(
+    count: int | float | torch.Tensor, dtype: torch.dtype
+) -> int | float | torch.Tensor:
+    """``count`` where it is > 0, else 1; a tensor count in ``dtype``, never read on the host."""
+    if isinstance(count, torch.Tensor):
+        count = count.to(dtype)
+        return torch.where(count > 0, count, torch.ones_like(count))
+    return count if count > 0 else 1

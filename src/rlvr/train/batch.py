@@ -8,7 +8,7 @@ different generation rounds are merged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -142,6 +142,8 @@ class RolloutBatch:
     """[B, T] reference-model log-probs; ``None`` when ``kl_coef = 0``."""
     rollout_logp: torch.Tensor | None = None
     """[B, T] the sampler's own log-probs of the sampled tokens; ``None`` when it reports none."""
+    contrast_stats: dict[str, Any] = field(default_factory=dict)
+    """Group statistics over whole groups of each ``log.contrast`` objective that reads them."""
 
     @property
     def size(self) -> int:
@@ -159,6 +161,7 @@ class RolloutBatch:
             old_logp=None if self.old_logp is None else self.old_logp[index],
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp[index],
+            contrast_stats={k: v.rows(index) for k, v in self.contrast_stats.items()},
         )
 
     def to(self, device: torch.device | str) -> RolloutBatch:
@@ -172,6 +175,7 @@ class RolloutBatch:
             old_logp=None if self.old_logp is None else self.old_logp.to(device),
             ref_logp=None if self.ref_logp is None else self.ref_logp.to(device),
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp.to(device),
+            contrast_stats={k: v.to(device) for k, v in self.contrast_stats.items()},
         )
 
     def trim_responses(self) -> RolloutBatch:

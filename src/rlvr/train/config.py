@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from rlvr.evaluation.harness import EvalConfig as HarnessConfig
 from rlvr.generation import SamplingConfig, sampler_options
 from rlvr.objectives.config import ObjectiveConfig
+from rlvr.objectives.contrast import Contrast, parse_contrast
 
 
 def _check(ok: bool, message: str) -> None:
@@ -307,6 +308,10 @@ class LogConfig:
     """Completions per step written to ``samples.jsonl`` (0: none)."""
     plots: bool = True
     """Write PNG plots of the metrics to ``output_dir/plots`` at the end."""
+    contrast: tuple[str, ...] = ()
+    """Objectives whose per-token gradient is compared with the run's on every micro-batch
+    (``grpo``, ``apmpo:fss_form=mean``): ``contrast/<name>/*`` metrics (RL only; costs a few
+    loss evaluations per micro-batch, no model pass)."""
 
     def __post_init__(self) -> None:
         _one_of("log.progress", self.progress, ("auto", "on", "off"))
@@ -429,6 +434,12 @@ class TrainConfig:
                 "dynamic sampling / zero-advantage filtering need rollout.group_size >= 2",
             )
         self._check_reward_range()
+        self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
+
+    @property
+    def contrasts(self) -> tuple[Contrast, ...]:
+        """The objectives of ``log.contrast``, each with this run's regularisers."""
+        return tuple(parse_contrast(spec, self.loss_config) for spec in self.log.contrast)
 
     def _check_reward_range(self) -> None:
         """An objective that maps rewards through ``reward_range`` must see every reward in it."""

@@ -213,6 +213,7 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
         advantages=advantages,
         group_stats=stats,
         rollout_logp=pad_logp([r.rollout_logp for r in kept], seqs.response_width),
+        contrast_stats=contrast_stats(cfg, rewards),
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:
@@ -226,6 +227,13 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     if not keep.any():
         return Assembled(None, counts)
     return Assembled(batch if bool(keep.all()) else batch.rows(keep.nonzero().squeeze(1)), counts)
+
+
+def contrast_stats(cfg: TrainConfig, rewards: torch.Tensor) -> dict[str, Any]:
+    """Whole-group statistics of each ``log.contrast`` objective that reads them."""
+    g = cfg.rollout.group_size
+    stats = {c.label: c.objective.group_stats(rewards, g) for c in cfg.contrasts}
+    return {label: s for label, s in stats.items() if s is not None}
 
 
 def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:

@@ -254,11 +254,12 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
-def preflight(config: Any) -> None:
+def preflight(config: Any, *, device: bool = True) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
-    Missing local data files or model directories, a device this machine lacks and an
-    unknown verifier are reported first, each naming its key.
+    Missing local data files or model directories, a device this machine lacks (unless
+    ``device`` is false: a dry run written for another machine) and an unknown verifier are
+    reported first, each naming its key.
     """
     from rlvr.data import check_source
     from rlvr.models import looks_like_path, preset_names, torch_device
@@ -272,7 +273,8 @@ def preflight(config: Any) -> None:
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
     try:
-        torch_device(config.model.device)
+        if device:
+            torch_device(config.model.device)
     except ValueError as err:
         raise ValueError(f"model.device: {err}") from None
     name = config.model.name

@@ -24,6 +24,7 @@ from rlvr.objectives import (
     objective_loss,
     step_counts,
 )
+from rlvr.objectives import contrast as contrast_lib
 from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
@@ -33,9 +34,17 @@ from rlvr.train.setup import clip_and_step, response_stats
 
 
 def micro_loss(
-    model, micro: RolloutBatch, cfg: TrainConfig, objective: ObjectiveConfig, counts: StepCounts
+    model,
+    micro: RolloutBatch,
+    cfg: TrainConfig,
+    objective: ObjectiveConfig,
+    counts: StepCounts,
+    contrasts: tuple[contrast_lib.Contrast, ...] = (),
+    validate: bool = False,
 ) -> LossOutput:
-    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy)."""
+    """This micro-batch's share of the step loss, and its metrics (objective's plus entropy,
+    and the ``contrasts``' ``contrast/*`` metrics on the same inputs); ``validate``: check the
+    loss inputs' values too (host-device syncs: the first step only)."""
     device = next(model.parameters()).device
     micro = micro.trim_responses().to(device)  # all-padding response columns change nothing
     seqs = micro.seqs
@@ -58,8 +67,11 @@ def micro_loss(
         entropy=entropy,
         token_weights=correction.weights,
     )
-    loss, metrics = objective_loss(inputs, objective, counts)
+    loss, metrics = objective_loss(inputs, objective, counts, validate=validate)
     metrics.update(correction.metrics)
+    metrics.update(
+        contrast_lib.contrast_metrics(inputs, objective, contrasts, counts, micro.contrast_stats)
+    )
     if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
     return LossOutput(loss, metrics)
@@ -73,6 +85,7 @@ def optimizer_step(
     cfg: TrainConfig,
     objective: ObjectiveConfig,
     acc: StepMetrics,
+    contrasts: tuple[contrast_lib.Contrast, ...] = (),
 ) -> dict[str, float]:
     """Accumulate gradients over micro-batches of ``batch``, then one optimiser step."""
     counts = step_counts(
@@ -87,7 +100,8 @@ def optimizer_step(
     chunks = micro_batches(batch.seqs, chunk, by_prompt=by_prompt)
     for index in chunks:
         micro = batch.rows(index)
-        loss, metrics = micro_loss(model, micro, cfg, objective, counts)
+        first = scheduler.last_epoch == 0  # the run's first optimiser step
+        loss, metrics = micro_loss(model, micro, cfg, objective, counts, contrasts, validate=first)
         if not torch.isfinite(loss):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
@@ -95,6 +109,8 @@ def optimizer_step(
         loss.backward()
         total += float(loss.detach())
         mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
+        for name in [k for k in metrics if contrast_lib.is_sum(k)]:
+            acc.add_sum(name, metrics.pop(name))
         acc.add(metrics, float(mask.sum()), metric_weights(mask, micro.rewards, threshold))
     if nonfinite:
         warnings.warn(
@@ -124,17 +140,19 @@ def update_policy(
     ``objective``: the loss (default ``cfg.loss_config``, built here once).
     """
     objective = objective or cfg.loss_config
+    contrasts = cfg.contrasts
     acc, per_step = StepMetrics(), StepMetrics()
     steps = 0
     for _ in range(cfg.rollout.epochs):
         for rows in split_rows(batch.size, cfg.rollout.minibatches):
-            per_step.add(
-                optimizer_step(model, optimizer, scheduler, batch.rows(rows), cfg, objective, acc),
-                weight=1.0,
+            minibatch = batch.rows(rows)
+            step = optimizer_step(
+                model, optimizer, scheduler, minibatch, cfg, objective, acc, contrasts
             )
+            per_step.add(step, weight=1.0)
             steps += 1
     return {
-        **exact_shares(acc.result()),
+        **contrast_lib.finish(exact_shares(acc.result())),
         "optim/grad_norm": math.nan,  # every step skipped: written as null, counted non-finite
         "loss/policy": math.nan,  # no finite micro-batch loss in any step: likewise
         **per_step.result(),

@@ -126,7 +126,7 @@ def command_overrides(text: str) -> list[str]:
     command = " ".join(lines)
     for name, value in SHELL_VALUES.items():
         command = command.replace(name, value)
-    return [word for word in shlex.split(command)[3:] if word != "$@"]
+    return [word for word in shlex.split(command, comments=True)[3:] if word != "$@"]
 
 
 @pytest.mark.parametrize("source", ["docs/engines.md", "examples/verl_abc_grpo.sh"])

@@ -200,3 +200,19 @@ def test_padding_only_micro_batch_is_a_zero_loss():
     assert loss.item() == 0.0 and metrics == {}
     (grad,) = torch.autograd.grad(loss, logp)
     assert grad.abs().sum() == 0
+
+
+@pytest.mark.parametrize("name", ["grpo", "gmpo", "apmpo"])
+def test_one_host_copy_per_micro_batch(name, count_syncs):
+    """The metrics verl wants as numbers and the empty-batch flag reach the host in one copy;
+    the loss and its backward make no other host-device synchronisation."""
+    old, logp, adv, mask, rewards = batch()
+    config = actor(f"rlvr_{name}", "seq-mean-token-mean")
+    _set_info(config, 2, int(mask.sum()), 2 * B)
+    stats = group_stats_for(name, rewards, G, config=objective_config(name, config).params)
+    fn = get_policy_loss_fn(f"rlvr_{name}")
+    with count_syncs() as calls, row_stats(stats):
+        loss, metrics = fn(old, logp, adv, mask, config.loss_agg_mode, config, None)
+        loss.backward()
+    assert dict(calls) == {"tolist": 1}
+    assert metrics and all(isinstance(v, float) for v in metrics.values())

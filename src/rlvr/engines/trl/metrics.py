@@ -8,10 +8,11 @@ ending in ``max``/``min`` take the max/min, and the quadrant shares are recomput
 window's event fractions (:func:`rlvr.train.update.exact_shares`). With equal token counts
 everywhere, the weighted mean is the plain one.
 
-Micro-batches only fold their values into a local :class:`MetricWindow` (no collective call, so
-a process whose micro-batch has no response token makes the same calls as the others); the
-processes are combined once per logging step, in :meth:`MetricWindow.reduce`, which TRL's
-``log`` reaches on every process.
+Micro-batches only hand their values, device tensors, to a local :class:`MetricWindow`: no
+host-device synchronisation and no collective call (so a process whose micro-batch has no
+response token makes the same calls as the others). Once per logging step
+:meth:`MetricWindow.reduce`, which TRL's ``log`` reaches on every process, copies the window's
+values to the host in one transfer, folds them in, and combines the processes.
 """
 
 from __future__ import annotations
@@ -29,25 +30,50 @@ def _extreme(name: str) -> bool:
     return name.endswith(("max", "min"))
 
 
+Value = float | torch.Tensor
+
+
 class MetricWindow(StepMetrics):
     """The metrics of one process's micro-batches since the last log, folded in by
     :class:`~rlvr.train.metrics.StepMetrics`' rule; :meth:`reduce` combines the processes."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._pending: list[tuple[dict[str, Value], Value, dict[str, Value]]] = []
+
     def add(
         self,
         metrics: dict[str, torch.Tensor],
-        weight: float,
-        weights: dict[str, float] | None = None,
+        weight: Value,
+        weights: dict[str, Value] | None = None,
     ) -> None:
-        """Fold in one micro-batch's metrics; ``weight`` is its response-token count,
-        ``weights`` those of other units (:func:`rlvr.objectives.metric_weights`)."""
-        names = list(metrics)
-        values = torch.stack([metrics[name].detach().double() for name in names]).tolist()
-        super().add(dict(zip(names, values, strict=True)), weight, weights)  # one device transfer
+        """Keep one micro-batch's metrics until :meth:`reduce` (no host-device sync);
+        ``weight`` is its response-token count, ``weights`` those of other units
+        (:func:`rlvr.objectives.metric_weight_tensors`)."""
+        self._pending.append((dict(metrics), weight, dict(weights or {})))
+
+    def _fold(self) -> None:
+        """Fold the kept micro-batches in, their tensors copied to the host in one transfer."""
+        tensors = [
+            v.detach().double().reshape(())
+            for metrics, weight, weights in self._pending
+            for v in (*metrics.values(), weight, *weights.values())
+            if isinstance(v, torch.Tensor)
+        ]
+        host = iter(torch.stack(tensors).tolist() if tensors else [])
+
+        def read(values: dict[str, Value]) -> dict[str, float]:
+            return {k: next(host) if isinstance(v, torch.Tensor) else v for k, v in values.items()}
+
+        for metrics, weight, weights in self._pending:
+            values = read(metrics)
+            super().add(values, read({"": weight})[""], read(weights))
+        self._pending = []
 
     def reduce(self, accelerator: Any) -> dict[str, float]:
         """The window's metrics over all processes (collective: every process must call it),
         then empty the window."""
+        self._fold()
         names = sorted(set(gather_object([*self._weights, *self._extreme])))
         if not names:  # the same union on every process
             return {}

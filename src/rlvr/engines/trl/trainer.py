@@ -34,7 +34,7 @@ from trl import GRPOConfig, GRPOTrainer
 from rlvr.advantages import GroupStats, compute_advantages
 from rlvr.engines.trl.metrics import MetricWindow
 from rlvr.engines.trl.options import check_args, objective_config
-from rlvr.objectives import LossInputs, StepCounts, metric_weights, objective_loss
+from rlvr.objectives import LossInputs, StepCounts, metric_weight_tensors, objective_loss
 
 MODEL_INPUT_KEYS = (
     "pixel_values",
@@ -158,18 +158,21 @@ class RlvrGRPOTrainer(GRPOTrainer):
         threshold = self.rlvr_objective.regularizers.sft_threshold
         local = torch.stack([_counts(chunk, threshold) for chunk in chunks])  # [S, 3]
         steps = local.view(-1, per_step, 3).sum(dim=1)  # [S / per_step, 3]
-        steps = self.accelerator.reduce(steps, reduction="sum")
+        # At least 1: a step with no response token anywhere then has loss 0, not 0/0.
+        steps = self.accelerator.reduce(steps, reduction="sum").clamp(min=1)
         for index, chunk in enumerate(chunks):
             chunk["rlvr_step_counts"] = steps[index // per_step]
 
-    def _step_counts(self, inputs: dict[str, Any]) -> tuple[StepCounts, int]:
+    def _step_counts(self, inputs: dict[str, Any], mask: torch.Tensor) -> tuple[StepCounts, int]:
         """``(counts, scale)``: the step's counts and the process count DDP divides by (train);
-        this call's own counts (evaluation)."""
+        this call's own counts, at least 1 (evaluation). Device tensors: never read on the host."""
         max_len = self.max_completion_length
         counts = inputs.get("rlvr_step_counts")
         if not self.model.training or counts is None:
-            return StepCounts(max_len=max_len), 1
-        tokens, seqs, sft_tokens = counts.tolist()  # plain numbers: the loss keeps its dtype
+            rows = mask.sum(dim=1)  # [B]
+            own = (rows.sum().clamp(min=1), (rows > 0).sum().clamp(min=1))
+            return StepCounts(*own, max_len=max_len), 1
+        tokens, seqs, sft_tokens = counts.unbind()
         return StepCounts(tokens, seqs, sft_tokens, max_len), self.accelerator.num_processes
 
     def _token_weights(self, inputs: dict[str, Any], mask: torch.Tensor) -> torch.Tensor | None:
@@ -197,11 +200,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
             compute_aux_loss=self.aux_loss_enabled,
             **{key: inputs.get(key) for key in MODEL_INPUT_KEYS},
         )
-        mask = response_mask(inputs)
-        if not bool(mask.any()):  # every completion of this micro-batch masked out
-            return (logps * 0.0).sum()
+        mask = response_mask(inputs)  # may have no response token: the loss is then 0
         old = inputs.get("old_per_token_logps")
-        counts, scale = self._step_counts(inputs)
+        counts, scale = self._step_counts(inputs, mask)
         batch = LossInputs(
             logp=logps,
             old_logp=logps.detach() if old is None else old,
@@ -216,8 +217,8 @@ class RlvrGRPOTrainer(GRPOTrainer):
         out = objective_loss(batch, self.rlvr_objective, counts)
         mode = "train" if self.model.training else "eval"
         threshold = self.rlvr_objective.regularizers.sft_threshold
-        weights = metric_weights(mask, batch.rewards, threshold)
-        self._rlvr_metrics[mode].add(out.metrics, float(mask.sum()), weights)
+        weights = metric_weight_tensors(mask, batch.rewards, threshold)
+        self._rlvr_metrics[mode].add(out.metrics, mask.sum(), weights)
         loss = out.loss * scale
         if self.aux_loss_enabled:
             accumulation = self.current_gradient_accumulation_steps if model.training else 1
@@ -243,4 +244,6 @@ def _counts(chunk: dict[str, Any], sft_threshold: float) -> torch.Tensor:
     """``[3]`` float64: response tokens, non-empty sequences, tokens of rewarded responses."""
     rows = response_mask(chunk).sum(dim=1).double()  # [B]
     positive = chunk["rlvr_rewards"] >= sft_threshold
-    return torch.stack([rows.sum(), (rows > 0).double().sum(), rows[positive].sum()])
+    return torch.stack(
+        [rows.sum(), (rows > 0).double().sum(), torch.where(positive, rows, 0).sum()]
+    )

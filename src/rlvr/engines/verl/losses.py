@@ -24,7 +24,10 @@ computes them over the whole rollout batch and supplies each micro-batch's rows.
 they raise an error naming that route; they never approximate.
 
 Metrics are rlvr's names under ``rlvr/`` (``rlvr/clip/q1_share``...; ``docs/metrics.md``),
-averaged over micro-batches by verl and logged as ``actor/rlvr/...``.
+averaged over micro-batches by verl and logged as ``actor/rlvr/...``. verl takes them as
+numbers (its ``Metric`` calls ``.item()`` on a tensor), so they reach the host in one copy per
+micro-batch, together with the flag of a micro-batch that has no response token: that copy is
+the loss's only host-device synchronisation (verl's own losses make one per metric).
 """
 
 from __future__ import annotations
@@ -87,8 +90,6 @@ def verl_policy_loss(
     if config is None:
         raise ValueError(f"{PREFIX}{name}: verl passed no actor config")
     mask = response_mask.bool()
-    if not bool(mask.any()):  # a micro-batch of verl's padding rows only: no loss, no gradient
-        return (log_prob * 0.0).sum(), {}
     cfg = objective_config(name, config, loss_agg=loss_agg_mode)
     counts, scale = step_counts(loss_agg_mode, dict(config.get("global_batch_info") or {}))
     stats = None
@@ -108,7 +109,12 @@ def verl_policy_loss(
         token_weights=rollout_is_weights,
     )
     out = objective_loss(batch, cfg, counts)
-    metrics = {f"rlvr/{key}": float(value) for key, value in out.metrics.items()}
+    names = list(out.metrics)
+    values = [mask.any(), *(out.metrics[name] for name in names)]
+    responses, *host = torch.stack([v.double() for v in values]).tolist()  # the one copy
+    if not responses:  # a micro-batch of verl's padding rows only: no loss, no gradient
+        return (log_prob * 0.0).sum(), {}
+    metrics = {f"rlvr/{name}": value for name, value in zip(names, host, strict=True)}
     return out.loss * scale if scale != 1 else out.loss, metrics
 
 

@@ -1,0 +1,50 @@
+"""bench/gpu/check.sh's no-CUDA path, and how bench/gpu/check.py reads a run's metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+
+import check  # noqa: E402
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_check_without_cuda_says_so_in_one_line_and_exits_0(tmp_path):
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out")}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "bench/gpu/check.sh")], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines() == [
+        f"bench/gpu/check.sh: no CUDA device visible to {sys.executable}'s torch; nothing to check here."
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_numbers_leave_out_the_first_step(tmp_path):
+    rows = [
+        {"step": 1, "time/step": 9.0, "perf/generated_tokens": 100, "reward/mean": 0.25},
+        {"step": 2, "time/step": 1.0, "perf/generated_tokens": 300, "reward/mean": 0.5},
+        {"step": 3, "time/step": 3.0, "perf/generated_tokens": 500, "reward/mean": 0.75},
+        {"step": 3, "eval/avg@1": 0.5},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert check.train_numbers(tmp_path) == (
+        "2.000 s/step, 200 gen tok/s, reward 0.250 -> 0.750 (3 steps)"
+    )
+
+
+def test_the_carried_wheels_are_pinned_once_each():
+    lines = (ROOT / "bench/gpu/wheels.txt").read_text().splitlines()
+    reqs = [line for line in lines if line and not line.startswith("#")]
+    names = [r.split("==")[0].lower().replace("_", "-") for r in reqs]
+    assert all("==" in r for r in reqs) and len(names) == len(set(names))

@@ -1,0 +1,26 @@
+"""``--dry-run`` of ``rlvr train`` / ``sft`` / ``pipeline`` / ``eval``: checks, prints, runs nothing."""
+
+from __future__ import annotations
+
+import yaml
+
+from rlvr.cli import main
+
+
+def test_train_dry_run_prints_the_configuration_and_creates_nothing(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--dry-run", "model=Org/Model", "model.device=cuda", f"log.output_dir={out}"]
+    assert main(argv) == 0  # a hub model is not fetched, a device this machine lacks is allowed
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["model"]["name"] == "Org/Model" and printed["model"]["device"] == "cuda"
+    assert not out.exists()
+
+
+def test_dry_runs_refuse_what_a_run_would_refuse(tmp_path, capsys):
+    missing = tmp_path / "missing.jsonl"
+    assert main(["sft", "--dry-run", "--config", "sft", f"data.train={missing}"]) == 2
+    assert main(["pipeline", "klear", "--dry-run", "math:objective.nope=1"]) == 2
+    assert main(["eval", "--dry-run", "--model", "m", "--data", str(missing)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("rlvr: error: ") for line in err)
+    assert "missing.jsonl" in err[0] and "nope" in err[1] and "missing.jsonl" in err[2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -355,21 +356,21 @@ def test_humaneval_reference_is_taken_apart():
 
 
 @pytest.mark.parametrize(
-    ("program", "reference", "rate", "judged", "in_process"),
+    ("program", "reference", "rate", "judged"),
     [
-        (TRUNCATE_RIGHT, HUMANEVAL, 1.0, 3, 1),
-        (TRUNCATE_WRONG, HUMANEVAL, 0.0, 3, 1),
-        (PERIMETER_RIGHT, MBPP, 1.0, 3, 0),
-        ("def square_perimeter(a):\n    return 40", MBPP, 1 / 3, 3, 0),
-        (SUM_RIGHT, TACO_ROW, 1.0, 0, 0),
-        (SUM_ABS, {"input_output": SUM_REF}, 1 / 3, 0, 0),
+        (TRUNCATE_RIGHT, HUMANEVAL, 1.0, 4),
+        (TRUNCATE_WRONG, HUMANEVAL, 0.0, 4),
+        (PERIMETER_RIGHT, MBPP, 1.0, 3),
+        ("def square_perimeter(a):\n    return 40", MBPP, 1 / 3, 3),
+        (SUM_RIGHT, TACO_ROW, 1.0, 0),
+        (SUM_ABS, {"input_output": SUM_REF}, 1 / 3, 0),
     ],
     ids=["humaneval-right", "humaneval-wrong", "mbpp-right", "mbpp-1of3", "taco", "taco-dict"],
 )
-def test_benchmark_formats(program, reference, rate, judged, in_process):
+def test_benchmark_formats(program, reference, rate, judged):
     verdict = run_tests(program, reference, config=FAST)
     assert verdict.score() == pytest.approx(rate, abs=1e-12)
-    assert (verdict.judged, verdict.in_process) == (judged, in_process)
+    assert (verdict.judged, verdict.in_process, verdict.unsupported) == (judged, 0, 0)
 
 
 @pytest.mark.parametrize(
@@ -388,7 +389,7 @@ def test_benchmark_reference_errors(reference, message):
         parse_reference(reference)
 
 
-def test_expected_sides_that_are_not_literals_come_from_a_run_without_the_program():
+def test_test_code_runs_with_python_semantics_on_the_programs_plain_answers():
     reference = {
         "test_list": [
             "assert squares(4) == [i * i for i in range(4)]",
@@ -400,25 +401,61 @@ def test_expected_sides_that_are_not_literals_come_from_a_run_without_the_progra
     right = "def squares(n):\n    return [i * i for i in range(n)]"
     verdict = run_tests(right, reference, config=FAST)
     assert verdict.passed == (True, True, False)  # [0] != Fraction(1): as Python says
-    assert (verdict.judged, verdict.in_process) == (3, 0)
+    assert (verdict.judged, verdict.in_process, verdict.unsupported) == (3, 0, 0)
     cheat = "class A(list):\n    def __eq__(self, o): return True\ndef squares(n):\n    return A()"
     assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)
 
 
-def test_asserts_that_cannot_be_taken_apart_run_in_process_and_are_counted():
-    reference = [
-        "assert all(square(x) == x * x for x in range(3))",  # comparison inside the program's part
-        "assert square(3) == 9",
-    ]
+def test_answers_that_are_not_plain_data_are_not_paid_and_are_counted():
+    reference = ["assert all(square(x) == x * x for x in range(3))", "assert square(3) == 9"]
     cheat = "class A:\n    def __eq__(self, o): return True\ndef square(x):\n    return A()"
     scores = score_completions(
         "code", [SQUARE_RIGHT, cheat], [reference, reference], timeout_s=None, workers=0
     )
-    # The cheat fakes the in-process test (documented), not the judged one.
-    assert scores.values == [1.0, 0.5]
+    assert scores.values == [1.0, 0.0]
     assert scores.event_count("asserts_judged") == 2
-    assert scores.event_count("asserts_in_process") == 2
-    assert scores.metrics()["verifier/asserts_in_process"] == 2.0
+    assert scores.event_count("asserts_unsupported") == 2
+    assert scores.metrics()["verifier/asserts_unsupported"] == 2.0
+
+
+def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():
+    reference = ["p = Point(1, 2)\nassert p.x + p.y == 3", "assert apply(abs, -2) == 2"]
+    program = (
+        "class Point:\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "def apply(f, x):\n    return f(x)\n"
+    )
+    off = run_tests(program, reference, config=FAST)
+    assert (off.passed, off.unsupported, off.in_process) == ((False, False), 2, 0)
+    on = run_tests(program, reference, config=replace(FAST, in_process=True))
+    assert (on.passed, on.unsupported, on.in_process) == ((True, True), 0, 2)
+
+
+def test_a_humaneval_check_calls_the_programs_other_functions():
+    reference = {  # HumanEval/38's shape: check encodes with the prompt's own helper
+        "entry_point": "decode",
+        "test": (
+            "import random\n\ndef check(candidate):\n"
+            "    for _ in range(5):\n"
+            "        s = ''.join(random.choice('abc') for _ in range(6))\n"
+            "        assert candidate(encode(s)) == s\n"
+        ),
+    }
+    program = "def encode(s):\n    return s[::-1]\ndef decode(s):\n    return s[::-1]\n"
+    verdict = run_tests(program, reference, config=FAST)
+    assert verdict.passed == (True,) and verdict.judged == 1
+
+
+def test_the_programs_exceptions_and_changes_to_arguments_reach_the_test():
+    reference = [
+        "try:\n    root(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError",
+        "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]",
+        "assert missing(1) == 1",
+    ]
+    program = (
+        "def root(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x ** 0.5\n"
+        "def sort_in_place(xs):\n    xs.sort()\n"
+    )
+    assert run_tests(program, reference, config=FAST).passed == (True, True, False)
 
 
 def test_truthiness_and_identity_asserts_are_judged_on_plain_values():

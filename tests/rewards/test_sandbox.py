@@ -397,12 +397,8 @@ def test_docstring_examples() -> None:
 
 
 def test_isolation_level_and_which_verifiers_run_programs():
-    from rlvr.rewards.sandbox import (
-        ISOLATION_MODES,
-        isolation_level,
-        isolation_mode,
-        sandbox_isolation,
-    )
+    from rlvr.rewards.registry import sandbox_isolation
+    from rlvr.rewards.sandbox import ISOLATION_MODES, isolation_level, isolation_mode
 
     assert [isolation_level(m) for m in ISOLATION_MODES] == [4, 3, 2, 1]
     assert isolation_level("unavailable") == 0

@@ -1,6 +1,7 @@
 """Bootstrap that runs inside every sandboxed child process (stdlib only, never imported).
 
-:mod:`rlvr.rewards.sandbox` reads this file as text and starts
+:mod:`rlvr.rewards.sandbox` reads this file as text, after the text of
+:mod:`rlvr.rewards.plain` (the codec of the test driver's channel), and starts
 ``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
 hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
 run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
@@ -29,6 +30,9 @@ program that failed):
 5. under bubblewrap (``supervise``): a fork; the parent stays behind as a supervisor that waits
    for the program and writes its wait status and CPU time to ``report_fd`` (bubblewrap reports
    neither faithfully), the child closes ``report_fd`` and goes on;
+   with a test driver (``driver_fd`` in the config): a fork into the driver (this process)
+   and the program's process, which closes the driver's descriptors (:func:`_split`); the
+   driver reads its source only now, so the program's process never holds it;
 6. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
    signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
    write, rename, delete or permission change outside the working directory.
@@ -42,14 +46,18 @@ In probe mode every layer is attempted, failures are recorded instead of fatal, 
 """
 
 import _signal as signal  # the C module: ``signal`` would import ``enum``
+import builtins
 import marshal
 import os
 import resource
 import sys
 
-EXIT_MEMORY = 251
+EXIT_MEMORY = 251  # the parent (rlvr.rewards.sandbox) imports these three
 EXIT_SETUP = 252
 EXIT_SYNTAX = 253
+
+if "encode" not in globals():  # imported as a module (documentation tools), not in a run
+    from rlvr.rewards.plain import decode, encode  # in a run its text precedes this file's
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
@@ -114,6 +122,7 @@ _PATH_EVENTS = {
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_DEVICES_WRITE = ("/dev/null",)  # besides the working directory, under Landlock
 
 
 class _Libc:
@@ -393,36 +402,39 @@ def _forget_ctypes():
 
 
 def _setup(cfg, steps):
-    """Apply every configured layer in order; returns in the process that runs the program."""
+    """Apply every configured layer in order; returns in the process that runs the program,
+    or, with a test driver, in both of its processes (see :func:`_split`)."""
     libc = _Libc()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cfg["pdeathsig"]:
-        steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
-    if cfg["userns"]:
+    if cfg.parent_death_signal:
+        steps.run("parent_death_signal", _die_with_parent, libc, cfg.parent)
+    if cfg.user_namespace:
         steps.run("user_namespace", _enter_user_namespace, libc)
-    if cfg["netns"]:
+    if cfg.network_namespace:
         steps.run("network_namespace", libc.call, "unshare", _CLONE_NEWNET)
-    in_pidns = cfg["pidns"] and steps.run("pid_namespace", _enter_pid_namespace, libc)
-    steps.run("rlimits", _set_rlimits, cfg["rlimits"])
-    if cfg["uid"] is not None:
-        steps.run("uid_drop", _drop_privileges, cfg["uid"], cfg["gid"])
-        if cfg["pdeathsig"] and not in_pidns:  # a uid change clears it; in a namespace init has it
-            steps.run("parent_death_signal", _die_with_parent, libc, cfg["parent"])
-    if "nproc" in cfg:
-        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, tuple(cfg["nproc"]))
-    if cfg["prctl"]:  # these use the same ctypes access
-        steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
-    if cfg["landlock"]:
-        rules = cfg["landlock"]
-        steps.run("landlock", libc.landlock, rules["read"], rules["write"])
-    if cfg["supervise"]:
-        steps.run("supervisor", _supervise_program, cfg["report_fd"])
-    if cfg["hook"]:
-        steps.run("audit_hook", sys.addaudithook, _make_hook(cfg["workdir"]))
+    in_pidns = cfg.pid_namespace and steps.run("pid_namespace", _enter_pid_namespace, libc)
+    steps.run("rlimits", _set_rlimits, cfg.rlimits)
+    if cfg.uid is not None:
+        steps.run("uid_drop", _drop_privileges, cfg.uid, cfg.gid)
+        if cfg.parent_death_signal and not in_pidns:  # a uid change clears it; init has it
+            steps.run("parent_death_signal", _die_with_parent, libc, cfg.parent)
+    if cfg.nproc is not None:
+        nproc = (cfg.nproc, cfg.nproc)
+        steps.run("process_limit", resource.setrlimit, resource.RLIMIT_NPROC, nproc)
+    steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if cfg.landlock_read is not None:
+        write = (cfg.workdir, *_DEVICES_WRITE)
+        steps.run("landlock", libc.landlock, cfg.landlock_read, write)
+    if cfg.supervise:
+        steps.run("supervisor", _supervise_program, cfg.report_fd)
+    role = _split(cfg) if cfg.driver_fd is not None else None
+    if cfg.audit_hook:
+        steps.run("audit_hook", sys.addaudithook, _make_hook(cfg.workdir))
     _forget_ctypes()
-    for name in cfg["unset_env"]:
+    for name in cfg.unset_env:
         os.environ.pop(name, None)
+    return role
 
 
 def _read_program(fd):
@@ -443,10 +455,10 @@ def _compile(source):
 
 
 def _run_program(source):
-    """Run the program as ``__main__``; exceptions are printed without the bootstrap's frames.
+    """Run the program as ``__main__``; returns its namespace if it runs to the end.
 
-    A MemoryError leaves with ``EXIT_MEMORY``, any other exception with status 1, and
-    ``SystemExit`` keeps its meaning.
+    Exceptions are printed without the bootstrap's frames: a MemoryError leaves with
+    ``EXIT_MEMORY``, any other exception with status 1, and ``SystemExit`` keeps its meaning.
     """
     main = type(sys)("__main__")
     sys.modules["__main__"] = main
@@ -464,24 +476,184 @@ def _run_program(source):
         tb = exc.__traceback__.tb_next
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         sys.exit(1)
+    return main.__dict__
+
+
+# --- the test driver: a second process that calls the program through a pipe -----------------
+class ProgramUnsupported(BaseException):
+    """The program answered with something the channel does not carry (not plain data, not a
+    function); a BaseException so that test code catching ``Exception`` does not swallow it."""
+
+
+def _split(cfg):
+    """Fork into the driver (this process, returns its channel) and the program (returns None).
+
+    The program's process closes every descriptor of the driver's before any program code
+    runs: it never holds the driver's source or its report channel.
+    """
+    requests_r, requests_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    program = os.fork()
+    if program == 0:
+        for fd in (requests_w, answers_r, cfg.driver_fd, cfg.verdict_fd):
+            os.close(fd)
+        return ("program", requests_r, answers_w)
+    os.close(requests_r)
+    os.close(answers_w)
+    return ("driver", program, answers_r, requests_w, cfg.driver_fd, cfg.verdict_fd)
+
+
+def _answer(namespace, line):
+    """One request ``[name, args, kwargs]`` answered as ``[kind, ...]`` plain data."""
+    try:
+        name, args, kwargs = decode(line.decode("utf-8"))
+    except (ValueError, TypeError):
+        return '["unsupported", "malformed request"]'
+    function = namespace.get(name)
+    if function is None:
+        return encode(["missing", name])
+    if isinstance(function, type) or not callable(function):
+        return encode(["unsupported", f"{name} is not a function"])
+    try:
+        value = function(*args, **kwargs)
+    except Exception as exc:  # the program's own exception, sent back by class name
+        return encode(["raise", type(exc).__name__, str(exc)[:200]])
+    try:
+        return encode(["ok", value, args])
+    except (TypeError, ValueError, RecursionError) as exc:
+        return encode(["unsupported", f"{name} returned {exc}"])
+
+
+def _serve(namespace, requests_fd, answers_fd):
+    """After the program ran: say so, then answer calls until the driver closes the pipe."""
+    answers = os.fdopen(answers_fd, "wb")
+    answers.write(b"ready\n")
+    answers.flush()
+    for line in os.fdopen(requests_fd, "rb"):
+        answers.write(_answer(namespace, line).encode("utf-8") + b"\n")
+        answers.flush()
+    os._exit(0)
+
+
+class _Channel:
+    """The driver's end: calls into the program, and the report only the driver holds."""
+
+    def __init__(self, program, answers_fd, requests_fd, verdict_fd):
+        self.program = program
+        self.answers = os.fdopen(answers_fd, "rb")
+        self.requests = os.fdopen(requests_fd, "wb")
+        self.verdict_fd = verdict_fd
+        self.ready = False
+
+    def _follow_program(self):
+        """The program ended (or closed its end): leave as it did, reporting nothing more."""
+        _, status = os.waitpid(self.program, 0)
+        _exit_like(status)
+
+    def _reply(self):
+        line = self.answers.readline()
+        if not line.endswith(b"\n"):
+            self._follow_program()
+        return line
+
+    def _wait_ready(self):
+        if not self.ready:
+            if self._reply() != b"ready\n":
+                self._follow_program()
+            self.ready = True
+
+    def call(self, name, args=(), kwargs=None):
+        """``name(*args, **kwargs)`` in the program; plain data in, plain data out."""
+        self._wait_ready()
+        try:
+            request = encode([name, list(args), dict(kwargs or {})])
+        except (TypeError, ValueError, RecursionError) as exc:  # e.g. a function as argument
+            self.report(f"unsupported arguments of {name}: {exc}")
+            raise ProgramUnsupported(str(exc)) from None
+        try:
+            self.requests.write(request.encode() + b"\n")
+            self.requests.flush()
+        except BrokenPipeError:
+            self._follow_program()
+        try:
+            reply = decode(self._reply().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            reply = ["raise", "RuntimeError", "malformed answer"]
+        return self._result(reply, args)
+
+    def _result(self, reply, args):
+        kind = reply[0] if type(reply) is list and reply else None
+        if kind == "ok" and len(reply) == 3 and type(reply[2]) is list:
+            _write_back(args, reply[2])
+            return reply[1]
+        if kind == "missing":
+            raise NameError(f"name {reply[1]!r} is not defined by the program")
+        if kind == "raise" and len(reply) == 3 and type(reply[1]) is str:
+            error = getattr(builtins, reply[1], None)
+            if not (isinstance(error, type) and issubclass(error, Exception)):
+                error = Exception
+            raise error(str(reply[2]))
+        why = str(reply[1]) if kind == "unsupported" and len(reply) == 2 else "malformed answer"
+        self.report("unsupported " + why)
+        raise ProgramUnsupported(why)
+
+    def report(self, text):
+        """Write one line to the caller's report channel, once the program has run to the end."""
+        self._wait_ready()
+        os.write(self.verdict_fd, text.encode("utf-8", "replace") + b"\n")
+
+
+def _write_back(args, after):
+    """Carry the program's changes to mutable arguments back to the test's own objects."""
+    for arg, new in zip(args, after, strict=False):
+        if type(arg) is list and type(new) is list:
+            arg[:] = new
+        elif type(arg) in (dict, set) and type(new) is type(arg):
+            arg.clear()
+            arg.update(new)
+
+
+def _drive(program, answers_fd, requests_fd, driver_fd, verdict_fd):
+    """Run the driver's source with ``call_program`` and ``report`` in its globals."""
+    channel = _Channel(program, answers_fd, requests_fd, verdict_fd)
+    source = _read_program(driver_fd)
+    namespace = {"__name__": "driver", "call_program": channel.call, "report": channel.report}
+    try:
+        exec(compile(source, "driver.py", "exec"), namespace)
+    finally:  # the program's process ends at the end of its requests; its CPU time counts
+        channel.requests.close()
+        os.waitpid(program, 0)
+
+
+class _Config:
+    """The parent's ``ChildConfig`` (:mod:`rlvr.rewards.sandbox`), its fields as attributes."""
+
+    def __init__(self, fields):
+        self.__dict__.update(fields)
 
 
 def main():
-    cfg = marshal.loads(bytes.fromhex(sys.argv[2]))
-    os.write(cfg["report_fd"], b"1")
-    if not cfg["supervise"]:
-        os.close(cfg["report_fd"])
-    source = _read_program(cfg["code_fd"])
-    steps = _Steps(cfg["probe"])
-    _setup(cfg, steps)
-    if cfg["probe"]:
+    cfg = _Config(marshal.loads(bytes.fromhex(sys.argv[2])))
+    os.write(cfg.report_fd, b"1")
+    if not cfg.supervise:
+        os.close(cfg.report_fd)
+    source = _read_program(cfg.code_fd)
+    steps = _Steps(cfg.probe)
+    role = _setup(cfg, steps)
+    if cfg.probe:
         steps.run("usable", _check_usable)
         if steps.report.get("landlock") is True:
             steps.run("landlock_denies", _check_landlock_denies)
         sys.stdout.write(repr(steps.report) + "\n")
         return
     del cfg, steps
-    _run_program(source)
+    if role is not None and role[0] == "driver":
+        del source
+        _drive(*role[1:])
+        return
+    namespace = _run_program(source)
+    if role is not None:
+        _serve(namespace, *role[1:])
 
 
 if __name__ == "__main__":

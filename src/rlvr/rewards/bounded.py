@@ -9,8 +9,8 @@ thread only) or an asynchronous exception (:mod:`rlvr.rewards.timeout`, which wa
 long C call such as a huge integer power to return), this cuts off anything, on any
 thread, and bounds memory too.
 
-Helpers are plain interpreters started on first use (nothing re-imports the caller's
-``__main__``), kept idle between calls and reused: the call costs a round trip through a
+Helpers are plain interpreters (:mod:`rlvr.rewards.workers`) started on first use, kept idle
+between calls and reused: the call costs a round trip through a
 pipe. Importing the function's module happens before the clock starts. Helpers stay in the
 caller's process group (ignoring Ctrl-C), so killing a scorer worker's group takes its
 helpers with it; an idle helper leaves when its pipe closes, and the CPU limit ends one whose
@@ -27,19 +27,17 @@ rlvr.rewards.bounded.LimitExceeded: pow ran past 0.5 s
 from __future__ import annotations
 
 import atexit
-import contextlib
 import math
 import os
 import resource
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
+
+from rlvr.rewards.workers import Helper, connect, serve, spawn
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024
@@ -55,21 +53,13 @@ class LimitExceeded(Exception):
 
 def _helper_main(read_fd: int, write_fd: int, memory_mb: int) -> None:
     """Helper process: import modules and run calls until the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    inbox, outbox = connect(read_fd, write_fd)
     limit = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    while True:
-        try:
-            message = inbox.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        _serve(message, outbox)
+    serve(inbox, outbox, _answer)
 
 
-def _serve(message: tuple, outbox: Connection) -> None:
+def _answer(message: tuple, outbox: Connection) -> None:
     if message[0] == "import":
         try:
             __import__(message[1])
@@ -94,43 +84,18 @@ def _serve(message: tuple, outbox: Connection) -> None:
 
 @dataclass(eq=False)
 class _Helper:
-    process: subprocess.Popen
-    inbox: Connection
-    """Results from the helper."""
-    outbox: Connection
-    """Calls for the helper."""
+    link: Helper
     memory_mb: int
     modules: set[str] = field(default_factory=set)
     """Modules already imported in the helper."""
 
 
 def _spawn(memory_mb: int) -> _Helper:
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    code = (
-        "from rlvr.rewards.bounded import _helper_main; "
-        f"_helper_main({to_child_r}, {from_child_w}, {memory_mb})"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code],
-        pass_fds=(to_child_r, from_child_w),
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    os.close(to_child_r)
-    os.close(from_child_w)
-    inbox = Connection(from_child_r, writable=False)
-    return _Helper(process, inbox, Connection(to_child_w, readable=False), memory_mb)
+    return _Helper(spawn(_helper_main, memory_mb), memory_mb)
 
 
 def _kill(helper: _Helper) -> None:
-    if helper.process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            helper.process.kill()
-    helper.process.wait()
-    helper.inbox.close()
-    helper.outbox.close()
+    helper.link.kill()
 
 
 class _Pool:
@@ -144,7 +109,7 @@ class _Pool:
         with self.lock:
             while self.idle:
                 helper = self.idle.pop()
-                if helper.memory_mb == memory_mb and helper.process.poll() is None:
+                if helper.memory_mb == memory_mb and helper.link.process.poll() is None:
                     return helper
                 _kill(helper)
         return _spawn(memory_mb)
@@ -175,18 +140,18 @@ os.register_at_fork(after_in_child=_POOL.forget)
 
 def _wait(helper: _Helper, deadline: float, what: str) -> tuple[bool, Any]:
     """The helper's answer, or :class:`LimitExceeded` once ``deadline`` passes."""
-    while not helper.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
+    while not helper.link.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
         if time.monotonic() >= deadline:
             raise LimitExceeded(what)
     try:
-        return helper.inbox.recv()
+        return helper.link.inbox.recv()
     except (EOFError, OSError) as exc:
         raise LimitExceeded(f"{what}: the helper process died (memory or CPU limit)") from exc
 
 
 def _prepare(helper: _Helper, module: str) -> None:
     if module not in helper.modules:
-        helper.outbox.send(("import", module))
+        helper.link.outbox.send(("import", module))
         ok, error = _wait(helper, time.monotonic() + _START_TIMEOUT_S, f"importing {module}")
         if not ok:
             raise RuntimeError(f"the helper process could not import {module}: {error}")
@@ -210,7 +175,7 @@ def call_bounded(
     helper = _POOL.take(memory_mb)
     try:
         _prepare(helper, fn.__module__)
-        helper.outbox.send(("call", fn, args, timeout_s + 1.0))
+        helper.link.outbox.send(("call", fn, args, timeout_s + 1.0))
         ok, value = _wait(
             helper, time.monotonic() + timeout_s, f"{fn.__name__} ran past {timeout_s:g} s"
         )

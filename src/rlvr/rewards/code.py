@@ -9,15 +9,15 @@ Reference formats (a Python object, or its JSON text as TACO stores it):
   output the return value (a one-element list wrapping the value is accepted too, as in
   APPS); when the program defines ``class Solution`` with that method, the method of a fresh
   instance is called (LeetCode style), otherwise the top-level function;
-- asserts: a list of assert statements (strings), each run after the program;
+- asserts: a list of assert statements (strings), each one test;
 - HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
   assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
   standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
   the asserts that depend on them), if it uses ``candidate`` and holds an assert that can fail
   (not HumanEval's ``assert True, "..."``), is one more test; the rest of the
-  test module (``METADATA``, imports, helpers) is run after the program as set-up;
+  test module (``METADATA``, imports, helpers) is the tests' set-up;
 - MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
-  with ``test_setup_code`` run after the program (``challenge_test_list`` is not used);
+  with ``test_setup_code`` as their set-up (``challenge_test_list`` is not used);
 - a TACO/APPS row: a dict whose ``input_output`` holds one of the above (JSON text or not).
 
 Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
@@ -27,13 +27,15 @@ rule, the tolerance APPS applies to float answers) and, where the expected token
 integer, the actual one rounds to exactly that integer (``1000000007`` is not
 ``1000000000``). A call passes when the ``repr`` of the
 return value parses back to a value equal to the expected one (tuples read as lists, dict keys
-compared as strings, numbers with the same tolerance). An assert is taken apart where it can
-be (:mod:`rlvr.rewards.asserts`): the child evaluates only the program's part (``add(1, 2)``),
-sends its value back as plain data, and the parent evaluates the expected side and the
-comparison with Python's own semantics; such a test passes when the run exits with status 0
-and the comparison holds. An assert that cannot be taken apart passes when the program and the
-statement both run to the end in the program's interpreter; these are counted
-(``asserts_in_process``, against ``asserts_judged``, see :mod:`rlvr.rewards.events`).
+compared as strings, numbers with the same tolerance). An assert test runs in a test driver
+(:func:`rlvr.rewards.sandbox.run_untrusted` with ``driver``, :mod:`rlvr.rewards._assert_driver`):
+a second interpreter of the same run that no program code touched runs the set-up and the
+test with Python's semantics, calling the program's functions through a pipe with plain data
+in and out (:mod:`rlvr.rewards.plain`); the test passes when the driver reports it ran to the
+end. A test the driver cannot judge (the program's answer is not plain data, or it needs the
+program's classes) fails and is counted (``asserts_unsupported``, against
+``asserts_judged``, see :mod:`rlvr.rewards.events`); ``CodeConfig.in_process`` runs such
+tests in the program's interpreter instead (``asserts_in_process``).
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
 ``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
@@ -45,14 +47,12 @@ tests not started within ``total_time_s`` count as failed. A program that does n
 stops the remaining tests (they would all fail the same way), and so does the first failure
 when ``soft=False``.
 
-What is guaranteed: stdin/stdout, call-style and taken-apart assert verdicts are taken in the
-parent, from output the program produced before it exited, against expected values the
-program never sees, so a program cannot pass by exiting early or by returning an object with a
-permissive ``__eq__``. What is not: asserts that cannot be taken apart run inside the
-program's interpreter, so a program that tampers with that interpreter (rebinding builtins,
-objects equal to everything, reading the harness through frame introspection) can fake them,
-and so can test code inside a taken-apart assert's probe (a set-up helper around the program's
-call runs in the program's interpreter; :mod:`rlvr.rewards.asserts`).
+What is guaranteed: no verdict depends on anything the program's code can change. stdin/stdout
+and call-style verdicts are taken in the parent from the program's output, assert verdicts by
+the driver from the plain values the program returned; rebinding builtins, patching modules,
+tracing, frame introspection, objects equal to everything, forged output and early exits
+change only the program's own interpreter (``tests/rewards/test_tamper.py``). What is not:
+tests run with ``CodeConfig.in_process``, which a program can fake.
 Call-style and assert tests get a prelude
 of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
 stdin/stdout programs run exactly as written. The program sees the standard library only.
@@ -61,7 +61,7 @@ stdin/stdout programs run exactly as written. The program sees the standard libr
 from __future__ import annotations
 
 import ast
-import contextlib
+import builtins
 import functools
 import json
 import math
@@ -74,17 +74,9 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
+from pathlib import Path
 from typing import Any
 
-from rlvr.rewards.asserts import (
-    ENCODER_SOURCE,
-    AssertPlan,
-    NotPlain,
-    bound_names,
-    decode_plain,
-    judge,
-    plan_assert,
-)
 from rlvr.rewards.events import record
 from rlvr.rewards.registry import register
 from rlvr.rewards.sandbox import (
@@ -134,6 +126,10 @@ class CodeConfig:
     """Relative tolerance between numeric tokens or values."""
     abs_tol: float = 1e-8
     """Absolute tolerance between numeric tokens or values."""
+    in_process: bool = False
+    """Run an assert test the driver cannot judge (the program's answer is an object that is not
+    plain data, or a class) inside the program's interpreter, where the program can fake it.
+    Off: such a test fails and is counted as ``asserts_unsupported``. Only for trusted programs."""
 
     def __post_init__(self) -> None:
         if self.workers < 0:
@@ -179,9 +175,11 @@ class CodeVerdict:
     statuses: tuple[str, ...]
     """Sandbox status of each test's run (``ok``, ``timeout``, ...) or ``skipped``."""
     judged: int = 0
-    """Assert tests taken apart and judged in the parent."""
+    """Assert tests judged by a driver the program cannot reach."""
     in_process: int = 0
-    """Assert tests that ran inside the program's interpreter."""
+    """Assert tests that ran inside the program's interpreter (``CodeConfig.in_process``)."""
+    unsupported: int = 0
+    """Assert tests the driver could not judge, not run in-process: failed, not paid."""
 
     @property
     def pass_rate(self) -> float:
@@ -341,7 +339,8 @@ def parse_reference(reference: Any) -> TestSuite:
 
 
 def _compile_guard(code: str) -> str:
-    """Harness lines compiling the program, leaving with EXIT_SYNTAX when it does not compile."""
+    """Harness lines compiling the program, leaving with EXIT_SYNTAX when it does not compile,
+    then running it (after the prelude) in the harness's own namespace, named ``solution``."""
     return (
         "import sys as _sys\n"
         "try:\n"
@@ -349,7 +348,8 @@ def _compile_guard(code: str) -> str:
         "except (SyntaxError, ValueError, RecursionError) as _exc:\n"
         "    _sys.excepthook(type(_exc), _exc.with_traceback(None), None)\n"
         f"    raise SystemExit({EXIT_SYNTAX})\n"
-        "_ns = {'__name__': 'solution', '__builtins__': __builtins__}\n"
+        "_ns = globals()\n"
+        "_ns['__name__'] = 'solution'\n"
         f"exec({_PRELUDE!r}, _ns)\n"
         "exec(_code, _ns)\n"
     )
@@ -367,47 +367,55 @@ def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) ->
     )
 
 
-def _test_setup(suite: TestSuite) -> str:
-    """Harness lines after the program: the suite's set-up code, ``candidate`` bound."""
-    lines = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
-    if suite.fn_name is not None:
-        lines += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
-    return lines
-
-
 def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> str:
-    """The test run inside the program's interpreter; the nonce is printed if it ends."""
+    """The test run inside the program's interpreter (only with ``CodeConfig.in_process``);
+    the nonce is printed if it ends."""
+    setup = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
+    if suite.fn_name is not None:
+        setup += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
     return (
         _compile_guard(code)
-        + _test_setup(suite)
+        + setup
         + f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
         + f"_sys.stdout.write('\\n{nonce}\\n')\n"
     )
 
 
-def _probe_harness(code: str, suite: TestSuite, plan: AssertPlan, nonce: str) -> str:
-    """Evaluate the program's parts of a taken-apart assert; print them as plain data."""
-    return (
-        ENCODER_SOURCE
-        + _compile_guard(code)
-        + _test_setup(suite)
-        + f"_vals = [eval(compile(_s, 'test.py', 'eval'), _ns) for _s in {list(plan.probes)!r}]\n"
-        + f"_sys.stdout.write('\\n{nonce} ' + _rlvr_plain(_vals) + '\\n')\n"
-    )
+@functools.cache
+def _driver_module() -> str:
+    return Path(__file__).with_name("_assert_driver.py").read_text(encoding="utf-8")
 
 
-def _job(
-    code: str, suite: TestSuite, index: int, nonce: str, plan: AssertPlan | None
-) -> tuple[str, str]:
-    """(source, stdin) of the sandbox run for one test."""
+def _driver(suite: TestSuite, statement: str) -> str:
+    """Source of the test driver of one assert test (see :mod:`rlvr.rewards._assert_driver`)."""
+    stubs = {name: name for name in _program_names(statement, suite)}
+    if suite.fn_name is not None:
+        stubs["candidate"] = suite.fn_name
+    used = _names_in(statement) | _names_in(suite.setup)
+    prelude = _PRELUDE if used & _prelude_names() else ""  # its imports cost time in every run
+    call = f"run({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
+    return _driver_module() + "\n" + call
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one sandbox run of a test is given."""
+
+    source: str
+    stdin: str = ""
+    driver: str | None = None
+
+
+def _job(code: str, suite: TestSuite, index: int, nonce: str, in_process: bool) -> _Job:
+    """The sandbox run of one test: assert tests are judged by a driver unless ``in_process``."""
     if suite.style == "stdio":
-        return code, suite.inputs[index]
+        return _Job(code, suite.inputs[index])
     if suite.style == "call":
         assert suite.fn_name is not None
-        return _call_harness(code, suite.fn_name, suite.inputs[index], nonce), ""
-    if plan is not None:
-        return _probe_harness(code, suite, plan, nonce), ""
-    return _assert_harness(code, suite, suite.inputs[index], nonce), ""
+        return _Job(_call_harness(code, suite.fn_name, suite.inputs[index], nonce))
+    if in_process:
+        return _Job(_assert_harness(code, suite, suite.inputs[index], nonce))
+    return _Job(_compile_guard(code), driver=_driver(suite, suite.inputs[index]))
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
@@ -500,20 +508,6 @@ def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
     return False, None
 
 
-@dataclass(frozen=True)
-class _Plans:
-    """How each assert test of a program is judged."""
-
-    plans: tuple[AssertPlan | None, ...]
-    """Per test: taken apart, or None to run inside the program's interpreter."""
-    expected: dict[str, Any]
-    """Expected-side expression -> its value, from the run without the program."""
-
-    def env(self, plan: AssertPlan, probes: list[Any]) -> dict[str, Any]:
-        names = {f"_p{i}": v for i, v in enumerate(probes)}
-        return names | {f"_e{j}": self.expected[e] for j, e in enumerate(plan.expected)}
-
-
 @functools.cache
 def _prelude_names() -> frozenset[str]:
     namespace: dict[str, Any] = {}
@@ -521,104 +515,95 @@ def _prelude_names() -> frozenset[str]:
     return frozenset(namespace)
 
 
-_EXPECTED_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
-_EXPECTED_LOCK = threading.Lock()
-_EXPECTED_CACHE_SIZE = 1024
+def _bound_names(source: str) -> frozenset[str]:
+    """Names a module binds at its top level, imports included (none if it does not parse).
 
-
-def _expected_source(setup: str, expressions: tuple[str, ...], nonce: str) -> str:
-    """A run with no program in it: the set-up code, then each expression as plain data."""
-    return (
-        ENCODER_SOURCE
-        + "import sys as _sys\n_ns = {'__name__': 'tests', '__builtins__': __builtins__}\n"
-        + f"exec({_PRELUDE!r}, _ns)\nexec({setup!r}, _ns)\n"
-        + f"for _i, _s in enumerate({list(expressions)!r}):\n"
-        + "    try:\n"
-        + "        _v = _rlvr_plain(eval(compile(_s, 'test.py', 'eval'), _ns))\n"
-        + "    except Exception:\n"
-        + "        continue\n"
-        + f"    _sys.stdout.write('{nonce} %d %s\\n' % (_i, _v))\n"
-    )
-
-
-def expected_values(
-    setup: str, expressions: tuple[str, ...], config: CodeConfig = DEFAULT_CODE_CONFIG
-) -> dict[str, Any]:
-    """Values of test-data expressions, from a sandboxed run without the program (cached).
-
-    An expression that raises or is not plain data is left out.
+    >>> sorted(_bound_names("import math as m\\ndef f(): pass\\nx, (y, z) = 1, (2, 3)"))
+    ['f', 'm', 'x', 'y', 'z']
     """
-    key = (setup, expressions)
-    with _EXPECTED_LOCK:
-        if key in _EXPECTED_CACHE:
-            return _EXPECTED_CACHE[key]
-    nonce = secrets.token_hex(16)
-    source = _expected_source(setup, expressions, nonce)
-    result = run_untrusted(source, limits=config.limits, policy=config.policy)
-    if result.status is SandboxStatus.SANDBOX_ERROR:
-        raise SandboxError(f"sandbox failed to evaluate the tests: {result.stderr.strip()[-500:]}")
-    values: dict[str, Any] = {}
-    for line in result.stdout.splitlines():
-        head, _, rest = line.partition(" ")
-        index, _, text = rest.partition(" ")
-        if head == nonce and index.isdigit() and int(index) < len(expressions):
-            with contextlib.suppress(NotPlain):
-                values[expressions[int(index)]] = decode_plain(text)
-    if result.ok:
-        with _EXPECTED_LOCK:
-            if len(_EXPECTED_CACHE) >= _EXPECTED_CACHE_SIZE:
-                _EXPECTED_CACHE.pop(next(iter(_EXPECTED_CACHE)))
-            _EXPECTED_CACHE[key] = values
-    return values
-
-
-def _plan_asserts(suite: TestSuite, config: CodeConfig) -> _Plans:
-    """Take the suite's asserts apart where possible; evaluate their expected sides.
-
-    Names the prelude or the set-up binds are the test's even where the program rebinds them
-    (``candidate`` is always the program's entry point).
-    """
-    if suite.style != "assert":
-        return _Plans((None,) * len(suite), {})
-    trusted = (_prelude_names() | bound_names(suite.setup)) - {"candidate"}
-    plans = [plan_assert(statement, trusted) for statement in suite.inputs]
-    wanted = tuple(sorted({e for plan in plans if plan for e in plan.expected}))
-    values = expected_values(suite.setup, wanted, config) if wanted else {}
-    kept = tuple(p if p is None or all(e in values for e in p.expected) else None for p in plans)
-    return _Plans(kept, values)
-
-
-def _probe_values(stdout: str, nonce: str) -> list[Any] | None:
-    """The values the probe harness sent back: exactly one record, plain data, a list."""
-    records = [line for line in stdout.splitlines() if line.startswith(nonce + " ")]
-    if len(records) != 1:
-        return None
     try:
-        values = decode_plain(records[0][len(nonce) + 1 :])
-    except NotPlain:
-        return None
-    return values if isinstance(values, list) else None
+        module = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    names: set[str] = set()
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            names.update(
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+    return frozenset(names)
 
 
-def _judge_assert(plans: _Plans, index: int, stdout: str, nonce: str) -> bool:
-    plan = plans.plans[index]
-    if plan is None:
-        return nonce in stdout.splitlines()
-    values = _probe_values(stdout, nonce)
-    if values is None or len(values) != len(plan.probes):
-        return False
-    return judge(plan.check, plans.env(plan, values))
+@functools.lru_cache(maxsize=4096)
+def _names_in(source: str) -> frozenset[str]:
+    """Every name ``source`` mentions (none if it does not parse)."""
+    try:
+        return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+
+
+def _free_names(source: str) -> frozenset[str]:
+    """Names ``source`` reads that it never binds (assignment, parameter, def, class, import)."""
+    try:
+        nodes = list(ast.walk(ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(loaded - bound)
+
+
+@functools.lru_cache(maxsize=4096)
+def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
+    """Names a test uses that must be the program's: what the test and its set-up read and
+    neither they nor the prelude bind (a HumanEval ``check`` calling the prompt's helper
+    ``encode_cyclic``). Builtins are the test's, unless the test uses nothing else (the
+    function under test is named like a builtin, ``assert sorted([3, 1]) == [1, 3]``).
+
+    >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
+    ('f', 'g')
+    """
+    test = _free_names(statement) - _bound_names(suite.setup) - _prelude_names()
+    free = (test | _free_names(suite.setup)) - _prelude_names()
+    names = (free - _BUILTINS) or test
+    return tuple(sorted(names - {"candidate"}))
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _report_lines(result: SandboxResult) -> list[str]:
+    return result.report.splitlines()
+
+
+def _unsupported(result: SandboxResult) -> bool:
+    """The driver could not judge the test: the program's answer does not cross the channel."""
+    return any(line.startswith("unsupported") for line in _report_lines(result))
 
 
 def _judge(
-    suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig, plans: _Plans
+    suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
 ) -> bool:
+    if suite.style == "assert" and result.report:
+        return result.ok and _report_lines(result) == ["pass"]
     if not result.ok:
         return False
     if suite.style == "stdio":
         return stdout_matches(result.stdout, suite.outputs[index], cfg)
-    if suite.style == "assert":
-        return _judge_assert(plans, index, result.stdout, nonce)
+    if suite.style == "assert":  # run in the program's interpreter (CodeConfig.in_process)
+        return nonce in result.stdout.splitlines()
     found, value = _returned_value(result.stdout, nonce)
     expected = suite.outputs[index]
     if not found:
@@ -636,32 +621,52 @@ def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
     return max(1, min(cfg.workers or cores, n_tests))
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """One test's result."""
+
+    passed: bool
+    status: str
+    how: str = ""
+    """Assert tests: ``judged``, ``unsupported`` or ``in_process``."""
+
+
 class _Run:
     """Shared state of one program's tests: deadline and early stop."""
 
-    def __init__(
-        self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool, plans: _Plans
-    ) -> None:
-        self.code, self.suite, self.cfg, self.soft, self.plans = code, suite, cfg, soft, plans
+    def __init__(self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool) -> None:
+        self.code, self.suite, self.cfg, self.soft = code, suite, cfg, soft
         self.deadline = time.monotonic() + cfg.total_time_s
         self.stop = threading.Event()
 
-    def test(self, index: int) -> tuple[bool, str]:
+    def _sandboxed(self, index: int, nonce: str, in_process: bool) -> SandboxResult | None:
         remaining = self.deadline - time.monotonic()
         if self.stop.is_set() or remaining <= 0:
-            return False, SKIPPED
-        nonce = secrets.token_hex(16)
-        plan = self.plans.plans[index]
-        source, stdin = _job(self.code, self.suite, index, nonce, plan)
+            return None
+        job = _job(self.code, self.suite, index, nonce, in_process)
         limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
-        result = run_untrusted(source, stdin=stdin, limits=limits, policy=self.cfg.policy)
+        result = run_untrusted(
+            job.source, stdin=job.stdin, limits=limits, policy=self.cfg.policy, driver=job.driver
+        )
         if result.status is SandboxStatus.SANDBOX_ERROR:
             self.stop.set()
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
-        passed = _judge(self.suite, index, result, nonce, self.cfg, self.plans)
+        return result
+
+    def test(self, index: int) -> _Outcome:
+        nonce = secrets.token_hex(16)
+        result = self._sandboxed(index, nonce, in_process=False)
+        how = "judged" if self.suite.style == "assert" else ""
+        if result is not None and how and _unsupported(result):
+            how = "unsupported"
+            if self.cfg.in_process:
+                how, result = "in_process", self._sandboxed(index, nonce, in_process=True)
+        if result is None:
+            return _Outcome(False, SKIPPED, how)
+        passed = how != "unsupported" and _judge(self.suite, index, result, nonce, self.cfg)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()
-        return passed, result.status.value
+        return _Outcome(passed, result.status.value, how)
 
 
 def run_tests(
@@ -674,14 +679,16 @@ def run_tests(
     reference.
     """
     suite = parse_reference(reference)
-    plans = _plan_asserts(suite, config)
-    run = _Run(code, suite, config, soft, plans)
+    run = _Run(code, suite, config, soft)
     with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))
-    judged = sum(p is not None for p in plans.plans)
-    in_process = len(suite) - judged if suite.style == "assert" else 0
+    hows = [o.how for o in outcomes]
     return CodeVerdict(
-        tuple(p for p, _ in outcomes), tuple(s for _, s in outcomes), judged, in_process
+        tuple(o.passed for o in outcomes),
+        tuple(o.status for o in outcomes),
+        judged=hows.count("judged"),
+        in_process=hows.count("in_process"),
+        unsupported=hows.count("unsupported"),
     )
 
 
@@ -706,6 +713,7 @@ def code_verifier(
         raise
     record("asserts_judged", verdict.judged)
     record("asserts_in_process", verdict.in_process)
+    record("asserts_unsupported", verdict.unsupported)
     return verdict.score(soft)
 
 
@@ -723,7 +731,13 @@ def code_binary_verifier(
 CODE_MODES = ("soft", "binary")
 
 
-@register("code", spec_arg="mode")
+def _check_options(*, mode: str, **_: Any) -> None:
+    """Refuse a bad mode when the verifier is built (the registry calls this)."""
+    if mode not in CODE_MODES:
+        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
+
+
+@register("code", spec_arg="mode", check=_check_options, sandboxed=True)
 def code_reward(
     completion: str,
     reference: Any,
@@ -746,12 +760,3 @@ def code_reward(
     _check_options(mode=mode)
     rate = code_verifier(completion, reference, soft=mode == "soft")
     return wrong + (correct - wrong) * rate
-
-
-def _check_options(*, mode: str, **_: Any) -> None:
-    """Refuse a bad mode when the verifier is built (the registry calls this)."""
-    if mode not in CODE_MODES:
-        raise ValueError(f"code verifier mode must be one of {CODE_MODES}, got {mode!r}")
-
-
-code_reward.check_options = _check_options  # type: ignore[attr-defined]

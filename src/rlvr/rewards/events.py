@@ -26,9 +26,11 @@ EVENTS: dict[str, str] = {
     "math_rejected": "math answers cut off before or during comparison (too long, too deeply "
     "nested, exponent towers, huge numbers, or past the comparison's time or memory limit)",
     "math_hedged": "math completions with several different final answers",
-    "asserts_judged": "assert tests judged in the parent from the values the program returned",
-    "asserts_in_process": "assert tests that could not be taken apart and ran inside the "
-    "program's interpreter (a program can fake these)",
+    "asserts_judged": "assert tests judged by a test driver the program cannot reach",
+    "asserts_unsupported": "assert tests the driver could not judge (the program's answer was "
+    "not plain data, or a class): failed and not paid",
+    "asserts_in_process": "assert tests that ran inside the program's interpreter with the "
+    "code verifier's in_process option (a program can fake these)",
     "sandbox_errors": "code completions whose sandbox failed to run (the sandbox's fault, not "
     "the program's; part of the failures)",
 }

@@ -274,7 +274,18 @@ def final_answer(completion: str) -> str | None:
     return answers[-1]
 
 
-@register("math")
+def _check_options(
+    *, compare_timeout_s: float, compare_memory_mb: int, extract: str, **_: Any
+) -> None:
+    """Refuse bad option values when the verifier is built (the registry calls this)."""
+    check_extract(extract)
+    if not compare_timeout_s > 0:
+        raise ValueError(f"compare_timeout_s must be positive, got {compare_timeout_s!r}")
+    if not compare_memory_mb > 0:
+        raise ValueError(f"compare_memory_mb must be positive, got {compare_memory_mb!r}")
+
+
+@register("math", check=_check_options)
 def math_verifier(
     completion: str,
     reference: Any,
@@ -325,21 +336,9 @@ def math_verifier(
     return correct if same else wrong
 
 
-def _check_options(
-    *, compare_timeout_s: float, compare_memory_mb: int, extract: str, **_: Any
-) -> None:
-    """Refuse bad option values when the verifier is built (the registry calls this)."""
-    check_extract(extract)
-    if not compare_timeout_s > 0:
-        raise ValueError(f"compare_timeout_s must be positive, got {compare_timeout_s!r}")
-    if not compare_memory_mb > 0:
-        raise ValueError(f"compare_memory_mb must be positive, got {compare_memory_mb!r}")
-
-
 def _start_helper() -> None:
     """Start a comparison helper process (and import SymPy in it) ahead of the first answer."""
     call_bounded(answers_match, "0", "0")
 
 
 math_verifier.warm_up = _start_helper  # type: ignore[attr-defined]
-math_verifier.check_options = _check_options  # type: ignore[attr-defined]

@@ -119,7 +119,16 @@ def gym_answer(completion: str, extract: str = "strict") -> str | None:
     return found
 
 
-@register("reasoning_gym", spec_arg="task")
+def _check_options(*, task: str | None, binary: bool, extract: str, **_: Any) -> None:
+    """Refuse bad option values when the verifier is built (the registry calls this)."""
+    check_extract(extract)
+    if task:
+        _score_fn(task)  # an unknown task raises, listing the valid ones
+    if not isinstance(binary, bool):
+        raise ValueError(f"binary must be True or False, got {binary!r}")
+
+
+@register("reasoning_gym", spec_arg="task", check=_check_options)
 def reasoning_gym_verifier(
     completion: str,
     reference: Any,
@@ -151,15 +160,3 @@ def reasoning_gym_verifier(
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)
-
-
-def _check_options(*, task: str | None, binary: bool, extract: str, **_: Any) -> None:
-    """Refuse bad option values when the verifier is built (the registry calls this)."""
-    check_extract(extract)
-    if task:
-        _score_fn(task)  # an unknown task raises, listing the valid ones
-    if not isinstance(binary, bool):
-        raise ValueError(f"binary must be True or False, got {binary!r}")
-
-
-reasoning_gym_verifier.check_options = _check_options  # type: ignore[attr-defined]

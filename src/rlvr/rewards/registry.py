@@ -20,14 +20,14 @@ Registering a new verifier (this is all a module needs to do)::
 
     from rlvr.rewards import register
 
-    @register("code", spec_arg="mode")
+    @register("code", spec_arg="mode", check=check_code_options, sandboxed=True)
     def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0):
         ...
 
-A verifier may carry a ``check_options`` attribute, a function of the bound options (defaults
-included) that raises ``ValueError`` for a bad value; :func:`get_verifier` calls it, so a typo
-such as ``extract="Flexible"`` fails once when the verifier is built instead of making every
-completion score the failure value.
+``check`` is a function of the bound options (defaults included) that raises ``ValueError``
+for a bad value; :func:`get_verifier` calls it, so a typo such as ``extract="Flexible"`` fails
+once when the verifier is built instead of making every completion score the failure value.
+``sandboxed`` says the verifier runs programs in the sandbox (:func:`sandbox_isolation`).
 
 Built-in verifiers live in modules imported on first use (see ``BUILTIN_MODULES``), so
 ``import rlvr.rewards`` stays cheap and a missing optional module costs nothing until its
@@ -38,14 +38,30 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr.builtins import available, load_builtin
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
-# name -> (function, spec_arg): every verifier registered so far.
-VERIFIERS: dict[str, tuple[VerifierFn, str | None]] = {}
+
+@dataclass(frozen=True)
+class VerifierEntry:
+    """One registered verifier."""
+
+    fn: VerifierFn
+    """``fn(completion, reference, **options) -> float``."""
+    spec_arg: str | None = None
+    """The keyword option that ``name:<value>`` in a spec sets."""
+    check: Callable[..., None] | None = None
+    """Called with every bound option (defaults included); raises ``ValueError`` for a bad one."""
+    sandboxed: bool = False
+    """The verifier runs programs in the sandbox."""
+
+
+VERIFIERS: dict[str, VerifierEntry] = {}
+"""Every verifier registered so far, by name."""
 
 # name -> module that registers it when imported.
 BUILTIN_MODULES: dict[str, str] = {
@@ -57,11 +73,15 @@ BUILTIN_MODULES: dict[str, str] = {
 MODIFIERS = ("format",)
 
 
-def register(name: str, *, spec_arg: str | None = None) -> Callable[[VerifierFn], VerifierFn]:
-    """Decorator: register ``fn(completion, reference, **options) -> float`` as ``name``.
-
-    ``spec_arg`` names the keyword option that ``name:<value>`` in a spec sets.
-    """
+def register(
+    name: str,
+    *,
+    spec_arg: str | None = None,
+    check: Callable[..., None] | None = None,
+    sandboxed: bool = False,
+) -> Callable[[VerifierFn], VerifierFn]:
+    """Decorator: register ``fn(completion, reference, **options) -> float`` as ``name``
+    (the keywords are the fields of :class:`VerifierEntry`)."""
     if not name or any(c in name for c in ":+"):
         raise ValueError(f"verifier name must be non-empty without ':' or '+', got {name!r}")
 
@@ -70,7 +90,7 @@ def register(name: str, *, spec_arg: str | None = None) -> Callable[[VerifierFn]
             raise ValueError(
                 f"verifier {name!r}: spec_arg {spec_arg!r} is not a keyword option of {fn.__name__}"
             )
-        VERIFIERS[name] = (fn, spec_arg)
+        VERIFIERS[name] = VerifierEntry(fn, spec_arg, check, sandboxed)
         return fn
 
     return wrap
@@ -88,7 +108,7 @@ def available_verifiers() -> list[str]:
     return available(VERIFIERS, BUILTIN_MODULES)
 
 
-def _lookup(name: str) -> tuple[VerifierFn, str | None]:
+def _lookup(name: str) -> VerifierEntry:
     """The registered entry for ``name``, importing its built-in module if needed."""
     load_builtin(name, VERIFIERS, BUILTIN_MODULES)
     if name not in VERIFIERS:
@@ -116,19 +136,18 @@ def parse_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:
 
 def _bind(name: str, argument: str | None, options: dict[str, Any]) -> Verifier:
     """Check ``options`` against the verifier's signature and bind them."""
-    fn, spec_arg = _lookup(name)
-    defaults = _keyword_defaults(fn)
+    entry = _lookup(name)
+    fn, defaults = entry.fn, _keyword_defaults(entry.fn)
     if argument is not None:
-        if spec_arg is None:
+        if entry.spec_arg is None:
             raise ValueError(f"verifier {name!r} takes no ':argument' in its spec")
-        options = {**options, spec_arg: argument}
+        options = {**options, entry.spec_arg: argument}
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise ValueError(f"verifier {name!r} has no option(s) {unknown}; valid: {sorted(defaults)}")
     bound = {**defaults, **options}
-    check = getattr(fn, "check_options", None)
-    if callable(check):
-        check(**bound)
+    if entry.check is not None:
+        entry.check(**bound)
     return Verifier(
         spec=name if argument is None else f"{name}:{argument}",
         fn=fn,
@@ -164,3 +183,16 @@ def get_verifier(spec: str | Verifier, **options: Any) -> Verifier:
     if "format" in modifiers:
         return with_format(inner, **format_options)
     return inner
+
+
+def sandbox_isolation(spec: str) -> str | None:
+    """The isolation mode a spec's verifier runs programs under, or ``None`` when it runs none.
+
+    >>> sandbox_isolation("math+format") is None
+    True
+    """
+    if not _lookup(parse_spec(spec)[0]).sandboxed:
+        return None
+    from rlvr.rewards.sandbox import isolation_mode  # the sandbox only for verifiers that use it
+
+    return isolation_mode()

@@ -55,10 +55,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import IO
 
+# Exit statuses reserved by the child bootstrap; a program that exits with one of them on
+# purpose is classified accordingly.
+from rlvr.rewards._sandbox_child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
 from rlvr.rewards.interpreter import (
     SYSTEM_PATHS,
     Runtime,
@@ -67,11 +70,6 @@ from rlvr.rewards.interpreter import (
     runtime_readable_by_others,
 )
 
-# Exit statuses reserved by the child bootstrap (_sandbox_child.py defines the same numbers);
-# a program that exits with one of them on purpose is classified accordingly.
-EXIT_MEMORY = 251
-EXIT_SETUP = 252
-EXIT_SYNTAX = 253
 MARKER_FLAG = "--rlvr-sandbox="
 """Prefix of the argument that marks every sandboxed process (and its forks) in /proc."""
 ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minimal")
@@ -79,7 +77,6 @@ ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minim
 
 _READ_CHUNK = 1 << 16
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full")
-_DEVICES_WRITE = ("/dev/null",)
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 logger = logging.getLogger(__name__)
 
@@ -173,6 +170,8 @@ class SandboxResult:
     """Seconds from start to reaping, as seen by the caller."""
     cpu_time_s: float
     """User plus system CPU seconds of the child and its reaped descendants."""
+    report: str = ""
+    """Lines the run's test driver reported (see ``driver`` of :func:`run_untrusted`)."""
 
     @property
     def ok(self) -> bool:
@@ -230,9 +229,64 @@ class _Launcher:
     """uid/gid inside bubblewrap's user namespace when bubblewrap itself stays root."""
 
 
+@dataclass(frozen=True)
+class ChildConfig:
+    """What the bootstrap of one run is told: the one message from the parent to the child,
+    sent as a ``marshal`` dump of its fields (the child reads them as attributes)."""
+
+    probe: bool
+    """Try every layer, record failures instead of stopping, print what worked, run nothing."""
+    user_namespace: bool
+    network_namespace: bool
+    pid_namespace: bool
+    uid: int | None
+    """uid/gid to drop to (root only), or None."""
+    gid: int | None
+    rlimits: dict[str, list[int]]
+    """``RLIMIT_*`` name -> [soft, hard]."""
+    audit_hook: bool
+    parent_death_signal: bool
+    parent: int
+    """pid of the caller (the parent-death signal checks it is still there)."""
+    landlock_read: tuple[str, ...] | None
+    """Paths Landlock lets the program read; None: no Landlock."""
+    unset_env: tuple[str, ...]
+    """Variables removed before the program runs (the interpreter's own)."""
+    supervise: bool
+    """Under bubblewrap: fork a supervisor that reports the program's status and CPU time."""
+    nproc: int | None
+    """``RLIMIT_NPROC``, or None when it cannot apply (no dedicated uid)."""
+    disk_bytes: int
+    """Read by the parent only: the size of bubblewrap's tmpfs."""
+    workdir: str = ""
+    """The run's working directory, the only writable place."""
+    code_fd: int = -1
+    """Descriptor of the program's source."""
+    report_fd: int = -1
+    """Descriptor the bootstrap reports on (started; the supervisor's status)."""
+    driver_fd: int | None = None
+    """Descriptor of the test driver's source (see :func:`run_untrusted`), or None."""
+    verdict_fd: int | None = None
+    """Descriptor the driver reports on."""
+
+    def message(self) -> str:
+        """The hex ``marshal`` dump the child's command line carries."""
+        return marshal.dumps({f.name: getattr(self, f.name) for f in fields(self)}).hex()
+
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors the child inherits."""
+        held = (self.code_fd, self.report_fd, self.driver_fd, self.verdict_fd)
+        return tuple(fd for fd in held if fd is not None)
+
+
 @functools.cache
 def _child_source() -> str:
-    return Path(__file__).with_name("_sandbox_child.py").read_text(encoding="utf-8")
+    """The bootstrap, preceded by the plain-data codec its test driver channel uses."""
+    here = Path(__file__).parent
+    parts = [
+        (here / name).read_text(encoding="utf-8") for name in ("plain.py", "_sandbox_child.py")
+    ]
+    return "\n".join(parts)
 
 
 def _rlimits(limits: SandboxLimits) -> dict[str, list[int]]:
@@ -487,22 +541,27 @@ def _bwrap_argv(launcher: _Launcher, workdir: str, disk_bytes: int) -> list[str]
 
 
 def _spawn(
-    launcher: _Launcher, cfg: dict, stdin_fd: int, stdout_fd: int, stderr_fd: int, marker: str
+    launcher: _Launcher,
+    cfg: ChildConfig,
+    stdin_fd: int,
+    stdout_fd: int,
+    stderr_fd: int,
+    marker: str,
 ) -> int:
     """Start the bootstrap in its own session; returns its pid."""
     python = [launcher.runtime.python, "-I", "-S", "-X", "utf8", "-c", _child_source()]
-    python += [MARKER_FLAG + marker, marshal.dumps(cfg).hex()]
+    python += [MARKER_FLAG + marker, cfg.message()]
     if launcher.bwrap is not None:
-        python = [*_bwrap_argv(launcher, cfg["workdir"], cfg["disk_bytes"]), *python]
+        python = [*_bwrap_argv(launcher, cfg.workdir, cfg.disk_bytes), *python]
     ids = launcher.run_as
     proc = subprocess.Popen(
         python,
         stdin=stdin_fd,
         stdout=stdout_fd,
         stderr=stderr_fd,
-        pass_fds=(cfg["code_fd"], cfg["report_fd"]),
-        cwd=cfg["workdir"],
-        env=_child_env(cfg["workdir"], launcher.runtime),
+        pass_fds=cfg.fds(),
+        cwd=cfg.workdir,
+        env=_child_env(cfg.workdir, launcher.runtime),
         start_new_session=True,
         user=None if ids is None else ids[0],
         group=None if ids is None else ids[1],
@@ -523,72 +582,95 @@ def _give_to(owner: tuple[int, int] | None, workdir: str, *fds: int) -> None:
             os.fchown(fd, *owner)
 
 
-def _owner(launcher: _Launcher, cfg: dict) -> tuple[int, int] | None:
+def _owner(launcher: _Launcher, cfg: ChildConfig) -> tuple[int, int] | None:
     """The uid/gid the program's files belong to on the host, when not the caller's."""
     if launcher.run_as is not None:
         return launcher.run_as
-    return None if cfg["uid"] is None else (cfg["uid"], cfg["gid"])
+    return None if cfg.uid is None or cfg.gid is None else (cfg.uid, cfg.gid)
 
 
 def _execute(
-    source: str, stdin: str, limits: SandboxLimits, cfg: dict, launcher: _Launcher
+    source: str,
+    stdin: str,
+    limits: SandboxLimits,
+    cfg: ChildConfig,
+    launcher: _Launcher,
+    driver: str | None = None,
 ) -> SandboxResult:
     """Run one child with ``cfg`` (bootstrap config minus fds and directory) and collect it."""
     started = time.monotonic()
     workdir = os.path.realpath(tempfile.mkdtemp(prefix="rlvr-sandbox-"))
     try:
         # stdin lives unnamed in the working directory, so /dev/stdin reopens under Landlock
-        with _temp_file(source) as code_f, _temp_file(stdin, workdir) as stdin_f:
-            cfg = {**cfg, "code_fd": code_f.fileno(), "workdir": workdir}
-            if cfg["landlock"] is not None:
-                cfg["landlock"] = {**cfg["landlock"], "write": [workdir, *_DEVICES_WRITE]}
+        with contextlib.ExitStack() as files:
+            code_f = files.enter_context(_temp_file(source))
+            stdin_f = files.enter_context(_temp_file(stdin, workdir))
+            cfg = replace(cfg, code_fd=code_f.fileno(), workdir=workdir)
+            if driver is not None:
+                cfg = replace(cfg, driver_fd=files.enter_context(_temp_file(driver)).fileno())
             return _launch(launcher, cfg, stdin_f.fileno(), limits, started)
     finally:
         _remove_tree(workdir)
 
 
 def _launch(
-    launcher: _Launcher, cfg: dict, stdin_fd: int, limits: SandboxLimits, started: float
+    launcher: _Launcher, cfg: ChildConfig, stdin_fd: int, limits: SandboxLimits, started: float
 ) -> SandboxResult:
     marker = secrets.token_hex(12)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     report_r, report_w = os.pipe()
+    verdict_r, verdict_w = os.pipe() if cfg.driver_fd is not None else (None, None)
     try:
         try:
-            _give_to(_owner(launcher, cfg), cfg["workdir"], stdin_fd, out_w, err_w)
-            pid = _spawn(launcher, {**cfg, "report_fd": report_w}, stdin_fd, out_w, err_w, marker)
+            _give_to(_owner(launcher, cfg), cfg.workdir, stdin_fd, out_w, err_w)
+            cfg = replace(cfg, report_fd=report_w, verdict_fd=verdict_w)
+            pid = _spawn(launcher, cfg, stdin_fd, out_w, err_w, marker)
         except OSError as exc:
             return _sandbox_error(
                 f"could not start the sandboxed program with {launcher.runtime.python}: {exc}",
                 started,
             )
         finally:
-            for fd in (out_w, err_w, report_w):  # the child holds its own copies
-                os.close(fd)
-        return _finish(pid, (out_r, err_r, report_r), marker, limits, started)
+            for fd in (out_w, err_w, report_w, verdict_w):  # the child holds its own copies
+                if fd is not None:
+                    os.close(fd)
+        return _finish(pid, (out_r, err_r, report_r, verdict_r), marker, limits, started)
     finally:
-        for fd in (out_r, err_r, report_r):
-            os.close(fd)
+        for fd in (out_r, err_r, report_r, verdict_r):
+            if fd is not None:
+                os.close(fd)
 
 
 def _report(fd: int) -> tuple[bool, tuple[int, float] | None]:
     """(the bootstrap started, the supervisor's (wait status, CPU s) if it wrote them)."""
-    os.set_blocking(fd, False)
-    data = b""
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 64):
-            data += chunk
+    data = _read_available(fd, 64)
     if len(data) != 13:
         return data[:1] == b"1", None
     status, cpu_us = int.from_bytes(data[1:5], "little"), int.from_bytes(data[5:], "little")
     return True, (status, cpu_us / 1e6)
 
 
+def _read_available(fd: int | None, limit: int = _READ_CHUNK) -> bytes:
+    """What a finished run left in a pipe, up to ``limit`` bytes."""
+    data = b""
+    if fd is None:
+        return data
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while len(data) < limit and (chunk := os.read(fd, limit)):
+            data += chunk
+    return data[:limit]
+
+
 def _finish(
-    pid: int, fds: tuple[int, int, int], marker: str, limits: SandboxLimits, started: float
+    pid: int,
+    fds: tuple[int, int, int, int | None],
+    marker: str,
+    limits: SandboxLimits,
+    started: float,
 ) -> SandboxResult:
-    stdout_fd, stderr_fd, report_fd = fds
+    stdout_fd, stderr_fd, report_fd, verdict_fd = fds
     out = _Output(limits.output_bytes)
     try:
         reason = _collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
@@ -610,6 +692,7 @@ def _finish(
         output_truncated=out.over,
         wall_time_s=time.monotonic() - started,
         cpu_time_s=cpu_s,
+        report=_read_available(verdict_fd).decode("utf-8", errors="replace"),
     )
 
 
@@ -628,33 +711,29 @@ def _config(
     ids: tuple[int, int] | None = None,
     landlock: bool = False,
     probe: bool = False,
-) -> dict:
+) -> ChildConfig:
     """Bootstrap config (without the per-run fds and directory)."""
     namespaces = namespaces or dict.fromkeys(_NAMESPACE_KEYS, False)
     in_bwrap = launcher.bwrap is not None
-    cfg = {
-        "probe": probe,
-        "userns": namespaces["user_namespace"],
-        "netns": namespaces["network_namespace"],
-        "pidns": namespaces["pid_namespace"],
-        "uid": ids[0] if ids else None,
-        "gid": ids[1] if ids else None,
-        "rlimits": _rlimits(limits),
-        "hook": policy.audit_hook,
-        "pdeathsig": not in_bwrap,  # bubblewrap's --die-with-parent covers it
-        "parent": os.getpid(),
-        "prctl": True,
-        "landlock": {"read": [*launcher.runtime.read_paths, *_DEVICES_READ]} if landlock else None,
-        "unset_env": [*launcher.runtime.env, *(["PWD"] if in_bwrap else [])],
-        "supervise": in_bwrap,
-        "disk_bytes": limits.disk_bytes,  # read by the parent only: bubblewrap's tmpfs size
-    }
-    if ids is not None or launcher.run_as is not None:
-        cfg["nproc"] = [limits.processes] * 2
-    return cfg
+    dedicated_uid = ids is not None or launcher.run_as is not None
+    return ChildConfig(
+        probe=probe,
+        **namespaces,
+        uid=ids[0] if ids else None,
+        gid=ids[1] if ids else None,
+        rlimits=_rlimits(limits),
+        audit_hook=policy.audit_hook,
+        parent_death_signal=not in_bwrap,  # bubblewrap's --die-with-parent covers it
+        parent=os.getpid(),
+        landlock_read=(*launcher.runtime.read_paths, *_DEVICES_READ) if landlock else None,
+        unset_env=(*launcher.runtime.env, *(["PWD"] if in_bwrap else [])),
+        supervise=in_bwrap,
+        nproc=limits.processes if dedicated_uid else None,
+        disk_bytes=limits.disk_bytes,
+    )
 
 
-def _probe(launcher: _Launcher, cfg: dict) -> dict[str, object]:
+def _probe(launcher: _Launcher, cfg: ChildConfig) -> dict[str, object]:
     """Run the bootstrap in probe mode; its report maps each step to True or an error string."""
     result = _execute("", "", _PROBE_LIMITS, cfg, launcher)
     lines = result.stdout.strip().splitlines()
@@ -836,16 +915,9 @@ def isolation_level(mode: str) -> int:
     return len(ISOLATION_MODES) - ISOLATION_MODES.index(mode) if mode in ISOLATION_MODES else 0
 
 
-def sandbox_isolation(verifier_spec: str) -> str | None:
-    """The isolation mode a verifier spec's programs run under, or ``None`` when it runs none."""
-    from rlvr.rewards.registry import parse_spec
-
-    return isolation_mode() if parse_spec(verifier_spec)[0] == "code" else None
-
-
 def _run_config(
     limits: SandboxLimits, policy: SandboxPolicy, launcher: _Launcher, report: IsolationReport
-) -> dict:
+) -> ChildConfig:
     namespaces = {key: getattr(report, key) and launcher.bwrap is None for key in _NAMESPACE_KEYS}
     ids = None
     if report.uid_drop and launcher.bwrap is None:
@@ -853,10 +925,11 @@ def _run_config(
     cfg = _config(
         policy, launcher, limits, namespaces=namespaces, ids=ids, landlock=report.landlock
     )
-    cfg["pdeathsig"] = cfg["pdeathsig"] and report.parent_death_signal
-    if not report.process_limit:
-        cfg.pop("nproc", None)
-    return cfg
+    return replace(
+        cfg,
+        parent_death_signal=cfg.parent_death_signal and report.parent_death_signal,
+        nproc=cfg.nproc if report.process_limit else None,
+    )
 
 
 def run_untrusted(
@@ -865,8 +938,19 @@ def run_untrusted(
     stdin: str = "",
     limits: SandboxLimits = DEFAULT_LIMITS,
     policy: SandboxPolicy = DEFAULT_POLICY,
+    driver: str | None = None,
 ) -> SandboxResult:
     """Run the Python program ``source`` in a sandbox, feeding it ``stdin``.
+
+    With ``driver`` (Python source), the run has a second process, forked by the bootstrap
+    after every isolation layer is in place and before any untrusted code runs. The program's
+    process runs ``source`` and then serves calls; the driver's process runs ``driver`` with
+    two functions in its globals: ``call_program(name, args, kwargs)`` calls the function
+    ``name`` of the program's namespace, with plain data in and out
+    (:mod:`rlvr.rewards.plain`; the program's exceptions come back by builtin class name),
+    and ``report(text)`` writes a line to :attr:`SandboxResult.report`, a channel the program
+    never holds. Neither returns before the program has run to the end; if the program ends
+    first, the driver leaves with the program's exit status. The run's status is the driver's.
 
     Safe to call from several threads at once (no Python code runs between fork and exec).
     Returns when the child and everything it started are dead and reaped and the working
@@ -882,4 +966,4 @@ def run_untrusted(
     if launcher is None:
         return _sandbox_error(f"no interpreter to run the program: {report.notes[-1]}", started)
     cfg = _run_config(limits, policy, launcher, report)
-    return _execute(source, stdin, limits, cfg, launcher)
+    return _execute(source, stdin, limits, cfg, launcher, driver)

@@ -27,11 +27,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
-import os
 import pickle
-import signal
 import subprocess
-import sys
 import time
 import traceback
 import weakref
@@ -44,6 +41,7 @@ from typing import Any, NamedTuple
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.timeout import VerifierTimeout, time_limit
+from rlvr.rewards.workers import Helper, connect, serve, spawn
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 _START_TIMEOUT_S = 120.0
@@ -143,19 +141,13 @@ def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: fl
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
     """Worker process: receive the verifier, then score ``(index, completion, reference)``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    inbox, outbox = connect(read_fd, write_fd)
     verifier, timeout_s = inbox.recv()
     with contextlib.suppress(Exception):  # a failed warm-up shows again on the first item
         verifier.warm_up()
     outbox.send("ready")
-    while True:
-        try:
-            message = inbox.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
+
+    def score(message: tuple, outbox: Connection) -> None:
         index, completion, reference = message
         try:
             outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
@@ -163,55 +155,27 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             error = traceback.format_exc(limit=1)
             outbox.send((index, *Row(ERROR, verifier.failure_value, error, {})))
 
+    serve(inbox, outbox, score)
+
 
 @dataclass(eq=False)
 class _Worker:
-    process: subprocess.Popen
-    inbox: Connection
-    """Results from the worker."""
-    outbox: Connection
-    """Work for the worker."""
+    link: Helper
+    """The worker process (its own session: killing it takes its sandboxes with it)."""
     index: int | None = None
     """Item being scored, or ``None`` when idle."""
     deadline: float = math.inf
 
 
 def _spawn_worker(verifier: Verifier, timeout_s: float | None) -> _Worker:
-    """Start a worker in a fresh interpreter (its own session) and hand it the verifier.
-
-    A plain subprocess rather than ``multiprocessing``: nothing re-imports the caller's
-    ``__main__``, so scripts without a main guard and notebooks work.
-    """
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    code = (
-        f"from rlvr.rewards.scoring import _worker_main; _worker_main({to_child_r}, {from_child_w})"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code],
-        pass_fds=(to_child_r, from_child_w),
-        stdin=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(to_child_r)
-    os.close(from_child_w)
-    worker = _Worker(
-        process, Connection(from_child_r, writable=False), Connection(to_child_w, readable=False)
-    )
-    worker.outbox.send((verifier, timeout_s))
+    """Start a worker in a fresh interpreter (its own session) and hand it the verifier."""
+    worker = _Worker(spawn(_worker_main, own_session=True))
+    worker.link.outbox.send((verifier, timeout_s))
     return worker
 
 
 def _kill(worker: _Worker) -> None:
-    """Kill the worker and everything in its session, then release its pipes."""
-    if worker.process.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(worker.process.pid, signal.SIGKILL)
-    worker.process.wait()
-    worker.inbox.close()
-    worker.outbox.close()
+    worker.link.kill()
 
 
 class _Pool:
@@ -236,9 +200,9 @@ class _Pool:
 
     def _start(self) -> _Worker:
         worker = _spawn_worker(self.verifier, self.config.timeout_s)
-        ready = worker.inbox.poll(_START_TIMEOUT_S)
+        ready = worker.link.inbox.poll(_START_TIMEOUT_S)
         try:
-            ready = ready and worker.inbox.recv() == "ready"
+            ready = ready and worker.link.inbox.recv() == "ready"
         except (EOFError, OSError):
             ready = False
         if not ready:
@@ -270,11 +234,11 @@ class _Pool:
         for worker in self.workers:
             if worker.index is None and pending:
                 index = pending.popleft()
-                worker.outbox.send((index, *items[index]))
+                worker.link.outbox.send((index, *items[index]))
                 worker.index, worker.deadline = index, time.monotonic() + self._hard_limit()
 
     def _collect(self, results: list) -> None:
-        busy = {w.inbox: w for w in self.workers if w.index is not None}
+        busy = {w.link.inbox: w for w in self.workers if w.index is not None}
         if not busy:
             return
         wait_s = max(0.0, min(w.deadline for w in busy.values()) - time.monotonic())
@@ -301,10 +265,10 @@ class _Pool:
     def close(self) -> None:
         for worker in self.workers:
             with contextlib.suppress(OSError, ValueError):
-                worker.outbox.send(None)
+                worker.link.outbox.send(None)
         for worker in self.workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.process.wait(timeout=2)
+                worker.link.process.wait(timeout=2)
             _kill(worker)
         self.workers = []
 

@@ -22,7 +22,8 @@ from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
 from rlvr.rewards import Scorer
-from rlvr.rewards.sandbox import isolation_level, sandbox_isolation
+from rlvr.rewards.registry import sandbox_isolation
+from rlvr.rewards.sandbox import isolation_level
 from rlvr.train.config import DataConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts

@@ -1,0 +1,34 @@
+"""Driver of the ``code`` verifier's assert tests (stdlib only; runs inside the sandbox).
+
+:mod:`rlvr.rewards.code` sends this file's text as the ``driver`` of a sandboxed run
+(:func:`rlvr.rewards.sandbox.run_untrusted`), followed by one call of :func:`run`. It runs in
+the run's second interpreter, which no program code has touched: the test's set-up and the
+test itself run here with Python's own semantics, and each name of the program the test uses
+is a stub that calls the program's function through ``call_program`` (plain data in, plain
+data out). The verdict goes to ``report``, a channel the program does not hold. Both names are
+put in this module's globals by the sandbox's bootstrap.
+"""
+
+
+def _stub(target):
+    def program_function(*args, **kwargs):
+        return call_program(target, args, kwargs)  # noqa: F821 - given by the bootstrap
+
+    program_function.__name__ = program_function.__qualname__ = target
+    return program_function
+
+
+def run(prelude, setup, statement, stubs):
+    """Run ``statement`` after ``prelude`` and ``setup``, each name in ``stubs`` (test name ->
+    program name) calling the program; report ``pass`` or ``fail <exception>``."""
+    namespace = {"__name__": "tests"}
+    exec(prelude, namespace)
+    exec(setup, namespace)
+    for name, target in stubs.items():
+        namespace[name] = _stub(target)
+    try:
+        exec(compile(statement, "test.py", "exec"), namespace)
+    except Exception as exc:  # the test failed, however it failed
+        report("fail " + type(exc).__name__)  # noqa: F821 - given by the bootstrap
+    else:
+        report("pass")  # noqa: F821

@@ -1,0 +1,170 @@
+"""Programs that tamper with the interpreter their tests run in, against every reference format.
+
+Each program defines the function under test returning ``None`` and, before or while being
+called, tampers: it rebinds builtins the tests use (``compile``, ``exec``, ``range``, ``all``),
+patches modules, installs a trace function, walks the frames above it for the harness's
+secrets, or forges the verdict on every file descriptor it can write. Scored against
+HumanEval-style checks with loops and helpers, an MBPP row, assert lists with loops and
+generators, and APPS/TACO stdin and call-style tests, none may earn more than the same program
+without the tampering (0), while the correct program earns 1.0.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.rewards.code import CodeConfig, run_tests
+from rlvr.rewards.sandbox import SandboxLimits, SandboxPolicy
+
+LIMITS = SandboxLimits(wall_time_s=4.0, cpu_time_s=2.0, memory_mb=256, output_bytes=50_000)
+DEFAULT = CodeConfig(limits=LIMITS, workers=2, total_time_s=60.0)
+NO_HOOK = CodeConfig(limits=LIMITS, policy=SandboxPolicy(audit_hook=False), workers=2)
+
+HUMANEVAL = {
+    "entry_point": "double",
+    "test": (
+        "METADATA = {'author': 'x'}\n\n"
+        "def is_even(n):\n    return n % 2 == 0\n\n"
+        "def check(candidate):\n"
+        "    assert candidate(3) == 6\n"
+        "    assert candidate(0.5) == True\n"
+        "    assert is_even(candidate(7))\n"
+        "    assert all(candidate(x) == 2 * x for x in range(4))\n"
+        "    for x in range(5):\n"
+        "        assert candidate(x) == 2 * x\n"
+        "    pairs = [(1, 2), (4, 8)]\n"
+        "    assert all(candidate(a) == b for a, b in pairs)\n"
+    ),
+}
+MBPP = {
+    "test_list": [
+        "assert double(2) == 4",
+        "assert all(double(x) == 2 * x for x in range(4))",
+        "assert is_even(double(5))",
+    ],
+    "test_setup_code": "def is_even(n):\n    return n % 2 == 0",
+}
+ASSERT_LIST = [
+    "for x in range(5): assert double(x) == 2 * x",
+    "assert all(double(x) == y for x, y in [(1, 2), (3, 6)])",
+    "assert sum(double(x) for x in range(4)) == 12",
+    "assert double(1) == True * 2",
+]
+CALL = {"fn_name": "double", "inputs": [[1], [21]], "outputs": [2, 42]}
+STDIO = {"inputs": ["3\n", "10\n"], "outputs": ["6\n", "20\n"]}
+REFERENCES = {
+    "humaneval": HUMANEVAL,
+    "mbpp": MBPP,
+    "assert-list": ASSERT_LIST,
+    "call": CALL,
+    "stdio": STDIO,
+}
+
+CORRECT = "def double(x):\n    return 2 * x\n\nif __name__ == '__main__':\n    print(double(int(input())))\n"
+WRONG = "def double(x):\n    return None\n"
+
+# Each tampering precedes WRONG (or replaces its body); the tests must still see None.
+FORGE = (
+    "def _forge():\n"
+    "    import os, sys, gc\n"
+    "    seen = set()\n"
+    "    frame = sys._getframe()\n"
+    "    while frame is not None:\n"
+    "        for value in (*frame.f_code.co_consts, *frame.f_globals.values(),\n"
+    "                      *frame.f_locals.values()):\n"
+    "            if isinstance(value, str) and len(value) < 200:\n"
+    "                seen.add(value)\n"
+    "        frame = frame.f_back\n"
+    "    seen.update(sys.argv)\n"
+    "    seen.update(os.environ.values())\n"
+    "    try:\n"
+    "        seen.update(o for o in gc.get_objects() if isinstance(o, str) and len(o) == 32)\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "    for text in seen:\n"
+    "        for line in (text, text + ' 6', text + ' [6]', text + ' True'):\n"
+    "            print('\\n' + line)\n"
+    "    sys.stdout.flush()\n"
+    "    for fd in range(256):\n"
+    "        for line in (b'pass\\n', b'ready\\n', b'[\"ok\", true, []]\\n'):\n"
+    "            try:\n"
+    "                os.write(fd, line)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "    os._exit(0)\n"
+)
+TAMPERING = {
+    "compile": (
+        "import builtins\n_real = builtins.compile\n"
+        "def _compile(src, filename, mode, *a, **k):\n"
+        "    if filename != 'solution.py':\n"
+        "        src = 'True' if mode == 'eval' else 'pass'\n"
+        "    return _real(src, filename, mode, *a, **k)\n"
+        "builtins.compile = _compile\n" + WRONG
+    ),
+    "exec-and-eval": (
+        "import builtins\nbuiltins.exec = lambda *a, **k: None\n"
+        "builtins.eval = lambda *a, **k: True\n" + WRONG
+    ),
+    "range-empty": "import builtins\nbuiltins.range = lambda *a: []\n" + WRONG,
+    "all-any-true": (
+        "import builtins\nbuiltins.all = lambda *a: True\nbuiltins.any = lambda *a: True\n" + WRONG
+    ),
+    "assertion-error": (
+        "import builtins\nclass _Never(BaseException):\n    pass\n"
+        "builtins.AssertionError = _Never\n" + WRONG
+    ),
+    "patched-modules": (
+        "import math, operator, collections\nmath.isclose = lambda *a, **k: True\n"
+        "operator.eq = lambda a, b: True\n"
+        "collections.Counter.__eq__ = lambda self, other: True\n" + WRONG
+    ),
+    "settrace-skip-lines": (
+        "import sys\n"
+        "def _tracer(frame, event, arg):\n"
+        "    if frame.f_code.co_filename != 'solution.py' and event == 'line':\n"
+        "        try:\n            frame.f_lineno = frame.f_lineno + 1\n"
+        "        except Exception:\n            pass\n"
+        "    return _tracer\n"
+        "sys.settrace(_tracer)\n" + WRONG
+    ),
+    "forge-at-import": FORGE + "_forge()\n" + WRONG,
+    "forge-when-called": FORGE + "def double(x):\n    _forge()\n",
+    "equal-to-everything": (
+        "class _Any(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\n"
+        "def double(x):\n    return _Any(-1)\n"
+    ),
+    "object-equal-to-everything": (
+        "class _Any:\n    def __eq__(self, other):\n        return True\n"
+        "    def __bool__(self):\n        return True\n"
+        "def double(x):\n    return _Any()\n"
+    ),
+    "exit-zero-when-called": "import os\ndef double(x):\n    os._exit(0)\n",
+}
+
+
+@pytest.mark.parametrize("reference", REFERENCES, ids=list(REFERENCES))
+def test_the_correct_program_passes_and_the_wrong_one_does_not(reference: str) -> None:
+    assert run_tests(CORRECT, REFERENCES[reference], config=DEFAULT).pass_rate == 1.0
+    assert run_tests(WRONG, REFERENCES[reference], config=DEFAULT).pass_rate == 0.0
+
+
+@pytest.mark.parametrize("reference", REFERENCES, ids=list(REFERENCES))
+@pytest.mark.parametrize("tampering", TAMPERING, ids=list(TAMPERING))
+def test_tampering_pays_nothing(tampering: str, reference: str) -> None:
+    verdict = run_tests(TAMPERING[tampering], REFERENCES[reference], config=DEFAULT)
+    assert verdict.passed == (False,) * len(verdict.passed), verdict.statuses
+
+
+@pytest.mark.parametrize("reference", ["humaneval", "mbpp", "assert-list"])
+@pytest.mark.parametrize("tampering", ["forge-at-import", "forge-when-called", "patched-modules"])
+def test_tampering_pays_nothing_without_the_audit_hook(tampering: str, reference: str) -> None:
+    """The verdict does not rest on the hook: gc, every descriptor and frames are open here."""
+    verdict = run_tests(TAMPERING[tampering], REFERENCES[reference], config=NO_HOOK)
+    assert verdict.passed == (False,) * len(verdict.passed), verdict.statuses
+
+
+def test_assert_tests_are_judged_by_the_driver_and_counted() -> None:
+    verdict = run_tests(CORRECT, HUMANEVAL, config=DEFAULT)
+    assert (verdict.judged, verdict.unsupported, verdict.in_process) == (len(verdict.passed), 0, 0)

@@ -141,7 +141,7 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
 
     from rlvr.data import format_prompt
     from rlvr.models import load_tokenizer
-    from rlvr.train.setup import open_scorer
+    from rlvr.train.loop import open_scorer
 
     torch.set_num_threads(spec.threads)
     tokenizer = load_tokenizer(spec.model_dir)

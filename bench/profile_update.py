@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.train.loop import build_run
     from rlvr.train.metrics import StepMetrics
     from rlvr.train.rollout import assemble, collect_rounds
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
     from rlvr.train.update import optimizer_step
 
     p = argparse.ArgumentParser(

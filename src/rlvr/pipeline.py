@@ -39,7 +39,8 @@ from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import load_config
-from rlvr.train.setup import TIME_FORMAT, preflight
+from rlvr.train.preflight import preflight
+from rlvr.train.run_dir import TIME_FORMAT
 
 KINDS = ("sft", "train")
 STAGE_FILE = "stage.json"

@@ -94,7 +94,7 @@ def dry_run(config: Any) -> int:
     """``--dry-run``: the checks a run makes before loading anything (the device excepted),
     then the resolved configuration as YAML."""
     from rlvr.train.overrides import dump_yaml
-    from rlvr.train.setup import preflight
+    from rlvr.train.preflight import preflight
 
     preflight(config, device=False)
     print(dump_yaml(config), end="")

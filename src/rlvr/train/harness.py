@@ -37,7 +37,7 @@ from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler
-from rlvr.train.setup import expand_output_dir, locate_run_dir, open_run_dir, set_threads
+from rlvr.train.run_dir import expand_output_dir, locate_run_dir, open_run_dir
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,12 @@ class RunResult:
             return {}
         first, last = self.evals[0], self.evals[steps[-1]]
         return {k: 100 * (last[k] - first[k]) for k in first if k in last}
+
+
+def set_threads(threads: int | None) -> None:
+    """Limit torch's CPU threads (``None`` leaves torch's default)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
 
 
 JobBuilder = Callable[[Any, Path, "Path | None"], Job]

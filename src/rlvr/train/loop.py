@@ -21,20 +21,17 @@ import torch
 from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
-from rlvr.rewards import Scorer
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.sandbox import isolation_level, sandbox_isolation
-from rlvr.train.config import DataConfig, TrainConfig
+from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
+from rlvr.train.logprobs import autocast
+from rlvr.train.metrics import peak_rss_mb
+from rlvr.train.optim import build_optimizer
+from rlvr.train.policy import load_policy
+from rlvr.train.preflight import preflight
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
 from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
-from rlvr.train.setup import (
-    autocast,
-    build_optimizer,
-    load_policy,
-    open_scorer,
-    peak_rss_mb,
-    preflight,
-)
 from rlvr.train.update import update_policy
 
 TrainResult = RunResult
@@ -143,6 +140,12 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         objective=cfg.loss_config,
         sandbox=sandbox_isolation(cfg.reward.verifier),
     )
+
+
+def open_scorer(cfg: RewardConfig) -> Scorer:
+    """The run's scorer (a context manager; owns worker processes when ``workers >= 1``)."""
+    verifier = get_verifier(cfg.verifier, correct=cfg.correct, wrong=cfg.wrong, **cfg.options)
+    return Scorer(verifier, ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
 def fit_context(cfg: TrainConfig, model) -> DataConfig:

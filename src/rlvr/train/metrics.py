@@ -176,3 +176,12 @@ class StepMetrics:
         out.update(self._extreme)
         out.update(self._sums)
         return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

@@ -21,14 +21,11 @@ from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
 from rlvr.train.heap import before_backward
+from rlvr.train.logprobs import response_stats
+from rlvr.train.optim import build_optimizer, clip_and_step
+from rlvr.train.policy import load_policy
+from rlvr.train.preflight import preflight
 from rlvr.train.prompts import GENERATED, IndexSampler, SFTExample, load_sft_examples
-from rlvr.train.setup import (
-    build_optimizer,
-    clip_and_step,
-    load_policy,
-    preflight,
-    response_stats,
-)
 
 SFTResult = RunResult
 """What :func:`sft` returns (run directory, final model, last metrics)."""

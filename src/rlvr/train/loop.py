@@ -1,9 +1,9 @@
 """The RL job: rollout -> verify -> advantages -> objective -> optimiser step, logged.
 
-Read :func:`train_step` top to bottom for one step. :func:`build_run` loads everything the
-steps share into an :class:`RLRun`; :func:`train` hands it to the run harness
-(:mod:`rlvr.train.harness`), which owns the loop, evaluation and checkpoint schedule,
-logging and resuming.
+Read :func:`train` for a whole run and :func:`train_step` top to bottom for one step.
+:func:`build_run` loads everything the steps share into an :class:`RLRun`; :func:`train`
+hands it to the run harness (:mod:`rlvr.train.harness`), which owns the loop, evaluation
+and checkpoint schedule, logging and resuming.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rlvr.objectives import ObjectiveConfig
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.sandbox import isolation_level, sandbox_isolation
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
-from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
+from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.logprobs import autocast
 from rlvr.train.metrics import peak_rss_mb
 from rlvr.train.optim import build_optimizer
@@ -261,4 +261,5 @@ def train(
 ) -> TrainResult:
     """Run RL training; ``resume`` continues from the latest checkpoint in ``log.output_dir``."""
     preflight(cfg)
-    return run_job(cfg, build_run, resume=resume, callbacks=callbacks)
+    cfg, run = start_run(cfg, resume=resume)
+    return run_job(cfg, run, build_run(cfg, run.path, run.checkpoint), callbacks=callbacks)

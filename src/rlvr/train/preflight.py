@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rlvr.rewards import get_verifier
+from rlvr.train.config import SFTConfig, TrainConfig
 
 
-def preflight(config: Any, *, device: bool = True) -> None:
+def preflight(config: TrainConfig | SFTConfig, *, device: bool = True) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
     Missing local data files or model directories, a device this machine lacks (unless

@@ -10,10 +10,10 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeVar
 
 from rlvr.train.checkpoint import latest_checkpoint
-from rlvr.train.config import LogConfig
+from rlvr.train.config import LogConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
 from rlvr.train.overrides import dump_yaml
 
@@ -24,8 +24,10 @@ TIME_FORMAT = "%Y%m%d-%H%M%S"
 """How ``{time}`` in ``log.output_dir`` expands (so the names sort by start time)."""
 _TIME_GLOB = "[0-9]" * 8 + "-" + "[0-9]" * 6
 
+C = TypeVar("C", bound=RunConfig)
 
-def expand_output_dir(config: Any, *, resume: bool = False) -> Any:
+
+def expand_output_dir(config: C, *, resume: bool = False) -> C:
     """``config`` with ``{time}`` in ``log.output_dir`` replaced by the current time, or, when
     resuming, by the time of the newest existing run it names (``rlvr train --resume`` on
     the demo continues the last demo run instead of starting a new one)."""
@@ -46,9 +48,11 @@ class RunDir(NamedTuple):
     """The run directory (``log.output_dir``)."""
     checkpoint: Path | None
     """Latest complete checkpoint when resuming, else ``None``."""
+    resume: bool = False
+    """Whether the run continues what the directory holds (``--resume``)."""
 
 
-def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
+def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
     """The run directory and the checkpoint to resume from (or None); writes nothing.
 
     A fresh run refuses a directory that already holds metrics or checkpoints; a resumed
@@ -67,7 +71,7 @@ def locate_run_dir(config: Any, *, resume: bool) -> RunDir:
         )
     if resume and checkpoint is None:
         warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
-    return RunDir(run_dir, checkpoint)
+    return RunDir(run_dir, checkpoint, resume)
 
 
 def why_not_creatable(folder: Path) -> str | None:
@@ -81,19 +85,19 @@ def why_not_creatable(folder: Path) -> str | None:
     return None
 
 
-def open_run_dir(config: Any, run: RunDir, *, resume: bool) -> None:
+def open_run_dir(config: RunConfig, run: RunDir) -> None:
     """Create the run directory and write ``config.yaml``; a resume with no checkpoint drops
     the rows of a run killed before its first one. Called once the job is built, so a start
     that fails (bad data, a model that does not load) leaves an earlier run as it was."""
-    if resume and run.checkpoint is None:
+    if run.resume and run.checkpoint is None:
         for name in (METRICS_FILE, SAMPLES_FILE):
             truncate_after(run.path / name, -1)
     run.path.mkdir(parents=True, exist_ok=True)
     (run.path / CONFIG_FILE).write_text(dump_yaml(config))
 
 
-def prepare_run_dir(config: Any, *, resume: bool) -> RunDir:
+def prepare_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
     """:func:`locate_run_dir`, then :func:`open_run_dir`."""
     run = locate_run_dir(config, resume=resume)
-    open_run_dir(config, run, resume=resume)
+    open_run_dir(config, run)
     return run

@@ -27,13 +27,13 @@ the output directory lists each stage's run directory, final model and held-out 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rlvr.atomic import write_json
 from rlvr.bundled import bundled_names, read_source
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
@@ -373,7 +373,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         "model_dir": str(model_dir),
         "evals": {str(k): v for k, v in evals.items()},
     }
-    _write_json(ran.run_dir / STAGE_FILE, done)
+    write_json(ran.run_dir / STAGE_FILE, done)
     return StageResult(stage.name, ran.run_dir, model_dir, status, evals)
 
 
@@ -388,14 +388,7 @@ def _write_summary(pipeline: Pipeline, results: list[StageResult]) -> None:
         }
         for r in results
     ]
-    _write_json(
+    write_json(
         Path(pipeline.output_dir) / SUMMARY_FILE,
         {"source": pipeline.source, "stages": rows, "finished": len(rows) == len(pipeline.stages)},
     )
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from vs_trl import BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
+from vs_trl_config import BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
 
 
 def memory_mb(field: str) -> float:

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vs_trl import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
+from vs_trl_config import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
 
 MIB = 2**20
 

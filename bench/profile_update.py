@@ -21,7 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vs_trl import PRESETS, BenchSpec, model_dir_for, rlvr_config  # noqa: E402
+from vs_trl import PRESETS  # noqa: E402
+from vs_trl_config import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """``bench/vs_trl.py``'s shared configuration (:class:`BenchSpec`) and its translation
-into our ``TrainConfig`` and TRL's ``GRPOConfig`` arguments."""
+into our ``TrainConfig`` and TRL's ``GRPOConfig`` arguments, at equal or each trainer's best
+settings (bf16 only where this CPU computes it natively)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from vs_trl_machine import native_bf16
 
 SETTINGS = ("equal", "best")
 
@@ -249,6 +248,15 @@ def trl_kwargs(spec: BenchSpec, output_dir: str, *, trl_defaults: bool = False) 
             bf16=spec.bf16, fp16=False, gradient_checkpointing=spec.gradient_checkpointing
         )
     return kwargs
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); else torch emulates it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
 
 
 def with_settings(spec: BenchSpec, settings: str) -> BenchSpec:

@@ -6,7 +6,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from decode_gemm import product_rates
 from floors import (
@@ -18,18 +18,7 @@ from floors import (
     update_floor,
     update_flops,
 )
-
-if TYPE_CHECKING:  # the spec's module imports this one (native_bf16)
-    from vs_trl_config import BenchSpec
-
-
-def native_bf16() -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX); else torch emulates it."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+from vs_trl_config import BenchSpec, native_bf16
 
 
 def cpu_model() -> str:

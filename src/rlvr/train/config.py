@@ -309,9 +309,7 @@ class LogConfig:
     plots: bool = True
     """Write PNG plots of the metrics to ``output_dir/plots`` at the end."""
     contrast: tuple[str, ...] = ()
-    """Objectives whose per-token gradient is compared with the run's on every micro-batch
-    (``grpo``, ``apmpo:fss_form=mean``): ``contrast/<name>/*`` metrics (RL only; costs a few
-    loss evaluations per micro-batch, no model pass)."""
+    """Objectives whose per-token gradient is compared with the run's on every micro-batch (``grpo``, ``apmpo:fss_form=mean``): ``contrast/<name>/*`` metrics (RL only; a few loss evaluations per micro-batch, no model pass)."""
 
     def __post_init__(self) -> None:
         _one_of("log.progress", self.progress, ("auto", "on", "off"))

@@ -250,7 +250,8 @@ def _renamed(cls: type, data: dict[str, Any], path: str) -> dict[str, Any]:
     for key, value in data.items():
         if key in renamed:
             new = renamed[key]
-            warnings.warn(f"{path}.{key} is now {path}.{new}; read as {path}.{new}", stacklevel=4)
+            was, now = (f"{path}.{key}", f"{path}.{new}") if path else (key, new)
+            warnings.warn(f"{was} is now {now}; read as {now}", stacklevel=4)
             key = new
         out[key] = value
     return out

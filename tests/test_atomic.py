@@ -8,9 +8,10 @@ from rlvr.atomic import atomic_path, write_json, write_text
 def test_write_json_makes_the_folder_and_leaves_no_temporary_file(tmp_path):
     path = tmp_path / "sub" / "out.json"
     write_json(path, {"a": 1, "p": tmp_path, "é": [1.5]})
-    assert path.read_text(encoding="utf-8") == json.dumps(
-        {"a": 1, "p": str(tmp_path), "é": [1.5]}, indent=1, ensure_ascii=False
-    ) + "\n"
+    assert (
+        path.read_text(encoding="utf-8")
+        == json.dumps({"a": 1, "p": str(tmp_path), "é": [1.5]}, indent=1, ensure_ascii=False) + "\n"
+    )
     assert [p.name for p in path.parent.iterdir()] == ["out.json"]
 
 

@@ -8,7 +8,15 @@ from rlvr.compare.study import arm_config, fingerprint
 
 
 def test_bundled_studies_and_all_is_their_union():
-    assert set(bundled_studies()) == {"abc", "etr", "klear", "apmpo", "all", "evidence", "evidence-hard"}
+    assert set(bundled_studies()) == {
+        "abc",
+        "etr",
+        "klear",
+        "apmpo",
+        "all",
+        "evidence",
+        "evidence-hard",
+    }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
     assert [a.name for a in whole.arms] == [a.name for p in parts for a in p.arms]

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from vs_trl import BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
+from vs_trl_config import BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
 
 
 def memory_mb(field: str) -> float:
@@ -141,7 +141,7 @@ def run_trl(spec: BenchSpec, work: Path, *, trl_defaults: bool) -> dict[str, Any
 
     from rlvr.data import format_prompt
     from rlvr.models import load_tokenizer
-    from rlvr.train.setup import open_scorer
+    from rlvr.train.loop import open_scorer
 
     torch.set_num_threads(spec.threads)
     tokenizer = load_tokenizer(spec.model_dir)

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vs_trl import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
+from vs_trl_config import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
 
 MIB = 2**20
 
@@ -73,8 +73,8 @@ def one_step(run, phases: Phases, step: int) -> None:
     """One RL step of ``run`` (an ``RLRun``), phase by phase."""
     from rlvr.objectives import step_counts
     from rlvr.train.batch import micro_batches
+    from rlvr.train.optim import clip_and_step
     from rlvr.train.rollout import assemble, collect_rounds
-    from rlvr.train.setup import clip_and_step
     from rlvr.train.update import micro_loss
 
     cfg = run.cfg
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.train.config import TrainConfig
     from rlvr.train.loop import build_run
     from rlvr.train.overrides import apply_overrides, from_dict, to_dict
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
 
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

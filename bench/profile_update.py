@@ -21,7 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vs_trl import PRESETS, BenchSpec, model_dir_for, rlvr_config  # noqa: E402
+from vs_trl import PRESETS  # noqa: E402
+from vs_trl_config import BenchSpec, model_dir_for, rlvr_config  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.train.loop import build_run
     from rlvr.train.metrics import StepMetrics
     from rlvr.train.rollout import assemble, collect_rounds
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
     from rlvr.train.update import optimizer_step
 
     p = argparse.ArgumentParser(

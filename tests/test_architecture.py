@@ -12,6 +12,7 @@ LAYERS = {
     "rlvr": 0,
     "builtins": 0,
     "bundled": 0,
+    "atomic": 0,
     "advantages": 0,
     "ops": 0,
     "objectives": 1,

@@ -36,23 +36,24 @@ the output directory lists each stage's run directory, final model and held-out 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
+from rlvr.atomic import write_json
 from rlvr.bundled import bundled_names, read_source
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
-from rlvr.train.overrides import load_config
-from rlvr.train.setup import TIME_FORMAT, preflight
+from rlvr.train.overrides import NOT_A_KEY, from_file, load_config
+from rlvr.train.preflight import preflight
+from rlvr.train.run_dir import TIME_FORMAT
 
 KINDS = ("sft", "train", "data")
 STAGE_FILE = "stage.json"
@@ -78,10 +79,28 @@ class Stage:
     overrides: tuple[str, ...] = ()
     """``key=value`` overrides applied to the config; for ``data``, the step's options."""
 
+    def __post_init__(self) -> None:
+        name = self.name
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"name must be a plain directory name, got {name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(
+                f"stage {name!r}: kind must be one of {list(KINDS)}, got {self.kind!r}"
+            )
+        if not self.config:
+            raise ValueError(f"stage {name!r}: config must name a config or YAML file")
+        if self.kind == "data" and self.config not in STEPS:
+            raise ValueError(f"stage {name!r}: a data stage's config is one of {list(STEPS)}")
+        if not all("=" in o for o in self.overrides):
+            raise ValueError(f"stage {name!r}: overrides must be a list of 'key=value' strings")
+
 
 @dataclass(frozen=True)
 class Pipeline:
-    """Stages run in order, each from the previous stage's final model."""
+    """Stages run in order, each from the previous stage's final model (a pipeline file's keys:
+    ``stages``, ``output_dir``, ``model``)."""
+
+    LABEL: ClassVar[str] = "a pipeline"
 
     stages: tuple[Stage, ...]
     """The stages, in order."""
@@ -89,10 +108,20 @@ class Pipeline:
     """Where the stages' run directories and ``pipeline.json`` go."""
     model: str | None = None
     """The first stage's model (``None``: the one its config names)."""
-    source: str = "<pipeline>"
+    source: str = field(default="<pipeline>", metadata=NOT_A_KEY)
     """Where the pipeline was read from (for messages)."""
-    folder: Path = field(default_factory=Path.cwd)
+    folder: Path = field(default_factory=Path.cwd, metadata=NOT_A_KEY)
     """Folder relative paths are read from."""
+
+    def __post_init__(self) -> None:
+        if not self.stages:
+            raise ValueError("'stages' must be a non-empty list")
+        names = [s.name for s in self.stages]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"stage names must be unique, repeated: {repeated}")
+        if not self.output_dir:
+            raise ValueError("output_dir must be a non-empty string")
 
 
 @dataclass(frozen=True)
@@ -136,50 +165,9 @@ def read_pipeline(name_or_path: str) -> Pipeline:
 def parse_pipeline(
     data: Any, *, source: str = "<pipeline>", folder: Path | None = None
 ) -> Pipeline:
-    """A :class:`Pipeline` from its YAML mapping."""
-    if not isinstance(data, dict):
-        raise ValueError(f"{source}: top level must be a mapping with 'stages'")
-    unknown = sorted(set(data) - {"stages", "output_dir", "model"})
-    if unknown:
-        raise ValueError(f"{source}: unknown key(s) {unknown}; valid: stages, output_dir, model")
-    raw = data.get("stages")
-    if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{source}: 'stages' must be a non-empty list")
-    stages = tuple(_stage(item, f"{source}: stages[{i}]") for i, item in enumerate(raw))
-    names = [s.name for s in stages]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"{source}: stage names must be unique, repeated: {repeated}")
-    model = data.get("model")
-    if model is not None and not isinstance(model, str):
-        raise ValueError(f"{source}: model must be a string, got {model!r}")
-    output_dir = data.get("output_dir", "runs/pipeline")
-    if not isinstance(output_dir, str) or not output_dir:
-        raise ValueError(f"{source}: output_dir must be a non-empty string")
-    return Pipeline(stages, output_dir, model, source, folder or Path.cwd())
-
-
-def _stage(item: Any, where: str) -> Stage:
-    if not isinstance(item, dict):
-        raise ValueError(f"{where}: must be a mapping with name, kind, config")
-    unknown = sorted(set(item) - {"name", "kind", "config", "overrides"})
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; valid: name, kind, config, overrides")
-    name, kind, config = item.get("name"), item.get("kind"), item.get("config")
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise ValueError(f"{where}: name must be a plain directory name, got {name!r}")
-    if kind not in KINDS:
-        raise ValueError(f"{where} ({name}): kind must be one of {list(KINDS)}, got {kind!r}")
-    if not isinstance(config, str) or not config:
-        raise ValueError(f"{where} ({name}): config must name a config or YAML file")
-    if kind == "data" and config not in STEPS:
-        raise ValueError(f"{where} ({name}): a data stage's config is one of {list(STEPS)}")
-    overrides = item.get("overrides") or []
-    if not isinstance(overrides, list) or not all(
-        isinstance(o, str) and "=" in o for o in overrides
-    ):
-        raise ValueError(f"{where} ({name}): overrides must be a list of 'key=value' strings")
-    return Stage(name, kind, config, tuple(overrides))
+    """A :class:`Pipeline` from its YAML mapping (errors start with ``source``)."""
+    pipeline = from_file(Pipeline, data, source)
+    return replace(pipeline, source=source, folder=folder or Path.cwd())
 
 
 def _local(value: str, folder: Path) -> str:
@@ -300,7 +288,7 @@ def _run_data(
         "output": str(report.output.absolute()),
         "counts": counts,
     }
-    _write_json(run_dir / STAGE_FILE, done)
+    write_json(run_dir / STAGE_FILE, done)
     model_dir = Path(model) if model else None
     return StageResult(stage.name, run_dir, model_dir, "ran", output=report.output, counts=counts)
 
@@ -504,7 +492,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         "model_dir": str(model_dir),
         "evals": {str(k): v for k, v in evals.items()},
     }
-    _write_json(ran.run_dir / STAGE_FILE, done)
+    write_json(ran.run_dir / STAGE_FILE, done)
     return StageResult(stage.name, ran.run_dir, model_dir, status, evals)
 
 
@@ -520,14 +508,7 @@ def _write_summary(pipeline: Pipeline, results: list[StageResult]) -> None:
         }
         for r in results
     ]
-    _write_json(
+    write_json(
         Path(pipeline.output_dir) / SUMMARY_FILE,
         {"source": pipeline.source, "stages": rows, "finished": len(rows) == len(pipeline.stages)},
     )
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)

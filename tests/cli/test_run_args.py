@@ -56,3 +56,26 @@ def test_help_lists_only_the_embedded_configs_the_command_runs(capsys, command, 
     configs = out.split("embedded config (", 1)[1].split(")", 1)[0].split(", ")
     assert listed in configs and not_listed not in configs
     assert command == "sft" or "abc/grpo" in configs
+
+
+def test_train_help_lists_every_key_with_its_default_and_docstring(capsys):
+    from rlvr.cli import main as rlvr
+    from rlvr.train.config_keys import config_keys
+
+    with pytest.raises(SystemExit):
+        rlvr(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "  rollout.group_size=8 " in out and "Completions sampled per prompt (G)." in out
+    assert "  objective.eps_low=0.2 " in out  # the objective's hyperparameters sit in its section
+    assert "objective.params" not in out
+    listed = [line.split("=", 1)[0].strip() for line in out.splitlines() if line.startswith("  ")]
+    assert {k.key for k in config_keys(TrainConfig)} <= set(listed)
+
+
+def test_config_keys_expand_a_required_section_with_its_class_defaults():
+    from rlvr.train.config_keys import config_keys
+
+    keys = {k.key: k for k in config_keys(SFTConfig)}
+    assert keys["data.train"].default == "required"
+    assert keys["data.max_tokens"].default == "1024"
+    assert keys["log.plots"].doc.startswith("Write PNG plots")

@@ -99,7 +99,7 @@ def small_study(tiny_model_dir, tmp_path, monkeypatch):
             "title": "a small study",
             "steps": 2,
             "seeds": [0, 1],
-            "base": {"threads": 1},
+            "settings": {"threads": 1},
             "arms": [
                 {"recipe": str(tmp_path / "base.yaml"), "name": "grpo", "label": "GRPO"},
                 {"recipe": str(tmp_path / "abc.yaml"), "name": "abc", "baseline": "grpo"},

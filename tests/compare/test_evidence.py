@@ -137,7 +137,7 @@ def test_evidence_study_has_the_regimes_seeds_and_held_out_size():
     study = load_study("evidence")
     assert [r.name for r in study.regimes] == ["paper", "off-policy"]
     assert len(study.seeds) >= 7 and study.claims == ("abc", "etr", "klear", "apmpo")
-    assert study.base["data"]["gym"]["eval_size"] == 1000
+    assert study.settings["data"]["gym"]["eval_size"] == 1000
     cfg = arm_config(study, study.arms[0], 0, regime=study.regimes[1])
     assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (16, 2)
     assert dataclasses.replace(cfg.eval, every=0).at_end

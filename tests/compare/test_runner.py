@@ -72,7 +72,7 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
     } == before
 
     # a changed setting is a different run (a new directory), the old ones stay
-    changed = load_study(small_study(base={"threads": 1, "optim": {"lr": 2e-3}}))
+    changed = load_study(small_study(settings={"threads": 1, "optim": {"lr": 2e-3}}))
     assert {s.run_dir for s in plan(changed, out / "runs")}.isdisjoint(before)
 
 
@@ -161,7 +161,7 @@ def test_a_claim_on_a_metric_the_runs_cannot_log_is_refused_before_running(
     small_study, tmp_path, base, why
 ):
     """With eval.n=2 and a pass@4 claim the report printed 'nan, nan; difference ...'."""
-    study = load_study(small_study(base=base))
+    study = load_study(small_study(settings=base))
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=rf"claim avg cannot be judged: abc {why}"):
         run_study(study, out, jobs=1, live=False)

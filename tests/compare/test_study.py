@@ -8,7 +8,15 @@ from rlvr.compare.study import arm_config, fingerprint
 
 
 def test_bundled_studies_and_all_is_their_union():
-    assert set(bundled_studies()) == {"abc", "etr", "klear", "apmpo", "all", "evidence", "evidence-hard"}
+    assert set(bundled_studies()) == {
+        "abc",
+        "etr",
+        "klear",
+        "apmpo",
+        "all",
+        "evidence",
+        "evidence-hard",
+    }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
     assert [a.name for a in whole.arms] == [a.name for p in parts for a in p.arms]
@@ -24,14 +32,14 @@ def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
             assert whole[(spec.arm.name, spec.seed)] == spec.run_dir
 
 
-def test_arm_config_applies_recipe_base_overrides_and_run_settings(tmp_path):
+def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(
         yaml.safe_dump(
             {
                 "steps": 7,
                 "seeds": [3],
-                "base": {"threads": 1, "eval": {"every": 5}},
+                "settings": {"threads": 1, "eval": {"every": 5}},
                 "arms": [{"recipe": "etr/etr", "overrides": ["objective.lam1=0.3"]}],
             }
         )
@@ -61,7 +69,10 @@ def test_fingerprint_ignores_seed_and_directory_only():
         ({"steps": 2, "seeds": [], "arms": ["demo"]}, "seeds"),
         ({"steps": 2, "seeds": [0], "arms": ["demo"], "colour": 1}, "unknown key"),
         ({"steps": 2, "seeds": [0], "arms": [{"recipe": "demo", "baseline": "x"}]}, "not an arm"),
-        ({"steps": 2, "seeds": [0], "arms": [{"recipe": "demo", "colour": 1}]}, "unknown arm key"),
+        (
+            {"steps": 2, "seeds": [0], "arms": [{"recipe": "demo", "colour": 1}]},
+            r"unknown key .arms\[0\]\.colour.; valid keys of arms\[0\]: recipe, name",
+        ),
     ],
 )
 def test_bad_studies_are_named(tmp_path, study, message):
@@ -86,3 +97,24 @@ def test_unknown_study_and_bad_recipe_value(tmp_path):
     )
     with pytest.raises(ValueError, match="arm 'demo'.*group_size"):
         plan(load_study(str(path)), tmp_path)
+
+
+def test_a_study_read_with_the_earlier_base_key_warns_and_reads_it_as_settings(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump({"steps": 2, "seeds": [0], "base": {"threads": 1}, "arms": ["demo"]})
+    )
+    with pytest.warns(UserWarning, match="base is now settings"):
+        study = load_study(str(path))
+    assert study.settings == {"threads": 1}
+
+
+def test_unknown_study_keys_are_named_in_one_line_with_the_valid_ones(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0], "arms": ["demo"], "colour": 1}))
+    with pytest.raises(ValueError) as err:
+        load_study(str(path))
+    assert str(err.value) == (
+        f"{path}: unknown key 'colour'; valid keys of a study: name, title, steps, seeds, "
+        "settings, arms, claims, include, notes, imports, regimes"
+    )

@@ -157,3 +157,31 @@ def test_every_config_field_has_a_docstring():
                     assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant), (
                         f"{cls.__name__}.{node.target.id} has no docstring"
                     )
+
+
+def test_register_objective_adds_a_spec_and_refuses_a_config_that_is_no_dataclass(monkeypatch):
+    from rlvr.objectives import registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+
+    @registry.register_objective(
+        "mine", config=GrpoConfig, advantage="group_mean", loss_agg="token-mean", paper="p"
+    )
+    def mine_loss(batch, cfg):
+        raise AssertionError("not called")
+
+    spec = registry.objective_spec("mine")
+    assert (spec.loss_fn, spec.advantage_mode, spec.loss_agg) == (
+        mine_loss,
+        "group_mean",
+        "token-mean",
+    )
+    assert not spec.needs_group_stats and not spec.sequence_level
+    with pytest.raises(ValueError, match="objective 'bad': config must be a dataclass"):
+        registry.register_objective(
+            "bad", config=dict, advantage="group_std", loss_agg="token-mean", paper="p"
+        )
+    with pytest.raises(ValueError, match="objective 'bad': unknown loss_agg 'mean'"):
+        registry.register_objective(
+            "bad", config=GrpoConfig, advantage="group_std", loss_agg="mean", paper="p"
+        )

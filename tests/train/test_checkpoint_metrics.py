@@ -15,7 +15,7 @@ from rlvr.train.checkpoint import (
 )
 from rlvr.train.config import LogConfig, OptimConfig
 from rlvr.train.metrics import MetricsWriter, StepMetrics, read_metrics, truncate_after
-from rlvr.train.setup import LRSchedule, build_optimizer
+from rlvr.train.optim import LRSchedule, build_optimizer
 
 
 def _optim(model, total=10):

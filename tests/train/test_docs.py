@@ -1,11 +1,11 @@
 """docs/training.md's reference lists every configuration key with its current default and docstring."""
 
-import ast
 import dataclasses
 import json
 from pathlib import Path
 
 from rlvr.train import config as C
+from rlvr.train.config_keys import field_docs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "training.md").read_text()
@@ -28,22 +28,7 @@ SECTIONS = [
 
 def _field_docs() -> dict[str, dict[str, str]]:
     """Class name -> field -> its one-line docstring, read from the source."""
-    files = [
-        ROOT / "src" / "rlvr" / "train" / "config.py",
-        ROOT / "src" / "rlvr" / "objectives" / "config.py",
-    ]
-    docs = {}
-    for node in (n for file in files for n in ast.parse(file.read_text()).body):
-        if isinstance(node, ast.ClassDef):
-            pairs = zip(node.body, node.body[1:], strict=False)
-            docs[node.name] = {
-                a.target.id: b.value.value.strip()
-                for a, b in pairs
-                if isinstance(a, ast.AnnAssign)
-                and isinstance(b, ast.Expr)
-                and isinstance(b.value, ast.Constant)
-            }
-    return docs
+    return {cls.__name__: field_docs(cls) for cls, _ in SECTIONS}
 
 
 def _default(f: dataclasses.Field) -> str:

@@ -114,7 +114,7 @@ def test_fresh_run_refuses_a_used_directory(train_config):
 
 
 def test_reference_model_loaded_only_with_kl(train_config):
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
 
     for kl, loaded in ((0.0, False), (0.05, True)):
         cfg = train_config(f"objective.kl_coef={kl}", out=f"kl{kl}")
@@ -218,7 +218,7 @@ def test_dynamic_sampling_keeps_informative_groups_up_to_the_target(train_config
 
 def test_micro_batched_update_equals_full_batch(train_config):
     from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
     from rlvr.train.update import update_policy
 
     params = []
@@ -415,7 +415,7 @@ def test_held_out_prompts_are_sampled_as_the_prompt_set_prepared_them(train_conf
     """With data.long_prompts=truncate the held-out prompts were re-tokenised in full for the
     evaluation, ignoring the truncation (and a context limit that lowered max_prompt_tokens)."""
     from rlvr.train.loop import evaluate
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
 
     cfg = train_config("data.max_prompt_tokens=4", "data.long_prompts=truncate")
     with pytest.warns(UserWarning, match="truncated"):
@@ -441,7 +441,7 @@ def test_held_out_prompts_that_are_training_prompts_are_warned(train_config, tmp
     """data.eval sharing prompts with data.train gave eval/* scores labelled held-out without a word."""
     import warnings
 
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
 
     rows = [{"prompt": f"What is {a} + 1?", "answer": str(a + 1)} for a in range(5)]
     train_file, eval_file = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"

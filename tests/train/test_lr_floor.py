@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlvr.train.config import OptimConfig
-from rlvr.train.setup import LRSchedule, build_optimizer
+from rlvr.train.optim import LRSchedule, build_optimizer
 
 
 def test_cosine_ends_at_the_floor():

@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass, field
 
-from rlvr.train.setup import expand_output_dir
+from rlvr.train.run_dir import expand_output_dir
 
 
 @dataclass(frozen=True)

@@ -171,14 +171,16 @@ def test_a_bad_override_of_a_later_stage_stops_the_pipeline_before_it_starts(tmp
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({}, "'stages' must be a non-empty list"),
-        ({"stages": [{"name": "a", "kind": "sft"}]}, "config must name a config"),
+        ({}, "missing required key(s) stages"),
+        ({"stages": []}, "'stages' must be a non-empty list"),
+        ({"stages": [{"name": "a", "kind": "sft"}]}, "missing required key(s) stages[0].config"),
+        ({"stages": [{"name": "a", "kind": "sft", "config": ""}]}, "config must name a config"),
         (
             {"stages": [{"name": "a", "kind": "sft", "config": "sft"}] * 2},
             "stage names must be unique",
         ),
         ({"stages": [{"name": "a", "kind": "sft", "config": "x", "extra": 1}]}, "unknown key"),
-        ({"stages": [], "steps": 3}, "unknown key(s) ['steps']"),
+        ({"stages": [], "steps": 3}, "unknown key 'steps'; valid keys of a pipeline: stages, "),
         (
             {"stages": [{"name": "a", "kind": "sft", "config": "x", "overrides": "a=1"}]},
             "overrides",

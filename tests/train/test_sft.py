@@ -63,7 +63,8 @@ def test_sft_loss_masks_prompt_tokens(tiny_model):
 
 
 def test_micro_batched_sft_step_equals_full_batch(tiny_model_dir, sft_file, tmp_path):
-    from rlvr.train.setup import build_optimizer, load_policy
+    from rlvr.train.optim import build_optimizer
+    from rlvr.train.policy import load_policy
 
     results = []
     for micro in (None, 2):

@@ -14,7 +14,7 @@ from rlvr.train.batch import micro_batches, pack
 def _update(cfg):
     from rlvr.train.loop import build_run
     from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds
-    from rlvr.train.setup import prepare_run_dir
+    from rlvr.train.run_dir import prepare_run_dir
     from rlvr.train.update import update_policy
 
     run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
@@ -99,7 +99,7 @@ def test_grad_norm_leaves_out_skipped_optimiser_steps(train_config, monkeypatch,
     """A non-finite gradient norm (the step skipped) was logged as 0.0 and averaged in, so
     optim/grad_norm read as a small or vanishing gradient instead of a blown-up one."""
     import rlvr.train.update
-    from rlvr.train.setup import Stepped
+    from rlvr.train.optim import Stepped
 
     scripted = iter(norms)
 

@@ -94,7 +94,7 @@ def dry_run(config: Any) -> int:
     """``--dry-run``: the checks a run makes before loading anything (the device excepted),
     then the resolved configuration as YAML."""
     from rlvr.train.overrides import dump_yaml
-    from rlvr.train.setup import preflight
+    from rlvr.train.preflight import preflight
 
     preflight(config, device=False)
     print(dump_yaml(config), end="")
@@ -124,6 +124,11 @@ def parse_run_args(
     """
     from rlvr.train.overrides import load_config, read_yaml
 
+    if {"-h", "--help"} & set(argv):  # the keys are read from the source only when asked for
+        from rlvr.train.config_keys import keys_help
+
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.epilog = "\n\n".join(filter(None, (parser.epilog, keys_help(cls))))
     parser.add_argument("--config", help=_config_help(cls, argv))
     parser.add_argument(
         "--resume",

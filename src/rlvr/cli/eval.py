@@ -15,14 +15,13 @@ problem's completions, scores and verifier status.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import shlex
 import time
 import warnings
 from pathlib import Path
 
+from rlvr.atomic import write_json
 from rlvr.cli.common import DRY_RUN_HELP, command
 from rlvr.data.fields import DATASETS, FIELD_MAPS
 from rlvr.evaluation.harness import EvalConfig, EvalReport
@@ -243,18 +242,10 @@ def _versions() -> dict[str, str]:
     }
 
 
-def write_json(data: dict, path: Path) -> None:
-    """Write ``data`` as JSON atomically (temporary file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def check_writable(path: Path) -> None:
     """Refuse an output file that could not be written, before the evaluation it would hold
     (nothing is created: :func:`write_json` makes the folder)."""
-    from rlvr.train.setup import why_not_creatable
+    from rlvr.train.run_dir import why_not_creatable
 
     if path.is_dir():
         raise ValueError(f"--output {path}: is a directory; name a JSON file")
@@ -287,6 +278,7 @@ def main(argv: list[str]) -> int:
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     report = evaluate(model, tokenizer, examples, verifier, config)
     write_json(
+        output,
         {
             "model": args.model,
             "data": args.data,
@@ -297,7 +289,6 @@ def main(argv: list[str]) -> int:
             "versions": _versions(),
             **report.to_dict(),
         },
-        output,
     )
     print_table(
         report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"

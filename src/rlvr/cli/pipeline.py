@@ -24,7 +24,7 @@ from rlvr.cli.common import DRY_RUN_HELP, command
 def main(argv: list[str]) -> int:
     """``rlvr pipeline FILE [-o DIR] [key=value | STAGE:key=value ...]``."""
     from rlvr.pipeline import check_pipeline, embedded_pipelines, read_pipeline, run_pipeline
-    from rlvr.train.setup import TIME_FORMAT
+    from rlvr.train.run_dir import TIME_FORMAT
 
     parser = argparse.ArgumentParser(
         prog="rlvr pipeline",

@@ -39,46 +39,35 @@ per-token gradients were identical on every token: :mod:`rlvr.compare.evidence`)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
 from rlvr.compare.stats import Interval, paired_interval
+from rlvr.train.overrides import NOT_A_KEY, from_file
 
 RULES = ("direction", "order", "largest")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 UNTESTABLE = "untestable"
 """The arms a claim compares could not differ (identical runs, or identical updates)."""
-CLAIM_KEYS = (
-    "id",
-    "source",
-    "text",
-    "rule",
-    "metric",
-    "metrics",
-    "summary",
-    "arm",
-    "arms",
-    "baseline",
-    "direction",
-    "expect",
-)
 MIN_SEEDS = 2
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One qualitative claim of a paper and how it is tested."""
+    """One qualitative claim of a paper and how it is tested (an item of a claim file's
+    ``claims``; the checks of its rule run when it is built)."""
 
     id: str
-    paper: str
-    source: str
+    paper: str = field(default="", metadata=NOT_A_KEY)
+    """The paper, from the claim file's ``paper``."""
+    source: str = ""
     """Where the paper makes it (section, figure or table)."""
-    text: str
-    rule: str
+    text: str = ""
+    rule: str = ""
     summary: str = "mean"
     metric: str | None = None
     metrics: tuple[str, ...] = ()
@@ -87,6 +76,9 @@ class Claim:
     baseline: str | None = None
     direction: str = "higher"
     expect: str | None = None
+
+    def __post_init__(self) -> None:
+        _check(self)
 
     @property
     def arms_needed(self) -> list[str]:
@@ -159,6 +151,18 @@ def bundled_claim_files() -> list[str]:
     return bundled_names("rlvr.compare", "claims")
 
 
+@dataclass(frozen=True)
+class ClaimFile:
+    """The keys of a claim file."""
+
+    LABEL: ClassVar[str] = "a claim file"
+
+    paper: str = ""
+    """The paper every claim of the file is from."""
+    claims: tuple[Claim, ...] = ()
+    """The claims, each checked as it is read."""
+
+
 def load_claims(name_or_path: str) -> list[Claim]:
     """Claims from a bundled claim file name or a YAML path (each checked)."""
     source = read_source(
@@ -168,49 +172,16 @@ def load_claims(name_or_path: str) -> list[Claim]:
         kind="bundled claims",
         choices=bundled_claim_files,
     )
-    data, where = source.data or {}, source.where
-    paper = str(data.get("paper", ""))
-    return [
-        _claim(item, paper, f"{where} claim {i + 1}")
-        for i, item in enumerate(data.get("claims", []))
-    ]
+    claims = from_file(ClaimFile, source.data, source.where)
+    return [replace(c, paper=claims.paper) for c in claims.claims]
 
 
-def _claim(item: dict[str, Any], paper: str, where: str) -> Claim:
-    if not isinstance(item, dict):
-        raise ValueError(f"{where}: a claim must be a mapping")
-    unknown = sorted(set(item) - set(CLAIM_KEYS))
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(CLAIM_KEYS)}"
-        )
-    for key in ("id", "text", "rule"):
-        if not item.get(key):
-            raise ValueError(f"{where}: missing {key}")
-    claim = Claim(
-        id=str(item["id"]),
-        paper=paper,
-        source=str(item.get("source", "")),
-        text=str(item["text"]),
-        rule=str(item["rule"]),
-        summary=str(item.get("summary", "mean")),
-        metric=item.get("metric"),
-        metrics=tuple(item.get("metrics") or ()),
-        arm=item.get("arm"),
-        arms=tuple(item.get("arms") or ()),
-        baseline=item.get("baseline"),
-        direction=str(item.get("direction", "higher")),
-        expect=item.get("expect"),
-    )
-    _check(claim, where)
-    return claim
-
-
-def _check(c: Claim, where: str) -> None:
+def _check(c: Claim) -> None:
     def need(ok: bool, message: str) -> None:
         if not ok:
-            raise ValueError(f"{where} ({c.id}): {message}")
+            raise ValueError(f"claim {c.id!r}: {message}")
 
+    need(bool(c.id and c.text and c.rule), "needs id, text and rule")
     need(c.rule in RULES, f"unknown rule {c.rule!r}; valid: {', '.join(RULES)}")
     need(c.summary in SUMMARIES, f"unknown summary {c.summary!r}; valid: {', '.join(SUMMARIES)}")
     if c.rule == "direction":

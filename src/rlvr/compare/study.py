@@ -1,4 +1,4 @@
-"""Study files: a base configuration, arms (recipe + overrides), seeds and steps.
+"""Study files: shared settings, arms (recipe + overrides), seeds and steps.
 
 A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)::
 
@@ -6,7 +6,7 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
     title: ABC-GRPO against GRPO as the paper ran it
     steps: 100
     seeds: [0, 1, 2]
-    base:                       # applied to every arm, over its recipe
+    settings:                   # applied to every arm, over its recipe
       threads: 1
       eval: {every: 25, n: 4, ks: [1, 4]}
     arms:
@@ -20,7 +20,9 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
       off-policy: {rollout: {minibatches: 16, epochs: 2}}
 
 An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
-mapping) apply after ``base``. Each arm x seed becomes one :class:`RunSpec` whose run
+mapping) apply after ``settings``. (``base:``, this key's earlier name, is still read, with a
+warning: in a run configuration ``base:`` names a config file to inherit.) The file is read
+by :func:`rlvr.train.overrides.from_file` into a :class:`StudyFile`. Each arm x seed becomes one :class:`RunSpec` whose run
 directory is named by a hash of its resolved configuration, so a run is reused by any
 study that needs exactly the same run, and a changed setting makes a new one. A regime's
 settings apply after the arm's overrides; with no ``regimes`` a study has one, ``default``,
@@ -35,47 +37,55 @@ import dataclasses
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rlvr.bundled import bundled_names, read_source
 from rlvr.train.config import TrainConfig
-from rlvr.train.overrides import apply_overrides, deep_merge, from_dict, read_yaml, to_dict
-
-STUDY_KEYS = (
-    "name",
-    "title",
-    "steps",
-    "seeds",
-    "base",
-    "arms",
-    "claims",
-    "include",
-    "notes",
-    "imports",
-    "regimes",
+from rlvr.train.overrides import (
+    apply_overrides,
+    deep_merge,
+    from_dict,
+    from_file,
+    read_yaml,
+    to_dict,
 )
+
 DEFAULT_REGIME = "default"
-ARM_KEYS = ("recipe", "name", "label", "baseline", "overrides", "group")
 
 
 @dataclass(frozen=True)
 class Arm:
-    """One configuration of a study, run once per seed."""
+    """One configuration of a study, run once per seed (in a file: a mapping, or its recipe)."""
 
-    name: str
-    """Unique name in the study (defaults to the recipe, e.g. ``abc/grpo``)."""
+    SCALAR_KEY: ClassVar[str] = "recipe"
+
     recipe: str
     """Embedded recipe or YAML file the arm starts from."""
-    label: str
-    """Legend text."""
+    name: str = ""
+    """Unique name in the study (``""``: the recipe, e.g. ``abc/grpo``)."""
+    label: str = ""
+    """Legend text (``""``: the name)."""
     baseline: str | None = None
     """Arm this one is compared against in the final-score table (``None``: none)."""
-    overrides: tuple[str, ...] = ()
-    """``key=value`` settings applied after the study's base."""
+    overrides: tuple[str, ...] | dict[str, Any] = ()
+    """``key=value`` settings applied after the study's settings (a nested mapping in a file
+    is read as those strings)."""
     group: str = ""
-    """Figure group (the paper); defaults to the recipe's folder."""
+    """Figure group (the paper; ``""``: the recipe's folder)."""
+
+    def __post_init__(self) -> None:
+        name = self.name or self.recipe
+        embedded = "/" in self.recipe and not self.recipe.endswith((".yaml", ".yml"))
+        fill = {
+            "name": name,
+            "label": self.label or name,
+            "overrides": _overrides(self.overrides, f"arm {name}"),
+            "group": self.group or (self.recipe.split("/")[0] if embedded else ""),
+        }
+        for key, value in fill.items():
+            object.__setattr__(self, key, value)
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,8 @@ class Study:
     title: str
     steps: int
     seeds: tuple[int, ...]
-    base: dict[str, Any]
+    settings: dict[str, Any]
+    """Applied to every arm, over its recipe."""
     arms: tuple[Arm, ...]
     claims: tuple[str, ...] = ()
     """Claim files (bundled names or paths)."""
@@ -153,7 +164,38 @@ def bundled_studies() -> list[str]:
     return bundled_names("rlvr.compare", "studies")
 
 
-def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
+@dataclass(frozen=True)
+class StudyFile:
+    """The keys of a study file, as written (its ``include``s not yet merged)."""
+
+    LABEL: ClassVar[str] = "a study"
+    RENAMED: ClassVar[dict[str, str]] = {"base": "settings"}
+
+    name: str = ""
+    """Study name (``""``: the file's stem)."""
+    title: str = ""
+    """Report title (``""``: the name)."""
+    steps: int | None = None
+    """Steps of every run (``None``: an included study's)."""
+    seeds: tuple[int, ...] | None = None
+    """Seeds every arm runs with (``None``: an included study's)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Configuration applied to every arm, over its recipe."""
+    arms: tuple[Arm, ...] = ()
+    """The arms; one with an included arm's name replaces it."""
+    claims: tuple[str, ...] = ()
+    """Claim files (bundled names or paths)."""
+    include: tuple[str, ...] = ()
+    """Studies whose arms, claims, imports and settings are added first."""
+    notes: str = ""
+    """Free text printed at the top of the report."""
+    imports: tuple[str, ...] = ()
+    """Python modules every run imports before training."""
+    regimes: dict[str, Any] | None = None
+    """Name -> settings (a mapping or ``key=value`` strings) every arm also runs under."""
+
+
+def _read(name_or_path: str) -> tuple[StudyFile, str]:
     source = read_source(
         name_or_path,
         package="rlvr.compare",
@@ -161,15 +203,7 @@ def _read(name_or_path: str) -> tuple[dict[str, Any], str]:
         kind="a bundled study",
         choices=bundled_studies,
     )
-    data, where = source.data, source.where
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: a study must be a mapping")
-    unknown = sorted(set(data) - set(STUDY_KEYS))
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(STUDY_KEYS)}"
-        )
-    return data, where
+    return from_file(StudyFile, source.data, source.where), source.where
 
 
 def _overrides(value: Any, where: str) -> tuple[str, ...]:
@@ -177,7 +211,7 @@ def _overrides(value: Any, where: str) -> tuple[str, ...]:
         return ()
     if isinstance(value, dict):
         return tuple(f"{k}={json.dumps(v)}" for k, v in _flatten(value).items())
-    if isinstance(value, list) and all(isinstance(v, str) and "=" in v for v in value):
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) and "=" in v for v in value):
         return tuple(value)
     raise ValueError(f"{where}: overrides must be a mapping or a list of key=value strings")
 
@@ -192,63 +226,36 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _arm(data: Any, where: str) -> Arm:
-    if isinstance(data, str):
-        data = {"recipe": data}
-    if not isinstance(data, dict) or "recipe" not in data:
-        raise ValueError(f"{where}: each arm needs a recipe, got {data!r}")
-    unknown = sorted(set(data) - set(ARM_KEYS))
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown arm key(s) {', '.join(unknown)}; valid: {', '.join(ARM_KEYS)}"
-        )
-    recipe = str(data["recipe"])
-    name = str(data.get("name") or recipe)
-    embedded = "/" in recipe and not recipe.endswith((".yaml", ".yml"))
-    group = str(data.get("group") or (recipe.split("/")[0] if embedded else ""))
-    return Arm(
-        name=name,
-        recipe=recipe,
-        label=str(data.get("label") or name),
-        baseline=data.get("baseline"),
-        overrides=_overrides(data.get("overrides"), f"{where} arm {name}"),
-        group=group,
-    )
-
-
 def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
     """A study from a bundled name or a YAML file, with its ``include``s merged in."""
     if name_or_path in _seen:
         raise ValueError(f"circular include: {' -> '.join((*_seen, name_or_path))}")
-    data, where = _read(name_or_path)
-    arms, claims, base, imports = [], [], {}, []
-    for inc in data.get("include") or []:
-        sub = load_study(str(inc), (*_seen, name_or_path))
+    file, where = _read(name_or_path)
+    arms, claims, settings, imports = [], [], {}, []
+    steps, seeds = file.steps, file.seeds
+    for inc in file.include:
+        sub = load_study(inc, (*_seen, name_or_path))
         arms += [a for a in sub.arms if a.name not in {b.name for b in arms}]
         claims += [c for c in sub.claims if c not in claims]
         imports += [m for m in sub.imports if m not in imports]
-        base = deep_merge(base, sub.base)
-        data.setdefault("steps", sub.steps)
-        data.setdefault("seeds", list(sub.seeds))
-    base = deep_merge(base, data.get("base") or {})
-    for item in data.get("arms") or []:
-        arm = _arm(item, where)
+        settings = deep_merge(settings, sub.settings)
+        steps = sub.steps if steps is None else steps
+        seeds = sub.seeds if seeds is None else seeds
+    settings = deep_merge(settings, file.settings)
+    for arm in file.arms:
         arms = [a for a in arms if a.name != arm.name] + [arm]
-    claims += [c for c in data.get("claims") or [] if c not in claims]
-    imports += [str(m) for m in data.get("imports") or [] if m not in imports]
-    regimes = _regimes(data.get("regimes"), where)
     study = Study(
-        name=str(data.get("name") or Path(name_or_path).stem),
-        title=str(data.get("title") or data.get("name") or name_or_path),
-        steps=int(data.get("steps", 0)),
-        seeds=tuple(int(s) for s in data.get("seeds") or ()),
-        base=base,
+        name=file.name or Path(name_or_path).stem,
+        title=file.title or file.name or name_or_path,
+        steps=steps or 0,
+        seeds=seeds or (),
+        settings=settings,
         arms=tuple(arms),
-        claims=tuple(str(c) for c in claims),
-        notes=str(data.get("notes") or "").strip(),
+        claims=(*claims, *(c for c in file.claims if c not in claims)),
+        notes=file.notes.strip(),
         source=where,
-        imports=tuple(imports),
-        regimes=regimes,
+        imports=(*imports, *(m for m in file.imports if m not in imports)),
+        regimes=_regimes(file.regimes, where),
     )
     _check(study, where)
     return study
@@ -297,9 +304,9 @@ def arm_config(
     regime: Regime | None = None,
     contrast: tuple[str, ...] = (),
 ) -> TrainConfig:
-    """The resolved configuration of ``arm`` at ``seed`` (recipe, base, overrides, regime,
+    """The resolved configuration of ``arm`` at ``seed`` (recipe, settings, overrides, regime,
     run settings), logging the objective contrast against the specs in ``contrast``."""
-    data = deep_merge(read_yaml(arm.recipe), study.base)
+    data = deep_merge(read_yaml(arm.recipe), study.settings)
     data = deep_merge(data, RUN_SETTINGS)
     data = apply_overrides(data, list(arm.overrides))
     data = apply_overrides(data, list(regime.overrides) if regime else [])

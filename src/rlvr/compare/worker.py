@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from rlvr.atomic import write_json
 from rlvr.train.harness import Callback
 
 RUN_FILE = "run.yaml"
@@ -31,13 +31,6 @@ PROGRESS_FILE = "progress.json"
 FINAL_FILE = "final.json"
 EVALS_DIR = "evals"
 LOG_FILE = "worker.log"
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON atomically (a reader never sees half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
 
 
 def code_hash() -> str:

@@ -20,6 +20,7 @@ import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, as_bound
 from rlvr.objectives.ppo_clip import check_eps
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,13 @@ class AbcConfig:
         check_eps(eps1=self.eps1, eps2=self.eps2, eps3=self.eps3, eps4=self.eps4)
 
 
+@register_objective(
+    "abc_grpo",
+    config=AbcConfig,
+    advantage="group_mean",
+    loss_agg="seq-mean-token-mean",
+    paper="ABC-GRPO eq. 3, 5-6, Alg. 1",
+)
 def abc_loss(batch: PolicyBatch, cfg: AbcConfig) -> ObjectiveOutput:
     """Per-token ``-clip(r, band(A))*A`` with the sign-dependent band of eq. 5."""
     ratio, adv = batch.ratio, batch.advantages

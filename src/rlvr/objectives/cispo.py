@@ -19,6 +19,7 @@ import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, as_bound
 from rlvr.objectives.ppo_clip import check_eps
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,13 @@ class CispoConfig:
         check_eps(eps_low=self.eps_low, eps_high=self.eps_high)
 
 
+@register_objective(
+    "cispo",
+    config=CispoConfig,
+    advantage="group_std",
+    loss_agg="token-mean",
+    paper="CISPO (Klear app. A.1 eq. 15-16)",
+)
 def cispo_loss(batch: PolicyBatch, cfg: CispoConfig) -> ObjectiveOutput:
     """Per-token ``-sg(clip(r))*A*logp``."""
     ratio = batch.ratio

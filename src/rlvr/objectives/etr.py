@@ -36,6 +36,7 @@ from rlvr.objectives.base import (
     ppo_clip,
 )
 from rlvr.objectives.ppo_clip import check_number
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ def etr_eps(adv: torch.Tensor, pass_rate: torch.Tensor, cfg: EtrConfig) -> torch
     return cfg.eps_base + cfg.lam1 * torch.tanh(adv) + cfg.lam2 * macro[:, None]
 
 
+@register_objective(
+    "etr",
+    config=EtrConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="ETR eq. 6-9, Alg. 1",
+    group_stats=True,
+)
 def etr_loss(batch: PolicyBatch, cfg: EtrConfig) -> ObjectiveOutput:
     """GRPO clip with the per-sequence (or per-token) elastic width."""
     if batch.stats.options.pass_threshold != cfg.pass_threshold:

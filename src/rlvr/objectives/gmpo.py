@@ -29,6 +29,7 @@ from rlvr.objectives.base import (
     signed_power_mean_loss,
 )
 from rlvr.objectives.ppo_clip import check_eps
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,14 @@ class GmpoConfig:
         check_eps(eps_low=self.eps_low, eps_high=self.eps_high)
 
 
+@register_objective(
+    "gmpo",
+    config=GmpoConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="GMPO (APMPO eq. 14, app. C.3)",
+    sequence_level=True,
+)
 def gmpo_loss(batch: PolicyBatch, cfg: GmpoConfig) -> ObjectiveOutput:
     """Per-sequence geometric-mean loss, repeated over each row's tokens."""
     adv, lr = batch.advantages, batch.log_ratio

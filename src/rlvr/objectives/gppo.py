@@ -28,6 +28,7 @@ import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, masked_mean, stop_unit
 from rlvr.objectives.ppo_clip import check_eps, dual_clip
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,13 @@ class GppoConfig:
             raise ValueError(f"clip_c must be > 1 (or None), got {self.clip_c}")
 
 
+@register_objective(
+    "gppo",
+    config=GppoConfig,
+    advantage="group_std",
+    loss_agg="token-mean",
+    paper="Klear GPPO eq. 11-12, 17-18",
+)
 def gppo_loss(batch: PolicyBatch, cfg: GppoConfig) -> ObjectiveOutput:
     """Per-token GPPO loss (eq. 17), optional dual clip."""
     ratio, adv = batch.ratio, batch.advantages

@@ -20,6 +20,7 @@ import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, ppo_clip
 from rlvr.objectives.ppo_clip import check_eps
+from rlvr.objectives.registry import register_objective
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,13 @@ def sequence_log_ratio(batch: PolicyBatch) -> torch.Tensor:
     return batch.log_ratio.sum(dim=1) / tokens
 
 
+@register_objective(
+    "gspo",
+    config=GspoConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="GSPO-token (Zheng et al. 2025)",
+)
 def gspo_loss(batch: PolicyBatch, cfg: GspoConfig) -> ObjectiveOutput:
     """Per-token GSPO-token loss."""
     log_s = sequence_log_ratio(batch).detach()  # [B]

@@ -52,6 +52,7 @@ from rlvr.objectives.base import (
     signed_power_mean_loss,
 )
 from rlvr.objectives.ppo_clip import check_eps, check_number
+from rlvr.objectives.registry import register_objective
 
 P_SCHEDULES = ("exp", "linear")
 FSS_FORMS = ("ratio", "mean", "inv_std")
@@ -219,6 +220,15 @@ def _row_mean(values: torch.Tensor) -> torch.Tensor:
     return values.detach().mean()
 
 
+@register_objective(
+    "pmpo",
+    config=PmpoConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="PMPO (APMPO eq. 4, 7-10)",
+    group_stats=True,
+    sequence_level=True,
+)
 def pmpo_loss(batch: PolicyBatch, cfg: PmpoConfig) -> ObjectiveOutput:
     """Power-mean loss with the fixed band ``[1-eps_low, 1+eps_high]``."""
     stats = _checked_stats(batch.stats, cfg, "pmpo")
@@ -229,6 +239,15 @@ def pmpo_loss(batch: PolicyBatch, cfg: PmpoConfig) -> ObjectiveOutput:
     return out._replace(metrics={"pmpo/p": _row_mean(p)})
 
 
+@register_objective(
+    "apmpo",
+    config=ApmpoConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="APMPO eq. 4-10, app. H, J",
+    group_stats=True,
+    sequence_level=True,
+)
 def apmpo_loss(batch: PolicyBatch, cfg: ApmpoConfig) -> ObjectiveOutput:
     """Power-mean loss with the feedback-adaptive upper bound ``1 + eps_ada``."""
     stats = _checked_stats(batch.stats, cfg, "apmpo")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, masked_mean, ppo_clip
+from rlvr.objectives.registry import register_objective
 
 
 def check_number(name: str, value: object) -> None:
@@ -79,6 +80,28 @@ def dual_clip(
     return torch.where(dual, -clip_c * adv, loss), dual
 
 
+# One loss, three names; decorators apply bottom-up, so grpo is registered (and listed) first.
+@register_objective(
+    "dr_grpo",
+    config=DrGrpoConfig,
+    advantage="group_mean",
+    loss_agg="seq-mean-token-sum-norm",
+    paper="Dr.GRPO",
+)
+@register_objective(
+    "dapo",
+    config=DapoConfig,
+    advantage="group_std",
+    loss_agg="token-mean",
+    paper="DAPO clip-higher (Klear eq. 6-7)",
+)
+@register_objective(
+    "grpo",
+    config=GrpoConfig,
+    advantage="group_std",
+    loss_agg="seq-mean-token-mean",
+    paper="GRPO (ABC-GRPO eq. 4; Klear eq. 3)",
+)
 def grpo_loss(batch: PolicyBatch, cfg: GrpoConfig) -> ObjectiveOutput:
     """Per-token PPO-clip loss (with the optional dual clip)."""
     lower, upper = 1.0 - cfg.eps_low, 1.0 + cfg.eps_high

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rlvr.objectives.abc import AbcConfig, abc_loss
+from rlvr.advantages import ADVANTAGE_MODES
+from rlvr.objectives.aggregation import LOSS_AGG_MODES
 from rlvr.objectives.base import ObjectiveOutput, PolicyBatch
-from rlvr.objectives.cispo import CispoConfig, cispo_loss
-from rlvr.objectives.etr import EtrConfig, etr_loss
-from rlvr.objectives.gmpo import GmpoConfig, gmpo_loss
-from rlvr.objectives.gppo import GppoConfig, gppo_loss
-from rlvr.objectives.gspo import GspoConfig, gspo_loss
-from rlvr.objectives.pmpo import ApmpoConfig, PmpoConfig, apmpo_loss, pmpo_loss
-from rlvr.objectives.ppo_clip import DapoConfig, DrGrpoConfig, GrpoConfig, grpo_loss
 
 
 @dataclass(frozen=True)
@@ -49,55 +44,44 @@ class ObjectiveSpec:
         return tuple(f.name for f in fields(self.config_cls))
 
 
-def _spec(name, config_cls, loss_fn, advantage_mode, loss_agg, paper, stats=False, seq=False):
-    return ObjectiveSpec(name, config_cls, loss_fn, advantage_mode, loss_agg, stats, seq, paper)
+OBJECTIVES: dict[str, ObjectiveSpec] = {}
+"""Every registered objective by name, in the order registered (the package imports every
+built-in objective's module, each registering itself)."""
 
 
-STD, MEAN = "group_std", "group_mean"
-SEQ_TOKEN_MEAN, TOKEN_MEAN = "seq-mean-token-mean", "token-mean"
+def register_objective(
+    name: str,
+    *,
+    config: type,
+    advantage: str,
+    loss_agg: str,
+    paper: str,
+    group_stats: bool = False,
+    sequence_level: bool = False,
+) -> Callable:
+    """Decorator: register ``loss_fn(batch, config) -> ObjectiveOutput`` as objective ``name``,
+    with ``config`` the frozen dataclass of its hyperparameters and the defaults it implies::
 
-_SPECS = (
-    _spec("grpo", GrpoConfig, grpo_loss, STD, SEQ_TOKEN_MEAN, "GRPO (ABC-GRPO eq. 4; Klear eq. 3)"),
-    _spec("dapo", DapoConfig, grpo_loss, STD, TOKEN_MEAN, "DAPO clip-higher (Klear eq. 6-7)"),
-    _spec("dr_grpo", DrGrpoConfig, grpo_loss, MEAN, "seq-mean-token-sum-norm", "Dr.GRPO"),
-    _spec("abc_grpo", AbcConfig, abc_loss, MEAN, SEQ_TOKEN_MEAN, "ABC-GRPO eq. 3, 5-6, Alg. 1"),
-    _spec("etr", EtrConfig, etr_loss, STD, SEQ_TOKEN_MEAN, "ETR eq. 6-9, Alg. 1", stats=True),
-    _spec("gppo", GppoConfig, gppo_loss, STD, TOKEN_MEAN, "Klear GPPO eq. 11-12, 17-18"),
-    _spec("cispo", CispoConfig, cispo_loss, STD, TOKEN_MEAN, "CISPO (Klear app. A.1 eq. 15-16)"),
-    _spec("gspo", GspoConfig, gspo_loss, STD, SEQ_TOKEN_MEAN, "GSPO-token (Zheng et al. 2025)"),
-    _spec(
-        "gmpo",
-        GmpoConfig,
-        gmpo_loss,
-        STD,
-        SEQ_TOKEN_MEAN,
-        "GMPO (APMPO eq. 14, app. C.3)",
-        seq=True,
-    ),
-    _spec(
-        "pmpo",
-        PmpoConfig,
-        pmpo_loss,
-        STD,
-        SEQ_TOKEN_MEAN,
-        "PMPO (APMPO eq. 4, 7-10)",
-        stats=True,
-        seq=True,
-    ),
-    _spec(
-        "apmpo",
-        ApmpoConfig,
-        apmpo_loss,
-        STD,
-        SEQ_TOKEN_MEAN,
-        "APMPO eq. 4-10, app. H, J",
-        stats=True,
-        seq=True,
-    ),
-)
+        @register_objective("mine", config=MineConfig, advantage="group_std",
+                            loss_agg="token-mean", paper="Mine et al. eq. 3")
+        def mine_loss(batch: PolicyBatch, cfg: MineConfig) -> ObjectiveOutput: ...
 
-OBJECTIVES: dict[str, ObjectiveSpec] = {spec.name: spec for spec in _SPECS}
-"""Every registered objective by name."""
+    One loss may serve several names (stacked decorators, one config class each).
+    """
+    if not dataclasses.is_dataclass(config):
+        raise ValueError(f"objective {name!r}: config must be a dataclass, got {config!r}")
+    if advantage not in ADVANTAGE_MODES:
+        raise ValueError(f"objective {name!r}: unknown advantage mode {advantage!r}")
+    if loss_agg not in LOSS_AGG_MODES:
+        raise ValueError(f"objective {name!r}: unknown loss_agg {loss_agg!r}")
+
+    def wrap(loss_fn: Callable[[PolicyBatch, Any], ObjectiveOutput]) -> Callable:
+        OBJECTIVES[name] = ObjectiveSpec(
+            name, config, loss_fn, advantage, loss_agg, group_stats, sequence_level, paper
+        )
+        return loss_fn
+
+    return wrap
 
 
 def objective_spec(name: str) -> ObjectiveSpec:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from rlvr.evaluation.harness import EvalConfig as HarnessConfig
 from rlvr.generation import SamplingConfig, sampler_options
@@ -315,7 +315,7 @@ class LogConfig:
     plots: bool = True
     """Write PNG plots of the metrics to ``output_dir/plots`` at the end."""
     contrast: tuple[str, ...] = ()
-    """Objectives (``grpo``, ``apmpo:fss_form=mean``) whose per-token gradient is compared with the run's: ``contrast/*``."""
+    """Objectives whose per-token gradient is compared with the run's on every micro-batch (``grpo``, ``apmpo:fss_form=mean``): ``contrast/<name>/*`` metrics (RL only; a few loss evaluations per micro-batch, no model pass)."""
 
     def __post_init__(self) -> None:
         _one_of("log.progress", self.progress, ("auto", "on", "off"))
@@ -395,6 +395,31 @@ class CheckpointConfig:
     def __post_init__(self) -> None:
         _check(self.every >= 0, f"checkpoint.every must be >= 0, got {self.every}")
         _check(self.keep_last >= 0, f"checkpoint.keep_last must be >= 0, got {self.keep_last}")
+
+
+class RunConfig(Protocol):
+    """What the run harness reads of a run's configuration (:class:`TrainConfig` and
+    :class:`SFTConfig` both have it)."""
+
+    @property
+    def seed(self) -> int:
+        """Seeds torch, Python and NumPy before the job is built."""
+        ...
+
+    @property
+    def threads(self) -> int | None:
+        """CPU threads torch may use (``None``: torch's default)."""
+        ...
+
+    @property
+    def log(self) -> LogConfig:
+        """Run directory and metric sinks."""
+        ...
+
+    @property
+    def checkpoint(self) -> CheckpointConfig:
+        """Checkpoint schedule."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,11 +1,19 @@
 """The run harness shared by RL (``rlvr train``) and SFT (``rlvr sft``).
 
-:func:`run_job` owns everything a run does around its steps: the run directory and its
-``config.yaml``, threads and seeds, restoring a checkpoint (weights, optimiser, schedule,
-RNG, data order, held-out scores), the step loop with evaluation and checkpoints on
-schedule, metrics (JSONL, TensorBoard, W&B), the progress bar, the plots at the end, and
+A run is three calls, each visible in ``train`` and ``sft``::
+
+    cfg, run = start_run(cfg, resume=resume)   # run directory, threads, seeds; writes nothing
+    job = build_run(cfg, run.path, run.checkpoint)   # the job: models, data, optimiser
+    return run_job(cfg, run, job, callbacks=callbacks)
+
+:func:`start_run` finds the run directory (and the checkpoint to resume from) and sets
+threads and seeds; :func:`run_job` owns everything a run does around its steps: the
+directory's ``config.yaml``, restoring a checkpoint (optimiser, schedule, RNG, data order,
+held-out scores; the job loaded the weights), the step loop with evaluation and checkpoints
+on schedule, metrics (JSONL, TensorBoard, W&B), the progress bar, the plots at the end, and
 the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
-built, what one step does, and what its evaluation measures.
+built, what one step does, and what its evaluation measures. The harness reads only the
+:class:`~rlvr.train.config.RunConfig` part of a configuration.
 
 Callbacks let tools observe a run without touching its code::
 
@@ -18,10 +26,10 @@ Callbacks let tools observe a run without touching its code::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -32,12 +40,13 @@ from rlvr.train.checkpoint import (
     save_checkpoint,
     seed_everything,
 )
+from rlvr.train.config import RunConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
 from rlvr.train.progress import ProgressReporter
 from rlvr.train.prompts import IndexSampler
-from rlvr.train.setup import expand_output_dir, locate_run_dir, open_run_dir, set_threads
+from rlvr.train.run_dir import RunDir, expand_output_dir, locate_run_dir, open_run_dir
 
 
 @dataclass(frozen=True)
@@ -162,38 +171,47 @@ class RunResult:
         return {k: 100 * (last[k] - first[k]) for k in first if k in last}
 
 
-JobBuilder = Callable[[Any, Path, "Path | None"], Job]
-"""``build(config, run_dir, checkpoint or None) -> Job``: load models and data (the weights from
-``checkpoint`` when resuming); the harness restores the rest."""
+def set_threads(threads: int | None) -> None:
+    """Limit torch's CPU threads (``None`` leaves torch's default)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
 
 
-def run_job(
-    config: Any, build: JobBuilder, *, resume: bool = False, callbacks: Sequence[Callback] = ()
-) -> RunResult:
-    """Run ``build``'s job under ``config`` (a ``TrainConfig`` or ``SFTConfig``).
+C = TypeVar("C", bound=RunConfig)
+
+
+def start_run(config: C, *, resume: bool = False) -> tuple[C, RunDir]:
+    """``config`` with ``{time}`` in ``log.output_dir`` expanded, and its run directory (the
+    checkpoint to resume from, if any); threads and seeds set, nothing written yet.
 
     ``resume`` continues from the latest checkpoint in ``config.log.output_dir``.
     """
     config = expand_output_dir(config, resume=resume)
     run = locate_run_dir(config, resume=resume)
-    run_dir, checkpoint = run
     set_threads(config.threads)
     seed_everything(config.seed)
-    job = build(config, run_dir, checkpoint)
-    loop = _Loop(config, job, run_dir, list(callbacks), resume=resume)
+    return config, run
+
+
+def run_job(
+    config: RunConfig, run: RunDir, job: Job, *, callbacks: Sequence[Callback] = ()
+) -> RunResult:
+    """Drive ``job``, built under ``config`` in ``run`` (both from :func:`start_run`), to its
+    last step; ``run.checkpoint`` restores the rest of its state (the job loaded the weights)."""
+    loop = _Loop(config, job, run, list(callbacks))
     try:
-        open_run_dir(config, run, resume=resume)  # only now: a failed build leaves no trace
-        if checkpoint is not None:
-            loop.restore(checkpoint)
+        open_run_dir(config, run)  # only now: a failed build leaves no trace
+        if run.checkpoint is not None:
+            loop.restore(run.checkpoint)
         row, model_dir = loop.run()
     finally:
         loop.close()
     plots = (
-        plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
+        plot_runs({run.path.name: read_metrics(run.path / METRICS_FILE)}, run.path / "plots")
         if config.log.plots
         else []
     )
-    result = RunResult(run_dir, model_dir, row, dict(loop.evals), plots)
+    result = RunResult(run.path, model_dir, row, dict(loop.evals), plots)
     loop.notify("on_end", result)
     return result
 
@@ -201,11 +219,9 @@ def run_job(
 class _Loop:
     """The step loop of one process: writers, schedule, checkpoints, callbacks."""
 
-    def __init__(
-        self, config: Any, job: Job, run_dir: Path, callbacks: list[Callback], *, resume: bool
-    ) -> None:
-        self.config, self.job, self.run_dir, self.callbacks = config, job, run_dir, callbacks
-        self.resume = resume
+    def __init__(self, config: RunConfig, job: Job, run: RunDir, callbacks: list[Callback]) -> None:
+        self.config, self.job, self.run_dir, self.callbacks = config, job, run.path, callbacks
+        self.resume = run.resume
         self.start_step, self.evals = 0, {}
         self.restored: Path | None = None
         self.writer: MetricsWriter | None = None
@@ -225,6 +241,21 @@ class _Loop:
     def run(self) -> tuple[Mapping[str, Any], Path | None]:
         """Steps ``start + 1 .. total``; returns the last row and the last checkpoint (a resumed
         run with no step left: the checkpoint it was restored from)."""
+        job = self.job
+        self._open_sinks()
+        row, model_dir = {}, None
+        if self.start_step >= job.total_steps:
+            model_dir = self.restored
+        if self.start_step == 0:
+            self._evaluate_before()
+        for step in range(self.start_step + 1, job.total_steps + 1):
+            row = self._record(step, job.step(step))
+            if due(step, job.total_steps, self.config.checkpoint):
+                model_dir = self._checkpoint(step)
+        return row, model_dir
+
+    def _open_sinks(self) -> None:
+        """The metric writer and the progress bar; the job's notes; ``on_start``."""
         job, config = self.job, self.config
         # A resume with no checkpoint starts over: whatever was logged before (step >= 0) goes.
         resumed = self.start_step if self.start_step else (-1 if self.resume else None)
@@ -241,16 +272,6 @@ class _Loop:
         for line in getattr(job, "notes", ()):
             self.progress.message(line)
         self.notify("on_start", self.start_step)
-        row, model_dir = {}, None
-        if self.start_step >= job.total_steps:
-            model_dir = self.restored
-        if self.start_step == 0:
-            self._evaluate_before()
-        for step in range(self.start_step + 1, job.total_steps + 1):
-            row = self._step(step)
-            if due(step, job.total_steps, config.checkpoint):
-                model_dir = self._checkpoint(step)
-        return row, model_dir
 
     def _evaluate_before(self) -> None:
         record = self.job.evaluate(0)
@@ -264,8 +285,8 @@ class _Loop:
         )
         self.notify("on_eval", 0, record)
 
-    def _step(self, step: int) -> Mapping[str, Any]:
-        record = self.job.step(step)
+    def _record(self, step: int, record: StepRecord) -> Mapping[str, Any]:
+        """Step ``step``'s row with its evaluation (when due) written, shown and announced."""
         metrics = dict(record.metrics)
         evaluation = self.job.evaluate(step)
         if evaluation is not None:

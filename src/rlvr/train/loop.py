@@ -1,9 +1,9 @@
 """The RL job: rollout -> verify -> advantages -> objective -> optimiser step, logged.
 
-Read :func:`train_step` top to bottom for one step. :func:`build_run` loads everything the
-steps share into an :class:`RLRun`; :func:`train` hands it to the run harness
-(:mod:`rlvr.train.harness`), which owns the loop, evaluation and checkpoint schedule,
-logging and resuming.
+Read :func:`train` for a whole run and :func:`train_step` top to bottom for one step.
+:func:`build_run` loads everything the steps share into an :class:`RLRun`; :func:`train`
+hands it to the run harness (:mod:`rlvr.train.harness`), which owns the loop, evaluation
+and checkpoint schedule, logging and resuming.
 """
 
 from __future__ import annotations
@@ -21,21 +21,18 @@ import torch
 from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
-from rlvr.rewards import Scorer
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.rewards.sandbox import isolation_level
-from rlvr.train.config import DataConfig, TrainConfig
-from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
+from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
+from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
+from rlvr.train.logprobs import autocast
+from rlvr.train.metrics import peak_rss_mb
+from rlvr.train.optim import build_optimizer
+from rlvr.train.policy import load_policy
+from rlvr.train.preflight import preflight
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
 from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
-from rlvr.train.setup import (
-    autocast,
-    build_optimizer,
-    load_policy,
-    open_scorer,
-    peak_rss_mb,
-    preflight,
-)
 from rlvr.train.update import update_policy
 
 TrainResult = RunResult
@@ -144,6 +141,12 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         objective=cfg.loss_config,
         sandbox=sandbox_isolation(cfg.reward.verifier),
     )
+
+
+def open_scorer(cfg: RewardConfig) -> Scorer:
+    """The run's scorer (a context manager; owns worker processes when ``workers >= 1``)."""
+    verifier = get_verifier(cfg.verifier, correct=cfg.correct, wrong=cfg.wrong, **cfg.options)
+    return Scorer(verifier, ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
 def fit_context(cfg: TrainConfig, model) -> DataConfig:
@@ -259,4 +262,5 @@ def train(
 ) -> TrainResult:
     """Run RL training; ``resume`` continues from the latest checkpoint in ``log.output_dir``."""
     preflight(cfg)
-    return run_job(cfg, build_run, resume=resume, callbacks=callbacks)
+    cfg, run = start_run(cfg, resume=resume)
+    return run_job(cfg, run, build_run(cfg, run.path, run.checkpoint), callbacks=callbacks)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import torch
 
+from rlvr.atomic import write_text
 from rlvr.train.config import LogConfig
 
 METRICS_FILE = "metrics.jsonl"
@@ -102,12 +102,7 @@ def truncate_after(path: Path, step: int) -> None:
     if not path.exists():
         return
     kept = [row for row in read_metrics(path) if row.get("step", 0) <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.writelines(json.dumps(row) + "\n" for row in kept)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text(path, "".join(json.dumps(row) + "\n" for row in kept))
 
 
 def _tensorboard(log_dir: Path, resume_step: int | None):
@@ -176,3 +171,12 @@ class StepMetrics:
         out.update(self._extreme)
         out.update(self._sums)
         return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MiB."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

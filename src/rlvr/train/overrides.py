@@ -5,12 +5,20 @@ reads an embedded config (``src/rlvr/configs/demo.yaml``) or a YAML file, applie
 dotted overrides (values parsed as YAML scalars), and builds the frozen dataclasses,
 naming the offending key on any error. Two conveniences:
 
-- a scalar given for a section sets its ``name`` (``model=smollm2-135m``);
+- a scalar given for a section sets its ``name`` (``model=smollm2-135m``), or the field
+  its class names in ``SCALAR_KEY`` (a study's arm given as its recipe);
 - keys of ``objective`` that are not its fields are the objective's hyperparameters
   (``objective.eps3=0.3``): they are built into the objective's own config dataclass
   (``objective.params``, an ``AbcConfig``...), with the same type checks as every key.
   A dataclass opts into this by naming the field in ``EXTRA_KEYS`` and providing
   ``params_class(name)``.
+
+Every YAML file the project reads goes through :func:`from_dict`: run configurations,
+studies and claim files (``rlvr.compare``) and pipelines (``rlvr.pipeline``), each a
+dataclass whose fields are the file's keys. A field marked ``metadata=NOT_A_KEY`` is set
+by the code, never read from the file; ``LABEL`` names the file's kind in errors
+(``unknown key 'x'; valid keys of a study: ...``); :func:`from_file` starts every error with
+where the file came from.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ from rlvr.bundled import bundled_names, read_source
 from rlvr.objectives.config import ObjectiveConfig
 
 T = TypeVar("T")
+
+NOT_A_KEY = {"key": False}
+"""Field metadata: the code sets this field; a file that names it is refused as an unknown key."""
 
 # Top-level sections whose extra keys belong to the named thing: a new name drops them.
 _NAME_SCOPED: dict[str, type] = {"objective": ObjectiveConfig}
@@ -162,14 +173,15 @@ def load_config(cls: type[T], name_or_path: str | None, overrides: list[str] = (
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from a mapping, checking keys and value types."""
-    where = path or "config"
+    where = path or getattr(cls, "LABEL", "config")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.metadata != NOT_A_KEY}
     if not isinstance(data, dict):
-        if "name" in {f.name for f in dataclasses.fields(cls)} and isinstance(data, str):
-            data = {"name": data}
+        scalar = getattr(cls, "SCALAR_KEY", "name")
+        if scalar in fields and isinstance(data, str):
+            data = {scalar: data}
         else:
             raise ValueError(f"{where} must be a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     extra_field = getattr(cls, "EXTRA_KEYS", None)
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -201,9 +213,22 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as err:
-        if extra_field:  # cross-field checks of a section with extra keys: name the section
+        # A check that does not name its key (the objective's cross-field ones, a claim's
+        # rule): the error names the section.
+        if extra_field or (path and not str(err).startswith(path.split("[")[0])):
             raise ValueError(f"{where}: {err}") from err
         raise
+
+
+def from_file(cls: type[T], data: Any, where: str) -> T:
+    """:func:`from_dict` for the mapping read from a file; every error starts with ``where``
+    (the file, or the bundled name it was read as)."""
+    if data is None:
+        data = {}
+    try:
+        return from_dict(cls, data)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 def _over_default(f: dataclasses.Field, value: Any, path: str) -> Any:
@@ -225,7 +250,8 @@ def _renamed(cls: type, data: dict[str, Any], path: str) -> dict[str, Any]:
     for key, value in data.items():
         if key in renamed:
             new = renamed[key]
-            warnings.warn(f"{path}.{key} is now {path}.{new}; read as {path}.{new}", stacklevel=4)
+            was, now = (f"{path}.{key}", f"{path}.{new}") if path else (key, new)
+            warnings.warn(f"{was} is now {now}; read as {now}", stacklevel=4)
             key = new
         out[key] = value
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from rlvr.atomic import atomic_path
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
 from rlvr.data.code_tasks import code_task_rows, keys_in
 from rlvr.models import cache_root
@@ -133,13 +133,12 @@ def _cache_dir() -> Path:
 def _write_atomic(
     path: Path, prefix: str, task: str, size: int, seed: int, config: dict, exclude: list[Path]
 ) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     if prefix == CODE_PREFIX:
         rows = code_task_rows(task, size=size, seed=seed, config=config, exclude=keys_in(exclude))
     else:
         rows = gym_rows(task, size=size, seed=seed, config=config, exclude=questions_in(exclude))
-    write_jsonl(rows, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        write_jsonl(rows, tmp)
 
 
 def warn_shared_prompts(train_set: PromptSet, eval_set: PromptSet) -> int:

@@ -40,8 +40,8 @@ from rlvr.train.batch import (
     pad_logp,
 )
 from rlvr.train.config import TrainConfig
+from rlvr.train.logprobs import autocast, response_stats
 from rlvr.train.prompts import IndexSampler, Prompt
-from rlvr.train.setup import autocast, response_stats
 
 
 @dataclass

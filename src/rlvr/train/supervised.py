@@ -19,16 +19,13 @@ import torch
 
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
-from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job
+from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.heap import before_backward
+from rlvr.train.logprobs import response_stats
+from rlvr.train.optim import build_optimizer, clip_and_step
+from rlvr.train.policy import load_policy
+from rlvr.train.preflight import preflight
 from rlvr.train.prompts import GENERATED, IndexSampler, SFTExample, load_sft_examples
-from rlvr.train.setup import (
-    build_optimizer,
-    clip_and_step,
-    load_policy,
-    preflight,
-    response_stats,
-)
 
 SFTResult = RunResult
 """What :func:`sft` returns (run directory, final model, last metrics)."""
@@ -129,7 +126,8 @@ def sft(cfg: SFTConfig, *, resume: bool = False, callbacks: Sequence[Callback] =
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
     _check_not_generated(cfg)
     preflight(cfg)
-    return run_job(cfg, build_sft_run, resume=resume, callbacks=callbacks)
+    cfg, run = start_run(cfg, resume=resume)
+    return run_job(cfg, run, build_sft_run(cfg, run.path, run.checkpoint), callbacks=callbacks)
 
 
 def _check_not_generated(cfg: SFTConfig) -> None:

@@ -29,8 +29,9 @@ from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
 from rlvr.train.heap import before_backward
+from rlvr.train.logprobs import response_stats
 from rlvr.train.metrics import StepMetrics
-from rlvr.train.setup import clip_and_step, response_stats
+from rlvr.train.optim import clip_and_step
 
 
 def micro_loss(

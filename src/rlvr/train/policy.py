@@ -1,0 +1,41 @@
+"""Loading the policy to train: dropout off, lean activations, optional gradient checkpointing."""
+
+from __future__ import annotations
+
+import torch
+
+from rlvr.ops.rmsnorm import lean_rmsnorm
+from rlvr.ops.swiglu import lean_swiglu
+from rlvr.train.checkpoint import quiet_hf_progress
+from rlvr.train.config import ModelConfig
+
+
+def load_policy(cfg: ModelConfig, path: str | None = None):
+    """``(model, tokenizer)`` ready to train: dropout off, SwiGLU MLPs that keep half their
+    activations (:mod:`rlvr.ops.swiglu`), RMSNorms that keep one of their two
+    (:mod:`rlvr.ops.rmsnorm`), optional gradient checkpointing."""
+    from rlvr.models import load_model
+
+    with quiet_hf_progress():  # a preset's own build progress still shows
+        model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
+    disable_dropout(model)
+    lean_swiglu(model)  # same values and gradients, half the MLP activations kept for backward
+    lean_rmsnorm(model)  # same values, one activation per norm kept instead of two
+    if cfg.gradient_checkpointing:
+        enable = (
+            getattr(model, "activation_checkpointing_enable", None)
+            or model.gradient_checkpointing_enable
+        )
+        enable()
+        model.train()  # HF models checkpoint only in training mode; dropout is off anyway
+    return model, tokenizer
+
+
+def disable_dropout(model: torch.nn.Module) -> None:
+    """Set every dropout probability to 0 (log-probs must not depend on the module's mode)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    for name in ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"):
+        if hasattr(model.config, name):
+            setattr(model.config, name, 0.0)

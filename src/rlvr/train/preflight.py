@@ -1,0 +1,51 @@
+"""What a run checks before anything loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlvr.rewards import get_verifier
+from rlvr.train.config import SFTConfig, TrainConfig
+
+
+def preflight(
+    config: TrainConfig | SFTConfig, *, device: bool = True, produced: frozenset[str] = frozenset()
+) -> None:
+    """What can be checked before anything loads (a preset build can take minutes).
+
+    Missing local data files or model directories, a device this machine lacks (unless
+    ``device`` is false: a dry run written for another machine) and an unknown verifier are
+    reported first, each naming its key. ``produced``: data files an earlier pipeline stage
+    will write (not checked for existence).
+    """
+    from rlvr.data import check_source
+    from rlvr.models import looks_like_path, preset_names, torch_device
+    from rlvr.train.prompts import GENERATED
+
+    for key in ("train", "eval"):
+        source = getattr(config.data, key, None)
+        if source and not source.startswith(tuple(GENERATED)) and source not in produced:
+            try:
+                check_source(source)
+            except ValueError as err:
+                raise ValueError(f"data.{key}: {err}") from None
+    try:
+        if device:
+            torch_device(config.model.device)
+    except ValueError as err:
+        raise ValueError(f"model.device: {err}") from None
+    name = config.model.name
+    if (
+        name not in preset_names()
+        and looks_like_path(name)
+        and not Path(name).expanduser().is_dir()
+    ):
+        raise ValueError(f"model.name: {name}: no such directory")
+    reward = getattr(config, "reward", None)
+    if reward is not None:
+        try:
+            get_verifier(
+                reward.verifier, correct=reward.correct, wrong=reward.wrong, **reward.options
+            )
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"reward.verifier: {err}") from None

@@ -1,0 +1,103 @@
+"""The run directory: where ``log.output_dir`` points, what a fresh or resumed run may find
+there, and the ``config.yaml`` written into it."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from rlvr.train.checkpoint import latest_checkpoint
+from rlvr.train.config import LogConfig, RunConfig
+from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
+from rlvr.train.overrides import dump_yaml
+
+CONFIG_FILE = "config.yaml"
+
+
+TIME_FORMAT = "%Y%m%d-%H%M%S"
+"""How ``{time}`` in ``log.output_dir`` expands (so the names sort by start time)."""
+_TIME_GLOB = "[0-9]" * 8 + "-" + "[0-9]" * 6
+
+C = TypeVar("C", bound=RunConfig)
+
+
+def expand_output_dir(config: C, *, resume: bool = False) -> C:
+    """``config`` with ``{time}`` in ``log.output_dir`` replaced by the current time, or, when
+    resuming, by the time of the newest existing run it names (``rlvr train --resume`` on
+    the demo continues the last demo run instead of starting a new one)."""
+    out = config.log.output_dir
+    if "{time}" not in out:
+        return config
+    runs = sorted(glob.glob(glob.escape(out).replace("{time}", _TIME_GLOB))) if resume else []
+    if runs:
+        print(f"--resume: continuing {runs[-1]}", file=sys.stderr)
+    expanded = runs[-1] if runs else out.replace("{time}", time.strftime(TIME_FORMAT))
+    return dataclasses.replace(config, log=dataclasses.replace(config.log, output_dir=expanded))
+
+
+class RunDir(NamedTuple):
+    """A run's directory and the checkpoint it resumes from."""
+
+    path: Path
+    """The run directory (``log.output_dir``)."""
+    checkpoint: Path | None
+    """Latest complete checkpoint when resuming, else ``None``."""
+    resume: bool = False
+    """Whether the run continues what the directory holds (``--resume``)."""
+
+
+def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
+    """The run directory and the checkpoint to resume from (or None); writes nothing.
+
+    A fresh run refuses a directory that already holds metrics or checkpoints; a resumed
+    run with no checkpoint yet starts from scratch.
+    """
+    log: LogConfig = config.log
+    run_dir = Path(log.output_dir)
+    problem = why_not_creatable(run_dir)
+    if problem:  # refused before anything loads
+        raise ValueError(f"log.output_dir={str(run_dir)!r}: {problem}")
+    checkpoint = latest_checkpoint(run_dir) if resume else None
+    if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
+        raise ValueError(
+            f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
+            "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
+        )
+    if resume and checkpoint is None:
+        warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
+    return RunDir(run_dir, checkpoint, resume)
+
+
+def why_not_creatable(folder: Path) -> str | None:
+    """Why the directory ``folder`` could not be made (or written into), else ``None``;
+    checked on the nearest existing part of the path, without creating anything."""
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, not a directory"
+    if not os.access(existing, os.W_OK):
+        return f"{existing} is not writable"
+    return None
+
+
+def open_run_dir(config: RunConfig, run: RunDir) -> None:
+    """Create the run directory and write ``config.yaml``; a resume with no checkpoint drops
+    the rows of a run killed before its first one. Called once the job is built, so a start
+    that fails (bad data, a model that does not load) leaves an earlier run as it was."""
+    if run.resume and run.checkpoint is None:
+        for name in (METRICS_FILE, SAMPLES_FILE):
+            truncate_after(run.path / name, -1)
+    run.path.mkdir(parents=True, exist_ok=True)
+    (run.path / CONFIG_FILE).write_text(dump_yaml(config))
+
+
+def prepare_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
+    """:func:`locate_run_dir`, then :func:`open_run_dir`."""
+    run = locate_run_dir(config, resume=resume)
+    open_run_dir(config, run)
+    return run

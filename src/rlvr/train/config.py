@@ -458,10 +458,11 @@ class TrainConfig:
         self._check_reward_range()
         if self.rollout.staleness:
             _check(
-                self.model.device == "cpu" and self.rollout.sampler in ("lean", "hf"),
+                self.model.device == "cpu" and self.rollout.sampler != "vllm",
                 f"rollout.staleness={self.rollout.staleness} runs the generation worker as a CPU "
-                f"process with the lean or hf sampler; got model.device={self.model.device!r}, "
-                f"rollout.sampler={self.rollout.sampler!r} (use rollout.staleness=0)",
+                f"process sampling from its own copy of the model (lean, hf); got "
+                f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
+                "(use rollout.staleness=0)",
             )
         self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
 

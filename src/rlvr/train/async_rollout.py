@@ -28,7 +28,11 @@ ratio is against the generating policy (:mod:`rlvr.train.update`).
 Checkpoints: :meth:`RolloutStream.state_dict` (the run's data order in the checkpoint)
 waits for the batches of the next k steps, which depend only on weights the trainer has
 already published, and saves them with the prompt position after them; a resumed run
-trains on the saved batches first and the worker continues from that position.
+trains on the saved batches first and the worker continues from that position, so the
+resumed run equals the uninterrupted one. Two cases sample a batch from newer weights than
+the schedule's (the worker never has older ones): a run resumed from its last step with
+more ``steps``, and a checkpoint written after the worker failed (it holds the batches
+that arrived; the run then stops with the worker's error).
 
 The worker is forked from the trainer once the run is built (it starts with the run's
 model, prompts and sampler, and opens its own verifier); an exception in it ends the run
@@ -162,12 +166,13 @@ class _Worker:
     threads: int
     parent: int
 
-    def serve(self, commands: Any, results: Any) -> None:
-        """Sample batch after batch on the staleness schedule until the last or a stop."""
+    def serve(self, commands: Any, results: Any) -> bool:
+        """Sample batch after batch on the staleness schedule until the last (``False``) or a
+        stop (``True``)."""
         torch.set_num_threads(self.threads)
         start = _receive(commands, self.parent)
         if start is None:
-            return
+            return True
         k, version, published = self.cfg.rollout.staleness, start.version, start.version
         order = IndexSampler(len(self.prompts), seed=self.cfg.seed, shuffle=self.cfg.data.shuffle)
         order.load_state_dict(start.order)
@@ -178,7 +183,7 @@ class _Worker:
                 while published < need:
                     message = _receive(commands, self.parent)
                     if message is None:
-                        return
+                        return True
                     published = message
                 waited = time.perf_counter() - t0
                 if version < need:
@@ -189,6 +194,7 @@ class _Worker:
                 results.put(_dump(Generated(step, version, rounds, order.state_dict(), waited)))
         finally:
             scorer.close()
+        return False
 
     def sample(self, step: int, scorer, order: IndexSampler) -> Rounds:
         """Batch ``step``'s rounds from the loaded weights, with their behaviour log-probs."""
@@ -217,12 +223,18 @@ def _run_worker(worker: _Worker, commands: Any, results: Any) -> None:
     """The worker process: serve, report an exception to the trainer, exit quietly on Ctrl-C."""
     results.cancel_join_thread()  # never block the exit on a trainer that stopped reading
     try:
-        worker.serve(commands, results)
+        if worker.serve(commands, results):
+            return
     except KeyboardInterrupt:
-        pass
+        return
     except BaseException as err:  # noqa: BLE001 - reported to the trainer, which stops the run
         traceback.print_exc(file=sys.stderr)
         results.put(_Failure(f"{type(err).__name__}: {err}"))
+    try:  # stay until the trainer has read everything sent (or is gone)
+        while _receive(commands, worker.parent) is not None:
+            pass
+    except KeyboardInterrupt:
+        return
 
 
 def _dump(item: Generated) -> bytes:
@@ -253,7 +265,7 @@ class RolloutStream:
             "position": 0,
         }  # the prompt position after the last batch received
         self.epoch, self.trained = 0, -1  # trained: set by the first step
-        self.started = False
+        self.started, self.failure = False, None
         threads, update = cfg.rollout.thread_split(torch.get_num_threads())
         self.slots = WeightSlots(policy, cfg.rollout.staleness + 1)
         context = mp.get_context("fork")  # the worker starts with the run's model and prompts
@@ -269,6 +281,8 @@ class RolloutStream:
 
     def next(self, step: int) -> tuple[Rounds, dict[str, float]]:
         """Step ``step``'s rounds and the staleness and wait metrics (starts the worker first)."""
+        if self.failure is not None:
+            raise self.failure
         if not self.started:
             self._start(step)
         t0 = time.perf_counter()
@@ -292,8 +306,11 @@ class RolloutStream:
         """The prompt position and the batches of the next k steps (waited for: they depend only
         on weights already published)."""
         last = min(self.trained + self.cfg.rollout.staleness, self.cfg.steps)
-        while self.trained + len(self.ahead) < last:
-            self._receive()
+        try:
+            while self.trained + len(self.ahead) < last:
+                self._receive()
+        except WorkerError as err:  # save what arrived; the next step raises
+            self.failure = err
         return {**self.order, "ahead": [_dump(g) for g in self.ahead]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

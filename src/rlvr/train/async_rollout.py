@@ -260,12 +260,10 @@ class RolloutStream:
     ) -> None:
         self.cfg, self.policy = cfg, policy
         self.ahead: deque[Generated] = deque()
-        self.order = {
-            "epoch": 0,
-            "position": 0,
-        }  # the prompt position after the last batch received
+        self.order = {"epoch": 0, "position": 0}  # prompt position after the last batch received
         self.epoch, self.trained = 0, -1  # trained: set by the first step
-        self.started, self.failure = False, None
+        self.started = False
+        self.failure: WorkerError | None = None  # raised by the next step
         threads, update = cfg.rollout.thread_split(torch.get_num_threads())
         self.slots = WeightSlots(policy, cfg.rollout.staleness + 1)
         context = mp.get_context("fork")  # the worker starts with the run's model and prompts
@@ -287,7 +285,7 @@ class RolloutStream:
             self._start(step)
         t0 = time.perf_counter()
         while not self.ahead:
-            self._receive()
+            self._take()
         got = self.ahead.popleft()
         if got.step != step:
             raise WorkerError(
@@ -308,7 +306,7 @@ class RolloutStream:
         last = min(self.trained + self.cfg.rollout.staleness, self.cfg.steps)
         try:
             while self.trained + len(self.ahead) < last:
-                self._receive()
+                self._take()
         except WorkerError as err:  # save what arrived; the next step raises
             self.failure = err
         return {**self.order, "ahead": [_dump(g) for g in self.ahead]}
@@ -324,7 +322,8 @@ class RolloutStream:
         first = step + len(self.ahead)
         self.commands.put(_Start(first, self.cfg.steps, self.trained, dict(self.order)))
 
-    def _receive(self) -> None:
+    def _take(self) -> None:
+        """Wait for the worker's next batch (or its error)."""
         while True:
             try:
                 message = self.results.get(timeout=POLL_S)

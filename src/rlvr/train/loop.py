@@ -8,6 +8,7 @@ logging and resuming.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import warnings
@@ -115,15 +116,12 @@ class RLRun:
         return evaluate(self) if _eval_due(self, step) else None
 
     def close(self) -> None:
-        """Stop the verifier workers and release the sampler."""
-        try:
+        """Stop the generation worker and the verifier workers, release the sampler."""
+        with contextlib.ExitStack() as stack:  # each is closed even if one before fails
+            stack.callback(self.generator.close)
+            stack.callback(self.scorer.close)
             if self.stream is not None:
-                self.stream.close()
-        finally:
-            try:
-                self.scorer.close()
-            finally:
-                self.generator.close()
+                stack.callback(self.stream.close)
 
 
 def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun:

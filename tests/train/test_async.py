@@ -183,3 +183,21 @@ def test_thread_split():
     assert RolloutConfig(staleness=1).thread_split(1) == (1, 1)
     assert RolloutConfig(staleness=1, generation_threads=3).thread_split(4) == (3, 1)
     assert torch.get_num_threads() >= 1
+
+
+def test_a_study_regime_sets_the_staleness(tmp_path):
+    import yaml
+
+    from rlvr.compare import load_study, plan
+
+    study = {
+        "steps": 2,
+        "seeds": [0],
+        "arms": ["abc/grpo"],
+        "claims": [],
+        "regimes": {"sync": {}, "one-step-off": {"rollout": {"staleness": 1}}},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(study))
+    specs = plan(load_study(str(path)), tmp_path / "runs")
+    assert {s.regime: s.config.rollout.staleness for s in specs} == {"sync": 0, "one-step-off": 1}

@@ -50,17 +50,18 @@ import sys
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from rlvr.generation import Sampler
+from rlvr.rewards import Scorer
 from rlvr.train.checkpoint import seed_everything
 from rlvr.train.config import TrainConfig
 from rlvr.train.prompts import IndexSampler, Prompt
 from rlvr.train.rollout import Rounds, collect_rounds, sequence_logp
-from rlvr.train.setup import open_scorer
 
 POLL_S = 1.0
 """How often a side blocked on the other checks that it is still alive."""
@@ -162,6 +163,7 @@ class _Worker:
     tokenizer: Any
     generator: Sampler
     prompts: list[Prompt]
+    open_scorer: Callable[[], Scorer]
     slots: WeightSlots
     threads: int
     parent: int
@@ -176,7 +178,7 @@ class _Worker:
         k, version, published = self.cfg.rollout.staleness, start.version, start.version
         order = IndexSampler(len(self.prompts), seed=self.cfg.seed, shuffle=self.cfg.data.shuffle)
         order.load_state_dict(start.order)
-        scorer = open_scorer(self.cfg.reward)
+        scorer = self.open_scorer()
         try:
             for step in range(start.first, start.last + 1):
                 need, t0 = max(start.version, step - 1 - k), time.perf_counter()
@@ -256,8 +258,16 @@ class RolloutStream:
     """
 
     def __init__(
-        self, cfg: TrainConfig, policy, tokenizer, generator: Sampler, prompts: list[Prompt]
+        self,
+        cfg: TrainConfig,
+        policy,
+        tokenizer,
+        generator: Sampler,
+        prompts: list[Prompt],
+        open_scorer: Callable[[], Scorer],
     ) -> None:
+        """Fork the worker with the run's ``policy``, ``generator`` and training ``prompts``;
+        it scores with a verifier of its own from ``open_scorer``."""
         self.cfg, self.policy = cfg, policy
         self.ahead: deque[Generated] = deque()
         self.order = {"epoch": 0, "position": 0}  # prompt position after the last batch received
@@ -269,7 +279,15 @@ class RolloutStream:
         context = mp.get_context("fork")  # the worker starts with the run's model and prompts
         self.commands, self.results = context.Queue(), context.Queue()
         worker = _Worker(
-            cfg, policy, tokenizer, generator, prompts, self.slots, threads, os.getpid()
+            cfg,
+            policy,
+            tokenizer,
+            generator,
+            prompts,
+            open_scorer,
+            self.slots,
+            threads,
+            os.getpid(),
         )
         self.process = context.Process(
             target=_run_worker, args=(worker, self.commands, self.results), name="rlvr-generation"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 import warnings
 from collections.abc import Sequence
@@ -144,7 +145,8 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     scorer = open_scorer(cfg.reward)
     stream = None
     if ro.staleness:  # forks the generation worker, which inherits the model and prompts
-        stream = RolloutStream(cfg, policy, tokenizer, generator, train_set.prompts)
+        opener = functools.partial(open_scorer, cfg.reward)
+        stream = RolloutStream(cfg, policy, tokenizer, generator, train_set.prompts, opener)
     return RLRun(
         cfg=cfg,
         run_dir=run_dir,

@@ -48,15 +48,20 @@ class Decoupled(NamedTuple):
 
 
 def decoupled_inputs(
-    inputs: LossInputs, behaviour_logp: torch.Tensor, cap: float | None = None
+    inputs: LossInputs,
+    behaviour_logp: torch.Tensor,
+    cap: float | None = None,
+    validate: bool = False,
 ) -> Decoupled:
     """``inputs`` (whose ``old_logp`` [B, T] is the proximal policy's) with each token's loss
-    weighted by ``pi_prox / pi_behav`` from ``behaviour_logp`` [B, T], 0 above ``cap``."""
+    weighted by ``pi_prox / pi_behav`` from ``behaviour_logp`` [B, T], 0 above ``cap``.
+
+    ``validate``: also check the values (finite on response tokens; host-device syncs)."""
     if cap is not None and not cap > 1:
         raise ValueError(f"cap must be > 1 or None, got {cap}")
-    mask = check_mask(inputs.mask)
-    check_tensor("behaviour_logp", behaviour_logp, mask.shape, mask)
-    check_tensor("old_logp", inputs.old_logp, mask.shape, mask)
+    mask = check_mask(inputs.mask, validate)
+    check_tensor("behaviour_logp", behaviour_logp, mask.shape, mask, validate)
+    check_tensor("old_logp", inputs.old_logp, mask.shape, mask, validate)
     with torch.no_grad():
         dtype = torch.promote_types(inputs.old_logp.dtype, torch.float32)
         prox = inputs.old_logp.detach().to(dtype)
@@ -71,5 +76,5 @@ def decoupled_inputs(
             "decoupled/capped_frac": (mask & ~kept).sum() / tokens,
         }
         if inputs.token_weights is not None:
-            weight = weight * check_weights(inputs.token_weights, mask).to(dtype)
+            weight = weight * check_weights(inputs.token_weights, mask, validate).to(dtype)
     return Decoupled(dataclasses.replace(inputs, token_weights=weight), metrics)

@@ -74,7 +74,8 @@ def micro_loss(
     )
     decoupled = {}
     if cfg.rollout.decoupled:  # ratio against pi_prox, each token weighted by pi_prox / pi_behav
-        inputs, decoupled = decoupled_inputs(inputs, old_logp, cfg.rollout.decoupled_cap)
+        cap = cfg.rollout.decoupled_cap
+        inputs, decoupled = decoupled_inputs(inputs, old_logp, cap, validate)
     loss, metrics = objective_loss(inputs, objective, counts, validate=validate)
     metrics.update(correction.metrics)
     metrics.update(decoupled)

@@ -56,6 +56,13 @@ def test_every_rl_metric_is_documented(train_config):
     assert _undocumented(keys, patterns) == []
 
 
+def test_every_async_metric_is_documented(train_config):
+    cfg = train_config("rollout.staleness=1", "rollout.decoupled=true", out="async")
+    keys = set().union(*read_metrics(train(cfg).run_dir / "metrics.jsonl"))
+    assert {"rollout/staleness_mean", "time/wait_update", "decoupled/capped_frac"} <= keys
+    assert _undocumented(keys, documented()) == []
+
+
 def test_every_sft_metric_is_documented(tiny_model_dir, sft_file, tmp_path):
     from rlvr.train.config import LogConfig, ModelConfig, SFTConfig, SFTDataConfig
 

@@ -137,7 +137,11 @@ class RolloutBatch:
     group_stats: Any
     """Per-row group statistics (``rlvr.advantages.GroupStats``) over whole groups."""
     old_logp: torch.Tensor | None = None
-    """[B, T] behaviour-policy log-probs; ``None`` when the batch is used for one update only."""
+    """[B, T] behaviour-policy log-probs; ``None`` when the batch is used for one update only
+    and was sampled from the current weights."""
+    prox_logp: torch.Tensor | None = None
+    """[B, T] proximal-policy log-probs (the weights at the start of the step) of the decoupled
+    objective; ``None``: the current ones, detached (one optimiser step per batch)."""
     ref_logp: torch.Tensor | None = None
     """[B, T] reference-model log-probs; ``None`` when ``kl_coef = 0``."""
     rollout_logp: torch.Tensor | None = None
@@ -159,6 +163,7 @@ class RolloutBatch:
             advantages=self.advantages[index],
             group_stats=None if self.group_stats is None else self.group_stats.rows(index),
             old_logp=None if self.old_logp is None else self.old_logp[index],
+            prox_logp=None if self.prox_logp is None else self.prox_logp[index],
             ref_logp=None if self.ref_logp is None else self.ref_logp[index],
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp[index],
             contrast_stats={k: v.rows(index) for k, v in self.contrast_stats.items()},
@@ -173,6 +178,7 @@ class RolloutBatch:
             advantages=self.advantages.to(device),
             group_stats=None if self.group_stats is None else self.group_stats.to(device),
             old_logp=None if self.old_logp is None else self.old_logp.to(device),
+            prox_logp=None if self.prox_logp is None else self.prox_logp.to(device),
             ref_logp=None if self.ref_logp is None else self.ref_logp.to(device),
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp.to(device),
             contrast_stats={k: v.to(device) for k, v in self.contrast_stats.items()},
@@ -188,6 +194,7 @@ class RolloutBatch:
             self,
             seqs=seqs,
             old_logp=None if self.old_logp is None else self.old_logp[:, :width],
+            prox_logp=None if self.prox_logp is None else self.prox_logp[:, :width],
             ref_logp=None if self.ref_logp is None else self.ref_logp[:, :width],
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp[:, :width],
         )

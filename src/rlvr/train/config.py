@@ -194,8 +194,25 @@ class RolloutConfig:
     """Optimiser steps per rollout batch per epoch (ABC-GRPO uses 4)."""
     epochs: int = 1
     """Passes over each rollout batch."""
+    staleness: int = 0
+    """Bound k on off-policyness: a generation worker samples the next k batches while the trainer updates, batch s from the weights of step s - 1 - k (0: generate, then update, in one process)."""
+    generation_threads: int | None = None
+    """Torch threads of the generation worker when ``staleness >= 1``; the trainer keeps the rest of ``threads`` (``None``: half, at least 1)."""
+    decoupled: bool = False
+    """AReaL's decoupled objective: clip the ratio against the proximal policy (the weights at the start of the step), weight each token by pi_prox / pi_behav."""
+    decoupled_cap: float | None = None
+    """Under ``decoupled``: tokens whose weight pi_prox / pi_behav exceeds this leave the loss (weight 0), as AReaL's ``behav_imp_weight_cap`` (``None``: no cap)."""
 
     def __post_init__(self) -> None:
+        _check(self.staleness >= 0, f"rollout.staleness must be >= 0, got {self.staleness}")
+        _check(
+            self.generation_threads is None or self.generation_threads >= 1,
+            f"rollout.generation_threads must be >= 1 or null, got {self.generation_threads}",
+        )
+        _check(
+            self.decoupled_cap is None or self.decoupled_cap > 1,
+            f"rollout.decoupled_cap must be > 1 or null, got {self.decoupled_cap}",
+        )
         for name in (
             "prompts_per_step",
             "group_size",
@@ -248,6 +265,11 @@ class RolloutConfig:
     def reuses_rollout(self) -> bool:
         """True when the policy changes before the batch's last update (old log-probs needed)."""
         return self.minibatches > 1 or self.epochs > 1
+
+    def thread_split(self, threads: int) -> tuple[int, int]:
+        """``(generation, update)`` torch threads out of ``threads`` when ``staleness >= 1``."""
+        generation = self.generation_threads or max(1, threads // 2)
+        return generation, max(1, threads - generation)
 
 
 @dataclass(frozen=True)
@@ -463,6 +485,14 @@ class TrainConfig:
                 "dynamic sampling / zero-advantage filtering need rollout.group_size >= 2",
             )
         self._check_reward_range()
+        if self.rollout.staleness:
+            _check(
+                self.model.device == "cpu" and self.rollout.sampler != "vllm",
+                f"rollout.staleness={self.rollout.staleness} runs the generation worker as a CPU "
+                f"process sampling from its own copy of the model (lean, hf); got "
+                f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
+                "(use rollout.staleness=0)",
+            )
         self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
 
     @property

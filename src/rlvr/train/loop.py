@@ -8,7 +8,9 @@ and checkpoint schedule, logging and resuming.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import time
 import warnings
 from collections.abc import Sequence
@@ -24,6 +26,7 @@ from rlvr.objectives import ObjectiveConfig
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.rewards.sandbox import isolation_level
+from rlvr.train.async_rollout import RolloutStream
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.logprobs import autocast
@@ -32,7 +35,14 @@ from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
-from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, rollout_metrics, samples
+from rlvr.train.rollout import (
+    Rounds,
+    assemble,
+    behaviour_logp,
+    collect_rounds,
+    rollout_metrics,
+    samples,
+)
 from rlvr.train.update import update_policy
 
 TrainResult = RunResult
@@ -63,8 +73,9 @@ class RLRun:
     """Training prompts, tokenised."""
     eval_set: PromptSet | None
     """Held-out prompts (``None``: no evaluation)."""
-    order: IndexSampler
-    """Order of the training prompts (resumable)."""
+    order: IndexSampler | RolloutStream
+    """Order of the training prompts (resumable); under ``rollout.staleness >= 1`` the stream
+    of the generation worker, whose state also holds the batches sampled ahead."""
     optimizer: torch.optim.Optimizer
     """AdamW over the policy."""
     scheduler: Any
@@ -73,6 +84,8 @@ class RLRun:
     """The policy loss, built once (SFT threshold resolved against ``reward.correct``)."""
     sandbox: str | None = None
     """Isolation mode of the code sandbox when the verifier runs programs, else ``None``."""
+    stream: RolloutStream | None = None
+    """The generation worker's batches under ``rollout.staleness >= 1`` (``None``: synchronous)."""
     title: str = "train"
     """Progress-bar title."""
     shown: Sequence[tuple[str, str]] = SHOWN
@@ -95,18 +108,19 @@ class RLRun:
 
     def step(self, step: int) -> StepRecord:
         """One RL step (:func:`train_step`)."""
-        return train_step(self)
+        return train_step(self, step)
 
     def evaluate(self, step: int) -> EvalRecord | None:
         """Held-out ``avg@k``/``pass@k`` when the schedule says so."""
         return evaluate(self) if _eval_due(self, step) else None
 
     def close(self) -> None:
-        """Stop the verifier workers and release the sampler."""
-        try:
-            self.scorer.close()
-        finally:
-            self.generator.close()
+        """Stop the generation worker and the verifier workers, release the sampler."""
+        with contextlib.ExitStack() as stack:  # each is closed even if one before fails
+            stack.callback(self.generator.close)
+            stack.callback(self.scorer.close)
+            if self.stream is not None:
+                stack.callback(self.stream.close)
 
 
 def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun:
@@ -125,21 +139,28 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)
     ro = cfg.rollout
+    generator = make_sampler(ro.sampler, policy, tokenizer, **ro.sampler_options)
+    scorer = open_scorer(cfg.reward)
+    stream = None
+    if ro.staleness:  # forks the generation worker, which inherits the model and prompts
+        opener = functools.partial(open_scorer, cfg.reward)
+        stream = RolloutStream(cfg, policy, tokenizer, generator, train_set.prompts, opener)
     return RLRun(
         cfg=cfg,
         run_dir=run_dir,
         policy=policy,
         reference=reference,
         tokenizer=tokenizer,
-        generator=make_sampler(ro.sampler, policy, tokenizer, **ro.sampler_options),
-        scorer=open_scorer(cfg.reward),
+        generator=generator,
+        scorer=scorer,
         train_set=train_set,
         eval_set=eval_set,
-        order=order,
+        order=order if stream is None else stream,
         optimizer=optimizer,
         scheduler=scheduler,
         objective=cfg.loss_config,
         sandbox=sandbox_isolation(cfg.reward.verifier),
+        stream=stream,
     )
 
 
@@ -174,20 +195,20 @@ def _largest_budget(cfg: TrainConfig) -> tuple[str, int]:
     return ("eval.max_new_tokens", evaluation) if (evaluation or 0) > rollout[1] else rollout
 
 
-def train_step(run: RLRun) -> StepRecord:
+def train_step(run: RLRun, step: int) -> StepRecord:
     """One step: rollout and verify, advantages and filters, update; its metrics and a few samples."""
     cfg, t0 = run.cfg, time.perf_counter()
     _mode(run, training=False)
-    run.generator.sync_weights()  # the policy changed since the last rollout
-    rounds = collect_rounds(
-        run.generator, run.tokenizer, run.scorer, run.train_set.prompts, run.order, cfg
-    )
+    rounds, lag = _rollout(run, step)
     batch, metrics = assemble(rounds.kept, run.tokenizer.pad_token_id, cfg)
     metrics.update(rollout_metrics(rounds.sampled, cfg))
+    metrics.update(lag)
     # With nothing left to learn from (all filtered or masked) there is no optimiser step.
     metrics["update/skipped"] = float(batch is None)
     if batch is not None:
         metrics.update(_update(run, batch))
+    if run.stream is not None:
+        run.stream.publish()  # the worker samples step + k from these weights
     metrics["time/step"] = time.perf_counter() - t0
     metrics["perf/tokens_per_s"] = metrics["perf/generated_tokens"] / metrics["time/step"]
     metrics["perf/peak_rss_mb"] = peak_rss_mb()
@@ -198,6 +219,18 @@ def train_step(run: RLRun) -> StepRecord:
         metrics["sandbox/isolation_level"] = float(isolation_level(run.sandbox))
     prompts = [p for rnd in rounds.sampled for p in rnd.prompts]
     return StepRecord(metrics, samples(rounds.sampled, cfg.log.samples_per_step), prompts)
+
+
+def _rollout(run: RLRun, step: int) -> tuple[Rounds, dict[str, float]]:
+    """The step's rounds, sampled now or (``rollout.staleness >= 1``) by the generation worker,
+    with the staleness and wait metrics of the latter."""
+    if run.stream is not None:
+        return run.stream.next(step)
+    run.generator.sync_weights()  # the policy changed since the last rollout
+    rounds = collect_rounds(
+        run.generator, run.tokenizer, run.scorer, run.train_set.prompts, run.order, run.cfg
+    )
+    return rounds, {}
 
 
 def _update(run: RLRun, batch) -> dict[str, float]:

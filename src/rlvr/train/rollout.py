@@ -64,6 +64,9 @@ class Round:
     """``generate`` wall time, and ``score``: the rest of the round (scoring not hidden behind generation)."""
     rollout_logp: torch.Tensor | None = None
     """[n * G, T] the sampler's log-probs of the sampled tokens (``None``: it reports none)."""
+    behaviour_logp: torch.Tensor | None = None
+    """[n * G, T] the trainer's log-probs of the sampled tokens under the weights that sampled
+    them, set by the generation worker of ``rollout.staleness >= 1`` (``None``: synchronous)."""
 
     def informative(self, group_size: int) -> torch.Tensor:
         """[n] bool: groups whose rewards are not all equal."""
@@ -80,6 +83,7 @@ class Round:
             rewards=self.rewards[rows],
             truncated=self.truncated[rows],
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp[rows],
+            behaviour_logp=None if self.behaviour_logp is None else self.behaviour_logp[rows],
         )
 
 
@@ -214,6 +218,7 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
         group_stats=stats,
         rollout_logp=pad_logp([r.rollout_logp for r in kept], seqs.response_width),
         contrast_stats=contrast_stats(cfg, rewards),
+        old_logp=pad_logp([r.behaviour_logp for r in kept], seqs.response_width),
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:
@@ -236,7 +241,7 @@ def contrast_stats(cfg: TrainConfig, rewards: torch.Tensor) -> dict[str, Any]:
     return {label: s for label, s in stats.items() if s is not None}
 
 
-def _logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
+def sequence_logp(model, seqs: SequenceBatch, cfg: TrainConfig) -> torch.Tensor:
     """[B, T] log-probs of the response tokens under ``model``, micro-batch by micro-batch."""
     out = torch.zeros(seqs.response_mask.shape, dtype=torch.float32)  # [B, T], a normal tensor
     with torch.inference_mode():
@@ -265,11 +270,19 @@ class WithLogp(NamedTuple):
 
 
 def behaviour_logp(batch: RolloutBatch, policy, reference, cfg: TrainConfig) -> WithLogp:
-    """``batch`` with old (if the batch is reused) and reference (if ``kl_coef > 0``) log-probs."""
-    t0 = time.perf_counter()
-    old = _logp(policy, batch.seqs, cfg) if cfg.rollout.reuses_rollout else None
-    ref = _logp(reference, batch.seqs, cfg) if reference is not None else None
-    batch = dataclasses.replace(batch, old_logp=old, ref_logp=ref)
+    """``batch`` with old (if the batch is reused), proximal (if reused under
+    ``rollout.decoupled``) and reference (if ``kl_coef > 0``) log-probs.
+
+    Old log-probs the generation worker recorded (``rollout.staleness >= 1``) are kept: they
+    are the sampling weights'; the current weights' are then the proximal policy's.
+    """
+    t0, ro = time.perf_counter(), cfg.rollout
+    needed = ro.reuses_rollout and (batch.old_logp is None or ro.decoupled)
+    current = sequence_logp(policy, batch.seqs, cfg) if needed else None
+    old = batch.old_logp if batch.old_logp is not None else current
+    ref = sequence_logp(reference, batch.seqs, cfg) if reference is not None else None
+    prox = current if ro.decoupled else None
+    batch = dataclasses.replace(batch, old_logp=old, prox_logp=prox, ref_logp=ref)
     return WithLogp(batch, time.perf_counter() - t0)
 
 

@@ -6,6 +6,10 @@ accumulated gradient equals the full-batch gradient. When the batch feeds a sing
 optimiser step, the behaviour log-probs are the current ones, detached: no extra pass.
 When the sampler reported its own log-probs, the behaviour log-probs are compared with
 them and, optionally, each token's loss is importance-weighted (:mod:`rlvr.train.correction`).
+Under ``rollout.staleness >= 1`` the behaviour log-probs are the generation worker's (the
+weights that sampled the batch), so the objective's ratio sees the staleness; with
+``rollout.decoupled`` the ratio is against the proximal policy instead and each token is
+weighted by ``pi_prox / pi_behav`` (:mod:`rlvr.objectives.decoupled`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from rlvr.objectives import (
     step_counts,
 )
 from rlvr.objectives import contrast as contrast_lib
+from rlvr.objectives.decoupled import decoupled_inputs
 from rlvr.train.batch import RolloutBatch, micro_batches, split_rows
 from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
@@ -59,7 +64,7 @@ def micro_loss(
     correction = rollout_correction(old_logp, micro.rollout_logp, mask, cfg.rollout)
     inputs = LossInputs(
         logp=logp,
-        old_logp=old_logp,
+        old_logp=_proximal(micro, logp) if cfg.rollout.decoupled else old_logp,
         advantages=micro.advantages,
         mask=mask,
         rewards=micro.rewards,
@@ -68,14 +73,25 @@ def micro_loss(
         entropy=entropy,
         token_weights=correction.weights,
     )
+    decoupled = {}
+    if cfg.rollout.decoupled:  # ratio against pi_prox, each token weighted by pi_prox / pi_behav
+        cap = cfg.rollout.decoupled_cap
+        inputs, decoupled = decoupled_inputs(inputs, old_logp, cap, validate)
     loss, metrics = objective_loss(inputs, objective, counts, validate=validate)
     metrics.update(correction.metrics)
+    metrics.update(decoupled)
     metrics.update(
         contrast_lib.contrast_metrics(inputs, objective, contrasts, counts, micro.contrast_stats)
     )
     if entropy is not None and "policy/entropy" not in metrics:
         metrics["policy/entropy"] = (entropy.detach() * mask).sum() / mask.sum().clamp_min(1)
     return LossOutput(loss, metrics)
+
+
+def _proximal(micro: RolloutBatch, logp: torch.Tensor) -> torch.Tensor:
+    """[b, T] the proximal policy's log-probs: the weights at the start of the step (the current
+    ones, detached, when the batch feeds a single optimiser step)."""
+    return micro.prox_logp if micro.prox_logp is not None else logp.detach()
 
 
 def optimizer_step(

@@ -15,7 +15,7 @@ def _parser(studies: list[str]) -> argparse.ArgumentParser:
         description="Run every arm x seed of a study (in parallel, reusing finished runs and "
         "resuming killed ones) and write report.md / report.html with curves, final scores, "
         "paired t intervals and each paper claim's verdict.",
-        epilog="example: rlvr compare abc --jobs 2   |   rlvr compare all --report-dir docs/studies/all",
+        epilog="example: rlvr compare abc --jobs 2   |   rlvr compare evidence --report-dir docs/studies/evidence",
     )
     add = parser.add_argument
     add("study", nargs="?", help=f"bundled study ({', '.join(studies)}) or a YAML file")

@@ -59,7 +59,8 @@ class PairEvidence:
         if self.objective_only and self.token_frac == 0.0:
             return (
                 f"the objectives' per-token gradients were identical on every token of "
-                f"{self.steps} steps (contrast 0), and the arms differ only in the objective"
+                f"{self.steps} logged steps, all seeds together (contrast 0), and the arms "
+                "differ only in the objective"
             )
         return ""
 

@@ -141,3 +141,16 @@ def test_evidence_study_has_the_regimes_seeds_and_held_out_size():
     cfg = arm_config(study, study.arms[0], 0, regime=study.regimes[1])
     assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (16, 2)
     assert dataclasses.replace(cfg.eval, every=0).at_end
+
+
+def test_figures_fold_arms_that_trained_identically():
+    from rlvr.compare.report import _merged_identical
+
+    a = _arm("a", [0.5, 0.6], {"clip/q1_frac": 0.1})
+    b = _arm("b", [0.5, 0.6], {"clip/q1_frac": 0.2})  # same training, another band edge
+    c = _arm("c", [0.5, 0.6], {"clip/q1_frac": 0.1})  # bit-identical to a
+    labels = {"a": "A", "b": "B", "c": "C"}
+    kept, shown = _merged_identical([a, b, c], labels, set())
+    assert [k.name for k in kept] == ["a", "b"] and shown["a"] == "A = C (identical training)"
+    kept, shown = _merged_identical([a, b], labels, {frozenset(("a", "b"))})
+    assert [k.name for k in kept] == ["a"] and shown["a"] == "A = B (identical training)"

@@ -387,9 +387,13 @@ def to_html(blocks: list[Block], title: str) -> str:
 # ------------------------------------------------------------------ the report
 
 
-def _merged_identical(arms: list[ArmData], labels: dict[str, str]) -> tuple[list, dict]:
-    """``arms`` with each arm whose runs are bit-identical to an earlier one's on every seed
-    folded into it (its label then names both), so no figure shows identical runs as two."""
+def _merged_identical(
+    arms: list[ArmData], labels: dict[str, str], same_updates: set[frozenset[str]]
+) -> tuple[list, dict]:
+    """``arms`` with each arm that trained exactly as an earlier one folded into it (its label
+    then names both), so no figure shows one training as two: bit-identical runs on every
+    seed, or a pair whose updates were identical (``same_updates``: untestable pairs, whose
+    diagnostics can still differ, e.g. where a quadrant's band edge lies)."""
     kept: list[ArmData] = []
     labels = dict(labels)
     for arm in arms:
@@ -397,21 +401,35 @@ def _merged_identical(arms: list[ArmData], labels: dict[str, str]) -> tuple[list
             (
                 k
                 for k in kept
-                if set(k.runs) == set(arm.runs)
-                and all(same_run(k.runs[s], arm.runs[s]) for s in arm.runs)
+                if frozenset((k.name, arm.name)) in same_updates
+                or (
+                    set(k.runs) == set(arm.runs)
+                    and all(same_run(k.runs[s], arm.runs[s]) for s in arm.runs)
+                )
             ),
             None,
         )
         if twin is None:
             kept.append(arm)
         else:
-            labels[twin.name] = (
-                f"{labels.get(twin.name, twin.name)} = {labels.get(arm.name, arm.name)} (identical runs)"
-            )
+            name, other = labels.get(twin.name, twin.name), labels.get(arm.name, arm.name)
+            labels[twin.name] = f"{name} = {other} (identical training)"
     return kept, labels
 
 
-def _figures(study: Study, by_regime, out: Path) -> dict[tuple[str, str], list[Path]]:
+def _same_updates(verdicts: list[Verdict], regime: str) -> set[frozenset[str]]:
+    """The pairs of arms an untestable verdict of ``regime`` found to train identically."""
+    return {
+        frozenset(pair)
+        for v in verdicts
+        if v.regime == regime and v.status == UNTESTABLE
+        for pair in v.claim.pairs
+    }
+
+
+def _figures(
+    study: Study, by_regime, verdicts: list[Verdict], out: Path
+) -> dict[tuple[str, str], list[Path]]:
     fig_dir = out / FIGURES_DIR
     fig_dir.mkdir(parents=True, exist_ok=True)
     files: dict[tuple[str, str], list[Path]] = {}
@@ -422,7 +440,8 @@ def _figures(study: Study, by_regime, out: Path) -> dict[tuple[str, str], list[P
                 for a in study.arms
                 if a.group == group and a.name in data and data[a.name].runs
             ]
-            arms, labels = _merged_identical(found, {a.name: a.label for a in study.arms})
+            labels = {a.name: a.label for a in study.arms}
+            arms, labels = _merged_identical(found, labels, _same_updates(verdicts, regime))
             slug = (group or "arms") + (f"-{regime}" if study.regimes else "")
             title = (group or study.name) + (f" ({regime})" if study.regimes else "")
             made = [
@@ -481,7 +500,7 @@ def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) ->
     """Judge the claims on the finished runs and write the report files into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     by_regime, verdicts = judge_all(study, specs)
-    figure_files = _figures(study, by_regime, out)
+    figure_files = _figures(study, by_regime, verdicts, out)
     blocks = build_blocks(study, specs, by_regime, verdicts, figure_files, command)
     md, page = out / "report.md", out / "report.html"
     md.write_text(to_markdown(blocks, out))

@@ -151,6 +151,6 @@ def test_figures_fold_arms_that_trained_identically():
     c = _arm("c", [0.5, 0.6], {"clip/q1_frac": 0.1})  # bit-identical to a
     labels = {"a": "A", "b": "B", "c": "C"}
     kept, shown = _merged_identical([a, b, c], labels, set())
-    assert [k.name for k in kept] == ["a", "b"] and shown["a"] == "A = C (identical training)"
+    assert [k.name for k in kept] == ["a", "b"] and shown["a"] == "A = C\n(identical training)"
     kept, shown = _merged_identical([a, b], labels, {frozenset(("a", "b"))})
-    assert [k.name for k in kept] == ["a"] and shown["a"] == "A = B (identical training)"
+    assert [k.name for k in kept] == ["a"] and shown["a"] == "A = B\n(identical training)"

@@ -395,7 +395,7 @@ def _merged_identical(
     seed, or a pair whose updates were identical (``same_updates``: untestable pairs, whose
     diagnostics can still differ, e.g. where a quadrant's band edge lies)."""
     kept: list[ArmData] = []
-    labels = dict(labels)
+    labels, folded = dict(labels), {}
     for arm in arms:
         twin = next(
             (
@@ -412,8 +412,9 @@ def _merged_identical(
         if twin is None:
             kept.append(arm)
         else:
-            name, other = labels.get(twin.name, twin.name), labels.get(arm.name, arm.name)
-            labels[twin.name] = f"{name} = {other} (identical training)"
+            folded.setdefault(twin.name, []).append(labels.get(arm.name, arm.name))
+    for name, others in folded.items():
+        labels[name] = " = ".join([labels.get(name, name), *others]) + "\n(identical training)"
     return kept, labels
 
 

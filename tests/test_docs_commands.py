@@ -73,6 +73,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     (root / "my_pipeline.yaml").write_text(klear.replace("../../assets/", "./src/rlvr/assets/"))
     shutil.copy(ROOT / "src/rlvr/compare/studies/abc.yaml", root / "my_study.yaml")
     shutil.copy(ROOT / "src/rlvr/assets/math-mini.jsonl", root / "a.jsonl")
+    shutil.copy(ROOT / "src/rlvr/assets/chain_sum-worked.jsonl", root / "raw.jsonl")
     rows = gym_rows("chain_sum", size=4, seed=0, config={"max_terms": 3})
     for name in ("b.jsonl", "data/train.jsonl", "data/test.jsonl"):
         _write_jsonl(root / name, rows)
@@ -81,6 +82,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     for name in ("demo-20260101-120000", "grpo", "abc", "a", "b"):
         _fake_run(root / "runs" / name)
     shutil.copytree(tiny_model_dir, root / "runs" / "ckpt")
+    shutil.copytree(tiny_model_dir, root / "sft-model")
     return root
 
 
@@ -135,6 +137,8 @@ def _run_rlvr(args: list[str]) -> str | None:
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             code = main(args)
+    except Parsed:  # a marked command with no --dry-run: its arguments parsed
+        return None
     except SystemExit as exit_:
         code = exit_.code
     return None if code == 0 else f"rlvr {' '.join(args)} -> exit {code}: {err.getvalue()[-1500:]}"
@@ -226,6 +230,8 @@ def check(cmd: Command, sandbox: Path, tiny: Path, monkeypatch) -> str | None:
         name, argv = "python", argv[script:]
     with _in(sandbox, cmd.env, monkeypatch):
         if name == "rlvr":
+            if cmd.markers and argv[:1] == ["data"]:  # rlvr data has no --dry-run: parse only
+                _parse_only(monkeypatch)
             return _run_rlvr(_rlvr(cmd, argv, tiny))
         if name in ("python", "python3") and argv:
             return _python(cmd, argv, tiny, monkeypatch)

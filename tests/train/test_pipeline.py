@@ -148,7 +148,7 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     bad.write_text("stages:\n  - {name: a, kind: rl, config: demo}\n")
     assert pipeline_main([str(bad)]) == 2
     assert (
-        "stages[0] (a): kind must be one of ['sft', 'train', 'data'], got 'rl'"
+        "stages[0]: stage 'a': kind must be one of ['sft', 'train', 'data'], got 'rl'"
         in capsys.readouterr().err
     )
     assert pipeline_main([str(path), "nope:steps=1"]) == 2

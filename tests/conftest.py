@@ -9,13 +9,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
-if os.environ.get("RLVR_TEST_DEVICE"):
-    # bench/gpu/check.sh runs CPU tests with another default device (tensors created without
-    # a device land there); tests that build CPU generators or compare devices may then fail.
-    import torch
-
-    torch.set_default_device(os.environ["RLVR_TEST_DEVICE"])
-
 TINY_CORPUS = [
     "What is 12 + 7? Answer: 19",
     "Calculate 5 - 3 - 6. The answer is -4.",

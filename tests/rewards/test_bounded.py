@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rlvr.rewards import bounded
-from rlvr.rewards.bounded import LimitExceeded, call_bounded
+from rlvr.sandbox import bounded
+from rlvr.sandbox.bounded import LimitExceeded, call_bounded
 
 
 def test_result_comes_back_and_the_helper_is_reused():
@@ -55,7 +55,7 @@ def test_killing_the_callers_process_group_kills_its_helper(tmp_path):
     import sys
 
     caller = (
-        "from rlvr.rewards import bounded\n"
+        "from rlvr.sandbox import bounded\n"
         "bounded.call_bounded(divmod, 1, 1)\n"
         "print(bounded._POOL.idle[-1].link.process.pid, flush=True)\n"
         "bounded.call_bounded(pow, 9, 9**9, timeout_s=60)\n"  # busy in the helper

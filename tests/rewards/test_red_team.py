@@ -26,7 +26,7 @@ import pytest
 from verifier_helpers import sandbox_pids
 
 from rlvr.rewards.code import CodeConfig, code_verifier
-from rlvr.rewards.sandbox import (
+from rlvr.sandbox import (
     IsolationReport,
     SandboxLimits,
     SandboxPolicy,

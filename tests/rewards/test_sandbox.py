@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from verifier_helpers import sandbox_pids
 
-from rlvr.rewards import sandbox
-from rlvr.rewards.sandbox import (
+from rlvr import sandbox
+from rlvr.sandbox import (
     SandboxLimits,
     SandboxPolicy,
     SandboxStatus,
@@ -147,7 +147,7 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
 def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None:
     _requires(policy, "parent_death_signal")
     caller = (
-        "from rlvr.rewards.sandbox import *\n"
+        "from rlvr.sandbox import *\n"
         f"isolation_report({policy!r})\n"  # the probe's own runs are over once this returns
         "print('probed', flush=True)\n"
         f"run_untrusted('import time\\ntime.sleep(60)', policy={policy!r})\n"
@@ -363,7 +363,7 @@ def test_isolation_report_is_consistent() -> None:
 
 def test_isolation_is_logged_once(caplog) -> None:
     policy = SandboxPolicy(user="nobody", python=sys.executable)  # a policy not probed yet
-    with caplog.at_level("INFO", logger="rlvr.rewards.sandbox"):
+    with caplog.at_level("INFO", logger="rlvr.sandbox"):
         mode = sandbox.isolation_mode(policy)
         sandbox.isolation_mode(policy)
         run_untrusted("print(1)", limits=FAST, policy=policy)
@@ -398,7 +398,7 @@ def test_docstring_examples() -> None:
 
 def test_isolation_level_and_which_verifiers_run_programs():
     from rlvr.rewards.registry import sandbox_isolation
-    from rlvr.rewards.sandbox import ISOLATION_MODES, isolation_level, isolation_mode
+    from rlvr.sandbox import ISOLATION_MODES, isolation_level, isolation_mode
 
     assert [isolation_level(m) for m in ISOLATION_MODES] == [4, 3, 2, 1]
     assert isolation_level("unavailable") == 0

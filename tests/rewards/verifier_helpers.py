@@ -43,7 +43,7 @@ def huge_power(completion: str, reference) -> float:
 
 def sandbox_pids() -> list[int]:
     """Live processes carrying any sandbox marker argument (zombies have no arguments)."""
-    from rlvr.rewards.sandbox import MARKER_FLAG
+    from rlvr.sandbox import MARKER_FLAG
 
     flag = MARKER_FLAG.encode()
     found = []

@@ -15,7 +15,7 @@ Built-in verifiers: ``math`` (:mod:`rlvr.rewards.math`), ``reasoning_gym[:task]`
 and the ``+format`` modifier (:mod:`rlvr.rewards.format`). New verifiers register with
 :func:`register` (see :mod:`rlvr.rewards.registry`) and may count events
 (:mod:`rlvr.rewards.events`). The ``code`` verifier's sandbox names its isolation with
-:func:`rlvr.rewards.sandbox.isolation_mode`; record it once per run.
+:func:`rlvr.sandbox.isolation_mode`; record it once per run.
 """
 
 from rlvr.rewards.extract import extract_answer
@@ -28,7 +28,7 @@ from rlvr.rewards.registry import (
     register,
 )
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig, score_completions
-from rlvr.rewards.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.timeout import VerifierTimeout, time_limit
 
 __all__ = [
     "VERIFIERS",

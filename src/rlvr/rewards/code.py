@@ -28,10 +28,10 @@ integer, the actual one rounds to exactly that integer (``1000000007`` is not
 ``1000000000``). A call passes when the ``repr`` of the
 return value parses back to a value equal to the expected one (tuples read as lists, dict keys
 compared as strings, numbers with the same tolerance). An assert test runs in a test driver
-(:func:`rlvr.rewards.sandbox.run_untrusted` with ``driver``, :mod:`rlvr.rewards._assert_driver`):
+(:func:`rlvr.sandbox.run_untrusted` with ``driver``, :mod:`rlvr.sandbox.driver`):
 a second interpreter of the same run that no program code touched runs the set-up and the
 test with Python's semantics, calling the program's functions through a pipe with plain data
-in and out (:mod:`rlvr.rewards.plain`); the test passes when the driver reports it ran to the
+in and out (:mod:`rlvr.sandbox.plain`); the test passes when the driver reports it ran to the
 end. A test the driver cannot judge (the program's answer is not plain data, or it needs the
 program's classes) fails and is counted (``asserts_unsupported``, against
 ``asserts_judged``, see :mod:`rlvr.rewards.events`); ``CodeConfig.in_process`` runs such
@@ -40,7 +40,7 @@ tests in the program's interpreter instead (``asserts_in_process``).
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
 ``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
 
-Execution. Each test is its own sandbox run (:func:`rlvr.rewards.sandbox.run_untrusted`):
+Execution. Each test is its own sandbox run (:func:`rlvr.sandbox.run_untrusted`):
 state never leaks between tests and one hung test costs only its own time limit. Runs of one
 program go through a thread pool of ``workers`` (default: the CPU cores this process may use);
 tests not started within ``total_time_s`` count as failed. A program that does not compile
@@ -79,7 +79,7 @@ from typing import Any
 
 from rlvr.rewards.events import record
 from rlvr.rewards.registry import register
-from rlvr.rewards.sandbox import (
+from rlvr.sandbox import (
     DEFAULT_POLICY,
     EXIT_SYNTAX,
     SandboxError,
@@ -89,6 +89,7 @@ from rlvr.rewards.sandbox import (
     SandboxStatus,
     run_untrusted,
 )
+from rlvr.sandbox import driver as assert_driver
 
 SKIPPED = "skipped"
 """Status of a test that was not run (budget spent, or an earlier result made it moot)."""
@@ -383,11 +384,11 @@ def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> 
 
 @functools.cache
 def _driver_module() -> str:
-    return Path(__file__).with_name("_assert_driver.py").read_text(encoding="utf-8")
+    return Path(assert_driver.__file__).read_text(encoding="utf-8")
 
 
 def _driver(suite: TestSuite, statement: str) -> str:
-    """Source of the test driver of one assert test (see :mod:`rlvr.rewards._assert_driver`)."""
+    """Source of the test driver of one assert test (see :mod:`rlvr.sandbox.driver`)."""
     stubs = {name: name for name in _program_names(statement, suite)}
     if suite.fn_name is not None:
         stubs["candidate"] = suite.fn_name

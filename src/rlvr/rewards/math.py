@@ -16,7 +16,7 @@ r"""The ``math`` verifier: one final answer, screened, compared through ``math-v
 3. **Compare.** The extracted answer and the reference are parsed by ``math-verify``
    (LaTeX and plain expressions: fractions, ``\dfrac``, decimals, intervals, sets, units,
    percentages, degrees) and compared symbolically and numerically, in a helper process
-   (:func:`rlvr.rewards.bounded.call_bounded`) with a hard limit of ``compare_timeout_s``
+   (:func:`rlvr.sandbox.bounded.call_bounded`) with a hard limit of ``compare_timeout_s``
    seconds and ``compare_memory_mb`` MiB: a comparison past either scores ``wrong`` and
    counts as ``math_rejected``. The helper starts on the first call (or on
    :meth:`rlvr.rewards.verifier.Verifier.warm_up`, which the scorer calls), outside the limit.
@@ -37,10 +37,10 @@ from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from rlvr.rewards.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
 from rlvr.rewards.registry import register
+from rlvr.sandbox.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 
 MAX_ANSWER_CHARS = 1000
 """Longest answer compared."""

@@ -193,6 +193,6 @@ def sandbox_isolation(spec: str) -> str | None:
     """
     if not _lookup(parse_spec(spec)[0]).sandboxed:
         return None
-    from rlvr.rewards.sandbox import isolation_mode  # the sandbox only for verifiers that use it
+    from rlvr.sandbox import isolation_mode  # the sandbox only for verifiers that use it
 
     return isolation_mode()

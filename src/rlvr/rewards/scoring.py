@@ -7,7 +7,7 @@ non-finite number or runs out of time gives the verifier's ``failure_value`` (it
 batch.
 
 ``workers=0`` scores in the calling thread (any thread: the limit is enforced by
-:func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
+:func:`rlvr.sandbox.timeout.time_limit`, which interrupts Python code but not one long C
 call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
 over cores and makes the limit hard: a verifier stuck in a C call that would never return
 is cut off. (The ``math`` verifier bounds its own SymPy work, see :mod:`rlvr.rewards.math`.)
@@ -40,8 +40,8 @@ from typing import Any, NamedTuple
 
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
-from rlvr.rewards.timeout import VerifierTimeout, time_limit
-from rlvr.rewards.workers import Helper, connect, serve, spawn
+from rlvr.sandbox.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.workers import Helper, connect, serve, spawn
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 _START_TIMEOUT_S = 120.0

@@ -1,7 +1,7 @@
 """Bootstrap that runs inside every sandboxed child process (stdlib only, never imported).
 
-:mod:`rlvr.rewards.sandbox` reads this file as text, after the text of
-:mod:`rlvr.rewards.plain` (the codec of the test driver's channel), and starts
+:mod:`rlvr.sandbox` reads this file as text, after the text of
+:mod:`rlvr.sandbox.plain` (the codec of the test driver's channel), and starts
 ``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
 hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
 run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
@@ -22,7 +22,7 @@ program that failed):
    files;
 3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
    unprivileged uid, no capability kept (the interpreter must be one that uid can read; see
-   :mod:`rlvr.rewards.interpreter`); ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and
+   :mod:`rlvr.sandbox.interpreter`); ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and
    ``PR_SET_DUMPABLE`` 0;
 4. Landlock (when asked for): file access limited to reading the interpreter's files and to
    the working directory, no TCP connect or bind (Landlock ABI 4+), no signals to processes
@@ -52,12 +52,12 @@ import os
 import resource
 import sys
 
-EXIT_MEMORY = 251  # the parent (rlvr.rewards.sandbox) imports these three
+EXIT_MEMORY = 251  # the parent (rlvr.sandbox) imports these three
 EXIT_SETUP = 252
 EXIT_SYNTAX = 253
 
 if "encode" not in globals():  # imported as a module (documentation tools), not in a run
-    from rlvr.rewards.plain import decode, encode  # in a run its text precedes this file's
+    from rlvr.sandbox.plain import decode, encode  # in a run its text precedes this file's
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWPID = 0x20000000
@@ -626,7 +626,7 @@ def _drive(program, answers_fd, requests_fd, driver_fd, verdict_fd):
 
 
 class _Config:
-    """The parent's ``ChildConfig`` (:mod:`rlvr.rewards.sandbox`), its fields as attributes."""
+    """The parent's ``ChildConfig`` (:mod:`rlvr.sandbox`), its fields as attributes."""
 
     def __init__(self, fields):
         self.__dict__.update(fields)

@@ -29,7 +29,7 @@ site-packages, no ``PYTHON*`` variables). Without bubblewrap, where the machine 
 :func:`isolation_report`): death with the caller; network and PID namespaces; a user
 namespace when not root; when started as root, a drop to ``policy.user`` with no capability
 kept (an interpreter that user cannot read is replaced by a readable copy, see
-:mod:`rlvr.rewards.interpreter`) and ``RLIMIT_NPROC``. Best effort in every mode: an audit hook
+:mod:`rlvr.sandbox.interpreter`) and ``RLIMIT_NPROC``. Best effort in every mode: an audit hook
 inside the child (a tripwire for fork/exec, sockets, ctypes, signals and writes outside the
 working directory) and a ``/proc`` scan for processes carrying the run's marker. Not
 provided: seccomp filters, cgroup accounting, disk quotas outside bubblewrap. ``docs/sandbox.md`` has the threat
@@ -61,8 +61,8 @@ from typing import IO
 
 # Exit statuses reserved by the child bootstrap; a program that exits with one of them on
 # purpose is classified accordingly.
-from rlvr.rewards._sandbox_child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
-from rlvr.rewards.interpreter import (
+from rlvr.sandbox.child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
+from rlvr.sandbox.interpreter import (
     SYSTEM_PATHS,
     Runtime,
     describe,
@@ -283,9 +283,7 @@ class ChildConfig:
 def _child_source() -> str:
     """The bootstrap, preceded by the plain-data codec its test driver channel uses."""
     here = Path(__file__).parent
-    parts = [
-        (here / name).read_text(encoding="utf-8") for name in ("plain.py", "_sandbox_child.py")
-    ]
+    parts = [(here / name).read_text(encoding="utf-8") for name in ("plain.py", "child.py")]
     return "\n".join(parts)
 
 
@@ -947,7 +945,7 @@ def run_untrusted(
     process runs ``source`` and then serves calls; the driver's process runs ``driver`` with
     two functions in its globals: ``call_program(name, args, kwargs)`` calls the function
     ``name`` of the program's namespace, with plain data in and out
-    (:mod:`rlvr.rewards.plain`; the program's exceptions come back by builtin class name),
+    (:mod:`rlvr.sandbox.plain`; the program's exceptions come back by builtin class name),
     and ``report(text)`` writes a line to :attr:`SandboxResult.report`, a channel the program
     never holds. Neither returns before the program has run to the end; if the program ends
     first, the driver leaves with the program's exit status. The run's status is the driver's.

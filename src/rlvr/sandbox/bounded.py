@@ -5,11 +5,11 @@ result until a deadline. The helper has an address-space limit (``RLIMIT_AS``) a
 each call, a CPU-time limit (``RLIMIT_CPU``) a second past the deadline; a call that runs
 past its deadline, runs out of memory or kills its helper raises :class:`LimitExceeded`,
 and the helper is killed and replaced on the next call. Unlike ``signal.alarm`` (main
-thread only) or an asynchronous exception (:mod:`rlvr.rewards.timeout`, which waits for a
+thread only) or an asynchronous exception (:mod:`rlvr.sandbox.timeout`, which waits for a
 long C call such as a huge integer power to return), this cuts off anything, on any
 thread, and bounds memory too.
 
-Helpers are plain interpreters (:mod:`rlvr.rewards.workers`) started on first use, kept idle
+Helpers are plain interpreters (:mod:`rlvr.sandbox.workers`) started on first use, kept idle
 between calls and reused: the call costs a round trip through a
 pipe. Importing the function's module happens before the clock starts. Helpers stay in the
 caller's process group (ignoring Ctrl-C), so killing a scorer worker's group takes its
@@ -21,7 +21,7 @@ caller died in the middle of a call.
 >>> call_bounded(pow, 9, 9**9, timeout_s=0.5)   # 370 million digits: cut off
 Traceback (most recent call last):
 ...
-rlvr.rewards.bounded.LimitExceeded: pow ran past 0.5 s
+rlvr.sandbox.bounded.LimitExceeded: pow ran past 0.5 s
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from rlvr.rewards.workers import Helper, connect, serve, spawn
+from rlvr.sandbox.workers import Helper, connect, serve, spawn
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024

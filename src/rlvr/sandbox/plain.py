@@ -1,6 +1,6 @@
 """Plain data as one line of text: the only values that cross between a program and its tests.
 
-A test driver (:mod:`rlvr.rewards.driver`) calls the program in another process and gets its
+A test driver (:mod:`rlvr.sandbox.driver`) calls the program in another process and gets its
 answers back through :func:`encode` and :func:`decode`: ``None``, ``bool``, ``int``,
 ``float``, ``complex``, ``str``, ``bytes``, and lists, tuples, sets, frozensets and dicts of
 them (``Fraction`` and ``Decimal`` too). Subclasses (a ``namedtuple``, a ``Counter``, an
@@ -8,7 +8,7 @@ them (``Fraction`` and ``Decimal`` too). Subclasses (a ``namedtuple``, a ``Count
 is made of exact builtin types only, so no code of the program's runs where it is used.
 
 This module uses the standard library only: the sandbox's child bootstrap carries its source
-(:mod:`rlvr.rewards.sandbox`). The text is JSON, written and read with the C functions of
+(:mod:`rlvr.sandbox`). The text is JSON, written and read with the C functions of
 ``_json`` alone: importing ``json`` would import ``re`` in every test run.
 """
 

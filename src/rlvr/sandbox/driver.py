@@ -1,7 +1,7 @@
 """Driver of the ``code`` verifier's assert tests (stdlib only; runs inside the sandbox).
 
 :mod:`rlvr.rewards.code` sends this file's text as the ``driver`` of a sandboxed run
-(:func:`rlvr.rewards.sandbox.run_untrusted`), followed by one call of :func:`run`. It runs in
+(:func:`rlvr.sandbox.run_untrusted`), followed by one call of :func:`run`. It runs in
 the run's second interpreter, which no program code has touched: the test's set-up and the
 test itself run here with Python's own semantics, and each name of the program the test uses
 is a stub that calls the program's function through ``call_program`` (plain data in, plain

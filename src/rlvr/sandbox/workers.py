@@ -1,7 +1,7 @@
 """Helper processes: a fresh interpreter running a module-level loop over a pair of pipes.
 
 The one primitive behind the scorer's worker processes (:mod:`rlvr.rewards.scoring`) and the
-helpers of bounded calls (:mod:`rlvr.rewards.bounded`). A helper is a plain
+helpers of bounded calls (:mod:`rlvr.sandbox.bounded`). A helper is a plain
 ``python -c`` started with :func:`spawn` (not ``multiprocessing``: nothing re-imports the
 caller's ``__main__``, so scripts without a main guard and notebooks work); its side runs
 :func:`serve`, answering each message until it receives ``None`` or its pipe closes.

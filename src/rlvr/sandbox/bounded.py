@@ -9,12 +9,11 @@ thread only) or an asynchronous exception (:mod:`rlvr.sandbox.timeout`, which wa
 long C call such as a huge integer power to return), this cuts off anything, on any
 thread, and bounds memory too.
 
-Helpers are plain interpreters (:mod:`rlvr.sandbox.workers`) started on first use, kept idle
-between calls and reused: the call costs a round trip through a
-pipe. Importing the function's module happens before the clock starts. Helpers stay in the
-caller's process group (ignoring Ctrl-C), so killing a scorer worker's group takes its
-helpers with it; an idle helper leaves when its pipe closes, and the CPU limit ends one whose
-caller died in the middle of a call.
+Helpers come from a :class:`~rlvr.sandbox.workers.Pool` per memory limit, kept idle between
+calls: a call costs a round trip through a pipe; importing the function's module happens
+before the clock starts. Helpers stay in the caller's process group (ignoring Ctrl-C), so
+killing a scorer worker's group takes its helpers with it; an idle helper leaves when its
+pipe closes, and the CPU limit ends one whose caller died in the middle of a call.
 
 >>> call_bounded(divmod, 17, 5)
 (3, 2)
@@ -26,25 +25,23 @@ rlvr.sandbox.bounded.LimitExceeded: pow ran past 0.5 s
 
 from __future__ import annotations
 
-import atexit
 import math
 import os
 import resource
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from rlvr.sandbox.workers import Helper, connect, serve, spawn
+from rlvr.sandbox.workers import START_TIMEOUT_S, Helper, Pool, connect, serve
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024
-_START_TIMEOUT_S = 120.0
-_POLL_S = 0.05
-_MAX_IDLE = 8
 _MEMORY = "MemoryError"
+_POOLS: dict[int, Pool] = {}
+"""Memory limit in MiB -> the pool of helpers with that limit."""
+_POOLS_LOCK = threading.Lock()
 
 
 class LimitExceeded(Exception):
@@ -82,80 +79,22 @@ def _answer(message: tuple, outbox: Connection) -> None:
         outbox.send((False, f"{type(err).__name__}: {err}"))
 
 
-@dataclass(eq=False)
-class _Helper:
-    link: Helper
-    memory_mb: int
-    modules: set[str] = field(default_factory=set)
-    """Modules already imported in the helper."""
+def _pool(memory_mb: int) -> Pool:
+    with _POOLS_LOCK:
+        if memory_mb not in _POOLS:
+            _POOLS[memory_mb] = Pool(_helper_main, memory_mb)
+        return _POOLS[memory_mb]
 
 
-def _spawn(memory_mb: int) -> _Helper:
-    return _Helper(spawn(_helper_main, memory_mb), memory_mb)
-
-
-def _kill(helper: _Helper) -> None:
-    helper.link.kill()
-
-
-class _Pool:
-    """Idle helpers of this process (a forked child starts with none)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.idle: list[_Helper] = []
-
-    def take(self, memory_mb: int) -> _Helper:
-        with self.lock:
-            while self.idle:
-                helper = self.idle.pop()
-                if helper.memory_mb == memory_mb and helper.link.process.poll() is None:
-                    return helper
-                _kill(helper)
-        return _spawn(memory_mb)
-
-    def give_back(self, helper: _Helper) -> None:
-        with self.lock:
-            if len(self.idle) < _MAX_IDLE:
-                self.idle.append(helper)
-                return
-        _kill(helper)
-
-    def close(self) -> None:
-        with self.lock:
-            helpers, self.idle = self.idle, []
-        for helper in helpers:
-            _kill(helper)
-
-    def forget(self) -> None:
-        """In a forked child: the helpers belong to the parent; drop them without killing."""
-        self.lock = threading.Lock()
-        self.idle = []
-
-
-_POOL = _Pool()
-atexit.register(_POOL.close)
-os.register_at_fork(after_in_child=_POOL.forget)
-
-
-def _wait(helper: _Helper, deadline: float, what: str) -> tuple[bool, Any]:
-    """The helper's answer, or :class:`LimitExceeded` once ``deadline`` passes."""
-    while not helper.link.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
-        if time.monotonic() >= deadline:
-            raise LimitExceeded(what)
+def _ask(helper: Helper, message: tuple, timeout_s: float, what: str) -> tuple[bool, Any]:
+    """Send ``message``; its answer, or :class:`LimitExceeded` after ``timeout_s``."""
+    helper.outbox.send(message)
     try:
-        return helper.link.inbox.recv()
-    except (EOFError, OSError) as exc:
+        return helper.receive(time.monotonic() + timeout_s)
+    except TimeoutError:
+        raise LimitExceeded(what) from None
+    except EOFError as exc:
         raise LimitExceeded(f"{what}: the helper process died (memory or CPU limit)") from exc
-
-
-def _prepare(helper: _Helper, module: str) -> None:
-    if module not in helper.modules:
-        helper.link.outbox.send(("import", module))
-        ok, error = _wait(helper, time.monotonic() + _START_TIMEOUT_S, f"importing {module}")
-        if not ok:
-            raise RuntimeError(f"the helper process could not import {module}: {error}")
-        helper.modules.add(module)
 
 
 def call_bounded(
@@ -172,20 +111,23 @@ def call_bounded(
     """
     if not timeout_s > 0 or memory_mb <= 0:
         raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
-    helper = _POOL.take(memory_mb)
+    pool = _pool(memory_mb)
+    helper, module = pool.take(), fn.__module__
     try:
-        _prepare(helper, fn.__module__)
-        helper.link.outbox.send(("call", fn, args, timeout_s + 1.0))
-        ok, value = _wait(
-            helper, time.monotonic() + timeout_s, f"{fn.__name__} ran past {timeout_s:g} s"
-        )
+        if module not in helper.state:
+            ok, error = _ask(helper, ("import", module), START_TIMEOUT_S, f"importing {module}")
+            if not ok:
+                raise RuntimeError(f"the helper process could not import {module}: {error}")
+            helper.state.add(module)
+        what = f"{fn.__name__} ran past {timeout_s:g} s"
+        ok, value = _ask(helper, ("call", fn, args, timeout_s + 1.0), timeout_s, what)
     except BaseException:  # LimitExceeded, a broken pipe, or the caller's own time limit
-        _kill(helper)
+        helper.kill()
         raise
     if not ok and value == _MEMORY:
-        _kill(helper)
+        helper.kill()
         raise LimitExceeded(f"{fn.__name__} ran out of memory ({memory_mb} MiB)")
-    _POOL.give_back(helper)
+    pool.give_back(helper)
     if not ok:
         raise RuntimeError(value)
     return value

@@ -27,8 +27,9 @@ _BY_EXIT_CODE = {
 }
 
 
-def marked_pids(marker: str) -> list[int]:
-    """Live processes with the argument ``MARKER_FLAG + marker`` (zombies have no arguments)."""
+def marked_pids(marker: str = "") -> list[int]:
+    """Live processes with an argument starting ``MARKER_FLAG + marker`` (zombies have no
+    arguments): those of one run, or with no ``marker`` of every run."""
     needle = (MARKER_FLAG + marker).encode()
     found = []
     try:
@@ -40,7 +41,7 @@ def marked_pids(marker: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                if needle in f.read().split(b"\0"):
+                if any(arg.startswith(needle) for arg in f.read().split(b"\0")):
                     found.append(int(entry.name))
         except OSError:
             continue

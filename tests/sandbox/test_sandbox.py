@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from verifier_helpers import sandbox_pids
 
 from rlvr import sandbox
 from rlvr.sandbox import (
@@ -31,6 +30,7 @@ from rlvr.sandbox import (
     output,
     run_untrusted,
 )
+from rlvr.sandbox.process import marked_pids
 
 FAST = SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256, output_bytes=10_000)
 DEFAULT = SandboxPolicy()
@@ -51,9 +51,9 @@ BOTH = pytest.mark.parametrize(
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    assert sandbox_pids() == [], "a sandboxed process was alive before the test"
+    assert marked_pids() == [], "a sandboxed process was alive before the test"
     yield
-    assert sandbox_pids() == [], "a sandboxed process outlived its run"
+    assert marked_pids() == [], "a sandboxed process outlived its run"
 
 
 def _requires(policy: SandboxPolicy, layer: str) -> None:
@@ -161,12 +161,12 @@ def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "probed\n"
-        assert _wait_for(lambda: len(sandbox_pids()) > 0, 30.0), "the run never started"
+        assert _wait_for(lambda: len(marked_pids()) > 0, 30.0), "the run never started"
     finally:
         proc.kill()
         proc.wait()
         proc.stdout.close()
-    assert _wait_for(lambda: sandbox_pids() == [], 5.0), "the run outlived its caller"
+    assert _wait_for(lambda: marked_pids() == [], 5.0), "the run outlived its caller"
 
 
 @BOTH

@@ -1,47 +1,35 @@
 """Bootstrap that runs inside every sandboxed child process (stdlib only, never imported).
 
-:mod:`rlvr.sandbox` reads this file as text, after the text of
-:mod:`rlvr.sandbox.plain` (the codec of the test driver's channel), and starts
-``python -I -S -X utf8 -c <this text> --rlvr-sandbox=<marker> <config>``, the config being a
-hex-encoded ``marshal`` dump (``json`` would cost an import of ``re`` in every run). The program to
-run arrives on the file descriptor named in the config, stdin is an unlinked temporary file and
-stdout/stderr are pipes read by the parent. Under bubblewrap the same command runs inside
-``bwrap``, which has already made the namespaces and the filesystem view; the steps below that
-bubblewrap covers are then switched off in the config.
+:mod:`rlvr.sandbox.launch` starts ``python -I -S -X utf8 -c <plain.py + this file>
+--rlvr-sandbox=<marker> <message>``, the message a hex ``marshal`` dump of a ``ChildConfig``
+(``json`` would import ``re`` in every run). The program arrives on a descriptor, stdin is an
+unlinked temporary file, stdout/stderr are pipes the parent reads. Under bubblewrap the
+same command runs inside ``bwrap``, and the steps it covers are switched off in the message.
 
-Order of operations, each step before any untrusted code runs (the first is to write one byte
-to the config's ``report_fd``, so the parent can tell a bootstrap that never started from a
-program that failed):
+Each step runs before any untrusted code (the first writes one byte to ``report_fd``, so the
+parent can tell a bootstrap that never started from a program that failed):
 
-1. ``PR_SET_PDEATHSIG`` (the run dies with its caller), then namespaces when asked for: a user
-   namespace when not root, a network namespace, and a PID namespace, in which case this
-   process forks and stays outside as a supervisor, the namespace's init (PID 1) reaps
-   orphans, and the program runs as PID 2; when init exits the kernel kills everything left
-   in the namespace, and the supervisor leaves with the program's exit status or signal;
-2. resource limits (``setrlimit``): CPU time, address space, file size, open files, no core
-   files;
-3. privilege drop (when started as root): ``setgroups([])``, ``setgid``, ``setuid`` to an
-   unprivileged uid, no capability kept (the interpreter must be one that uid can read; see
-   :mod:`rlvr.sandbox.interpreter`); ``RLIMIT_NPROC``; then ``PR_SET_NO_NEW_PRIVS`` and
-   ``PR_SET_DUMPABLE`` 0;
-4. Landlock (when asked for): file access limited to reading the interpreter's files and to
-   the working directory, no TCP connect or bind (Landlock ABI 4+), no signals to processes
-   outside the sandbox and no abstract Unix sockets (ABI 6+);
-5. under bubblewrap (``supervise``): a fork; the parent stays behind as a supervisor that waits
-   for the program and writes its wait status and CPU time to ``report_fd`` (bubblewrap reports
-   neither faithfully), the child closes ``report_fd`` and goes on;
-   with a test driver (``driver_fd`` in the config): a fork into the driver (this process)
-   and the program's process, which closes the driver's descriptors (:func:`_split`); the
-   driver reads its source only now, so the program's process never holds it;
-6. an audit hook (``sys.addaudithook``, which cannot be removed) that refuses process creation,
-   signals to other processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any
-   write, rename, delete or permission change outside the working directory.
+1. ``PR_SET_PDEATHSIG``, then the namespaces asked for: user (when not root), network, and
+   PID, in which case this process stays outside as a supervisor, the namespace's init (PID 1)
+   reaps orphans and the program runs as PID 2; when init exits the kernel kills everything
+   left, and the supervisor leaves with the program's exit status or signal;
+2. rlimits: CPU time, address space, file size, open files, no core files;
+3. as root, a drop to an unprivileged uid with no capability kept (the interpreter must be one
+   it can read, :mod:`rlvr.sandbox.interpreter`), ``RLIMIT_NPROC``; then
+   ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE`` 0;
+4. Landlock: reading the interpreter's files, writing the working directory, no TCP (ABI 4+),
+   no signals out of the sandbox and no abstract Unix sockets (ABI 6+);
+5. under bubblewrap, a fork: the parent stays as a supervisor reporting the program's wait
+   status and CPU time on ``report_fd`` (bubblewrap reports neither faithfully); with a test
+   driver, a fork into the driver and the program's process, which closes the driver's
+   descriptors first (:func:`_split`); the driver reads its source only then;
+6. an audit hook (which cannot be removed) refusing process creation, signals to other
+   processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any write, rename,
+   delete or permission change outside the working directory.
 
-The audit hook is a tripwire, not a security boundary: code that corrupts the interpreter's
-memory or monkeypatches the modules the hook relies on can get past it. The kernel layers
-(namespaces, rlimits, uid, Landlock) are the boundary; see ``docs/sandbox.md``.
-
-In probe mode every layer is attempted, failures are recorded instead of fatal, and the
+The audit hook is a tripwire, not a boundary: code that corrupts the interpreter's memory or
+patches the modules the hook relies on gets past it. The kernel layers are the boundary
+(``docs/sandbox.md``). In probe mode every layer is attempted, failures are recorded, and the
 ``repr`` of a dict saying what worked is printed instead of running a program.
 """
 
@@ -65,46 +53,29 @@ _CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
-_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture
-_SYS_LANDLOCK_ADD_RULE = 445
-_SYS_LANDLOCK_RESTRICT_SELF = 446
+_SYSCALLS = {  # the same numbers on every architecture
+    "landlock_abi": 444,
+    "landlock_create_ruleset": 444,
+    "landlock_add_rule": 445,
+    "landlock_restrict_self": 446,
+}
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _LANDLOCK_READ = (1 << 2) | (1 << 3)  # READ_FILE, READ_DIR
 _LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
 
-_BLOCKED_EVENTS = frozenset(
-    {
-        "os.fork",
-        "os.forkpty",
-        "os.system",
-        "os.posix_spawn",
-        "os.posix_spawnp",
-        "os.kill",
-        "os.killpg",
-        "subprocess.Popen",
-        "pty.spawn",
-        "resource.setrlimit",
-        "resource.prlimit",
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "cpython.PyInterpreterState_New",
-    }
+_EVENT_NAMES = (
+    "os.fork os.forkpty os.system os.posix_spawn os.posix_spawnp os.kill os.killpg"
+    " subprocess.Popen pty.spawn resource.setrlimit resource.prlimit gc.get_objects"
+    " gc.get_referrers gc.get_referents cpython.PyInterpreterState_New"
 )
+_BLOCKED_EVENTS = frozenset(_EVENT_NAMES.split())
 _BLOCKED_PREFIXES = ("os.exec", "os.spawn", "ctypes.", "socket.")
-_BLOCKED_IMPORTS = frozenset(
-    {
-        "_posixsubprocess",
-        "_ctypes",
-        "ctypes",
-        "_socket",
-        "_xxsubinterpreters",
-        "_xxinterpchannels",
-        "_multiprocessing",
-        "_posixshmem",
-    }
+_MODULE_NAMES = (
+    "_posixsubprocess _ctypes ctypes _socket _xxsubinterpreters _xxinterpchannels"
+    " _multiprocessing _posixshmem"
 )
+_BLOCKED_IMPORTS = frozenset(_MODULE_NAMES.split())
 # event -> ((path index, dir_fd index or None), ...): filesystem changes checked by the hook.
 _PATH_EVENTS = {
     "os.mkdir": ((0, 2),),
@@ -126,66 +97,51 @@ _DEVICES_WRITE = ("/dev/null",)  # besides the working directory, under Landlock
 
 
 class _Libc:
-    """The few libc calls Python 3.11 lacks (unshare, prctl, Landlock), through ctypes."""
+    """The few libc calls Python 3.11 lacks (unshare, prctl, Landlock), through ctypes, imported
+    on first use so that a failure is reported by the step that needed it."""
 
     def __init__(self):
-        self._ctypes = self._lib = None
-
-    def _load(self):
-        """Import ctypes on first use, so that a failure is reported by the step that needed it."""
-        if self._lib is None:
-            import ctypes
-
-            self._ctypes = ctypes
-            self._lib = ctypes.CDLL(None, use_errno=True)
-        return self._ctypes, self._lib
-
-    def _check(self, name, status):
-        if status != 0:
-            err = self._ctypes.get_errno()
-            raise OSError(err, f"{name}: {os.strerror(err)}")
+        self.ct = self.lib = None
 
     def call(self, name, *args):
-        ct, lib = self._load()
-        self._check(name, getattr(lib, name)(*[ct.c_ulong(a) for a in args]))
+        """libc's ``name(*args)``, or ``syscall`` for Landlock's; ints or ctypes pointers."""
+        if self.lib is None:
+            import ctypes
 
-    def syscall(self, name, number, *args):
-        """``syscall(number, *args)``; each argument an int or a ctypes pointer."""
-        ct, lib = self._load()
-        values = [ct.c_long(a) if isinstance(a, int) else a for a in args]
-        result = lib.syscall(ct.c_long(number), *values)
+            self.ct, self.lib = ctypes, ctypes.CDLL(None, use_errno=True)
+        values = [self.ct.c_long(a) if isinstance(a, int) else a for a in args]
+        if name in _SYSCALLS:
+            result = self.lib.syscall(self.ct.c_long(_SYSCALLS[name]), *values)
+        else:
+            result = getattr(self.lib, name)(*values)
         if result < 0:
-            err = ct.get_errno()
+            err = self.ct.get_errno()
             raise OSError(err, f"{name}: {os.strerror(err)}")
         return result
 
     def landlock(self, read_paths, write_paths):
         """Allow reading ``read_paths`` and everything on ``write_paths``, nothing else."""
-        ct, _ = self._load()
-        abi = self.syscall("landlock_abi", _SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
+        abi = self.call("landlock_abi", None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+        ct = self.ct
         handled = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
         handled |= 1 << 15 if abi >= 5 else 0
         net, scoped = (3 if abi >= 4 else 0), (3 if abi >= 6 else 0)
         attr = (ct.c_uint64 * 3)(handled, net, scoped)
         size = 8 if abi < 4 else 16 if abi < 6 else 24
-        ruleset = self.syscall(
-            "landlock_create_ruleset", _SYS_LANDLOCK_CREATE_RULESET, ct.byref(attr), size, 0
-        )
+        ruleset = self.call("landlock_create_ruleset", ct.byref(attr), size, 0)
         try:
             for paths, rights in ((read_paths, _LANDLOCK_READ), (write_paths, handled)):
                 for path in paths:
                     self._landlock_rule(ruleset, path, rights & handled)
-            self.syscall("landlock_restrict_self", _SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0)
+            self.call("landlock_restrict_self", ruleset, 0)
         finally:
             os.close(ruleset)
         return abi
 
     def _landlock_rule(self, ruleset, path, rights):
-        ct, _ = self._load()
-
-        class PathBeneath(ct.Structure):
+        class PathBeneath(self.ct.Structure):
             _pack_ = 1
-            _fields_ = (("allowed_access", ct.c_uint64), ("parent_fd", ct.c_int32))
+            _fields_ = (("allowed_access", self.ct.c_uint64), ("parent_fd", self.ct.c_int32))
 
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -195,13 +151,8 @@ class _Libc:
             if not os.path.isdir(path):
                 rights &= _LANDLOCK_FILE_RIGHTS
             rule = PathBeneath(rights, fd)
-            self.syscall(
-                "landlock_add_rule",
-                _SYS_LANDLOCK_ADD_RULE,
-                ruleset,
-                _LANDLOCK_RULE_PATH_BENEATH,
-                ct.byref(rule),
-                0,
+            self.call(
+                "landlock_add_rule", ruleset, _LANDLOCK_RULE_PATH_BENEATH, self.ct.byref(rule), 0
             )
         finally:
             os.close(fd)
@@ -227,20 +178,17 @@ class _Steps:
         return True
 
 
-def _write_id_maps(uid, gid):
-    with open("/proc/self/setgroups", "w") as f:
-        f.write("deny")
-    with open("/proc/self/uid_map", "w") as f:
-        f.write(f"{uid} {uid} 1")
-    with open("/proc/self/gid_map", "w") as f:
-        f.write(f"{gid} {gid} 1")
-
-
 def _enter_user_namespace(libc):
     """Own user namespace mapping our uid/gid to themselves (needs to be set before it is used)."""
     uid, gid = os.getuid(), os.getgid()
     libc.call("unshare", _CLONE_NEWUSER)
-    _write_id_maps(uid, gid)
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
 
 
 def _exit_like(status):

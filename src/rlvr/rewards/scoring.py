@@ -1,25 +1,14 @@
 """Scoring batches of completions: time limits, failure accounting, worker processes.
 
-:class:`Scorer` is what the trainer and the evaluation harness call. Each completion is
-scored by the verifier under a wall-clock limit; a verifier that raises, returns a
-non-finite number or runs out of time gives the verifier's ``failure_value`` (its
-``wrong`` score) for that completion, is counted in :class:`Scores`, and never stops the
-batch.
-
-``workers=0`` scores in the calling thread (any thread: the limit is enforced by
-:func:`rlvr.sandbox.timeout.time_limit`, which interrupts Python code but not one long C
-call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
-over cores and makes the limit hard: a verifier stuck in a C call that would never return
-is cut off. (The ``math`` verifier bounds its own SymPy work, see :mod:`rlvr.rewards.math`.)
-Before the first completion, the scorer calls :meth:`Verifier.warm_up` (in each worker), so
-that helpers a verifier starts lazily are not charged to a completion's time limit. Events a
-verifier records (:mod:`rlvr.rewards.events`) are collected per completion into
-:attr:`Scores.events`. Workers are fresh Python interpreters in their own session,
-started on first use and reused across calls; one that overruns ``timeout_s +
-kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
-to them pickled, so its function must be importable by module path (not defined in
-``__main__``). Use workers in training: a policy will sooner or later write an answer
-that makes SymPy compute for hours.
+:class:`Scorer` is what the trainer and the evaluation harness call. A verifier that raises,
+returns a non-finite number or runs out of time gives its ``failure_value`` for that
+completion, is counted in :class:`Scores`, and never stops the batch; the events it records
+(:mod:`rlvr.rewards.events`) are collected per completion. ``workers=0`` scores in the
+calling thread under :func:`rlvr.sandbox.timeout.time_limit` (which cannot cut off one long C
+call); ``workers >= 1`` scores in a :class:`rlvr.sandbox.workers.Pool` of fresh interpreters,
+each in its own session, where a worker past ``timeout_s + kill_grace_s`` is killed with
+everything it started: use workers in training. The verifier is pickled to them (its
+function must be importable by module path) and warmed up in each before the first item.
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@ import os
 import pwd
 import shutil
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 from rlvr.sandbox.interpreter import Runtime, describe, readable_copy, runtime_readable_by_others
-from rlvr.sandbox.launch import NAMESPACES, ChildConfig, Launcher, child_config
+from rlvr.sandbox.launch import NAMESPACES, Launcher, child_config
 from rlvr.sandbox.limits import DEFAULT_POLICY, IsolationReport, SandboxLimits, SandboxPolicy
 from rlvr.sandbox.process import execute
 
@@ -40,17 +42,6 @@ def user_ids(policy: SandboxPolicy, notes: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _probe(launcher: Launcher, cfg: ChildConfig) -> dict[str, object]:
-    """Run the bootstrap in probe mode; its report maps each step to True or an error string."""
-    result = execute("", "", _PROBE_LIMITS, cfg, launcher)
-    lines = result.stdout.strip().splitlines()
-    try:
-        return dict(ast.literal_eval(lines[-1]))
-    except (ValueError, SyntaxError, IndexError):
-        tail = result.stderr.strip()[-300:]
-        return {"probe": f"probe run ended with {result.status.value}: {tail}"}
-
-
 def _notes(report: dict[str, object], label: str = "") -> list[str]:
     return [f"{label}{key}: {value}" for key, value in report.items() if value is not True]
 
@@ -59,80 +50,93 @@ def _usable(report: dict[str, object], *steps: str) -> bool:
     return all(report.get(step) is True for step in ("usable", *steps))
 
 
-def _isolation(
-    mode: str, launcher: Launcher, policy: SandboxPolicy, report: dict, notes: list[str], **layers
-) -> IsolationReport:
-    return IsolationReport(
-        mode=mode,
-        **layers,
-        process_limit=report.get("process_limit") is True,
-        audit_hook=policy.audit_hook and report.get("audit_hook") is True,
-        python=launcher.runtime.python,
-        notes=tuple(notes),
-    )
+@dataclass
+class _Planner:
+    """Probes for one policy; ``notes`` gathers why a requested layer is missing."""
 
+    policy: SandboxPolicy
+    ids: tuple[int, int] | None
+    """uid/gid to drop to, or None."""
+    base: Runtime
+    """The caller's interpreter."""
+    readable: Runtime | None
+    """An interpreter the unprivileged user can read, or None."""
+    notes: list[str]
 
-def _try_bwrap(
-    policy: SandboxPolicy,
-    base: Runtime,
-    ids: tuple[int, int] | None,
-    readable: Runtime | None,
-    notes: list[str],
-) -> tuple[Launcher, IsolationReport] | None:
-    """bubblewrap started as the unprivileged user, else as the caller; None if neither works."""
-    bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
-    if bwrap is None:
-        notes.append("bubblewrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-        return None
-    launchers = [("as the caller", Launcher(base, bwrap, inner_ids=ids))]
-    if ids is not None and readable is not None:
-        launchers.insert(0, ("as the unprivileged user", Launcher(readable, bwrap, run_as=ids)))
-    for label, launcher in launchers:
-        report = _probe(launcher, child_config(policy, launcher, _PROBE_LIMITS, probe=True))
-        if _usable(report, "rlimits", "no_new_privs"):
-            layers = dict.fromkeys(("bubblewrap", *NAMESPACES, "parent_death_signal"), True)
-            layers.update(uid_drop=launcher.run_as is not None, landlock=False)
-            return launcher, _isolation("bwrap", launcher, policy, report, notes, **layers)
-        notes.extend(_notes(report, f"bubblewrap {label}: "))
-    return None
+    def probe(self, launcher: Launcher, **options: Any) -> dict[str, object]:
+        """Run the bootstrap in probe mode; its report maps each step to True or an error."""
+        cfg = child_config(self.policy, launcher, _PROBE_LIMITS, probe=True, **options)
+        result = execute("", "", _PROBE_LIMITS, cfg, launcher)
+        try:
+            return dict(ast.literal_eval(result.stdout.strip().splitlines()[-1]))
+        except (ValueError, SyntaxError, IndexError):
+            tail = result.stderr.strip()[-300:]
+            return {"probe": f"probe run ended with {result.status.value}: {tail}"}
 
-
-def _fallback(
-    policy: SandboxPolicy,
-    base: Runtime,
-    ids: tuple[int, int] | None,
-    readable: Runtime | None,
-    notes: list[str],
-) -> tuple[Launcher, IsolationReport]:
-    """The strongest working combination of namespaces, uid drop and Landlock."""
-    wanted = dict.fromkeys(NAMESPACES, policy.namespaces)
-    wanted["user_namespace"] = policy.namespaces and os.geteuid() != 0
-    caller = Launcher(base)
-    first = _probe(
-        caller, child_config(policy, caller, _PROBE_LIMITS, namespaces=wanted, probe=True)
-    )
-    namespaces = {key: wanted[key] and first.get(key) is True for key in NAMESPACES}
-    notes.extend(_notes(first) if policy.namespaces else ["namespaces: disabled by policy"])
-    landlock_choices = (True, False) if policy.landlock else (False,)
-    choices = [(readable, ids, ll) for ll in landlock_choices if ids and readable]
-    choices += [(base, None, ll) for ll in landlock_choices]
-    for runtime, drop, landlock in choices:
-        launcher = Launcher(runtime)
-        if drop is None and not landlock:  # the first probe's: the weakest mode always runs
-            report = first
-            break
-        options = {"namespaces": namespaces, "ids": drop, "landlock": landlock, "probe": True}
-        report = _probe(launcher, child_config(policy, launcher, _PROBE_LIMITS, **options))
-        steps = (("uid_drop",) if drop else ()) + (
-            ("landlock", "landlock_denies") if landlock else ()
+    def found(self, mode: str, launcher: Launcher, report: dict, **layers: bool):
+        isolation = IsolationReport(
+            mode=mode,
+            **layers,
+            process_limit=report.get("process_limit") is True,
+            audit_hook=self.policy.audit_hook and report.get("audit_hook") is True,
+            python=launcher.runtime.python,
+            notes=tuple(self.notes),
         )
-        if _usable(report, *steps):
-            break
-        notes.extend(_notes(report, "uid drop: " if drop else "landlock: "))
-    mode = "fallback-landlock" if landlock else "fallback-uid" if drop else "fallback-minimal"
-    layers = {"bubblewrap": False, **namespaces, "uid_drop": drop is not None, "landlock": landlock}
-    layers["parent_death_signal"] = report.get("parent_death_signal") is True
-    return launcher, _isolation(mode, launcher, policy, report, notes, **layers)
+        return launcher, isolation
+
+    def bwrap(self) -> tuple[Launcher, IsolationReport] | None:
+        """bubblewrap started as the unprivileged user, else as the caller; None if neither works."""
+        path = "/usr/bin:/bin:/usr/local/bin"
+        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path=path)
+        if bwrap is None:
+            self.notes.append(
+                "bubblewrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+            )
+            return None
+        launchers = [("as the caller", Launcher(self.base, bwrap, inner_ids=self.ids))]
+        if self.ids is not None and self.readable is not None:
+            launcher = Launcher(self.readable, bwrap, run_as=self.ids)
+            launchers.insert(0, ("as the unprivileged user", launcher))
+        for label, launcher in launchers:
+            report = self.probe(launcher)
+            if _usable(report, "rlimits", "no_new_privs"):
+                layers = dict.fromkeys(("bubblewrap", *NAMESPACES, "parent_death_signal"), True)
+                layers.update(uid_drop=launcher.run_as is not None, landlock=False)
+                return self.found("bwrap", launcher, report, **layers)
+            self.notes.extend(_notes(report, f"bubblewrap {label}: "))
+        return None
+
+    def fallback(self) -> tuple[Launcher, IsolationReport]:
+        """The strongest working combination of namespaces, uid drop and Landlock."""
+        policy = self.policy
+        wanted = dict.fromkeys(NAMESPACES, policy.namespaces)
+        wanted["user_namespace"] = policy.namespaces and os.geteuid() != 0
+        first = self.probe(Launcher(self.base), namespaces=wanted)
+        namespaces = {key: wanted[key] and first.get(key) is True for key in NAMESPACES}
+        self.notes.extend(
+            _notes(first) if policy.namespaces else ["namespaces: disabled by policy"]
+        )
+        landlock_choices = (True, False) if policy.landlock else (False,)
+        choices = [
+            (self.readable, self.ids, ll) for ll in landlock_choices if self.ids and self.readable
+        ]
+        choices += [(self.base, None, ll) for ll in landlock_choices]
+        for runtime, drop, landlock in choices:
+            launcher = Launcher(runtime)
+            if drop is None and not landlock:  # the first probe's: the weakest mode always runs
+                report = first
+                break
+            report = self.probe(launcher, namespaces=namespaces, ids=drop, landlock=landlock)
+            steps = ("uid_drop",) if drop else ()
+            if _usable(report, *steps, *(("landlock", "landlock_denies") if landlock else ())):
+                break
+            self.notes.extend(_notes(report, "uid drop: " if drop else "landlock: "))
+        mode = "fallback-landlock" if landlock else "fallback-uid" if drop else "fallback-minimal"
+        layers = {"bubblewrap": False, **namespaces, "uid_drop": drop is not None}
+        layers.update(
+            landlock=landlock, parent_death_signal=report.get("parent_death_signal") is True
+        )
+        return self.found(mode, launcher, report, **layers)
 
 
 def _runtimes(
@@ -164,12 +168,12 @@ def plan(policy: SandboxPolicy) -> tuple[Launcher | None, IsolationReport]:
         python = policy.python or sys.executable
         notes.append(f"interpreter: {exc}")
         return None, IsolationReport(mode="unavailable", **off, python=python, notes=tuple(notes))
-    planned = None
+    planner, planned = _Planner(policy, ids, base, readable, notes), None
     if policy.bubblewrap and policy.namespaces:
-        planned = _try_bwrap(policy, base, ids, readable, notes)
+        planned = planner.bwrap()
     elif policy.bubblewrap:
         notes.append("bubblewrap: needs namespaces, disabled by policy")
-    launcher, report = planned or _fallback(policy, base, ids, readable, notes)
+    launcher, report = planned or planner.fallback()
     logger.info("sandbox isolation: %s (%s)", report.mode, ", ".join(report.active()))
     for note in report.notes:
         logger.debug("sandbox isolation note: %s", note)

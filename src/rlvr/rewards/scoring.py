@@ -28,7 +28,6 @@ from rlvr.sandbox.timeout import VerifierTimeout, time_limit
 from rlvr.sandbox.workers import DIED, OVERDUE, Pool, connect, serve
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
-_START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ Nothing here knows about verifiers; verifiers (:mod:`rlvr.rewards`) build on it.
   and its one message (:class:`~rlvr.sandbox.launch.ChildConfig`), :mod:`.process` starts,
   watches (:mod:`.output`), kills and reaps it, :mod:`.child` is the bootstrap inside it and
   :mod:`.interpreter` the interpreter it runs. With a test driver (:mod:`.driver`) the test
-  runs in a second process that calls the program through a pipe of plain data
-  (:mod:`.plain`).
+  runs in a second process that calls the program through a pipe (:mod:`.channel`) of plain
+  data (:mod:`.plain`).
 - :func:`~rlvr.sandbox.bounded.call_bounded` calls a trusted function under a hard time and
   memory limit; :func:`~rlvr.sandbox.timeout.time_limit` interrupts Python code in a thread;
   :mod:`.workers` is the pool of helper processes both the scorer and bounded calls use.

@@ -115,9 +115,11 @@ def child_config(
 
 @functools.cache
 def _child_source() -> str:
-    """The bootstrap, preceded by the plain-data codec its test driver channel uses."""
+    """The bootstrap, preceded by its test driver channel and the plain-data codec it uses."""
     here = Path(__file__).parent
-    return "\n".join((here / name).read_text(encoding="utf-8") for name in ("plain.py", "child.py"))
+    return "\n".join(
+        (here / name).read_text(encoding="utf-8") for name in ("plain.py", "channel.py", "child.py")
+    )
 
 
 def command(launcher: Launcher, cfg: ChildConfig, marker: str) -> list[str]:

@@ -16,11 +16,8 @@ from contextlib import contextmanager
 
 
 class VerifierTimeout(BaseException):
-    """A verifier ran past its time limit.
-
-    Derived from ``BaseException`` so that the ``except Exception`` blocks inside
-    ``math-verify`` and SymPy cannot swallow it and turn a timeout into a wrong answer.
-    """
+    """A block ran past its time limit; a ``BaseException``, so that the ``except Exception``
+    blocks of the code it interrupts cannot swallow it and turn a timeout into an answer."""
 
 
 def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:

@@ -26,14 +26,7 @@ RUNTIME_CACHE = "/var/cache/rlvr-sandbox"
 """Where readable copies of an interpreter are built (as root)."""
 
 SYSTEM_PATHS = (
-    "/lib",
-    "/lib64",
-    "/lib32",
-    "/libx32",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/lib32",
-    "/usr/libx32",
+    *(f"{usr}/{lib}" for usr in ("", "/usr") for lib in ("lib", "lib64", "lib32", "libx32")),
     "/etc/ld.so.cache",
 )
 """Shared-library directories (and the loader's cache) every interpreter may read."""

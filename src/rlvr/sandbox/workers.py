@@ -5,7 +5,7 @@ over a pair of pipes (not ``multiprocessing``: nothing re-imports the caller's `
 so scripts without a main guard and notebooks work); its side calls :func:`serve`, answering
 each message until it receives ``None`` or its pipe closes. A :class:`Pool` starts helpers on
 demand, keeps idle ones for reuse and kills one that overruns its deadline or dies: the
-scorer's worker processes (:mod:`rlvr.rewards.scoring`, :meth:`Pool.map`) and the helpers of
+``Scorer``'s worker processes (:meth:`Pool.map`) and the helpers of
 bounded calls (:mod:`rlvr.sandbox.bounded`, :meth:`Pool.take`) are both pools. A forked
 child starts with empty pools (the helpers are its parent's); live pools close at exit.
 """

@@ -217,8 +217,5 @@ def check_extract(extract: str) -> None:
 
 def extract_with(text: str, extract: str = "strict") -> str | None:
     """The answer in ``text`` under the named rule (``strict`` or ``flexible``)."""
-    if extract == "strict":
-        return extract_answer(text)
-    if extract == "flexible":
-        return last_number(text)
-    raise ValueError(f"extract must be one of {list(EXTRACTIONS)}, got {extract!r}")
+    check_extract(extract)
+    return extract_answer(text) if extract == "strict" else last_number(text)

@@ -15,6 +15,7 @@ LAYERS = {
     "atomic": 0,
     "advantages": 0,
     "ops": 0,
+    "sandbox": 0,
     "objectives": 1,
     "rewards": 1,
     "data": 1,

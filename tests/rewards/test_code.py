@@ -21,8 +21,8 @@ from rlvr.rewards.code import (
     stdout_matches,
     values_match,
 )
-from rlvr.rewards.sandbox import SandboxError, SandboxLimits, SandboxPolicy
 from rlvr.rewards.scoring import score_completions
+from rlvr.sandbox import SandboxError, SandboxLimits, SandboxPolicy
 
 FAST = CodeConfig(limits=SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256))
 

@@ -1,4 +1,4 @@
-"""Run the doctest examples of the rewards, data, evaluation, cli, generation and objectives packages."""
+"""Run the doctest examples of the rewards, sandbox, data, evaluation, cli, generation and objectives packages."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 PACKAGES = [
     "rlvr.rewards",
+    "rlvr.sandbox",
     "rlvr.data",
     "rlvr.evaluation",
     "rlvr.cli",

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from verifier_helpers import sandbox_pids
 
 from rlvr.rewards.code import CodeConfig, code_verifier
-from rlvr.rewards.sandbox import (
+from rlvr.sandbox import (
     IsolationReport,
     SandboxLimits,
     SandboxPolicy,
     isolation_report,
     run_untrusted,
 )
+from rlvr.sandbox.process import marked_pids
 
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(2, 5) == 7", "assert add(-4, 1) == -3"]
 TOLERANCE_TESTS = ["assert abs(add(0.1, 0.2) - 0.3) < 1e-9", "assert add(2, 5) == 7"]
@@ -408,9 +408,9 @@ def test_the_corpus_is_large_enough():
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    assert sandbox_pids() == [], "a sandboxed process was alive before the test"
+    assert marked_pids() == [], "a sandboxed process was alive before the test"
     yield
-    assert sandbox_pids() == [], "a sandboxed process outlived its run"
+    assert marked_pids() == [], "a sandboxed process outlived its run"
 
 
 @pytest.fixture(scope="module")

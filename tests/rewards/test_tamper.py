@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr.rewards.code import CodeConfig, run_tests
-from rlvr.rewards.sandbox import SandboxLimits, SandboxPolicy
+from rlvr.sandbox import SandboxLimits, SandboxPolicy
 
 LIMITS = SandboxLimits(wall_time_s=4.0, cpu_time_s=2.0, memory_mb=256, output_bytes=50_000)
 DEFAULT = CodeConfig(limits=LIMITS, workers=2, total_time_s=60.0)

@@ -39,22 +39,3 @@ def huge_power(completion: str, reference) -> float:
     if completion == "9":
         return float(9 ** (9**9) % 2)
     return 1.0
-
-
-def sandbox_pids() -> list[int]:
-    """Live processes carrying any sandbox marker argument (zombies have no arguments)."""
-    from rlvr.rewards.sandbox import MARKER_FLAG
-
-    flag = MARKER_FLAG.encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(arg.startswith(flag) for arg in args):
-            found.append(int(name))
-    return found

@@ -7,7 +7,7 @@ import torch
 
 from rlvr.data.code_tasks import code_task_rows
 from rlvr.models import load_model
-from rlvr.rewards.sandbox import SandboxResult, SandboxStatus
+from rlvr.sandbox import SandboxResult, SandboxStatus
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
 

@@ -1,7 +1,6 @@
 """Verifiable rewards: verifiers registered by name and a batch scorer.
 
-A verifier is a plain function ``(completion: str, reference) -> float``. Build one from
-a spec string and score batches with a time limit and failure accounting::
+A verifier is a plain function ``(completion: str, reference) -> float``::
 
     from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 
@@ -10,12 +9,8 @@ a spec string and score batches with a time limit and failure accounting::
         scores = scorer(completions, references)    # Scores(values, status, errors, events)
     scores.metrics()    # verifier/failures, verifier/timeouts, verifier/math_rejected, ...
 
-Built-in verifiers: ``math`` (:mod:`rlvr.rewards.math`), ``reasoning_gym[:task]``
-(:mod:`rlvr.rewards.reasoning_gym`), ``code`` (:mod:`rlvr.rewards.code`, when present),
-and the ``+format`` modifier (:mod:`rlvr.rewards.format`). New verifiers register with
-:func:`register` (see :mod:`rlvr.rewards.registry`) and may count events
-(:mod:`rlvr.rewards.events`). The ``code`` verifier's sandbox names its isolation with
-:func:`rlvr.rewards.sandbox.isolation_mode`; record it once per run.
+Built in: ``math``, ``reasoning_gym[:task]``, ``code`` (on :mod:`rlvr.sandbox`) and the
+``+format`` modifier; new verifiers :func:`register` (:mod:`rlvr.rewards.registry`).
 """
 
 from rlvr.rewards.extract import extract_answer
@@ -28,7 +23,7 @@ from rlvr.rewards.registry import (
     register,
 )
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig, score_completions
-from rlvr.rewards.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.timeout import VerifierTimeout, time_limit
 
 __all__ = [
     "VERIFIERS",

@@ -1,61 +1,28 @@
 """The ``code`` verifier: run the Python program in a completion against tests in the sandbox.
 
-Reference formats (a Python object, or its JSON text as TACO stores it):
+Reference formats (a Python object, or its JSON text as TACO stores it; ``docs/sandbox.md``
+has the table): stdin/stdout ``{"inputs": [...], "outputs": [...]}`` (APPS/TACO
+``input_output``), the same with ``"fn_name"`` (call style; ``class Solution`` methods too),
+a list of asserts, a HumanEval row (``test`` and ``entry_point``: each top-level assert of
+``check`` that uses no name ``check`` binds is one test, the rest of ``check`` one more if it
+can fail), an MBPP row (``test_list``, ``test_setup_code``), or a TACO/APPS row holding one.
 
-- stdin/stdout, the APPS/TACO ``input_output`` convention: ``{"inputs": [...], "outputs":
-  [...]}``; each input is fed to stdin and each output is the expected stdout (a list of lines
-  is joined with newlines in both places, as APPS does);
-- call style: the same dict with ``"fn_name"``; each input is the argument list and each
-  output the return value (a one-element list wrapping the value is accepted too, as in
-  APPS); when the program defines ``class Solution`` with that method, the method of a fresh
-  instance is called (LeetCode style), otherwise the top-level function;
-- asserts: a list of assert statements (strings), each one test;
-- HumanEval: ``{"test": "def check(candidate): ...", "entry_point": "f"}``; each top-level
-  assert of ``check`` that uses no name ``check`` binds itself is one test, with ``candidate``
-  standing for the program's ``entry_point``; the rest of ``check`` (loops, local set-up and
-  the asserts that depend on them), if it uses ``candidate`` and holds an assert that can fail
-  (not HumanEval's ``assert True, "..."``), is one more test; the rest of the
-  test module (``METADATA``, imports, helpers) is the tests' set-up;
-- MBPP: ``{"test_list": [...], "test_setup_code": "..."}``: the asserts of ``test_list``,
-  with ``test_setup_code`` as their set-up (``challenge_test_list`` is not used);
-- a TACO/APPS row: a dict whose ``input_output`` holds one of the above (JSON text or not).
+Judging. stdout matches line by line and token by token, numeric tokens within
+``abs_tol + rel_tol * |b|`` (NumPy's ``allclose``, as APPS) and an expected integer met only
+by a token that rounds to it. A call's ``repr`` is parsed back and compared as JSON would see
+it, with the same tolerance. An assert test runs in a test driver (:mod:`rlvr.sandbox.driver`):
+a second interpreter of the run that no program code touched runs the set-up and the test,
+calling the program's functions through a pipe of plain data (:mod:`rlvr.sandbox.plain`).
+No verdict depends on anything the program's code can change: stdin/stdout and call verdicts
+are taken in the parent, assert verdicts by the driver (``tests/rewards/test_tamper.py``). A
+test the driver cannot judge (an answer that is not plain data, a class) fails and is
+counted (``asserts_unsupported``); ``CodeConfig.in_process`` runs it in the program's
+interpreter instead, where a program can fake it (``asserts_in_process``).
 
-Judging. stdout passes when the run exits with status 0 and, after dropping blank lines, has
-the same lines as the expected output, each with the same whitespace-separated tokens, where
-two numeric tokens also match when ``|a - b| <= abs_tol + rel_tol * |b|`` (NumPy ``allclose``
-rule, the tolerance APPS applies to float answers) and, where the expected token is an
-integer, the actual one rounds to exactly that integer (``1000000007`` is not
-``1000000000``). A call passes when the ``repr`` of the
-return value parses back to a value equal to the expected one (tuples read as lists, dict keys
-compared as strings, numbers with the same tolerance). An assert test runs in a test driver
-(:func:`rlvr.rewards.sandbox.run_untrusted` with ``driver``, :mod:`rlvr.rewards._assert_driver`):
-a second interpreter of the same run that no program code touched runs the set-up and the
-test with Python's semantics, calling the program's functions through a pipe with plain data
-in and out (:mod:`rlvr.rewards.plain`); the test passes when the driver reports it ran to the
-end. A test the driver cannot judge (the program's answer is not plain data, or it needs the
-program's classes) fails and is counted (``asserts_unsupported``, against
-``asserts_judged``, see :mod:`rlvr.rewards.events`); ``CodeConfig.in_process`` runs such
-tests in the program's interpreter instead (``asserts_in_process``).
-
-Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests passed, or with
-``soft=False`` 1.0 only when every test passes and 0.0 otherwise.
-
-Execution. Each test is its own sandbox run (:func:`rlvr.rewards.sandbox.run_untrusted`):
-state never leaks between tests and one hung test costs only its own time limit. Runs of one
-program go through a thread pool of ``workers`` (default: the CPU cores this process may use);
-tests not started within ``total_time_s`` count as failed. A program that does not compile
-stops the remaining tests (they would all fail the same way), and so does the first failure
-when ``soft=False``.
-
-What is guaranteed: no verdict depends on anything the program's code can change. stdin/stdout
-and call-style verdicts are taken in the parent from the program's output, assert verdicts by
-the driver from the plain values the program returned; rebinding builtins, patching modules,
-tracing, frame introspection, objects equal to everything, forged output and early exits
-change only the program's own interpreter (``tests/rewards/test_tamper.py``). What is not:
-tests run with ``CodeConfig.in_process``, which a program can fake.
-Call-style and assert tests get a prelude
-of common imports (``typing``, ``collections``, ``heapq``, ...) as APPS and TACO supply one;
-stdin/stdout programs run exactly as written. The program sees the standard library only.
+Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests
+passed, or with ``soft=False`` 1.0 only when every test passes. Each test is its own sandbox
+run, ``workers`` at a time, within ``total_time_s`` per program; a program that does not
+compile stops the remaining tests, and so does the first failure when ``soft=False``.
 """
 
 from __future__ import annotations
@@ -79,7 +46,7 @@ from typing import Any
 
 from rlvr.rewards.events import record
 from rlvr.rewards.registry import register
-from rlvr.rewards.sandbox import (
+from rlvr.sandbox import (
     DEFAULT_POLICY,
     EXIT_SYNTAX,
     SandboxError,
@@ -89,6 +56,7 @@ from rlvr.rewards.sandbox import (
     SandboxStatus,
     run_untrusted,
 )
+from rlvr.sandbox import driver as assert_driver
 
 SKIPPED = "skipped"
 """Status of a test that was not run (budget spent, or an earlier result made it moot)."""
@@ -383,15 +351,15 @@ def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> 
 
 @functools.cache
 def _driver_module() -> str:
-    return Path(__file__).with_name("_assert_driver.py").read_text(encoding="utf-8")
+    return Path(assert_driver.__file__).read_text(encoding="utf-8")
 
 
 def _driver(suite: TestSuite, statement: str) -> str:
-    """Source of the test driver of one assert test (see :mod:`rlvr.rewards._assert_driver`)."""
+    """Source of the test driver of one assert test (see :mod:`rlvr.sandbox.driver`)."""
     stubs = {name: name for name in _program_names(statement, suite)}
     if suite.fn_name is not None:
         stubs["candidate"] = suite.fn_name
-    used = _names_in(statement) | _names_in(suite.setup)
+    used = _names(statement).used | _names(suite.setup).used
     prelude = _PRELUDE if used & _prelude_names() else ""  # its imports cost time in every run
     call = f"run({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
     return _driver_module() + "\n" + call
@@ -515,54 +483,51 @@ def _prelude_names() -> frozenset[str]:
     return frozenset(namespace)
 
 
-def _bound_names(source: str) -> frozenset[str]:
-    """Names a module binds at its top level, imports included (none if it does not parse).
+def _imported(nodes: list[ast.AST]) -> set[str]:
+    imports = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return {(a.asname or a.name).split(".")[0] for node in imports for a in node.names}
 
-    >>> sorted(_bound_names("import math as m\\ndef f(): pass\\nx, (y, z) = 1, (2, 3)"))
-    ['f', 'm', 'x', 'y', 'z']
+
+@dataclass(frozen=True)
+class _Names:
+    """What a piece of test code does with names (nothing when it does not parse)."""
+
+    top: frozenset[str] = frozenset()
+    """Bound at its top level, imports included."""
+    used: frozenset[str] = frozenset()
+    """Every name it mentions."""
+    free: frozenset[str] = frozenset()
+    """Read and never bound (by assignment, parameter, def, class or import)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(source: str) -> _Names:
+    """
+    >>> n = _names("import math as m\\ndef f(x): return g(x)\\ny, (z, w) = 1, (2, 3)")
+    >>> sorted(n.top), sorted(n.free)
+    (['f', 'm', 'w', 'y', 'z'], ['g'])
     """
     try:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    names: set[str] = set()
-    for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        else:
-            names.update(
-                n.id
-                for n in ast.walk(node)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            )
-    return frozenset(names)
-
-
-@functools.lru_cache(maxsize=4096)
-def _names_in(source: str) -> frozenset[str]:
-    """Every name ``source`` mentions (none if it does not parse)."""
-    try:
-        return frozenset(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-
-
-def _free_names(source: str) -> frozenset[str]:
-    """Names ``source`` reads that it never binds (assignment, parameter, def, class, import)."""
-    try:
-        nodes = list(ast.walk(ast.parse(source)))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        return _Names()
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    top = _imported(module.body) | {
+        n.name for n in module.body if isinstance(n, defs) and hasattr(n, "name")
+    }
+    for statement in (n for n in module.body if not isinstance(n, defs)):
+        top |= {
+            n.id
+            for n in ast.walk(statement)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+    nodes = list(ast.walk(module))
+    names = [n for n in nodes if isinstance(n, ast.Name)]
+    bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)
     bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
     bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return frozenset(loaded - bound)
+    loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+    return _Names(frozenset(top), frozenset(n.id for n in names), frozenset(loaded - bound))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -575,8 +540,8 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
     >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
     ('f', 'g')
     """
-    test = _free_names(statement) - _bound_names(suite.setup) - _prelude_names()
-    free = (test | _free_names(suite.setup)) - _prelude_names()
+    test = _names(statement).free - _names(suite.setup).top - _prelude_names()
+    free = (test | _names(suite.setup).free) - _prelude_names()
     names = (free - _BUILTINS) or test
     return tuple(sorted(names - {"candidate"}))
 
@@ -584,20 +549,16 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _report_lines(result: SandboxResult) -> list[str]:
-    return result.report.splitlines()
-
-
 def _unsupported(result: SandboxResult) -> bool:
     """The driver could not judge the test: the program's answer does not cross the channel."""
-    return any(line.startswith("unsupported") for line in _report_lines(result))
+    return any(line.startswith("unsupported") for line in result.report.splitlines())
 
 
 def _judge(
     suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
 ) -> bool:
     if suite.style == "assert" and result.report:
-        return result.ok and _report_lines(result) == ["pass"]
+        return result.ok and result.report.splitlines() == ["pass"]
     if not result.ok:
         return False
     if suite.style == "stdio":

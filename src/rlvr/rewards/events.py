@@ -1,19 +1,13 @@
-"""Counting what happened inside a verifier call (answers cut off, asserts run in-process).
+"""Counting what happened inside a verifier call (answers cut off, asserts not judged).
 
-A verifier stays a plain function ``(completion, reference) -> float``; when it wants to
-report something that is not its score, it calls :func:`record`. The
-:class:`rlvr.rewards.scoring.Scorer` collects the counts of each call with
-:func:`counting` and sums them into :class:`rlvr.rewards.scoring.Scores`; a verifier
-called on its own (as TRL calls a reward function) records into nothing.
-
-Event names are the keys of :data:`EVENTS`; :meth:`Scores.metrics` logs each as
-``verifier/<name>``.
+A verifier calls :func:`record`; the :class:`rlvr.rewards.scoring.Scorer` collects each call's
+counts with :func:`counting` (a verifier called on its own records into nothing), and
+:meth:`Scores.metrics` logs each event of :data:`EVENTS` as ``verifier/<name>``.
 
 >>> with counting() as counts:
 ...     record("math_hedged")
 >>> counts
 {'math_hedged': 1}
->>> record("math_hedged")   # outside counting(): dropped
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 r"""Finding the final answer in a completion.
 
-The rules, in order (the first that matches wins, and within a rule the *last* match):
-
-1. ``\boxed{...}`` (or ``\fbox{...}``), braces matched so nested groups such as
-   ``\boxed{\frac{3}{4}}`` come out whole;
-2. ``<answer>...</answer>`` tags (the reasoning-gym convention);
-3. a final-answer phrase: ``The answer is ...``, ``final answer: ...``, or a line that
-   starts with ``Answer:`` (DAPO-Math's instruction).
-
-Text inside ``<think>...</think>`` is never searched when a closing ``</think>`` is
-present: the answer is what follows the reasoning.
-
-``extract="flexible"`` (an option of the ``math`` and ``reasoning_gym`` verifiers) replaces
-these rules with lm-evaluation-harness's GSM8K "flexible-extract" convention: the answer
-is the *last number* in the text (:func:`last_number`), whatever surrounds it.
+The first rule that matches wins, and within a rule the *last* match: ``\boxed{...}`` (or
+``\fbox``, braces matched), ``<answer>...</answer>`` tags, then a final-answer phrase (``The
+answer is ...``, ``final answer: ...``, a line starting ``Answer:``). Text inside
+``<think>...</think>`` is never searched when ``</think>`` is present. ``extract="flexible"``
+takes the last number instead (lm-evaluation-harness's GSM8K "flexible-extract").
 """
 
 from __future__ import annotations
@@ -226,8 +217,5 @@ def check_extract(extract: str) -> None:
 
 def extract_with(text: str, extract: str = "strict") -> str | None:
     """The answer in ``text`` under the named rule (``strict`` or ``flexible``)."""
-    if extract == "strict":
-        return extract_answer(text)
-    if extract == "flexible":
-        return last_number(text)
-    raise ValueError(f"extract must be one of {list(EXTRACTIONS)}, got {extract!r}")
+    check_extract(extract)
+    return extract_answer(text) if extract == "strict" else last_number(text)

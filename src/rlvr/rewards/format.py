@@ -1,22 +1,10 @@
-r"""Klear-Reasoner's format rule: reasoning must be wrapped in ``<think>...</think>``.
+r"""Klear-Reasoner's format rule (Sec. 3.2.4): reasoning must be wrapped in ``<think>...</think>``.
 
-Klear (Sec. 3.2.4) penalises math responses that do not put their reasoning inside
-``<think>...</think>``. The rule composes with any verifier: ``math+format`` in a spec,
-or :func:`with_format` in code. A completion is well formed when
-
-- it contains exactly one ``</think>`` and at most one ``<think>``;
-- ``<think>`` opens the completion (leading whitespace allowed), unless
-  ``think_in_prompt`` says the chat template already opened it in the prompt, in which
-  case the completion must not open another;
-- the reasoning between the tags and the text after ``</think>`` are both non-empty.
-
-A well-formed completion gets the inner verifier's score computed on the text after
-``</think>`` (the answer is what follows the reasoning); a malformed one gets ``penalty``,
-which defaults to the inner verifier's ``wrong`` value.
-
-Departure from the paper: Klear does not give the penalty's size; here it is a
-parameter, by default equal to the wrong-answer score, so a malformed response is never
-rewarded and never scored below a wrong one unless asked.
+Composes with any verifier (``math+format``, :func:`with_format`): a well-formed completion
+(:func:`think_format_ok`) gets the inner verifier's score on the text after ``</think>``, a
+malformed one ``penalty``. Departure from the paper: Klear does not give the penalty's size;
+here it defaults to the inner verifier's ``wrong``, so a malformed response is never paid
+and never scored below a wrong one unless asked.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 r"""The ``math`` verifier: one final answer, screened, compared through ``math-verify``.
 
-1. **One final answer.** The answers are found with
-   :func:`rlvr.rewards.extract.final_answers` (``\boxed{}``, ``<answer>`` tags, "The
-   answer is ..." / "Answer: ..." lines). None: the completion scores ``wrong``. Several
-   that differ (``\boxed{3} or \boxed{4}``): it hedges, scores ``wrong``, and the event
-   ``math_hedged`` is counted; the same answer repeated is one answer. Answers are the same
-   when they are equal as text after dropping spaces, ``\left``/``\right``, ``\,``-style
-   spacing and ``\dfrac``/``\tfrac`` spellings.
-2. **Screen.** :func:`screen_answer` cuts off answers that no honest solution writes and
-   that would make SymPy compute for hours or exhaust memory: more than
-   ``MAX_ANSWER_CHARS`` characters, groups nested deeper than ``MAX_NESTING``, towers of
-   three or more stacked powers (``a^{b^{c^{d}}}``), numbers with more than ``MAX_DIGITS`` digits, powers or
-   factorials of literal numbers with more than ``MAX_RESULT_DIGITS`` digits. A cut-off
-   answer scores ``wrong`` and counts as ``math_rejected``.
-3. **Compare.** The extracted answer and the reference are parsed by ``math-verify``
-   (LaTeX and plain expressions: fractions, ``\dfrac``, decimals, intervals, sets, units,
-   percentages, degrees) and compared symbolically and numerically, in a helper process
-   (:func:`rlvr.rewards.bounded.call_bounded`) with a hard limit of ``compare_timeout_s``
-   seconds and ``compare_memory_mb`` MiB: a comparison past either scores ``wrong`` and
-   counts as ``math_rejected``. The helper starts on the first call (or on
-   :meth:`rlvr.rewards.verifier.Verifier.warm_up`, which the scorer calls), outside the limit.
+1. The final answers (:func:`rlvr.rewards.extract.final_answers`): none, or several that
+   differ (a hedge, counted as ``math_hedged``), score ``wrong``.
+2. :func:`screen_answer` cuts off answers no honest solution writes and that would make SymPy
+   compute for hours (too long, too nested, power towers, huge numbers); ``math_rejected``.
+3. ``math-verify`` compares the answer with the reference in a helper process
+   (:func:`rlvr.sandbox.bounded.call_bounded`) under ``compare_timeout_s`` and
+   ``compare_memory_mb``; a comparison past either is ``wrong`` and ``math_rejected``.
 
-So :func:`math_verifier` returns in bounded time and memory when called on its own, from
-any thread (as TRL calls a reward function), not only inside the
-:class:`rlvr.rewards.scoring.Scorer`. ``math-verify``'s own limits use ``signal.alarm``,
-which raises off the main thread; they are switched off. :func:`answers_match` is the
-comparison itself, without the helper process or the screen.
+So :func:`math_verifier` returns in bounded time and memory from any thread, also outside
+the :class:`rlvr.rewards.scoring.Scorer` (``math-verify``'s ``signal.alarm`` limits are
+switched off). :func:`answers_match` is the comparison alone. ``docs/rewards.md`` has the
+details.
 """
 
 from __future__ import annotations
@@ -37,10 +23,10 @@ from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from rlvr.rewards.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
 from rlvr.rewards.registry import register
+from rlvr.sandbox.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 
 MAX_ANSWER_CHARS = 1000
 """Longest answer compared."""

@@ -1,29 +1,11 @@
 r"""``reasoning_gym:<task>`` verifiers: reasoning-gym's own scorers, offline.
 
-The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``, as
-written by ``rlvr data gen`` and loaded with the ``reasoning_gym`` field mapping) or just
-the answer string for tasks whose scorer needs nothing else. The task comes from the
-spec (``reasoning_gym:chain_sum``) or, for a plain ``reasoning_gym`` spec, from the
-entry's ``metadata["source_dataset"]``, so mixed task files verify with one verifier.
-
-The answer handed to the scorer is found as for ``math`` (``\boxed{}``, ``<answer>``
-tags, "The answer is ..." lines); failing those, the text after ``</think>``, stripped.
-
-reasoning-gym scorers give partial credit to near misses (e.g. 0.01 for a wrong number
-in ``gsm_symbolic``). With ``binary=True`` (default) only a full score of 1 counts as
-correct and the result is ``correct`` or ``wrong``; with ``binary=False`` the raw score
-``s`` in [0, 1] maps linearly to ``wrong + (correct - wrong) * s``.
-
-Two reasoning-gym scorers (version 0.1.25) pay wrong answers in full and are replaced here
-(:data:`REPLACED_SCORERS`): ``game_of_life_halting`` compares ``bool(answer)`` with
-``bool(entry["answer"])``, so any non-empty text scored 1; ``coin_flip`` divides the length of
-the common prefix of the two decimals by the *shorter* one, so any prefix of the probability
-(``0`` or ``0.1`` for ``0.109375``) scored 1.
-
-Tasks with no single oracle answer (``answer`` is ``None``: ``graph_color``,
-``rubiks_cube``, ...) score procedurally from the metadata; ``arc_agi`` and ``rearc``
-keep tuples in their metadata that JSON turns into lists, so their gold answers do not
-verify after a JSONL round trip.
+The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``) or the answer
+alone; the task comes from the spec or from ``metadata["source_dataset"]``. The answer is
+found as for ``math``, else the text after ``</think>``. ``binary=True`` pays only a full
+score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. Two scorers
+of reasoning-gym 0.1.25 that pay wrong answers in full are replaced
+(:data:`REPLACED_SCORERS`; ``docs/rewards.md`` says how).
 """
 
 from __future__ import annotations

@@ -1,37 +1,18 @@
 """The verifier registry: plain functions registered by name, looked up by spec string.
 
 A verifier is a module-level function ``fn(completion: str, reference, **options) -> float``
-registered with :func:`register`. Its keyword options have defaults; two of them carry a
-convention the rest of the package relies on:
-
-- ``correct``: the score of a fully correct completion (``1.0``);
-- ``wrong``: the score of a wrong one, and the score a completion gets when its verifier
-  raises or times out (``0.0`` for APMPO's 1/0 rewards, ``-1.0`` for ETR's +1/-1).
-
-A *spec* names a verifier and optional modifiers: ``name[:argument][+format]``:
-
-- ``math`` -- a registered name;
-- ``reasoning_gym:chain_sum`` -- the part after ``:`` is bound to the option the verifier
-  declared as its ``spec_arg`` when it registered (here ``task``);
-- ``math+format`` -- wrapped in Klear's ``<think>...</think>`` format rule
-  (:mod:`rlvr.rewards.format`); options prefixed ``format_`` go to the wrapper.
-
-Registering a new verifier (this is all a module needs to do)::
-
-    from rlvr.rewards import register
+registered with :func:`register`; its options ``correct`` and ``wrong`` are the scores of a
+correct and of a wrong completion (``wrong`` also scores one whose verifier fails). A spec is
+``name[:argument][+format]``: the argument binds the option the verifier registered as its
+``spec_arg`` (``reasoning_gym:chain_sum``), ``+format`` wraps it in Klear's format rule
+(:mod:`rlvr.rewards.format`; ``format_*`` options go to the wrapper)::
 
     @register("code", spec_arg="mode", check=check_code_options, sandboxed=True)
-    def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0):
-        ...
+    def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0): ...
 
-``check`` is a function of the bound options (defaults included) that raises ``ValueError``
-for a bad value; :func:`get_verifier` calls it, so a typo such as ``extract="Flexible"`` fails
-once when the verifier is built instead of making every completion score the failure value.
-``sandboxed`` says the verifier runs programs in the sandbox (:func:`sandbox_isolation`).
-
-Built-in verifiers live in modules imported on first use (see ``BUILTIN_MODULES``), so
-``import rlvr.rewards`` stays cheap and a missing optional module costs nothing until its
-verifier is asked for.
+``check`` raises ``ValueError`` for bad options once, when :func:`get_verifier` builds the
+verifier; ``sandboxed`` says it runs programs (:func:`sandbox_isolation`). Built-in verifiers
+are imported on first use (``BUILTIN_MODULES``).
 """
 
 from __future__ import annotations
@@ -193,6 +174,6 @@ def sandbox_isolation(spec: str) -> str | None:
     """
     if not _lookup(parse_spec(spec)[0]).sandboxed:
         return None
-    from rlvr.rewards.sandbox import isolation_mode  # the sandbox only for verifiers that use it
+    from rlvr.sandbox import isolation_mode  # the sandbox only for verifiers that use it
 
     return isolation_mode()

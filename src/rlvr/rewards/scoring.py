@@ -1,50 +1,33 @@
 """Scoring batches of completions: time limits, failure accounting, worker processes.
 
-:class:`Scorer` is what the trainer and the evaluation harness call. Each completion is
-scored by the verifier under a wall-clock limit; a verifier that raises, returns a
-non-finite number or runs out of time gives the verifier's ``failure_value`` (its
-``wrong`` score) for that completion, is counted in :class:`Scores`, and never stops the
-batch.
-
-``workers=0`` scores in the calling thread (any thread: the limit is enforced by
-:func:`rlvr.rewards.timeout.time_limit`, which interrupts Python code but not one long C
-call). ``workers >= 1`` scores in that many worker processes, which both spreads scoring
-over cores and makes the limit hard: a verifier stuck in a C call that would never return
-is cut off. (The ``math`` verifier bounds its own SymPy work, see :mod:`rlvr.rewards.math`.)
-Before the first completion, the scorer calls :meth:`Verifier.warm_up` (in each worker), so
-that helpers a verifier starts lazily are not charged to a completion's time limit. Events a
-verifier records (:mod:`rlvr.rewards.events`) are collected per completion into
-:attr:`Scores.events`. Workers are fresh Python interpreters in their own session,
-started on first use and reused across calls; one that overruns ``timeout_s +
-kill_grace_s`` or dies is killed with its whole session and replaced. The verifier is sent
-to them pickled, so its function must be importable by module path (not defined in
-``__main__``). Use workers in training: a policy will sooner or later write an answer
-that makes SymPy compute for hours.
+:class:`Scorer` is what the trainer and the evaluation harness call. A verifier that raises,
+returns a non-finite number or runs out of time gives its ``failure_value`` for that
+completion, is counted in :class:`Scores`, and never stops the batch; the events it records
+(:mod:`rlvr.rewards.events`) are collected per completion. ``workers=0`` scores in the
+calling thread under :func:`rlvr.sandbox.timeout.time_limit` (which cannot cut off one long C
+call); ``workers >= 1`` scores in a :class:`rlvr.sandbox.workers.Pool` of fresh interpreters,
+each in its own session, where a worker past ``timeout_s + kill_grace_s`` is killed with
+everything it started: use workers in training. The verifier is pickled to them (its
+function must be importable by module path) and warmed up in each before the first item.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import pickle
-import subprocess
-import time
 import traceback
-import weakref
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
-from rlvr.rewards.timeout import VerifierTimeout, time_limit
-from rlvr.rewards.workers import Helper, connect, serve, spawn
+from rlvr.sandbox.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.workers import DIED, OVERDUE, Pool, connect, serve
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
-_START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -140,7 +123,7 @@ def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: fl
 
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
-    """Worker process: receive the verifier, then score ``(index, completion, reference)``."""
+    """Worker process: receive the verifier, then score ``(completion, reference)`` messages."""
     inbox, outbox = connect(read_fd, write_fd)
     verifier, timeout_s = inbox.recv()
     with contextlib.suppress(Exception):  # a failed warm-up shows again on the first item
@@ -148,139 +131,12 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     outbox.send("ready")
 
     def score(message: tuple, outbox: Connection) -> None:
-        index, completion, reference = message
         try:
-            outbox.send((index, *score_one(verifier, completion, reference, timeout_s)))
+            outbox.send(score_one(verifier, *message, timeout_s))
         except Exception:  # an unpicklable result: report it rather than die silently
-            error = traceback.format_exc(limit=1)
-            outbox.send((index, *Row(ERROR, verifier.failure_value, error, {})))
+            outbox.send(Row(ERROR, verifier.failure_value, traceback.format_exc(limit=1), {}))
 
     serve(inbox, outbox, score)
-
-
-@dataclass(eq=False)
-class _Worker:
-    link: Helper
-    """The worker process (its own session: killing it takes its sandboxes with it)."""
-    index: int | None = None
-    """Item being scored, or ``None`` when idle."""
-    deadline: float = math.inf
-
-
-def _spawn_worker(verifier: Verifier, timeout_s: float | None) -> _Worker:
-    """Start a worker in a fresh interpreter (its own session) and hand it the verifier."""
-    worker = _Worker(spawn(_worker_main, own_session=True))
-    worker.link.outbox.send((verifier, timeout_s))
-    return worker
-
-
-def _kill(worker: _Worker) -> None:
-    worker.link.kill()
-
-
-class _Pool:
-    """Worker processes scoring items with a hard per-item deadline."""
-
-    def __init__(self, verifier: Verifier, config: ScoringConfig) -> None:
-        self.verifier, self.config = verifier, config
-        self.workers: list[_Worker] = []
-        try:
-            pickle.dumps(verifier)
-        except Exception as err:
-            raise ValueError(
-                f"verifier {verifier.spec!r} cannot be sent to worker processes ({err}); "
-                "register a module-level function, or use workers=0"
-            ) from err
-        try:
-            for _ in range(config.workers):
-                self.workers.append(self._start())
-        except BaseException:
-            self.close()
-            raise
-
-    def _start(self) -> _Worker:
-        worker = _spawn_worker(self.verifier, self.config.timeout_s)
-        ready = worker.link.inbox.poll(_START_TIMEOUT_S)
-        try:
-            ready = ready and worker.link.inbox.recv() == "ready"
-        except (EOFError, OSError):
-            ready = False
-        if not ready:
-            _kill(worker)
-            raise RuntimeError(
-                f"verifier worker process failed to start for {self.verifier.spec!r}: its function must be "
-                "importable by module path (not defined in __main__); see the traceback above, or use workers=0"
-            )
-        return worker
-
-    def _replace(self, worker: _Worker) -> None:
-        _kill(worker)
-        self.workers[self.workers.index(worker)] = self._start()
-
-    def _hard_limit(self) -> float:
-        t = self.config.timeout_s
-        return math.inf if t is None else t + self.config.kill_grace_s
-
-    def run(self, items: Sequence[tuple[str, Any]]) -> list[Row]:
-        results: list[Row | None] = [None] * len(items)
-        pending = deque(range(len(items)))
-        while pending or any(w.index is not None for w in self.workers):
-            self._dispatch(pending, items)
-            self._collect(results)
-            self._reap_overdue(results)
-        return results  # type: ignore[return-value]
-
-    def _dispatch(self, pending: deque[int], items: Sequence[tuple[str, Any]]) -> None:
-        for worker in self.workers:
-            if worker.index is None and pending:
-                index = pending.popleft()
-                worker.link.outbox.send((index, *items[index]))
-                worker.index, worker.deadline = index, time.monotonic() + self._hard_limit()
-
-    def _collect(self, results: list) -> None:
-        busy = {w.link.inbox: w for w in self.workers if w.index is not None}
-        if not busy:
-            return
-        wait_s = max(0.0, min(w.deadline for w in busy.values()) - time.monotonic())
-        for conn in wait(list(busy), timeout=min(wait_s, 3600.0)):
-            worker = busy[conn]
-            try:
-                index, *row = conn.recv()
-            except (EOFError, OSError):
-                message = "verifier worker process died"
-                results[worker.index] = Row(ERROR, self.verifier.failure_value, message, {})
-                self._replace(worker)
-                continue
-            results[index] = Row(*row)
-            worker.index, worker.deadline = None, math.inf
-
-    def _reap_overdue(self, results: list) -> None:
-        now = time.monotonic()
-        for worker in list(self.workers):
-            if worker.index is not None and now >= worker.deadline:
-                message = f"timed out after {self.config.timeout_s:g} s (worker killed)"
-                results[worker.index] = Row(TIMEOUT, self.verifier.failure_value, message, {})
-                self._replace(worker)
-
-    def close(self) -> None:
-        for worker in self.workers:
-            with contextlib.suppress(OSError, ValueError):
-                worker.link.outbox.send(None)
-        for worker in self.workers:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                worker.link.process.wait(timeout=2)
-            _kill(worker)
-        self.workers = []
-
-
-_LIVE_POOLS: weakref.WeakSet[_Pool] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_live_pools() -> None:
-    """Stop worker processes before ``multiprocessing`` joins them at interpreter exit."""
-    for pool in list(_LIVE_POOLS):
-        pool.close()
 
 
 class Scorer:
@@ -293,7 +149,7 @@ class Scorer:
     """
 
     def __init__(self, verifier: Verifier | str, config: ScoringConfig = ScoringConfig()) -> None:
-        self._pool: _Pool | None = None
+        self._pool: Pool | None = None
         self._warm = False
         self.verifier = get_verifier(verifier)
         self.config = config
@@ -308,7 +164,7 @@ class Scorer:
             self._warm_up()
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
-            rows = self._pool_or_start().run(items)
+            rows = self._in_workers(items)
         status, values, errors, events = zip(*rows, strict=True)
         return Scores(
             values=list(values), status=list(status), errors=list(errors), events=list(events)
@@ -321,17 +177,39 @@ class Scorer:
             with contextlib.suppress(Exception):  # a failed warm-up shows again when scoring
                 self.verifier.warm_up()
 
-    def _pool_or_start(self) -> _Pool:
+    def _in_workers(self, items: list[tuple[str, Any]]) -> list[Row]:
+        """Rows scored by the worker processes, one that overruns or dies killed and counted."""
         if self._pool is None:
-            self._pool = _Pool(self.verifier, self.config)
-            _LIVE_POOLS.add(self._pool)
-        return self._pool
+            try:
+                pickle.dumps(self.verifier)
+            except Exception as err:
+                raise ValueError(
+                    f"verifier {self.verifier.spec!r} cannot be sent to worker processes ({err}); "
+                    "register a module-level function, or use workers=0"
+                ) from err
+            self._pool = Pool(
+                _worker_main,
+                own_session=True,  # killing a worker kills its sandboxes and helpers too
+                greeting=(self.verifier, self.config.timeout_s),
+                keep=self.config.workers,
+                start_error=f"verifier worker process failed to start for {self.verifier.spec!r}: "
+                "its function must be importable by module path (not defined in __main__); "
+                "see the traceback above, or use workers=0",
+            )
+        t, failed = self.config.timeout_s, self.verifier.failure_value
+        limit = math.inf if t is None else t + self.config.kill_grace_s
+        rows = self._pool.map(items, self.config.workers, limit)
+        for i, row in enumerate(rows):
+            if row is DIED:
+                rows[i] = Row(ERROR, failed, "verifier worker process died", {})
+            elif row is OVERDUE:
+                rows[i] = Row(TIMEOUT, failed, f"timed out after {t:g} s (worker killed)", {})
+        return rows
 
     def close(self) -> None:
         """Stop the worker processes (the scorer restarts them if called again)."""
         if self._pool is not None:
             self._pool.close()
-            _LIVE_POOLS.discard(self._pool)
             self._pool = None
 
     def __enter__(self) -> Scorer:

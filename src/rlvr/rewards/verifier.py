@@ -39,11 +39,8 @@ class Verifier:
 
     def warm_up(self) -> None:
         """Start what the verifier would start on its first call (the ``math`` verifier's
-        comparison helper), so that start-up is not charged to a completion's time limit.
-
-        A verifier function opts in with a ``warm_up`` attribute (a function of no
-        arguments); verifiers among the options (a ``+format`` wrapper's) are warmed too.
-        """
+        helper), outside a completion's time limit: the function's ``warm_up`` attribute, if
+        it has one, and that of verifiers among the options (a ``+format`` wrapper's)."""
         hook = getattr(self.fn, "warm_up", None)
         if callable(hook):
             hook()

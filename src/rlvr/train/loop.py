@@ -25,7 +25,7 @@ from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
-from rlvr.rewards.sandbox import isolation_level
+from rlvr.sandbox import isolation_level
 from rlvr.train.async_rollout import RolloutStream
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run

@@ -1,15 +1,11 @@
 """Plain data as one line of text: the only values that cross between a program and its tests.
 
-A test driver (:mod:`rlvr.rewards.driver`) calls the program in another process and gets its
-answers back through :func:`encode` and :func:`decode`: ``None``, ``bool``, ``int``,
-``float``, ``complex``, ``str``, ``bytes``, and lists, tuples, sets, frozensets and dicts of
-them (``Fraction`` and ``Decimal`` too). Subclasses (a ``namedtuple``, a ``Counter``, an
-``IntEnum``) travel as their base type; anything else is refused. What :func:`decode` returns
-is made of exact builtin types only, so no code of the program's runs where it is used.
-
-This module uses the standard library only: the sandbox's child bootstrap carries its source
-(:mod:`rlvr.rewards.sandbox`). The text is JSON, written and read with the C functions of
-``_json`` alone: importing ``json`` would import ``re`` in every test run.
+:func:`encode` and :func:`decode` carry ``None``, ``bool``, ``int``, ``float``, ``complex``,
+``str``, ``bytes``, ``Fraction``, ``Decimal`` and lists, tuples, sets, frozensets and dicts of
+them; a subclass (``namedtuple``, ``Counter``, ``IntEnum``) travels as its base type, anything
+else is refused. :func:`decode` returns exact builtin types only, so no program code runs
+where its answer is used. Standard library only: the child bootstrap carries this source; the
+text is JSON through ``_json``'s C functions (``json`` would import ``re`` in every run).
 """
 
 import sys

@@ -20,16 +20,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from verifier_helpers import sandbox_pids
 
-from rlvr.rewards import sandbox
-from rlvr.rewards.sandbox import (
+from rlvr import sandbox
+from rlvr.sandbox import (
     SandboxLimits,
     SandboxPolicy,
     SandboxStatus,
     isolation_report,
+    output,
     run_untrusted,
 )
+from rlvr.sandbox.process import marked_pids
 
 FAST = SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256, output_bytes=10_000)
 DEFAULT = SandboxPolicy()
@@ -50,9 +51,9 @@ BOTH = pytest.mark.parametrize(
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    assert sandbox_pids() == [], "a sandboxed process was alive before the test"
+    assert marked_pids() == [], "a sandboxed process was alive before the test"
     yield
-    assert sandbox_pids() == [], "a sandboxed process outlived its run"
+    assert marked_pids() == [], "a sandboxed process outlived its run"
 
 
 def _requires(policy: SandboxPolicy, layer: str) -> None:
@@ -147,7 +148,7 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
 def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None:
     _requires(policy, "parent_death_signal")
     caller = (
-        "from rlvr.rewards.sandbox import *\n"
+        "from rlvr.sandbox import *\n"
         f"isolation_report({policy!r})\n"  # the probe's own runs are over once this returns
         "print('probed', flush=True)\n"
         f"run_untrusted('import time\\ntime.sleep(60)', policy={policy!r})\n"
@@ -160,12 +161,12 @@ def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "probed\n"
-        assert _wait_for(lambda: len(sandbox_pids()) > 0, 30.0), "the run never started"
+        assert _wait_for(lambda: len(marked_pids()) > 0, 30.0), "the run never started"
     finally:
         proc.kill()
         proc.wait()
         proc.stdout.close()
-    assert _wait_for(lambda: sandbox_pids() == [], 5.0), "the run outlived its caller"
+    assert _wait_for(lambda: marked_pids() == [], 5.0), "the run outlived its caller"
 
 
 @BOTH
@@ -323,7 +324,7 @@ def test_concurrent_runs_do_not_mix() -> None:
 
 
 def test_works_without_pidfd(monkeypatch) -> None:
-    monkeypatch.setattr(sandbox, "_pidfd", lambda pid: None)  # kernels before 5.3: polling
+    monkeypatch.setattr(output, "_pidfd", lambda pid: None)  # kernels before 5.3: polling
     assert run_untrusted("print(7)", limits=FAST).stdout == "7\n"
     slow = run_untrusted("import time\ntime.sleep(60)", limits=SandboxLimits(wall_time_s=0.3))
     assert slow.status is SandboxStatus.TIMEOUT
@@ -363,7 +364,7 @@ def test_isolation_report_is_consistent() -> None:
 
 def test_isolation_is_logged_once(caplog) -> None:
     policy = SandboxPolicy(user="nobody", python=sys.executable)  # a policy not probed yet
-    with caplog.at_level("INFO", logger="rlvr.rewards.sandbox"):
+    with caplog.at_level("INFO", logger="rlvr.sandbox"):
         mode = sandbox.isolation_mode(policy)
         sandbox.isolation_mode(policy)
         run_untrusted("print(1)", limits=FAST, policy=policy)
@@ -398,7 +399,7 @@ def test_docstring_examples() -> None:
 
 def test_isolation_level_and_which_verifiers_run_programs():
     from rlvr.rewards.registry import sandbox_isolation
-    from rlvr.rewards.sandbox import ISOLATION_MODES, isolation_level, isolation_mode
+    from rlvr.sandbox import ISOLATION_MODES, isolation_level, isolation_mode
 
     assert [isolation_level(m) for m in ISOLATION_MODES] == [4, 3, 2, 1]
     assert isolation_level("unavailable") == 0

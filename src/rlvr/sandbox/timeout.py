@@ -1,16 +1,10 @@
-"""Wall-clock limits for verifier calls that work on any thread.
+"""Wall-clock limits on any thread: :func:`time_limit`.
 
-``math-verify`` guards its own parsing with ``signal.alarm``, which only works on the main
-thread of the main interpreter; the verifiers here switch that off and the scorer wraps
-each call in :func:`time_limit` instead. It arms a watchdog timer that, when the limit
-passes, raises :class:`VerifierTimeout` inside the thread that is running the verifier
-(``PyThreadState_SetAsyncExc``), so it works on the main thread and on worker threads
-alike and leaves the process's signal handlers alone.
-
-Like a signal handler, the asynchronous exception is delivered between Python bytecodes:
-a single long C call (e.g. a huge integer power inside SymPy) runs to completion first.
-The worker processes of :class:`rlvr.rewards.scoring.Scorer` are the hard limit for
-those: a worker that overruns is killed.
+A watchdog timer raises :class:`VerifierTimeout` inside the thread running the block
+(``PyThreadState_SetAsyncExc``), so unlike ``signal.alarm`` it works off the main thread and
+leaves signal handlers alone. Like a signal, it arrives between bytecodes: one long C call
+(a huge integer power) runs to its end first; a killed helper process
+(:mod:`rlvr.sandbox.workers`) is the hard limit for those.
 """
 
 from __future__ import annotations
@@ -22,11 +16,8 @@ from contextlib import contextmanager
 
 
 class VerifierTimeout(BaseException):
-    """A verifier ran past its time limit.
-
-    Derived from ``BaseException`` so that the ``except Exception`` blocks inside
-    ``math-verify`` and SymPy cannot swallow it and turn a timeout into a wrong answer.
-    """
+    """A block ran past its time limit; a ``BaseException``, so that the ``except Exception``
+    blocks of the code it interrupts cannot swallow it and turn a timeout into an answer."""
 
 
 def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:

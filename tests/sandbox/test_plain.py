@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from rlvr.rewards.plain import MAX_DEPTH, NotPlain, decode, encode
+from rlvr.sandbox.plain import MAX_DEPTH, NotPlain, decode, encode
 
 
 class Colour(enum.IntEnum):

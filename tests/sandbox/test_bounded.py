@@ -7,15 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rlvr.rewards import bounded
-from rlvr.rewards.bounded import LimitExceeded, call_bounded
+from rlvr.sandbox import bounded
+from rlvr.sandbox.bounded import LimitExceeded, call_bounded
 
 
 def test_result_comes_back_and_the_helper_is_reused():
     assert call_bounded(divmod, 17, 5) == (3, 2)
-    pid = bounded._POOL.idle[-1].link.process.pid
+    pid = bounded._pool(bounded.DEFAULT_MEMORY_MB).idle[-1].process.pid
     assert call_bounded(sorted, [3, 1, 2]) == [1, 2, 3]
-    assert bounded._POOL.idle[-1].link.process.pid == pid
+    assert bounded._pool(bounded.DEFAULT_MEMORY_MB).idle[-1].process.pid == pid
 
 
 def test_long_c_call_is_cut_off_at_the_deadline():
@@ -55,9 +55,9 @@ def test_killing_the_callers_process_group_kills_its_helper(tmp_path):
     import sys
 
     caller = (
-        "from rlvr.rewards import bounded\n"
+        "from rlvr.sandbox import bounded\n"
         "bounded.call_bounded(divmod, 1, 1)\n"
-        "print(bounded._POOL.idle[-1].link.process.pid, flush=True)\n"
+        "print(bounded._pool(bounded.DEFAULT_MEMORY_MB).idle[-1].process.pid, flush=True)\n"
         "bounded.call_bounded(pow, 9, 9**9, timeout_s=60)\n"  # busy in the helper
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}

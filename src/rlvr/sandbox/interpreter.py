@@ -1,18 +1,11 @@
 """The interpreter that runs sandboxed programs, and the files it needs to read.
 
-A sandboxed program runs as ``python -I -S`` (standard library only). Two isolation layers
-need to know which files that interpreter reads: bubblewrap binds exactly those into an
-otherwise empty filesystem, and Landlock allows reading exactly those. :func:`describe`
-asks the interpreter itself (its binary, ``sys.path``, the shared objects it has mapped) and
-adds the system's library directories, from which its C extensions load their libraries.
-
-When the caller is root and the program is to run as an unprivileged user, that user must be
-able to read the interpreter; a pyenv or conda install under ``/root`` (mode 0700) is not
-readable. :func:`readable_copy` then builds, once per machine, a copy of the interpreter and
-its standard library (no ``site-packages``, no test suite) under ``RUNTIME_CACHE``, owned by
-root and readable by all: files are hard links where the file system allows and the file is
-already world-readable, copies otherwise. The copy finds its shared ``libpython`` through
-``LD_LIBRARY_PATH`` (the original's ``RUNPATH`` points into the unreadable directory).
+Bubblewrap binds, and Landlock allows reading, exactly the files of ``python -I -S`` that
+:func:`describe` finds by asking the interpreter (its binary, ``sys.path``, mapped shared
+objects) plus the system's library directories. When root runs programs as an unprivileged
+user who cannot read the interpreter (a pyenv under ``/root``), :func:`readable_copy` builds
+once, under ``RUNTIME_CACHE``, a root-owned world-readable copy of the interpreter and its
+standard library (hard links where possible; ``libpython`` found through ``LD_LIBRARY_PATH``).
 """
 
 from __future__ import annotations
@@ -33,14 +26,7 @@ RUNTIME_CACHE = "/var/cache/rlvr-sandbox"
 """Where readable copies of an interpreter are built (as root)."""
 
 SYSTEM_PATHS = (
-    "/lib",
-    "/lib64",
-    "/lib32",
-    "/libx32",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/lib32",
-    "/usr/libx32",
+    *(f"{usr}/{lib}" for usr in ("", "/usr") for lib in ("lib", "lib64", "lib32", "libx32")),
     "/etc/ld.so.cache",
 )
 """Shared-library directories (and the loader's cache) every interpreter may read."""

@@ -1,0 +1,233 @@
+"""One run's lifecycle: working directory, pipes, start, output, kill, reap, classification."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from typing import IO
+
+from rlvr.sandbox.child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
+from rlvr.sandbox.launch import MARKER_FLAG, ChildConfig, Launcher, child_env, command
+from rlvr.sandbox.limits import SandboxLimits, SandboxResult, SandboxStatus
+from rlvr.sandbox.output import Output, collect, read_available
+
+_BY_EXIT_CODE = {
+    0: SandboxStatus.OK,
+    EXIT_MEMORY: SandboxStatus.MEMORY,
+    EXIT_SETUP: SandboxStatus.SANDBOX_ERROR,
+    EXIT_SYNTAX: SandboxStatus.SYNTAX_ERROR,
+}
+
+
+def marked_pids(marker: str = "") -> list[int]:
+    """Live processes with an argument starting ``MARKER_FLAG + marker`` (zombies have no
+    arguments): those of one run, or with no ``marker`` of every run."""
+    needle = (MARKER_FLAG + marker).encode()
+    found = []
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc: nothing can be found this way
+        return found
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                if any(arg.startswith(needle) for arg in f.read().split(b"\0")):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_marked(marker: str, *, patience_s: float = 1.0) -> int:
+    """SIGKILL every process of the run marked ``marker`` until none is left; returns how many."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + patience_s
+    while (pids := marked_pids(marker)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.002)
+    return len(killed)
+
+
+def _kill_and_reap(pid: int, marker: str) -> tuple[int, float]:
+    """Kill the group and any marked escapee, reap the child; returns (wait status, CPU s)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    kill_marked(marker)
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime
+
+
+def _classify(reason: str | None, status: int, cpu_s: float, limits: SandboxLimits):
+    """(status, exit code, signal) of a run that ended with wait ``status``."""
+    if os.WIFSIGNALED(status):
+        exit_code, sig = None, os.WTERMSIG(status)
+    else:
+        exit_code, sig = os.WEXITSTATUS(status), None
+    if reason is not None:
+        verdict = SandboxStatus.OUTPUT_LIMIT if reason == "output" else SandboxStatus.TIMEOUT
+    elif sig is not None:
+        cpu_hit = cpu_s >= max(1, math.ceil(limits.cpu_time_s)) - 0.05
+        timeout = sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_hit)
+        verdict = SandboxStatus.TIMEOUT if timeout else SandboxStatus.KILLED
+    else:
+        verdict = _BY_EXIT_CODE.get(exit_code, SandboxStatus.ERROR)
+    return verdict, exit_code, sig
+
+
+def _temp_file(data: str, directory: str | None = None) -> IO[bytes]:
+    f = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - the caller closes it
+    f.write(data.encode("utf-8"))
+    f.seek(0)
+    return f
+
+
+def _remove_tree(path: str) -> None:
+    if os.geteuid() != 0:  # the program may have left directories without write permission
+        for root, dirs, _ in os.walk(path):
+            for d in dirs:
+                full = os.path.join(root, d)
+                if not os.path.islink(full):
+                    with contextlib.suppress(OSError):
+                        os.chmod(full, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def sandbox_error(message: str, started: float) -> SandboxResult:
+    """The result of a run the sandbox could not start."""
+    wall_s = time.monotonic() - started
+    return SandboxResult(SandboxStatus.SANDBOX_ERROR, None, None, "", message, False, wall_s, 0.0)
+
+
+def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], marker: str) -> int:
+    """Start the bootstrap in its own session; returns its pid."""
+    ids = launcher.run_as
+    proc = subprocess.Popen(
+        command(launcher, cfg, marker),
+        stdin=stdio[0],
+        stdout=stdio[1],
+        stderr=stdio[2],
+        pass_fds=cfg.fds(),
+        cwd=cfg.workdir,
+        env=child_env(cfg.workdir, launcher.runtime),
+        start_new_session=True,
+        user=None if ids is None else ids[0],
+        group=None if ids is None else ids[1],
+        extra_groups=None if ids is None else [],
+    )
+    proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
+    return proc.pid
+
+
+def _give_to_owner(launcher: Launcher, cfg: ChildConfig, *fds: int) -> None:
+    """Hand the working directory and the stdio of a run to the uid the program runs as, if not
+    the caller's: owning its stdio lets it reopen /dev/stdin, /dev/stdout, /dev/stderr."""
+    owner = launcher.run_as
+    if owner is None and cfg.uid is not None and cfg.gid is not None:
+        owner = (cfg.uid, cfg.gid)
+    if owner is not None:
+        os.chown(cfg.workdir, *owner)
+        for fd in fds:
+            os.fchown(fd, *owner)
+
+
+def execute(
+    source: str,
+    stdin: str,
+    limits: SandboxLimits,
+    cfg: ChildConfig,
+    launcher: Launcher,
+    driver: str | None = None,
+) -> SandboxResult:
+    """Run one child with ``cfg`` (its message minus descriptors and directory) and collect it."""
+    started = time.monotonic()
+    workdir = os.path.realpath(tempfile.mkdtemp(prefix="rlvr-sandbox-"))
+    try:
+        # stdin lives unnamed in the working directory, so /dev/stdin reopens under Landlock
+        with contextlib.ExitStack() as files:
+            code_f = files.enter_context(_temp_file(source))
+            stdin_f = files.enter_context(_temp_file(stdin, workdir))
+            cfg = replace(cfg, code_fd=code_f.fileno(), workdir=workdir)
+            if driver is not None:
+                cfg = replace(cfg, driver_fd=files.enter_context(_temp_file(driver)).fileno())
+            return _launch(launcher, cfg, stdin_f.fileno(), limits, started)
+    finally:
+        _remove_tree(workdir)
+
+
+def _launch(
+    launcher: Launcher, cfg: ChildConfig, stdin_fd: int, limits: SandboxLimits, started: float
+) -> SandboxResult:
+    marker = secrets.token_hex(12)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    report_r, report_w = os.pipe()
+    verdict_r, verdict_w = os.pipe() if cfg.driver_fd is not None else (None, None)
+    try:
+        try:
+            _give_to_owner(launcher, cfg, stdin_fd, out_w, err_w)
+            cfg = replace(cfg, report_fd=report_w, verdict_fd=verdict_w)
+            pid = _spawn(launcher, cfg, (stdin_fd, out_w, err_w), marker)
+        except OSError as exc:
+            python = launcher.runtime.python
+            return sandbox_error(
+                f"could not start the sandboxed program with {python}: {exc}", started
+            )
+        finally:
+            for fd in (out_w, err_w, report_w, verdict_w):  # the child holds its own copies
+                if fd is not None:
+                    os.close(fd)
+        return _finish(pid, (out_r, err_r, report_r, verdict_r), marker, limits, started)
+    finally:
+        for fd in (out_r, err_r, report_r, verdict_r):
+            if fd is not None:
+                os.close(fd)
+
+
+def _finish(
+    pid: int,
+    fds: tuple[int, int, int, int | None],
+    marker: str,
+    limits: SandboxLimits,
+    started: float,
+) -> SandboxResult:
+    stdout_fd, stderr_fd, report_fd, verdict_fd = fds
+    out = Output(limits.output_bytes)
+    try:
+        reason = collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
+    finally:
+        status, cpu_s = _kill_and_reap(pid, marker)
+    # The bootstrap's report: b"1" once it started, then, under bubblewrap, the supervisor's
+    # wait status and CPU microseconds of the program (bubblewrap reports neither faithfully).
+    report = read_available(report_fd, 64)
+    if len(report) == 13:
+        status, cpu_s = (
+            int.from_bytes(report[1:5], "little"),
+            int.from_bytes(report[5:], "little") / 1e6,
+        )
+    verdict, exit_code, sig = _classify(reason, status, cpu_s, limits)
+    if report[:1] != b"1" and reason is None:  # the bootstrap never ran: the sandbox failed
+        verdict = SandboxStatus.SANDBOX_ERROR
+    return SandboxResult(
+        status=verdict,
+        exit_code=exit_code,
+        signal=sig,
+        stdout=out.text(True),
+        stderr=out.text(False),
+        output_truncated=out.over,
+        wall_time_s=time.monotonic() - started,
+        cpu_time_s=cpu_s,
+        report=read_available(verdict_fd).decode("utf-8", errors="replace"),
+    )

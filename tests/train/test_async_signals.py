@@ -1,4 +1,5 @@
-"""Ctrl-C ends the trainer and its generation worker (``rollout.staleness >= 1``)."""
+"""The generation worker (``rollout.staleness >= 1``) in a process of its own: Ctrl-C ends
+the trainer and the worker; the worker runs more than one torch thread."""
 
 import os
 import signal
@@ -15,6 +16,7 @@ from rlvr.train.overrides import dump_yaml
 
 SCRIPT = """
 import sys
+import torch
 from rlvr.rewards import register
 from rlvr.train.config import TrainConfig
 from rlvr.train.loop import train
@@ -24,6 +26,8 @@ from rlvr.train.overrides import load_config
 def even_len(completion, reference, *, correct=1.0, wrong=0.0):
     return correct if len(completion) % 2 == 0 else wrong
 
+torch.set_num_threads(2)
+torch.ones(1 << 22).sum()  # a parallel region: the trainer's OpenMP pool has a thread at the fork
 train(load_config(TrainConfig, sys.argv[1], []))
 """
 
@@ -37,20 +41,40 @@ def _first_step_logged(run: subprocess.Popen, metrics: Path) -> None:
     pytest.fail(f"no step logged (exit code {run.poll()})")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("group", [True, False], ids=["terminal", "trainer-only"])
-def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
-    """SIGINT to the process group (Ctrl-C in a terminal) or to the trainer alone."""
-    cfg = train_config("steps=10000", "rollout.staleness=1", "reward.verifier=even_len", out="run")
+def _start(cfg, tmp_path: Path) -> subprocess.Popen:
+    """The training script on ``cfg`` in a new session (its own process group)."""
     config = tmp_path / "run.yaml"
     config.write_text(dump_yaml(cfg))
     src = Path(__file__).resolve().parents[2] / "src"
-    run = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(config)],
         env={**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"},
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+
+
+def test_worker_runs_two_threads(train_config, tmp_path):
+    """Forked from a trainer whose OpenMP pool has threads, the worker still runs a parallel
+    region on two threads (on its main thread, libgomp would wait for the trainer's threads)."""
+    overrides = ("steps=2", "threads=2", "rollout.staleness=1", "rollout.generation_threads=2")
+    cfg = train_config(*overrides, "reward.verifier=even_len", out="run")
+    run = _start(cfg, tmp_path)
+    try:
+        _, err = run.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail("the run with a two-thread generation worker did not finish in 180 s")
+    assert run.returncode == 0, err.decode()[-2000:]
+    assert [r["step"] for r in read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")] == [1, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", [True, False], ids=["terminal", "trainer-only"])
+def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
+    """SIGINT to the process group (Ctrl-C in a terminal) or to the trainer alone."""
+    cfg = train_config("steps=10000", "rollout.staleness=1", "reward.verifier=even_len", out="run")
+    run = _start(cfg, tmp_path)
     try:
         _first_step_logged(run, Path(cfg.log.output_dir) / "metrics.jsonl")
         children = psutil.Process(run.pid).children(recursive=True)

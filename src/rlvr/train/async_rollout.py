@@ -47,6 +47,7 @@ import multiprocessing as mp
 import os
 import queue
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -222,21 +223,35 @@ def _receive(commands: Any, parent: int) -> Any:
 
 
 def _run_worker(worker: _Worker, commands: Any, results: Any) -> None:
-    """The worker process: serve, report an exception to the trainer, exit quietly on Ctrl-C."""
+    """The worker process: serve on a thread of its own; exit quietly on Ctrl-C.
+
+    OpenMP (libgomp, torch's CPU threads) keeps its thread pool per calling thread, and the
+    pool of this process's main thread, inherited by fork, names threads that exist only in
+    the trainer: a parallel region on it waits for them forever. A new thread builds a pool of
+    its own, so the worker can use more than one thread.
+    """
     results.cancel_join_thread()  # never block the exit on a trainer that stopped reading
+    thread = threading.Thread(
+        target=_serve, args=(worker, commands, results), name="rlvr-generation", daemon=True
+    )
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(timeout=POLL_S)  # a timed wait, so that Ctrl-C reaches this thread
+    except KeyboardInterrupt:
+        return
+
+
+def _serve(worker: _Worker, commands: Any, results: Any) -> None:
+    """Serve, report an exception to the trainer, then stay until the trainer has read it."""
     try:
         if worker.serve(commands, results):
             return
-    except KeyboardInterrupt:
-        return
     except BaseException as err:  # noqa: BLE001 - reported to the trainer, which stops the run
         traceback.print_exc(file=sys.stderr)
         results.put(_Failure(f"{type(err).__name__}: {err}"))
-    try:  # stay until the trainer has read everything sent (or is gone)
-        while _receive(commands, worker.parent) is not None:
-            pass
-    except KeyboardInterrupt:
-        return
+    while _receive(commands, worker.parent) is not None:  # until read (or the trainer is gone)
+        pass
 
 
 def _dump(item: Generated) -> bytes:

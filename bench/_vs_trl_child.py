@@ -1,6 +1,6 @@
 """One trainer of ``bench/vs_trl.py`` in its own process: run it, write its measurements.
 
-    python bench/_vs_trl_child.py SPEC.json {rlvr|trl|trl-defaults} RESULT.json WORK_DIR
+    python bench/_vs_trl_child.py SPEC.json {rlvr|rlvr-async|trl|trl-defaults} RESULT.json WORK_DIR
 
 The result holds, per step: wall seconds (from the end of the previous step, or from
 the start of the first), generated completion tokens (up to and including EOS),
@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from vs_trl_config import BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
+from vs_trl_config import TRAINERS, BenchSpec, data_config, reward_config, rlvr_config, trl_kwargs
 
 
 def memory_mb(field: str) -> float:
@@ -100,8 +100,13 @@ class StepClock:
 # ---------------------------------------------------------------- ours
 
 
-def run_rlvr(spec: BenchSpec, work: Path) -> dict[str, Any]:
-    """``rlvr.train.train`` with every step timed and its prompts recorded by a callback."""
+def run_rlvr(spec: BenchSpec, work: Path, *, staleness: int = 0) -> dict[str, Any]:
+    """``rlvr.train.train`` with every step timed and its prompts recorded by a callback.
+
+    With ``staleness >= 1`` the generation worker samples while the trainer updates: the
+    step's ``generate`` phase is the time the trainer waited for the batch, and the worker's
+    own generation time and its wait for weights are recorded beside the phases.
+    """
     from rlvr.train import Callback
     from rlvr.train.loop import train
 
@@ -122,12 +127,16 @@ def run_rlvr(spec: BenchSpec, work: Path) -> dict[str, Any]:
             }
             update = (metrics.get("time/logp") or 0.0) + (metrics.get("time/update") or 0.0)
             phases = {"generate": metrics["time/generate"], "score": metrics["time/score"]}
+            if staleness:
+                counts["worker"] = {**phases, "wait_update": metrics["time/wait_update"]}
+                phases = {"generate": metrics["time/wait_generation"], "score": 0.0}
             clock.end(counts, {**phases, "update": update})
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        train(rlvr_config(spec, str(work / "run")), callbacks=[Timing()])
-    return clock.result("rlvr", used)
+        cfg = rlvr_config(spec, str(work / "run"), staleness=staleness)
+        train(cfg, callbacks=[Timing()])
+    return clock.result("rlvr-async" if staleness else "rlvr", used)
 
 
 # ---------------------------------------------------------------- TRL
@@ -252,12 +261,12 @@ def main(argv: list[str]) -> int:
     spec = BenchSpec(**json.loads(Path(spec_file).read_text()))
     work_dir = Path(work)
     work_dir.mkdir(parents=True, exist_ok=True)
-    if trainer == "rlvr":
-        result = run_rlvr(spec, work_dir)
+    if trainer in ("rlvr", "rlvr-async"):
+        result = run_rlvr(spec, work_dir, staleness=int(trainer == "rlvr-async"))
     elif trainer in ("trl", "trl-defaults"):
         result = run_trl(spec, work_dir, trl_defaults=trainer == "trl-defaults")
     else:
-        raise ValueError(f"trainer must be one of ['rlvr', 'trl', 'trl-defaults'], got {trainer!r}")
+        raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}")
     Path(out_file).write_text(json.dumps(result))
     return 0
 

@@ -33,7 +33,9 @@ as a share of that GEMM rate (``bench/decode_gemm.py``), the most of the generat
 a decoder built on them can reach. Every preset
 runs at each ``--threads`` count (default: 1 and all cores). ``--settings best`` adds
 each trainer at its own best settings: gradient checkpointing on, bf16 only where the
-CPU computes it natively (AVX512-BF16 or AMX), since emulated bf16 is slower than fp32.
+CPU computes it natively (AVX512-BF16 or AMX), since emulated bf16 is slower than fp32;
+on the CPU that table also has ``rlvr-async``, rlvr at ``rollout.staleness=1`` (one-step
+off-policy, so not the equal configuration), with the waits of both sides.
 On a shared machine read the times as rough.
 """
 
@@ -58,9 +60,6 @@ PRESETS = ("tiny", "smollm2-135m")
 # Measured steps per preset unless --steps is given: a tiny step takes ~0.1 s, so a
 # handful would be mostly noise; a smollm2-135m step takes ~30-50 s per trainer on one core.
 DEFAULT_STEPS = {"tiny": 20, "smollm2-135m": 3}  # a model directory: 3
-
-
-TRAINERS = ("rlvr", "trl", "trl-defaults")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -151,10 +150,17 @@ def spec_for(
     return with_settings(spec, settings)
 
 
+def trainers_for(spec: BenchSpec, extra: list[str]) -> list[str]:
+    """The trainers of ``spec``'s table: rlvr, and at best settings on the CPU also rlvr at
+    ``rollout.staleness=1`` (its generation worker runs on the CPU only); then TRL."""
+    asynchronous = ["rlvr-async"] if spec.settings == "best" and spec.device == "cpu" else []
+    return ["rlvr", *asynchronous, "trl", *extra]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Benchmark every preset asked for; print (and optionally save) the results."""
     args = parse_args(argv)
-    trainers = ["rlvr", "trl"] + (["trl-defaults"] if args.trl_defaults else [])
+    extra = ["trl-defaults"] if args.trl_defaults else []
     print(machine_line(), flush=True)
     out: dict[str, Any] = {"machine": machine_line(), "started": time.time(), "runs": []}
     for preset in args.presets:
@@ -169,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                     busy = busy_cores_line(floors, threads)
                     if busy:
                         print(busy, flush=True)
-                run = bench_preset(spec, trainers)
+                run = bench_preset(spec, trainers_for(spec, extra))
                 run["rates"] = None if floors is None else dataclasses.asdict(floors.rates)
                 run["busy_cores"] = busy
                 out["runs"].append(run)

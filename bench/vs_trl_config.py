@@ -11,6 +11,9 @@ from typing import Any
 
 SETTINGS = ("equal", "best")
 
+TRAINERS = ("rlvr", "rlvr-async", "trl", "trl-defaults")
+"""The child's trainers; ``rlvr-async`` is ours at ``rollout.staleness=1`` (one-step off-policy)."""
+
 
 # Our aggregation mode -> the TRL ``loss_type`` computing the same loss over an optimiser
 # step when every micro-batch holds the same number of sequences:
@@ -134,8 +137,9 @@ def reward_config():
     return RewardConfig(verifier=f"reasoning_gym:{TASK}")
 
 
-def rlvr_config(spec: BenchSpec, output_dir: str):
-    """Our ``TrainConfig`` for ``spec``: no evaluation, checkpoints, plots or progress bar."""
+def rlvr_config(spec: BenchSpec, output_dir: str, *, staleness: int = 0):
+    """Our ``TrainConfig`` for ``spec``: no evaluation, checkpoints, plots or progress bar
+    (``staleness``: ``rollout.staleness``, the generation worker's bound)."""
     from rlvr.train.config import (
         CheckpointConfig,
         LogConfig,
@@ -167,6 +171,7 @@ def rlvr_config(spec: BenchSpec, output_dir: str):
             top_p=spec.top_p,
             top_k=spec.top_k,
             sampler=spec.sampler,
+            staleness=staleness,
         ),
         objective=ObjectiveConfig(name="grpo", advantage="group_std", loss_agg=spec.loss_agg),
         optim=OptimConfig(

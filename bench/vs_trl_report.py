@@ -22,6 +22,10 @@ class Targets:
     """rlvr's generation floor over its generation time on ``smollm2-135m``, at least."""
     update_gemm: float | None = 0.8
     """rlvr's update FLOP rate over the measured GEMM rate on ``smollm2-135m``, at least."""
+    async_own: float = 1.4
+    """rlvr at ``rollout.staleness=1`` over rlvr's synchronous steps/s, at least."""
+    async_trl: float = 2.8
+    """rlvr at ``rollout.staleness=1`` over TRL's steps/s (same table), at least."""
 
 
 TARGETS = Targets()
@@ -51,6 +55,9 @@ class Summary:
     """Median seconds per step of ``generate``, ``score``, ``update``, ``other``."""
     peak_gpu_mb: float | None = None
     """Peak GPU memory torch allocated (``None`` on CPU)."""
+    worker: dict[str, float] = field(default_factory=dict)
+    """``rlvr-async`` only: median seconds per step of the worker's ``generate`` and its
+    ``wait_update`` (waiting for the weights its next batch is sampled from)."""
     floor_shares: dict[str, float] = field(default_factory=dict)
     """``generate`` / ``update``: the phase's floor over its time, summed over the measured
     steps; ``update_gemm``: the update's FLOP rate over the GEMM rate (empty: not measured)."""
@@ -87,6 +94,12 @@ def summarize(result: dict[str, Any], warmup: int, floors: Floors | None = None)
         setup_rss_mb=result["setup_rss_mb"],
         peak_gpu_mb=result.get("peak_gpu_mb"),
         phases=phases,
+        worker={
+            name: statistics.median(s["worker"][name] for s in steps)
+            for name in ("generate", "wait_update")
+        }
+        if "worker" in steps[0]
+        else {},
         floor_shares={} if floors is None else floors.shares(steps),
     )
 
@@ -125,14 +138,16 @@ def format_table(summaries: list[Summary]) -> list[str]:
     ]
     if all(s.peak_gpu_mb is not None for s in summaries):
         rows.append(("peak GPU memory (MiB)", "{:.0f}", [s.peak_gpu_mb for s in summaries]))
-    if all(s.floor_shares for s in summaries):
+    if summaries[0].floor_shares:
         rows += [
-            (label, "{:.0%}", [s.floor_shares[key] for s in summaries]) for label, key in FLOOR_ROWS
+            (label, "{:.0%}", [s.floor_shares.get(key) for s in summaries])
+            for label, key in FLOOR_ROWS
         ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for label, fmt, values in rows:
-        ratios = [_ratio(values[0], v) for v in values[1:]]
-        lines.append("| " + " | ".join([label, *(fmt.format(v) for v in values), *ratios]) + " |")
+        cells = ["-" if v is None else fmt.format(v) for v in values]
+        ratios = ["-" if v is None else _ratio(values[0], v) for v in values[1:]]
+        lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     return lines
 
 
@@ -176,6 +191,25 @@ def target_lines(preset: str, ours: Summary, trl: Summary, targets: Targets = TA
     return lines
 
 
+def async_lines(
+    sync: Summary, stale: Summary, trl: Summary, targets: Targets = TARGETS
+) -> list[str]:
+    """``rlvr-async`` (``rollout.staleness=1``, one-step off-policy: not the equal
+    configuration) against the synchronous trainer and TRL of the same table."""
+    own, theirs = stale.steps_per_s / sync.steps_per_s, stale.steps_per_s / trl.steps_per_s
+    return [
+        "rlvr-async is rlvr at rollout.staleness=1 (one-step off-policy, not the equal "
+        "configuration); its generate phase is the trainer's wait for the batch",
+        f"steps/s rlvr-async / rlvr = {own:.2f}x (target >= {targets.async_own:g}x): "
+        f"{_verdict(own >= targets.async_own)}",
+        f"steps/s rlvr-async / TRL = {theirs:.2f}x (target >= {targets.async_trl:g}x): "
+        f"{_verdict(theirs >= targets.async_trl)}",
+        f"  waits per step (median): trainer on generation {stale.phases['generate']:.2f} s, "
+        f"worker on weights {stale.worker['wait_update']:.2f} s; the worker's own "
+        f"generation {stale.worker['generate']:.2f} s",
+    ]
+
+
 def heading(preset: str, spec: BenchSpec) -> str:
     """The table's heading: the shared configuration, and the settings when not equal."""
     line = (
@@ -199,8 +233,13 @@ def report(
     targets: Targets = TARGETS,
 ) -> list[str]:
     """The preset's heading, table and target verdicts (targets at equal settings only)."""
-    summaries = [summarize(results[t], spec.warmup, floors) for t in results]
-    lines = [heading(preset, spec), "", *format_table(summaries), ""]
+    summaries = {
+        t: summarize(results[t], spec.warmup, None if t == "rlvr-async" else floors)
+        for t in results
+    }
+    lines = [heading(preset, spec), "", *format_table(list(summaries.values())), ""]
     if spec.settings == "equal":
-        lines += target_lines(preset, summaries[0], summaries[1], targets)
+        lines += target_lines(preset, summaries["rlvr"], summaries["trl"], targets)
+    if "rlvr-async" in summaries:
+        lines += async_lines(summaries["rlvr"], summaries["rlvr-async"], summaries["trl"], targets)
     return lines

@@ -194,6 +194,32 @@ def test_report_heading_table_and_verdicts(bench, earlier):
     ]
 
 
+def test_staleness_one_row_in_the_best_table(bench, earlier):
+    """rlvr-async: its own column and lines against rlvr and TRL, with both sides' waits."""
+    best = _spec(bench, micro_batch=8, steps=2, warmup=1, settings="best")
+    assert bench.cli.trainers_for(best, []) == ["rlvr", "rlvr-async", "trl"]
+    assert bench.cli.trainers_for(_spec(bench, micro_batch=8), []) == ["rlvr", "trl"]
+    gpu = _spec(bench, micro_batch=8, settings="best", device="cuda")
+    assert bench.cli.trainers_for(gpu, ["trl-defaults"]) == ["rlvr", "trl", "trl-defaults"]
+    stale = _result("rlvr-async", [9.0, 0.8, 0.8], [320] * 3, 1500)
+    for step, wait in zip(stale["steps"], [5.0, 0.1, 0.3], strict=True):
+        step["worker"] = {"generate": 0.6, "score": 0.0, "wait_update": wait}
+    results = {
+        "rlvr": _result("rlvr", [9.0, 1.0, 1.0], [320] * 3, 1000),
+        "rlvr-async": stale,
+        "trl": _result("trl", [9.0, 2.0, 2.0], [320] * 3, 2000),
+    }
+    lines = bench.report.report("tiny", best, results, targets=earlier)
+    assert "|  | rlvr | rlvr-async | trl | rlvr / rlvr-async | rlvr / trl |" in lines
+    assert lines[-3:] == [
+        "steps/s rlvr-async / rlvr = 1.25x (target >= 1.4x): MISSED",
+        "steps/s rlvr-async / TRL = 2.50x (target >= 2.8x): MISSED",
+        "  waits per step (median): trainer on generation 0.40 s, worker on weights 0.20 s; "
+        "the worker's own generation 0.60 s",
+    ]
+    assert bench.config.rlvr_config(best, "/tmp/out", staleness=1).rollout.staleness == 1
+
+
 def test_children_run_offline_with_pinned_threads(bench):
     env = bench.runs.child_env(threads=2)
     assert env["HF_HUB_OFFLINE"] == "1"

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.rewards.events import record
+from rlvr.rewards.extract import after_think
 from rlvr.rewards.registry import register
 from rlvr.sandbox import (
     DEFAULT_POLICY,
@@ -164,7 +165,7 @@ def extract_code(completion: str) -> str:
     >>> extract_code("x = 1")
     'x = 1'
     """
-    text = completion.rsplit("</think>", 1)[-1]
+    text = after_think(completion)
     blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
     for wanted in (_PYTHON_TAGS, frozenset({""})):
         chosen = [body for tag, body in blocks if tag in wanted]
@@ -537,11 +538,6 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _unsupported(result: SandboxResult) -> bool:
-    """The driver could not judge the test: the program's answer does not cross the channel."""
-    return any(line.startswith("unsupported") for line in result.report.splitlines())
-
-
 def _judge(
     suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
 ) -> bool:
@@ -601,7 +597,8 @@ class _Run:
         nonce = secrets.token_hex(16)
         result = self._sandboxed(index, nonce, in_process=False)
         how = "judged" if self.suite.style == "assert" else ""
-        if result is not None and how and _unsupported(result):
+        # The driver could not judge the test: the program's answer does not cross the channel.
+        if result is not None and how and "\nunsupported" in "\n" + result.report:
             how = "unsupported"
             if self.cfg.in_process:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)

@@ -44,15 +44,8 @@ _THIN_SPACE_RE = re.compile(r"(?<=\d)\\[,;: ](?=\d{3}(?!\d))")
 _EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
 
 
-class _NoTimeoutWarning(logging.Filter):
-    """Drop math-verify's one-off warning that its signal-based timeout is disabled."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Timeout is disabled" not in record.getMessage()
-
-
-for _name in ("math_verify.parser", "math_verify.grader"):
-    logging.getLogger(_name).addFilter(_NoTimeoutWarning())
+for _name in ("math_verify.parser", "math_verify.grader"):  # its signal timeouts are off here
+    logging.getLogger(_name).addFilter(lambda r: "Timeout is disabled" not in r.getMessage())
 
 
 def _normalize(answer: str) -> str:

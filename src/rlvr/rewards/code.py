@@ -1,23 +1,16 @@
 """The ``code`` verifier: run the Python program in a completion against tests in the sandbox.
 
-Reference formats (a Python object, or its JSON text as TACO stores it; ``docs/sandbox.md``
-has the table): stdin/stdout ``{"inputs": [...], "outputs": [...]}`` (APPS/TACO
-``input_output``), the same with ``"fn_name"`` (call style; ``class Solution`` methods too),
-a list of asserts, a HumanEval row (``test`` and ``entry_point``: each top-level assert of
-``check`` that uses no name ``check`` binds is one test, the rest of ``check`` one more if it
-can fail), an MBPP row (``test_list``, ``test_setup_code``), or a TACO/APPS row holding one.
+Reference formats (``docs/sandbox.md`` has the table): stdin/stdout ``{"inputs", "outputs"}``
+(APPS/TACO ``input_output``, as an object or its JSON text), the same with ``"fn_name"`` (call
+style; ``class Solution`` methods too), a list of asserts, a HumanEval row (each top-level
+assert of ``check`` that uses no name ``check`` binds is one test, the rest of ``check`` one
+more if it can fail), an MBPP row, or a TACO/APPS row holding one.
 
-Judging. stdout matches line by line and token by token, numeric tokens within
-``abs_tol + rel_tol * |b|`` (NumPy's ``allclose``, as APPS) and an expected integer met only
-by a token that rounds to it. A call's ``repr`` is parsed back and compared as JSON would see
-it, with the same tolerance. An assert test runs in a test driver (:mod:`rlvr.sandbox.driver`):
-a second interpreter of the run that no program code touched runs the set-up and the test,
-calling the program's functions through a pipe of plain data (:mod:`rlvr.sandbox.plain`).
-No verdict depends on anything the program's code can change: stdin/stdout and call verdicts
-are taken in the parent, assert verdicts by the driver (``tests/rewards/test_tamper.py``). A
-test the driver cannot judge (an answer that is not plain data, a class) fails and is
-counted (``asserts_unsupported``); ``CodeConfig.in_process`` runs it in the program's
-interpreter instead, where a program can fake it (``asserts_in_process``).
+No verdict depends on anything the program's code can change: stdout and return values are
+judged in the parent (numbers within ``abs_tol + rel_tol * |b|``, NumPy's ``allclose`` as
+APPS); an assert test runs in a test driver (:mod:`rlvr.sandbox.driver`) that calls the
+program through a pipe of plain data (``tests/rewards/test_tamper.py``). A test the driver
+cannot judge fails and is counted (``asserts_unsupported``) unless ``CodeConfig.in_process``.
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests
 passed, or with ``soft=False`` 1.0 only when every test passes. Each test is its own sandbox
@@ -45,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.rewards.events import record
+from rlvr.rewards.extract import after_think
 from rlvr.rewards.registry import register
 from rlvr.sandbox import (
     DEFAULT_POLICY,
@@ -171,7 +165,7 @@ def extract_code(completion: str) -> str:
     >>> extract_code("x = 1")
     'x = 1'
     """
-    text = completion.rsplit("</think>", 1)[-1]
+    text = after_think(completion)
     blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
     for wanted in (_PYTHON_TAGS, frozenset({""})):
         chosen = [body for tag, body in blocks if tag in wanted]
@@ -210,12 +204,10 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
 
 def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
-    local = {
-        n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    nodes = list(ast.walk(check))
+    local = _imported(nodes) | {
+        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
-    for node in ast.walk(check):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            local.update((a.asname or a.name).split(".")[0] for a in node.names)
     own: list[ast.stmt] = []
     rest: list[ast.stmt] = []
     for statement in check.body:
@@ -365,25 +357,22 @@ def _driver(suite: TestSuite, statement: str) -> str:
     return _driver_module() + "\n" + call
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What one sandbox run of a test is given."""
-
-    source: str
-    stdin: str = ""
-    driver: str | None = None
-
-
-def _job(code: str, suite: TestSuite, index: int, nonce: str, in_process: bool) -> _Job:
-    """The sandbox run of one test: assert tests are judged by a driver unless ``in_process``."""
+def _job(
+    code: str, suite: TestSuite, index: int, nonce: str, in_process: bool
+) -> functools.partial:
+    """:func:`run_untrusted` given one test's program, stdin and driver (assert tests are judged
+    by a driver unless ``in_process``); the caller adds the limits and the policy."""
+    test = suite.inputs[index]
     if suite.style == "stdio":
-        return _Job(code, suite.inputs[index])
+        return functools.partial(run_untrusted, code, stdin=test)
     if suite.style == "call":
         assert suite.fn_name is not None
-        return _Job(_call_harness(code, suite.fn_name, suite.inputs[index], nonce))
-    if in_process:
-        return _Job(_assert_harness(code, suite, suite.inputs[index], nonce))
-    return _Job(_compile_guard(code), driver=_driver(suite, suite.inputs[index]))
+        source = _call_harness(code, suite.fn_name, test, nonce)
+    elif in_process:
+        source = _assert_harness(code, suite, test, nonce)
+    else:
+        return functools.partial(run_untrusted, _compile_guard(code), driver=_driver(suite, test))
+    return functools.partial(run_untrusted, source)
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
@@ -549,11 +538,6 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
 _BUILTINS = frozenset(dir(builtins))
 
 
-def _unsupported(result: SandboxResult) -> bool:
-    """The driver could not judge the test: the program's answer does not cross the channel."""
-    return any(line.startswith("unsupported") for line in result.report.splitlines())
-
-
 def _judge(
     suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
 ) -> bool:
@@ -576,10 +560,7 @@ def _judge(
 
 
 def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
-    cores = (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    )
-    return max(1, min(cfg.workers or cores, n_tests))
+    return max(1, min(cfg.workers or len(os.sched_getaffinity(0)), n_tests))
 
 
 @dataclass(frozen=True)
@@ -606,9 +587,7 @@ class _Run:
             return None
         job = _job(self.code, self.suite, index, nonce, in_process)
         limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
-        result = run_untrusted(
-            job.source, stdin=job.stdin, limits=limits, policy=self.cfg.policy, driver=job.driver
-        )
+        result = job(limits=limits, policy=self.cfg.policy)
         if result.status is SandboxStatus.SANDBOX_ERROR:
             self.stop.set()
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
@@ -618,7 +597,8 @@ class _Run:
         nonce = secrets.token_hex(16)
         result = self._sandboxed(index, nonce, in_process=False)
         how = "judged" if self.suite.style == "assert" else ""
-        if result is not None and how and _unsupported(result):
+        # The driver could not judge the test: the program's answer does not cross the channel.
+        if result is not None and how and "\nunsupported" in "\n" + result.report:
             how = "unsupported"
             if self.cfg.in_process:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)

@@ -10,6 +10,7 @@ takes the last number instead (lm-evaluation-harness's GSM8K "flexible-extract")
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_TAG_RE = re.compile(r"<(/?)answer>", re.IGNORECASE)
@@ -154,15 +155,7 @@ def final_answers(text: str) -> list[str]:
     >>> final_answers("The answer is 5.")
     ['5']
     """
-    text = after_think(text)
-    boxed = boxed_answers(text)
-    if boxed:
-        return [b.strip() for b in boxed]
-    tags = answer_tags(text)
-    if tags:
-        return [t.strip() for t in tags]
-    phrase = _last_phrase(text)
-    return [phrase] if phrase else []
+    return _answers(text, boxed_answers)
 
 
 def extract_answer(text: str) -> str | None:
@@ -181,15 +174,18 @@ def extract_answer(text: str) -> str | None:
     >>> extract_answer("I do not know.") is None
     True
     """
+    answers = _answers(text, lambda t: [] if (box := last_boxed(t)) is None else [box])
+    return answers[-1] if answers else None
+
+
+def _answers(text: str, boxes: Callable[[str], list[str]]) -> list[str]:
+    """The answers after ``</think>`` under the first rule that finds one (``boxes`` first)."""
     text = after_think(text)
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return boxed.strip()
-    tags = answer_tags(text)
-    if tags:
-        return tags[-1].strip()
+    for found in (boxes(text), answer_tags(text)):
+        if found:
+            return [a.strip() for a in found]
     phrase = _last_phrase(text)
-    return phrase or None
+    return [phrase] if phrase else []
 
 
 def last_number(text: str) -> str | None:

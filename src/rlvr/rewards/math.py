@@ -1,17 +1,11 @@
 r"""The ``math`` verifier: one final answer, screened, compared through ``math-verify``.
 
-1. The final answers (:func:`rlvr.rewards.extract.final_answers`): none, or several that
-   differ (a hedge, counted as ``math_hedged``), score ``wrong``.
-2. :func:`screen_answer` cuts off answers no honest solution writes and that would make SymPy
-   compute for hours (too long, too nested, power towers, huge numbers); ``math_rejected``.
-3. ``math-verify`` compares the answer with the reference in a helper process
-   (:func:`rlvr.sandbox.bounded.call_bounded`) under ``compare_timeout_s`` and
-   ``compare_memory_mb``; a comparison past either is ``wrong`` and ``math_rejected``.
-
-So :func:`math_verifier` returns in bounded time and memory from any thread, also outside
-the :class:`rlvr.rewards.scoring.Scorer` (``math-verify``'s ``signal.alarm`` limits are
-switched off). :func:`answers_match` is the comparison alone. ``docs/rewards.md`` has the
-details.
+The final answers (:func:`rlvr.rewards.extract.final_answers`): none, or several that differ
+(``math_hedged``), score ``wrong``. :func:`screen_answer` cuts off answers no honest solution
+writes and that would make SymPy compute for hours; ``math-verify`` compares the rest in a
+helper process (:func:`rlvr.sandbox.bounded.call_bounded`) under ``compare_timeout_s`` and
+``compare_memory_mb``, so :func:`math_verifier` returns in bounded time and memory from any
+thread; cut-off answers score ``wrong`` and count as ``math_rejected`` (``docs/rewards.md``).
 """
 
 from __future__ import annotations
@@ -44,15 +38,8 @@ _THIN_SPACE_RE = re.compile(r"(?<=\d)\\[,;: ](?=\d{3}(?!\d))")
 _EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
 
 
-class _NoTimeoutWarning(logging.Filter):
-    """Drop math-verify's one-off warning that its signal-based timeout is disabled."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Timeout is disabled" not in record.getMessage()
-
-
-for _name in ("math_verify.parser", "math_verify.grader"):
-    logging.getLogger(_name).addFilter(_NoTimeoutWarning())
+for _name in ("math_verify.parser", "math_verify.grader"):  # its signal timeouts are off here
+    logging.getLogger(_name).addFilter(lambda r: "Timeout is disabled" not in r.getMessage())
 
 
 def _normalize(answer: str) -> str:

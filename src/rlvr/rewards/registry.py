@@ -1,18 +1,9 @@
 """The verifier registry: plain functions registered by name, looked up by spec string.
 
 A verifier is a module-level function ``fn(completion: str, reference, **options) -> float``
-registered with :func:`register`; its options ``correct`` and ``wrong`` are the scores of a
-correct and of a wrong completion (``wrong`` also scores one whose verifier fails). A spec is
-``name[:argument][+format]``: the argument binds the option the verifier registered as its
-``spec_arg`` (``reasoning_gym:chain_sum``), ``+format`` wraps it in Klear's format rule
-(:mod:`rlvr.rewards.format`; ``format_*`` options go to the wrapper)::
-
-    @register("code", spec_arg="mode", check=check_code_options, sandboxed=True)
-    def code_verifier(completion, reference, *, mode="soft", correct=1.0, wrong=0.0): ...
-
-``check`` raises ``ValueError`` for bad options once, when :func:`get_verifier` builds the
-verifier; ``sandboxed`` says it runs programs (:func:`sandbox_isolation`). Built-in verifiers
-are imported on first use (``BUILTIN_MODULES``).
+registered with :func:`register`; a spec is ``name[:argument][+format]``, the argument
+binding the option registered as ``spec_arg``. ``docs/rewards.md`` ("Specs", "Adding a
+verifier") has the options every verifier takes and what ``check`` and ``sandboxed`` do.
 """
 
 from __future__ import annotations

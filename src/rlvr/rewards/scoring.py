@@ -1,14 +1,12 @@
 """Scoring batches of completions: time limits, failure accounting, worker processes.
 
-:class:`Scorer` is what the trainer and the evaluation harness call. A verifier that raises,
-returns a non-finite number or runs out of time gives its ``failure_value`` for that
-completion, is counted in :class:`Scores`, and never stops the batch; the events it records
-(:mod:`rlvr.rewards.events`) are collected per completion. ``workers=0`` scores in the
-calling thread under :func:`rlvr.sandbox.timeout.time_limit` (which cannot cut off one long C
-call); ``workers >= 1`` scores in a :class:`rlvr.sandbox.workers.Pool` of fresh interpreters,
-each in its own session, where a worker past ``timeout_s + kill_grace_s`` is killed with
-everything it started: use workers in training. The verifier is pickled to them (its
-function must be importable by module path) and warmed up in each before the first item.
+A verifier that raises, returns a non-finite number or runs out of time gives its
+``failure_value`` for that completion, is counted in :class:`Scores`, and never stops the
+batch. ``workers=0`` scores in the calling thread under :func:`rlvr.sandbox.timeout.time_limit`
+(which cannot cut off one long C call); ``workers >= 1`` in a pool of fresh interpreters, each
+in its own session, killed with everything it started past ``timeout_s + kill_grace_s``: use
+workers in training. The verifier is pickled to them (its function must be importable by
+module path) and warmed up in each before the first item.
 """
 
 from __future__ import annotations

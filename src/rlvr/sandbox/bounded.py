@@ -1,19 +1,13 @@
 """Calling a function under a hard time and memory limit, from any thread.
 
-:func:`call_bounded` runs a module-level function in a helper process and waits for its
-result until a deadline. The helper has an address-space limit (``RLIMIT_AS``) and, for
-each call, a CPU-time limit (``RLIMIT_CPU``) a second past the deadline; a call that runs
-past its deadline, runs out of memory or kills its helper raises :class:`LimitExceeded`,
-and the helper is killed and replaced on the next call. Unlike ``signal.alarm`` (main
-thread only) or an asynchronous exception (:mod:`rlvr.sandbox.timeout`, which waits for a
-long C call such as a huge integer power to return), this cuts off anything, on any
-thread, and bounds memory too.
-
-Helpers come from a :class:`~rlvr.sandbox.workers.Pool` per memory limit, kept idle between
-calls: a call costs a round trip through a pipe; importing the function's module happens
-before the clock starts. Helpers stay in the caller's process group (ignoring Ctrl-C), so
-killing a scorer worker's group takes its helpers with it; an idle helper leaves when its
-pipe closes, and the CPU limit ends one whose caller died in the middle of a call.
+:func:`call_bounded` runs a module-level function in a helper process (a
+:class:`~rlvr.sandbox.workers.Pool` per memory limit) with ``RLIMIT_AS`` and, per call,
+``RLIMIT_CPU`` a second past the deadline; a call past its deadline or out of memory raises
+:class:`LimitExceeded` and its helper is killed. Unlike ``signal.alarm`` (main thread only) or
+:mod:`rlvr.sandbox.timeout` (which waits for a long C call such as a huge integer power to
+return), this cuts off anything, on any thread. Importing the function's module happens before
+the clock starts. Helpers stay in the caller's process group (ignoring Ctrl-C), so killing a
+scorer worker's group takes them with it; the CPU limit ends one whose caller died mid-call.
 
 >>> call_bounded(divmod, 17, 5)
 (3, 2)

@@ -1,11 +1,7 @@
 """The test driver's channel: a second process of the run that calls the program through a pipe.
 
 Part of the child bootstrap's text (after :mod:`rlvr.sandbox.plain`, before
-:mod:`rlvr.sandbox.child`; standard library only). After every isolation layer is in place,
-:func:`_split` forks the driver's process (this one) and the program's, which closes the
-driver's descriptors before any program code runs. The program's process runs the program,
-then :func:`_serve` answers calls (plain data in and out); the driver's process runs the
-driver's source with ``call_program`` and ``report`` (:class:`_Channel`) in its globals.
+:mod:`rlvr.sandbox.child`); the protocol is in ``docs/sandbox.md`` ("The test driver").
 """
 
 import _signal as signal  # the C module: ``signal`` would import ``enum``

@@ -2,35 +2,18 @@
 
 :mod:`rlvr.sandbox.launch` starts ``python -I -S -X utf8 -c <plain.py + channel.py + this file>
 --rlvr-sandbox=<marker> <message>``, the message a hex ``marshal`` dump of a ``ChildConfig``
-(``json`` would import ``re`` in every run). The program arrives on a descriptor, stdin is an
-unlinked temporary file, stdout/stderr are pipes the parent reads. Under bubblewrap the
-same command runs inside ``bwrap``, and the steps it covers are switched off in the message.
-
-Each step runs before any untrusted code (the first writes one byte to ``report_fd``, so the
-parent can tell a bootstrap that never started from a program that failed):
-
-1. ``PR_SET_PDEATHSIG``, then the namespaces asked for: user (when not root), network, and
-   PID, in which case this process stays outside as a supervisor, the namespace's init (PID 1)
-   reaps orphans and the program runs as PID 2; when init exits the kernel kills everything
-   left, and the supervisor leaves with the program's exit status or signal;
-2. rlimits: CPU time, address space, file size, open files, no core files;
-3. as root, a drop to an unprivileged uid with no capability kept (the interpreter must be one
-   it can read, :mod:`rlvr.sandbox.interpreter`), ``RLIMIT_NPROC``; then
-   ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE`` 0;
-4. Landlock: reading the interpreter's files, writing the working directory, no TCP (ABI 4+),
-   no signals out of the sandbox and no abstract Unix sockets (ABI 6+);
-5. under bubblewrap, a fork: the parent stays as a supervisor reporting the program's wait
-   status and CPU time on ``report_fd`` (bubblewrap reports neither faithfully); with a test
-   driver, a fork into the driver and the program's process, which closes the driver's
-   descriptors first (:mod:`rlvr.sandbox.channel`); the driver reads its source only then;
-6. an audit hook (which cannot be removed) refusing process creation, signals to other
-   processes, sockets, ``ctypes``, sub-interpreters, raising rlimits, and any write, rename,
-   delete or permission change outside the working directory.
+(``json`` would import ``re`` in every run); the program arrives on a descriptor. Before any
+untrusted code runs, :func:`_setup` applies the layers of ``docs/sandbox.md`` in order:
+parent-death signal, namespaces (in a PID namespace this process stays outside as a
+supervisor and an init reaps orphans, the program being PID 2), rlimits, the uid drop (root
+only), no-new-privs and not dumpable, Landlock, bubblewrap's supervisor, the test driver's
+fork (:mod:`rlvr.sandbox.channel`), the audit hook. Its first byte on ``report_fd`` tells the
+parent the bootstrap started, so a run whose bootstrap never ran is a sandbox error.
 
 The audit hook is a tripwire, not a boundary: code that corrupts the interpreter's memory or
-patches the modules the hook relies on gets past it. The kernel layers are the boundary
-(``docs/sandbox.md``). In probe mode every layer is attempted, failures are recorded, and the
-``repr`` of a dict saying what worked is printed instead of running a program.
+patches the modules the hook relies on gets past it. The kernel layers are the boundary. In
+probe mode every layer is attempted, failures are recorded, and the ``repr`` of a dict saying
+what worked is printed instead of running a program.
 """
 
 import _signal as signal  # the C module: ``signal`` would import ``enum``

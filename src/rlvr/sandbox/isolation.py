@@ -101,7 +101,7 @@ class _Planner:
             report = self.probe(launcher)
             if _usable(report, "rlimits", "no_new_privs"):
                 layers = dict.fromkeys(("bubblewrap", *NAMESPACES, "parent_death_signal"), True)
-                layers.update(uid_drop=launcher.run_as is not None, landlock=False)
+                layers.update(uid_drop=launcher.run_as is not None)
                 return self.found("bwrap", launcher, report, **layers)
             self.notes.extend(_notes(report, f"bubblewrap {label}: "))
         return None
@@ -132,11 +132,9 @@ class _Planner:
                 break
             self.notes.extend(_notes(report, "uid drop: " if drop else "landlock: "))
         mode = "fallback-landlock" if landlock else "fallback-uid" if drop else "fallback-minimal"
-        layers = {"bubblewrap": False, **namespaces, "uid_drop": drop is not None}
-        layers.update(
-            landlock=landlock, parent_death_signal=report.get("parent_death_signal") is True
-        )
-        return self.found(mode, launcher, report, **layers)
+        pdeath = report.get("parent_death_signal") is True
+        layers = {**namespaces, "uid_drop": drop is not None, "landlock": landlock}
+        return self.found(mode, launcher, report, parent_death_signal=pdeath, **layers)
 
 
 def _runtimes(
@@ -163,11 +161,9 @@ def plan(policy: SandboxPolicy) -> tuple[Launcher | None, IsolationReport]:
     try:
         base, readable = _runtimes(policy, ids, notes)
     except OSError as exc:
-        off = dict.fromkeys(("bubblewrap", *NAMESPACES, "uid_drop", "landlock"), False)
-        off.update(process_limit=False, audit_hook=False, parent_death_signal=False)
         python = policy.python or sys.executable
         notes.append(f"interpreter: {exc}")
-        return None, IsolationReport(mode="unavailable", **off, python=python, notes=tuple(notes))
+        return None, IsolationReport(mode="unavailable", python=python, notes=tuple(notes))
     planner, planned = _Planner(policy, ids, base, readable, notes), None
     if policy.bubblewrap and policy.namespaces:
         planned = planner.bwrap()

@@ -113,25 +113,26 @@ class SandboxResult:
 
 @dataclass(frozen=True)
 class IsolationReport:
-    """Which layers runs under one policy get on this machine (from :func:`isolation_report`)."""
+    """Which layers runs under one policy get on this machine (from :func:`isolation_report`);
+    a layer not named is off."""
 
     mode: str
     """One of :data:`ISOLATION_MODES`, or ``unavailable`` when the interpreter cannot run."""
-    bubblewrap: bool
-    network_namespace: bool
+    bubblewrap: bool = False
+    network_namespace: bool = False
     """Own network namespace: no interfaces but a down loopback."""
-    pid_namespace: bool
+    pid_namespace: bool = False
     """Own PID namespace: the program's processes die with it."""
-    user_namespace: bool
+    user_namespace: bool = False
     """Own user namespace (bubblewrap's, or ours when not root, to be allowed the other two)."""
-    uid_drop: bool
+    uid_drop: bool = False
     """The program runs as the policy's unprivileged user, with no capability."""
-    landlock: bool
+    landlock: bool = False
     """Landlock limits file access to reading the interpreter's files and the working directory."""
-    process_limit: bool
+    process_limit: bool = False
     """RLIMIT_NPROC is in force (it needs a dedicated non-root uid)."""
-    audit_hook: bool
-    parent_death_signal: bool
+    audit_hook: bool = False
+    parent_death_signal: bool = False
     """The run is SIGKILLed if the calling process dies."""
     python: str = ""
     """The interpreter that runs programs."""

@@ -5,12 +5,12 @@
 them; a subclass (``namedtuple``, ``Counter``, ``IntEnum``) travels as its base type, anything
 else is refused. :func:`decode` returns exact builtin types only, so no program code runs
 where its answer is used. Standard library only: the child bootstrap carries this source; the
-text is JSON through ``_json``'s C functions (``json`` would import ``re`` in every run).
+text is JSON through ``_json``'s C encoder and scanner (``json`` would import ``re`` in every run).
 """
 
 import sys
 from _json import encode_basestring_ascii as _quote
-from _json import scanstring as _unquote
+from _json import make_scanner as _make_scanner
 
 MAX_DEPTH = 64
 """Deepest nesting of a value."""
@@ -22,9 +22,6 @@ class NotPlain(ValueError):
 
 def _sequence(tag, items, depth):
     return f'{{"{tag}": [' + ",".join(encode(v, depth + 1) for v in items) + "]}"
-
-
-_WORDS = {"null": None, "true": True, "false": False}
 
 
 def _scalar(value):
@@ -121,46 +118,24 @@ def _decode(node, depth):
     raise NotPlain(f"bad {tag!r} entry")
 
 
-def _skip(text, i):
-    while text[i : i + 1] in (" ", "\n"):
-        i += 1
-    return i
+def _refuse(text):
+    raise NotPlain("untagged number or constant: " + text)
 
 
-def _expect(text, i, char):
-    i = _skip(text, i)
-    if text[i : i + 1] != char:
-        raise NotPlain(f"expected {char!r} at {i}")
-    return i + 1
+def _one_key(pairs):
+    if len(pairs) != 1:
+        raise NotPlain("an object must have exactly one key")
+    return dict(pairs)
 
 
-def _parse(text, i, depth):
-    """(JSON value at ``text[i:]``: null, true, false, strings, lists, one-key objects; end)."""
-    if depth > MAX_DEPTH:
-        raise NotPlain("value nested too deeply")
-    i = _skip(text, i)
-    head = text[i : i + 1]
-    if head == '"':
-        return _unquote(text, i + 1, True)
-    if head == "{":
-        key, i = _unquote(text, _expect(text, i + 1, '"'), True)
-        value, i = _parse(text, _expect(text, i, ":"), depth + 1)
-        return {key: value}, _expect(text, i, "}")
-    if head == "[":
-        items, i = [], _skip(text, i + 1)
-        if text[i : i + 1] == "]":
-            return items, i + 1
-        while True:
-            value, i = _parse(text, i, depth + 1)
-            items.append(value)
-            i = _skip(text, i)
-            if text[i : i + 1] != ",":
-                return items, _expect(text, i, "]")
-            i += 1
-    for word, value in _WORDS.items():
-        if text.startswith(word, i):
-            return value, i + len(word)
-    raise NotPlain(f"unexpected text at {i}")
+class _Syntax:
+    """``_json``'s C scanner, strict: objects of one key, no bare numbers, NaN or Infinity."""
+
+    strict, object_hook, object_pairs_hook = True, None, staticmethod(_one_key)
+    parse_float = parse_int = parse_constant = staticmethod(_refuse)
+
+
+_scan = _make_scanner(_Syntax)
 
 
 def decode(text):
@@ -170,9 +145,10 @@ def decode(text):
     [-42, (nan, 'x'), {1: None}]
     """
     try:
-        tree, end = _parse(text, 0, 0)
-        if _skip(text, end) != len(text):
+        text = text.strip(" \n")
+        tree, end = _scan(text, 0)
+        if end != len(text):
             raise NotPlain("text after the value")
         return _decode(tree, 0)
-    except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as exc:
+    except (ValueError, TypeError, RecursionError, ArithmeticError, StopIteration) as exc:
         raise NotPlain(str(exc)) from exc

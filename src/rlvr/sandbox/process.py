@@ -112,8 +112,17 @@ def sandbox_error(message: str, started: float) -> SandboxResult:
 
 
 def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], marker: str) -> int:
-    """Start the bootstrap in its own session; returns its pid."""
+    """Start the bootstrap in its own session; returns its pid.
+
+    The working directory and the stdio go to the uid the program runs as, if not the
+    caller's: owning its stdio lets it reopen /dev/stdin, /dev/stdout, /dev/stderr.
+    """
     ids = launcher.run_as
+    owner = ids or ((cfg.uid, cfg.gid) if cfg.uid is not None and cfg.gid is not None else None)
+    if owner is not None:
+        os.chown(cfg.workdir, *owner)
+        for fd in stdio:
+            os.fchown(fd, *owner)
     proc = subprocess.Popen(
         command(launcher, cfg, marker),
         stdin=stdio[0],
@@ -129,18 +138,6 @@ def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], ma
     )
     proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
     return proc.pid
-
-
-def _give_to_owner(launcher: Launcher, cfg: ChildConfig, *fds: int) -> None:
-    """Hand the working directory and the stdio of a run to the uid the program runs as, if not
-    the caller's: owning its stdio lets it reopen /dev/stdin, /dev/stdout, /dev/stderr."""
-    owner = launcher.run_as
-    if owner is None and cfg.uid is not None and cfg.gid is not None:
-        owner = (cfg.uid, cfg.gid)
-    if owner is not None:
-        os.chown(cfg.workdir, *owner)
-        for fd in fds:
-            os.fchown(fd, *owner)
 
 
 def execute(
@@ -177,7 +174,6 @@ def _launch(
     verdict_r, verdict_w = os.pipe() if cfg.driver_fd is not None else (None, None)
     try:
         try:
-            _give_to_owner(launcher, cfg, stdin_fd, out_w, err_w)
             cfg = replace(cfg, report_fd=report_w, verdict_fd=verdict_w)
             pid = _spawn(launcher, cfg, (stdin_fd, out_w, err_w), marker)
         except OSError as exc:

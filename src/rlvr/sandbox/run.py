@@ -45,15 +45,10 @@ def run_untrusted(
 ) -> SandboxResult:
     """Run the Python program ``source`` in a sandbox, feeding it ``stdin``.
 
-    With ``driver`` (Python source), the run has a second process, forked by the bootstrap
-    after every isolation layer is in place and before any untrusted code runs. The program's
-    process runs ``source`` and then serves calls; the driver's process runs ``driver`` with
-    two functions in its globals: ``call_program(name, args, kwargs)`` calls the function
-    ``name`` of the program's namespace, with plain data in and out
-    (:mod:`rlvr.sandbox.plain`; the program's exceptions come back by builtin class name),
-    and ``report(text)`` writes a line to :attr:`SandboxResult.report`, a channel the program
-    never holds. Neither returns before the program has run to the end; if the program ends
-    first, the driver leaves with the program's exit status. The run's status is the driver's.
+    With ``driver`` (Python source), a second process runs it with ``call_program(name, args,
+    kwargs)`` (the program's function, plain data in and out) and ``report(text)`` (a line of
+    :attr:`SandboxResult.report`, a channel the program never holds) in its globals; the run's
+    status is the driver's (``docs/sandbox.md``, "The test driver").
 
     Safe to call from several threads at once (no Python code runs between fork and exec).
     Returns when the child and everything it started are dead and reaped and the working

@@ -2,11 +2,8 @@
 
 A helper is a fresh ``python -c`` running a module-level ``main(read_fd, write_fd, *args)``
 over a pair of pipes (not ``multiprocessing``: nothing re-imports the caller's ``__main__``,
-so scripts without a main guard and notebooks work); its side calls :func:`serve`, answering
-each message until it receives ``None`` or its pipe closes. A :class:`Pool` starts helpers on
-demand, keeps idle ones for reuse and kills one that overruns its deadline or dies: the
-``Scorer``'s worker processes (:meth:`Pool.map`) and the helpers of
-bounded calls (:mod:`rlvr.sandbox.bounded`, :meth:`Pool.take`) are both pools. A forked
+so scripts without a main guard and notebooks work). The ``Scorer``'s workers
+(:meth:`Pool.map`) and bounded calls (:meth:`Pool.take`) both use a :class:`Pool`. A forked
 child starts with empty pools (the helpers are its parent's); live pools close at exit.
 """
 

@@ -5,6 +5,7 @@ import yaml
 
 from rlvr.compare import bundled_studies, load_study, plan
 from rlvr.compare.study import arm_config, fingerprint
+from rlvr.train.overrides import dump_yaml
 
 
 def test_bundled_studies_and_all_is_their_union():
@@ -60,6 +61,28 @@ def test_fingerprint_ignores_seed_and_directory_only():
     a = arm_config(study, grpo, 0, "x")
     assert fingerprint(a) == fingerprint(arm_config(study, grpo, 5, "y"))
     assert fingerprint(a) != fingerprint(arm_config(study, abc, 0, "x"))
+
+
+def test_earlier_runs_are_found_by_their_configuration(tmp_path):
+    """A folder named by an older fingerprint (a field added since) is still the arm's, found
+    by the configuration its runs saved; a different configuration, or a file that no longer
+    parses, is not."""
+    study = load_study("abc")
+    grpo, abc = plan(study, tmp_path)[:2]
+    old = tmp_path / "abc-grpo-0123456789ab" / "seed0"
+    old.mkdir(parents=True)
+    saved = yaml.safe_load(dump_yaml(grpo.config))
+    del saved["rollout"]["staleness"]  # written before the field existed: at its default
+    (old / "run.yaml").write_text(yaml.safe_dump(saved))
+    broken = tmp_path / "abc-abc_grpo-0123456789ab" / "seed0"
+    broken.mkdir(parents=True)
+    (broken / "run.yaml").write_text(dump_yaml(abc.config) + "removed_key: 1\n")
+    again = {(s.arm.name, s.seed): s.run_dir for s in plan(study, tmp_path)}
+    assert again[(grpo.arm.name, 0)] == old and again[(grpo.arm.name, 2)] == old.parent / "seed2"
+    assert again[(abc.arm.name, 0)] == abc.run_dir  # its file does not parse: not found
+    (old / "run.yaml").write_text(dump_yaml(abc.config))  # another arm's, under grpo's name
+    moved = plan(study, tmp_path)
+    assert moved[0].run_dir == grpo.run_dir and moved[1].run_dir == old
 
 
 @pytest.mark.parametrize(

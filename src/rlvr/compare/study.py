@@ -41,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import yaml
+
 from rlvr.bundled import bundled_names, read_source
+from rlvr.compare.worker import RUN_FILE
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import (
     apply_overrides,
@@ -332,6 +335,26 @@ def fingerprint(config: TrainConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def run_folders(runs_root: Path) -> dict[str, Path]:
+    """Run folders under ``runs_root`` by the :func:`fingerprint` of their runs' configuration
+    (read from the first ``seed*/run.yaml`` of each, as this version of the code resolves it).
+
+    A folder is named by the fingerprint its configuration had when it was made; a field added
+    to the configuration since (at its default) changes that hash but not the run, so a study
+    finds its earlier runs by what they ran, not by their folder's name. A file that no
+    longer parses (a key since removed) names no folder.
+    """
+    found: dict[str, Path] = {}
+    for folder in sorted(p for p in runs_root.glob("*") if p.is_dir()):
+        for config_file in sorted(folder.glob(f"seed*/{RUN_FILE}"))[:1]:
+            try:
+                config = from_dict(TrainConfig, yaml.safe_load(config_file.read_text()))
+            except (OSError, ValueError, TypeError, yaml.YAMLError):
+                continue
+            found.setdefault(fingerprint(config), folder)
+    return found
+
+
 def compared_pairs(study: Study) -> list[tuple[str, str]]:
     """The pairs of arms the study's claims compare."""
     from rlvr.compare.claims import load_claims
@@ -346,6 +369,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
     (:func:`contrast_plan`)."""
     specs = []
     pairs = compared_pairs(study)
+    earlier = run_folders(runs_root)
     for regime in study.regime_list:
         named = regime if study.regimes else None
         contrast = contrast_plan(study, pairs, named)
@@ -355,6 +379,8 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             )
             digest = fingerprint(probe)
             folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
+            if not folder.exists():
+                folder = earlier.get(digest, folder)
             for seed in regime.seeds or study.seeds:
                 run_dir = folder / f"seed{seed}"
                 config = arm_config(study, arm, seed, str(run_dir), named, contrast[arm.name])

@@ -369,7 +369,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
     (:func:`contrast_plan`)."""
     specs = []
     pairs = compared_pairs(study)
-    earlier = run_folders(runs_root)
+    earlier: dict[str, Path] | None = None  # read on the first missing folder only
     for regime in study.regime_list:
         named = regime if study.regimes else None
         contrast = contrast_plan(study, pairs, named)
@@ -380,6 +380,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             digest = fingerprint(probe)
             folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
             if not folder.exists():
+                earlier = run_folders(runs_root) if earlier is None else earlier
                 folder = earlier.get(digest, folder)
             for seed in regime.seeds or study.seeds:
                 run_dir = folder / f"seed{seed}"

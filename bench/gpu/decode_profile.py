@@ -3,63 +3,84 @@
     python bench/gpu/decode_profile.py --model tiny --device cuda
     python bench/gpu/decode_profile.py --model PATH --device cuda --rows 128 --tokens 64
 
-Samples ``rows`` completions (``group`` per prompt, EOS never drawn, so every row runs the
-whole ``tokens`` budget) with ``lean`` (its Llama-family decoder), ``lean`` through the
-Hugging Face forward (``fast=False``) and ``hf`` (``model.generate``), each in fp32 and
-under bf16 autocast; prints milliseconds per decoding step (median of ``--repeats``) and the
-operator calls per step. Then profiles one bf16 ``lean`` run and prints its 20 costliest
-operators. bench/gpu/check.py runs it as its ``decode`` section.
+Samples ``rows`` completions (``group`` per prompt) with ``lean`` (its Llama-family
+decoder), ``lean`` through the Hugging Face forward (``fast=False``) and ``hf``
+(``model.generate``), each in fp32, under bf16 autocast, and under bf16 autocast with
+attention kept off cuDNN (what ``rlvr train`` does, :func:`rlvr.train.logprobs.autocast`);
+prints milliseconds per decoding step (median of ``--repeats``, each with its own seed) and
+the operator calls per step. A sixteenth of the vocabulary ends a row, so rows finish at
+different steps and ``lean`` drops them from the batch, as in training: every run meets
+shapes the previous ones did not. Then profiles one bf16 ``lean`` run and prints its 20
+costliest operators. bench/gpu/check.py runs it as its ``decode`` section.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
 import torch
+from torch.nn.attention import sdpa_kernel
 
 from rlvr.generation.base import SamplingConfig
 from rlvr.generation.hf import HFOptions, HFSampler
 from rlvr.generation.lean import sample_lean
+from rlvr.train.logprobs import VARYING_SHAPE_ATTENTION
 
 
 def sampler_calls(model, ids, mask, sampling, group):
     """``name -> zero-argument call`` that samples once with that sampler."""
-    never = [model.config.vocab_size + 7]  # an EOS id no row can draw
+    ends = list(range(3, model.config.vocab_size, 16))  # EOS ids: a sixteenth of the vocabulary
     hf = HFSampler(model, None, HFOptions())
 
     def lean(fast: bool):
-        return lambda: sample_lean(model, ids, mask, sampling, never, 0, group=group, fast=fast)
+        return lambda: sample_lean(model, ids, mask, sampling, ends, 0, group=group, fast=fast)
 
     return {
         "lean": lean(True),
         "lean-hf-forward": lean(False),
-        "hf": lambda: hf.sample_tokens(ids, mask, sampling, never, 0, group=group),
+        "hf": lambda: hf.sample_tokens(ids, mask, sampling, ends, 0, group=group),
     }
 
 
-def timed(call, device: str, bf16: bool, repeats: int) -> float:
-    """Median wall seconds of ``call`` (after one warm-up) under the given autocast."""
-    times = []
-    for _ in range(repeats + 1):
-        torch.manual_seed(0)
-        with torch.inference_mode(), torch.autocast(device, dtype=torch.bfloat16, enabled=bf16):
+MODES = ("fp32", "bf16", "bf16-no-cudnn")
+
+
+def context(device: str, mode: str) -> contextlib.ExitStack:
+    """Inference mode, and ``mode``'s autocast and attention kernels."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.inference_mode())
+    stack.enter_context(torch.autocast(device, dtype=torch.bfloat16, enabled=mode != "fp32"))
+    if mode == "bf16-no-cudnn":
+        stack.enter_context(sdpa_kernel(list(VARYING_SHAPE_ATTENTION)))
+    return stack
+
+
+def timed(call, device: str, mode: str, repeats: int) -> tuple[float, float]:
+    """Median wall seconds of ``call`` (after one warm-up; run ``r`` seeded with ``r``) and
+    the mean number of tokens per row it sampled."""
+    times, lengths = [], []
+    for seed in range(repeats + 1):
+        torch.manual_seed(seed)
+        with context(device, mode):
             start = time.perf_counter()
-            call()
+            tokens = call()
             if device == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
-    return statistics.median(times[1:] or times)
+            lengths.append(tokens.shape[1])
+    return statistics.median(times[1:] or times), statistics.mean(lengths)
 
 
-def operator_calls(call, device: str, bf16: bool) -> tuple[int, str]:
+def operator_calls(call, device: str, mode: str) -> tuple[int, str]:
     """Operator calls of one run, and the profiler's table of its 20 costliest operators."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
-        timed(call, device, bf16, repeats=0)
+        timed(call, device, mode, repeats=0)
     events = prof.key_averages()
     key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
     top = events.table(sort_by=key, row_limit=20)
@@ -90,21 +111,21 @@ def main() -> None:
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=args.tokens)
     calls = sampler_calls(model, ids, mask, sampling, args.group)
     print(f"{args.model}: {args.rows} rows x {args.tokens} tokens on {args.device}")
-    print("| sampler | fp32 ms/step | bf16 ms/step | bf16 / fp32 | ops/step fp32 | ops/step bf16 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| sampler | " + " | ".join(f"{m} ms/step" for m in MODES) + " | steps run | ops/step |")
+    print("| --- |" + " ---: |" * (len(MODES) + 2))
     summary = []
     for name, call in calls.items():
-        ms = [
-            1e3 * timed(call, args.device, bf16, args.repeats) / args.tokens
-            for bf16 in (False, True)
+        runs = [timed(call, args.device, mode, args.repeats) for mode in MODES]
+        ms = [1e3 * seconds / steps for seconds, steps in runs]
+        ops = [
+            operator_calls(call, args.device, mode)[0] / runs[i][1] for i, mode in enumerate(MODES)
         ]
-        ops = [operator_calls(call, args.device, bf16)[0] / args.tokens for bf16 in (False, True)]
-        print(f"| {name} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[1] / ms[0]:.2f}x "
-              f"| {ops[0]:.0f} | {ops[1]:.0f} |", flush=True)  # fmt: skip
-        summary.append(f"{name} {ms[0]:.2f}/{ms[1]:.2f}")
+        print(f"| {name} | " + " | ".join(f"{v:.2f}" for v in ms)
+              + f" | {runs[0][1]:.0f} | " + " / ".join(f"{v:.0f}" for v in ops) + " |", flush=True)  # fmt: skip
+        summary.append(f"{name} " + "/".join(f"{v:.2f}" for v in ms))
     print("\nbf16 lean, costliest operators:")
-    print(operator_calls(calls["lean"], args.device, True)[1])
-    print("ms/step fp32/bf16: " + ", ".join(summary))
+    print(operator_calls(calls["lean"], args.device, "bf16")[1])
+    print("ms/step " + "/".join(MODES) + ": " + ", ".join(summary))
 
 
 if __name__ == "__main__":

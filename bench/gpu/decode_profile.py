@@ -6,7 +6,8 @@
 Samples ``rows`` completions (``group`` per prompt) with ``lean`` (its Llama-family
 decoder), ``lean`` through the Hugging Face forward (``fast=False``) and ``hf``
 (``model.generate``), each in fp32, under bf16 autocast, and under bf16 autocast with
-attention kept off cuDNN (what ``rlvr train`` does, :func:`rlvr.train.logprobs.autocast`);
+attention kept off cuDNN (what samplers' ``generate`` does,
+:func:`rlvr.generation.base.varying_shape_attention`);
 prints milliseconds per decoding step (median of ``--repeats``, each with its own seed) and
 the operator calls per step. A sixteenth of the vocabulary ends a row, so rows finish at
 different steps and ``lean`` drops them from the batch, as in training: every run meets
@@ -24,10 +25,9 @@ import time
 import torch
 from torch.nn.attention import sdpa_kernel
 
-from rlvr.generation.base import SamplingConfig
+from rlvr.generation.base import VARYING_SHAPE_ATTENTION, SamplingConfig
 from rlvr.generation.hf import HFOptions, HFSampler
 from rlvr.generation.lean import sample_lean
-from rlvr.train.logprobs import VARYING_SHAPE_ATTENTION
 
 
 def sampler_calls(model, ids, mask, sampling, group):

@@ -12,6 +12,22 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+VARYING_SHAPE_ATTENTION = (
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+)
+"""The attention kernels rlvr's forward passes use: all but cuDNN's (chosen for bf16 and fp16
+on recent GPUs), which pays for each new shape, and sampling meets a new shape at every step
+(the KV cache grows, finished rows leave the batch). On an H200, bf16 decoding of the tiny
+preset took 33 ms a step with cuDNN's kernel and 2 ms without (docs/benchmarks.md)."""
+
+
+def varying_shape_attention() -> contextlib.AbstractContextManager:
+    """Attention on :data:`VARYING_SHAPE_ATTENTION` inside the block."""
+    return sdpa_kernel(list(VARYING_SHAPE_ATTENTION))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from rlvr.generation.base import (
     finish,
     left_pad,
     pad_id,
+    varying_shape_attention,
 )
 
 
@@ -38,7 +39,7 @@ class PolicySampler:
         ids, mask = left_pad(prompt_ids, padding)
         ids = ids.repeat_interleave(n, dim=0).to(device)
         mask = mask.repeat_interleave(n, dim=0).to(device)
-        with torch.inference_mode():
+        with torch.inference_mode(), varying_shape_attention():
             tokens = self.sample_tokens(ids, mask, sampling, eos, padding, group=n)
         return finish(self.tokenizer, ids, mask, tokens, eos, n=n)
 

@@ -1,38 +1,26 @@
-"""The log-prob pass: per-token log-probs (and entropy) of a batch's responses under the
-model's autocast."""
+"""The log-prob pass: per-token log-probs (and entropy) of a batch's responses, and the
+context every forward pass of the policy runs in."""
 
 from __future__ import annotations
 
 import contextlib
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from rlvr.generation.base import varying_shape_attention
 from rlvr.ops import TokenStats, sequence_token_stats
 from rlvr.train.config import ModelConfig
 
-VARYING_SHAPE_ATTENTION = (
-    SDPBackend.FLASH_ATTENTION,
-    SDPBackend.EFFICIENT_ATTENTION,
-    SDPBackend.MATH,
-)
-"""The attention kernels a bf16 forward may use: all but cuDNN's, which builds an execution
-plan for each new shape, and a run's shapes change at every decoding step and every batch
-(the KV cache grows, finished rows leave the batch, batches pad to their longest row)."""
-
 
 @contextlib.contextmanager
-def autocast(cfg: ModelConfig):
-    """The forward-pass context of ``cfg``: nothing unless ``autocast=bf16``; then bfloat16
-    autocast, with attention kept off cuDNN (:data:`VARYING_SHAPE_ATTENTION`)."""
-    if cfg.autocast != "bf16":
-        yield
-        return
+def forward_context(cfg: ModelConfig):
+    """The context of the policy's forward passes (rollout and update): attention off cuDNN
+    (:func:`rlvr.generation.base.varying_shape_attention`), and under ``autocast=bf16``
+    bfloat16 autocast."""
     device = torch.device(cfg.device).type
-    with (
-        torch.autocast(device_type=device, dtype=torch.bfloat16),
-        sdpa_kernel(list(VARYING_SHAPE_ATTENTION)),
-    ):
+    bf16 = cfg.autocast == "bf16"
+    cast = torch.autocast(device, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with cast, varying_shape_attention():
         yield
 
 
@@ -40,8 +28,8 @@ def response_stats(
     model, seqs, cfg: ModelConfig, *, temperature: float, entropy: bool
 ) -> TokenStats:
     """Chunked log-probs (and entropy) of the response columns of ``seqs`` (a
-    :class:`rlvr.train.batch.SequenceBatch` on the model's device), under ``cfg``'s autocast."""
-    with autocast(cfg):
+    :class:`rlvr.train.batch.SequenceBatch` on the model's device), in :func:`forward_context`."""
+    with forward_context(cfg):
         return sequence_token_stats(
             model,
             seqs.input_ids,

@@ -29,7 +29,7 @@ from rlvr.sandbox import isolation_level
 from rlvr.train.async_rollout import RolloutStream
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
-from rlvr.train.logprobs import autocast
+from rlvr.train.logprobs import forward_context
 from rlvr.train.metrics import peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
@@ -257,7 +257,7 @@ def evaluate(run: RLRun) -> EvalRecord:
     t0 = time.perf_counter()
     examples = [p.example for p in run.eval_set.prompts]
     harness = ev.harness(sampling, system_prompt=cfg.data.system_prompt)
-    with autocast(cfg.model):
+    with forward_context(cfg.model):
         report = evaluate_examples(
             run.policy,
             run.tokenizer,

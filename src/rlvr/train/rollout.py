@@ -40,7 +40,7 @@ from rlvr.train.batch import (
     pad_logp,
 )
 from rlvr.train.config import TrainConfig
-from rlvr.train.logprobs import autocast, response_stats
+from rlvr.train.logprobs import forward_context, response_stats
 from rlvr.train.prompts import IndexSampler, Prompt
 
 
@@ -105,7 +105,7 @@ def sample_round(
     with ThreadPoolExecutor(max_workers=1) if overlap else _Inline() as pool:
         for chunk in chunks:
             t0 = time.perf_counter()
-            with autocast(cfg.model):
+            with forward_context(cfg.model):
                 gen = generator.generate([p.ids for p in chunk], n=g, sampling=cfg.rollout.sampling)
             generating += time.perf_counter() - t0
             parts.append(gen)

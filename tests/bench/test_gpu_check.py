@@ -48,3 +48,14 @@ def test_the_carried_wheels_are_pinned_once_each():
     reqs = [line for line in lines if line and not line.startswith("#")]
     names = [r.split("==")[0].lower().replace("_", "-") for r in reqs]
     assert all("==" in r for r in reqs) and len(names) == len(set(names))
+
+
+def test_decode_profile_runs_on_the_cpu_and_prints_its_summary(tiny_model_dir):
+    cmd = [sys.executable, "bench/gpu/decode_profile.py", "--model", str(tiny_model_dir),
+           "--device", "cpu", "--rows", "8", "--group", "4", "--tokens", "4", "--repeats", "1"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| lean")]
+    assert len(rows) == 2 and len(rows[0].split("|")) == 8  # sampler, 3 modes, steps, ops
+    assert proc.stdout.splitlines()[-1].startswith("ms/step fp32/bf16/bf16-no-cudnn: lean ")

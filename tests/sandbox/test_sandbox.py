@@ -405,3 +405,26 @@ def test_isolation_level_and_which_verifiers_run_programs():
     assert isolation_level("unavailable") == 0
     assert sandbox_isolation("math") is None and sandbox_isolation("math+format") is None
     assert sandbox_isolation("code:binary") == isolation_mode()
+
+
+def test_root_without_a_uid_drop_gets_no_capability_and_no_installed_package() -> None:
+    # bubblewrap started as root for a root program: --cap-drop ALL, site-packages hidden.
+    policy = SandboxPolicy(drop_privileges=False)
+    if os.geteuid() != 0 or not isolation_report(policy).bubblewrap:
+        pytest.skip("needs root and bubblewrap")
+    program = (
+        "import os, sysconfig\n"
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')])\n"
+        "print(os.listdir(sysconfig.get_paths()['purelib']))\n"
+    )
+    result = run_untrusted(program, limits=FAST, policy=policy)
+    assert result.status is SandboxStatus.OK, result.stderr
+    assert result.stdout.splitlines() == ["['0000000000000000']", "[]"]
+
+
+def test_a_missing_account_means_no_uid_drop_and_says_why() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a uid drop needs root")
+    report = isolation_report(SandboxPolicy(user="rlvr-no-such-user"))
+    assert not report.uid_drop and not report.process_limit
+    assert "uid_drop: no user 'rlvr-no-such-user'" in report.notes

@@ -274,8 +274,6 @@ def parse_reference(reference: Any) -> TestSuite:
     >>> parse_reference({"test_list": ["assert f(1) == 2"], "test_setup_code": "k = 3"}).setup
     'k = 3'
     """
-    if isinstance(reference, TestSuite):
-        return reference
     if isinstance(reference, (str, bytes)):
         try:
             reference = json.loads(reference)

@@ -337,6 +337,26 @@ def test_missing_interpreter_is_a_sandbox_error() -> None:
     assert result.status is SandboxStatus.SANDBOX_ERROR
 
 
+@pytest.mark.parametrize("python", ["/bin/true", "/bin/echo"])
+def test_an_interpreter_that_is_not_python_is_a_sandbox_error(python: str) -> None:
+    result = run_untrusted("print(1)", limits=FAST, policy=SandboxPolicy(python=python))
+    assert result.status is SandboxStatus.SANDBOX_ERROR
+    assert "no interpreter to run the program" in result.stderr
+
+
+def test_a_child_that_cannot_be_started_is_a_sandbox_error(monkeypatch) -> None:
+    isolation_report(DEFAULT)  # probed before process creation fails
+
+    def refuse(*args, **kwargs):
+        raise OSError("no process for you")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    result = run_untrusted("print(1)", limits=FAST)
+    assert result.status is SandboxStatus.SANDBOX_ERROR
+    assert "could not start the sandboxed program" in result.stderr
+    assert "no process for you" in result.stderr
+
+
 def test_isolation_report_is_consistent() -> None:
     report = isolation_report(DEFAULT)
     assert report.audit_hook and report.isolated_interpreter

@@ -430,6 +430,12 @@ def test_in_process_humaneval_binds_candidate_to_the_entry_point():
     assert (on.passed, on.unsupported, on.in_process) == ((True,), 0, 1)
 
 
+def test_the_programs_changes_to_mutable_arguments_reach_the_test():
+    program = "def fill(xs, d, s):\n    xs.append(1)\n    d['k'] = 2\n    s.add(3)\n"
+    test = "xs, d, s = [], {}, set()\nfill(xs, d, s)\nassert (xs, d, s) == ([1], {'k': 2}, {3})"
+    assert run_tests(program, [test], config=FAST).passed == (True,)
+
+
 def test_a_test_that_does_not_parse_fails_without_raising():
     verdict = run_tests(
         "def f(x):\n    return x\n", ["assert f(1) ==", "assert f(2) == 2"], config=FAST

@@ -557,10 +557,6 @@ def _judge(
     return values_match(value, expected, cfg) or wrapped
 
 
-def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
-    return max(1, min(cfg.workers or len(os.sched_getaffinity(0)), n_tests))
-
-
 @dataclass(frozen=True)
 class _Outcome:
     """One test's result."""
@@ -619,7 +615,8 @@ def run_tests(
     """
     suite = parse_reference(reference)
     run = _Run(code, suite, config, soft)
-    with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
+    workers = max(1, min(config.workers or len(os.sched_getaffinity(0)), len(suite)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))
     hows = [o.how for o in outcomes]
     return CodeVerdict(

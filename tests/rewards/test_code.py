@@ -303,6 +303,8 @@ def test_invalid_config_is_rejected() -> None:
         CodeConfig(workers=-1)
     with pytest.raises(ValueError, match="total_time_s"):
         CodeConfig(total_time_s=0)
+    with pytest.raises(ValueError, match="rel_tol and abs_tol"):
+        CodeConfig(abs_tol=-1e-9)
 
 
 def test_docstring_examples() -> None:
@@ -416,6 +418,29 @@ def test_answers_that_are_not_plain_data_are_not_paid_and_are_counted():
     assert scores.event_count("asserts_judged") == 2
     assert scores.event_count("asserts_unsupported") == 2
     assert scores.metrics()["verifier/asserts_unsupported"] == 2.0
+
+
+def test_in_process_humaneval_binds_candidate_to_the_entry_point():
+    reference = {
+        "entry_point": "origin",
+        "test": "def check(candidate):\n    assert candidate().x == 0\n",
+    }
+    program = "class P:\n    x = 0\ndef origin():\n    return P()\n"
+    on = run_tests(program, reference, config=replace(FAST, in_process=True))
+    assert (on.passed, on.unsupported, on.in_process) == ((True,), 0, 1)
+
+
+def test_the_programs_changes_to_mutable_arguments_reach_the_test():
+    program = "def fill(xs, d, s):\n    xs.append(1)\n    d['k'] = 2\n    s.add(3)\n"
+    test = "xs, d, s = [], {}, set()\nfill(xs, d, s)\nassert (xs, d, s) == ([1], {'k': 2}, {3})"
+    assert run_tests(program, [test], config=FAST).passed == (True,)
+
+
+def test_a_test_that_does_not_parse_fails_without_raising():
+    verdict = run_tests(
+        "def f(x):\n    return x\n", ["assert f(1) ==", "assert f(2) == 2"], config=FAST
+    )
+    assert verdict.passed == (False, True)
 
 
 def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():

@@ -8,6 +8,7 @@ import pytest
 from verifier_helpers import boom, echo
 
 from rlvr.rewards import Scorer, Scores, ScoringConfig, VerifierTimeout, get_verifier, time_limit
+from rlvr.rewards.events import record
 from rlvr.rewards.registry import Verifier
 
 BOOM = Verifier(spec="boom", fn=boom, failure_value=-1.0)
@@ -84,6 +85,22 @@ def test_config_validation():
         ScoringConfig(timeout_s=0)
     with pytest.raises(ValueError, match="workers"):
         ScoringConfig(workers=-1)
+    with pytest.raises(ValueError, match="kill_grace_s"):
+        ScoringConfig(kill_grace_s=-1.0)
+
+
+def test_unknown_event_names_are_refused_with_the_valid_ones():
+    with pytest.raises(
+        ValueError, match="unknown verifier event 'math_rejectd'; valid: .*math_rejected"
+    ):
+        Scores(values=[], status=[]).event_count("math_rejectd")
+    with pytest.raises(ValueError, match="unknown verifier event 'typo'"):
+        record("typo")
+
+
+def test_options_cannot_rebind_a_built_verifier():
+    with pytest.raises(ValueError, match="already-built Verifier"):
+        get_verifier(get_verifier("math"), wrong=-1.0)
 
 
 def test_time_limit_raises_and_leaves_nothing_pending():

@@ -80,7 +80,10 @@ def test_cycles_and_deep_nesting_are_refused():
         "not json",
         "",
         "1",  # a bare number: numbers always travel tagged
-        '{"x": 1}',  # unknown tag
+        '{"x": 1}',  # a bare number inside
+        '{"x": "1"}',  # unknown tag
+        '{"t": "abc"}',  # a container tag on a string
+        '{"c": [{"i": "1"}, {"i": "2"}]}',  # a complex of ints: the shape check
         '{"i": 5}',  # int not as hex text
         '{"s": [[1]]}',  # a set of lists
         '{"d": [[[1], 2]]}',  # a list as a key

@@ -337,6 +337,26 @@ def test_missing_interpreter_is_a_sandbox_error() -> None:
     assert result.status is SandboxStatus.SANDBOX_ERROR
 
 
+@pytest.mark.parametrize("python", ["/bin/true", "/bin/echo"])
+def test_an_interpreter_that_is_not_python_is_a_sandbox_error(python: str) -> None:
+    result = run_untrusted("print(1)", limits=FAST, policy=SandboxPolicy(python=python))
+    assert result.status is SandboxStatus.SANDBOX_ERROR
+    assert "no interpreter to run the program" in result.stderr
+
+
+def test_a_child_that_cannot_be_started_is_a_sandbox_error(monkeypatch) -> None:
+    isolation_report(DEFAULT)  # probed before process creation fails
+
+    def refuse(*args, **kwargs):
+        raise OSError("no process for you")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    result = run_untrusted("print(1)", limits=FAST)
+    assert result.status is SandboxStatus.SANDBOX_ERROR
+    assert "could not start the sandboxed program" in result.stderr
+    assert "no process for you" in result.stderr
+
+
 def test_isolation_report_is_consistent() -> None:
     report = isolation_report(DEFAULT)
     assert report.audit_hook and report.isolated_interpreter
@@ -405,3 +425,26 @@ def test_isolation_level_and_which_verifiers_run_programs():
     assert isolation_level("unavailable") == 0
     assert sandbox_isolation("math") is None and sandbox_isolation("math+format") is None
     assert sandbox_isolation("code:binary") == isolation_mode()
+
+
+def test_root_without_a_uid_drop_gets_no_capability_and_no_installed_package() -> None:
+    # bubblewrap started as root for a root program: --cap-drop ALL, site-packages hidden.
+    policy = SandboxPolicy(drop_privileges=False)
+    if os.geteuid() != 0 or not isolation_report(policy).bubblewrap:
+        pytest.skip("needs root and bubblewrap")
+    program = (
+        "import os, sysconfig\n"
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')])\n"
+        "print(os.listdir(sysconfig.get_paths()['purelib']))\n"
+    )
+    result = run_untrusted(program, limits=FAST, policy=policy)
+    assert result.status is SandboxStatus.OK, result.stderr
+    assert result.stdout.splitlines() == ["['0000000000000000']", "[]"]
+
+
+def test_a_missing_account_means_no_uid_drop_and_says_why() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a uid drop needs root")
+    report = isolation_report(SandboxPolicy(user="rlvr-no-such-user"))
+    assert not report.uid_drop and not report.process_limit
+    assert "uid_drop: no user 'rlvr-no-such-user'" in report.notes

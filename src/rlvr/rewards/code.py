@@ -274,8 +274,6 @@ def parse_reference(reference: Any) -> TestSuite:
     >>> parse_reference({"test_list": ["assert f(1) == 2"], "test_setup_code": "k = 3"}).setup
     'k = 3'
     """
-    if isinstance(reference, TestSuite):
-        return reference
     if isinstance(reference, (str, bytes)):
         try:
             reference = json.loads(reference)
@@ -559,10 +557,6 @@ def _judge(
     return values_match(value, expected, cfg) or wrapped
 
 
-def _worker_count(cfg: CodeConfig, n_tests: int) -> int:
-    return max(1, min(cfg.workers or len(os.sched_getaffinity(0)), n_tests))
-
-
 @dataclass(frozen=True)
 class _Outcome:
     """One test's result."""
@@ -621,7 +615,8 @@ def run_tests(
     """
     suite = parse_reference(reference)
     run = _Run(code, suite, config, soft)
-    with ThreadPoolExecutor(max_workers=_worker_count(config, len(suite))) as pool:
+    workers = max(1, min(config.workers or len(os.sched_getaffinity(0)), len(suite)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(run.test, range(len(suite))))
     hows = [o.how for o in outcomes]
     return CodeVerdict(

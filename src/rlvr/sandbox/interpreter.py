@@ -89,9 +89,11 @@ def describe(python: str, env_items: tuple[tuple[str, str], ...] = ()) -> Runtim
             timeout=60,
             check=True,
         ).stdout
-    except (subprocess.SubprocessError, ValueError) as exc:
+        executable, prefix, version, sys_path, mapped = ast.literal_eval(
+            out.strip().splitlines()[-1]
+        )
+    except (subprocess.SubprocessError, ValueError, SyntaxError, IndexError) as exc:  # not Python
         raise OSError(f"could not start {python}: {exc}") from exc
-    executable, prefix, version, sys_path, mapped = ast.literal_eval(out.strip().splitlines()[-1])
     paths = [executable, *sys_path, *mapped, *SYSTEM_PATHS]
     return Runtime(
         executable, prefix, tuple(version), _outermost(paths), dict(env_items), tuple(mapped)

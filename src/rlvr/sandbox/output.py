@@ -22,10 +22,6 @@ class Output:
     def over(self) -> bool:
         return self.total > self.cap
 
-    def add(self, is_stdout: bool, chunk: bytes) -> None:
-        self.data[is_stdout] += chunk[: max(self.cap - self.total, 0)]
-        self.total += len(chunk)
-
     def text(self, is_stdout: bool) -> str:
         return self.data[is_stdout].decode("utf-8", errors="replace")
 
@@ -35,7 +31,8 @@ class Output:
             chunk = os.read(fd, _READ_CHUNK)
         except BlockingIOError:
             return None
-        self.add(is_stdout, chunk)
+        self.data[is_stdout] += chunk[: max(self.cap - self.total, 0)]
+        self.total += len(chunk)
         return chunk
 
 

@@ -48,17 +48,14 @@ def marked_pids(marker: str = "") -> list[int]:
     return found
 
 
-def kill_marked(marker: str, *, patience_s: float = 1.0) -> int:
-    """SIGKILL every process of the run marked ``marker`` until none is left; returns how many."""
-    killed: set[int] = set()
-    deadline = time.monotonic() + patience_s
+def kill_marked(marker: str) -> None:
+    """SIGKILL every process of the run marked ``marker`` until none is left (a second at most)."""
+    deadline = time.monotonic() + 1.0
     while (pids := marked_pids(marker)) and time.monotonic() < deadline:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
         time.sleep(0.002)
-    return len(killed)
 
 
 def _kill_and_reap(pid: int, marker: str) -> tuple[int, float]:

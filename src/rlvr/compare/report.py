@@ -216,7 +216,8 @@ def _header(
     seeds = ", ".join(map(str, study.seeds))
     regimes = [r.name for r in study.regimes]
     own = [f"{r.name}: seeds {', '.join(map(str, r.seeds))}" for r in study.regimes if r.seeds]
-    where = f" under {len(regimes)} regimes ({', '.join(regimes)})" if regimes else ""
+    plural = "s" if len(regimes) > 1 else ""
+    where = f" under {len(regimes)} regime{plural} ({', '.join(regimes)})" if regimes else ""
     where += f" ({'; '.join(own)})" if own else ""
     summary = (
         f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}){where}, "

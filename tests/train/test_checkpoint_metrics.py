@@ -298,3 +298,25 @@ def test_plain_lines_are_thinned_on_long_runs(capsys):
     printed = [line.split()[2] for line in capsys.readouterr().err.splitlines()]
     assert printed[:2] == ["8/403", "16/403"] and printed[-1] == "403/403"
     assert len(printed) == MAX_PLAIN_LINES + 1
+
+
+def test_to_host_reads_all_tensors_in_one_copy_and_gives_to_float_values(monkeypatch):
+    from rlvr.train.metrics import to_float, to_host
+
+    metrics = {"a": torch.tensor(0.1, dtype=torch.float64), "b": torch.tensor(3), "c": 2}
+    weights = {"w": torch.tensor([True, False, True]).sum(), "n": 4.0}
+    reads = []
+    for name in ("item", "tolist", "__float__", "__bool__", "__int__"):
+        method = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor,
+            name,
+            lambda self, *a, _m=method, _n=name, **k: (reads.append(_n), _m(self, *a, **k))[1],
+        )
+    got_metrics, got_weights, empty = to_host(metrics, weights, {})
+    assert reads == ["tolist"]  # one device-to-host copy for the one device
+    monkeypatch.undo()
+    assert got_metrics == {k: to_float(v) for k, v in metrics.items()}
+    assert got_metrics["a"] == float(torch.tensor(0.1, dtype=torch.float32))  # as to_float rounds
+    assert got_weights == {"w": 2.0, "n": 4.0} and empty == {}
+    assert all(type(v) is float for v in [*got_metrics.values(), *got_weights.values()])

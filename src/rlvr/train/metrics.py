@@ -31,6 +31,25 @@ def to_float(value: Any) -> float:
     return float(value)
 
 
+def to_host(*groups: Mapping[str, Any]) -> list[dict[str, float]]:
+    """Each mapping with its values as Python floats, as :func:`to_float` gives them, the
+    tensors among them read in one device-to-host copy per device (one sync, not one per
+    value)."""
+    tensors: dict[torch.device, list[tuple[int, str, torch.Tensor]]] = {}
+    out = [dict(group) for group in groups]
+    for i, group in enumerate(out):
+        for name, value in group.items():
+            if isinstance(value, torch.Tensor):
+                tensors.setdefault(value.device, []).append((i, name, value))
+            else:
+                group[name] = float(value)
+    for items in tensors.values():
+        flat = torch.stack([v.detach().float().reshape(()) for _, _, v in items]).tolist()
+        for (i, name, _), x in zip(items, flat, strict=True):
+            out[i][name] = x
+    return out
+
+
 class MetricsWriter:
     """Writes one row of metrics per step to every configured sink."""
 

@@ -24,7 +24,7 @@ from rlvr.objectives import (
     LossOutput,
     ObjectiveConfig,
     StepCounts,
-    metric_weights,
+    metric_weight_tensors,
     objective_loss,
     step_counts,
 )
@@ -35,7 +35,7 @@ from rlvr.train.config import TrainConfig
 from rlvr.train.correction import rollout_correction
 from rlvr.train.heap import before_backward
 from rlvr.train.logprobs import response_stats
-from rlvr.train.metrics import StepMetrics
+from rlvr.train.metrics import StepMetrics, to_host
 from rlvr.train.optim import clip_and_step
 
 
@@ -119,16 +119,21 @@ def optimizer_step(
         micro = batch.rows(index)
         first = scheduler.last_epoch == 0  # the run's first optimiser step
         loss, metrics = micro_loss(model, micro, cfg, objective, counts, contrasts, validate=first)
-        if not torch.isfinite(loss):
+        mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
+        sums = {k: metrics.pop(k) for k in [k for k in metrics if contrast_lib.is_sum(k)]}
+        weights = metric_weight_tensors(mask, micro.rewards, threshold)
+        head, metrics, sums, weights = to_host(  # the micro-batch's one host-device sync
+            {"loss": loss, "tokens": mask.sum()}, metrics, sums, weights
+        )
+        if not math.isfinite(head["loss"]):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
         before_backward(cfg.model.device, cfg.model.trim_heap)
         loss.backward()
-        total += float(loss.detach())
-        mask, threshold = micro.seqs.response_mask, objective.regularizers.sft_threshold
-        for name in [k for k in metrics if contrast_lib.is_sum(k)]:
-            acc.add_sum(name, metrics.pop(name))
-        acc.add(metrics, float(mask.sum()), metric_weights(mask, micro.rewards, threshold))
+        total += head["loss"]
+        for name, value in sums.items():
+            acc.add_sum(name, value)
+        acc.add(metrics, head["tokens"], weights)
     if nonfinite:
         warnings.warn(
             "non-finite micro-batch loss left out of the update (counted in update/nonfinite_losses)",

@@ -68,7 +68,7 @@ def packable(attention_mask: torch.Tensor, num_response_tokens: int) -> bool:
     Prompts must be left-padded with a real last column, responses right-padded (a
     token that is masked inside a row would change what the padded layout predicts).
     """
-    mask = attention_mask.bool()
+    mask = attention_mask.detach().to("cpu", torch.bool)  # one copy; the checks read the host
     prompt, response = mask[:, :-num_response_tokens], mask[:, -num_response_tokens:]
     return (
         bool(prompt[:, -1].all())
@@ -129,13 +129,13 @@ def pack_by_prompt(
             (a single prompt plus response longer than that still gets its row).
         pad_id: token id written at the end of shorter packed rows.
     """
-    if not packable(attention_mask, num_response_tokens):
-        raise ValueError("pack_by_prompt needs left-padded prompts and right-padded responses")
     device = input_ids.device
+    ids, mask = input_ids.cpu(), attention_mask.cpu().bool()  # the layout is planned on the host
+    if not packable(mask, num_response_tokens):
+        raise ValueError("pack_by_prompt needs left-padded prompts and right-padded responses")
     b, width = input_ids.shape
     t = num_response_tokens
     p = width - t
-    ids, mask = input_ids.cpu(), attention_mask.cpu().bool()
     groups = prompt_groups(ids, mask, p).tolist()
     prompt_lengths = mask[:, :p].sum(1).tolist()
     lengths = mask[:, p:].sum(1).tolist()

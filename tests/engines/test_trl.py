@@ -516,3 +516,29 @@ def test_the_loss_makes_no_host_sync_outside_the_model(tmp_path, tiny_model_dir,
     assert dict(calls) == {}
     trainer.log({})  # the window's one transfer to the host
     assert "clip/frac" in trainer.state.log_history[-1]
+
+
+def test_generation_and_the_step_run_with_attention_off_cudnn(tmp_path, tiny_model_dir):
+    seen = []
+
+    def recording_reward(completions, **_):
+        seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return length_reward(completions)
+
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        recording_reward,
+        grpo_args(tmp_path, max_steps=1),
+        train_dataset=dataset(),
+        objective="abc_grpo",
+    )
+    real_loss = trainer._compute_loss
+
+    def recording_loss(model, inputs):
+        seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return real_loss(model, inputs)
+
+    trainer._compute_loss = recording_loss
+    trainer.train()
+    assert seen and not any(seen)  # rewards (inside generation) and every loss call
+    assert torch.backends.cuda.cudnn_sdp_enabled()

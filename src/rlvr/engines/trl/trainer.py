@@ -34,6 +34,7 @@ from trl import GRPOConfig, GRPOTrainer
 from rlvr.advantages import GroupStats, compute_advantages
 from rlvr.engines.trl.metrics import MetricWindow
 from rlvr.engines.trl.options import check_args, objective_config
+from rlvr.generation.base import varying_shape_attention
 from rlvr.objectives import LossInputs, StepCounts, metric_weight_tensors, objective_loss
 
 MODEL_INPUT_KEYS = (
@@ -122,8 +123,15 @@ class RlvrGRPOTrainer(GRPOTrainer):
         self._rlvr_rewards_per_func = rewards  # [N over all processes, reward functions]
         return rewards
 
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """TRL's step (generation when a new batch is due, then loss and backward) with
+        attention off cuDNN (:func:`rlvr.generation.base.varying_shape_attention`)."""
+        with varying_shape_attention():
+            return super().training_step(model, inputs, num_items_in_batch)
+
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        with varying_shape_attention():  # evaluation generates here too, outside training_step
+            output = super()._generate_and_score_completions(inputs)
         cfg = self.rlvr_objective
         rewards = batch_rewards(self._rlvr_rewards_per_func, self.reward_weights).double()
         group = self.num_generations if self.model.training else self.num_generations_eval

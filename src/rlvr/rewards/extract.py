@@ -22,7 +22,6 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _SENTENCE_END_RE = re.compile(r"\.\s")
-# A number: optional minus, digits with optional thousands commas, optional decimals.
 _NUMBER_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
 EXTRACTIONS = ("strict", "flexible")
 """``strict``: :func:`extract_answer`'s rules; ``flexible``: :func:`last_number`."""
@@ -119,12 +118,9 @@ def _clean(answer: str) -> str:
     answer = _SENTENCE_END_RE.split(answer, maxsplit=1)[0]
     answer = answer.strip().strip("*").strip().rstrip(".").strip()
     for left, right in _DELIMITERS:
-        if (
-            len(answer) > len(left) + len(right)
-            and answer.startswith(left)
-            and answer.endswith(right)
-        ):
-            answer = answer[len(left) : len(answer) - len(right)].strip()
+        inner = answer[len(left) : len(answer) - len(right)]
+        if inner and answer.startswith(left) and answer.endswith(right):
+            answer = inner.strip()
     return answer
 
 
@@ -189,10 +185,8 @@ def _answers(text: str, boxes: Callable[[str], list[str]]) -> list[str]:
 
 
 def last_number(text: str) -> str | None:
-    r"""The last number in ``text`` after ``</think>``, thousands commas removed ("flexible-extract").
-
-    A number is an optional ``-``, digits (groups of three may be separated by commas) and
-    an optional decimal part; it may sit inside other text (``\boxed{12}``, ``x=12.``).
+    r"""The last number after ``</think>`` (``-``, digits with optional thousands commas, optional
+    decimals; inside other text too), commas removed: lm-evaluation-harness's "flexible-extract".
 
     >>> last_number("3 + 4 = 7. So the total is 1,250 apples.")
     '1250'

@@ -42,30 +42,23 @@ for _name in ("math_verify.parser", "math_verify.grader"):  # its signal timeout
     logging.getLogger(_name).addFilter(lambda r: "Timeout is disabled" not in r.getMessage())
 
 
-def _normalize(answer: str) -> str:
-    """Text-level fixes math-verify does not make itself."""
-    answer = answer.strip().strip("$").strip()
-    return _THIN_SPACE_RE.sub("", answer)
-
-
 def parse_answer(answer: str) -> list:
     r"""Parse one answer string (no surrounding prose) into math-verify's representation.
 
     >>> parse_answer(r"\dfrac{3}{4}")[0]
     3/4
     """
+    answer = _THIN_SPACE_RE.sub("", answer.strip().strip("$").strip())
     return parse(
-        "\\boxed{" + _normalize(answer) + "}",
+        "\\boxed{" + answer + "}",
         extraction_config=_EXTRACTION,
         parsing_timeout=None,
     )
 
 
 def parse_reference(reference: Any) -> list:
-    """Parse a gold answer: a number, a string (may contain ``\\boxed{}``), or an entry dict.
-
-    An entry dict (a reasoning-gym row) contributes its ``answer`` key.
-    """
+    """Parse a gold answer: a number, a string (may contain ``\\boxed{}``), or a reasoning-gym
+    entry (its ``answer``)."""
     if isinstance(reference, dict) and "answer" in reference:
         reference = reference["answer"]
     text = str(reference)
@@ -91,6 +84,7 @@ _POWER_RE = re.compile(r"\^|\*\*")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _DIGITS_RE = re.compile(r"\d+")
 _FACTORIAL_RE = re.compile(r"(\d+)\s*!")
+_COMMAND_RE = re.compile(r"\\[A-Za-z]+")
 _OPENERS, _CLOSERS = "{([", "})]"
 _SPACING_RE = re.compile(r"\s+|\\left|\\right|\\[,;:! ]|\$")
 
@@ -128,8 +122,8 @@ def _token_end(text: str, start: int) -> int:
     number = _NUMBER_RE.match(text, start)
     if number:
         return number.end()
-    command = re.match(r"\\[A-Za-z]+", text[start:])
-    return start + (command.end() if command else 1)
+    command = _COMMAND_RE.match(text, start)
+    return command.end() if command else start + 1
 
 
 def _exponent_end(text: str, start: int) -> int:
@@ -155,10 +149,7 @@ def _power_height(text: str, limit: int = MAX_POWER_HEIGHT + 1) -> int:
             i += 1
             continue
         end = _exponent_end(text, op.end())
-        if limit > 1:
-            best = max(best, 1 + _power_height(_ungroup(text[op.end() : end]), limit - 1))
-        else:
-            best = 1
+        best = max(best, 1 + _power_height(_ungroup(text[op.end() : end]), limit - 1))
         i = end
     return best
 
@@ -271,10 +262,8 @@ def math_verifier(
 ) -> float:
     r"""``correct`` if the completion's one final answer equals ``reference``, else ``wrong``.
 
-    ``compare_timeout_s`` and ``compare_memory_mb`` bound the comparison (module docstring).
-
-    ``extract="flexible"`` takes the last number in the completion as its answer
-    (:func:`rlvr.rewards.extract.last_number`) instead of the strict rules.
+    ``compare_timeout_s`` and ``compare_memory_mb`` bound the comparison (module docstring);
+    ``extract="flexible"`` takes the completion's last number as its answer.
 
     >>> math_verifier(r"Half of 3/2 is \boxed{\dfrac{3}{4}}.", "0.75")
     1.0

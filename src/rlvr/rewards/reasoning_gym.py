@@ -73,9 +73,7 @@ def _entry(reference: Any) -> dict[str, Any]:
     """The reasoning-gym entry behind ``reference`` (a bare answer becomes a minimal entry)."""
     if isinstance(reference, dict):
         if "answer" not in reference:
-            raise ValueError(
-                f"reasoning-gym reference has no 'answer' key: keys {sorted(reference)}"
-            )
+            raise ValueError(f"reasoning-gym reference has no 'answer' key: {sorted(reference)}")
         return {"metadata": {}, **reference}
     return {"answer": None if reference is None else str(reference), "metadata": {}}
 
@@ -83,9 +81,8 @@ def _entry(reference: Any) -> dict[str, Any]:
 def _task_of(entry: dict[str, Any], task: str | None) -> str:
     if task:
         return task
-    source = (
-        entry["metadata"].get("source_dataset") if isinstance(entry["metadata"], dict) else None
-    )
+    metadata = entry["metadata"]
+    source = metadata.get("source_dataset") if isinstance(metadata, dict) else None
     if not source:
         raise ValueError(
             "no task: use a 'reasoning_gym:<task>' spec or references with metadata.source_dataset"

@@ -12,7 +12,13 @@ from rlvr.compare import load_study, plan
 from rlvr.compare.claims import INCONCLUSIVE, UNTESTABLE, Claim, judge
 from rlvr.compare.evidence import assess, objective_only, same_run
 from rlvr.compare.results import ArmData, RunData
-from rlvr.compare.stats import Interval, detectable, paired_interval, seeds_needed
+from rlvr.compare.stats import (
+    Interval,
+    detectable,
+    paired_interval,
+    seeds_needed,
+    seeds_to_detect,
+)
 from rlvr.compare.study import arm_config, objective_name
 
 CLAIM = Claim("c", "p", "fig. 1", "a beats b", "direction", metric="m", arm="a", baseline="b")
@@ -104,6 +110,8 @@ def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):
         assert judged.status == want
         assert f"contrast {frac:.2%} of tokens" in judged.evidence
         assert "detectable at 80% power" in judged.evidence
+        projected = "seeds to detect the observed difference" in judged.evidence
+        assert projected == (want == INCONCLUSIVE)  # an untestable claim has nothing to project
 
 
 def test_arms_differing_beyond_the_objective_stay_testable_at_zero_contrast(tmp_path):
@@ -131,6 +139,22 @@ def test_detectable_effect_hand_worked():
     # the seeds the measured spread needs: 7 for 0.02, 19 for 0.01
     assert seeds_needed(0.0145, 0.02) == 7 and seeds_needed(0.0145, 0.01) == 19
     assert seeds_needed(0.0145, 0.018) == 8  # 7 seeds detect 0.0184
+
+
+def test_seeds_to_detect_projects_the_seed_and_problem_terms():
+    # per-seed means 0.5, 0, 1 (sd 0.5); per-problem means 2/3, 1/3: var 1/18 over 2 problems
+    ci = paired_interval([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0]] * 3)
+    assert ci.seed_sd == pytest.approx(0.5) and ci.problem_var == pytest.approx(1 / 36)
+    # without a problem term the projection is the per-seed test's: the 19 seeds
+    assert seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, seed_sd=0.0145), 0.01) == 19
+    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.0145), 0.01) == seeds_needed(
+        0.0145, 0.01
+    )
+    # a problem term alone above the effect: no number of seeds detects it
+    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.01, problem_var=1e-4), 0.01) is None
+    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.01), 0.0) is None
+    # each added seed lowers the projected detectable effect: 8 seeds detect what 7 cannot
+    assert seeds_needed(0.0145, 0.0184) == 7 and seeds_needed(0.0145, 0.0183) == 8
 
 
 def test_evidence_study_has_the_regimes_seeds_and_held_out_size():

@@ -14,7 +14,9 @@ both on the finished runs:
 
 :func:`evidence` also reports each arm's out-of-band share (events per response token,
 the sum of ``clip/q1..q4_frac``), and :func:`rlvr.compare.stats.detectable` the smallest
-difference the study's own spread lets it detect with 80% power.
+difference the study's own spread lets it detect with 80% power. For an inconclusive claim,
+:func:`rlvr.compare.stats.seeds_to_detect` projects the seeds at which the observed difference,
+were it the true one, would be detected with 80% power.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from rlvr.compare.claims import UNTESTABLE, Verdict
+from rlvr.compare.claims import INCONCLUSIVE, UNTESTABLE, Verdict
 from rlvr.compare.results import ArmData, RunData
-from rlvr.compare.stats import detectable
+from rlvr.compare.stats import detectable, seeds_to_detect
 from rlvr.train.overrides import to_dict
 
 IGNORED_PREFIXES = ("time/", "perf/", "contrast/", "memory/")
@@ -135,6 +137,17 @@ def out_of_band(arm: ArmData, seeds: list[int]) -> float:
     return float(np.mean(values)) if values else math.nan
 
 
+def _seeds_to_decide(verdict: Verdict) -> list[str]:
+    """The seeds at which the claim's undecided intervals would all exclude 0 with 80% power,
+    were the true differences the ones observed (none when no interval is undecided)."""
+    undecided = [ci for ci in verdict.intervals.values() if not ci.excludes_zero()]
+    needed = [seeds_to_detect(ci, abs(ci.mean)) for ci in undecided]
+    if not needed:
+        return []
+    most = "over 1000" if None in needed else max(needed)
+    return [f"seeds to detect the observed difference: {most}"]
+
+
 def assess(
     verdict: Verdict,
     data: dict[str, ArmData],
@@ -162,10 +175,14 @@ def assess(
     mde = [detectable(ci) for ci in verdict.intervals.values()]
     if mde and all(math.isfinite(m) for m in mde):
         parts.append(f"detectable at 80% power: {max(mde):.3g}")
-    text = "; ".join(parts)
     if reasons and all(reasons):
         why = "; ".join(sorted(set(reasons)))
         return dataclasses.replace(
-            verdict, status=UNTESTABLE, evidence=text, numbers=f"{why}. {verdict.numbers}"
+            verdict,
+            status=UNTESTABLE,
+            evidence="; ".join(parts),
+            numbers=f"{why}. {verdict.numbers}",
         )
-    return dataclasses.replace(verdict, evidence=text)
+    if verdict.status == INCONCLUSIVE:
+        parts += _seeds_to_decide(verdict)
+    return dataclasses.replace(verdict, evidence="; ".join(parts))

@@ -141,18 +141,21 @@ def test_detectable_effect_hand_worked():
     assert seeds_needed(0.0145, 0.018) == 8  # 7 seeds detect 0.0184
 
 
-def test_seeds_to_detect_projects_the_seed_and_problem_terms():
-    # per-seed means 0.5, 0, 1 (sd 0.5); per-problem means 2/3, 1/3: var 1/18 over 2 problems
-    ci = paired_interval([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0]] * 3)
-    assert ci.seed_sd == pytest.approx(0.5) and ci.problem_var == pytest.approx(1 / 36)
-    # without a problem term the projection is the per-seed test's: the 19 seeds
-    assert seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, seed_sd=0.0145), 0.01) == 19
-    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.0145), 0.01) == seeds_needed(
-        0.0145, 0.01
+def test_seeds_to_detect_projects_the_interval_with_more_seeds():
+    # 14 seeds at se 0.005: the standard error at n seeds is 0.005 * sqrt(14 / n)
+    ci = Interval(0.004, -0.006, 0.014, 14, se=0.005, df=13)
+    n = seeds_to_detect(ci, 0.004)
+    assert detectable(Interval(0, 0, 0, n, se=0.005 * math.sqrt(14 / n), df=n - 1)) <= 0.004
+    assert (
+        detectable(Interval(0, 0, 0, n - 1, se=0.005 * math.sqrt(14 / (n - 1)), df=n - 2)) > 0.004
     )
-    # a problem term alone above the effect: no number of seeds detects it
-    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.01, problem_var=1e-4), 0.01) is None
-    assert seeds_to_detect(Interval(0.0, 0.0, 0.0, 3, seed_sd=0.01), 0.0) is None
+    # a per-seed interval's projection is the per-seed test's: the 19 seeds for 0.01
+    per_seed = paired_interval([[0.01], [0.03], [0.02]], [[0.0]] * 3)
+    assert seeds_to_detect(per_seed, 0.01) == seeds_needed(0.01, 0.01)
+    assert seeds_to_detect(Interval(0.0, 0, 0, 3, se=0.0145 / math.sqrt(3)), 0.01) == 19
+    assert seeds_to_detect(Interval(0.0, 0, 0, 3, se=0.01), 0.0) is None  # no effect to find
+    assert seeds_to_detect(Interval(0.0, 0, 0, 3), 0.01) is None  # no standard error recorded
+    assert seeds_to_detect(ci, 1e-5) is None  # beyond 1000 seeds
     # each added seed lowers the projected detectable effect: 8 seeds detect what 7 cannot
     assert seeds_needed(0.0145, 0.0184) == 7 and seeds_needed(0.0145, 0.0183) == 8
 

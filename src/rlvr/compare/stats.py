@@ -53,10 +53,6 @@ class Interval(NamedTuple):
     """Standard error of ``mean``."""
     df: float = math.nan
     """Degrees of freedom of its t distribution."""
-    seed_sd: float = math.nan
-    """Standard deviation over seeds of the per-seed mean difference."""
-    problem_var: float = 0.0
-    """The problems' share of ``se**2``, which more seeds are taken not to shrink."""
 
     def excludes_zero(self) -> int:
         """+1 when the interval is above 0, -1 when below, 0 when it contains 0."""
@@ -89,8 +85,7 @@ def paired_interval(arm: np.ndarray, base: np.ndarray, *, level: float = LEVEL) 
         df = var**2 / (seed_var**2 / (seeds - 1) + problem_var**2 / (problems - 1))
     mean = float(diff.mean())
     half = float(student_t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
-    seed_sd = math.sqrt(seed_var * seeds)
-    return Interval(mean, mean - half, mean + half, seeds, math.sqrt(var), df, seed_sd, problem_var)
+    return Interval(mean, mean - half, mean + half, seeds, math.sqrt(var), df)
 
 
 POWER = 0.8
@@ -119,8 +114,7 @@ def seeds_needed(
     >>> seeds_needed(0.0145, 0.02), seeds_needed(0.0145, 0.01)
     (7, 19)
     """
-    ci = Interval(0.0, 0.0, 0.0, MIN_SEEDS, seed_sd=sd)
-    n = seeds_to_detect(ci, effect, power=power, level=level, most=most)
+    n = _seeds_for(sd, effect, power, level, most)
     if n is None:
         raise ValueError(f"more than {most} seeds needed for an effect of {effect} at sd {sd}")
     return n
@@ -130,18 +124,23 @@ def seeds_to_detect(
     ci: Interval, effect: float, *, power: float = POWER, level: float = LEVEL, most: int = 1000
 ) -> int | None:
     """Seeds at which the study would detect a true difference of ``effect`` with ``power``,
-    projected from ``ci``'s own spread: ``se(n)**2 = seed_sd**2 / n + problem_var`` with
-    ``df = n - 1`` (conservative: the problem term's sampling noise also shrinks with seeds).
-    ``None`` when no ``n <= most`` does (the effect is 0, or below what the problems allow).
+    projected from ``ci``: standard error ``se * sqrt(seeds / n)`` and ``df = n - 1``. Every
+    variance term is taken to shrink with seeds, as sampling noise does (a fixed per-problem
+    effect would not). ``None`` when no ``n <= most`` does (``effect`` 0 or no ``se``).
 
-    >>> seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, seed_sd=0.0145), 0.01)
+    >>> seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, se=0.0145 / 3**0.5), 0.01)
     19
     """
-    if not (effect > 0 and ci.seed_sd >= 0):
+    return _seeds_for(ci.se * math.sqrt(ci.seeds), effect, power, level, most)
+
+
+def _seeds_for(sd: float, effect: float, power: float, level: float, most: int) -> int | None:
+    """The smallest ``n`` in ``[2, most]`` whose detectable effect at ``se = sd / sqrt(n)`` is
+    at most ``effect``."""
+    if not (effect > 0 and sd >= 0):
         return None
     for n in range(MIN_SEEDS, most + 1):
-        se = math.sqrt(ci.seed_sd**2 / n + ci.problem_var)
-        projected = Interval(0.0, 0.0, 0.0, n, se=se, df=n - 1)
+        projected = Interval(0.0, 0.0, 0.0, n, se=sd / math.sqrt(n), df=n - 1)
         if detectable(projected, power=power, level=level) <= effect:
             return n
     return None

@@ -1,21 +1,17 @@
 """The ``code`` verifier: run the Python program in a completion against tests in the sandbox.
 
-Reference formats (``docs/sandbox.md`` has the table): stdin/stdout ``{"inputs", "outputs"}``
-(APPS/TACO ``input_output``, as an object or its JSON text), the same with ``"fn_name"`` (call
-style; ``class Solution`` methods too), a list of asserts, a HumanEval row (each top-level
-assert of ``check`` that uses no name ``check`` binds is one test, the rest of ``check`` one
-more if it can fail), an MBPP row, or a TACO/APPS row holding one.
+Reference formats (``docs/sandbox.md`` has the table and the judging rules): stdin/stdout
+``{"inputs", "outputs"}`` (APPS/TACO ``input_output``, as an object or its JSON text), the
+same with ``"fn_name"`` (call style), a list of asserts, a HumanEval or MBPP row, or a
+TACO/APPS row holding one.
 
 No verdict depends on anything the program's code can change: stdout and return values are
-judged in the parent (numbers within ``abs_tol + rel_tol * |b|``, NumPy's ``allclose`` as
-APPS); an assert test runs in a test driver (:mod:`rlvr.sandbox.driver`) that calls the
-program through a pipe of plain data (``tests/rewards/test_tamper.py``). A test the driver
-cannot judge fails and is counted (``asserts_unsupported``) unless ``CodeConfig.in_process``.
+judged in the parent; an assert test runs in a test driver (:mod:`rlvr.sandbox.driver`) that
+calls the program through a pipe of plain data (``tests/rewards/test_tamper.py``).
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests
 passed, or with ``soft=False`` 1.0 only when every test passes. Each test is its own sandbox
-run, ``workers`` at a time, within ``total_time_s`` per program; a program that does not
-compile stops the remaining tests, and so does the first failure when ``soft=False``.
+run, ``workers`` at a time, within ``total_time_s`` per program.
 """
 
 from __future__ import annotations
@@ -89,9 +85,8 @@ class CodeConfig:
     abs_tol: float = 1e-8
     """Absolute tolerance between numeric tokens or values."""
     in_process: bool = False
-    """Run an assert test the driver cannot judge (the program's answer is an object that is not
-    plain data, or a class) inside the program's interpreter, where the program can fake it.
-    Off: such a test fails and is counted as ``asserts_unsupported``. Only for trusted programs."""
+    """Run assert tests the driver cannot judge in the program's interpreter, where the program
+    can fake them: only for trusted programs (off: they fail, counted ``asserts_unsupported``)."""
 
     def __post_init__(self) -> None:
         if self.workers < 0:
@@ -118,11 +113,9 @@ class TestSuite:
     outputs: tuple[Any, ...]
     """Expected stdout texts or return values; empty for asserts."""
     fn_name: str | None = None
-    """Function or ``Solution`` method called by call-style tests; for asserts, the function
-    that ``candidate`` stands for (HumanEval's ``entry_point``)."""
+    """Called by call tests (``Solution`` method too); for asserts, HumanEval's ``entry_point``."""
     setup: str = ""
-    """Assert tests: test code run after the program and before each test (MBPP's
-    ``test_setup_code``, HumanEval's test module)."""
+    """Assert tests: code run before each test (MBPP's ``test_setup_code``, HumanEval's module)."""
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -156,9 +149,8 @@ class CodeVerdict:
 def extract_code(completion: str) -> str:
     """The program in a completion: its last fenced Python block, else the whole text.
 
-    Text up to the last ``</think>`` is ignored. A block tagged ``python``/``py``/``python3``
-    wins over an untagged one; a final ``python`` fence left open (a cut-off generation) gives
-    the rest of the text.
+    Text up to the last ``</think>`` is ignored; an untagged block and a final ``python`` fence
+    left open (a cut-off generation) are the fallbacks (``docs/sandbox.md``).
 
     >>> extract_code("Idea...\\n```python\\nprint(1)\\n```\\nthen\\n```python\\nprint(2)\\n```")
     'print(2)\\n'
@@ -218,11 +210,8 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
 
 
 def _tests_candidate(statements: list[ast.stmt]) -> bool:
-    """True when ``statements`` use ``candidate`` and hold an assert that can fail.
-
-    HumanEval's ``assert True, "This prints if this assert fails"`` cannot: a remainder of
-    ``check`` made of such lines would be a test that every program passes.
-    """
+    """True when ``statements`` use ``candidate`` and hold an assert that can fail: a remainder
+    of HumanEval's ``assert True, "This prints if this assert fails"`` lines passes any program."""
     nodes = [n for statement in statements for n in ast.walk(statement)]
     uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
     return uses and any(
@@ -326,8 +315,7 @@ def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) ->
 
 
 def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> str:
-    """The test run inside the program's interpreter (only with ``CodeConfig.in_process``);
-    the nonce is printed if it ends."""
+    """An assert test run inside the program's interpreter (``CodeConfig.in_process``)."""
     setup = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
     if suite.fn_name is not None:
         setup += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
@@ -385,8 +373,7 @@ def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
 
 
 def _reals_close(a: int | float, b: int | float, cfg: CodeConfig) -> bool:
-    """Numbers within the tolerance; an integer ``b`` is met only by the same integer or a
-    float that rounds to it. Infinities and NaN compare with ``==``."""
+    """As :func:`_numbers_close`, for numbers; infinities and NaN compare with ``==``."""
     if isinstance(b, int) and isinstance(a, int):
         return a == b
     try:
@@ -434,8 +421,7 @@ def _is_real(x: Any) -> bool:
 
 
 def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
-    """Equality of normalised values, with the numeric tolerance for non-boolean numbers
-    (an expected integer is met only by that integer, or a float that rounds to it).
+    """Equality of normalised values, numbers (not booleans) within the tolerance.
 
     >>> values_match((1, [2.0000000001]), [1, [2]])
     True
@@ -479,12 +465,9 @@ def _imported(nodes: list[ast.AST]) -> set[str]:
 class _Names:
     """What a piece of test code does with names (nothing when it does not parse)."""
 
-    top: frozenset[str] = frozenset()
-    """Bound at its top level, imports included."""
-    used: frozenset[str] = frozenset()
-    """Every name it mentions."""
-    free: frozenset[str] = frozenset()
-    """Read and never bound (by assignment, parameter, def, class or import)."""
+    top: frozenset[str] = frozenset()  # bound at its top level, imports included
+    used: frozenset[str] = frozenset()  # every name it mentions
+    free: frozenset[str] = frozenset()  # read, never bound (assign, parameter, def, class, import)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -519,10 +502,9 @@ def _names(source: str) -> _Names:
 
 @functools.lru_cache(maxsize=4096)
 def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
-    """Names a test uses that must be the program's: what the test and its set-up read and
-    neither they nor the prelude bind (a HumanEval ``check`` calling the prompt's helper
-    ``encode_cyclic``). Builtins are the test's, unless the test uses nothing else (the
-    function under test is named like a builtin, ``assert sorted([3, 1]) == [1, 3]``).
+    """Names a test uses that must be the program's: read by the test and its set-up, bound by
+    neither nor by the prelude (a HumanEval helper ``encode_cyclic``). Builtins are the test's
+    unless it uses nothing else (``assert sorted([3, 1]) == [1, 3]`` tests the program's).
 
     >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
     ('f', 'g')
@@ -609,9 +591,9 @@ def run_tests(
 ) -> CodeVerdict:
     """Run ``code`` against every test of ``reference``, in parallel, within the time budget.
 
-    With ``soft=False`` the first failure stops the tests not yet started. Raises
-    :class:`SandboxError` when the sandbox itself cannot run, ``ValueError`` for a malformed
-    reference.
+    A program that does not compile, or with ``soft=False`` the first failure, stops the tests
+    not yet started. Raises :class:`SandboxError` when the sandbox itself cannot run,
+    ``ValueError`` for a malformed reference.
     """
     suite = parse_reference(reference)
     run = _Run(code, suite, config, soft)

@@ -26,10 +26,11 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -197,9 +199,7 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
 def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
     nodes = list(ast.walk(check))
-    local = _imported(nodes) | {
-        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
+    local = _imported(nodes) | _stored(nodes)
     own: list[ast.stmt] = []
     rest: list[ast.stmt] = []
     for statement in check.body:
@@ -343,24 +343,6 @@ def _driver(suite: TestSuite, statement: str) -> str:
     return _driver_module() + "\n" + call
 
 
-def _job(
-    code: str, suite: TestSuite, index: int, nonce: str, in_process: bool
-) -> functools.partial:
-    """:func:`run_untrusted` given one test's program, stdin and driver (assert tests are judged
-    by a driver unless ``in_process``); the caller adds the limits and the policy."""
-    test = suite.inputs[index]
-    if suite.style == "stdio":
-        return functools.partial(run_untrusted, code, stdin=test)
-    if suite.style == "call":
-        assert suite.fn_name is not None
-        source = _call_harness(code, suite.fn_name, test, nonce)
-    elif in_process:
-        source = _assert_harness(code, suite, test, nonce)
-    else:
-        return functools.partial(run_untrusted, _compile_guard(code), driver=_driver(suite, test))
-    return functools.partial(run_untrusted, source)
-
-
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
     """Numeric tokens within the tolerance; an integer ``b`` needs ``a`` to round to it exactly
     (compared as decimals: no float rounding, no limit on the digits)."""
@@ -397,14 +379,10 @@ def stdout_matches(actual: str, expected: str, cfg: CodeConfig = DEFAULT_CODE_CO
     """
     got = [line.split() for line in actual.splitlines() if line.strip()]
     want = [line.split() for line in expected.splitlines() if line.strip()]
-    if len(got) != len(want):
+    if [len(g) for g in got] != [len(w) for w in want]:  # as many lines, as many tokens in each
         return False
-    for g, w in zip(got, want, strict=True):
-        if len(g) != len(w):
-            return False
-        if not all(s == t or _numbers_close(s, t, cfg) for s, t in zip(g, w, strict=True)):
-            return False
-    return True
+    tokens = zip(chain.from_iterable(got), chain.from_iterable(want), strict=True)
+    return all(s == t or _numbers_close(s, t, cfg) for s, t in tokens)
 
 
 def _normalise(value: Any) -> Any:
@@ -445,7 +423,7 @@ def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
             try:
                 return True, ast.literal_eval(line[len(nonce) + 1 :])
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                return False, None
+                break
     return False, None
 
 
@@ -456,9 +434,13 @@ def _prelude_names() -> frozenset[str]:
     return frozenset(namespace)
 
 
-def _imported(nodes: list[ast.AST]) -> set[str]:
+def _imported(nodes: Iterable[ast.AST]) -> set[str]:
     imports = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
     return {(a.asname or a.name).split(".")[0] for node in imports for a in node.names}
+
+
+def _stored(nodes: Iterable[ast.AST]) -> set[str]:
+    return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 @dataclass(frozen=True)
@@ -481,16 +463,10 @@ def _names(source: str) -> _Names:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _Names()
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-    top = _imported(module.body) | {
-        n.name for n in module.body if isinstance(n, defs) and hasattr(n, "name")
-    }
-    for statement in (n for n in module.body if not isinstance(n, defs)):
-        top |= {
-            n.id
-            for n in ast.walk(statement)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
+    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    top = _imported(module.body) | {n.name for n in module.body if isinstance(n, named)}
+    for statement in (n for n in module.body if not isinstance(n, named)):
+        top |= _stored(ast.walk(statement))
     nodes = list(ast.walk(module))
     names = [n for n in nodes if isinstance(n, ast.Name)]
     bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)
@@ -515,9 +491,6 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
     return tuple(sorted(names - {"candidate"}))
 
 
-_BUILTINS = frozenset(dir(builtins))
-
-
 def _judge(
     suite: TestSuite, index: int, result: SandboxResult, nonce: str, cfg: CodeConfig
 ) -> bool:
@@ -535,41 +508,43 @@ def _judge(
         return False
     # APPS wraps a return value in a one-element list; a longer list is the value itself.
     wrapped = isinstance(expected, list) and len(expected) == 1
-    wrapped = wrapped and values_match(value, expected[0], cfg)
-    return values_match(value, expected, cfg) or wrapped
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """One test's result."""
-
-    passed: bool
-    status: str
-    how: str = ""
-    """Assert tests: ``judged``, ``unsupported`` or ``in_process``."""
+    return values_match(value, expected, cfg) or (wrapped and values_match(value, expected[0], cfg))
 
 
 class _Run:
-    """Shared state of one program's tests: deadline and early stop."""
+    """One program's tests: their sandbox runs, the deadline and the early stop."""
 
     def __init__(self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool) -> None:
         self.code, self.suite, self.cfg, self.soft = code, suite, cfg, soft
         self.deadline = time.monotonic() + cfg.total_time_s
         self.stop = threading.Event()
 
+    def _job(self, index: int, nonce: str, in_process: bool) -> dict[str, Any]:
+        """:func:`run_untrusted`'s program, and stdin or driver, for one test."""
+        code, suite, test = self.code, self.suite, self.suite.inputs[index]
+        if suite.style == "stdio":
+            return {"source": code, "stdin": test}
+        if suite.style == "call":
+            assert suite.fn_name is not None
+            return {"source": _call_harness(code, suite.fn_name, test, nonce)}
+        if in_process:  # else a driver judges the assert test
+            return {"source": _assert_harness(code, suite, test, nonce)}
+        return {"source": _compile_guard(code), "driver": _driver(suite, test)}
+
     def _sandboxed(self, index: int, nonce: str, in_process: bool) -> SandboxResult | None:
         remaining = self.deadline - time.monotonic()
         if self.stop.is_set() or remaining <= 0:
             return None
-        job = _job(self.code, self.suite, index, nonce, in_process)
+        job = self._job(index, nonce, in_process)
         limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
-        result = job(limits=limits, policy=self.cfg.policy)
+        result = run_untrusted(**job, limits=limits, policy=self.cfg.policy)
         if result.status is SandboxStatus.SANDBOX_ERROR:
             self.stop.set()
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
         return result
 
-    def test(self, index: int) -> _Outcome:
+    def test(self, index: int) -> tuple[bool, str, str]:
+        """(passed, status, how an assert test ran: ``judged``, ``unsupported``, ``in_process``)."""
         nonce = secrets.token_hex(16)
         result = self._sandboxed(index, nonce, in_process=False)
         how = "judged" if self.suite.style == "assert" else ""
@@ -579,11 +554,11 @@ class _Run:
             if self.cfg.in_process:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)
         if result is None:
-            return _Outcome(False, SKIPPED, how)
+            return False, SKIPPED, how
         passed = how != "unsupported" and _judge(self.suite, index, result, nonce, self.cfg)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()
-        return _Outcome(passed, result.status.value, how)
+        return passed, result.status.value, how
 
 
 def run_tests(
@@ -599,11 +574,10 @@ def run_tests(
     run = _Run(code, suite, config, soft)
     workers = max(1, min(config.workers or len(os.sched_getaffinity(0)), len(suite)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(run.test, range(len(suite))))
-    hows = [o.how for o in outcomes]
+        passed, statuses, hows = zip(*pool.map(run.test, range(len(suite))), strict=True)
     return CodeVerdict(
-        tuple(o.passed for o in outcomes),
-        tuple(o.status for o in outcomes),
+        passed,
+        statuses,
         judged=hows.count("judged"),
         in_process=hows.count("in_process"),
         unsupported=hows.count("unsupported"),
@@ -657,12 +631,7 @@ def _check_options(*, mode: str, **_: Any) -> None:
 
 @register("code", spec_arg="mode", check=_check_options, sandboxed=True)
 def code_reward(
-    completion: str,
-    reference: Any,
-    *,
-    mode: str = "soft",
-    correct: float = 1.0,
-    wrong: float = 0.0,
+    completion: str, reference: Any, *, mode: str = "soft", correct: float = 1.0, wrong: float = 0.0
 ) -> float:
     """The registered ``code`` verifier: the pass rate mapped onto ``[wrong, correct]``.
 

@@ -200,8 +200,7 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
     """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
     nodes = list(ast.walk(check))
     local = _imported(nodes) | _stored(nodes)
-    own: list[ast.stmt] = []
-    rest: list[ast.stmt] = []
+    own, rest = [], []
     for statement in check.body:
         names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
         standalone = isinstance(statement, ast.Assert) and not names & local
@@ -316,15 +315,11 @@ def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) ->
 
 def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> str:
     """An assert test run inside the program's interpreter (``CodeConfig.in_process``)."""
-    setup = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
+    lines = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
     if suite.fn_name is not None:
-        setup += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
-    return (
-        _compile_guard(code)
-        + setup
-        + f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
-        + f"_sys.stdout.write('\\n{nonce}\\n')\n"
-    )
+        lines += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
+    lines += f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
+    return _compile_guard(code) + lines + f"_sys.stdout.write('\\n{nonce}\\n')\n"
 
 
 @functools.cache
@@ -633,10 +628,8 @@ def _check_options(*, mode: str, **_: Any) -> None:
 def code_reward(
     completion: str, reference: Any, *, mode: str = "soft", correct: float = 1.0, wrong: float = 0.0
 ) -> float:
-    """The registered ``code`` verifier: the pass rate mapped onto ``[wrong, correct]``.
-
-    ``code`` (``mode="soft"``) is Klear's soft reward, ``code:binary`` all-or-nothing; with
-    ``wrong=-1`` the binary form is Klear's +1/-1 hard reward.
+    """The registered ``code`` verifier: the pass rate (Klear's soft reward) or, as ``code:binary``,
+    all-or-nothing, mapped onto ``[wrong, correct]``; with ``wrong=-1`` Klear's +1/-1 hard reward.
 
     >>> ref = {"inputs": ["2", "5"], "outputs": ["4", "11"]}
     >>> code_reward("print(int(input()) * 2)", ref, wrong=-1.0)

@@ -1,21 +1,17 @@
 """The ``code`` verifier: run the Python program in a completion against tests in the sandbox.
 
-Reference formats (``docs/sandbox.md`` has the table): stdin/stdout ``{"inputs", "outputs"}``
-(APPS/TACO ``input_output``, as an object or its JSON text), the same with ``"fn_name"`` (call
-style; ``class Solution`` methods too), a list of asserts, a HumanEval row (each top-level
-assert of ``check`` that uses no name ``check`` binds is one test, the rest of ``check`` one
-more if it can fail), an MBPP row, or a TACO/APPS row holding one.
+Reference formats (``docs/sandbox.md`` has the table and the judging rules): stdin/stdout
+``{"inputs", "outputs"}`` (APPS/TACO ``input_output``, as an object or its JSON text), the
+same with ``"fn_name"`` (call style), a list of asserts, a HumanEval or MBPP row, or a
+TACO/APPS row holding one.
 
 No verdict depends on anything the program's code can change: stdout and return values are
-judged in the parent (numbers within ``abs_tol + rel_tol * |b|``, NumPy's ``allclose`` as
-APPS); an assert test runs in a test driver (:mod:`rlvr.sandbox.driver`) that calls the
-program through a pipe of plain data (``tests/rewards/test_tamper.py``). A test the driver
-cannot judge fails and is counted (``asserts_unsupported``) unless ``CodeConfig.in_process``.
+judged in the parent; an assert test runs in a test driver (:mod:`rlvr.sandbox.driver`) that
+calls the program through a pipe of plain data (``tests/rewards/test_tamper.py``).
 
 Reward (Klear-Reasoner, section 3.2.4 and the ablation in 5.2.3): the fraction of tests
 passed, or with ``soft=False`` 1.0 only when every test passes. Each test is its own sandbox
-run, ``workers`` at a time, within ``total_time_s`` per program; a program that does not
-compile stops the remaining tests, and so does the first failure when ``soft=False``.
+run, ``workers`` at a time, within ``total_time_s`` per program.
 """
 
 from __future__ import annotations
@@ -30,10 +26,11 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +67,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
+_BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
@@ -89,9 +87,8 @@ class CodeConfig:
     abs_tol: float = 1e-8
     """Absolute tolerance between numeric tokens or values."""
     in_process: bool = False
-    """Run an assert test the driver cannot judge (the program's answer is an object that is not
-    plain data, or a class) inside the program's interpreter, where the program can fake it.
-    Off: such a test fails and is counted as ``asserts_unsupported``. Only for trusted programs."""
+    """Run assert tests the driver cannot judge in the program's interpreter, where the program
+    can fake them: only for trusted programs (off: they fail, counted ``asserts_unsupported``)."""
 
     def __post_init__(self) -> None:
         if self.workers < 0:
@@ -118,11 +115,9 @@ class TestSuite:
     outputs: tuple[Any, ...]
     """Expected stdout texts or return values; empty for asserts."""
     fn_name: str | None = None
-    """Function or ``Solution`` method called by call-style tests; for asserts, the function
-    that ``candidate`` stands for (HumanEval's ``entry_point``)."""
+    """Called by call tests (``Solution`` method too); for asserts, HumanEval's ``entry_point``."""
     setup: str = ""
-    """Assert tests: test code run after the program and before each test (MBPP's
-    ``test_setup_code``, HumanEval's test module)."""
+    """Assert tests: code run before each test (MBPP's ``test_setup_code``, HumanEval's module)."""
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -156,9 +151,8 @@ class CodeVerdict:
 def extract_code(completion: str) -> str:
     """The program in a completion: its last fenced Python block, else the whole text.
 
-    Text up to the last ``</think>`` is ignored. A block tagged ``python``/``py``/``python3``
-    wins over an untagged one; a final ``python`` fence left open (a cut-off generation) gives
-    the rest of the text.
+    Text up to the last ``</think>`` is ignored; an untagged block and a final ``python`` fence
+    left open (a cut-off generation) are the fallbacks (``docs/sandbox.md``).
 
     >>> extract_code("Idea...\\n```python\\nprint(1)\\n```\\nthen\\n```python\\nprint(2)\\n```")
     'print(2)\\n'
@@ -205,11 +199,8 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
 def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
     nodes = list(ast.walk(check))
-    local = _imported(nodes) | {
-        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    own: list[ast.stmt] = []
-    rest: list[ast.stmt] = []
+    local = _imported(nodes) | _stored(nodes)
+    own, rest = [], []
     for statement in check.body:
         names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
         standalone = isinstance(statement, ast.Assert) and not names & local
@@ -218,11 +209,8 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
 
 
 def _tests_candidate(statements: list[ast.stmt]) -> bool:
-    """True when ``statements`` use ``candidate`` and hold an assert that can fail.
-
-    HumanEval's ``assert True, "This prints if this assert fails"`` cannot: a remainder of
-    ``check`` made of such lines would be a test that every program passes.
-    """
+    """True when ``statements`` use ``candidate`` and hold an assert that can fail: a remainder
+    of HumanEval's ``assert True, "This prints if this assert fails"`` lines passes any program."""
     nodes = [n for statement in statements for n in ast.walk(statement)]
     uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
     return uses and any(
@@ -326,17 +314,12 @@ def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) ->
 
 
 def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> str:
-    """The test run inside the program's interpreter (only with ``CodeConfig.in_process``);
-    the nonce is printed if it ends."""
-    setup = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
+    """An assert test run inside the program's interpreter (``CodeConfig.in_process``)."""
+    lines = f"exec({suite.setup!r}, _ns)\n" if suite.setup else ""
     if suite.fn_name is not None:
-        setup += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
-    return (
-        _compile_guard(code)
-        + setup
-        + f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
-        + f"_sys.stdout.write('\\n{nonce}\\n')\n"
-    )
+        lines += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
+    lines += f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
+    return _compile_guard(code) + lines + f"_sys.stdout.write('\\n{nonce}\\n')\n"
 
 
 @functools.cache
@@ -355,24 +338,6 @@ def _driver(suite: TestSuite, statement: str) -> str:
     return _driver_module() + "\n" + call
 
 
-def _job(
-    code: str, suite: TestSuite, index: int, nonce: str, in_process: bool
-) -> functools.partial:
-    """:func:`run_untrusted` given one test's program, stdin and driver (assert tests are judged
-    by a driver unless ``in_process``); the caller adds the limits and the policy."""
-    test = suite.inputs[index]
-    if suite.style == "stdio":
-        return functools.partial(run_untrusted, code, stdin=test)
-    if suite.style == "call":
-        assert suite.fn_name is not None
-        source = _call_harness(code, suite.fn_name, test, nonce)
-    elif in_process:
-        source = _assert_harness(code, suite, test, nonce)
-    else:
-        return functools.partial(run_untrusted, _compile_guard(code), driver=_driver(suite, test))
-    return functools.partial(run_untrusted, source)
-
-
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
     """Numeric tokens within the tolerance; an integer ``b`` needs ``a`` to round to it exactly
     (compared as decimals: no float rounding, no limit on the digits)."""
@@ -385,8 +350,7 @@ def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
 
 
 def _reals_close(a: int | float, b: int | float, cfg: CodeConfig) -> bool:
-    """Numbers within the tolerance; an integer ``b`` is met only by the same integer or a
-    float that rounds to it. Infinities and NaN compare with ``==``."""
+    """As :func:`_numbers_close`, for numbers; infinities and NaN compare with ``==``."""
     if isinstance(b, int) and isinstance(a, int):
         return a == b
     try:
@@ -410,14 +374,10 @@ def stdout_matches(actual: str, expected: str, cfg: CodeConfig = DEFAULT_CODE_CO
     """
     got = [line.split() for line in actual.splitlines() if line.strip()]
     want = [line.split() for line in expected.splitlines() if line.strip()]
-    if len(got) != len(want):
+    if [len(g) for g in got] != [len(w) for w in want]:  # as many lines, as many tokens in each
         return False
-    for g, w in zip(got, want, strict=True):
-        if len(g) != len(w):
-            return False
-        if not all(s == t or _numbers_close(s, t, cfg) for s, t in zip(g, w, strict=True)):
-            return False
-    return True
+    tokens = zip(chain.from_iterable(got), chain.from_iterable(want), strict=True)
+    return all(s == t or _numbers_close(s, t, cfg) for s, t in tokens)
 
 
 def _normalise(value: Any) -> Any:
@@ -434,8 +394,7 @@ def _is_real(x: Any) -> bool:
 
 
 def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
-    """Equality of normalised values, with the numeric tolerance for non-boolean numbers
-    (an expected integer is met only by that integer, or a float that rounds to it).
+    """Equality of normalised values, numbers (not booleans) within the tolerance.
 
     >>> values_match((1, [2.0000000001]), [1, [2]])
     True
@@ -459,7 +418,7 @@ def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
             try:
                 return True, ast.literal_eval(line[len(nonce) + 1 :])
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                return False, None
+                break
     return False, None
 
 
@@ -470,21 +429,22 @@ def _prelude_names() -> frozenset[str]:
     return frozenset(namespace)
 
 
-def _imported(nodes: list[ast.AST]) -> set[str]:
+def _imported(nodes: Iterable[ast.AST]) -> set[str]:
     imports = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
     return {(a.asname or a.name).split(".")[0] for node in imports for a in node.names}
+
+
+def _stored(nodes: Iterable[ast.AST]) -> set[str]:
+    return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 @dataclass(frozen=True)
 class _Names:
     """What a piece of test code does with names (nothing when it does not parse)."""
 
-    top: frozenset[str] = frozenset()
-    """Bound at its top level, imports included."""
-    used: frozenset[str] = frozenset()
-    """Every name it mentions."""
-    free: frozenset[str] = frozenset()
-    """Read and never bound (by assignment, parameter, def, class or import)."""
+    top: frozenset[str] = frozenset()  # bound at its top level, imports included
+    used: frozenset[str] = frozenset()  # every name it mentions
+    free: frozenset[str] = frozenset()  # read, never bound (assign, parameter, def, class, import)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -498,16 +458,10 @@ def _names(source: str) -> _Names:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _Names()
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
-    top = _imported(module.body) | {
-        n.name for n in module.body if isinstance(n, defs) and hasattr(n, "name")
-    }
-    for statement in (n for n in module.body if not isinstance(n, defs)):
-        top |= {
-            n.id
-            for n in ast.walk(statement)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
+    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    top = _imported(module.body) | {n.name for n in module.body if isinstance(n, named)}
+    for statement in (n for n in module.body if not isinstance(n, named)):
+        top |= _stored(ast.walk(statement))
     nodes = list(ast.walk(module))
     names = [n for n in nodes if isinstance(n, ast.Name)]
     bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)
@@ -519,10 +473,9 @@ def _names(source: str) -> _Names:
 
 @functools.lru_cache(maxsize=4096)
 def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
-    """Names a test uses that must be the program's: what the test and its set-up read and
-    neither they nor the prelude bind (a HumanEval ``check`` calling the prompt's helper
-    ``encode_cyclic``). Builtins are the test's, unless the test uses nothing else (the
-    function under test is named like a builtin, ``assert sorted([3, 1]) == [1, 3]``).
+    """Names a test uses that must be the program's: read by the test and its set-up, bound by
+    neither nor by the prelude (a HumanEval helper ``encode_cyclic``). Builtins are the test's
+    unless it uses nothing else (``assert sorted([3, 1]) == [1, 3]`` tests the program's).
 
     >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
     ('f', 'g')
@@ -531,9 +484,6 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
     free = (test | _names(suite.setup).free) - _prelude_names()
     names = (free - _BUILTINS) or test
     return tuple(sorted(names - {"candidate"}))
-
-
-_BUILTINS = frozenset(dir(builtins))
 
 
 def _judge(
@@ -553,41 +503,43 @@ def _judge(
         return False
     # APPS wraps a return value in a one-element list; a longer list is the value itself.
     wrapped = isinstance(expected, list) and len(expected) == 1
-    wrapped = wrapped and values_match(value, expected[0], cfg)
-    return values_match(value, expected, cfg) or wrapped
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """One test's result."""
-
-    passed: bool
-    status: str
-    how: str = ""
-    """Assert tests: ``judged``, ``unsupported`` or ``in_process``."""
+    return values_match(value, expected, cfg) or (wrapped and values_match(value, expected[0], cfg))
 
 
 class _Run:
-    """Shared state of one program's tests: deadline and early stop."""
+    """One program's tests: their sandbox runs, the deadline and the early stop."""
 
     def __init__(self, code: str, suite: TestSuite, cfg: CodeConfig, soft: bool) -> None:
         self.code, self.suite, self.cfg, self.soft = code, suite, cfg, soft
         self.deadline = time.monotonic() + cfg.total_time_s
         self.stop = threading.Event()
 
+    def _job(self, index: int, nonce: str, in_process: bool) -> dict[str, Any]:
+        """:func:`run_untrusted`'s program, and stdin or driver, for one test."""
+        code, suite, test = self.code, self.suite, self.suite.inputs[index]
+        if suite.style == "stdio":
+            return {"source": code, "stdin": test}
+        if suite.style == "call":
+            assert suite.fn_name is not None
+            return {"source": _call_harness(code, suite.fn_name, test, nonce)}
+        if in_process:  # else a driver judges the assert test
+            return {"source": _assert_harness(code, suite, test, nonce)}
+        return {"source": _compile_guard(code), "driver": _driver(suite, test)}
+
     def _sandboxed(self, index: int, nonce: str, in_process: bool) -> SandboxResult | None:
         remaining = self.deadline - time.monotonic()
         if self.stop.is_set() or remaining <= 0:
             return None
-        job = _job(self.code, self.suite, index, nonce, in_process)
+        job = self._job(index, nonce, in_process)
         limits = replace(self.cfg.limits, wall_time_s=min(self.cfg.limits.wall_time_s, remaining))
-        result = job(limits=limits, policy=self.cfg.policy)
+        result = run_untrusted(**job, limits=limits, policy=self.cfg.policy)
         if result.status is SandboxStatus.SANDBOX_ERROR:
             self.stop.set()
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
         return result
 
-    def test(self, index: int) -> _Outcome:
+    def test(self, index: int) -> tuple[bool, str, str]:
+        """(passed, status, how an assert test ran: ``judged``, ``unsupported``, ``in_process``)."""
         nonce = secrets.token_hex(16)
         result = self._sandboxed(index, nonce, in_process=False)
         how = "judged" if self.suite.style == "assert" else ""
@@ -597,11 +549,11 @@ class _Run:
             if self.cfg.in_process:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)
         if result is None:
-            return _Outcome(False, SKIPPED, how)
+            return False, SKIPPED, how
         passed = how != "unsupported" and _judge(self.suite, index, result, nonce, self.cfg)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()
-        return _Outcome(passed, result.status.value, how)
+        return passed, result.status.value, how
 
 
 def run_tests(
@@ -609,19 +561,18 @@ def run_tests(
 ) -> CodeVerdict:
     """Run ``code`` against every test of ``reference``, in parallel, within the time budget.
 
-    With ``soft=False`` the first failure stops the tests not yet started. Raises
-    :class:`SandboxError` when the sandbox itself cannot run, ``ValueError`` for a malformed
-    reference.
+    A program that does not compile, or with ``soft=False`` the first failure, stops the tests
+    not yet started. Raises :class:`SandboxError` when the sandbox itself cannot run,
+    ``ValueError`` for a malformed reference.
     """
     suite = parse_reference(reference)
     run = _Run(code, suite, config, soft)
     workers = max(1, min(config.workers or len(os.sched_getaffinity(0)), len(suite)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(run.test, range(len(suite))))
-    hows = [o.how for o in outcomes]
+        passed, statuses, hows = zip(*pool.map(run.test, range(len(suite))), strict=True)
     return CodeVerdict(
-        tuple(o.passed for o in outcomes),
-        tuple(o.status for o in outcomes),
+        passed,
+        statuses,
         judged=hows.count("judged"),
         in_process=hows.count("in_process"),
         unsupported=hows.count("unsupported"),
@@ -675,17 +626,10 @@ def _check_options(*, mode: str, **_: Any) -> None:
 
 @register("code", spec_arg="mode", check=_check_options, sandboxed=True)
 def code_reward(
-    completion: str,
-    reference: Any,
-    *,
-    mode: str = "soft",
-    correct: float = 1.0,
-    wrong: float = 0.0,
+    completion: str, reference: Any, *, mode: str = "soft", correct: float = 1.0, wrong: float = 0.0
 ) -> float:
-    """The registered ``code`` verifier: the pass rate mapped onto ``[wrong, correct]``.
-
-    ``code`` (``mode="soft"``) is Klear's soft reward, ``code:binary`` all-or-nothing; with
-    ``wrong=-1`` the binary form is Klear's +1/-1 hard reward.
+    """The registered ``code`` verifier: the pass rate (Klear's soft reward) or, as ``code:binary``,
+    all-or-nothing, mapped onto ``[wrong, correct]``; with ``wrong=-1`` Klear's +1/-1 hard reward.
 
     >>> ref = {"inputs": ["2", "5"], "outputs": ["4", "11"]}
     >>> code_reward("print(int(input()) * 2)", ref, wrong=-1.0)

@@ -2,11 +2,9 @@
 
 A verifier that raises, returns a non-finite number or runs out of time gives its
 ``failure_value`` for that completion, is counted in :class:`Scores`, and never stops the
-batch. ``workers=0`` scores in the calling thread under :func:`rlvr.sandbox.timeout.time_limit`
-(which cannot cut off one long C call); ``workers >= 1`` in a pool of fresh interpreters, each
-in its own session, killed with everything it started past ``timeout_s + kill_grace_s``: use
-workers in training. The verifier is pickled to them (its function must be importable by
-module path) and warmed up in each before the first item.
+batch. Use worker processes in training: each is a fresh interpreter in its own session, killed
+with everything it started past ``timeout_s + kill_grace_s``, with the verifier pickled to it
+(its function must be importable by module path) and warmed up before the first item.
 """
 
 from __future__ import annotations
@@ -59,8 +57,7 @@ class Scores:
     errors: list[str | None] = field(default_factory=list)
     """Per completion: the error message, or ``None``."""
     events: list[dict[str, int]] = field(default_factory=list)
-    """Per completion: what its verifier counted (:mod:`rlvr.rewards.events`), e.g.
-    ``{"asserts_in_process": 2}``; empty when nothing was recorded."""
+    """Per completion: the events its verifier recorded, e.g. ``{"asserts_in_process": 2}``."""
 
     @property
     def failures(self) -> int:
@@ -79,28 +76,20 @@ class Scores:
         return sum(counts.get(name, 0) for counts in self.events)
 
     def metrics(self) -> dict[str, float]:
-        """Counts for logging, always the same keys: ``verifier/failures``,
-        ``verifier/timeouts`` and ``verifier/<event>`` for every event in
-        :data:`rlvr.rewards.events.EVENTS`."""
-        counts = {
-            "verifier/failures": float(self.failures),
-            "verifier/timeouts": float(self.timeouts),
-        }
-        counts.update({f"verifier/{name}": float(self.event_count(name)) for name in EVENTS})
-        return counts
+        """Counts for logging, always the same keys: ``verifier/failures``, ``verifier/timeouts``
+        and ``verifier/<event>`` for every event in :data:`rlvr.rewards.events.EVENTS`."""
+        counts = {"failures": self.failures, "timeouts": self.timeouts}
+        counts |= {name: self.event_count(name) for name in EVENTS}
+        return {f"verifier/{name}": float(count) for name, count in counts.items()}
 
 
 class Row(NamedTuple):
-    """One scored completion (plain data: it travels back from worker processes)."""
+    """One completion's entries of :class:`Scores` (plain data: it travels back from workers)."""
 
     status: str
-    """``"ok"``, ``"error"`` or ``"timeout"``."""
     value: float
-    """The score (the failure value when verification failed)."""
     error: str | None
-    """What went wrong, or ``None``."""
     events: dict[str, int]
-    """Verifier events counted while scoring it (:data:`rlvr.rewards.events.EVENTS`)."""
 
 
 def score_one(verifier: Verifier, completion: str, reference: Any, timeout_s: float | None) -> Row:
@@ -138,13 +127,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
 
 
 class Scorer:
-    """Scores batches with one verifier; owns the worker processes when ``workers >= 1``.
-
-    Use as a context manager (or call :meth:`close`) so the workers stop::
-
-        with Scorer(get_verifier("math"), ScoringConfig(workers=2)) as scorer:
-            scores = scorer(completions, references)
-    """
+    """Scores batches with one verifier; owns the worker processes when ``workers >= 1``: use it
+    as a context manager (or call :meth:`close`) so they stop (``docs/rewards.md`` shows one)."""
 
     def __init__(self, verifier: Verifier | str, config: ScoringConfig = ScoringConfig()) -> None:
         self._pool: Pool | None = None
@@ -163,10 +147,8 @@ class Scorer:
             rows = [score_one(self.verifier, c, r, self.config.timeout_s) for c, r in items]
         else:
             rows = self._in_workers(items)
-        status, values, errors, events = zip(*rows, strict=True)
-        return Scores(
-            values=list(values), status=list(status), errors=list(errors), events=list(events)
-        )
+        status, values, errors, events = (list(column) for column in zip(*rows, strict=True))
+        return Scores(values=values, status=status, errors=errors, events=events)
 
     def _warm_up(self) -> None:
         """Start the verifier's helpers once, outside the per-completion time limit."""

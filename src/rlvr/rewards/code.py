@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import after_think
@@ -506,6 +506,14 @@ def _judge(
     return values_match(value, expected, cfg) or (wrapped and values_match(value, expected[0], cfg))
 
 
+class _Outcome(NamedTuple):
+    """One test's result; ``how`` an assert test ran: ``judged``, ``unsupported``, ``in_process``."""
+
+    passed: bool
+    status: str
+    how: str
+
+
 class _Run:
     """One program's tests: their sandbox runs, the deadline and the early stop."""
 
@@ -538,8 +546,7 @@ class _Run:
             raise SandboxError(f"sandbox failed to run a test: {result.stderr.strip()[-500:]}")
         return result
 
-    def test(self, index: int) -> tuple[bool, str, str]:
-        """(passed, status, how an assert test ran: ``judged``, ``unsupported``, ``in_process``)."""
+    def test(self, index: int) -> _Outcome:
         nonce = secrets.token_hex(16)
         result = self._sandboxed(index, nonce, in_process=False)
         how = "judged" if self.suite.style == "assert" else ""
@@ -549,11 +556,11 @@ class _Run:
             if self.cfg.in_process:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)
         if result is None:
-            return False, SKIPPED, how
+            return _Outcome(False, SKIPPED, how)
         passed = how != "unsupported" and _judge(self.suite, index, result, nonce, self.cfg)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()
-        return passed, result.status.value, how
+        return _Outcome(passed, result.status.value, how)
 
 
 def run_tests(

@@ -9,7 +9,7 @@ each isolation mode guarantees.
 """
 
 from rlvr.sandbox.child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
-from rlvr.sandbox.isolation import isolation_mode, isolation_report
+from rlvr.sandbox.isolation import isolation_mode, isolation_report, run_untrusted
 from rlvr.sandbox.launch import MARKER_FLAG
 from rlvr.sandbox.limits import (
     DEFAULT_LIMITS,
@@ -23,7 +23,6 @@ from rlvr.sandbox.limits import (
     SandboxStatus,
     isolation_level,
 )
-from rlvr.sandbox.run import run_untrusted
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -111,11 +111,9 @@ def sandbox_error(message: str, started: float) -> SandboxResult:
 
 
 def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], marker: str) -> int:
-    """Start the bootstrap in its own session; returns its pid.
-
-    The working directory and the stdio go to the uid the program runs as, if not the
-    caller's: owning its stdio lets it reopen /dev/stdin, /dev/stdout, /dev/stderr.
-    """
+    """Start the bootstrap in its own session; returns its pid. The working directory and the
+    stdio go to the uid the program runs as, if not the caller's: owning its stdio lets it
+    reopen /dev/stdin, /dev/stdout, /dev/stderr."""
     ids = launcher.run_as
     owner = ids or ((cfg.uid, cfg.gid) if cfg.uid is not None and cfg.gid is not None else None)
     if owner is not None:
@@ -208,10 +206,8 @@ def _finish(
     # wait status and CPU microseconds of the program (bubblewrap reports neither faithfully).
     report = read_available(report_fd, 64)
     if len(report) == 13:
-        status, cpu_s = (
-            int.from_bytes(report[1:5], "little"),
-            int.from_bytes(report[5:], "little") / 1e6,
-        )
+        status = int.from_bytes(report[1:5], "little")
+        cpu_s = int.from_bytes(report[5:], "little") / 1e6
     verdict, exit_code, sig = _classify(reason, status, cpu_s, limits)
     if report[:1] != b"1" and reason is None:  # the bootstrap never ran: the sandbox failed
         verdict = SandboxStatus.SANDBOX_ERROR

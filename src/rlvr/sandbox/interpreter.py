@@ -81,17 +81,10 @@ def describe(python: str, env_items: tuple[tuple[str, str], ...] = ()) -> Runtim
     """Ask ``python`` (started as ``-I -S``) what it reads; raises ``OSError`` if it cannot run."""
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **dict(env_items)}
     try:
-        out = subprocess.run(
-            [python, "-I", "-S", "-c", _DESCRIBE],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-        executable, prefix, version, sys_path, mapped = ast.literal_eval(
-            out.strip().splitlines()[-1]
-        )
+        argv = [python, "-I", "-S", "-c", _DESCRIBE]
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True)
+        last = proc.stdout.strip().splitlines()[-1]
+        executable, prefix, version, sys_path, mapped = ast.literal_eval(last)
     except (subprocess.SubprocessError, ValueError, SyntaxError, IndexError) as exc:  # not Python
         raise OSError(f"could not start {python}: {exc}") from exc
     paths = [executable, *sys_path, *mapped, *SYSTEM_PATHS]

@@ -61,15 +61,13 @@ def _usable(report: dict[str, object], *steps: str) -> bool:
 
 @dataclass
 class _Planner:
-    """Probes for one policy; ``notes`` gathers why a requested layer is missing."""
+    """Probes for one policy (``ids`` from :func:`user_ids`, ``base`` and ``readable`` from
+    :func:`_runtimes`); ``notes`` gathers why a requested layer is missing."""
 
     policy: SandboxPolicy
     ids: tuple[int, int] | None
-    """uid/gid to drop to, or None."""
     base: Runtime
-    """The caller's interpreter."""
     readable: Runtime | None
-    """An interpreter the unprivileged user can read, or None."""
     notes: list[str]
 
     def probe(self, launcher: Launcher, **options: Any) -> dict[str, object]:
@@ -83,7 +81,7 @@ class _Planner:
             return {"probe": f"probe run ended with {result.status.value}: {tail}"}
 
     def found(self, mode: str, launcher: Launcher, report: dict, **layers: bool):
-        isolation = IsolationReport(
+        return launcher, IsolationReport(
             mode=mode,
             **layers,
             process_limit=report.get("process_limit") is True,
@@ -91,12 +89,10 @@ class _Planner:
             python=launcher.runtime.python,
             notes=tuple(self.notes),
         )
-        return launcher, isolation
 
     def bwrap(self) -> tuple[Launcher, IsolationReport] | None:
         """bubblewrap started as the unprivileged user, else as the caller; None if neither works."""
-        path = "/usr/bin:/bin:/usr/local/bin"
-        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path=path)
+        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
         if bwrap is None:
             self.notes.append(
                 "bubblewrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)"

@@ -259,41 +259,31 @@ def _pidfd(pid: int) -> int | None:
 
 def collect(pid: int, stdout_fd: int, stderr_fd: int, deadline: float, out: Output) -> str | None:
     """Read output until the child exits; returns 'timeout', 'output' or None."""
-    pidfd = _pidfd(pid)
-    with selectors.DefaultSelector() as sel:
+    with selectors.DefaultSelector() as sel, contextlib.ExitStack() as held:
         for fd, is_stdout in ((stdout_fd, True), (stderr_fd, False)):
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ, is_stdout)
-        if pidfd is not None:
+        if (pidfd := _pidfd(pid)) is not None:
+            held.callback(os.close, pidfd)
             sel.register(pidfd, selectors.EVENT_READ, None)
-        try:
-            return _collect_loop(pid, pidfd, sel, deadline, out)
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
-
-
-def _collect_loop(
-    pid: int, pidfd: int | None, sel: selectors.BaseSelector, deadline: float, out: Output
-) -> str | None:
-    exited = False
-    while not exited:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return "timeout"
-        for key, _ in sel.select(remaining if pidfd is not None else min(remaining, 0.02)):
-            if key.data is None:
-                exited = True
-            elif out.read(key.fd, key.data) == b"":
-                sel.unregister(key.fd)
-            if out.over:
-                return "output"
-        if pidfd is None and not exited:
-            exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    for key in list(sel.get_map().values()):  # what is already buffered, without waiting
-        while key.data is not None and not out.over and out.read(key.fd, key.data):
-            pass
-    return "output" if out.over else None
+        exited = False
+        while not exited:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            for key, _ in sel.select(remaining if pidfd is not None else min(remaining, 0.02)):
+                if key.data is None:
+                    exited = True
+                elif out.read(key.fd, key.data) == b"":
+                    sel.unregister(key.fd)
+                if out.over:
+                    return "output"
+            if pidfd is None and not exited:
+                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        for key in list(sel.get_map().values()):  # what is already buffered, without waiting
+            while key.data is not None and not out.over and out.read(key.fd, key.data):
+                pass
+        return "output" if out.over else None
 
 
 def read_available(fd: int | None, limit: int = _READ_CHUNK) -> bytes:

@@ -36,10 +36,9 @@ class SandboxLimits:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if not getattr(self, f.name) > 0:
-                raise ValueError(
-                    f"SandboxLimits.{f.name} must be positive, got {getattr(self, f.name)!r}"
-                )
+            value = getattr(self, f.name)
+            if not value > 0:
+                raise ValueError(f"SandboxLimits.{f.name} must be positive, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -60,15 +60,6 @@ def kill_marked(marker: str) -> None:
         time.sleep(0.002)
 
 
-def _kill_and_reap(pid: int, marker: str) -> tuple[int, float]:
-    """Kill the group and any marked escapee, reap the child; returns (wait status, CPU s)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    kill_marked(marker)
-    _, status, usage = os.wait4(pid, 0)
-    return status, usage.ru_utime + usage.ru_stime
-
-
 def _classify(reason: str | None, status: int, cpu_s: float, limits: SandboxLimits):
     """(status, exit code, signal) of a run that ended with wait ``status``."""
     if os.WIFSIGNALED(status):
@@ -133,7 +124,7 @@ def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], ma
         group=None if ids is None else ids[1],
         extra_groups=None if ids is None else [],
     )
-    proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
+    proc.returncode = 0  # reaped by _finish with os.wait4, not by Popen
     return proc.pid
 
 
@@ -200,8 +191,12 @@ def _finish(
     out = Output(limits.output_bytes)
     try:
         reason = collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
-    finally:
-        status, cpu_s = _kill_and_reap(pid, marker)
+    finally:  # kill the group and any marked escapee, then reap the child
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        kill_marked(marker)
+        _, status, usage = os.wait4(pid, 0)
+    cpu_s = usage.ru_utime + usage.ru_stime
     # The bootstrap's report: b"1" once it started, then, under bubblewrap, the supervisor's
     # wait status and CPU microseconds of the program (bubblewrap reports neither faithfully).
     report = read_available(report_fd, 64)

@@ -27,7 +27,7 @@ from rlvr.sandbox import (
     SandboxPolicy,
     SandboxStatus,
     isolation_report,
-    output,
+    process,
     run_untrusted,
 )
 from rlvr.sandbox.process import marked_pids
@@ -324,7 +324,7 @@ def test_concurrent_runs_do_not_mix() -> None:
 
 
 def test_works_without_pidfd(monkeypatch) -> None:
-    monkeypatch.setattr(output, "_pidfd", lambda pid: None)  # kernels before 5.3: polling
+    monkeypatch.setattr(process, "_pidfd", lambda pid: None)  # kernels before 5.3: polling
     assert run_untrusted("print(7)", limits=FAST).stdout == "7\n"
     slow = run_untrusted("import time\ntime.sleep(60)", limits=SandboxLimits(wall_time_s=0.3))
     assert slow.status is SandboxStatus.TIMEOUT

@@ -1,15 +1,14 @@
 """Running untrusted code: the sandbox, bounded calls and helper processes.
 
-Nothing here knows about verifiers; verifiers (:mod:`rlvr.rewards`) build on it.
-:func:`run_untrusted` runs a Python program under :class:`SandboxLimits` with the isolation
-:class:`SandboxPolicy` asks for and the machine allows (:func:`isolation_mode`);
-:func:`~rlvr.sandbox.bounded.call_bounded` calls a trusted function under a hard time and
-memory limit. ``docs/sandbox.md`` has the map of the modules, the threat model and what
-each isolation mode guarantees.
+Nothing here knows about verifiers (:mod:`rlvr.rewards` builds on it). :func:`run_untrusted`
+runs a Python program under :class:`SandboxLimits` with the isolation :class:`SandboxPolicy`
+asks for and the machine allows (:func:`isolation_mode`); :func:`~rlvr.sandbox.bounded.call_bounded`
+calls a trusted function under a hard time and memory limit. ``docs/sandbox.md`` has the map
+of the modules, the threat model and what each isolation mode guarantees.
 """
 
 from rlvr.sandbox.child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
-from rlvr.sandbox.isolation import isolation_mode, isolation_report
+from rlvr.sandbox.isolation import isolation_mode, isolation_report, run_untrusted
 from rlvr.sandbox.launch import MARKER_FLAG
 from rlvr.sandbox.limits import (
     DEFAULT_LIMITS,
@@ -23,7 +22,6 @@ from rlvr.sandbox.limits import (
     SandboxStatus,
     isolation_level,
 )
-from rlvr.sandbox.run import run_untrusted
 
 __all__ = [
     "DEFAULT_LIMITS",

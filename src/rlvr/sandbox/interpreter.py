@@ -81,17 +81,10 @@ def describe(python: str, env_items: tuple[tuple[str, str], ...] = ()) -> Runtim
     """Ask ``python`` (started as ``-I -S``) what it reads; raises ``OSError`` if it cannot run."""
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", **dict(env_items)}
     try:
-        out = subprocess.run(
-            [python, "-I", "-S", "-c", _DESCRIBE],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-        executable, prefix, version, sys_path, mapped = ast.literal_eval(
-            out.strip().splitlines()[-1]
-        )
+        argv = [python, "-I", "-S", "-c", _DESCRIBE]
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True)
+        last = proc.stdout.strip().splitlines()[-1]
+        executable, prefix, version, sys_path, mapped = ast.literal_eval(last)
     except (subprocess.SubprocessError, ValueError, SyntaxError, IndexError) as exc:  # not Python
         raise OSError(f"could not start {python}: {exc}") from exc
     paths = [executable, *sys_path, *mapped, *SYSTEM_PATHS]
@@ -144,20 +137,13 @@ def _link_or_copy(src: Path, dst: Path) -> None:
     os.chmod(dst, (info.st_mode | 0o444) & 0o755)
 
 
-def _copy_name(runtime: Runtime) -> str:
-    digest = hashlib.sha256(f"{runtime.python}\0{runtime.prefix}".encode()).hexdigest()[:12]
-    major, minor = runtime.version
-    return f"python{major}.{minor}-{digest}"
-
-
-def _trusted_dir(path: Path) -> bool:
-    """Owned by root and writable by nobody else: safe to run programs from."""
+def _require_trusted(path: Path) -> None:
+    """Raise ``OSError`` unless ``path`` is safe to run programs from: a directory owned by root
+    and writable by nobody else."""
     info = path.lstat()
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == 0
-        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
+    others_write = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or others_write:
+        raise OSError(f"{path} must be a directory owned by root and writable by root only")
 
 
 def _build_copy(runtime: Runtime, root: Path) -> None:
@@ -180,16 +166,15 @@ def _build_copy(runtime: Runtime, root: Path) -> None:
 
 
 def readable_copy(runtime: Runtime, cache: str = RUNTIME_CACHE) -> Runtime:
-    """A world-readable copy of ``runtime`` under ``cache``, built once (needs root).
-
-    Raises ``OSError`` when the copy cannot be built or does not run.
-    """
+    """A world-readable copy of ``runtime`` under ``cache``, built once (needs root); raises
+    ``OSError`` when the copy cannot be built or does not run."""
     base = Path(cache)
     base.mkdir(mode=0o755, parents=True, exist_ok=True)
-    if not _trusted_dir(base):
-        raise OSError(f"{base} must be a directory owned by root and writable by root only")
+    _require_trusted(base)
     os.chmod(base, 0o755)
-    final = base / _copy_name(runtime)
+    digest = hashlib.sha256(f"{runtime.python}\0{runtime.prefix}".encode()).hexdigest()[:12]
+    major, minor = runtime.version
+    final = base / f"python{major}.{minor}-{digest}"
     if not (final / ".complete").exists():
         building = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
         try:
@@ -199,8 +184,7 @@ def readable_copy(runtime: Runtime, cache: str = RUNTIME_CACHE) -> Runtime:
                 os.rename(building, final)
         finally:
             shutil.rmtree(building, ignore_errors=True)
-    if not _trusted_dir(final):
-        raise OSError(f"{final} must be a directory owned by root and writable by root only")
+    _require_trusted(final)
     python = final / "bin" / Path(runtime.python).name
     env = (("LD_LIBRARY_PATH", str(final / "lib")),)
     return describe(str(python), env)

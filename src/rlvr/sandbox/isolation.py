@@ -1,8 +1,9 @@
-"""Which isolation layers work on this machine: probed once per policy and process.
+"""Running a program in the sandbox (:func:`run_untrusted`) with the layers that work here.
 
-The child bootstrap runs in probe mode (every layer attempted, failures recorded, nothing
-run) under bubblewrap and, failing that, with the strongest working combination of
-namespaces, uid drop and Landlock; the mode and the layers found are logged once.
+They are probed once per policy and process: the child bootstrap runs in probe mode (every
+layer attempted, failures recorded, nothing run) under bubblewrap and, failing that, with
+the strongest working combination of namespaces, uid drop and Landlock; the mode and the
+layers found are logged once, and every later run gets exactly those layers.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ import os
 import pwd
 import shutil
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rlvr.sandbox.interpreter import Runtime, describe, readable_copy, runtime_readable_by_others
-from rlvr.sandbox.launch import NAMESPACES, Launcher, child_config
-from rlvr.sandbox.limits import DEFAULT_POLICY, IsolationReport, SandboxLimits, SandboxPolicy
-from rlvr.sandbox.process import execute
+from rlvr.sandbox.launch import NAMESPACES, ChildConfig, Launcher, child_config
+from rlvr.sandbox.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_POLICY,
+    IsolationReport,
+    SandboxLimits,
+    SandboxPolicy,
+    SandboxResult,
+)
+from rlvr.sandbox.process import execute, sandbox_error
 
 _PROBE_LIMITS = SandboxLimits(wall_time_s=20.0, cpu_time_s=10.0, memory_mb=512)
 logger = logging.getLogger(__name__)
@@ -52,15 +61,13 @@ def _usable(report: dict[str, object], *steps: str) -> bool:
 
 @dataclass
 class _Planner:
-    """Probes for one policy; ``notes`` gathers why a requested layer is missing."""
+    """Probes for one policy (``ids`` from :func:`user_ids`, ``base`` and ``readable`` from
+    :func:`_runtimes`); ``notes`` gathers why a requested layer is missing."""
 
     policy: SandboxPolicy
     ids: tuple[int, int] | None
-    """uid/gid to drop to, or None."""
     base: Runtime
-    """The caller's interpreter."""
     readable: Runtime | None
-    """An interpreter the unprivileged user can read, or None."""
     notes: list[str]
 
     def probe(self, launcher: Launcher, **options: Any) -> dict[str, object]:
@@ -74,7 +81,7 @@ class _Planner:
             return {"probe": f"probe run ended with {result.status.value}: {tail}"}
 
     def found(self, mode: str, launcher: Launcher, report: dict, **layers: bool):
-        isolation = IsolationReport(
+        return launcher, IsolationReport(
             mode=mode,
             **layers,
             process_limit=report.get("process_limit") is True,
@@ -82,12 +89,10 @@ class _Planner:
             python=launcher.runtime.python,
             notes=tuple(self.notes),
         )
-        return launcher, isolation
 
     def bwrap(self) -> tuple[Launcher, IsolationReport] | None:
         """bubblewrap started as the unprivileged user, else as the caller; None if neither works."""
-        path = "/usr/bin:/bin:/usr/local/bin"
-        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path=path)
+        bwrap = shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
         if bwrap is None:
             self.notes.append(
                 "bubblewrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)"
@@ -186,3 +191,53 @@ def isolation_mode(policy: SandboxPolicy = DEFAULT_POLICY) -> str:
     """The isolation runs under ``policy`` get here, one of :data:`ISOLATION_MODES`; record it
     once per training or evaluation run."""
     return isolation_report(policy).mode
+
+
+def _run_config(
+    limits: SandboxLimits, policy: SandboxPolicy, launcher: Launcher, report: IsolationReport
+) -> ChildConfig:
+    """The message of a run: the layers the probe found, those bubblewrap covers left out."""
+    direct = launcher.bwrap is None
+    namespaces = {key: getattr(report, key) and direct for key in NAMESPACES}
+    ids = user_ids(policy, []) if report.uid_drop and direct else None
+    cfg = child_config(
+        policy, launcher, limits, namespaces=namespaces, ids=ids, landlock=report.landlock
+    )
+    return replace(
+        cfg,
+        parent_death_signal=cfg.parent_death_signal and report.parent_death_signal,
+        nproc=cfg.nproc if report.process_limit else None,
+    )
+
+
+def run_untrusted(
+    source: str,
+    *,
+    stdin: str = "",
+    limits: SandboxLimits = DEFAULT_LIMITS,
+    policy: SandboxPolicy = DEFAULT_POLICY,
+    driver: str | None = None,
+) -> SandboxResult:
+    """Run the Python program ``source`` in a sandbox, feeding it ``stdin``.
+
+    With ``driver`` (Python source), a second process runs it with ``call_program(name, args,
+    kwargs)`` (the program's function, plain data in and out) and ``report(text)`` (a line of
+    :attr:`SandboxResult.report`, a channel the program never holds) in its globals; the run's
+    status is the driver's (``docs/sandbox.md``, "The test driver").
+
+    Safe to call from several threads at once (no Python code runs between fork and exec).
+    Returns when the child and everything it started are dead and reaped and the working
+    directory is gone. Start-up failures give status ``sandbox_error`` rather than raising.
+
+    >>> run_untrusted("print(sum(map(int, input().split())))", stdin="2 3").stdout
+    '5\\n'
+    >>> run_untrusted("while True: pass", limits=SandboxLimits(wall_time_s=0.5)).status.value
+    'timeout'
+    """
+    started = time.monotonic()
+    launcher, report = plan(policy)
+    if launcher is None:
+        return sandbox_error(f"no interpreter to run the program: {report.notes[-1]}", started)
+    return execute(
+        source, stdin, limits, _run_config(limits, policy, launcher, report), launcher, driver
+    )

@@ -6,8 +6,7 @@ import enum
 from dataclasses import dataclass, fields
 
 ISOLATION_MODES = ("bwrap", "fallback-landlock", "fallback-uid", "fallback-minimal")
-"""Isolation modes, strongest first (``unavailable`` when nothing runs); ``docs/sandbox.md``
-says what each guarantees."""
+"""Isolation modes, strongest first; docs/sandbox.md says what each guarantees."""
 
 
 class SandboxError(RuntimeError):
@@ -37,10 +36,9 @@ class SandboxLimits:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if not getattr(self, f.name) > 0:
-                raise ValueError(
-                    f"SandboxLimits.{f.name} must be positive, got {getattr(self, f.name)!r}"
-                )
+            value = getattr(self, f.name)
+            if not value > 0:
+                raise ValueError(f"SandboxLimits.{f.name} must be positive, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -70,14 +68,14 @@ DEFAULT_POLICY = SandboxPolicy()
 class SandboxStatus(str, enum.Enum):
     """How a sandboxed run ended."""
 
-    OK = "ok"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    MEMORY = "memory"
-    OUTPUT_LIMIT = "output_limit"
-    KILLED = "killed"
-    SYNTAX_ERROR = "syntax_error"
-    SANDBOX_ERROR = "sandbox_error"
+    OK = "ok"  # exit status 0
+    ERROR = "error"  # another exit status
+    TIMEOUT = "timeout"  # wall-clock or CPU limit
+    MEMORY = "memory"  # MemoryError
+    OUTPUT_LIMIT = "output_limit"  # stdout plus stderr passed the cap
+    KILLED = "killed"  # another signal
+    SYNTAX_ERROR = "syntax_error"  # the program did not compile
+    SANDBOX_ERROR = "sandbox_error"  # the sandbox itself failed to start the program
 
 
 @dataclass(frozen=True)
@@ -85,9 +83,7 @@ class SandboxResult:
     """Outcome of one sandboxed run."""
 
     status: SandboxStatus
-    """``ok`` (exit 0), ``error`` (other exit status), ``syntax_error`` (did not compile),
-    ``timeout`` (wall or CPU limit), ``memory`` (MemoryError), ``output_limit``, ``killed``
-    (another signal) or ``sandbox_error`` (the sandbox itself failed to start)."""
+    """How the run ended (see :class:`SandboxStatus`)."""
     exit_code: int | None
     """Exit status, or None when the process died from a signal."""
     signal: int | None
@@ -113,8 +109,7 @@ class SandboxResult:
 
 @dataclass(frozen=True)
 class IsolationReport:
-    """Which layers runs under one policy get on this machine (from :func:`isolation_report`);
-    a layer not named is off."""
+    """Which layers runs under one policy get here (:func:`isolation_report`); the rest are off."""
 
     mode: str
     """One of :data:`ISOLATION_MODES`, or ``unavailable`` when the interpreter cannot run."""

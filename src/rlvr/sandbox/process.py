@@ -1,4 +1,5 @@
-"""One run's lifecycle: working directory, pipes, start, output, kill, reap, classification."""
+"""One run's lifecycle: working directory, pipes, start, output (stdout and stderr read up to a
+shared cap until the child exits or its deadline passes), kill, reap, classification."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import math
 import os
 import secrets
+import selectors
 import shutil
 import signal
 import subprocess
@@ -17,7 +19,6 @@ from typing import IO
 from rlvr.sandbox.child import EXIT_MEMORY, EXIT_SETUP, EXIT_SYNTAX
 from rlvr.sandbox.launch import MARKER_FLAG, ChildConfig, Launcher, child_env, command
 from rlvr.sandbox.limits import SandboxLimits, SandboxResult, SandboxStatus
-from rlvr.sandbox.output import Output, collect, read_available
 
 _BY_EXIT_CODE = {
     0: SandboxStatus.OK,
@@ -25,6 +26,7 @@ _BY_EXIT_CODE = {
     EXIT_SETUP: SandboxStatus.SANDBOX_ERROR,
     EXIT_SYNTAX: SandboxStatus.SYNTAX_ERROR,
 }
+_READ_CHUNK = 1 << 16
 
 
 def marked_pids(marker: str = "") -> list[int]:
@@ -56,15 +58,6 @@ def kill_marked(marker: str) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.002)
-
-
-def _kill_and_reap(pid: int, marker: str) -> tuple[int, float]:
-    """Kill the group and any marked escapee, reap the child; returns (wait status, CPU s)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    kill_marked(marker)
-    _, status, usage = os.wait4(pid, 0)
-    return status, usage.ru_utime + usage.ru_stime
 
 
 def _classify(reason: str | None, status: int, cpu_s: float, limits: SandboxLimits):
@@ -109,11 +102,9 @@ def sandbox_error(message: str, started: float) -> SandboxResult:
 
 
 def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], marker: str) -> int:
-    """Start the bootstrap in its own session; returns its pid.
-
-    The working directory and the stdio go to the uid the program runs as, if not the
-    caller's: owning its stdio lets it reopen /dev/stdin, /dev/stdout, /dev/stderr.
-    """
+    """Start the bootstrap in its own session; returns its pid. The working directory and the
+    stdio go to the uid the program runs as, if not the caller's: owning its stdio lets it
+    reopen /dev/stdin, /dev/stdout, /dev/stderr."""
     ids = launcher.run_as
     owner = ids or ((cfg.uid, cfg.gid) if cfg.uid is not None and cfg.gid is not None else None)
     if owner is not None:
@@ -133,7 +124,7 @@ def _spawn(launcher: Launcher, cfg: ChildConfig, stdio: tuple[int, int, int], ma
         group=None if ids is None else ids[1],
         extra_groups=None if ids is None else [],
     )
-    proc.returncode = 0  # reaped by _kill_and_reap with os.wait4, not by Popen
+    proc.returncode = 0  # reaped by _finish with os.wait4, not by Popen
     return proc.pid
 
 
@@ -200,16 +191,18 @@ def _finish(
     out = Output(limits.output_bytes)
     try:
         reason = collect(pid, stdout_fd, stderr_fd, started + limits.wall_time_s, out)
-    finally:
-        status, cpu_s = _kill_and_reap(pid, marker)
+    finally:  # kill the group and any marked escapee, then reap the child
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        kill_marked(marker)
+        _, status, usage = os.wait4(pid, 0)
+    cpu_s = usage.ru_utime + usage.ru_stime
     # The bootstrap's report: b"1" once it started, then, under bubblewrap, the supervisor's
     # wait status and CPU microseconds of the program (bubblewrap reports neither faithfully).
     report = read_available(report_fd, 64)
     if len(report) == 13:
-        status, cpu_s = (
-            int.from_bytes(report[1:5], "little"),
-            int.from_bytes(report[5:], "little") / 1e6,
-        )
+        status = int.from_bytes(report[1:5], "little")
+        cpu_s = int.from_bytes(report[5:], "little") / 1e6
     verdict, exit_code, sig = _classify(reason, status, cpu_s, limits)
     if report[:1] != b"1" and reason is None:  # the bootstrap never ran: the sandbox failed
         verdict = SandboxStatus.SANDBOX_ERROR
@@ -224,3 +217,77 @@ def _finish(
         cpu_time_s=cpu_s,
         report=read_available(verdict_fd).decode("utf-8", errors="replace"),
     )
+
+
+class Output:
+    """stdout/stderr collected up to a shared byte cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.total = 0
+        self.data = {True: bytearray(), False: bytearray()}  # is_stdout -> bytes
+
+    @property
+    def over(self) -> bool:
+        return self.total > self.cap
+
+    def text(self, is_stdout: bool) -> str:
+        return self.data[is_stdout].decode("utf-8", errors="replace")
+
+    def read(self, fd: int, is_stdout: bool) -> bytes | None:
+        """Read what is available from ``fd``: None if nothing is, ``b""`` at end of file."""
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            return None
+        self.data[is_stdout] += chunk[: max(self.cap - self.total, 0)]
+        self.total += len(chunk)
+        return chunk
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # kernels before 5.3: the loop polls instead
+        return None
+
+
+def collect(pid: int, stdout_fd: int, stderr_fd: int, deadline: float, out: Output) -> str | None:
+    """Read output until the child exits; returns 'timeout', 'output' or None."""
+    with selectors.DefaultSelector() as sel, contextlib.ExitStack() as held:
+        for fd, is_stdout in ((stdout_fd, True), (stderr_fd, False)):
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, is_stdout)
+        if (pidfd := _pidfd(pid)) is not None:
+            held.callback(os.close, pidfd)
+            sel.register(pidfd, selectors.EVENT_READ, None)
+        exited = False
+        while not exited:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            for key, _ in sel.select(remaining if pidfd is not None else min(remaining, 0.02)):
+                if key.data is None:
+                    exited = True
+                elif out.read(key.fd, key.data) == b"":
+                    sel.unregister(key.fd)
+                if out.over:
+                    return "output"
+            if pidfd is None and not exited:
+                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        for key in list(sel.get_map().values()):  # what is already buffered, without waiting
+            while key.data is not None and not out.over and out.read(key.fd, key.data):
+                pass
+        return "output" if out.over else None
+
+
+def read_available(fd: int | None, limit: int = _READ_CHUNK) -> bytes:
+    """What a finished run left in a pipe, up to ``limit`` bytes."""
+    data = b""
+    if fd is None:
+        return data
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while len(data) < limit and (chunk := os.read(fd, limit)):
+            data += chunk
+    return data[:limit]

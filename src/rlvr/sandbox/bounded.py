@@ -33,8 +33,7 @@ from rlvr.sandbox.workers import START_TIMEOUT_S, Helper, Pool, connect, serve
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024
 _MEMORY = "MemoryError"
-_POOLS: dict[int, Pool] = {}
-"""Memory limit in MiB -> the pool of helpers with that limit."""
+_POOLS: dict[int, Pool] = {}  # memory limit in MiB -> the pool of helpers with that limit
 _POOLS_LOCK = threading.Lock()
 
 

@@ -71,7 +71,6 @@ _PATH_EVENTS = {
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_DEVICES_WRITE = ("/dev/null",)  # besides the working directory, under Landlock
 
 
 class _Libc:
@@ -316,8 +315,7 @@ def _setup(cfg, steps):
     steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     if cfg.landlock_read is not None:
-        write = (cfg.workdir, *_DEVICES_WRITE)
-        steps.run("landlock", libc.landlock, cfg.landlock_read, write)
+        steps.run("landlock", libc.landlock, cfg.landlock_read, (cfg.workdir, "/dev/null"))
     if cfg.supervise:
         steps.run("supervisor", _supervise_program, cfg.report_fd)
     role = _split(cfg) if cfg.driver_fd is not None else None

@@ -28,9 +28,8 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
 
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`VerifierTimeout` in this thread if the block runs past ``seconds``.
-
-    ``None`` or a non-positive value disables the limit.
+    """Raise :class:`VerifierTimeout` in this thread if the block runs past ``seconds`` (``None``
+    or a non-positive value: no limit).
 
     >>> with time_limit(5.0):
     ...     total = sum(range(1000))

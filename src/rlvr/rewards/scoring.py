@@ -2,7 +2,7 @@
 
 A verifier that raises, returns a non-finite number or runs out of time gives its
 ``failure_value`` for that completion, is counted in :class:`Scores`, and never stops the
-batch. ``workers=0`` scores in the calling thread under :func:`rlvr.sandbox.timeout.time_limit`
+batch. ``workers=0`` scores in the calling thread under :func:`rlvr.sandbox.bounded.time_limit`
 (which cannot cut off one long C call); ``workers >= 1`` in a pool of fresh interpreters, each
 in its own session, killed with everything it started past ``timeout_s + kill_grace_s``: use
 workers in training. The verifier is pickled to them (its function must be importable by
@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
-from rlvr.sandbox.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.bounded import VerifierTimeout, time_limit
 from rlvr.sandbox.workers import DIED, OVERDUE, Pool, connect, serve
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"

@@ -45,7 +45,7 @@ class Helper:
 
     def receive(self, deadline: float) -> Any:
         """The helper's next message; ``TimeoutError`` at ``deadline``, ``EOFError`` if it died.
-        Waits in short polls, so that :mod:`rlvr.sandbox.timeout` reaches the waiting thread."""
+        Waits in short polls, which :func:`~rlvr.sandbox.bounded.time_limit` can interrupt."""
         while not self.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 raise TimeoutError

@@ -102,12 +102,10 @@ def call_bounded(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> Any:
-    """``fn(*args)`` in a helper process, cut off after ``timeout_s`` or ``memory_mb`` MiB.
-
-    ``fn`` must be importable by module path and its arguments and result picklable. Raises
-    :class:`LimitExceeded` when a limit is hit, ``RuntimeError`` with the message of any
-    other exception ``fn`` raised.
-    """
+    """``fn(*args)`` in a helper process, cut off after ``timeout_s`` or ``memory_mb`` MiB; ``fn``
+    must be importable by module path, its arguments and result picklable. Raises
+    :class:`LimitExceeded` when a limit is hit, ``RuntimeError`` with the message of any other
+    exception ``fn`` raised."""
     if not timeout_s > 0 or memory_mb <= 0:
         raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
     pool = _pool(memory_mb)

@@ -103,10 +103,9 @@ class _Channel:
         return line
 
     def _wait_ready(self):
-        if not self.ready:
-            if self._reply() != b"ready\n":
-                self._follow_program()
-            self.ready = True
+        if not self.ready and self._reply() != b"ready\n":
+            self._follow_program()
+        self.ready = True
 
     def call(self, name, args=(), kwargs=None):
         """``name(*args, **kwargs)`` in the program; plain data in, plain data out."""

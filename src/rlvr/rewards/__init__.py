@@ -23,7 +23,7 @@ from rlvr.rewards.registry import (
     register,
 )
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig, score_completions
-from rlvr.sandbox.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.bounded import VerifierTimeout, time_limit
 
 __all__ = [
     "VERIFIERS",

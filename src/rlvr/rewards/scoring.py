@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from rlvr.rewards.events import EVENTS, counting
 from rlvr.rewards.registry import Verifier, get_verifier
-from rlvr.sandbox.timeout import VerifierTimeout, time_limit
+from rlvr.sandbox.bounded import VerifierTimeout, time_limit
 from rlvr.sandbox.workers import DIED, OVERDUE, Pool, connect, serve
 
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"

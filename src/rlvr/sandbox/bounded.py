@@ -1,13 +1,17 @@
-"""Calling a function under a hard time and memory limit, from any thread.
+"""Limits on trusted code that hold on any thread: :func:`call_bounded` and :func:`time_limit`.
 
 :func:`call_bounded` runs a module-level function in a helper process (a
 :class:`~rlvr.sandbox.workers.Pool` per memory limit) with ``RLIMIT_AS`` and, per call,
 ``RLIMIT_CPU`` a second past the deadline; a call past its deadline or out of memory raises
 :class:`LimitExceeded` and its helper is killed. Unlike ``signal.alarm`` (main thread only) or
-:mod:`rlvr.sandbox.timeout` (which waits for a long C call such as a huge integer power to
-return), this cuts off anything, on any thread. Importing the function's module happens before
-the clock starts. Helpers stay in the caller's process group (ignoring Ctrl-C), so killing a
-scorer worker's group takes them with it; the CPU limit ends one whose caller died mid-call.
+:func:`time_limit`, this cuts off anything. Importing the function's module happens before the
+clock starts. Helpers stay in the caller's process group (ignoring Ctrl-C), so killing a scorer
+worker's group takes them with it; the CPU limit ends one whose caller died mid-call.
+
+:func:`time_limit` has a watchdog timer raise :class:`VerifierTimeout` inside the thread running
+the block (``PyThreadState_SetAsyncExc``): it works off the main thread and leaves signal
+handlers alone, but like a signal it arrives between bytecodes, so one long C call (a huge
+integer power) runs to its end first.
 
 >>> call_bounded(divmod, 17, 5)
 (3, 2)
@@ -19,12 +23,14 @@ rlvr.sandbox.bounded.LimitExceeded: pow ran past 0.5 s
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import resource
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -33,8 +39,7 @@ from rlvr.sandbox.workers import START_TIMEOUT_S, Helper, Pool, connect, serve
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_MEMORY_MB = 1024
 _MEMORY = "MemoryError"
-_POOLS: dict[int, Pool] = {}
-"""Memory limit in MiB -> the pool of helpers with that limit."""
+_POOLS: dict[int, Pool] = {}  # memory limit in MiB -> the pool of helpers with that limit
 _POOLS_LOCK = threading.Lock()
 
 
@@ -97,12 +102,10 @@ def call_bounded(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     memory_mb: int = DEFAULT_MEMORY_MB,
 ) -> Any:
-    """``fn(*args)`` in a helper process, cut off after ``timeout_s`` or ``memory_mb`` MiB.
-
-    ``fn`` must be importable by module path and its arguments and result picklable. Raises
-    :class:`LimitExceeded` when a limit is hit, ``RuntimeError`` with the message of any
-    other exception ``fn`` raised.
-    """
+    """``fn(*args)`` in a helper process, cut off after ``timeout_s`` or ``memory_mb`` MiB; ``fn``
+    must be importable by module path, its arguments and result picklable. Raises
+    :class:`LimitExceeded` when a limit is hit, ``RuntimeError`` with the message of any other
+    exception ``fn`` raised."""
     if not timeout_s > 0 or memory_mb <= 0:
         raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
     pool = _pool(memory_mb)
@@ -125,3 +128,52 @@ def call_bounded(
     if not ok:
         raise RuntimeError(value)
     return value
+
+
+class VerifierTimeout(BaseException):
+    """A block ran past its time limit; a ``BaseException``, so that the ``except Exception``
+    blocks of the code it interrupts cannot swallow it and turn a timeout into an answer."""
+
+
+def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Schedule ``exc_type`` in thread ``thread_id`` (``None`` clears a pending one)."""
+    target = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), target)
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`VerifierTimeout` in this thread if the block runs past ``seconds`` (``None``
+    or a non-positive value: no limit).
+
+    >>> with time_limit(5.0):
+    ...     total = sum(range(1000))
+    >>> total
+    499500
+    """
+    if seconds is None or seconds <= 0:
+        yield
+        return
+    thread_id = threading.get_ident()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def fire() -> None:
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                _raise_in_thread(thread_id, VerifierTimeout)
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+        timer.cancel()
+        if state["fired"]:
+            _raise_in_thread(thread_id, None)  # drop the exception if it is still pending
+    if state["fired"]:
+        raise VerifierTimeout(f"verifier ran past {seconds:g} s")

@@ -24,11 +24,8 @@ def _exit_like(status):
 
 def _read_all(fd):
     """Everything on ``fd`` (then closed), as text."""
-    chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    os.close(fd)
-    return b"".join(chunks).decode("utf-8")
+    with os.fdopen(fd, "rb") as f:
+        return f.read().decode("utf-8")
 
 
 class ProgramUnsupported(BaseException):
@@ -37,11 +34,9 @@ class ProgramUnsupported(BaseException):
 
 
 def _split(cfg):
-    """Fork into the driver (this process, returns its channel) and the program (returns None).
-
-    The program's process closes every descriptor of the driver's before any program code
-    runs: it never holds the driver's source or its report channel.
-    """
+    """Fork into the driver's process (this one) and the program's; each gets its role and
+    descriptors. The program's closes the driver's before any program code runs: it never holds
+    the driver's source or its report channel."""
     requests_r, requests_w = os.pipe()
     answers_r, answers_w = os.pipe()
     program = os.fork()
@@ -108,10 +103,9 @@ class _Channel:
         return line
 
     def _wait_ready(self):
-        if not self.ready:
-            if self._reply() != b"ready\n":
-                self._follow_program()
-            self.ready = True
+        if not self.ready and self._reply() != b"ready\n":
+            self._follow_program()
+        self.ready = True
 
     def call(self, name, args=(), kwargs=None):
         """``name(*args, **kwargs)`` in the program; plain data in, plain data out."""

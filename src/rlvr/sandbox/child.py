@@ -2,13 +2,9 @@
 
 :mod:`rlvr.sandbox.launch` starts ``python -I -S -X utf8 -c <plain.py + channel.py + this file>
 --rlvr-sandbox=<marker> <message>``, the message a hex ``marshal`` dump of a ``ChildConfig``
-(``json`` would import ``re`` in every run); the program arrives on a descriptor. Before any
-untrusted code runs, :func:`_setup` applies the layers of ``docs/sandbox.md`` in order:
-parent-death signal, namespaces (in a PID namespace this process stays outside as a
-supervisor and an init reaps orphans, the program being PID 2), rlimits, the uid drop (root
-only), no-new-privs and not dumpable, Landlock, bubblewrap's supervisor, the test driver's
-fork (:mod:`rlvr.sandbox.channel`), the audit hook. Its first byte on ``report_fd`` tells the
-parent the bootstrap started, so a run whose bootstrap never ran is a sandbox error.
+(``json`` would import ``re`` in every run); the program arrives on a descriptor. Its first
+byte on ``report_fd`` says the bootstrap started (a run without it is a sandbox error), then
+:func:`_setup` applies the layers of ``docs/sandbox.md`` in order, before any untrusted code.
 
 The audit hook is a tripwire, not a boundary: code that corrupts the interpreter's memory or
 patches the modules the hook relies on gets past it. The kernel layers are the boundary. In
@@ -75,7 +71,6 @@ _PATH_EVENTS = {
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _STD_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_DEVICES_WRITE = ("/dev/null",)  # besides the working directory, under Landlock
 
 
 class _Libc:
@@ -164,20 +159,10 @@ def _enter_user_namespace(libc):
     """Own user namespace mapping our uid/gid to themselves (needs to be set before it is used)."""
     uid, gid = os.getuid(), os.getgid()
     libc.call("unshare", _CLONE_NEWUSER)
-    for name, text in (
-        ("setgroups", "deny"),
-        ("uid_map", f"{uid} {uid} 1"),
-        ("gid_map", f"{gid} {gid} 1"),
-    ):
+    maps = {"setgroups": "deny", "uid_map": f"{uid} {uid} 1", "gid_map": f"{gid} {gid} 1"}
+    for name, text in maps.items():
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
-
-
-def _supervise(init, status_fd):
-    """Outside the namespace: wait for its init, then leave with the program's status."""
-    _, status = os.waitpid(init, 0)
-    reported = os.read(status_fd, 4)
-    _exit_like(int.from_bytes(reported, "little") if len(reported) == 4 else status)
 
 
 def _supervise_program(report_fd):
@@ -194,9 +179,7 @@ def _supervise_program(report_fd):
 
 def _run_init(program, status_fd, libc):
     """PID 1 of the namespace: reap every orphan until the program ends, report its status.
-
-    When init exits the kernel kills whatever is left in the namespace.
-    """
+    When init exits the kernel kills whatever is left in the namespace."""
     try:  # noqa: SIM105 - contextlib would be one more import in every run
         libc.call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:
@@ -210,17 +193,16 @@ def _run_init(program, status_fd, libc):
 
 
 def _enter_pid_namespace(libc):
-    """Supervisor (outside) -> init (PID 1) -> program (PID 2, the process that returns).
-
-    The program is not PID 1, so signals keep their usual defaults (PID 1 ignores those it
-    has no handler for).
-    """
+    """Supervisor (outside) -> init (PID 1) -> program (PID 2, the process that returns); as
+    PID 2, the program keeps the usual signal defaults (PID 1 ignores unhandled signals)."""
     libc.call("unshare", _CLONE_NEWPID)
     status_r, status_w = os.pipe()
     init = os.fork()
-    if init:
+    if init:  # the supervisor: wait for init, then leave with the program's status
         os.close(status_w)
-        _supervise(init, status_r)
+        _, status = os.waitpid(init, 0)
+        reported = os.read(status_r, 4)
+        _exit_like(int.from_bytes(reported, "little") if len(reported) == 4 else status)
     os.close(status_r)
     program = os.fork()
     if program:
@@ -267,11 +249,9 @@ def _check_landlock_denies():
 
 
 def _path_text(path):
-    """The path a call used, as an exact ``str``.
-
-    Custom path objects (and ``str`` subclasses' methods) could answer differently to the
-    call and to the hook, so only ``str``, ``bytes`` and the stdlib's pathlib classes pass.
-    """
+    """The path a call used, as an exact ``str``: custom path objects (and ``str`` subclasses'
+    methods) could answer differently to the call and to the hook, so only ``str``, ``bytes``
+    and the stdlib's pathlib classes pass."""
     if isinstance(path, str):
         return "".join((path,))
     if isinstance(path, bytes):
@@ -282,13 +262,6 @@ def _path_text(path):
     raise PermissionError("sandbox: file changes need a str, bytes or pathlib path")
 
 
-def _resolve(path, dir_fd, realpath):
-    text = _path_text(path)
-    if dir_fd not in (None, -1) and not text.startswith("/"):
-        text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
-    return realpath(text)
-
-
 def _make_hook(workdir):
     realpath = os.path.realpath
     prefix = workdir.rstrip("/") + "/"
@@ -296,9 +269,12 @@ def _make_hook(workdir):
     def check(path, dir_fd=None):
         if isinstance(path, int):
             return
-        if _path_text(path) in _STD_DEVICES:
+        text = _path_text(path)
+        if text in _STD_DEVICES:
             return
-        full = _resolve(path, dir_fd, realpath)
+        if dir_fd not in (None, -1) and not text.startswith("/"):
+            text = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+        full = realpath(text)
         if full != workdir and not full.startswith(prefix):
             raise PermissionError(f"sandbox: writing outside the working directory: {full}")
 
@@ -314,11 +290,6 @@ def _make_hook(workdir):
                 check(args[path_i], None if fd_i is None else args[fd_i])
 
     return hook
-
-
-def _forget_ctypes():
-    for name in [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]:
-        del sys.modules[name]
 
 
 def _setup(cfg, steps):
@@ -344,38 +315,32 @@ def _setup(cfg, steps):
     steps.run("no_new_privs", libc.call, "prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     if cfg.landlock_read is not None:
-        write = (cfg.workdir, *_DEVICES_WRITE)
-        steps.run("landlock", libc.landlock, cfg.landlock_read, write)
+        steps.run("landlock", libc.landlock, cfg.landlock_read, (cfg.workdir, "/dev/null"))
     if cfg.supervise:
         steps.run("supervisor", _supervise_program, cfg.report_fd)
     role = _split(cfg) if cfg.driver_fd is not None else None
     if cfg.audit_hook:
         steps.run("audit_hook", sys.addaudithook, _make_hook(cfg.workdir))
-    _forget_ctypes()
+    for name in [m for m in sys.modules if m == "ctypes" or m.startswith(("ctypes.", "_ctypes"))]:
+        del sys.modules[name]  # so that the program's import of ctypes meets the audit hook
     for name in cfg.unset_env:
         os.environ.pop(name, None)
     return role
 
 
-def _compile(source):
-    """Compile the program; a program that does not compile leaves with ``EXIT_SYNTAX``."""
-    try:
-        return compile(source, "solution.py", "exec")
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        sys.excepthook(type(exc), exc.with_traceback(None), None)
-        sys.exit(EXIT_SYNTAX)
-
-
 def _run_program(source):
-    """Run the program as ``__main__``; returns its namespace if it runs to the end.
-
-    Exceptions are printed without the bootstrap's frames: a MemoryError leaves with
-    ``EXIT_MEMORY``, any other exception with status 1, and ``SystemExit`` keeps its meaning.
-    """
+    """Run the program as ``__main__``; returns its namespace if it runs to the end. Errors are
+    printed without the bootstrap's frames: a program that does not compile leaves with
+    ``EXIT_SYNTAX``, a MemoryError with ``EXIT_MEMORY``, any other exception with 1, and
+    ``SystemExit`` keeps its meaning."""
     main = type(sys)("__main__")
     sys.modules["__main__"] = main
     sys.argv = ["solution.py"]
-    code = _compile(source)
+    try:
+        code = compile(source, "solution.py", "exec")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        sys.excepthook(type(exc), exc.with_traceback(None), None)
+        sys.exit(EXIT_SYNTAX)
     try:
         exec(code, main.__dict__)
     except MemoryError:

@@ -12,8 +12,7 @@ import sys
 from _json import encode_basestring_ascii as _quote
 from _json import make_scanner as _make_scanner
 
-MAX_DEPTH = 64
-"""Deepest nesting of a value."""
+MAX_DEPTH = 64  # deepest nesting of a value
 
 
 class NotPlain(ValueError):

@@ -36,10 +36,8 @@ class Helper:
     """The caller's end of one helper process."""
 
     process: subprocess.Popen
-    inbox: Connection
-    """Messages from the helper."""
-    outbox: Connection
-    """Messages for the helper."""
+    inbox: Connection  # messages from the helper
+    outbox: Connection  # messages for the helper
     own_session: bool
     """Started in its own session: :meth:`kill` takes everything it started with it."""
     state: set[str] = field(default_factory=set)
@@ -47,7 +45,7 @@ class Helper:
 
     def receive(self, deadline: float) -> Any:
         """The helper's next message; ``TimeoutError`` at ``deadline``, ``EOFError`` if it died.
-        Waits in short polls, so that :mod:`rlvr.sandbox.timeout` reaches the waiting thread."""
+        Waits in short polls, which :func:`~rlvr.sandbox.bounded.time_limit` can interrupt."""
         while not self.inbox.poll(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 raise TimeoutError
@@ -70,10 +68,8 @@ class Helper:
 
 
 def spawn(main: Callable[..., None], *args: Any, own_session: bool = False) -> Helper:
-    """Start ``main(read_fd, write_fd, *args)`` in a fresh interpreter on this ``sys.path``.
-
-    ``main`` must be a module-level function and ``args`` literals (they are written into the
-    command line with ``repr``).
+    """Start ``main(read_fd, write_fd, *args)`` in a fresh interpreter on this ``sys.path``;
+    ``main`` must be a module-level function, ``args`` literals (written into the code with repr).
     """
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
@@ -117,12 +113,10 @@ _LIVE: weakref.WeakSet[Pool] = weakref.WeakSet()
 
 
 class Pool:
-    """Helpers running ``main(read_fd, write_fd, *args)``, started on demand and reused.
-
-    With ``greeting``, each new helper is sent it first and must answer ``"ready"`` within
-    :data:`START_TIMEOUT_S`, else :meth:`take` raises ``RuntimeError(start_error)``. At most ``keep`` idle
-    helpers are kept; safe to use from several threads.
-    """
+    """Helpers running ``main(read_fd, write_fd, *args)``, started on demand and reused (at most
+    ``keep`` idle ones kept); safe to use from several threads. With ``greeting``, each new helper
+    is sent it first and must answer ``"ready"`` within :data:`START_TIMEOUT_S`, else
+    :meth:`take` raises ``RuntimeError(start_error)``."""
 
     def __init__(
         self,
@@ -135,9 +129,8 @@ class Pool:
     ) -> None:
         self.main, self.args, self.own_session = main, args, own_session
         self.greeting, self.keep = greeting, keep
-        self.start_error = (
-            start_error or f"a helper process running {main.__name__} failed to start"
-        )
+        default_error = f"a helper process running {main.__name__} failed to start"
+        self.start_error = start_error or default_error
         self.lock = threading.Lock()
         self.idle: list[Helper] = []
         _LIVE.add(self)

@@ -181,6 +181,13 @@ def test_large_logits_are_stable():
     torch.testing.assert_close(got.entropy, ref.entropy, rtol=0, atol=1e-9)
 
 
+def test_label_range_check_reads_the_host_once(count_syncs):
+    hidden, weight, _, labels = make(6, 4, 5)
+    with count_syncs() as calls:
+        token_logprobs_entropy(hidden, weight, labels)
+    assert dict(calls) == {"tolist": 1}  # the smallest and largest label, in one copy
+
+
 def test_empty_batch():
     hidden, weight, _, _ = make(0, 4, 5)
     got = token_logprobs_entropy(hidden, weight, torch.zeros(0, dtype=torch.long))

@@ -268,10 +268,10 @@ def _check_common(
         raise ValueError(f"labels must have shape [{n}], got {list(labels.shape)}")
     if labels.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"labels must be int64 or int32, got {labels.dtype}")
-    if n and (int(labels.min()) < 0 or int(labels.max()) >= vocab):
-        raise ValueError(
-            f"labels must lie in [0, {vocab}), got range [{int(labels.min())}, {int(labels.max())}]"
-        )
+    if n:
+        low, high = torch.stack(torch.aminmax(labels)).tolist()  # one host read
+        if low < 0 or high >= vocab:
+            raise ValueError(f"labels must lie in [0, {vocab}), got range [{low}, {high}]")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if chunk_size < 1:

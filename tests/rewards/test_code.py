@@ -483,6 +483,15 @@ def test_the_programs_exceptions_and_changes_to_arguments_reach_the_test():
     assert run_tests(program, reference, config=FAST).passed == (True, True, False)
 
 
+def test_an_exception_class_of_the_programs_own_reaches_the_test_as_exception():
+    """Only builtin classes cross by name: a program's subclass of ValueError is ``Exception``
+    in the test, so ``except ValueError`` misses it and ``except Exception`` catches it."""
+    program = "class Negative(ValueError):\n    pass\ndef root(x):\n    raise Negative('no')\n"
+    catch = "try:\n    root(-1)\nexcept {}:\n    pass\nelse:\n    raise AssertionError"
+    reference = [catch.format("ValueError"), catch.format("Exception")]
+    assert run_tests(program, reference, config=FAST).passed == (False, True)
+
+
 def test_truthiness_and_identity_asserts_are_judged_on_plain_values():
     reference = ["assert is_even(4)", "assert not is_even(3)", "assert find(3) is None"]
     right = "def is_even(n):\n    return n % 2 == 0\ndef find(n):\n    return None"

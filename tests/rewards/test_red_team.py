@@ -32,7 +32,7 @@ from rlvr.sandbox import (
     isolation_report,
     run_untrusted,
 )
-from rlvr.sandbox.process import marked_pids
+from rlvr.sandbox.process import CALLER_MARK, marked_pids
 
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(2, 5) == 7", "assert add(-4, 1) == -3"]
 TOLERANCE_TESTS = ["assert abs(add(0.1, 0.2) - 0.3) < 1e-9", "assert add(2, 5) == 7"]
@@ -408,9 +408,10 @@ def test_the_corpus_is_large_enough():
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    assert marked_pids() == [], "a sandboxed process was alive before the test"
+    # This process's runs only: a training run or another suite may use the sandbox meanwhile.
+    assert marked_pids(CALLER_MARK) == [], "a sandboxed process was alive before the test"
     yield
-    assert marked_pids() == [], "a sandboxed process outlived its run"
+    assert marked_pids(CALLER_MARK) == [], "a sandboxed process outlived its run"
 
 
 @pytest.fixture(scope="module")

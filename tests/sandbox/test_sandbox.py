@@ -30,7 +30,7 @@ from rlvr.sandbox import (
     process,
     run_untrusted,
 )
-from rlvr.sandbox.process import marked_pids
+from rlvr.sandbox.process import CALLER_MARK, marked_pids
 
 FAST = SandboxLimits(wall_time_s=5.0, cpu_time_s=1.0, memory_mb=256, output_bytes=10_000)
 DEFAULT = SandboxPolicy()
@@ -51,9 +51,10 @@ BOTH = pytest.mark.parametrize(
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
-    assert marked_pids() == [], "a sandboxed process was alive before the test"
+    # This process's runs only: a training run or another suite may use the sandbox meanwhile.
+    assert marked_pids(CALLER_MARK) == [], "a sandboxed process was alive before the test"
     yield
-    assert marked_pids() == [], "a sandboxed process outlived its run"
+    assert marked_pids(CALLER_MARK) == [], "a sandboxed process outlived its run"
 
 
 def _requires(policy: SandboxPolicy, layer: str) -> None:
@@ -149,8 +150,9 @@ def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None
     _requires(policy, "parent_death_signal")
     caller = (
         "from rlvr.sandbox import *\n"
+        "from rlvr.sandbox.process import CALLER_MARK\n"
         f"isolation_report({policy!r})\n"  # the probe's own runs are over once this returns
-        "print('probed', flush=True)\n"
+        "print(CALLER_MARK, flush=True)\n"
         f"run_untrusted('import time\\ntime.sleep(60)', policy={policy!r})\n"
     )
     src = str(Path(sandbox.__file__).parents[2])
@@ -160,13 +162,16 @@ def test_run_dies_with_its_caller(policy: SandboxPolicy, tmp_path: Path) -> None
         [sys.executable, "-c", caller], env=env, stdout=subprocess.PIPE, text=True
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "probed\n"
-        assert _wait_for(lambda: len(marked_pids()) > 0, 30.0), "the run never started"
+        assert proc.stdout is not None
+        mark = proc.stdout.readline().strip()
+        assert len(mark) == 8 and mark != CALLER_MARK  # its runs are told from this process's
+        assert _wait_for(lambda: len(marked_pids(mark)) > 0, 30.0), "the run never started"
+        assert marked_pids(CALLER_MARK) == []
     finally:
         proc.kill()
         proc.wait()
         proc.stdout.close()
-    assert _wait_for(lambda: marked_pids() == [], 5.0), "the run outlived its caller"
+    assert _wait_for(lambda: marked_pids(mark) == [], 5.0), "the run outlived its caller"
 
 
 @BOTH

@@ -29,9 +29,16 @@ _BY_EXIT_CODE = {
 _READ_CHUNK = 1 << 16
 
 
+CALLER_MARK = secrets.token_hex(4)
+"""How the marker of every run this process starts begins: ``marked_pids(CALLER_MARK)`` finds
+its own runs only, not those of another process on the machine (a new interpreter draws its
+own; a forked child keeps its parent's)."""
+
+
 def marked_pids(marker: str = "") -> list[int]:
     """Live processes with an argument starting ``MARKER_FLAG + marker`` (zombies have no
-    arguments): those of one run, or with no ``marker`` of every run."""
+    arguments): those of one run, of one caller (:data:`CALLER_MARK`), or with no ``marker``
+    of every run."""
     needle = (MARKER_FLAG + marker).encode()
     found = []
     try:
@@ -155,7 +162,7 @@ def execute(
 def _launch(
     launcher: Launcher, cfg: ChildConfig, stdin_fd: int, limits: SandboxLimits, started: float
 ) -> SandboxResult:
-    marker = secrets.token_hex(12)
+    marker = CALLER_MARK + secrets.token_hex(8)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     report_r, report_w = os.pipe()

@@ -62,6 +62,9 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
         assert fig.stat().st_size > 1000 and f"figures/{fig.name}" in text
     results = json.loads(report.results.read_text())
     assert results["arms"]["abc"]["seeds"] == [0, 1]
+    tested = [c for c in results["claims"] if c["intervals"] and c["verdict"] != "untestable"]
+    assert tested and all(0 <= c["p"] <= c["p_holm"] <= 1 for c in tested)
+    assert "Holm p" in text and "BH q" in text
 
     # a second run reuses every finished run: nothing is started, the metrics are untouched
     before = {s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in result.states}

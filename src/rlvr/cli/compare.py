@@ -77,7 +77,8 @@ def main(argv: list[str]) -> int:
         command="rlvr compare " + " ".join(shlex.quote(a) for a in kept),
     )
     for v in result.report.verdicts:
-        print(f"{v.status:<15} {v.claim.id:<22} {v.numbers}")
+        holm = "" if v.p_holm is None else f"Holm p {v.p_holm:.2g}; "
+        print(f"{v.status:<15} {v.claim.id:<22} {holm}{v.numbers}")
     print(f"report: {result.report.markdown}  {result.report.html}")
     for state in result.failed:
         print(f"failed: {state.spec.key} (log: {state.log})")

@@ -95,6 +95,13 @@ class Claim:
         return []
 
     @property
+    def claimed_side(self) -> int:
+        """The sign every interval of the rule has when the claim holds: +1 for ``higher``,
+        ``increasing`` and ``largest`` (``arm - baseline``, later - earlier, expected - other),
+        -1 for ``lower`` and ``decreasing``."""
+        return -1 if self.direction in ("lower", "decreasing") and self.rule != "largest" else 1
+
+    @property
     def reads(self) -> list[tuple[str, str]]:
         """Every ``(arm, metric)`` the claim's rule reads."""
         if self.rule == "direction":
@@ -145,6 +152,12 @@ class Verdict:
     """The study regime whose runs were judged."""
     evidence: str = ""
     """Whether the compared arms could differ: contrast, out-of-band share, detectable effect."""
+    p: float | None = None
+    """The verdict's p-value (:mod:`rlvr.compare.multiplicity`); None when nothing was tested."""
+    p_holm: float | None = None
+    """``p`` corrected across the study's tested claims by Holm's method."""
+    q_bh: float | None = None
+    """``p`` corrected across the study's tested claims by Benjamini-Hochberg's method."""
 
 
 def bundled_claim_files() -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlvr.compare import figures
+from rlvr.compare import figures, multiplicity
 from rlvr.compare.claims import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -80,7 +80,7 @@ def regimes_of(specs: list[RunSpec]) -> list[str]:
 
 def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list[Verdict]]:
     """Per regime its finished runs, and every claim judged in every regime (with the
-    evidence on whether its arms could differ)."""
+    evidence on whether its arms could differ, and its p-values corrected across claims)."""
     claims = [c for name in study.claims for c in load_claims(name)]
     known = {a.name for a in study.arms}
     by_regime, verdicts = {}, []
@@ -93,7 +93,7 @@ def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list
             if set(claim.arms_needed) <= known:
                 verdict = dataclasses.replace(judge(claim, data), regime=regime)
                 verdicts.append(assess(verdict, data, configs, names))
-    return by_regime, verdicts
+    return by_regime, multiplicity.adjust(verdicts)
 
 
 def held_out_keys(data: dict[str, ArmData]) -> list[str]:
@@ -144,7 +144,7 @@ def _regime_cell(v: Verdict, regimes: bool) -> list[str]:
 
 
 def _summary_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
-    rows = [["paper", "claim", "where", *(["regime"] if regimes else []), "verdict"]]
+    rows = [["paper", "claim", "where", *(["regime"] if regimes else []), "verdict", *P_HEAD]]
     rows += [
         [
             v.claim.paper,
@@ -152,10 +152,25 @@ def _summary_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
             v.claim.source,
             *_regime_cell(v, regimes),
             MARK[v.status],
+            *_p_cells(v),
         ]
         for v in verdicts
     ]
     return rows
+
+
+P_HEAD = ["p", "Holm p", "BH q"]
+
+
+def _p_text(p: float | None) -> str:
+    if p is None:
+        return ""
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def _p_cells(v: Verdict) -> list[str]:
+    """The verdict's p-value and its two corrections across claims (rlvr.compare.multiplicity)."""
+    return [_p_text(v.p), _p_text(v.p_holm), _p_text(v.q_bh)]
 
 
 def _claims_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
@@ -191,9 +206,15 @@ RULES_TEXT = [
     "t has S - 1 degrees of freedom for a per-run summary and Welch-Satterthwaite's for held-out "
     "scores (between S - 1 and S + P - 2). With 3 seeds t(2) = 4.30, so an interval of a per-run "
     "summary excludes 0 only when the seeds agree closely.",
-    "**Many claims, one test each**: every verdict is its own 95% test, with no correction across "
-    "claims. With no true difference anywhere, about 2.5% of the direction claims would still come "
-    "out reproduced and 2.5% not reproduced; read a lone verdict among many accordingly.",
+    "**Many claims, one test each, then read together**: every verdict is its own 95% test. With "
+    "no true difference anywhere, about 2.5% of the direction claims would still come out "
+    "reproduced and 2.5% not reproduced, so each verdict also has a p-value, corrected across "
+    "every tested claim of the study (each claim in each regime) by Holm's method (family-wise "
+    "error at most 5%, for any dependence between claims) and by Benjamini-Hochberg's (false "
+    "discovery rate at most 5%). A verdict's p-value is the smallest level at which its rule "
+    "decides as it did: for reproduced the largest of its intervals' two-sided t p-values; for "
+    "not reproduced the smallest p-value on the other side times the number of intervals "
+    "(rlvr.compare.multiplicity).",
     "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
     "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
     "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "
@@ -229,12 +250,42 @@ def _header(
     blocks += [Block("p", study.notes)] if study.notes else []
     blocks += [Block("p", summary + _code_note(runs)), Block("code", command)]
     blocks.append(Block("h2", "Verdicts"))
+    blocks += [Block("p", note)] if (note := _family_note(verdicts)) else []
     blocks.append(
         Block("table", _summary_table(verdicts, bool(regimes)))
         if verdicts
         else Block("p", "No claims.")
     )
     return blocks
+
+
+def _family_note(verdicts: list[Verdict]) -> str:
+    """Which decided verdicts hold once the study's claims are read together."""
+    tested = [v for v in verdicts if v.p is not None]
+    decided = [v for v in tested if v.status in (REPRODUCED, NOT_REPRODUCED)]
+    if not decided:
+        return ""
+    several = len({v.regime for v in decided}) > 1
+
+    def held(field: str, how: str) -> str:
+        kept = {id(v) for v in multiplicity.holding(verdicts, field)}
+        lost = [
+            f"`{v.claim.id}`" + (f" ({v.regime})" if several else "")
+            for v in decided
+            if id(v) not in kept
+        ]
+        verb = "holds" if len(kept) == 1 else "hold"
+        return f"{len(kept)} {verb} with {how}" + (f"; not {', '.join(lost)}" if lost else "")
+
+    return (
+        f"**Read together** ({len(tested)} tested claims{' x regimes' if several else ''}): of "
+        f"the {len(decided)} decided verdicts, "
+        + held("p_holm", "Holm's correction (at most 5% chance that any of them is wrong)")
+        + ". "
+        + held("q_bh", "Benjamini-Hochberg's (at most 5% of them wrong, expected)")
+        + ". The p columns: each verdict's own p-value and the two corrections "
+        "(rlvr.compare.multiplicity)."
+    )
 
 
 def _code_note(runs: list) -> str:
@@ -484,6 +535,9 @@ def _results_json(study: Study, by_regime, verdicts: list[Verdict]) -> dict:
             "evidence": v.evidence,
             "rule": v.rule,
             "intervals": {k: ci._asdict() for k, ci in v.intervals.items()},
+            "p": v.p,
+            "p_holm": v.p_holm,
+            "q_bh": v.q_bh,
         }
         for v in verdicts
     ]

@@ -88,6 +88,20 @@ def paired_interval(arm: np.ndarray, base: np.ndarray, *, level: float = LEVEL) 
     return Interval(mean, mean - half, mean + half, seeds, math.sqrt(var), df)
 
 
+def p_value(ci: Interval) -> float:
+    """Two-sided p-value of the interval's t test of no difference: below ``1 - level`` exactly
+    when the interval at ``level`` excludes 0 (the same mean, standard error and df).
+
+    >>> round(p_value(Interval(1.0, -0.39, 2.39, 5, se=0.5, df=4)), 4)
+    0.1161
+    """
+    if not (ci.se >= 0 and ci.df > 0):
+        return math.nan
+    if ci.se == 0:
+        return 0.0 if ci.mean != 0 else 1.0
+    return float(2 * student_t.sf(abs(ci.mean) / ci.se, ci.df))
+
+
 POWER = 0.8
 
 

@@ -130,6 +130,12 @@ def test_the_report_says_which_verdicts_hold_together():
     assert "; not `c`" in note  # p 0.03: Holm 0.06
     assert "2 hold with Benjamini-Hochberg's (at most 5% of them wrong, expected)." in note
     assert _family_note([_verdict_with_p(0.5, INCONCLUSIVE)]) == ""
+    in_regimes = [
+        dataclasses.replace(v, regime=r)
+        for v, r in zip(verdicts, ("off-policy", "off-policy", "paper"), strict=True)
+    ]
+    note = _family_note(in_regimes)
+    assert "(3 tested claims x regimes)" in note and "; not `c` (off-policy)" in note
 
 
 def test_holm_keeps_the_family_wise_error_under_no_difference():

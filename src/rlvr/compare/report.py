@@ -265,7 +265,7 @@ def _family_note(verdicts: list[Verdict]) -> str:
     decided = [v for v in tested if v.status in (REPRODUCED, NOT_REPRODUCED)]
     if not decided:
         return ""
-    several = len({v.regime for v in decided}) > 1
+    several = len({v.regime for v in tested}) > 1
 
     def held(field: str, how: str) -> str:
         kept = {id(v) for v in multiplicity.holding(verdicts, field)}

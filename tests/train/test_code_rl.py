@@ -8,7 +8,7 @@ import torch
 from rlvr.data.code_tasks import code_task_rows
 from rlvr.models import load_model
 from rlvr.sandbox import SandboxResult, SandboxStatus
-from rlvr.train.loop import train
+from rlvr.train.loop import sandbox_notes, train
 from rlvr.train.metrics import read_metrics
 
 
@@ -170,3 +170,11 @@ def test_the_fake_sampler_catches_a_sequential_round(train_config):
     prompts = [Prompt(ids=(1, 2), reference=ref, example=None) for ref in ("x", "y")]
     with pytest.raises(AssertionError, match="not scored during chunk 1"):
         sample_round(sampler, type("T", (), {"pad_token_id": 0})(), scorer, prompts, cfg)
+
+
+def test_a_run_warns_when_programs_can_read_its_files():
+    assert sandbox_notes(None) == []
+    assert sandbox_notes("bwrap") == ["code sandbox isolation: bwrap"]
+    minimal = sandbox_notes("fallback-minimal")
+    assert minimal[0] == "code sandbox isolation: fallback-minimal"
+    assert minimal[1].startswith("warning:") and "references" in minimal[1]

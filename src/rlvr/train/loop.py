@@ -99,7 +99,7 @@ class RLRun:
     @property
     def notes(self) -> list[str]:
         """Lines the harness prints once at the start."""
-        return [f"code sandbox isolation: {self.sandbox}"] if self.sandbox else []
+        return sandbox_notes(self.sandbox)
 
     @property
     def total_steps(self) -> int:
@@ -162,6 +162,20 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         sandbox=sandbox_isolation(cfg.reward.verifier),
         stream=stream,
     )
+
+
+def sandbox_notes(mode: str | None) -> list[str]:
+    """What a run prints about the code sandbox: its isolation mode, and in ``fallback-minimal``
+    that programs can read the caller's files, the references among them (docs/sandbox.md)."""
+    if mode is None:
+        return []
+    notes = [f"code sandbox isolation: {mode}"]
+    if mode == "fallback-minimal":
+        notes.append(
+            "warning: programs run as you and can read your files, the references included, so "
+            "a policy can be paid for reading the answers: install bubblewrap (docs/sandbox.md)"
+        )
+    return notes
 
 
 def open_scorer(cfg: RewardConfig) -> Scorer:

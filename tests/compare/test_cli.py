@@ -44,3 +44,20 @@ def test_report_only_runs_nothing(small_study, tmp_path, capsys):
     assert (
         "--report-only" not in report and f"--out {out}" in report
     )  # the command that reproduces it
+
+
+def test_overrides_on_the_command_line_change_the_plan(small_study, tmp_path, capsys):
+    out = str(tmp_path / "o")
+    assert rlvr(["compare", small_study(), "--dry-run", "seeds=[1]", "--out", out]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all("seed 1 " in line for line in lines)
+    assert rlvr(["compare", small_study(), "steps=x", "--dry-run"]) == 2
+    assert "with steps=x" in capsys.readouterr().err
+
+
+def test_a_reports_command_repeats_the_overrides(small_study, tmp_path):
+    from rlvr.compare import load_study, run_study
+
+    study = load_study(small_study(), ["seeds=[0]"])
+    result = run_study(study, tmp_path / "o", run=False)
+    assert "'seeds=[0]' --out" in result.report.markdown.read_text()  # quoted for a shell

@@ -141,3 +141,17 @@ def test_unknown_study_keys_are_named_in_one_line_with_the_valid_ones(tmp_path):
         f"{path}: unknown key 'colour'; valid keys of a study: name, title, steps, seeds, "
         "settings, arms, claims, include, notes, imports, regimes"
     )
+
+
+def test_overrides_change_the_study_file_over_its_includes():
+    base = load_study("evidence-hard")
+    study = load_study("evidence-hard", ["seeds=[0, 1]", "steps=3", "settings.eval.n=2"])
+    assert study.seeds == (0, 1) and study.steps == 3
+    assert study.settings["eval"]["n"] == 2
+    assert study.settings["eval"]["ks"] == base.settings["eval"]["ks"]  # the rest kept
+    assert study.arms == base.arms and study.claims == base.claims
+    assert study.overrides == ("seeds=[0, 1]", "steps=3", "settings.eval.n=2")
+    with pytest.raises(ValueError, match=r"evidence-hard.yaml with nope=1: unknown key 'nope'"):
+        load_study("evidence-hard", ["nope=1"])
+    with pytest.raises(ValueError, match="seeds must be a non-empty list of distinct integers"):
+        load_study("abc", ["seeds=[1, 1]"])

@@ -15,10 +15,17 @@ def _parser(studies: list[str]) -> argparse.ArgumentParser:
         description="Run every arm x seed of a study (in parallel, reusing finished runs and "
         "resuming killed ones) and write report.md / report.html with curves, final scores, "
         "paired t intervals and each paper claim's verdict.",
-        epilog="example: rlvr compare abc --jobs 2   |   rlvr compare evidence --report-dir docs/studies/evidence",
+        epilog="example: rlvr compare abc --jobs 2   |   rlvr compare abc seeds=[0,1,2,3,4,5,6] "
+        "steps=20   |   rlvr compare evidence --report-dir docs/studies/evidence",
     )
     add = parser.add_argument
     add("study", nargs="?", help=f"bundled study ({', '.join(studies)}) or a YAML file")
+    add(
+        "overrides",
+        nargs="*",
+        metavar="key=value",
+        help="changes to the study file's keys: seeds=[0,1,2,3], steps=20, settings.optim.lr=2e-3",
+    )
     add("--out", default="runs/compare", help="runs go to OUT/runs, the report to OUT/STUDY")
     add("--report-dir", help="write the report here instead of OUT/STUDY")
     add("--jobs", type=int, help="parallel runs (default: CPU cores // the runs' threads)")
@@ -52,16 +59,17 @@ def _dry_run(study, out: str) -> None:
 
 @command
 def main(argv: list[str]) -> int:
-    """``rlvr compare STUDY [--out DIR] [--report-dir DIR] [--jobs N] [--fresh] [--report-only]``."""
+    """``rlvr compare STUDY [key=value ...] [--out DIR] [--report-dir DIR] [--jobs N] [--fresh]
+    [--report-only]``."""
     from rlvr.compare import bundled_studies, load_study, run_study
 
-    args = _parser(bundled_studies()).parse_args(argv)
+    args = _parser(bundled_studies()).parse_intermixed_args(argv)
     if args.list or not args.study:
         _list(bundled_studies())
         return 0
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    study = load_study(args.study)
+    study = load_study(args.study, args.overrides)
     if args.dry_run:
         _dry_run(study, args.out)
         return 0

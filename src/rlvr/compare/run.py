@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def run_study(
             execute(states, jobs, display, study.imports)
         finally:
             display.close(states)
-    command = command or f"rlvr compare {study.source or study.name} --out {out}"
+    command = command or shlex.join(
+        ["rlvr", "compare", study.source or study.name, *study.overrides, "--out", str(out)]
+    )
     report = write_report(study, specs, Path(report_dir or out / study.name), command)
     return StudyResult(states, report)
 

@@ -37,6 +37,7 @@ import dataclasses
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -123,6 +124,8 @@ class Study:
     """Python modules every run imports before training (custom verifiers register themselves)."""
     regimes: tuple[Regime, ...] = ()
     """Settings every arm runs under, each in its own runs (empty: one regime, ``default``)."""
+    overrides: tuple[str, ...] = ()
+    """``key=value`` changes made to the study's file when it was loaded."""
 
     @property
     def regime_list(self) -> tuple[Regime, ...]:
@@ -198,7 +201,7 @@ class StudyFile:
     """Name -> settings (a mapping or ``key=value`` strings) every arm also runs under."""
 
 
-def _read(name_or_path: str) -> tuple[StudyFile, str]:
+def _read(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[StudyFile, str]:
     source = read_source(
         name_or_path,
         package="rlvr.compare",
@@ -206,7 +209,10 @@ def _read(name_or_path: str) -> tuple[StudyFile, str]:
         kind="a bundled study",
         choices=bundled_studies,
     )
-    return from_file(StudyFile, source.data, source.where), source.where
+    if not overrides:
+        return from_file(StudyFile, source.data, source.where), source.where
+    data = apply_overrides(source.data, list(overrides))
+    return from_file(StudyFile, data, f"{source.where} with {' '.join(overrides)}"), source.where
 
 
 def _overrides(value: Any, where: str) -> tuple[str, ...]:
@@ -229,15 +235,23 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
-    """A study from a bundled name or a YAML file, with its ``include``s merged in."""
+def load_study(
+    name_or_path: str, overrides: Sequence[str] = (), _seen: tuple[str, ...] = ()
+) -> Study:
+    """A study from a bundled name or a YAML file, with its ``include``s merged in and
+    ``overrides`` (``key=value`` on the file's keys: ``seeds=[0,1,2,3]``, ``steps=20``,
+    ``settings.optim.lr=2e-3``) set in the file itself, so they win over its includes.
+
+    >>> load_study("abc", ["seeds=[0, 1, 2, 3, 4]", "steps=20"]).seeds
+    (0, 1, 2, 3, 4)
+    """
     if name_or_path in _seen:
         raise ValueError(f"circular include: {' -> '.join((*_seen, name_or_path))}")
-    file, where = _read(name_or_path)
+    file, where = _read(name_or_path, overrides)
     arms, claims, settings, imports = [], [], {}, []
     steps, seeds = file.steps, file.seeds
     for inc in file.include:
-        sub = load_study(inc, (*_seen, name_or_path))
+        sub = load_study(inc, _seen=(*_seen, name_or_path))
         arms += [a for a in sub.arms if a.name not in {b.name for b in arms}]
         claims += [c for c in sub.claims if c not in claims]
         imports += [m for m in sub.imports if m not in imports]
@@ -259,6 +273,7 @@ def load_study(name_or_path: str, _seen: tuple[str, ...] = ()) -> Study:
         source=where,
         imports=(*imports, *(m for m in file.imports if m not in imports)),
         regimes=_regimes(file.regimes, where),
+        overrides=tuple(overrides),
     )
     _check(study, where)
     return study

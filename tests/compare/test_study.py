@@ -17,6 +17,7 @@ def test_bundled_studies_and_all_is_their_union():
         "all",
         "evidence",
         "evidence-hard",
+        "evidence-hard-replication",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")

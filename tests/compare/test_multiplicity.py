@@ -109,6 +109,8 @@ def test_the_family_leaves_out_untestable_and_untested_claims():
     assert out[1].p is None and out[2].p is None
     assert holding(out) == [out[0], out[3]]
     assert adjust([untestable]) == [untestable]
+    no_se = dataclasses.replace(untested, intervals={"a - b": Interval(0.1, 0, 0, 3)})
+    assert adjust([no_se, tested[0]])[0].p is None  # a NaN p-value stays out of the family
 
 
 def test_inconclusive_verdicts_count_in_the_family_but_never_hold():

@@ -29,6 +29,7 @@ has its two-sided t p-value ``p_i`` (:func:`rlvr.compare.stats.p_value`); ``k`` 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -76,9 +77,9 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 def adjust(verdicts: list[Verdict]) -> list[Verdict]:
     """``verdicts`` with ``p``, ``p_holm`` and ``q_bh`` set on every tested one (the family:
-    every verdict not untestable that has intervals), in the same order."""
+    every verdict not untestable whose intervals give a p-value), in the same order."""
     ps = {i: verdict_p(v) for i, v in enumerate(verdicts) if v.status != UNTESTABLE}
-    family = [i for i, p in ps.items() if p is not None]
+    family = [i for i, p in ps.items() if p is not None and math.isfinite(p)]
     if not family:
         return list(verdicts)
     raw = [ps[i] for i in family]

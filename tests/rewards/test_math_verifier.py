@@ -184,6 +184,31 @@ def test_different_boxed_answers_are_a_hedge_and_counted():
     assert scores.status == ["ok"] * 5
 
 
+ONE_BOX_HEDGES = [
+    r"{a}, {b}",
+    r"{a}; {b}",
+    r"{a} \\ {b}",
+    r"\begin{{cases}} {a} \\ {b} \end{{cases}}",
+    r"\begin{{aligned}} {a} \\ {b} \end{{aligned}}",
+    r"{a} = {b}",
+    r"{a} \text{{ or }} {b}",
+    r"\{{{a}, {b}\}}",
+    r"{a} \lor {b}",
+    r"{a} \cup {b}",
+    r"[{a}, {b}]",
+]
+
+
+@pytest.mark.parametrize("form", ONE_BOX_HEDGES)
+def test_two_answers_in_one_box_are_paid_for_one_of_them_at_most(form):
+    """A list, set, system or equation of two candidates in one box never pays for both: a
+    policy cannot hedge inside the box either (math-verify grades a list or an equation by
+    its last value, and sets and intervals as wholes)."""
+    boxed = "\\boxed{" + form.format(a=5, b=6) + "}"
+    paid = [math_verifier(boxed, gold) for gold in ("5", "6")]
+    assert sum(paid) <= 1.0, (boxed, paid)
+
+
 PATHOLOGICAL = [
     r"\boxed{10^{10^{10^{10}}}}",  # a tower: SymPy would never return
     r"\boxed{9^{9^{9}}}",

@@ -39,10 +39,11 @@ def _parser(studies: list[str]) -> argparse.ArgumentParser:
 def _list(names: list[str]) -> None:
     from rlvr.compare import load_study
 
+    width = max(map(len, names), default=0)
     for name in names:
         study = load_study(name)
         size = f"{len(study.arms)} arms x {len(study.seeds)} seeds, {study.steps} steps"
-        print(f"{name:<8} {size}: {study.title}")
+        print(f"{name:<{width}}  {size}: {study.title}")
 
 
 def _dry_run(study, out: str) -> None:

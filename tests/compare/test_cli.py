@@ -1,8 +1,12 @@
 """``rlvr compare`` on the command line: listing, dry run, report only, errors."""
 
+import json
+
 import pytest
+import yaml
 
 from rlvr.cli import main as rlvr
+from rlvr.compare import load_study, run_study
 
 
 def test_list_shows_the_bundled_studies(capsys):
@@ -56,8 +60,19 @@ def test_overrides_on_the_command_line_change_the_plan(small_study, tmp_path, ca
 
 
 def test_a_reports_command_repeats_the_overrides(small_study, tmp_path):
-    from rlvr.compare import load_study, run_study
-
     study = load_study(small_study(), ["seeds=[0]"])
     result = run_study(study, tmp_path / "o", run=False)
     assert "'seeds=[0]' --out" in result.report.markdown.read_text()  # quoted for a shell
+
+
+def test_a_replication_study_reports_on_the_study_it_replicates(small_study, tmp_path):
+    base = small_study()
+    replica = tmp_path / "replica.yaml"
+    replica.write_text(yaml.safe_dump({"include": [base], "seeds": [5], "replicates": base}))
+    study = load_study(str(replica))
+    assert study.replicates == base
+    result = run_study(study, tmp_path / "o", run=False)
+    text = result.report.markdown.read_text()
+    assert f"## Replication of `{base}`" in text
+    assert "has no decided verdict among its finished runs here" in text
+    assert json.loads(result.report.results.read_text())["replication"]["of"] == base

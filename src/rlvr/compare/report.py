@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlvr.compare import figures, multiplicity
+from rlvr.compare import figures, multiplicity, replication
 from rlvr.compare.claims import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -30,7 +30,7 @@ from rlvr.compare.claims import (
 from rlvr.compare.evidence import assess, same_run
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, mean_std, paired_interval
-from rlvr.compare.study import RunSpec, Study, objective_name
+from rlvr.compare.study import RunSpec, Study, load_study, objective_name, plan
 from rlvr.compare.worker import code_hash
 
 FIGURES_DIR = "figures"
@@ -352,9 +352,11 @@ def build_blocks(
     verdicts: list[Verdict],
     figure_files: dict[tuple[str, str], list[Path]],
     command: str,
+    after_verdicts: list[Block] = (),
 ) -> list[Block]:
-    """The report's content, in order: header and verdicts, each paper, rules, runs."""
-    blocks = _header(study, specs, by_regime, verdicts, command)
+    """The report's content, in order: header and verdicts (then ``after_verdicts``), each
+    paper, rules, runs."""
+    blocks = _header(study, specs, by_regime, verdicts, command) + list(after_verdicts)
     placed: set[str] = set()
     for group in study.groups:
         names = {a.name for a in study.arms if a.group == group}
@@ -522,7 +524,9 @@ def _arms_json(study: Study, data: dict[str, ArmData]) -> dict:
     return arms
 
 
-def _results_json(study: Study, by_regime, verdicts: list[Verdict]) -> dict:
+def _results_json(
+    study: Study, by_regime, verdicts: list[Verdict], rows: list[replication.Replication]
+) -> dict:
     claims = [
         {
             "id": v.claim.id,
@@ -549,21 +553,69 @@ def _results_json(study: Study, by_regime, verdicts: list[Verdict]) -> dict:
         "seeds": list(study.seeds),
         **({"arms": next(iter(regimes.values()))} if single else {"regimes": regimes}),
         "claims": claims,
+        **({"replication": _replication_json(study, rows)} if study.replicates else {}),
     }
 
 
-def write_report(study: Study, specs: list[RunSpec], out: Path, command: str) -> ReportFiles:
-    """Judge the claims on the finished runs and write the report files into ``out``."""
+def _replication_json(study: Study, rows: list[replication.Replication]) -> dict:
+    return {
+        "of": study.replicates,
+        "verdicts": [
+            {
+                "id": r.there.claim.id,
+                "regime": r.there.regime,
+                "there": r.there.status,
+                "there_p_holm": r.there.p_holm,
+                "here": None if r.here is None else r.here.status,
+                "here_p_holm": None if r.here is None else r.here.p_holm,
+                "replicates": r.replicates,
+            }
+            for r in rows
+        ],
+    }
+
+
+def _replications(
+    study: Study, verdicts: list[Verdict], runs_root: Path | None
+) -> list[replication.Replication]:
+    """The verdicts the study ``study.replicates`` decided on its runs under ``runs_root``,
+    each with this study's verdict of the same claim (none without ``replicates``)."""
+    if not study.replicates or runs_root is None:
+        return []
+    other = load_study(study.replicates)
+    _, there = judge_all(other, plan(other, runs_root))
+    return replication.replications(there, verdicts)
+
+
+def _replication_blocks(study: Study, rows: list[replication.Replication]) -> list[Block]:
+    if not study.replicates:
+        return []
+    title = Block("h2", f"Replication of `{study.replicates}`")
+    if not rows:
+        text = f"`{study.replicates}` has no decided verdict among its finished runs here."
+        return [title, Block("p", text)]
+    text = replication.summary(study.replicates, rows)
+    return [title, Block("p", text), Block("table", replication.table(rows, bool(study.regimes)))]
+
+
+def write_report(
+    study: Study, specs: list[RunSpec], out: Path, command: str, runs_root: Path | None = None
+) -> ReportFiles:
+    """Judge the claims on the finished runs and write the report files into ``out``; with
+    ``runs_root`` (where ``specs`` run), also whether the study ``study.replicates`` names
+    replicates (its runs under the same root)."""
     out.mkdir(parents=True, exist_ok=True)
     by_regime, verdicts = judge_all(study, specs)
     figure_files = _figures(study, by_regime, verdicts, out)
-    blocks = build_blocks(study, specs, by_regime, verdicts, figure_files, command)
+    rows = _replications(study, verdicts, runs_root)
+    extra = _replication_blocks(study, rows)
+    blocks = build_blocks(study, specs, by_regime, verdicts, figure_files, command, extra)
     md, page = out / "report.md", out / "report.html"
     md.write_text(to_markdown(blocks, out))
     page.write_text(to_html(blocks, f"rlvr compare {study.name}"))
     results = out / "results.json"
     results.write_text(
-        json.dumps(_results_json(study, by_regime, verdicts), indent=1, default=_plain)
+        json.dumps(_results_json(study, by_regime, verdicts, rows), indent=1, default=_plain)
     )
     all_figures = [p for paths in figure_files.values() for p in paths]
     return ReportFiles(md, page, results, all_figures, verdicts)

@@ -57,7 +57,9 @@ def run_study(
     command = command or shlex.join(
         ["rlvr", "compare", study.source or study.name, *study.overrides, "--out", str(out)]
     )
-    report = write_report(study, specs, Path(report_dir or out / study.name), command)
+    report = write_report(
+        study, specs, Path(report_dir or out / study.name), command, runs_root=out / RUNS_DIR
+    )
     return StudyResult(states, report)
 
 

@@ -126,6 +126,8 @@ class Study:
     """Settings every arm runs under, each in its own runs (empty: one regime, ``default``)."""
     overrides: tuple[str, ...] = ()
     """``key=value`` changes made to the study's file when it was loaded."""
+    replicates: str | None = None
+    """A study whose decided verdicts this one checks (:mod:`rlvr.compare.replication`)."""
 
     @property
     def regime_list(self) -> tuple[Regime, ...]:
@@ -199,6 +201,9 @@ class StudyFile:
     """Python modules every run imports before training."""
     regimes: dict[str, Any] | None = None
     """Name -> settings (a mapping or ``key=value`` strings) every arm also runs under."""
+    replicates: str | None = None
+    """A study whose decided verdicts this one checks on its own seeds (its runs under the
+    same ``--out``; :mod:`rlvr.compare.replication`)."""
 
 
 def _read(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[StudyFile, str]:
@@ -274,6 +279,7 @@ def load_study(
         imports=(*imports, *(m for m in file.imports if m not in imports)),
         regimes=_regimes(file.regimes, where),
         overrides=tuple(overrides),
+        replicates=file.replicates,
     )
     _check(study, where)
     return study

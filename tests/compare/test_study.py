@@ -140,7 +140,7 @@ def test_unknown_study_keys_are_named_in_one_line_with_the_valid_ones(tmp_path):
         load_study(str(path))
     assert str(err.value) == (
         f"{path}: unknown key 'colour'; valid keys of a study: name, title, steps, seeds, "
-        "settings, arms, claims, include, notes, imports, regimes"
+        "settings, arms, claims, include, notes, imports, regimes, replicates"
     )
 
 

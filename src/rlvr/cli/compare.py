@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
     """``rlvr compare STUDY [key=value ...] [--out DIR] [--report-dir DIR] [--jobs N] [--fresh]
     [--report-only]``."""
     from rlvr.compare import bundled_studies, load_study, run_study
+    from rlvr.compare.multiplicity import p_text
 
     args = _parser(bundled_studies()).parse_intermixed_args(argv)
     if args.list or not args.study:
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
         command="rlvr compare " + " ".join(shlex.quote(a) for a in kept),
     )
     for v in result.report.verdicts:
-        holm = "" if v.p_holm is None else f"Holm p {v.p_holm:.2g}; "
+        holm = "" if v.p_holm is None else f"Holm p {p_text(v.p_holm)}; "
         print(f"{v.status:<15} {v.claim.id:<22} {holm}{v.numbers}")
     print(f"report: {result.report.markdown}  {result.report.html}")
     for state in result.failed:

@@ -89,13 +89,20 @@ def adjust(verdicts: list[Verdict]) -> list[Verdict]:
     return out
 
 
+def holds(verdict: Verdict, field: str = "p_holm") -> bool:
+    """Whether ``verdict`` is decided (reproduced or not reproduced) and its corrected p-value
+    ``field`` (``p_holm`` or ``q_bh``) is below 0.05."""
+    p = getattr(verdict, field)
+    return verdict.status in (REPRODUCED, NOT_REPRODUCED) and p is not None and p < ALPHA
+
+
 def holding(verdicts: list[Verdict], field: str = "p_holm") -> list[Verdict]:
-    """The decided verdicts (reproduced or not reproduced) whose corrected p-value ``field``
-    (``p_holm`` or ``q_bh``) is below 0.05."""
-    return [
-        v
-        for v in verdicts
-        if v.status in (REPRODUCED, NOT_REPRODUCED)
-        and getattr(v, field) is not None
-        and getattr(v, field) < ALPHA
-    ]
+    """The verdicts that :func:`holds` keeps."""
+    return [v for v in verdicts if holds(v, field)]
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as reports print it: 3 decimals, or 2 significant digits below 0.001."""
+    if p is None:
+        return ""
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlvr.compare.claims import NOT_REPRODUCED, REPRODUCED, Verdict
-from rlvr.compare.multiplicity import ALPHA
+from rlvr.compare.multiplicity import holds, p_text
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,7 @@ class Replication:
 
     @property
     def replicates(self) -> bool:
-        here = self.here
-        return (
-            here is not None
-            and here.status == self.there.status
-            and here.p_holm is not None
-            and here.p_holm < ALPHA
-        )
+        return self.here is not None and self.here.status == self.there.status and holds(self.here)
 
 
 def replications(there: list[Verdict], here: list[Verdict]) -> list[Replication]:
@@ -46,7 +40,7 @@ def replications(there: list[Verdict], here: list[Verdict]) -> list[Replication]
 def _cell(v: Verdict | None) -> str:
     if v is None:
         return "not judged"
-    holm = "" if v.p_holm is None else f" (Holm p {v.p_holm:.2g})"
+    holm = "" if v.p_holm is None else f" (Holm p {p_text(v.p_holm)})"
     return v.status + holm
 
 

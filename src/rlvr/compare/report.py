@@ -162,15 +162,9 @@ def _summary_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
 P_HEAD = ["p", "Holm p", "BH q"]
 
 
-def _p_text(p: float | None) -> str:
-    if p is None:
-        return ""
-    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
-
-
 def _p_cells(v: Verdict) -> list[str]:
     """The verdict's p-value and its two corrections across claims (rlvr.compare.multiplicity)."""
-    return [_p_text(v.p), _p_text(v.p_holm), _p_text(v.q_bh)]
+    return [multiplicity.p_text(p) for p in (v.p, v.p_holm, v.q_bh)]
 
 
 def _claims_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:

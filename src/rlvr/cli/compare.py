@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
         jobs=args.jobs,
         fresh=args.fresh,
         run=not args.report_only,
-        command="rlvr compare " + " ".join(shlex.quote(a) for a in kept),
+        command=shlex.join(["rlvr", "compare", *kept]),
     )
     for v in result.report.verdicts:
         holm = "" if v.p_holm is None else f"Holm p {p_text(v.p_holm)}; "

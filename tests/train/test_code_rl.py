@@ -1,6 +1,7 @@
 """RL with the ``code`` reward on generated code tasks; scoring overlapped with generation."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from rlvr.models import load_model
 from rlvr.sandbox import SandboxResult, SandboxStatus
 from rlvr.train.loop import sandbox_notes, train
 from rlvr.train.metrics import read_metrics
+from rlvr.train.preflight import refuse_unconfined
 
 
 @pytest.fixture()
@@ -170,6 +172,28 @@ def test_the_fake_sampler_catches_a_sequential_round(train_config):
     prompts = [Prompt(ids=(1, 2), reference=ref, example=None) for ref in ("x", "y")]
     with pytest.raises(AssertionError, match="not scored during chunk 1"):
         sample_round(sampler, type("T", (), {"pad_token_id": 0})(), scorer, prompts, cfg)
+
+
+def test_a_run_refuses_a_sandbox_that_cannot_hide_its_files_unless_allowed():
+    for mode in (None, "bwrap", "fallback-landlock", "fallback-uid"):
+        refuse_unconfined(mode, allowed=False)
+    refuse_unconfined("fallback-minimal", allowed=True)
+    with pytest.raises(ValueError, match=r"fallback-minimal.*reward\.allow_unconfined=true"):
+        refuse_unconfined("fallback-minimal", allowed=False)
+
+
+def test_a_run_refuses_before_anything_loads(train_config, monkeypatch):
+    """The refusal comes first: no model is loaded and no run directory is made."""
+    import rlvr.train.loop as loop
+    import rlvr.train.preflight as preflight
+
+    monkeypatch.setattr(preflight, "sandbox_isolation", lambda verifier: "fallback-minimal")
+    monkeypatch.setattr(loop, "load_policy", lambda *a: pytest.fail("the model was loaded"))
+    cfg = train_config("reward.verifier=code", out="refused")
+    with pytest.raises(ValueError, match="allow_unconfined"):
+        train(cfg)
+    assert not Path(cfg.log.output_dir).exists()
+    preflight.preflight(cfg, device=False)  # a dry run for another machine is not refused
 
 
 def test_a_run_warns_when_programs_can_read_its_files():

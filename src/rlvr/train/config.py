@@ -138,6 +138,8 @@ class RewardConfig:
     """Time limit per completion (``None``: none)."""
     workers: int = 0
     """Verifier worker processes (0: score in the training process)."""
+    allow_unconfined: bool = False
+    """Train with the ``code`` verifier even where its programs can read your files (``fallback-minimal``)."""
 
     def __post_init__(self) -> None:
         _check(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlvr.rewards import get_verifier
+from rlvr.rewards.registry import sandbox_isolation
 from rlvr.train.config import SFTConfig, TrainConfig
 
 
@@ -13,9 +14,9 @@ def preflight(
 ) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
-    Missing local data files or model directories, a device this machine lacks (unless
-    ``device`` is false: a dry run written for another machine) and an unknown verifier are
-    reported first, each naming its key. ``produced``: data files an earlier pipeline stage
+    Missing local data files or model directories, a device this machine lacks or a code
+    sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
+    for another machine) and an unknown verifier are reported first, each naming its key. ``produced``: data files an earlier pipeline stage
     will write (not checked for existence).
     """
     from rlvr.data import check_source
@@ -49,3 +50,16 @@ def preflight(
             )
         except (TypeError, ValueError) as err:
             raise ValueError(f"reward.verifier: {err}") from None
+        if device:  # this machine's sandbox: a dry run is written for another
+            refuse_unconfined(sandbox_isolation(reward.verifier), reward.allow_unconfined)
+
+
+def refuse_unconfined(mode: str | None, allowed: bool) -> None:
+    """Refuse to train where programs can read the caller's files, the references among them
+    (``fallback-minimal``, docs/sandbox.md), unless ``reward.allow_unconfined`` says to."""
+    if mode == "fallback-minimal" and not allowed:
+        raise ValueError(
+            "the code sandbox here cannot hide your files from the programs (fallback-minimal), "
+            "so a policy could be paid for reading the answers: install bubblewrap or run on a "
+            "kernel with Landlock (docs/sandbox.md), or set reward.allow_unconfined=true"
+        )

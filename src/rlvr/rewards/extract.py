@@ -36,8 +36,7 @@ def after_think(text: str) -> str:
     >>> after_think("<think>2+2 is 4</think> \\boxed{4}")
     ' \\boxed{4}'
     """
-    cut = text.rfind(THINK_CLOSE)
-    return text if cut < 0 else text[cut + len(THINK_CLOSE) :]
+    return text.rpartition(THINK_CLOSE)[2]
 
 
 def _closing_braces(text: str) -> dict[int, int]:

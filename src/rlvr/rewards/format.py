@@ -47,8 +47,7 @@ def formatted(
     """``inner``'s score on the answer part if the format holds, else the penalty."""
     if not think_format_ok(completion, think_in_prompt=think_in_prompt):
         return inner.failure_value if penalty is None else float(penalty)
-    answer_part = completion.split(CLOSE, 1)[1]
-    return inner(answer_part, reference)
+    return inner(completion.split(CLOSE, 1)[1], reference)
 
 
 def _check_options(inner: Verifier, penalty: float | None, think_in_prompt: bool) -> None:

@@ -13,7 +13,6 @@ from rlvr.rewards.code import (
     SKIPPED,
     CodeConfig,
     TestSuite,
-    code_binary_verifier,
     code_verifier,
     extract_code,
     parse_reference,
@@ -102,7 +101,7 @@ def test_taco_json_string_reference() -> None:
     assert code_verifier(SUM_NEG_ONLY_WRONG, json.dumps(SUM_REF), config=FAST) == pytest.approx(
         2 / 3
     )
-    assert code_binary_verifier(SUM_RIGHT, json.dumps(SUM_REF), config=FAST) == 1.0
+    assert code_verifier(SUM_RIGHT, json.dumps(SUM_REF), soft=False, config=FAST) == 1.0
 
 
 @pytest.mark.parametrize(

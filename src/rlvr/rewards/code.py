@@ -611,17 +611,6 @@ def code_verifier(
     return verdict.score(soft)
 
 
-def code_binary_verifier(
-    completion: str, reference: Any, *, config: CodeConfig = DEFAULT_CODE_CONFIG
-) -> float:
-    """1.0 when the completion's program passes every test, else 0.0 (Klear's "hard" reward).
-
-    >>> code_binary_verifier("print(input())", {"inputs": ["a", "b"], "outputs": ["a", "b"]})
-    1.0
-    """
-    return code_verifier(completion, reference, soft=False, config=config)
-
-
 CODE_MODES = ("soft", "binary")
 
 

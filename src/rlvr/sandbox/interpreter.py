@@ -97,9 +97,8 @@ def readable_by_others(path: str) -> bool:
     """True when a user who is neither owner nor in the group can reach and read ``path``."""
     full = Path(os.path.realpath(path))
     try:
-        for parent in reversed(full.parents):
-            if not parent.stat().st_mode & stat.S_IXOTH:
-                return False
+        if not all(parent.stat().st_mode & stat.S_IXOTH for parent in full.parents):
+            return False
         mode = full.stat().st_mode
     except OSError:
         return False

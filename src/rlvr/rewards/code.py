@@ -334,8 +334,7 @@ def _driver(suite: TestSuite, statement: str) -> str:
         stubs["candidate"] = suite.fn_name
     used = _names(statement).used | _names(suite.setup).used
     prelude = _PRELUDE if used & _prelude_names() else ""  # its imports cost time in every run
-    call = f"run({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
-    return _driver_module() + "\n" + call
+    return _driver_module() + f"\nrun({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:

@@ -31,8 +31,7 @@ def think_format_ok(completion: str, *, think_in_prompt: bool = False) -> bool:
     """
     if completion.count(CLOSE) != 1 or completion.count(OPEN) > (0 if think_in_prompt else 1):
         return False
-    text = completion if not think_in_prompt else OPEN + completion
-    match = _SPLIT_RE.match(text)
+    match = _SPLIT_RE.match(OPEN + completion if think_in_prompt else completion)
     return bool(match and match["think"].strip() and match["rest"].strip())
 
 

@@ -54,12 +54,8 @@ def _closing_braces(text: str) -> dict[int, int]:
 def _boxes(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of the contents of every complete ``\\boxed{...}``, in order."""
     closes = _closing_braces(text)
-    spans = []
-    for match in _BOX_RE.finditer(text):
-        open_at = match.end() - 1
-        if open_at in closes:
-            spans.append((open_at + 1, closes[open_at]))
-    return spans
+    opens = (match.end() - 1 for match in _BOX_RE.finditer(text))
+    return [(at + 1, closes[at]) for at in opens if at in closes]
 
 
 def last_boxed(text: str) -> str | None:

@@ -459,8 +459,7 @@ def _names(source: str) -> _Names:
         return _Names()
     named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     top = _imported(module.body) | {n.name for n in module.body if isinstance(n, named)}
-    for statement in (n for n in module.body if not isinstance(n, named)):
-        top |= _stored(ast.walk(statement))
+    top |= _stored(n for s in module.body if not isinstance(s, named) for n in ast.walk(s))
     nodes = list(ast.walk(module))
     names = [n for n in nodes if isinstance(n, ast.Name)]
     bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)

@@ -325,11 +325,7 @@ def run_pipeline(
     first_model, overrides = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(overrides, names, skip=data)
-    for stage in pipeline.stages:  # every stage's overrides checked before any stage runs
-        if stage.kind == "data":
-            data_step(pipeline, stage, by_stage[stage.name])
-        else:
-            stage_config(pipeline, stage, None, by_stage[stage.name])
+    check_pipeline(pipeline, overrides, device=True)  # every stage, before any stage runs
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
     model = first_model
@@ -359,11 +355,13 @@ def run_pipeline(
 
 
 def check_pipeline(
-    pipeline: Pipeline, overrides: Sequence[str] = ()
+    pipeline: Pipeline, overrides: Sequence[str] = (), *, device: bool = False
 ) -> list[TrainConfig | SFTConfig | None]:
     """Every training stage's configuration with ``overrides`` applied (as :func:`run_pipeline`
-    takes them), checked as a run checks it before loading anything, and every data stage's
-    options (``None`` in its place: a data stage has no run configuration); nothing runs."""
+    takes them), checked as a run checks it before loading anything (with ``device``, this
+    machine's device and code sandbox too, as :func:`~rlvr.train.preflight.preflight` does),
+    and every data stage's options (``None`` in its place: a data stage has no run
+    configuration); nothing runs."""
     names = [s.name for s in pipeline.stages]
     _, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
@@ -377,7 +375,7 @@ def check_pipeline(
             continue
         cfg = stage_config(pipeline, stage, None, by_stage[stage.name])
         try:
-            preflight(cfg, device=False, produced=frozenset(produced))
+            preflight(cfg, device=device, produced=frozenset(produced))
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)

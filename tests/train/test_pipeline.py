@@ -155,16 +155,37 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     assert "no stage 'nope'" in capsys.readouterr().err
 
 
-def test_a_bad_override_of_a_later_stage_stops_the_pipeline_before_it_starts(tmp_path):
-    data = {
+def _two_stages(tmp_path, *later: str) -> dict:
+    """An SFT stage on an existing file, then an RL stage with the overrides ``later``."""
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "completion": "2"}\n')
+    first = ["data.train=" + str(tmp_path / "a.jsonl")]
+    return {
         "output_dir": str(tmp_path / "pipe"),
         "stages": [
-            {"name": "a", "kind": "sft", "config": "sft", "overrides": ["data.train=a.jsonl"]},
-            {"name": "b", "kind": "train", "config": "demo", "overrides": ["foo=1"]},
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": first},
+            {"name": "b", "kind": "train", "config": "demo", "overrides": list(later)},
         ],
     }
+
+
+def test_a_bad_override_of_a_later_stage_stops_the_pipeline_before_it_starts(tmp_path):
     with pytest.raises(ValueError, match="stage 'b': .*foo"):
-        run_pipeline(parse_pipeline(data, source="p.yaml"))
+        run_pipeline(parse_pipeline(_two_stages(tmp_path, "foo=1"), source="p.yaml"))
+    assert not (tmp_path / "pipe").exists()  # stage a never started
+
+
+def test_a_later_stage_that_could_not_start_stops_the_pipeline_before_it_starts(
+    tmp_path, monkeypatch
+):
+    """A later stage is checked as its run will check it: its files, and this machine's."""
+    import rlvr.train.preflight as preflight
+
+    missing = str(tmp_path / "missing.jsonl")
+    with pytest.raises(ValueError, match=f"stage 'b': data.train: {missing}: no such file"):
+        run_pipeline(parse_pipeline(_two_stages(tmp_path, f"data.train={missing}"), source="p"))
+    monkeypatch.setattr(preflight, "sandbox_isolation", lambda verifier: "fallback-minimal")
+    with pytest.raises(ValueError, match="stage 'b': .*reward.allow_unconfined=true"):
+        run_pipeline(parse_pipeline(_two_stages(tmp_path, "reward.verifier=code"), source="p"))
     assert not (tmp_path / "pipe").exists()  # stage a never started
 
 

@@ -16,8 +16,8 @@ def preflight(
 
     Missing local data files or model directories, a device this machine lacks or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
-    for another machine) and an unknown verifier are reported first, each naming its key. ``produced``: data files an earlier pipeline stage
-    will write (not checked for existence).
+    for another machine) and an unknown verifier are reported first, each naming its key.
+    ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
     from rlvr.models import looks_like_path, preset_names, torch_device

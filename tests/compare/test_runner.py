@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rlvr.compare import load_study, plan, run_study
-from rlvr.compare.report import build_blocks, to_markdown
+from rlvr.compare.render import to_markdown
+from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.runner import _child_env, default_jobs, initial_states
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash

@@ -1,16 +1,14 @@
 """The study report: ``report.md``, a self-contained ``report.html``, figures and ``results.json``.
 
-Both documents are rendered from one list of blocks (headings, paragraphs, tables, figures,
-code), so they say the same thing; the HTML embeds the figures as base64 PNG.
+The claims are judged, and the report is built as one list of blocks (headings, paragraphs,
+tables, figures, code) that :mod:`rlvr.compare.render` writes as both documents, so they say
+the same thing.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import html
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from rlvr.compare.claims import (
     paired_arrays,
 )
 from rlvr.compare.evidence import assess, same_run
+from rlvr.compare.render import Block, to_html, to_markdown
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, mean_std, paired_interval
 from rlvr.compare.study import RunSpec, Study, load_study, objective_name, plan
@@ -44,14 +43,9 @@ STATUSES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, UNTESTABLE)
 
 
 @dataclass(frozen=True)
-class Block:
-    kind: str
-    """``h1``, ``h2``, ``h3``, ``p``, ``table``, ``img``, ``code``."""
-    content: object
-
-
-@dataclass(frozen=True)
 class ReportFiles:
+    """What :func:`write_report` wrote, and the verdicts it judged."""
+
     markdown: Path
     html: Path
     results: Path
@@ -363,73 +357,6 @@ def build_blocks(
     blocks.append(Block("h2", "How the numbers are made"))
     blocks += [Block("p", text) for text in RULES_TEXT]
     return blocks + _runs(specs, by_regime)
-
-
-# ------------------------------------------------------------------ rendering
-
-
-def _md_table(rows: list[list[str]]) -> str:
-    esc = [[str(c).replace("|", "\\|").replace("\n", " ") for c in row] for row in rows]
-    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])]
-    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
-    return "\n".join(lines)
-
-
-def to_markdown(blocks: list[Block], root: Path) -> str:
-    out = []
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + str(b.content))
-        elif b.kind == "p":
-            out.append(str(b.content))
-        elif b.kind == "code":
-            out.append(f"```bash\n{b.content}\n```")
-        elif b.kind == "table":
-            out.append(_md_table(b.content))
-        elif b.kind == "img":
-            rel = Path(b.content).relative_to(root)
-            out.append(f"![{rel.stem}]({rel.as_posix()})")
-    return "\n\n".join(out) + "\n"
-
-
-def _inline(text: str) -> str:
-    text = html.escape(str(text))
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-
-
-STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
-    "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}th{background:#f3f3f3}"
-    "img{max-width:100%}code{background:#f3f3f3;padding:0 3px}pre{background:#f3f3f3;padding:8px}"
-)
-
-
-def to_html(blocks: list[Block], title: str) -> str:
-    out = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{STYLE}</style></head><body>"
-    ]
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            out.append(f"<{b.kind}>{_inline(b.content)}</{b.kind}>")
-        elif b.kind == "p":
-            out.append(f"<p>{_inline(b.content)}</p>")
-        elif b.kind == "code":
-            out.append(f"<pre>{html.escape(str(b.content))}</pre>")
-        elif b.kind == "table":
-            head, *rows = b.content
-            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>")
-            out += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows]
-            out.append("</table>")
-        elif b.kind == "img":
-            data = base64.b64encode(Path(b.content).read_bytes()).decode()
-            out.append(
-                f"<p><img alt='{html.escape(Path(b.content).stem)}' src='data:image/png;base64,{data}'></p>"
-            )
-    out.append("</body></html>")
-    return "\n".join(out)
 
 
 # ------------------------------------------------------------------ the report

@@ -54,7 +54,13 @@ def test_every_panel_labels_both_axes(tmp_path, drawn):
     """The y axes had no label: a reader could not tell reward from share, nats from tokens."""
     from rlvr.train.plots import PANELS
 
-    names = ["reward/mean", "policy/entropy", "clip/frac", "clip/q1_share"]
+    names = [
+        "reward/mean",
+        "policy/entropy",
+        "clip/frac",
+        "clip/q1_share",
+        "contrast/grpo/token_frac",
+    ]
     names += ["response/length_mean", "eval/avg@4", "sft/loss"]
     rows = [{"step": s, **{name: 0.5 for name in names}} for s in (1, 2)]
     plot_runs({"run": rows}, tmp_path)
@@ -62,3 +68,17 @@ def test_every_panel_labels_both_axes(tmp_path, drawn):
     for name, figure in drawn.items():
         (ax,) = figure.axes
         assert ax.get_xlabel() == "step" and ax.get_ylabel(), name
+
+
+def test_the_contrast_panel_has_one_line_per_compared_objective(tmp_path, drawn):
+    """Each name in ``log.contrast`` is a line of its token share; its quadrant shares are not."""
+    rows = [
+        {"step": s, "contrast/grpo/token_frac": 0.01 * s, "contrast/grpo/q1_frac": 0.0}
+        | {"contrast/apmpo:fss_form=mean/token_frac": 0.0}
+        for s in (1, 2)
+    ]
+    plot_runs({"run": rows}, tmp_path)
+    (ax,) = drawn["contrast.png"].axes
+    labels = sorted(line.get_label() for line in ax.get_lines())
+    assert labels == ["contrast/apmpo:fss_form=mean/token_frac", "contrast/grpo/token_frac"]
+    assert list(_line(drawn["contrast.png"], "contrast/grpo").get_ydata()) == [0.01, 0.02]

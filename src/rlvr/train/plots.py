@@ -1,7 +1,7 @@
 """PNG curves of one or more runs' ``metrics.jsonl`` (``rlvr plot``).
 
-One figure per panel (reward, entropy, clip fractions, quadrant shares, response
-length, held-out scores), one line per run and metric. Panels whose metrics no run
+One figure per panel (reward, entropy, clip fractions, quadrant shares, the objective
+contrast, response length, held-out scores), one line per run and metric. Panels whose metrics no run
 logged are skipped. A step whose value was not finite (``null`` in ``metrics.jsonl``)
 breaks the line there and is marked by a dotted vertical line; the legend counts such steps.
 """
@@ -32,6 +32,11 @@ PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Out-of-band quadrant shares",
         "share of out-of-band events",
         ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
+    ),
+    "contrast": (
+        "Where another objective's update differs (log.contrast)",
+        "share of response tokens",
+        (r"contrast/.+/token_frac",),
     ),
     "length": ("Response length", "tokens", ("response/length_mean", "response/length_max")),
     "eval": ("Held-out", "mean over held-out problems", (r"eval/(avg|pass)@\d+",)),

@@ -286,6 +286,17 @@ def test_progress_bar_and_plain_lines(capsys):
     assert "train step 2/2  reward 0.500  entropy 1.500" in capsys.readouterr().err
 
 
+def test_a_share_headline_is_shown_as_a_percentage(capsys):
+    """A contrast share of 0.0005 read as 0.000 to three decimals: shown as 0.05% instead."""
+    from rlvr.train.loop import contrast_shown
+    from rlvr.train.progress import ProgressReporter
+
+    shown = [("reward/mean", "reward"), *contrast_shown(["grpo"])]
+    lines = ProgressReporter(LogConfig(progress="auto"), total=1, start=0, title="t", shown=shown)
+    lines.step(1, {"reward/mean": 0.5, "contrast/grpo/token_frac": 0.0005})
+    assert "t step 1/1  reward 0.500  differs vs grpo 0.05%" in capsys.readouterr().err
+
+
 def test_plain_lines_are_thinned_on_long_runs(capsys):
     from rlvr.train.progress import MAX_PLAIN_LINES, ProgressReporter
 

@@ -44,7 +44,7 @@ from rlvr.train.config import RunConfig
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
-from rlvr.train.progress import ProgressReporter
+from rlvr.train.progress import Headline, ProgressReporter
 from rlvr.train.prompts import IndexSampler
 from rlvr.train.run_dir import RunDir, expand_output_dir, locate_run_dir, open_run_dir
 
@@ -78,8 +78,8 @@ class Job(Protocol):
 
     title: str
     """Progress-bar title (``train``, ``sft``)."""
-    shown: Sequence[tuple[str, str]]
-    """``(metric, label)`` pairs the progress bar shows."""
+    shown: Sequence[tuple[str, str] | Headline]
+    """What the progress bar shows: :class:`~rlvr.train.progress.Headline` s or ``(metric, label)`` pairs."""
     total_steps: int
     """Last step of the run."""
     model: torch.nn.Module

@@ -23,6 +23,7 @@ import torch
 from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
+from rlvr.objectives.contrast import PREFIX as CONTRAST_PREFIX
 from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.sandbox import isolation_level
@@ -34,6 +35,7 @@ from rlvr.train.metrics import peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
+from rlvr.train.progress import Headline
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
 from rlvr.train.rollout import (
     Rounds,
@@ -88,7 +90,7 @@ class RLRun:
     """The generation worker's batches under ``rollout.staleness >= 1`` (``None``: synchronous)."""
     title: str = "train"
     """Progress-bar title."""
-    shown: Sequence[tuple[str, str]] = SHOWN
+    shown: Sequence[tuple[str, str] | Headline] = SHOWN
     """Headline metrics of the progress bar."""
 
     @property
@@ -161,7 +163,14 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         objective=cfg.loss_config,
         sandbox=sandbox_isolation(cfg.reward.verifier),
         stream=stream,
+        shown=(*SHOWN, *contrast_shown(cfg.log.contrast)),
     )
+
+
+def contrast_shown(names: Sequence[str]) -> list[Headline]:
+    """Progress-line entries of ``log.contrast``: each name's share of tokens whose update
+    differs from the run's (``contrast/<name>/token_frac``)."""
+    return [Headline(f"{CONTRAST_PREFIX}{n}/token_frac", f"differs vs {n}", True) for n in names]
 
 
 def sandbox_notes(mode: str | None) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from rich.console import Console
 from rich.progress import (
@@ -21,8 +22,23 @@ MAX_PLAIN_LINES = 50
 """Off a terminal, about this many step lines per run (every step of a short run)."""
 
 
+class Headline(NamedTuple):
+    """One metric on the progress line."""
+
+    metric: str
+    """Its name in the step's metrics."""
+    label: str
+    """What the line calls it."""
+    percent: bool = False
+    """Shown as a percentage (small shares such as 0.0005 -> ``0.05%``), else to 3 decimals."""
+
+    def text(self, value: float) -> str:
+        return f"{self.label} {100 * value:.2f}%" if self.percent else f"{self.label} {value:.3f}"
+
+
 class ProgressReporter:
-    """Shows each step's headline metrics (``shown``: ``(metric name, label)`` pairs).
+    """Shows each step's headline metrics (``shown``: :class:`Headline` s, or
+    ``(metric name, label)`` pairs).
 
     On a terminal a live bar; elsewhere (logs, CI) plain lines, thinned to about
     :data:`MAX_PLAIN_LINES` per run plus the last step.
@@ -35,13 +51,14 @@ class ProgressReporter:
         total: int,
         start: int,
         title: str,
-        shown: Sequence[tuple[str, str]],
+        shown: Sequence[tuple[str, str] | Headline],
     ) -> None:
         self.console = Console(file=sys.stderr)
         self.mode = cfg.progress
         if self.mode == "auto":
             self.mode = "on" if self.console.is_terminal else "lines"
-        self.total, self.shown, self.title = total, shown, title
+        self.total, self.title = total, title
+        self.shown = [Headline(*entry) for entry in shown]
         self.line_every = max(1, total // MAX_PLAIN_LINES)
         self._bar = None
         if self.mode == "on":
@@ -58,11 +75,7 @@ class ProgressReporter:
             self._bar.start()
 
     def _stats(self, metrics: Mapping[str, float | None]) -> str:
-        parts = [
-            f"{label} {metrics[name]:.3f}"
-            for name, label in self.shown
-            if metrics.get(name) is not None
-        ]
+        parts = [h.text(metrics[h.metric]) for h in self.shown if metrics.get(h.metric) is not None]
         return "  ".join(parts)
 
     def step(self, step: int, metrics: Mapping[str, float | None]) -> None:

@@ -18,6 +18,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence",
         "evidence-hard",
         "evidence-hard-replication",
+        "evidence-smollm2",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -25,6 +26,27 @@ def test_bundled_studies_and_all_is_their_union():
     assert whole.claims == ("abc", "etr", "klear", "apmpo")
     assert whole.seeds == (0, 1, 2) and all(p.seeds == (0, 1, 2) for p in parts)
     assert whole.groups == ["abc", "etr", "klear", "apmpo"]
+
+
+def test_evidence_smollm2_runs_abc_on_the_smollm2_recipes_model_and_task(tmp_path):
+    """Its arms are abc's, with the model, data, reward and rollout of ``--config smollm2``."""
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import load_config
+
+    recipe = load_config(TrainConfig, "smollm2", [])
+    specs = plan(load_study("evidence-smollm2"), tmp_path)
+    assert {s.arm.name for s in specs} == {"abc/grpo", "abc/abc_grpo"} and len(specs) == 12
+    for spec in specs:
+        cfg = spec.config
+        assert (cfg.model.name, cfg.data.gym, cfg.reward.verifier) == (
+            recipe.model.name,
+            recipe.data.gym,
+            recipe.reward.verifier,
+        )
+        assert cfg.data.system_prompt == recipe.data.system_prompt
+        assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+        assert (cfg.rollout.minibatches, cfg.rollout.epochs, cfg.optim.lr) == (16, 2, 1e-5)
+        assert cfg.loss_config.advantage_mode == "group_mean"  # abc's eq. 3, not smollm2's
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

@@ -181,3 +181,32 @@ def test_figures_fold_arms_that_trained_identically():
     assert [k.name for k in kept] == ["a", "b"] and shown["a"] == "A = C\n(identical training)"
     kept, shown = _merged_identical([a, b], labels, {frozenset(("a", "b"))})
     assert [k.name for k in kept] == ["a"] and shown["a"] == "A = B\n(identical training)"
+
+
+def test_a_held_out_score_of_the_last_step_only_is_drawn_as_points(tmp_path, monkeypatch):
+    """A metric at one step drew an invisible one-point line and no band: empty panels."""
+    from matplotlib.figure import Figure
+
+    from rlvr.compare.figures import curves_figure
+
+    saved = {}
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: saved.setdefault("fig", fig))
+    arms = []
+    for name, scores in (("a", [0.5, 0.7]), ("b", [0.4, 0.6])):
+        arm = ArmData(name)
+        for seed, score in enumerate(scores):
+            rows = [{"step": s, "reward/accuracy": 0.1 * s} for s in (1, 2, 3)]
+            rows[-1]["eval/avg@4"] = score
+            arm.runs[seed] = RunData(seed, rows, {})
+        arms.append(arm)
+    curves_figure("t", arms, {"a": "A", "b": "B"}, tmp_path / "f.png")
+    axes = {ax.get_title().split("\n")[-1]: ax for ax in saved["fig"].axes}
+    points = [line for line in axes["eval/avg@4"].get_lines() if line.get_marker() == "o"]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in points] == [
+        (2.95, 0.6),
+        (3.05, 0.5),
+    ]  # each arm's mean, side by side at the last step
+    ranges = [c.get_segments()[0] for c in axes["eval/avg@4"].collections]
+    assert [(seg[0][1], seg[1][1]) for seg in ranges] == [(0.5, 0.7), (0.4, 0.6)]  # min-max
+    lines = axes["reward/accuracy"].get_lines()  # several steps: still a line per arm
+    assert [list(line.get_xdata()) for line in lines] == [[1, 2, 3], [1, 2, 3]]

@@ -75,6 +75,19 @@ def band(arm: ArmData, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return np.asarray(steps), stack.mean(0), stack.min(0), stack.max(0)
 
 
+def _draw_band(ax, data: tuple, color: str, label: str, slot: float) -> None:
+    """The mean as a line with its min-max band; a metric logged at one step only (a held-out
+    score after the last step) as a point with its min-max range, shifted by ``slot`` tenths of
+    a step so that the arms' points stand side by side."""
+    steps, mean, low, high = data
+    if len(steps) > 1:
+        ax.plot(steps, mean, color=color, label=label, lw=1.5)
+        ax.fill_between(steps, low, high, color=color, alpha=0.18, lw=0)
+        return
+    spread = [mean - low, high - mean]
+    ax.errorbar(steps + 0.1 * slot, mean, yerr=spread, fmt="o", color=color, label=label, capsize=3)
+
+
 def curves_figure(
     title: str, arms: list[ArmData], labels: dict[str, str], path: Path
 ) -> Path | None:
@@ -90,10 +103,7 @@ def curves_figure(
             data = band(arm, metric)
             if data is None:
                 continue
-            steps, mean, low, high = data
-            color = f"C{i}"
-            ax.plot(steps, mean, color=color, label=labels.get(arm.name, arm.name), lw=1.5)
-            ax.fill_between(steps, low, high, color=color, alpha=0.18, lw=0)
+            _draw_band(ax, data, f"C{i}", labels.get(arm.name, arm.name), i - (len(arms) - 1) / 2)
         ax.set_title(f"{label}\n{metric}", fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=7)

@@ -79,7 +79,8 @@ class Job(Protocol):
     title: str
     """Progress-bar title (``train``, ``sft``)."""
     shown: Sequence[tuple[str, str] | Headline]
-    """What the progress bar shows: :class:`~rlvr.train.progress.Headline` s or ``(metric, label)`` pairs."""
+    """What the progress bar shows: :class:`~rlvr.train.progress.Headline` entries or
+    ``(metric, label)`` pairs."""
     total_steps: int
     """Last step of the run."""
     model: torch.nn.Module

@@ -1,9 +1,10 @@
 """PNG curves of one or more runs' ``metrics.jsonl`` (``rlvr plot``).
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, the objective
-contrast, response length, held-out scores), one line per run and metric. Panels whose metrics no run
-logged are skipped. A step whose value was not finite (``null`` in ``metrics.jsonl``)
-breaks the line there and is marked by a dotted vertical line; the legend counts such steps.
+contrast, response length, held-out scores), one line per run and metric. Panels whose
+metrics no run logged are skipped. A step whose value was not finite (``null`` in
+``metrics.jsonl``) breaks the line there and is marked by a dotted vertical line; the legend
+counts such steps.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class Headline(NamedTuple):
 
 
 class ProgressReporter:
-    """Shows each step's headline metrics (``shown``: :class:`Headline` s, or
+    """Shows each step's headline metrics (``shown``: :class:`Headline` entries, or
     ``(metric name, label)`` pairs).
 
     On a terminal a live bar; elsewhere (logs, CI) plain lines, thinned to about

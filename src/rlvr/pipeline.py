@@ -321,11 +321,11 @@ def run_pipeline(
     if "{time}" in pipeline.output_dir:
         stamp = time.strftime(TIME_FORMAT)
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
+    check_pipeline(pipeline, overrides, device=True)  # every stage, before any stage runs
     names = [s.name for s in pipeline.stages]
     first_model, overrides = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(overrides, names, skip=data)
-    check_pipeline(pipeline, overrides, device=True)  # every stage, before any stage runs
     out = Path(pipeline.output_dir)
     results: list[StageResult] = []
     model = first_model
@@ -363,7 +363,7 @@ def check_pipeline(
     and every data stage's options (``None`` in its place: a data stage has no run
     configuration); nothing runs."""
     names = [s.name for s in pipeline.stages]
-    _, rest = _first_model(pipeline.model, overrides, names)
+    first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(rest, names, skip=data)
     configs, produced = [], set()
@@ -373,7 +373,8 @@ def check_pipeline(
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
             configs.append(None)
             continue
-        cfg = stage_config(pipeline, stage, None, by_stage[stage.name])
+        # the first model stands in for a later stage's, which the stages before it produce
+        cfg = stage_config(pipeline, stage, first, by_stage[stage.name])
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
         except ValueError as err:

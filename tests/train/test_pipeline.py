@@ -348,6 +348,26 @@ def test_a_command_line_model_replaces_the_files_first_model(
     assert _model_name(tmp_path / "pipe" / "warm") == str(tiny_model_dir)
 
 
+def test_the_files_model_replaces_a_missing_model_of_a_stage_config_in_the_check(
+    tmp_path, tiny_model_dir, sft_file
+):
+    """The up-front check reads each stage with the model it will start from, not the model
+    its config names (here a directory that does not exist, replaced by the file's)."""
+    (tmp_path / "mine.yaml").write_text("base: sft\nmodel: {name: ./no-such-model}\n")
+    stage = {"name": "warm", "kind": "sft", "config": str(tmp_path / "mine.yaml")}
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "model": str(tiny_model_dir),
+        "stages": [stage | {"overrides": [f"data.train={sft_file}"]}],
+    }
+    with pytest.raises(Killed):  # the stage started: the check passed
+        run_pipeline(
+            parse_pipeline(data, source="p.yaml"),
+            overrides=LOG,
+            callbacks=lambda s: [StopAtStart()],
+        )
+
+
 def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
     data = {
         "output_dir": str(tmp_path / "pipe"),

@@ -19,6 +19,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-hard",
         "evidence-hard-replication",
         "evidence-smollm2",
+        "evidence-smollm2-replication",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -47,6 +48,16 @@ def test_evidence_smollm2_runs_abc_on_the_smollm2_recipes_model_and_task(tmp_pat
         assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
         assert (cfg.rollout.minibatches, cfg.rollout.epochs, cfg.optim.lr) == (16, 2, 1e-5)
         assert cfg.loss_config.advantage_mode == "group_mean"  # abc's eq. 3, not smollm2's
+
+
+def test_evidence_smollm2_replication_runs_the_same_arms_on_seeds_it_never_ran(tmp_path):
+    """Same run folders (arm fingerprints) as evidence-smollm2, seeds 6-15 only."""
+    there = plan(load_study("evidence-smollm2"), tmp_path)
+    study = load_study("evidence-smollm2-replication")
+    here = plan(study, tmp_path)
+    assert study.replicates == "evidence-smollm2" and study.claims == ("abc",)
+    assert {s.run_dir.parent for s in here} == {s.run_dir.parent for s in there}
+    assert sorted({s.seed for s in here}) == list(range(6, 16)) and len(here) == 20
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

@@ -92,6 +92,20 @@ def test_unknown_objective_or_hyperparameter(tmp_path):
         )
 
 
+def test_without_trl_the_import_names_the_extra(monkeypatch):
+    """``import rlvr.engines.trl`` without TRL says what to install, in one line."""
+    import importlib
+    import sys
+
+    for name in [
+        m for m in sys.modules if m == "trl" or m.startswith(("trl.", "rlvr.engines.trl"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "trl", None)  # import trl -> ModuleNotFoundError
+    with pytest.raises(ImportError, match=r'needs TRL: pip install "rlvr\[trl\]"'):
+        importlib.import_module("rlvr.engines.trl")
+
+
 # ---------------------------------------------------------------- against GRPOTrainer
 
 

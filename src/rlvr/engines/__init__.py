@@ -10,3 +10,20 @@
 
 The engines are optional dependencies: nothing here is imported by ``import rlvr``.
 """
+
+from __future__ import annotations
+
+import importlib
+
+
+def require(module: str, name: str) -> None:
+    """Import engine ``module`` (also the name of rlvr's extra for it), or stop with one line
+    naming that extra: the adapters need the engine, which ``import rlvr`` does not install."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name != module:
+            raise
+        raise ModuleNotFoundError(
+            f'rlvr.engines.{module} needs {name}: pip install "rlvr[{module}]"', name=module
+        ) from err

@@ -52,3 +52,16 @@ def test_without_plugins_nothing_is_registered():
     """Guard that the test above can fail: verl's own switch turns discovery off."""
     found = probe(VERL_USE_EXTERNAL_PLUGINS="none")
     assert found == {"losses": [], "advantages": [], "trainer": None}
+
+
+def test_without_verl_the_import_names_the_extra(monkeypatch):
+    """``import rlvr.engines.verl`` without verl says what to install, in one line."""
+    import importlib
+
+    for name in [
+        m for m in sys.modules if m == "verl" or m.startswith(("verl.", "rlvr.engines.verl"))
+    ]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "verl", None)  # import verl -> ModuleNotFoundError
+    with pytest.raises(ImportError, match=r'needs verl: pip install "rlvr\[verl\]"'):
+        importlib.import_module("rlvr.engines.verl")

@@ -4,7 +4,11 @@
 losses and from rlvr's trainer.
 """
 
-from rlvr.engines.trl.options import REFUSED, check_args, objective_config
-from rlvr.engines.trl.trainer import RlvrGRPOTrainer
+from rlvr.engines import require
+
+require("trl", "TRL")
+
+from rlvr.engines.trl.options import REFUSED, check_args, objective_config  # noqa: E402
+from rlvr.engines.trl.trainer import RlvrGRPOTrainer  # noqa: E402
 
 __all__ = ["REFUSED", "RlvrGRPOTrainer", "check_args", "objective_config"]

@@ -14,9 +14,13 @@ which ``import verl`` loads. The trainer that carries exact group statistics to 
 Hyperparameters: :mod:`.config`.
 """
 
-from rlvr.engines.verl.advantages import ESTIMATORS
-from rlvr.engines.verl.config import PolicyLossConfig, objective_config
-from rlvr.engines.verl.losses import EXACT_ROUTE, LOSSES, row_stats, step_counts
+from rlvr.engines import require
+
+require("verl", "verl")
+
+from rlvr.engines.verl.advantages import ESTIMATORS  # noqa: E402
+from rlvr.engines.verl.config import PolicyLossConfig, objective_config  # noqa: E402
+from rlvr.engines.verl.losses import EXACT_ROUTE, LOSSES, row_stats, step_counts  # noqa: E402
 
 __all__ = [
     "ESTIMATORS",

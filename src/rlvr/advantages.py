@@ -21,7 +21,10 @@ rounding residue of its float mean).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Real
+from typing import Any
 
 import torch
 
@@ -102,12 +105,16 @@ class StatsOptions:
                 f"unknown stats scope {self.scope!r}; valid: {', '.join(STATS_SCOPES)}"
             )
         if self.reward_range is not None:
-            lo, hi = (float(x) for x in self.reward_range)
-            if not lo < hi:
-                raise ValueError(
-                    f"reward_range must be (lo, hi) with lo < hi, got {self.reward_range}"
-                )
-            object.__setattr__(self, "reward_range", (lo, hi))
+            object.__setattr__(self, "reward_range", reward_range_pair(self.reward_range))
+
+
+def reward_range_pair(value: Any) -> tuple[float, float]:
+    """``value`` as ``(lo, hi)`` floats: two real numbers (not a string's characters), lo < hi."""
+    pair = () if isinstance(value, str) or not isinstance(value, Iterable) else tuple(value)
+    real = all(isinstance(x, Real) and not isinstance(x, bool) for x in pair)
+    if len(pair) != 2 or not real or not float(pair[0]) < float(pair[1]):
+        raise ValueError(f"reward_range must be (lo, hi) with lo < hi, got {value!r}")
+    return float(pair[0]), float(pair[1])
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,19 @@ def test_make_config_sets_and_validates():
         make_config("etr", lam1=None)
 
 
+@pytest.mark.parametrize("name", ["grpo", "dapo", "dr_grpo", "gppo"])
+def test_a_dual_clip_that_is_not_a_number_is_named(name):
+    """``clip_c="3"`` (a string from a dict of hyperparameters) names the field, as eps does."""
+    with pytest.raises(ValueError, match="clip_c must be a number, got '3'"):
+        make_config(name, clip_c="3")
+
+
+@pytest.mark.parametrize("value", ["[-1,1]", "01", 1.0, (0.0, 0.5, 1.0), ("a", "b"), None])
+def test_a_reward_range_that_is_not_a_pair_of_numbers_is_named(value):
+    with pytest.raises(ValueError, match=r"reward_range must be \(lo, hi\) with lo < hi, got"):
+        make_config("apmpo", reward_range=value)
+
+
 def test_unknown_objective_lists_valid_names():
     with pytest.raises(ValueError, match="unknown objective 'ppo'; valid: grpo, dapo, dr_grpo"):
         objective_spec("ppo")

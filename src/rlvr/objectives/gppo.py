@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch, masked_mean, stop_unit
-from rlvr.objectives.ppo_clip import check_eps, dual_clip
+from rlvr.objectives.ppo_clip import check_clip_c, check_eps, dual_clip
 from rlvr.objectives.registry import register_objective
 
 
@@ -52,8 +52,7 @@ class GppoConfig:
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite for gppo, got {getattr(self, name)}")
         check_eps(b1=self.b1, b2=self.b2)
-        if self.clip_c is not None and not self.clip_c > 1:
-            raise ValueError(f"clip_c must be > 1 (or None), got {self.clip_c}")
+        check_clip_c(self.clip_c)
 
 
 @register_objective(

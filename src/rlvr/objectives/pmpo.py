@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rlvr.advantages import STATS_SCOPES, GroupStats, StatsOptions
+from rlvr.advantages import STATS_SCOPES, GroupStats, StatsOptions, reward_range_pair
 from rlvr.objectives.base import (
     ClipInfo,
     ObjectiveOutput,
@@ -92,8 +92,8 @@ class PmpoConfig:
             raise ValueError(
                 f"unknown stats_scope {self.stats_scope!r}; valid: {', '.join(STATS_SCOPES)}"
             )
-        # validates reward_range (lo < hi) and normalises it to a tuple of floats
-        object.__setattr__(self, "reward_range", self.stats_options().reward_range)
+        # validates reward_range (two numbers, lo < hi) and normalises it to a tuple of floats
+        object.__setattr__(self, "reward_range", reward_range_pair(self.reward_range))
 
     def stats_options(self) -> StatsOptions:
         """The group statistics this objective reads."""

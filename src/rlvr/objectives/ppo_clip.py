@@ -40,6 +40,15 @@ def check_eps(**values: float) -> None:
             raise ValueError(f"{name} must be >= 0, got {value}")
 
 
+def check_clip_c(clip_c: object) -> None:
+    """The dual-clip constant must be None (off) or a number > 1."""
+    if clip_c is None:
+        return
+    check_number("clip_c", clip_c)
+    if not clip_c > 1:
+        raise ValueError(f"clip_c must be > 1 (or None), got {clip_c}")
+
+
 @dataclass(frozen=True)
 class GrpoConfig:
     """GRPO / PPO-clip hyperparameters."""
@@ -53,8 +62,7 @@ class GrpoConfig:
 
     def __post_init__(self) -> None:
         check_eps(eps_low=self.eps_low, eps_high=self.eps_high)
-        if self.clip_c is not None and not self.clip_c > 1:
-            raise ValueError(f"clip_c must be > 1 (or None), got {self.clip_c}")
+        check_clip_c(self.clip_c)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,16 @@ def test_kl_ratio_correction_and_misaligned_steps_are_refused(tmp_path):
         RlvrGRPOTrainer("never-loaded", length_reward, args)
 
 
+@pytest.mark.parametrize("field", ["beta", "entropy_coef"])
+def test_a_bad_regulariser_weight_names_the_grpo_config_field(tmp_path, field):
+    """The weights are set through ``GRPOConfig``: the error names its field, not rlvr's."""
+    args = grpo_args(tmp_path, **{field: -0.1}, use_bias_correction_kl=False)
+    with pytest.raises(
+        ValueError, match=rf"^GRPOConfig.{field}=-0.1 .*must be a finite number >= 0"
+    ):
+        RlvrGRPOTrainer("never-loaded", length_reward, args)
+
+
 def test_unknown_objective_or_hyperparameter(tmp_path):
     with pytest.raises(ValueError, match="unknown objective 'abc'; valid: grpo"):
         RlvrGRPOTrainer("never-loaded", length_reward, grpo_args(tmp_path), objective="abc")

@@ -12,6 +12,7 @@ is honoured: the ratios become the objective's per-token weights.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -75,13 +76,20 @@ REFUSED = (
 
 
 def check_args(args: Any) -> None:
-    """Raise ValueError naming the first ``GRPOConfig`` option that would change the objective."""
+    """Raise ValueError naming the first ``GRPOConfig`` option that would change the objective,
+    or a regulariser weight (``beta``, ``entropy_coef``) that is not a finite number >= 0."""
     for refusal in REFUSED:
         value = getattr(args, refusal.field)
         if refusal.refused(value):
             raise ValueError(
                 f"GRPOConfig.{refusal.field}={value!r} is not supported by RlvrGRPOTrainer: "
                 f"{refusal.why}"
+            )
+    for field, weight in (("beta", "the KL weight"), ("entropy_coef", "the entropy bonus")):
+        value = getattr(args, field)
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(
+                f"GRPOConfig.{field}={value!r} ({weight}) must be a finite number >= 0"
             )
     if args.beta != 0 and args.use_bias_correction_kl:
         raise ValueError(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +54,15 @@ def test_without_plugins_nothing_is_registered():
     """Guard that the test above can fail: verl's own switch turns discovery off."""
     found = probe(VERL_USE_EXTERNAL_PLUGINS="none")
     assert found == {"losses": [], "advantages": [], "trainer": None}
+
+
+def test_the_documented_explicit_modules_register_the_losses_and_the_trainer():
+    """docs/engines.md's ``VERL_USE_EXTERNAL_MODULES`` value, with discovery off, loads what the
+    entry points load: the losses and estimators, and the ``rlvr`` trainer mode."""
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "engines.md").read_text()
+    (modules,) = re.findall(r"`VERL_USE_EXTERNAL_MODULES=([^`]+)`", docs)
+    found = probe(VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES=modules)
+    assert found == probe()
 
 
 def test_without_verl_the_import_names_the_extra(monkeypatch):

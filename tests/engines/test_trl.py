@@ -89,6 +89,16 @@ def test_a_bad_regulariser_weight_names_the_grpo_config_field(tmp_path, field):
         RlvrGRPOTrainer("never-loaded", length_reward, args)
 
 
+@pytest.mark.parametrize("wrap", [lambda v: v, lambda v: [length_reward, v]])
+def test_an_rlvr_verifier_as_reward_function_is_refused_naming_the_wrapper(tmp_path, wrap):
+    """TRL calls reward functions as ``(prompts, completions, **columns)``, a verifier is
+    ``(completion, reference)``: refused before the model loads, not at the first step."""
+    from rlvr.rewards import get_verifier
+
+    with pytest.raises(ValueError, match=r"reward_funcs\[\d\] is rlvr's verifier 'math'.*wrap it"):
+        RlvrGRPOTrainer("never-loaded", wrap(get_verifier("math")), grpo_args(tmp_path))
+
+
 def test_unknown_objective_or_hyperparameter(tmp_path):
     with pytest.raises(ValueError, match="unknown objective 'abc'; valid: grpo"):
         RlvrGRPOTrainer("never-loaded", length_reward, grpo_args(tmp_path), objective="abc")

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from rlvr.objectives import ObjectiveConfig, make_config
+from rlvr.rewards import Verifier
 
 
 class Refusal(NamedTuple):
@@ -102,6 +103,20 @@ def check_args(args: Any) -> None:
             f"gradient_accumulation_steps={args.gradient_accumulation_steps} so each optimiser "
             "step's token and sequence counts are known when the batch is generated"
         )
+
+
+def check_reward_funcs(reward_funcs: Any) -> None:
+    """Raise ValueError for an rlvr :class:`~rlvr.rewards.Verifier` given as a TRL reward
+    function: TRL would call it with the wrong arguments at the first step."""
+    funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+    for index, func in enumerate(funcs):
+        if isinstance(func, Verifier):
+            raise ValueError(
+                f"reward_funcs[{index}] is rlvr's verifier {func.spec!r}, called as (completion, "
+                "reference); TRL calls a reward function as (prompts, completions, **dataset "
+                "columns): wrap it, e.g. lambda completions, reference, **_: "
+                "[verifier(c, r) for c, r in zip(completions, reference)]"
+            )
 
 
 def objective_config(

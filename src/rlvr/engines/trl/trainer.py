@@ -33,7 +33,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.advantages import GroupStats, compute_advantages
 from rlvr.engines.trl.metrics import MetricWindow
-from rlvr.engines.trl.options import check_args, objective_config
+from rlvr.engines.trl.options import check_args, check_reward_funcs, objective_config
 from rlvr.generation.base import varying_shape_attention
 from rlvr.objectives import LossInputs, StepCounts, metric_weight_tensors, objective_loss
 
@@ -104,6 +104,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
     ) -> None:
         args = args if args is not None else GRPOConfig(f"{_model_name(model)}-GRPO")
         check_args(args)
+        check_reward_funcs(reward_funcs)
         self.rlvr_objective = objective_config(
             args,
             objective,

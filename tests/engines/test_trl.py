@@ -12,7 +12,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
-from rlvr.engines.trl.trainer import STATS_KEYS  # noqa: E402
+from rlvr.engines.trl.trainer import HOOKS, STATS_KEYS, check_trl  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
 PROMPTS = ["What is 3 + 4 + 5?", "Calculate 7 - 2 + 1.", "What is 9 + 9?", "Sum 1 + 2 + 3."]
@@ -110,6 +110,18 @@ def test_unknown_objective_or_hyperparameter(tmp_path):
             objective="abc_grpo",
             objective_kwargs={"eps9": 0.1},
         )
+
+
+def test_a_trl_without_a_hook_the_trainer_overrides_is_refused():
+    """Another TRL that renamed ``_compute_loss`` would train with its own loss under rlvr's
+    name: refused; a version other than the tested one only warns."""
+    check_trl()  # the installed TRL has every hook
+    for hook in HOOKS:
+        base = type("OtherGRPOTrainer", (), {n: lambda self: None for n in HOOKS if n != hook})
+        with pytest.raises(RuntimeError, match=f"TRL 9.0's GRPOTrainer has no {hook}, which"):
+            check_trl(base, "9.0")
+    with pytest.warns(UserWarning, match="tested with TRL 1.16.x, not 1.17.0"):
+        check_trl(GRPOTrainer, "1.17.0")
 
 
 def test_without_trl_the_import_names_the_extra(monkeypatch):

@@ -26,9 +26,11 @@ Options that would change the objective are refused at construction (:mod:`.opti
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
+import trl
 from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.advantages import GroupStats, compute_advantages
@@ -53,6 +55,35 @@ MODEL_INPUT_KEYS = (
 
 STATS_KEYS = ("rlvr_pass_rate", "rlvr_reward_mean", "rlvr_reward_std")
 """Batch keys carrying the rows' :class:`~rlvr.advantages.GroupStats`."""
+
+HOOKS = (
+    "_calculate_rewards",
+    "training_step",
+    "_generate_and_score_completions",
+    "_prepare_inputs",
+    "_compute_loss",
+    "log",
+)
+"""``GRPOTrainer`` methods this trainer overrides (TRL 1.16's names)."""
+TESTED_TRL = "1.16."
+
+
+def check_trl(base: type = GRPOTrainer, version: str = trl.__version__) -> None:
+    """Refuse a TRL whose ``GRPOTrainer`` lacks one of :data:`HOOKS`: TRL would never call the
+    override, and its own loss would train under rlvr's objective's name. Another version
+    than the tested one is a warning (a hook may be called differently)."""
+    missing = [name for name in HOOKS if not callable(getattr(base, name, None))]
+    if missing:
+        raise RuntimeError(
+            f"TRL {version}'s GRPOTrainer has no {', '.join(missing)}, which RlvrGRPOTrainer "
+            f'overrides: install the tested TRL (pip install "rlvr[trl]", TRL {TESTED_TRL}x)'
+        )
+    if not version.startswith(TESTED_TRL):
+        warnings.warn(
+            f"RlvrGRPOTrainer is tested with TRL {TESTED_TRL}x, not {version}: "
+            f"check that its metrics (clip/q1_share, ...) appear in the log",
+            stacklevel=3,
+        )
 
 
 def _model_name(model: Any) -> str:
@@ -102,6 +133,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         sft_threshold: float | None = None,
         **kwargs: Any,
     ) -> None:
+        check_trl()
         args = args if args is not None else GRPOConfig(f"{_model_name(model)}-GRPO")
         check_args(args)
         check_reward_funcs(reward_funcs)

@@ -1,5 +1,7 @@
 """Every user error is one line `rlvr: error: ...`, exit status 2, found before anything loads."""
 
+import json
+
 import pytest
 import torch
 
@@ -83,3 +85,26 @@ def test_a_closed_pipe_ends_the_command_quietly():
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "row", "key"),
+    [
+        ("train", {"question": "1 + 1 =", "answer": "2"}, "data.prompt_field"),
+        ("train", {"prompt": "1 + 1 =", "solution": "2"}, "data.answer_field"),
+        ("sft", {"prompt": "1 + 1 =", "target": "2"}, "data.response_field"),
+    ],
+)
+def test_a_missing_field_names_the_key_that_renames_it(
+    command, row, key, tiny_model_dir, tmp_path, capsys
+):
+    """A file with its own field names stopped with "missing field 'answer'" and no word of
+    the keys that name the fields."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    run = tmp_path / "run"
+    argv = [command, f"data.train={data}", f"model={tiny_model_dir}", f"log.output_dir={run}"]
+    assert rlvr(argv) == 2
+    line = _one_error_line(capsys)
+    assert "missing field" in line and key in line, line
+    assert not run.exists()

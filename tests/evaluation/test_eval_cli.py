@@ -194,3 +194,25 @@ def test_a_source_given_twice_is_refused(tiny_model_dir, capsys):
     argv = ["--model", str(tiny_model_dir), "--data", source, "--data", source]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"
+
+
+def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):
+    """A held-out file with `question` / `solution` fields could not be read: `--fields` takes only
+    named mappings and the error did not say what to pass."""
+    data = tmp_path / "heldout.jsonl"
+    data.write_text(
+        '{"question": "1 + 1 =", "solution": "2"}\n{"question": "2 + 2 =", "solution": "4"}\n'
+    )
+    out = tmp_path / "eval.json"
+    base = ["--model", str(tiny_model_dir), "--data", str(data), "-n", "1", "--max-tokens", "2",
+            "--output", str(out)]  # fmt: skip
+    assert main(base) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr: error: ") and len(err.splitlines()) == 1
+    assert "missing field 'prompt'" in err and "--prompt-field" in err and "--answer-field" in err
+    assert main([*base, "--prompt-field", "question", "--answer-field", "solution"]) == 0
+    written = json.loads(out.read_text())
+    assert [p["reference"] for p in written["problems"]] == ["2", "4"]
+    assert written["loading"]["prompt_field"] == "question"
+    assert main([*base, "--prompt-field", "question", "--fields", "amc23"]) == 2
+    assert "--prompt-field" in capsys.readouterr().err

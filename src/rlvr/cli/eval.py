@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rlvr.atomic import write_json
 from rlvr.cli.common import DRY_RUN_HELP, command
-from rlvr.data.fields import DATASETS, FIELD_MAPS
+from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -40,6 +40,12 @@ def _data_args(p: argparse.ArgumentParser) -> None:
         help=f"prompt set, repeatable: {sets}, a .jsonl/.parquet file, a directory or a hub name",
     )
     p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
+    p.add_argument(
+        "--prompt-field", help="a file's prompt field, instead of --fields (default prompt)"
+    )
+    p.add_argument(
+        "--answer-field", help="a file's answer field, instead of --fields (default answer)"
+    )
     p.add_argument(
         "--split", help="split for datasets sources (default: the named set's, else train)"
     )
@@ -150,21 +156,38 @@ def _load(args: argparse.Namespace) -> list:
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
-    from rlvr.data.loading import load_examples
+    from rlvr.data.loading import MissingField, load_examples
 
-    default = args.fields
+    default = _named_fields(args) or args.fields
     if default is None and args.verifier.startswith("reasoning_gym"):
         default = "reasoning_gym"
     source, _, own = item.partition("::")
     fields = own or (None if source in DATASETS and args.fields is None else default)
-    return load_examples(
-        source,
-        fields=fields,
-        split=args.split,
-        template=args.template,
-        limit=args.limit,
-        name=name,
-    )
+    try:
+        return load_examples(
+            source,
+            fields=fields,
+            split=args.split,
+            template=args.template,
+            limit=args.limit,
+            name=name,
+        )
+    except MissingField as err:
+        if fields is not None and not isinstance(fields, FieldMap):
+            raise
+        raise MissingField(
+            f"{err}; name the file's fields with --prompt-field / --answer-field "
+            "(or a named mapping with --fields)"
+        ) from None
+
+
+def _named_fields(args: argparse.Namespace) -> FieldMap | None:
+    """The mapping ``--prompt-field`` / ``--answer-field`` name (``None``: neither given)."""
+    if args.prompt_field is None and args.answer_field is None:
+        return None
+    if args.fields is not None:
+        raise ValueError("give --fields or --prompt-field / --answer-field, not both")
+    return FieldMap(prompt=args.prompt_field or "prompt", answer=args.answer_field or "answer")
 
 
 def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
@@ -224,7 +247,16 @@ def warn_unverified(report: EvalReport) -> None:
 
 def _loading(args: argparse.Namespace) -> dict[str, object]:
     """How the problems and the model were loaded (what ``config`` does not hold)."""
-    keys = ("fields", "split", "template", "limit", "dtype", "device")
+    keys = (
+        "fields",
+        "prompt_field",
+        "answer_field",
+        "split",
+        "template",
+        "limit",
+        "dtype",
+        "device",
+    )
     return {key: getattr(args, key) for key in keys}
 
 

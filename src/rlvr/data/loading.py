@@ -159,6 +159,10 @@ def _load_hf(source: str, split: str, config: str | None):
         ) from err
 
 
+class MissingField(ValueError):
+    """A row lacks a field its mapping names (callers add the option that renames the fields)."""
+
+
 def get_path(row: dict[str, Any], dotted: str, where: str, role: str) -> Any:
     """``row["a"]["b"]`` for ``"a.b"``; a missing field names the field and the row."""
     value: Any = row
@@ -167,7 +171,7 @@ def get_path(row: dict[str, Any], dotted: str, where: str, role: str) -> Any:
             value = value[part]
         else:
             present = ", ".join(sorted(row)) if isinstance(row, dict) else "-"
-            raise ValueError(
+            raise MissingField(
                 f"{where}: missing field {dotted!r} (the {role}); the row has: {present}"
             )
     return value

@@ -15,6 +15,7 @@ import torch
 from rlvr.atomic import atomic_path
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
 from rlvr.data.code_tasks import code_task_rows, keys_in
+from rlvr.data.loading import MissingField
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -165,7 +166,17 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     if prefix is not None:
         source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
     fields = fields_name or FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
-    rows = load_examples(source, fields=fields, split=cfg.split, template=cfg.template, limit=limit)
+    try:
+        rows = load_examples(
+            source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
+        )
+    except MissingField as err:
+        if fields_name:
+            raise
+        raise MissingField(
+            f"{err}; name the file's fields with data.prompt_field / data.answer_field "
+            "(or a named mapping with data.fields)"
+        ) from None
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 
 
@@ -194,7 +205,12 @@ def load_sft_examples(
     """Prompt/response pairs tokenised, each response ending with one EOS; rows over
     ``max_tokens`` are skipped (counted)."""
     fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-    rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
+    try:
+        rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
+    except MissingField as err:
+        raise MissingField(
+            f"{err}; name the file's fields with data.prompt_field / data.response_field"
+        ) from None
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (

@@ -216,3 +216,12 @@ def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, 
     assert written["loading"]["prompt_field"] == "question"
     assert main([*base, "--prompt-field", "question", "--fields", "amc23"]) == 2
     assert "--prompt-field" in capsys.readouterr().err
+
+
+def test_a_dry_run_refuses_a_model_directory_that_does_not_exist(tmp_path, capsys):
+    """`rlvr eval --dry-run --model ./typo` printed the plan and exited 0; the run then failed."""
+    missing = tmp_path / "no-such-model"
+    argv = ["--model", str(missing), "--data", str(ASSETS / "math-mini.jsonl"), "--dry-run"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"rlvr: error: --model {missing}: no such directory"

@@ -192,9 +192,10 @@ def _named_fields(args: argparse.Namespace) -> FieldMap | None:
 
 def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
     """Local ``--data`` files read (a missing file or field fails here), named and hub sets
-    only named; the model is not loaded."""
+    only named; the model is not loaded (a local directory must exist)."""
     from rlvr.data.loading import check_source, looks_like_path
 
+    _check_model(args.model)
     for item in args.data:
         source = item.partition("::")[0]
         check_source(source)
@@ -284,6 +285,17 @@ def check_writable(path: Path) -> None:
     problem = why_not_creatable(path.parent)
     if problem:
         raise ValueError(f"--output {path}: {problem}")
+
+
+def _check_model(name: str) -> None:
+    """Refuse a local model directory that does not exist (a run's ``load_model`` does too,
+    once the data are read), as training's preflight does."""
+    from rlvr.models import looks_like_path, preset_names
+
+    if name in preset_names() or not looks_like_path(name):
+        return
+    if not Path(name).expanduser().is_dir():
+        raise ValueError(f"--model {name}: no such directory")
 
 
 def _default_output(model: str) -> Path:

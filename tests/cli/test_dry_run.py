@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import yaml
 
 from rlvr.cli import main
@@ -24,3 +27,27 @@ def test_dry_runs_refuse_what_a_run_would_refuse(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and all(line.startswith("rlvr: error: ") for line in err)
     assert "missing.jsonl" in err[0] and "nope" in err[1] and "missing.jsonl" in err[2]
+
+
+@pytest.mark.parametrize(
+    ("command", "row", "message"),
+    [
+        ("train", {"question": "1 + 1 =", "solution": "2"}, "missing field 'prompt'"),
+        ("train", {"prompt": "1 + 1 =", "answer": ""}, "field 'answer' (the answer) is empty"),
+        ("sft", {"prompt": "1 + 1 =", "target": "2"}, "missing field 'response'"),
+    ],
+)
+def test_a_dry_run_reads_local_data_files_with_their_fields(
+    command, row, message, tmp_path, capsys
+):
+    """`rlvr train --dry-run` passed a file whose rows the run then could not read (a wrong
+    field name), where `rlvr eval --dry-run` reads its files."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    argv = [command, "--dry-run", "model=Org/Model", f"data.train={data}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr: error: ") and message in err, err
+    good = {"prompt": "1 + 1 =", "answer": "2", "response": "2"}
+    data.write_text(json.dumps(good) + "\n")
+    assert main(argv) == 0

@@ -92,11 +92,13 @@ DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print
 
 def dry_run(config: Any) -> int:
     """``--dry-run``: the checks a run makes before loading anything (the device excepted),
-    then the resolved configuration as YAML."""
+    and the local data files read, then the resolved configuration as YAML."""
     from rlvr.train.overrides import dump_yaml
     from rlvr.train.preflight import preflight
+    from rlvr.train.prompts import check_local_data
 
     preflight(config, device=False)
+    check_local_data(config.data)
     print(dump_yaml(config), end="")
     return 0
 

@@ -15,7 +15,7 @@ import torch
 from rlvr.atomic import atomic_path
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField
+from rlvr.data.loading import MissingField, looks_like_path
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -165,19 +165,42 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     prefix = _generated(source)
     if prefix is not None:
         source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
-    fields = fields_name or FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
-    try:
-        rows = load_examples(
-            source, fields=fields, split=cfg.split, template=cfg.template, limit=limit
-        )
-    except MissingField as err:
-        if fields_name:
-            raise
-        raise MissingField(
-            f"{err}; name the file's fields with data.prompt_field / data.answer_field "
-            "(or a named mapping with data.fields)"
-        ) from None
+    rows = read_examples(cfg, source, limit=limit, fields=fields_name)
     return build_prompt_set(rows, tokenizer, cfg, source=source)
+
+
+def read_examples(
+    cfg: DataConfig | SFTDataConfig, source: str, *, limit: int | None, fields: str | None = None
+) -> list:
+    """The rows of ``source`` as a run reads them: with the named mapping ``fields``, else the
+    config's field keys, which a missing field's error then names."""
+    if isinstance(cfg, SFTDataConfig):
+        mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
+        keys, options = "data.prompt_field / data.response_field", {"check": _text_response(cfg)}
+    else:
+        mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
+        keys = "data.prompt_field / data.answer_field (or a named mapping with data.fields)"
+        options = {"split": cfg.split, "template": cfg.template}
+    try:
+        return load_examples(source, fields=fields or mapping, limit=limit, **options)
+    except MissingField as err:
+        if fields:
+            raise
+        raise MissingField(f"{err}; name the file's fields with {keys}") from None
+
+
+def check_local_data(cfg: DataConfig | SFTDataConfig) -> None:
+    """Read the local ``data.train`` / ``data.eval`` files as the run will, without a tokenizer:
+    ``--dry-run`` finds a malformed row or a missing field before anything loads."""
+    for role in ("train", "eval"):
+        source = getattr(cfg, role)
+        if not source or _generated(source) or not looks_like_path(source):
+            continue
+        if isinstance(cfg, SFTDataConfig):
+            read_examples(cfg, source, limit=cfg.max_examples if role == "train" else None)
+        else:
+            limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
+            read_examples(cfg, source, limit=limit, fields=cfg.fields)
 
 
 @dataclass(frozen=True)
@@ -204,13 +227,7 @@ def load_sft_examples(
 ) -> SFTExamples:
     """Prompt/response pairs tokenised, each response ending with one EOS; rows over
     ``max_tokens`` are skipped (counted)."""
-    fields = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-    try:
-        rows = load_examples(source, fields=fields, limit=limit, check=_text_response(cfg))
-    except MissingField as err:
-        raise MissingField(
-            f"{err}; name the file's fields with data.prompt_field / data.response_field"
-        ) from None
+    rows = read_examples(cfg, source, limit=limit)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (

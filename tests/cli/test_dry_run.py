@@ -51,3 +51,26 @@ def test_a_dry_run_reads_local_data_files_with_their_fields(
     good = {"prompt": "1 + 1 =", "answer": "2", "response": "2"}
     data.write_text(json.dumps(good) + "\n")
     assert main(argv) == 0
+
+
+@pytest.mark.parametrize("command", ["train", "sft"])
+def test_a_dry_run_refuses_an_output_dir_the_run_would_refuse(command, tmp_path, capsys):
+    """`--dry-run` passed a `log.output_dir` that already holds a run, or is a file, which the
+    run then refused before loading anything."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "1 + 1 =", "answer": "2", "response": "2"}\n')
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    argv = [command, "--dry-run", "model=Org/Model", f"data.train={pairs}"]
+    assert main([*argv, f"log.output_dir={run}"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main([*argv, f"log.output_dir={pairs}"]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    assert main([*argv, f"log.output_dir={run}", "--resume"]) == 0
+    assert main([*argv, f"log.output_dir={tmp_path / 'new'}"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl", "run"]
+
+
+def test_an_sft_dry_run_refuses_a_generated_problem_set(capsys):
+    assert main(["sft", "--dry-run", "data.train=reasoning_gym:chain_sum"]) == 2
+    assert "generated problem set with no responses" in capsys.readouterr().err

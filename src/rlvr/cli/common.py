@@ -90,14 +90,17 @@ class RunArgs(NamedTuple):
 DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print it; run nothing"
 
 
-def dry_run(config: Any) -> int:
-    """``--dry-run``: the checks a run makes before loading anything (the device excepted),
-    and the local data files read, then the resolved configuration as YAML."""
+def dry_run(config: Any, *, resume: bool = False) -> int:
+    """``--dry-run``: the checks a run makes before loading anything (the device excepted:
+    the run directory too), and the local data files read, then the resolved configuration
+    as YAML."""
     from rlvr.train.overrides import dump_yaml
     from rlvr.train.preflight import preflight
     from rlvr.train.prompts import check_local_data
+    from rlvr.train.run_dir import expand_output_dir, locate_run_dir
 
     preflight(config, device=False)
+    locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
     check_local_data(config.data)
     print(dump_yaml(config), end="")
     return 0

@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
         parser, SFTConfig, argv, default_config=None, example="data.train=pairs.jsonl epochs=2"
     )
     if dry:
-        return dry_run(cfg)
+        return dry_run(cfg, resume=resume)
     result = sft(cfg, resume=resume)
     print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
     if result.model_dir is not None:

@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     )
     cfg, resume, dry = parse_run_args(parser, TrainConfig, argv, default_config="demo")
     if dry:
-        return dry_run(cfg)
+        return dry_run(cfg, resume=resume)
     result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)

@@ -14,7 +14,7 @@ def preflight(
 ) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
-    Missing local data files or model directories, a device this machine lacks or a code
+    A generated problem set given to SFT, missing local data files or model directories, a device this machine lacks or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
     for another machine) and an unknown verifier are reported first, each naming its key.
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
@@ -25,6 +25,11 @@ def preflight(
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
+        if source and source.startswith(tuple(GENERATED)) and isinstance(config, SFTConfig):
+            raise ValueError(
+                f"data.{key}: {source} is a generated problem set with no responses; SFT needs "
+                "prompt/response pairs (e.g. worked solutions from rlvr.data.worked)"
+            )
         if source and not source.startswith(tuple(GENERATED)) and source not in produced:
             try:
                 check_source(source)

@@ -25,7 +25,7 @@ from rlvr.train.logprobs import response_stats
 from rlvr.train.optim import build_optimizer, clip_and_step
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
-from rlvr.train.prompts import GENERATED, IndexSampler, SFTExample, load_sft_examples
+from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
 
 SFTResult = RunResult
 """What :func:`sft` returns (run directory, final model, last metrics)."""
@@ -124,21 +124,9 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
 
 def sft(cfg: SFTConfig, *, resume: bool = False, callbacks: Sequence[Callback] = ()) -> SFTResult:
     """Fine-tune ``cfg.model`` on ``cfg.data``; ``resume`` continues from the latest checkpoint."""
-    _check_not_generated(cfg)
     preflight(cfg)
     cfg, run = start_run(cfg, resume=resume)
     return run_job(cfg, run, build_sft_run(cfg, run.path, run.checkpoint), callbacks=callbacks)
-
-
-def _check_not_generated(cfg: SFTConfig) -> None:
-    """Generated sets (``reasoning_gym:``, ``code_tasks:``) hold problems, not responses to train on."""
-    for key in ("train", "eval"):
-        source = getattr(cfg.data, key)
-        if source and source.startswith(tuple(GENERATED)):
-            raise ValueError(
-                f"data.{key}: {source} is a generated problem set with no responses; SFT needs "
-                "prompt/response pairs (e.g. worked solutions from rlvr.data.worked)"
-            )
 
 
 def _pack(examples: Sequence[SFTExample], pad_id: int) -> SequenceBatch:

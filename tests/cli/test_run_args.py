@@ -79,3 +79,33 @@ def test_config_keys_expand_a_required_section_with_its_class_defaults():
     assert keys["data.train"].default == "required"
     assert keys["data.max_tokens"].default == "1024"
     assert keys["log.plots"].doc.startswith("Write PNG plots")
+
+
+def test_resume_of_a_checkpoint_directory_names_its_run(tmp_path):
+    """`--resume RUN/checkpoints/step_000008` said "pass --config as well", which would have
+    started a fresh run inside the checkpoint."""
+    run = tmp_path / "run"
+    step = run / "checkpoints" / "step_000008"
+    step.mkdir(parents=True)
+    (run / "config.yaml").write_text("base: demo\n")
+    (step / "trainer_state.pt").write_bytes(b"")
+    with pytest.raises(
+        ValueError, match=rf"a checkpoint of the run {run}; resume the run: --resume {run}$"
+    ):
+        _parse(TrainConfig, ["--resume", str(step)])
+
+
+@pytest.mark.parametrize(
+    ("cls", "saved", "other"),
+    [
+        (TrainConfig, "epochs: 1\nbatch_size: 4\ndata: {train: x.jsonl}\n", "rlvr sft"),
+        (SFTConfig, "base: demo\nrollout: {group_size: 4}\n", "rlvr train"),
+    ],
+)
+def test_resume_of_the_other_commands_run_says_which_command(tmp_path, cls, saved, other):
+    """`rlvr train --resume <an sft run>` stopped with "unknown key 'epochs'"."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(saved)
+    with pytest.raises(ValueError, match=rf"is an? {other} run: resume it with {other} --resume"):
+        _parse(cls, ["--resume", str(run)], None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import os
 import sys
@@ -157,16 +158,34 @@ def parse_run_args(
         overrides.insert(0, args.resume)  # `--resume steps=200`: an override, not a directory
         args.resume = True
     if isinstance(args.resume, str):
-        saved = Path(args.resume) / "config.yaml"
-        if source is None:
-            if not saved.is_file():
-                raise ValueError(
-                    f"--resume {args.resume}: no config.yaml there (pass --config as well)"
-                )
-            source = str(saved)
+        source = source or _saved_config(args.resume, cls)
         overrides.append(f"log.output_dir={args.resume}")
     if source is None:
         source = default_config
     if source is not None:
         read_yaml(source)  # a clear error for a missing file before anything else
     return RunArgs(load_config(cls, source, overrides), args.resume is not None, args.dry_run)
+
+
+def _saved_config(run_dir: str, cls) -> str:
+    """The ``config.yaml`` of the run ``--resume`` names; a checkpoint directory, or a run of
+    the other command (``rlvr sft`` / ``rlvr train``), is refused naming what to resume."""
+    from rlvr.train.config import SFTConfig, TrainConfig
+    from rlvr.train.overrides import read_yaml
+
+    path = Path(run_dir)
+    if (path / "trainer_state.pt").is_file():
+        run = path.parent.parent
+        raise ValueError(
+            f"--resume {run_dir}: a checkpoint of the run {run}; resume the run: --resume {run}"
+        )
+    saved = path / "config.yaml"
+    if not saved.is_file():
+        raise ValueError(f"--resume {run_dir}: no config.yaml there (pass --config as well)")
+    keys = set(read_yaml(str(saved))) - {f.name for f in dataclasses.fields(cls)}
+    for other, name in ((TrainConfig, "rlvr train"), (SFTConfig, "rlvr sft")):
+        if keys and keys <= {f.name for f in dataclasses.fields(other)}:
+            raise ValueError(
+                f"--resume {run_dir}: is an {name} run: resume it with {name} --resume {run_dir}"
+            )
+    return str(saved)

@@ -108,3 +108,15 @@ def test_a_missing_field_names_the_key_that_renames_it(
     line = _one_error_line(capsys)
     assert "missing field" in line and key in line, line
     assert not run.exists()
+
+
+def test_a_run_directory_given_as_the_model_is_refused_before_anything_loads(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step_000004").mkdir(parents=True)
+    assert rlvr(["train", f"model={run}", f"log.output_dir={tmp_path / 'new'}"]) == 2
+    line = _one_error_line(capsys)
+    assert f"model.name: {run}: holds no model (no config.json)" in line and "step_000004" in line
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()

@@ -67,3 +67,18 @@ def test_a_directory_with_a_model_but_no_tokenizer_is_an_error(tiny_model_dir, t
         (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
     with pytest.raises(ValueError, match=f"the directory {str(tmp_path)!r} holds no tokenizer"):
         load_model(str(tmp_path))
+
+
+def test_a_directory_without_config_json_is_named_as_no_model(tmp_path):
+    """A run directory given as the model stopped with transformers' "Should have a
+    `model_type` key in its config.json", about a directory with no config.json at all."""
+    step = tmp_path / "checkpoints" / "step_000008"
+    step.mkdir(parents=True)
+    (tmp_path / "config.yaml").write_text("steps: 8\n")
+    with pytest.raises(
+        ValueError,
+        match=rf"holds no model \(no config\.json\); a run's models are its checkpoints, e\.g\. {step}$",
+    ):
+        load_model(str(tmp_path))
+    with pytest.raises(ValueError, match=r"holds no model \(no config\.json\)$"):
+        load_model(str(step))

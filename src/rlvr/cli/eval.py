@@ -288,14 +288,14 @@ def check_writable(path: Path) -> None:
 
 
 def _check_model(name: str) -> None:
-    """Refuse a local model directory that does not exist (a run's ``load_model`` does too,
-    once the data are read), as training's preflight does."""
-    from rlvr.models import looks_like_path, preset_names
+    """Refuse a local model path that holds no model (a run's ``load_model`` does too, once
+    the data are read), as training's preflight does."""
+    from rlvr.models import check_model_dir
 
-    if name in preset_names() or not looks_like_path(name):
-        return
-    if not Path(name).expanduser().is_dir():
-        raise ValueError(f"--model {name}: no such directory")
+    try:
+        check_model_dir(name)
+    except ValueError as err:
+        raise ValueError(f"--model {err}") from None
 
 
 def _default_output(model: str) -> Path:

@@ -135,14 +135,30 @@ def looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
 
 
+def check_model_dir(name: str) -> None:
+    """Refuse a local model path that is not a directory holding ``config.json`` (a run
+    directory: naming its latest checkpoint); presets and hub names pass unread."""
+    if name in preset_names() or not looks_like_path(name):
+        return
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"{name}: no such directory")
+    if not (path / "config.json").is_file():
+        steps = sorted((path / "checkpoints").glob("step_*"))
+        hint = f"; a run's models are its checkpoints, e.g. {steps[-1]}" if steps else ""
+        raise ValueError(f"{name}: holds no model (no config.json){hint}")
+
+
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
 
     torch_device(device)
     path = resolve_model_path(name_or_path)
-    if looks_like_path(path) and not Path(path).expanduser().is_dir():
-        raise ValueError(f"could not load model {name_or_path!r}: no such directory")
+    try:
+        check_model_dir(path)
+    except ValueError as err:
+        raise ValueError(f"could not load model {err}") from None
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:

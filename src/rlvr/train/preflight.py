@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rlvr.rewards import get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.train.config import SFTConfig, TrainConfig
@@ -14,13 +12,14 @@ def preflight(
 ) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
-    A generated problem set given to SFT, missing local data files or model directories, a device this machine lacks or a code
+    A generated problem set given to SFT, missing local data files, a local model path that
+    holds no model, a device this machine lacks or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
     for another machine) and an unknown verifier are reported first, each naming its key.
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
-    from rlvr.models import looks_like_path, preset_names, torch_device
+    from rlvr.models import check_model_dir, torch_device
     from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
@@ -40,13 +39,10 @@ def preflight(
             torch_device(config.model.device)
     except ValueError as err:
         raise ValueError(f"model.device: {err}") from None
-    name = config.model.name
-    if (
-        name not in preset_names()
-        and looks_like_path(name)
-        and not Path(name).expanduser().is_dir()
-    ):
-        raise ValueError(f"model.name: {name}: no such directory")
+    try:
+        check_model_dir(config.model.name)
+    except ValueError as err:
+        raise ValueError(f"model.name: {err}") from None
     reward = getattr(config, "reward", None)
     if reward is not None:
         try:

@@ -1,6 +1,7 @@
 import dataclasses
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,18 @@ def test_fresh_run_refuses_a_used_directory(train_config):
     train(cfg)
     with pytest.raises(ValueError, match="already holds a run"):
         train(cfg)
+
+
+def test_a_resumed_run_refuses_another_model(train_config, tmp_path):
+    """Its weights come from the checkpoint; config.yaml would name a model it never used."""
+    cfg = train_config("steps=1", "checkpoint.every=1")
+    train(cfg)
+    other = tmp_path / "other-model"
+    shutil.copytree(cfg.model.name, other)  # the same weights under another name
+    moved = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, name=str(other)))
+    with pytest.raises(ValueError, match="started from .* and resumes from its checkpoint"):
+        train(moved, resume=True)
+    assert read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")[-1]["step"] == 1
 
 
 def test_reference_model_loaded_only_with_kl(train_config):

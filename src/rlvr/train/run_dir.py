@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
-from rlvr.train.overrides import dump_yaml
+from rlvr.train.overrides import dump_yaml, read_yaml
 
 CONFIG_FILE = "config.yaml"
 
@@ -71,7 +71,23 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
         )
     if resume and checkpoint is None:
         warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
+    if checkpoint is not None:
+        _check_same_model(config, run_dir)
     return RunDir(run_dir, checkpoint, resume)
+
+
+def _check_same_model(config: RunConfig, run_dir: Path) -> None:
+    """A resumed run's weights come from its checkpoint: refuse a ``model.name`` other than
+    the one the run started from (its tokenizer and reference model would come from it)."""
+    model, saved = getattr(config, "model", None), run_dir / CONFIG_FILE
+    if model is None or not saved.is_file():
+        return
+    started = (read_yaml(str(saved)).get("model") or {}).get("name")
+    if started is not None and started != model.name:
+        raise ValueError(
+            f"model.name={model.name!r}: the run in {run_dir} started from {started!r} and "
+            "resumes from its checkpoint; to train another model, start a new run"
+        )
 
 
 def why_not_creatable(folder: Path) -> str | None:

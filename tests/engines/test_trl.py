@@ -124,18 +124,10 @@ def test_a_trl_without_a_hook_the_trainer_overrides_is_refused():
         check_trl(GRPOTrainer, "1.17.0")
 
 
-def test_without_trl_the_import_names_the_extra(monkeypatch):
+def test_without_trl_the_import_names_the_extra(import_without):
     """``import rlvr.engines.trl`` without TRL says what to install, in one line."""
-    import importlib
-    import sys
-
-    for name in [
-        m for m in sys.modules if m == "trl" or m.startswith(("trl.", "rlvr.engines.trl"))
-    ]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "trl", None)  # import trl -> ModuleNotFoundError
     with pytest.raises(ImportError, match=r'needs TRL: pip install "rlvr\[trl\]"'):
-        importlib.import_module("rlvr.engines.trl")
+        import_without("trl")
 
 
 # ---------------------------------------------------------------- against GRPOTrainer

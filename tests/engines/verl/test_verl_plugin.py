@@ -65,14 +65,7 @@ def test_the_documented_explicit_modules_register_the_losses_and_the_trainer():
     assert found == probe()
 
 
-def test_without_verl_the_import_names_the_extra(monkeypatch):
+def test_without_verl_the_import_names_the_extra(import_without):
     """``import rlvr.engines.verl`` without verl says what to install, in one line."""
-    import importlib
-
-    for name in [
-        m for m in sys.modules if m == "verl" or m.startswith(("verl.", "rlvr.engines.verl"))
-    ]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "verl", None)  # import verl -> ModuleNotFoundError
     with pytest.raises(ImportError, match=r'needs verl: pip install "rlvr\[verl\]"'):
-        importlib.import_module("rlvr.engines.verl")
+        import_without("verl")

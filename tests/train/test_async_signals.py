@@ -15,6 +15,7 @@ from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
 SCRIPT = """
+import signal
 import sys
 import torch
 from rlvr.rewards import register
@@ -26,6 +27,9 @@ from rlvr.train.overrides import load_config
 def even_len(completion, reference, *, correct=1.0, wrong=0.0):
     return correct if len(completion) % 2 == 0 else wrong
 
+# As a terminal's foreground job: a job a shell started in the background (pytest run with
+# `&`) passes SIGINT on ignored, and Python then installs no KeyboardInterrupt handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 torch.set_num_threads(2)
 torch.ones(1 << 22).sum()  # a parallel region: the trainer's OpenMP pool has a thread at the fork
 train(load_config(TrainConfig, sys.argv[1], []))

@@ -170,11 +170,12 @@ def parse_run_args(
 def _saved_config(run_dir: str, cls) -> str:
     """The ``config.yaml`` of the run ``--resume`` names; a checkpoint directory, or a run of
     the other command (``rlvr sft`` / ``rlvr train``), is refused naming what to resume."""
+    from rlvr.train.checkpoint import STATE_FILE
     from rlvr.train.config import SFTConfig, TrainConfig
     from rlvr.train.overrides import read_yaml
 
     path = Path(run_dir)
-    if (path / "trainer_state.pt").is_file():
+    if (path / STATE_FILE).is_file():
         run = path.parent.parent
         raise ValueError(
             f"--resume {run_dir}: a checkpoint of the run {run}; resume the run: --resume {run}"

@@ -24,12 +24,15 @@ def preflight(
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
-        if source and source.startswith(tuple(GENERATED)) and isinstance(config, SFTConfig):
+        if not source:
+            continue
+        generated = source.startswith(tuple(GENERATED))
+        if generated and isinstance(config, SFTConfig):
             raise ValueError(
                 f"data.{key}: {source} is a generated problem set with no responses; SFT needs "
                 "prompt/response pairs (e.g. worked solutions from rlvr.data.worked)"
             )
-        if source and not source.startswith(tuple(GENERATED)) and source not in produced:
+        if not generated and source not in produced:
             try:
                 check_source(source)
             except ValueError as err:

@@ -132,15 +132,25 @@ def tests(check: Checker) -> None:
         check.outcomes[-1].numbers = _pytest_counts(output)
 
 
+PHASES = ("generate", "logp", "update")
+"""The step's parts ``train_numbers`` reports (``time/<phase>`` in metrics.jsonl)."""
+
+
 def train_numbers(run_dir: Path) -> str:
-    """Median seconds per step (the first left out), generated tokens/s, reward first -> last."""
+    """Median seconds per step and per phase (the first step left out), generated tokens/s,
+    reward first -> last."""
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open() if line.strip()]
     steps = [r for r in rows if "time/step" in r]
-    times = [r["time/step"] for r in steps[1:]] or [r["time/step"] for r in steps]
-    tokens = sum(r.get("perf/generated_tokens", 0) for r in steps[1:] or steps)
+    timed = steps[1:] or steps
+    times = [r["time/step"] for r in timed]
+    tokens = sum(r.get("perf/generated_tokens", 0) for r in timed)
+    phases = " / ".join(
+        f"{statistics.median(r.get(f'time/{p}', 0.0) for r in timed):.2f}" for p in PHASES
+    )
     reward = [r.get("reward/mean") for r in steps]
     return (
-        f"{statistics.median(times):.3f} s/step, {tokens / sum(times):,.0f} gen tok/s, "
+        f"{statistics.median(times):.3f} s/step ({'/'.join(PHASES)} {phases} s), "
+        f"{tokens / sum(times):,.0f} gen tok/s, "
         f"reward {reward[0]:.3f} -> {reward[-1]:.3f} ({len(steps)} steps)"
     )
 
@@ -164,7 +174,9 @@ def qwen2(check: Checker, work: Path, tokenizer: Path) -> Path | None:
     )
     if not ok:
         return None
-    check.record("build random Qwen2-0.5B", "ok", check.last_seconds, _last_line(output))
+    built = [line for line in output.splitlines() if " B parameters" in line]
+    numbers = built[-1].split(" ->")[0] if built else _last_line(output)
+    check.record("build random Qwen2-0.5B", "ok", check.last_seconds, numbers)
     return model
 
 

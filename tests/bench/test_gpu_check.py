@@ -32,14 +32,18 @@ def test_check_without_cuda_says_so_in_one_line_and_exits_0(tmp_path):
 
 def test_train_numbers_leave_out_the_first_step(tmp_path):
     rows = [
-        {"step": 1, "time/step": 9.0, "perf/generated_tokens": 100, "reward/mean": 0.25},
-        {"step": 2, "time/step": 1.0, "perf/generated_tokens": 300, "reward/mean": 0.5},
-        {"step": 3, "time/step": 3.0, "perf/generated_tokens": 500, "reward/mean": 0.75},
+        {"step": 1, "time/step": 9.0, "perf/generated_tokens": 100, "reward/mean": 0.25,
+         "time/generate": 8.0, "time/logp": 0.5, "time/update": 0.5},
+        {"step": 2, "time/step": 1.0, "perf/generated_tokens": 300, "reward/mean": 0.5,
+         "time/generate": 0.5, "time/logp": 0.1, "time/update": 0.3},
+        {"step": 3, "time/step": 3.0, "perf/generated_tokens": 500, "reward/mean": 0.75,
+         "time/generate": 1.5, "time/logp": 0.3, "time/update": 1.1},
         {"step": 3, "eval/avg@1": 0.5},
-    ]
+    ]  # fmt: skip
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert check.train_numbers(tmp_path) == (
-        "2.000 s/step, 200 gen tok/s, reward 0.250 -> 0.750 (3 steps)"
+        "2.000 s/step (generate/logp/update 1.00 / 0.20 / 0.70 s), 200 gen tok/s, "
+        "reward 0.250 -> 0.750 (3 steps)"
     )
 
 

@@ -14,7 +14,7 @@ from rlvr.compare import load_study, plan, run_study
 from rlvr.compare.render import to_markdown
 from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
-from rlvr.compare.runner import _child_env, default_jobs, initial_states
+from rlvr.compare.runner import RunState, _child_env, _reap, default_jobs, initial_states
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
@@ -47,6 +47,7 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
         assert final["code"] == code_hash()
         rows = read_metrics(state.spec.run_dir / "metrics.jsonl")
         assert [r["step"] for r in rows] == [0, 1, 2]
+        assert not (state.spec.run_dir / "checkpoints").exists()  # checkpoint.every=1 wrote some
     report = result.report
     text = report.markdown.read_text()
     for section in SECTIONS:
@@ -133,6 +134,33 @@ def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
     )
     assert "| `grpo` | default | 1 |" in text and "| yes | 0 s | `0123456789ab` |" in text
     assert "| yes | 0 s | `unknown` |" in text
+
+
+@pytest.mark.parametrize(
+    ("code", "final", "keep", "status", "kept"),
+    [
+        (0, True, False, "finished", False),
+        (0, True, True, "finished", True),
+        (0, False, False, "failed", True),  # no final.json: the checkpoint is what resumes it
+        (1, True, False, "failed", True),
+    ],
+)
+def test_a_finished_runs_checkpoints_go_unless_kept(
+    small_study, tmp_path, code, final, keep, status, kept
+):
+    spec = plan(load_study(small_study(seeds=[0])), tmp_path / "runs")[0]
+    step = spec.run_dir / "checkpoints" / "step_000002"
+    step.mkdir(parents=True)
+    (step / "trainer_state.pt").write_bytes(b"state")
+    if final:
+        (spec.run_dir / FINAL_FILE).write_text("{}")
+    state = RunState(spec, status="running", started=time.monotonic())
+    state.process = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({code})"])
+    state.process.wait()
+    assert _reap(state, keep_checkpoints=keep)
+    assert state.status == status
+    assert step.exists() == kept
+    assert (spec.run_dir / FINAL_FILE).exists() == final
 
 
 def test_default_jobs_from_cores_and_threads():

@@ -20,6 +20,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-hard-replication",
         "evidence-smollm2",
         "evidence-smollm2-replication",
+        "evidence-smollm2-regimes",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -58,6 +59,26 @@ def test_evidence_smollm2_replication_runs_the_same_arms_on_seeds_it_never_ran(t
     assert study.replicates == "evidence-smollm2" and study.claims == ("abc",)
     assert {s.run_dir.parent for s in here} == {s.run_dir.parent for s in there}
     assert sorted({s.seed for s in here}) == list(range(6, 16)) and len(here) == 20
+
+
+def test_evidence_smollm2_regimes_reuses_the_off_policy_runs_and_adds_the_papers_regime(
+    tmp_path,
+):
+    """Off-policy: the run folders of evidence-smollm2 and its replication (seeds 0-15);
+    paper: 4 mini-batches, one epoch (papers/abc-grpo.txt sec. 5.1), all else the same."""
+    earlier = plan(load_study("evidence-smollm2"), tmp_path)
+    earlier += plan(load_study("evidence-smollm2-replication"), tmp_path)
+    here = plan(load_study("evidence-smollm2-regimes"), tmp_path)
+    off = [s for s in here if s.regime == "off-policy"]
+    paper = [s for s in here if s.regime == "paper"]
+    assert sorted(s.run_dir for s in off) == sorted(s.run_dir for s in earlier)
+    assert len(paper) == 32 and {s.seed for s in paper} == set(range(16))
+    for spec in paper:
+        assert (spec.config.rollout.minibatches, spec.config.rollout.epochs) == (4, 1)
+        twin = next(s for s in off if (s.arm, s.seed) == (spec.arm, spec.seed))
+        same = {**twin.config.rollout.__dict__, "minibatches": 4, "epochs": 1}
+        assert spec.config.rollout.__dict__ == same
+        assert (spec.config.optim, spec.config.model) == (twin.config.optim, twin.config.model)
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

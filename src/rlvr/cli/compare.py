@@ -30,6 +30,11 @@ def _parser(studies: list[str]) -> argparse.ArgumentParser:
     add("--report-dir", help="write the report here instead of OUT/STUDY")
     add("--jobs", type=int, help="parallel runs (default: CPU cores // the runs' threads)")
     add("--fresh", action="store_true", help="delete the study's runs and run them again")
+    add(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep a finished run's checkpoints (deleted by default: the report does not read them)",
+    )
     add("--report-only", action="store_true", help="write the report from finished runs only")
     add("--dry-run", action="store_true", help="list the runs and what would be done with each")
     add("--list", action="store_true", help="list the bundled studies")
@@ -61,7 +66,7 @@ def _dry_run(study, out: str) -> None:
 @command
 def main(argv: list[str]) -> int:
     """``rlvr compare STUDY [key=value ...] [--out DIR] [--report-dir DIR] [--jobs N] [--fresh]
-    [--report-only]``."""
+    [--keep-checkpoints] [--report-only]``."""
     from rlvr.compare import bundled_studies, load_study, run_study
     from rlvr.compare.multiplicity import p_text
 
@@ -76,13 +81,14 @@ def main(argv: list[str]) -> int:
         _dry_run(study, args.out)
         return 0
     # the command that reproduces the report (flags that only choose what to redo are left out)
-    kept = [a for a in argv if a not in ("--report-only", "--fresh")]
+    kept = [a for a in argv if a not in ("--report-only", "--fresh", "--keep-checkpoints")]
     result = run_study(
         study,
         args.out,
         report_dir=args.report_dir,
         jobs=args.jobs,
         fresh=args.fresh,
+        keep_checkpoints=args.keep_checkpoints,
         run=not args.report_only,
         command=shlex.join(["rlvr", "compare", *kept]),
     )

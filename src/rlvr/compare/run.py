@@ -34,6 +34,7 @@ def run_study(
     report_dir: str | Path | None = None,
     jobs: int | None = None,
     fresh: bool = False,
+    keep_checkpoints: bool = False,
     run: bool = True,
     live: bool | None = None,
     command: str | None = None,
@@ -41,7 +42,8 @@ def run_study(
     """Run ``study``'s missing runs under ``out/runs`` (``jobs`` at a time) and write its report.
 
     ``report_dir`` defaults to ``out/<study name>``; ``fresh`` deletes the study's runs first;
-    ``run=False`` only writes the report from the runs already finished.
+    a finished run's checkpoints are deleted unless ``keep_checkpoints``; ``run=False`` only
+    writes the report from the runs already finished.
     """
     out = Path(out)
     specs = plan(study, out / RUNS_DIR)
@@ -51,7 +53,7 @@ def run_study(
         jobs = jobs or default_jobs(specs[0].config.threads)
         display = StudyDisplay(states, live=live)
         try:
-            execute(states, jobs, display, study.imports)
+            execute(states, jobs, display, study.imports, keep_checkpoints)
         finally:
             display.close(states)
     command = command or shlex.join(

@@ -22,6 +22,7 @@ from pathlib import Path
 import rlvr
 from rlvr.compare.study import RunSpec
 from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE
+from rlvr.train.checkpoint import CHECKPOINTS_DIR
 from rlvr.train.overrides import dump_yaml
 
 POLL_S = 0.5
@@ -116,8 +117,11 @@ def launch(state: RunState, imports: tuple[str, ...] = ()) -> None:
     state.status, state.started = "running", time.monotonic()
 
 
-def _reap(state: RunState) -> bool:
-    """True when the worker of a running state has exited (status updated)."""
+def _reap(state: RunState, keep_checkpoints: bool = False) -> bool:
+    """True when the worker of a running state has exited (status updated). A finished run's
+    checkpoints go unless ``keep_checkpoints``: the report reads ``metrics.jsonl``,
+    ``evals/`` and ``final.json``, and a finished run is never resumed (on SmolLM2-135M a
+    checkpoint with its optimiser state is 1.6 GB)."""
     code = state.process.poll()
     if code is None:
         state.elapsed = time.monotonic() - state.started
@@ -127,11 +131,17 @@ def _reap(state: RunState) -> bool:
     state.elapsed = time.monotonic() - state.started
     state.read_progress()
     state.status = "finished" if code == 0 and is_finished(state.spec) else "failed"
+    if state.status == "finished" and not keep_checkpoints:
+        shutil.rmtree(state.spec.run_dir / CHECKPOINTS_DIR, ignore_errors=True)
     return True
 
 
 def execute(
-    states: list[RunState], jobs: int, display, imports: tuple[str, ...] = ()
+    states: list[RunState],
+    jobs: int,
+    display,
+    imports: tuple[str, ...] = (),
+    keep_checkpoints: bool = False,
 ) -> list[RunState]:
     """Run the queued states, ``jobs`` at a time, telling ``display`` what happens."""
     queue = [s for s in states if s.status == "queued"]
@@ -145,7 +155,7 @@ def execute(
                 display.event(state, "resumed" if state.resumed else "started")
             time.sleep(POLL_S)
             for state in list(running):
-                if _reap(state):
+                if _reap(state, keep_checkpoints):
                     running.remove(state)
                     display.event(state, state.status)
             display.refresh(states)

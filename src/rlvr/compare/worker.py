@@ -91,12 +91,13 @@ class StudyRecorder(Callback):
 
 def run(run_dir: Path) -> None:
     """Train the configuration in ``run_dir/run.yaml`` there, resuming if it was started."""
+    from rlvr.train.checkpoint import CHECKPOINTS_DIR
     from rlvr.train.config import TrainConfig
     from rlvr.train.loop import train
     from rlvr.train.overrides import load_config
 
     cfg = load_config(TrainConfig, str(run_dir / RUN_FILE), [f"log.output_dir={run_dir}"])
-    started = (run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").exists()
+    started = (run_dir / "metrics.jsonl").exists() or (run_dir / CHECKPOINTS_DIR).exists()
     train(cfg, resume=started, callbacks=[StudyRecorder(run_dir)])
 
 

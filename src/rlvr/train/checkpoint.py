@@ -24,6 +24,8 @@ import torch
 from rlvr.train.config import CheckpointConfig
 
 STATE_FILE = "trainer_state.pt"
+CHECKPOINTS_DIR = "checkpoints"
+"""The folder of a run directory that holds its ``step_NNNNNN`` checkpoints."""
 _STEP_DIR = re.compile(r"^step_(\d{6,})$")
 _LEFTOVER = re.compile(r"^\.step_\d{6,}\.(tmp|old)\d+$")
 """A directory a writer renames into place or aside; left behind when it is killed."""
@@ -76,12 +78,12 @@ def due(step: int, total: int, cfg: CheckpointConfig) -> bool:
 
 def checkpoint_dir(run_dir: Path, step: int) -> Path:
     """Where the checkpoint of ``step`` lives."""
-    return Path(run_dir) / "checkpoints" / f"step_{step:06d}"
+    return Path(run_dir) / CHECKPOINTS_DIR / f"step_{step:06d}"
 
 
 def list_checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints of a run, oldest first."""
-    root = Path(run_dir) / "checkpoints"
+    root = Path(run_dir) / CHECKPOINTS_DIR
     if not root.is_dir():
         return []
     found = [

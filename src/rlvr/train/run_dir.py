@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from rlvr.train.checkpoint import latest_checkpoint
+from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
 from rlvr.train.overrides import dump_yaml, read_yaml
@@ -64,7 +64,7 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
     if problem:  # refused before anything loads
         raise ValueError(f"log.output_dir={str(run_dir)!r}: {problem}")
     checkpoint = latest_checkpoint(run_dir) if resume else None
-    if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / "checkpoints").exists()):
+    if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / CHECKPOINTS_DIR).exists()):
         raise ValueError(
             f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"

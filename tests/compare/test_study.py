@@ -21,6 +21,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2",
         "evidence-smollm2-replication",
         "evidence-smollm2-regimes",
+        "evidence-smollm2-klear",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -79,6 +80,31 @@ def test_evidence_smollm2_regimes_reuses_the_off_policy_runs_and_adds_the_papers
         same = {**twin.config.rollout.__dict__, "minibatches": 4, "epochs": 1}
         assert spec.config.rollout.__dict__ == same
         assert (spec.config.optim, spec.config.model) == (twin.config.optim, twin.config.model)
+
+
+def test_evidence_smollm2_klear_runs_the_klear_recipes_on_evidence_smollm2s_task(tmp_path):
+    """Model, data, reward verifier and rollout sizes of evidence-smollm2; everything else
+    (objective, SFT term, filter, 8 mini-batches, +1/-1 rewards) of the klear recipes."""
+    abc = plan(load_study("evidence-smollm2"), tmp_path)[0].config
+    specs = plan(load_study("evidence-smollm2-klear"), tmp_path)
+    assert {s.arm.name for s in specs} == {"klear/clip_higher", "klear/gppo"} and len(specs) == 16
+    for spec in specs:
+        cfg = spec.config
+        assert (cfg.model, cfg.data, cfg.optim.lr, cfg.steps) == (
+            abc.model,
+            abc.data,
+            abc.optim.lr,
+            abc.steps,
+        )
+        assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+        assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (8, 1)
+        assert cfg.rollout.filter_zero_advantage and cfg.loss_config.sft_coef == 0.1
+        assert (cfg.reward.verifier, cfg.reward.correct, cfg.reward.wrong) == (
+            "reasoning_gym:products",
+            1.0,
+            -1.0,
+        )
+    assert {s.config.objective.name for s in specs} == {"dapo", "gppo"}
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

@@ -20,9 +20,11 @@ have passed. Sections:
    model, one identical configuration;
 7. ``bench/gpu/decode_profile.py`` on the tiny preset: milliseconds per decoding step of each
    sampler in fp32, under bf16 autocast, and under bf16 autocast with attention off cuDNN (as
-   ``rlvr train`` runs it), with the costliest operators (in ``check.log``).
+   ``rlvr train`` runs it), with the costliest operators (in ``check.log``);
+8. the same for ``lean`` alone on the Qwen2-shaped model (32 tokens, one repeat), last: the
+   operator calls per step say whether decoding is bound by the host.
 
-``--sections`` runs a subset (``tests decode tiny trl qwen vs_trl``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
+``--sections`` runs a subset (``tests decode tiny trl qwen vs_trl qwen-decode``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
 (every section's output) into ``--out``.
 """
 
@@ -41,7 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-SECTIONS = ("tests", "decode", "tiny", "trl", "qwen", "vs_trl")
+SECTIONS = ("tests", "decode", "tiny", "trl", "qwen", "vs_trl", "qwen-decode")
 
 
 @dataclass
@@ -205,9 +207,10 @@ def vs_trl(check: Checker, work: Path, model: Path) -> str:
     return "\n".join(table)
 
 
-def decode(check: Checker) -> None:
-    section = "decode step tiny, fp32 / bf16 / bf16 off cuDNN"
-    cmd = [PY, "bench/gpu/decode_profile.py", "--model", "tiny", "--device", "cuda"]
+def decode(check: Checker, model: str = "tiny", extra: tuple[str, ...] = ()) -> None:
+    name = "tiny" if model == "tiny" else "qwen2-0.5b lean"
+    section = f"decode step {name}, fp32 / bf16 / bf16 off cuDNN"
+    cmd = [PY, "bench/gpu/decode_profile.py", "--model", model, "--device", "cuda", *extra]
     ok, output = check.run(section, cmd, timeout=150)
     if ok:
         summary = [line for line in output.splitlines() if line.startswith("ms/step")]
@@ -276,7 +279,7 @@ def main() -> int:
     table = ""
     model = (
         qwen2(check, args.work, args.carry / "smollm2-tokenizer")
-        if sections & {"qwen", "vs_trl"}
+        if sections & {"qwen", "vs_trl", "qwen-decode"}
         else None
     )
     if model is not None and "qwen" in sections:
@@ -288,6 +291,8 @@ def main() -> int:
               [*big, "model.autocast=bf16", "rollout.sampler=hf"])  # fmt: skip
     if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
+    if model is not None and "qwen-decode" in sections:  # last: its profiler takes a while
+        decode(check, str(model), ("--samplers", "lean", "--tokens", "32", "--repeats", "1"))
     write(args.out, env, check, table)
     return 0
 

@@ -2,6 +2,7 @@
 
     python bench/gpu/decode_profile.py --model tiny --device cuda
     python bench/gpu/decode_profile.py --model PATH --device cuda --rows 128 --tokens 64
+    python bench/gpu/decode_profile.py --model PATH --samplers lean --tokens 32 --repeats 1
 
 Samples ``rows`` completions (``group`` per prompt) with ``lean`` (its Llama-family
 decoder), ``lean`` through the Hugging Face forward (``fast=False``) and ``hf``
@@ -11,8 +12,9 @@ attention kept off cuDNN (what samplers' ``generate`` does,
 prints milliseconds per decoding step (median of ``--repeats``, each with its own seed) and
 the operator calls per step. A sixteenth of the vocabulary ends a row, so rows finish at
 different steps and ``lean`` drops them from the batch, as in training: every run meets
-shapes the previous ones did not. Then profiles one bf16 ``lean`` run and prints its 20
-costliest operators. bench/gpu/check.py runs it as its ``decode`` section.
+shapes the previous ones did not. Then profiles one bf16 run of the first of ``--samplers`` and
+prints its 20 costliest operators. bench/gpu/check.py runs it as its ``decode`` section
+(tiny preset), and ``lean`` alone on the Qwen2-shaped model as its ``qwen-decode`` section.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def sampler_calls(model, ids, mask, sampling, group):
 
 
 MODES = ("fp32", "bf16", "bf16-no-cudnn")
+SAMPLERS = ("lean", "lean-hf-forward", "hf")
 
 
 def context(device: str, mode: str) -> contextlib.ExitStack:
@@ -96,6 +99,7 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=24)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS))
     args = parser.parse_args()
 
     from transformers import AutoModelForCausalLM
@@ -110,6 +114,7 @@ def main() -> None:
     mask = torch.ones_like(ids)
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=args.tokens)
     calls = sampler_calls(model, ids, mask, sampling, args.group)
+    calls = {name: call for name, call in calls.items() if name in args.samplers}
     print(f"{args.model}: {args.rows} rows x {args.tokens} tokens on {args.device}")
     print("| sampler | " + " | ".join(f"{m} ms/step" for m in MODES) + " | steps run | ops/step |")
     print("| --- |" + " ---: |" * (len(MODES) + 2))
@@ -123,8 +128,9 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{v:.2f}" for v in ms)
               + f" | {runs[0][1]:.0f} | " + " / ".join(f"{v:.0f}" for v in ops) + " |", flush=True)  # fmt: skip
         summary.append(f"{name} " + "/".join(f"{v:.2f}" for v in ms))
-    print("\nbf16 lean, costliest operators:")
-    print(operator_calls(calls["lean"], args.device, "bf16")[1])
+    first = next(iter(calls))
+    print(f"\nbf16 {first}, costliest operators:")
+    print(operator_calls(calls[first], args.device, "bf16")[1])
     print("ms/step " + "/".join(MODES) + ": " + ", ".join(summary))
 
 

@@ -56,10 +56,13 @@ def test_the_carried_wheels_are_pinned_once_each():
 
 def test_decode_profile_runs_on_the_cpu_and_prints_its_summary(tiny_model_dir):
     cmd = [sys.executable, "bench/gpu/decode_profile.py", "--model", str(tiny_model_dir),
-           "--device", "cpu", "--rows", "8", "--group", "4", "--tokens", "4", "--repeats", "1"]  # fmt: skip
+           "--device", "cpu", "--rows", "8", "--group", "4", "--tokens", "4", "--repeats", "1",
+           "--samplers", "hf", "lean"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| lean")]
-    assert len(rows) == 2 and len(rows[0].split("|")) == 8  # sampler, 3 modes, steps, ops
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][2:]
+    assert [r.split("|")[1].strip() for r in rows] == ["lean", "hf"]  # the samplers asked for
+    assert len(rows[0].split("|")) == 8  # sampler, 3 modes, steps, ops
+    assert "bf16 lean, costliest operators:" in proc.stdout
     assert proc.stdout.splitlines()[-1].startswith("ms/step fp32/bf16/bf16-no-cudnn: lean ")

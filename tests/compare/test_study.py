@@ -1,5 +1,7 @@
 """Study files: loading, includes, resolved arm configs, fingerprints, errors."""
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -22,6 +24,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-replication",
         "evidence-smollm2-regimes",
         "evidence-smollm2-klear",
+        "evidence-smollm2-q4",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -105,6 +108,22 @@ def test_evidence_smollm2_klear_runs_the_klear_recipes_on_evidence_smollm2s_task
             -1.0,
         )
     assert {s.config.objective.name for s in specs} == {"dapo", "gppo"}
+
+
+def test_evidence_smollm2_q4_adds_abc_grpo_with_q4_unbounded_beside_the_reused_runs(tmp_path):
+    """The new arm is ABC-GRPO with eps3 = inf (GRPO's Q4) and nothing else changed."""
+    earlier = {s.run_dir for s in plan(load_study("evidence-smollm2-regimes"), tmp_path)}
+    specs = plan(load_study("evidence-smollm2-q4"), tmp_path)
+    new = [s for s in specs if s.run_dir not in earlier]
+    assert {s.arm.name for s in new} == {"abc/abc_grpo_q4_open"} and len(new) == 8
+    for spec in new:
+        twin = next(s for s in specs if (s.arm.name, s.seed) == ("abc/abc_grpo", spec.seed))
+        mine, theirs = spec.config.objective, twin.config.objective
+        assert mine.params.eps3 == float("inf")
+        assert mine == dataclasses.replace(
+            theirs, params=dataclasses.replace(theirs.params, eps3=float("inf"))
+        )
+        assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

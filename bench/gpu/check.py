@@ -207,9 +207,8 @@ def vs_trl(check: Checker, work: Path, model: Path) -> str:
     return "\n".join(table)
 
 
-def decode(check: Checker, model: str = "tiny", extra: tuple[str, ...] = ()) -> None:
-    name = "tiny" if model == "tiny" else "qwen2-0.5b lean"
-    section = f"decode step {name}, fp32 / bf16 / bf16 off cuDNN"
+def decode(check: Checker, label: str, model: str, extra: tuple[str, ...] = ()) -> None:
+    section = f"decode step {label}, fp32 / bf16 / bf16 off cuDNN"
     cmd = [PY, "bench/gpu/decode_profile.py", "--model", model, "--device", "cuda", *extra]
     ok, output = check.run(section, cmd, timeout=150)
     if ok:
@@ -267,7 +266,7 @@ def main() -> int:
     if "tests" in sections:
         tests(check)
     if "decode" in sections:
-        decode(check)
+        decode(check, "tiny", "tiny")
     small = ["rollout.prompts_per_step=16", "rollout.group_size=8", "threads=4"]
     if "tiny" in sections:
         train(check, args.work, "tiny fp32", "tiny", 8, small)
@@ -292,7 +291,8 @@ def main() -> int:
     if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
     if model is not None and "qwen-decode" in sections:  # last: its profiler takes a while
-        decode(check, str(model), ("--samplers", "lean", "--tokens", "32", "--repeats", "1"))
+        decode(check, "qwen2-0.5b lean", str(model),
+               ("--samplers", "lean", "--tokens", "32", "--repeats", "1"))  # fmt: skip
     write(args.out, env, check, table)
     return 0
 

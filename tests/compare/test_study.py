@@ -25,6 +25,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-regimes",
         "evidence-smollm2-klear",
         "evidence-smollm2-q4",
+        "evidence-smollm2-etr-apmpo",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -124,6 +125,32 @@ def test_evidence_smollm2_q4_adds_abc_grpo_with_q4_unbounded_beside_the_reused_r
             theirs, params=dataclasses.replace(theirs.params, eps3=float("inf"))
         )
         assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
+
+
+def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(tmp_path):
+    """Model, data, verifier and rollout sizes of evidence-smollm2; objective, rewards, KL and
+    the 4 x 1 mini-batches of the etr and apmpo recipes."""
+    abc = plan(load_study("evidence-smollm2"), tmp_path)[0].config
+    specs = plan(load_study("evidence-smollm2-etr-apmpo"), tmp_path)
+    arms = {"etr/grpo", "etr/etr", "apmpo/grpo", "apmpo/apmpo"}
+    assert {s.arm.name for s in specs} == arms and len(specs) == 32
+    wrong = {"etr": -1.0, "apmpo": 0.0}
+    for spec in specs:
+        cfg = spec.config
+        assert (cfg.model, cfg.data, cfg.optim.lr, cfg.steps) == (
+            abc.model,
+            abc.data,
+            abc.optim.lr,
+            abc.steps,
+        )
+        assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+        assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (4, 1)
+        assert cfg.objective.kl_coef == 0.001
+        assert (cfg.reward.verifier, cfg.reward.wrong) == (
+            "reasoning_gym:products",
+            wrong[spec.arm.name.split("/")[0]],
+        )
+    assert {s.config.objective.name for s in specs} == {"grpo", "etr", "apmpo"}
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

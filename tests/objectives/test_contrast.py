@@ -95,6 +95,9 @@ def test_parse_contrast_settings_and_errors():
     )
     assert (c.objective.params.fss_form, c.objective.params.gamma) == ("mean", 0)
     assert c.objective.loss_agg == "token-mean" and c.objective.kl_coef == 0.01
+    for text in ("inf", "Infinity"):  # an override's spelling, and objective_name's
+        assert parse_contrast(f"abc_grpo:eps3={text}", run).objective.params.eps3 == float("inf")
+    assert parse_contrast("grpo:eps_low=1e-5", run).objective.params.eps_low == 1e-5
     with pytest.raises(ValueError, match="log.contrast 'nope'.*unknown objective"):
         parse_contrast("nope", run)
     with pytest.raises(ValueError, match="log.contrast 'grpo:eps3=1'.*unknown hyperparameter"):

@@ -69,7 +69,7 @@ def parse_contrast(spec: str, run: ObjectiveConfig) -> Contrast:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"log.contrast {spec!r}: expected name:key=value,... , got {item!r}")
-        settings[key.strip()] = yaml.safe_load(value)
+        settings[key.strip()] = _setting(value)
     own = {k: settings.pop(k, None) for k in _CONFIG_KEYS}  # None: the objective's default
     try:
         params = make_config(name.strip(), **settings)
@@ -77,6 +77,18 @@ def parse_contrast(spec: str, run: ObjectiveConfig) -> Contrast:
     except (TypeError, ValueError) as err:
         raise ValueError(f"log.contrast {spec!r}: {err}") from err
     return Contrast(str(spec), objective)
+
+
+def _setting(text: str) -> object:
+    """A contrast setting's value: YAML, except that a number PyYAML reads as a string
+    (``inf``, ``Infinity``, ``1e-5``) is a float, as in the run's own overrides."""
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
 
 
 def token_weights(

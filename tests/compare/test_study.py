@@ -26,6 +26,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-klear",
         "evidence-smollm2-q4",
         "evidence-smollm2-etr-apmpo",
+        "evidence-smollm2-q2",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -151,6 +152,23 @@ def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(t
             wrong[spec.arm.name.split("/")[0]],
         )
     assert {s.config.objective.name for s in specs} == {"grpo", "etr", "apmpo"}
+
+
+def test_evidence_smollm2_q2_adds_the_other_single_bound_arm_beside_the_reused_runs(tmp_path):
+    """The new arm is ABC-GRPO with eps2 = inf (GRPO's Q2) and nothing else changed; every
+    run of evidence-smollm2-q4 is planned in the same folder (reused, not run again)."""
+    earlier = {s.run_dir for s in plan(load_study("evidence-smollm2-q4"), tmp_path)}
+    specs = plan(load_study("evidence-smollm2-q2"), tmp_path)
+    new = [s for s in specs if s.run_dir not in earlier]
+    assert len(specs) == 32 and len(earlier) == 24
+    assert {s.arm.name for s in new} == {"abc/abc_grpo_q2_open"} and len(new) == 8
+    for spec in new:
+        twin = next(s for s in specs if (s.arm.name, s.seed) == ("abc/abc_grpo", spec.seed))
+        mine, theirs = spec.config.objective, twin.config.objective
+        assert mine == dataclasses.replace(
+            theirs, params=dataclasses.replace(theirs.params, eps2=float("inf"))
+        )
+        assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

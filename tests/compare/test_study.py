@@ -87,6 +87,17 @@ def test_evidence_smollm2_regimes_reuses_the_off_policy_runs_and_adds_the_papers
         assert (spec.config.optim, spec.config.model) == (twin.config.optim, twin.config.model)
 
 
+def _assert_evidence_smollm2_task(cfg, abc):
+    """``cfg`` has evidence-smollm2's model, data, learning rate, steps and rollout sizes."""
+    assert (cfg.model, cfg.data, cfg.optim.lr, cfg.steps) == (
+        abc.model,
+        abc.data,
+        abc.optim.lr,
+        abc.steps,
+    )
+    assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+
+
 def test_evidence_smollm2_klear_runs_the_klear_recipes_on_evidence_smollm2s_task(tmp_path):
     """Model, data, reward verifier and rollout sizes of evidence-smollm2; everything else
     (objective, SFT term, filter, 8 mini-batches, +1/-1 rewards) of the klear recipes."""
@@ -95,13 +106,7 @@ def test_evidence_smollm2_klear_runs_the_klear_recipes_on_evidence_smollm2s_task
     assert {s.arm.name for s in specs} == {"klear/clip_higher", "klear/gppo"} and len(specs) == 16
     for spec in specs:
         cfg = spec.config
-        assert (cfg.model, cfg.data, cfg.optim.lr, cfg.steps) == (
-            abc.model,
-            abc.data,
-            abc.optim.lr,
-            abc.steps,
-        )
-        assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+        _assert_evidence_smollm2_task(cfg, abc)
         assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (8, 1)
         assert cfg.rollout.filter_zero_advantage and cfg.loss_config.sft_coef == 0.1
         assert (cfg.reward.verifier, cfg.reward.correct, cfg.reward.wrong) == (
@@ -138,13 +143,7 @@ def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(t
     wrong = {"etr": -1.0, "apmpo": 0.0}
     for spec in specs:
         cfg = spec.config
-        assert (cfg.model, cfg.data, cfg.optim.lr, cfg.steps) == (
-            abc.model,
-            abc.data,
-            abc.optim.lr,
-            abc.steps,
-        )
-        assert (cfg.rollout.prompts_per_step, cfg.rollout.max_new_tokens) == (8, 32)
+        _assert_evidence_smollm2_task(cfg, abc)
         assert (cfg.rollout.minibatches, cfg.rollout.epochs) == (4, 1)
         assert cfg.objective.kl_coef == 0.001
         assert (cfg.reward.verifier, cfg.reward.wrong) == (

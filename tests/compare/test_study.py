@@ -117,22 +117,6 @@ def test_evidence_smollm2_klear_runs_the_klear_recipes_on_evidence_smollm2s_task
     assert {s.config.objective.name for s in specs} == {"dapo", "gppo"}
 
 
-def test_evidence_smollm2_q4_adds_abc_grpo_with_q4_unbounded_beside_the_reused_runs(tmp_path):
-    """The new arm is ABC-GRPO with eps3 = inf (GRPO's Q4) and nothing else changed."""
-    earlier = {s.run_dir for s in plan(load_study("evidence-smollm2-regimes"), tmp_path)}
-    specs = plan(load_study("evidence-smollm2-q4"), tmp_path)
-    new = [s for s in specs if s.run_dir not in earlier]
-    assert {s.arm.name for s in new} == {"abc/abc_grpo_q4_open"} and len(new) == 8
-    for spec in new:
-        twin = next(s for s in specs if (s.arm.name, s.seed) == ("abc/abc_grpo", spec.seed))
-        mine, theirs = spec.config.objective, twin.config.objective
-        assert mine.params.eps3 == float("inf")
-        assert mine == dataclasses.replace(
-            theirs, params=dataclasses.replace(theirs.params, eps3=float("inf"))
-        )
-        assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
-
-
 def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(tmp_path):
     """Model, data, verifier and rollout sizes of evidence-smollm2; objective, rewards, KL and
     the 4 x 1 mini-batches of the etr and apmpo recipes."""
@@ -153,19 +137,29 @@ def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(t
     assert {s.config.objective.name for s in specs} == {"grpo", "etr", "apmpo"}
 
 
-def test_evidence_smollm2_q2_adds_the_other_single_bound_arm_beside_the_reused_runs(tmp_path):
-    """The new arm is ABC-GRPO with eps2 = inf (GRPO's Q2) and nothing else changed; every
-    run of evidence-smollm2-q4 is planned in the same folder (reused, not run again)."""
-    earlier = {s.run_dir for s in plan(load_study("evidence-smollm2-q4"), tmp_path)}
-    specs = plan(load_study("evidence-smollm2-q2"), tmp_path)
+@pytest.mark.parametrize(
+    ("before", "study", "arm", "eps", "runs"),
+    [
+        ("evidence-smollm2-regimes", "evidence-smollm2-q4", "abc/abc_grpo_q4_open", "eps3", 24),
+        ("evidence-smollm2-q4", "evidence-smollm2-q2", "abc/abc_grpo_q2_open", "eps2", 32),
+    ],
+)
+def test_an_abc_bound_ablation_adds_one_arm_beside_the_reused_runs(
+    tmp_path, before, study, arm, eps, runs
+):
+    """The new arm is ABC-GRPO with one bound unbounded (GRPO's) and nothing else changed; every
+    other run of the study is planned in an earlier study's folder (reused, not run again)."""
+    earlier = {s.run_dir for s in plan(load_study(before), tmp_path)}
+    specs = plan(load_study(study), tmp_path)
     new = [s for s in specs if s.run_dir not in earlier]
-    assert len(specs) == 32 and len(earlier) == 24
-    assert {s.arm.name for s in new} == {"abc/abc_grpo_q2_open"} and len(new) == 8
+    assert len(specs) == runs
+    assert {s.arm.name for s in new} == {arm} and len(new) == 8
     for spec in new:
         twin = next(s for s in specs if (s.arm.name, s.seed) == ("abc/abc_grpo", spec.seed))
         mine, theirs = spec.config.objective, twin.config.objective
+        assert getattr(mine.params, eps) == float("inf")
         assert mine == dataclasses.replace(
-            theirs, params=dataclasses.replace(theirs.params, eps2=float("inf"))
+            theirs, params=dataclasses.replace(theirs.params, **{eps: float("inf")})
         )
         assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
 

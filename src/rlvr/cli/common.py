@@ -68,11 +68,18 @@ def one_line(err: BaseException) -> str:
 
 @contextlib.contextmanager
 def plain_warnings():
-    """Within the block, warnings print as one ``warning: ...`` line each (no source line)."""
+    """Within the block, warnings print as one ``warning: ...`` line each (no source line).
+
+    A ``SyntaxWarning`` is dropped: Python raises it while compiling a module's source on its
+    first import (a dependency installed without byte-code, say), where it speaks of code the
+    user cannot change, and as one bare line it would read as rlvr's own warning.
+    """
     original = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            yield
     finally:
         warnings.formatwarning = original
 

@@ -12,8 +12,9 @@ attention kept off cuDNN (what samplers' ``generate`` does,
 prints milliseconds per decoding step (median of ``--repeats``, each with its own seed) and
 the operator calls per step. A sixteenth of the vocabulary ends a row, so rows finish at
 different steps and ``lean`` drops them from the batch, as in training: every run meets
-shapes the previous ones did not. Then profiles one bf16 run of the first of ``--samplers`` and
-prints its 20 costliest operators. bench/gpu/check.py runs it as its ``decode`` section
+shapes the previous ones did not. The operator counts come from one profiled run per mode;
+the first sampler's profiled run under bf16 with attention off cuDNN (the samplers' own
+setting) also gives its 20 costliest operators. bench/gpu/check.py runs it as its ``decode`` section
 (tiny preset), and ``lean`` alone on the Qwen2-shaped model as its ``qwen-decode`` section.
 """
 
@@ -118,19 +119,18 @@ def main() -> None:
     print(f"{args.model}: {args.rows} rows x {args.tokens} tokens on {args.device}")
     print("| sampler | " + " | ".join(f"{m} ms/step" for m in MODES) + " | steps run | ops/step |")
     print("| --- |" + " ---: |" * (len(MODES) + 2))
-    summary = []
+    summary, top = [], ""
     for name, call in calls.items():
         runs = [timed(call, args.device, mode, args.repeats) for mode in MODES]
         ms = [1e3 * seconds / steps for seconds, steps in runs]
-        ops = [
-            operator_calls(call, args.device, mode)[0] / runs[i][1] for i, mode in enumerate(MODES)
-        ]
+        profiled = [operator_calls(call, args.device, mode) for mode in MODES]
+        ops = [count / runs[i][1] for i, (count, _) in enumerate(profiled)]
+        top = top or profiled[-1][1]
         print(f"| {name} | " + " | ".join(f"{v:.2f}" for v in ms)
               + f" | {runs[0][1]:.0f} | " + " / ".join(f"{v:.0f}" for v in ops) + " |", flush=True)  # fmt: skip
         summary.append(f"{name} " + "/".join(f"{v:.2f}" for v in ms))
-    first = next(iter(calls))
-    print(f"\nbf16 {first}, costliest operators:")
-    print(operator_calls(calls[first], args.device, "bf16")[1])
+    print(f"\n{MODES[-1]} {next(iter(calls))}, costliest operators:")
+    print(top)
     print("ms/step " + "/".join(MODES) + ": " + ", ".join(summary))
 
 

@@ -64,5 +64,5 @@ def test_decode_profile_runs_on_the_cpu_and_prints_its_summary(tiny_model_dir):
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][2:]
     assert [r.split("|")[1].strip() for r in rows] == ["lean", "hf"]  # the samplers asked for
     assert len(rows[0].split("|")) == 8  # sampler, 3 modes, steps, ops
-    assert "bf16 lean, costliest operators:" in proc.stdout
+    assert "bf16-no-cudnn lean, costliest operators:" in proc.stdout
     assert proc.stdout.splitlines()[-1].startswith("ms/step fp32/bf16/bf16-no-cudnn: lean ")

@@ -66,7 +66,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     from rlvr.data import gym_rows
 
     root = tmp_path_factory.mktemp("docs-commands")
-    for folder in ("src", "examples", "bench"):  # commands run from the checkout's root
+    for folder in ("src", "examples", "bench", "docs"):  # commands run from the checkout's root
         (root / folder).symlink_to(ROOT / folder)
     shutil.copy(ROOT / "src/rlvr/configs/demo.yaml", root / "my.yaml")
     klear = (ROOT / "src/rlvr/configs/pipelines/klear.yaml").read_text()

@@ -132,6 +132,27 @@ def test_order_three_outcomes():
     assert verdict.status == INCONCLUSIVE and set(verdict.intervals) == {"b - a", "c - b"}
 
 
+def test_interaction_three_outcomes_with_hand_worked_numbers():
+    claim = Claim("i", text="together worse than the sum", rule="interaction", metric="m",
+                  arms=("n", "a", "b", "ab"), direction="lower")  # fmt: skip
+    arms = {
+        "n": arm("n", [0.70, 0.72, 0.74]),
+        "a": arm("a", [0.50, 0.52, 0.54]),  # a alone: -0.20
+        "b": arm("b", [0.75, 0.77, 0.79]),  # b alone: +0.05
+        "ab": arm("ab", [0.25, 0.30, 0.25]),  # additive would be 0.55, 0.57, 0.59
+    }
+    verdict = judge(claim, arms)
+    # contrasts -0.30, -0.27, -0.34: mean -0.30333, sd 0.035119, se 0.020276, t(2) 4.3027
+    assert verdict.status == REPRODUCED
+    assert "-0.3033 [-0.3906, -0.2161]" in verdict.numbers and "3 seeds" in verdict.numbers
+    assert set(verdict.intervals) == {"interaction"}
+    additive = {**arms, "ab": arm("ab", [0.56, 0.56, 0.60])}  # contrasts +0.01, -0.01, +0.01
+    assert judge(claim, additive).status == INCONCLUSIVE
+    more = {**arms, "ab": arm("ab", [0.75, 0.78, 0.80])}  # contrasts +0.20, +0.21, +0.21
+    assert judge(claim, more).status == NOT_REPRODUCED
+    assert claim.pairs == []  # no contrast is logged for it, so adding one reruns nothing
+
+
 def quadrant_arm(fracs_per_seed):
     """Runs logging quadrant fractions (constant per step) and token counts."""
     data = ArmData("g")
@@ -277,7 +298,8 @@ def test_bundled_claims_name_arms_of_the_bundled_studies():
     arms = {a.name for a in load_study("all").arms}
     arms |= {a.name for a in load_study("evidence-smollm2-q2").arms}  # the ablations' arms
     files = bundled_claim_files()
-    assert set(files) == {"abc", "etr", "klear", "apmpo", "abc-q4-ablation", "abc-q2-ablation"}
+    assert set(files) == {"abc", "etr", "klear", "apmpo", "abc-q4-ablation", "abc-q2-ablation",
+                          "apmpo-reward-confirm"}  # fmt: skip
     claims = [c for f in files for c in load_claims(f)]
     assert len({c.id for c in claims}) == len(claims)
     for claim in claims:
@@ -301,6 +323,7 @@ def test_bundled_claims_name_arms_of_the_bundled_studies():
         ({"summary": "median"}, "unknown summary"),
         ({"baseline": None}, "direction needs"),
         ({"direction": "up"}, "higher or lower"),
+        ({"rule": "interaction", "arms": ["a", "b", "c"]}, "interaction needs metric and arms"),
         ({"colour": "red"}, "unknown key"),
     ],
 )

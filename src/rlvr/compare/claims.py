@@ -29,6 +29,11 @@ different problems do not pair and the claim is inconclusive):
 - ``largest`` (``expect`` is the largest of ``metrics`` of one ``arm``): the interval of
   ``expect - other`` for every other metric. **Reproduced** when all are above 0, **not
   reproduced** when any is below 0, **inconclusive** otherwise.
+- ``interaction`` (a 2 x 2 ablation, ``arms: [neither, a_only, b_only, both]`` on one
+  ``metric``; ``direction: lower`` claims that the two changes together do less than their
+  separate effects add up to): the interval of the per-seed interaction contrast
+  ``both - a_only - b_only + neither``, from one value per run (per-run summaries, not paired
+  by problem). Decided as ``direction``.
 
 A claim whose arms did not all finish the same seeds (at least 2) is **inconclusive** and
 says why. A claim between arms that could not differ (bit-identical runs, or objectives whose
@@ -49,7 +54,7 @@ from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
 from rlvr.compare.stats import Interval, paired_interval
 from rlvr.train.overrides import NOT_A_KEY, from_file
 
-RULES = ("direction", "order", "largest")
+RULES = ("direction", "order", "largest", "interaction")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 UNTESTABLE = "untestable"
 """The arms a claim compares could not differ (identical runs, or identical updates)."""
@@ -209,6 +214,12 @@ def _check(c: Claim) -> None:
         by_metrics = bool(c.metrics and c.arm)
         need(by_arms != by_metrics, "order needs either arms + metric or metrics + arm")
         need(len(c.arms or c.metrics) >= 2, "order needs at least two items")
+    elif c.rule == "interaction":
+        need(
+            bool(c.metric) and len(c.arms) == 4,
+            "interaction needs metric and arms: [neither, a_only, b_only, both]",
+        )
+        need(c.direction in ("higher", "lower"), "direction must be higher or lower")
     else:
         need(
             bool(c.arm and c.metrics and c.expect in c.metrics),
@@ -341,11 +352,36 @@ def _largest(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     return Verdict(claim, status, numbers, RULE_TEXT["largest"], intervals, seeds)
 
 
+def _interaction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
+    """The 2 x 2 interaction ``both - a_only - b_only + neither``, one value per seed."""
+    neither, a_only, b_only, both = (
+        data[arm].values(claim.metric, claim.summary, seeds) for arm in claim.arms
+    )
+    contrast = both - a_only - b_only + neither
+    if np.isnan(contrast).any():
+        raise ValueError(f"{claim.metric} ({claim.summary}) is undefined in some run")
+    ci = paired_interval(contrast[:, None], np.zeros((len(seeds), 1)))
+    want = 1 if claim.direction == "higher" else -1
+    side = ci.excludes_zero()
+    status = REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+    means = ", ".join(f"{a} {_mean(claim, data, a, claim.metric, seeds):.4g}" for a in claim.arms)
+    numbers = (
+        f"{claim.metric} ({claim.summary}): {means}; interaction (both - a_only - b_only + "
+        f"neither) {ci.text(4)} (95% CI, {len(seeds)} seeds)"
+    )
+    return Verdict(claim, status, numbers, RULE_TEXT["interaction"], {"interaction": ci}, seeds)
+
+
 def _name(claim: Claim, arm: str, metric: str) -> str:
     return arm if claim.arms else metric
 
 
-JUDGES = {"direction": _direction, "order": _order, "largest": _largest}
+JUDGES = {
+    "direction": _direction,
+    "order": _order,
+    "largest": _largest,
+    "interaction": _interaction,
+}
 RULE_TEXT = {
     "direction": "paired 95% t CI of arm - baseline: excludes 0 on the claimed side -> "
     "reproduced; on the other side -> not reproduced; contains 0 -> inconclusive",
@@ -353,4 +389,6 @@ RULE_TEXT = {
     "reproduced; any on the other side -> not reproduced; else inconclusive",
     "largest": "paired 95% t CI of expected - each other: all > 0 -> reproduced; any < 0 -> "
     "not reproduced; else inconclusive",
+    "interaction": "95% t CI of the per-seed both - a_only - b_only + neither: excludes 0 on the "
+    "claimed side -> reproduced; on the other side -> not reproduced; contains 0 -> inconclusive",
 }

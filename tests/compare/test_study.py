@@ -27,6 +27,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-q4",
         "evidence-smollm2-etr-apmpo",
         "evidence-smollm2-q2",
+        "evidence-smollm2-apmpo-confirm",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -135,6 +136,18 @@ def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(t
             wrong[spec.arm.name.split("/")[0]],
         )
     assert {s.config.objective.name for s in specs} == {"grpo", "etr", "apmpo"}
+
+
+def test_the_apmpo_confirmation_runs_the_earlier_pair_on_16_fresh_seeds(tmp_path):
+    """Exactly evidence-smollm2-etr-apmpo's APMPO pair (the same fingerprints, so the two
+    studies' runs are one configuration), on seeds that study never ran."""
+    earlier = plan(load_study("evidence-smollm2-etr-apmpo"), tmp_path)
+    specs = plan(load_study("evidence-smollm2-apmpo-confirm"), tmp_path)
+    assert {s.arm.name for s in specs} == {"apmpo/grpo", "apmpo/apmpo"} and len(specs) == 32
+    before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith("apmpo/")}
+    assert {s.arm.name: s.fingerprint for s in specs} == before
+    assert {s.seed for s in specs} == set(range(8, 24))
+    assert not {s.seed for s in specs} & {s.seed for s in earlier}
 
 
 @pytest.mark.parametrize(

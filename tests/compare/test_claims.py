@@ -146,6 +146,9 @@ def test_interaction_three_outcomes_with_hand_worked_numbers():
     assert verdict.status == REPRODUCED
     assert "-0.3033 [-0.3906, -0.2161]" in verdict.numbers and "3 seeds" in verdict.numbers
     assert set(verdict.intervals) == {"interaction"}
+    # main effects: a (-0.20 + both - b) / 2 = -0.3517; b (+0.05 + both - a) / 2 = -0.1017
+    assert "main effects (not judged) a -0.3517 [" in verdict.numbers
+    assert ", b -0.1017 [" in verdict.numbers
     additive = {**arms, "ab": arm("ab", [0.56, 0.56, 0.60])}  # contrasts +0.01, -0.01, +0.01
     assert judge(claim, additive).status == INCONCLUSIVE
     more = {**arms, "ab": arm("ab", [0.75, 0.78, 0.80])}  # contrasts +0.20, +0.21, +0.21

@@ -33,7 +33,8 @@ different problems do not pair and the claim is inconclusive):
   ``metric``; ``direction: lower`` claims that the two changes together do less than their
   separate effects add up to): the interval of the per-seed interaction contrast
   ``both - a_only - b_only + neither``, from one value per run (per-run summaries, not paired
-  by problem). Decided as ``direction``.
+  by problem). Decided as ``direction``; the numbers also give each change's main effect
+  (its mean effect over the other's two levels), which is not judged.
 
 A claim whose arms did not all finish the same seeds (at least 2) is **inconclusive** and
 says why. A claim between arms that could not differ (bit-identical runs, or objectives whose
@@ -365,9 +366,13 @@ def _interaction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     side = ci.excludes_zero()
     status = REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
     means = ", ".join(f"{a} {_mean(claim, data, a, claim.metric, seeds):.4g}" for a in claim.arms)
+    zeros = np.zeros((len(seeds), 1))
+    main_a = paired_interval(((a_only - neither + both - b_only) / 2)[:, None], zeros)
+    main_b = paired_interval(((b_only - neither + both - a_only) / 2)[:, None], zeros)
     numbers = (
         f"{claim.metric} ({claim.summary}): {means}; interaction (both - a_only - b_only + "
-        f"neither) {ci.text(4)} (95% CI, {len(seeds)} seeds)"
+        f"neither) {ci.text(4)}; main effects (not judged) a {main_a.text(4)}, b "
+        f"{main_b.text(4)} (95% CI, {len(seeds)} seeds)"
     )
     return Verdict(claim, status, numbers, RULE_TEXT["interaction"], {"interaction": ci}, seeds)
 

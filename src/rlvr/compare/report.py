@@ -213,6 +213,8 @@ RULES_TEXT = [
     "`order`: the interval of every consecutive difference on the claimed side: reproduced; any on "
     "the other side: not reproduced; else inconclusive. `largest`: the interval of expected - other "
     "above 0 for every other metric: reproduced; any below 0: not reproduced; else inconclusive. "
+    "`interaction` (a 2 x 2 ablation): the interval of the per-seed both - a_only - b_only + "
+    "neither, decided as `direction`. "
     "The rules are fixed in advance; nothing is tuned to the outcome.",
 ]
 

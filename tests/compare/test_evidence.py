@@ -112,6 +112,8 @@ def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):
         assert "detectable at 80% power" in judged.evidence
         projected = "seeds to detect the observed difference" in judged.evidence
         assert projected == (want == INCONCLUSIVE)  # an untestable claim has nothing to project
+        cautious = "if the spread is at its 80% upper bound)" in judged.evidence
+        assert cautious == projected
 
 
 def test_arms_differing_beyond_the_objective_stay_testable_at_zero_contrast(tmp_path):
@@ -156,6 +158,12 @@ def test_seeds_to_detect_projects_the_interval_with_more_seeds():
     assert seeds_to_detect(Interval(0.0, 0, 0, 3, se=0.01), 0.0) is None  # no effect to find
     assert seeds_to_detect(Interval(0.0, 0, 0, 3), 0.01) is None  # no standard error recorded
     assert seeds_to_detect(ci, 1e-5) is None  # beyond 1000 seeds
+    # planned from the spread at its 80% upper bound: sd 0.0145 * sqrt(2 / chi2(0.2, 2)),
+    # chi2(0.2, 2) = -2 ln 0.8 = 0.4463, so sd 0.03070 and seeds_needed(0.03070, 0.01)
+    three = Interval(0.0, 0, 0, 3, se=0.0145 / math.sqrt(3), df=2)
+    assert seeds_to_detect(three, 0.01, spread_bound=0.8) == 76
+    assert seeds_needed(0.0145 * math.sqrt(2 / (-2 * math.log(0.8))), 0.01) == 76
+    assert seeds_to_detect(Interval(0.0, 0, 0, 3, se=0.01), 0.01, spread_bound=0.8) is None
     # each added seed lowers the projected detectable effect: 8 seeds detect what 7 cannot
     assert seeds_needed(0.0145, 0.0184) == 7 and seeds_needed(0.0145, 0.0183) == 8
 

@@ -16,7 +16,9 @@ both on the finished runs:
 the sum of ``clip/q1..q4_frac``), and :func:`rlvr.compare.stats.detectable` the smallest
 difference the study's own spread lets it detect with 80% power. For an inconclusive claim,
 :func:`rlvr.compare.stats.seeds_to_detect` projects the seeds at which the observed difference,
-were it the true one, would be detected with 80% power.
+were it the true one, would be detected with 80% power: from the spread seen, and from that
+spread at its 80% upper confidence bound (a few seeds' spread is itself uncertain: plan a
+confirmation with the second).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from rlvr.compare.claims import INCONCLUSIVE, UNTESTABLE, Verdict
 from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.stats import detectable, seeds_to_detect
 from rlvr.train.overrides import to_dict
+
+SPREAD_BOUND = 0.8
+"""The one-sided upper confidence bound of the per-seed spread behind the cautious seeds count."""
 
 IGNORED_PREFIXES = ("time/", "perf/", "contrast/", "memory/")
 """Metrics that differ between identical computations (clocks) or describe the comparison."""
@@ -141,11 +146,17 @@ def _seeds_to_decide(verdict: Verdict) -> list[str]:
     """The seeds at which the claim's undecided intervals would all exclude 0 with 80% power,
     were the true differences the ones observed (none when no interval is undecided)."""
     undecided = [ci for ci in verdict.intervals.values() if not ci.excludes_zero()]
-    needed = [seeds_to_detect(ci, abs(ci.mean)) for ci in undecided]
-    if not needed:
+    if not undecided:
         return []
-    most = "over 1000" if None in needed else max(needed)
-    return [f"seeds to detect the observed difference: {most}"]
+
+    def most(bound: float | None) -> str | int:
+        needed = [seeds_to_detect(ci, abs(ci.mean), spread_bound=bound) for ci in undecided]
+        return "over 1000" if None in needed else max(needed)
+
+    return [
+        f"seeds to detect the observed difference: {most(None)} ({most(SPREAD_BOUND)} "
+        f"if the spread is at its {SPREAD_BOUND:.0%} upper bound)"
+    ]
 
 
 def assess(

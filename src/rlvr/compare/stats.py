@@ -34,6 +34,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy.stats import chi2
 from scipy.stats import t as student_t
 
 LEVEL = 0.95
@@ -135,17 +136,35 @@ def seeds_needed(
 
 
 def seeds_to_detect(
-    ci: Interval, effect: float, *, power: float = POWER, level: float = LEVEL, most: int = 1000
+    ci: Interval,
+    effect: float,
+    *,
+    power: float = POWER,
+    level: float = LEVEL,
+    most: int = 1000,
+    spread_bound: float | None = None,
 ) -> int | None:
     """Seeds at which the study would detect a true difference of ``effect`` with ``power``,
     projected from ``ci``: standard error ``se * sqrt(seeds / n)`` and ``df = n - 1``. Every
     variance term is taken to shrink with seeds, as sampling noise does (a fixed per-problem
     effect would not). ``None`` when no ``n <= most`` does (``effect`` 0 or no ``se``).
 
-    >>> seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, se=0.0145 / 3**0.5), 0.01)
+    ``spread_bound`` (e.g. 0.8) projects from the per-seed spread at that one-sided upper
+    confidence bound instead, ``sd * sqrt(df / chi2(1 - spread_bound, df))``: a few seeds'
+    spread is itself uncertain, and a study sized on its point estimate is often too small.
+
+    >>> seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, se=0.0145 / 3**0.5, df=2), 0.01)
     19
+    >>> seeds_to_detect(Interval(0.01, -0.01, 0.03, 3, se=0.0145 / 3**0.5, df=2), 0.01,
+    ...                 spread_bound=0.8)
+    76
     """
-    return _seeds_for(ci.se * math.sqrt(ci.seeds), effect, power, level, most)
+    sd = ci.se * math.sqrt(ci.seeds)
+    if spread_bound is not None:
+        if not ci.df > 0:
+            return None
+        sd *= math.sqrt(ci.df / chi2.ppf(1 - spread_bound, ci.df))
+    return _seeds_for(sd, effect, power, level, most)
 
 
 def _seeds_for(sd: float, effect: float, power: float, level: float, most: int) -> int | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from host import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -137,13 +138,7 @@ def launch(name: str, argv: list[str], args: argparse.Namespace) -> dict:
 
 def conditions(args: argparse.Namespace) -> str:
     """Machine and settings, one line."""
-    cpu = platform.processor() or platform.machine()
-    for line in (
-        Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
-    ):
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+    cpu = cpu_model()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return (
         f"{cpu}, {os.cpu_count()} cores, load {load}; torch {torch.__version__}; "

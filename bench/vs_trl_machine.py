@@ -18,23 +18,8 @@ from floors import (
     update_floor,
     update_flops,
 )
+from host import cpu_model
 from vs_trl_config import BenchSpec, native_bf16
-
-
-def cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo``."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown CPU"
-    return next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in text.splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown CPU",
-    )
 
 
 def machine_line() -> str:

@@ -222,13 +222,17 @@ def decode(check: Checker, label: str, model: str, extra: tuple[str, ...] = ()) 
 
 
 def environment() -> str:
+    """The GPU, the host's CPU (decoding here is bound by the host) and the software."""
     import torch
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from host import cpu_model
 
     props = torch.cuda.get_device_properties(0)
     return (
         f"{torch.cuda.get_device_name(0)}, {props.total_memory / 2**30:.0f} GiB, "
-        f"{props.multi_processor_count} SMs; torch {torch.__version__}, "
-        f"CUDA {torch.version.cuda}, Python {sys.version.split()[0]}"
+        f"{props.multi_processor_count} SMs; host {cpu_model()}, {os.cpu_count()} cores; "
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}, Python {sys.version.split()[0]}"
     )
 
 

@@ -287,11 +287,16 @@ def _mean(claim: Claim, data: dict[str, ArmData], arm: str, metric: str, seeds) 
     return float(np.mean(data[arm].values(metric, claim.summary, seeds)))
 
 
+def _side_status(ci: Interval, direction: str) -> str:
+    """Reproduced when ``ci`` excludes 0 on the ``higher`` / ``lower`` side, not reproduced
+    when on the other, else inconclusive."""
+    want, side = (1 if direction == "higher" else -1), ci.excludes_zero()
+    return REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+
+
 def _direction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     ci = _pair(claim, data, claim.arm, claim.baseline, claim.metric, claim.metric, seeds)
-    want = 1 if claim.direction == "higher" else -1
-    side = ci.excludes_zero()
-    status = REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+    status = _side_status(ci, claim.direction)
     a = _mean(claim, data, claim.arm, claim.metric, seeds)
     b = _mean(claim, data, claim.baseline, claim.metric, seeds)
     numbers = (
@@ -361,14 +366,15 @@ def _interaction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     contrast = both - a_only - b_only + neither
     if np.isnan(contrast).any():
         raise ValueError(f"{claim.metric} ({claim.summary}) is undefined in some run")
-    ci = paired_interval(contrast[:, None], np.zeros((len(seeds), 1)))
-    want = 1 if claim.direction == "higher" else -1
-    side = ci.excludes_zero()
-    status = REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+
+    def interval(per_seed: np.ndarray) -> Interval:
+        return paired_interval(per_seed[:, None], np.zeros((len(seeds), 1)))
+
+    ci = interval(contrast)
+    status = _side_status(ci, claim.direction)
     means = ", ".join(f"{a} {_mean(claim, data, a, claim.metric, seeds):.4g}" for a in claim.arms)
-    zeros = np.zeros((len(seeds), 1))
-    main_a = paired_interval(((a_only - neither + both - b_only) / 2)[:, None], zeros)
-    main_b = paired_interval(((b_only - neither + both - a_only) / 2)[:, None], zeros)
+    main_a = interval((a_only - neither + both - b_only) / 2)
+    main_b = interval((b_only - neither + both - a_only) / 2)
     numbers = (
         f"{claim.metric} ({claim.summary}): {means}; interaction (both - a_only - b_only + "
         f"neither) {ci.text(4)}; main effects (not judged) a {main_a.text(4)}, b "

@@ -47,8 +47,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 SECTIONS = ("tests", "decode", "tiny", "trl", "qwen", "vs_trl", "qwen-decode")
 DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "decode")
-"""What one call runs unless told: about 420 s on an H100. The tiny preset's decode profile
-(``decode``, about 120 s) is asked for by name."""
+"""What one call runs unless told: about 420 s on an H100 by the section times of earlier calls
+(not yet timed as one call). The tiny preset's decode profile (``decode``, about 120 s) is
+asked for by name."""
 
 
 @dataclass

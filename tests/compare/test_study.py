@@ -28,6 +28,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-etr-apmpo",
         "evidence-smollm2-q2",
         "evidence-smollm2-apmpo-confirm",
+        "evidence-smollm2-etr-clip-confirm",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -147,6 +148,17 @@ def test_the_apmpo_confirmation_runs_the_earlier_pair_on_16_fresh_seeds(tmp_path
     before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith("apmpo/")}
     assert {s.arm.name: s.fingerprint for s in specs} == before
     assert {s.seed for s in specs} == set(range(8, 24))
+    assert not {s.seed for s in specs} & {s.seed for s in earlier}
+
+
+def test_the_etr_clip_confirmation_runs_the_earlier_pair_on_40_fresh_seeds(tmp_path):
+    """Exactly evidence-smollm2-etr-apmpo's ETR pair, on 40 seeds that study never ran."""
+    earlier = plan(load_study("evidence-smollm2-etr-apmpo"), tmp_path)
+    specs = plan(load_study("evidence-smollm2-etr-clip-confirm"), tmp_path)
+    assert {s.arm.name for s in specs} == {"etr/grpo", "etr/etr"} and len(specs) == 80
+    before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith("etr/")}
+    assert {s.arm.name: s.fingerprint for s in specs} == before
+    assert {s.seed for s in specs} == set(range(8, 48))
     assert not {s.seed for s in specs} & {s.seed for s in earlier}
 
 

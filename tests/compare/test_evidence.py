@@ -116,6 +116,18 @@ def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):
         assert cautious == projected
 
 
+def test_a_difference_past_1000_seeds_gets_no_cautious_count(tmp_path):
+    """Per-seed differences +0.0005, -0.02, +0.02: mean 0.00017 against an sd of 0.02 needs
+    about 80,000 seeds, reported as "over 1000" alone."""
+    configs = _configs(tmp_path)
+    names = {k: objective_name(c) for k, c in configs.items()}
+    logged = {f"contrast/{names['a']}/token_frac": 0.01, f"contrast/{names['a']}/rel_l2": 0.01}
+    data = {"a": _arm("a", [0.5, 0.6, 0.7]), "b": _arm("b", [0.5005, 0.58, 0.72], logged)}
+    judged = assess(judge(CLAIM, data), data, configs, names)
+    assert "seeds to detect the observed difference: over 1000" in judged.evidence
+    assert "upper bound" not in judged.evidence
+
+
 def test_arms_differing_beyond_the_objective_stay_testable_at_zero_contrast(tmp_path):
     study = _study(
         tmp_path, ["abc/grpo", {"recipe": "abc/abc_grpo", "overrides": ["optim.lr=1e-3"]}]

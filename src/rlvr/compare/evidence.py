@@ -153,10 +153,11 @@ def _seeds_to_decide(verdict: Verdict) -> list[str]:
         needed = [seeds_to_detect(ci, abs(ci.mean), spread_bound=bound) for ci in undecided]
         return "over 1000" if None in needed else max(needed)
 
-    return [
-        f"seeds to detect the observed difference: {most(None)} ({most(SPREAD_BOUND)} "
-        f"if the spread is at its {SPREAD_BOUND:.0%} upper bound)"
-    ]
+    single = most(None)
+    text = f"seeds to detect the observed difference: {single}"
+    if isinstance(single, int):  # "over 1000" needs no cautious count beside it
+        text += f" ({most(SPREAD_BOUND)} if the spread is at its {SPREAD_BOUND:.0%} upper bound)"
+    return [text]
 
 
 def assess(

@@ -302,7 +302,8 @@ def test_bundled_claims_name_arms_of_the_bundled_studies():
     arms |= {a.name for a in load_study("evidence-smollm2-q2").arms}  # the ablations' arms
     files = bundled_claim_files()
     assert set(files) == {"abc", "etr", "klear", "apmpo", "abc-q4-ablation", "abc-q2-ablation",
-                          "apmpo-reward-confirm", "etr-clip-confirm"}  # fmt: skip
+                          "apmpo-reward-confirm", "etr-clip-confirm",
+                          "abc-bounds-interaction"}  # fmt: skip
     claims = [c for f in files for c in load_claims(f)]
     assert len({c.id for c in claims}) == len(claims)
     for claim in claims:

@@ -29,6 +29,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-q2",
         "evidence-smollm2-apmpo-confirm",
         "evidence-smollm2-etr-clip-confirm",
+        "evidence-smollm2-bounds",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -187,6 +188,24 @@ def test_an_abc_bound_ablation_adds_one_arm_beside_the_reused_runs(
             theirs, params=dataclasses.replace(theirs.params, **{eps: float("inf")})
         )
         assert (spec.config.rollout, spec.config.optim) == (twin.config.rollout, twin.config.optim)
+
+
+def test_the_bounds_study_completes_the_2x2_on_seeds_0_to_15(tmp_path):
+    """GRPO and ABC-GRPO in the folders of evidence-smollm2 and its replication, the two
+    single-bound arms in evidence-smollm2-q2's; new runs only where a single-bound arm lacks
+    a seed."""
+    earlier = {
+        s.run_dir
+        for name in ("evidence-smollm2", "evidence-smollm2-replication", "evidence-smollm2-q2")
+        for s in plan(load_study(name), tmp_path)
+    }
+    folders = {s.run_dir.parent for s in plan(load_study("evidence-smollm2-q2"), tmp_path)}
+    specs = plan(load_study("evidence-smollm2-bounds"), tmp_path)
+    assert len(specs) == 64 and {s.seed for s in specs} == set(range(16))
+    assert {s.run_dir.parent for s in specs} == folders
+    new = [s for s in specs if s.run_dir not in earlier]
+    assert {s.arm.name for s in new} == {"abc/abc_grpo_q2_open", "abc/abc_grpo_q4_open"}
+    assert sorted({s.seed for s in new}) == [5, 6, 7, 9, 10, 12, 14, 15] and len(new) == 16
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

@@ -140,26 +140,23 @@ def test_evidence_smollm2_etr_apmpo_runs_the_recipes_on_evidence_smollm2s_task(t
     assert {s.config.objective.name for s in specs} == {"grpo", "etr", "apmpo"}
 
 
-def test_the_apmpo_confirmation_runs_the_earlier_pair_on_16_fresh_seeds(tmp_path):
-    """Exactly evidence-smollm2-etr-apmpo's APMPO pair (the same fingerprints, so the two
+@pytest.mark.parametrize(
+    ("study", "paper", "seeds"),
+    [
+        ("evidence-smollm2-apmpo-confirm", "apmpo", range(8, 24)),
+        ("evidence-smollm2-etr-clip-confirm", "etr", range(8, 48)),
+    ],
+)
+def test_a_confirmation_runs_the_earlier_pair_on_fresh_seeds(tmp_path, study, paper, seeds):
+    """Exactly one of evidence-smollm2-etr-apmpo's pairs (the same fingerprints, so the two
     studies' runs are one configuration), on seeds that study never ran."""
     earlier = plan(load_study("evidence-smollm2-etr-apmpo"), tmp_path)
-    specs = plan(load_study("evidence-smollm2-apmpo-confirm"), tmp_path)
-    assert {s.arm.name for s in specs} == {"apmpo/grpo", "apmpo/apmpo"} and len(specs) == 32
-    before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith("apmpo/")}
+    specs = plan(load_study(study), tmp_path)
+    assert {s.arm.name for s in specs} == {f"{paper}/grpo", f"{paper}/{paper}"}
+    assert len(specs) == 2 * len(seeds)
+    before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith(f"{paper}/")}
     assert {s.arm.name: s.fingerprint for s in specs} == before
-    assert {s.seed for s in specs} == set(range(8, 24))
-    assert not {s.seed for s in specs} & {s.seed for s in earlier}
-
-
-def test_the_etr_clip_confirmation_runs_the_earlier_pair_on_40_fresh_seeds(tmp_path):
-    """Exactly evidence-smollm2-etr-apmpo's ETR pair, on 40 seeds that study never ran."""
-    earlier = plan(load_study("evidence-smollm2-etr-apmpo"), tmp_path)
-    specs = plan(load_study("evidence-smollm2-etr-clip-confirm"), tmp_path)
-    assert {s.arm.name for s in specs} == {"etr/grpo", "etr/etr"} and len(specs) == 80
-    before = {s.arm.name: s.fingerprint for s in earlier if s.arm.name.startswith("etr/")}
-    assert {s.arm.name: s.fingerprint for s in specs} == before
-    assert {s.seed for s in specs} == set(range(8, 48))
+    assert {s.seed for s in specs} == set(seeds)
     assert not {s.seed for s in specs} & {s.seed for s in earlier}
 
 

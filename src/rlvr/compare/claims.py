@@ -45,6 +45,7 @@ per-token gradients were identical on every token: :mod:`rlvr.compare.evidence`)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -287,16 +288,19 @@ def _mean(claim: Claim, data: dict[str, ArmData], arm: str, metric: str, seeds) 
     return float(np.mean(data[arm].values(metric, claim.summary, seeds)))
 
 
-def _side_status(ci: Interval, direction: str) -> str:
-    """Reproduced when ``ci`` excludes 0 on the ``higher`` / ``lower`` side, not reproduced
-    when on the other, else inconclusive."""
-    want, side = (1 if direction == "higher" else -1), ci.excludes_zero()
-    return REPRODUCED if side == want else NOT_REPRODUCED if side == -want else INCONCLUSIVE
+def _status(claim: Claim, intervals: Iterable[Interval]) -> str:
+    """Reproduced when every interval excludes 0 on the claim's side
+    (:attr:`Claim.claimed_side`), not reproduced when any excludes it on the other side, else
+    inconclusive."""
+    want, sides = claim.claimed_side, [ci.excludes_zero() for ci in intervals]
+    if all(side == want for side in sides):
+        return REPRODUCED
+    return NOT_REPRODUCED if any(side == -want for side in sides) else INCONCLUSIVE
 
 
 def _direction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     ci = _pair(claim, data, claim.arm, claim.baseline, claim.metric, claim.metric, seeds)
-    status = _side_status(ci, claim.direction)
+    status = _status(claim, [ci])
     a = _mean(claim, data, claim.arm, claim.metric, seeds)
     b = _mean(claim, data, claim.baseline, claim.metric, seeds)
     numbers = (
@@ -316,18 +320,11 @@ def _steps(claim: Claim) -> list[tuple[str, str]]:
 
 def _order(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     items = _steps(claim)
-    want = 1 if claim.direction == "increasing" else -1
-    intervals, sides = {}, []
+    intervals = {}
     for (a0, m0), (a1, m1) in zip(items, items[1:], strict=False):
         ci = _pair(claim, data, a1, a0, m1, m0, seeds)
         intervals[f"{_name(claim, a1, m1)} - {_name(claim, a0, m0)}"] = ci
-        sides.append(ci.excludes_zero())
-    if all(s == want for s in sides):
-        status = REPRODUCED
-    elif any(s == -want for s in sides):
-        status = NOT_REPRODUCED
-    else:
-        status = INCONCLUSIVE
+    status = _status(claim, intervals.values())
     means = ", ".join(
         f"{_name(claim, a, m)} {_mean(claim, data, a, m, seeds):.4g}" for a, m in items
     )
@@ -339,19 +336,13 @@ def _order(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
 
 
 def _largest(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
-    intervals, sides = {}, []
+    intervals = {}
     for other in claim.metrics:
         if other == claim.expect:
             continue
         ci = _pair(claim, data, claim.arm, claim.arm, claim.expect, other, seeds)
         intervals[f"{claim.expect} - {other}"] = ci
-        sides.append(ci.excludes_zero())
-    if all(s == 1 for s in sides):
-        status = REPRODUCED
-    elif any(s == -1 for s in sides):
-        status = NOT_REPRODUCED
-    else:
-        status = INCONCLUSIVE
+    status = _status(claim, intervals.values())
     means = ", ".join(f"{m} {_mean(claim, data, claim.arm, m, seeds):.3f}" for m in claim.metrics)
     diffs = "; ".join(f"{k}: {ci.text(3)}" for k, ci in intervals.items())
     numbers = f"{claim.arm} ({claim.summary}): {means}; {diffs} (95% CI, {len(seeds)} seeds)"
@@ -371,7 +362,7 @@ def _interaction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
         return paired_interval(per_seed[:, None], np.zeros((len(seeds), 1)))
 
     ci = interval(contrast)
-    status = _side_status(ci, claim.direction)
+    status = _status(claim, [ci])
     means = ", ".join(f"{a} {_mean(claim, data, a, claim.metric, seeds):.4g}" for a in claim.arms)
     main_a = interval((a_only - neither + both - b_only) / 2)
     main_b = interval((b_only - neither + both - a_only) / 2)

@@ -14,6 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-.venv/bin/python}
 py312=${PYTHON312:-python3.12}
+if ! "$py312" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+    echo "prepare.sh: $py312 is not a working Python 3.12 (it builds the wheels PyPI lacks);" \
+        "set PYTHON312=/path/to/python3.12" >&2
+    exit 1
+fi
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
     --platform manylinux1_x86_64 --platform any)

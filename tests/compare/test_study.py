@@ -30,6 +30,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-apmpo-confirm",
         "evidence-smollm2-etr-clip-confirm",
         "evidence-smollm2-bounds",
+        "evidence-smollm2-bounds-confirm",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -203,6 +204,25 @@ def test_the_bounds_study_completes_the_2x2_on_seeds_0_to_15(tmp_path):
     new = [s for s in specs if s.run_dir not in earlier]
     assert {s.arm.name for s in new} == {"abc/abc_grpo_q2_open", "abc/abc_grpo_q4_open"}
     assert sorted({s.seed for s in new}) == [5, 6, 7, 9, 10, 12, 14, 15] and len(new) == 16
+
+
+def test_the_bounds_confirmation_runs_the_2x2_on_30_seeds_no_study_ran(tmp_path):
+    """evidence-smollm2-bounds' four arms with their fingerprints (the same folders), on seeds
+    16-45, which no other bundled study runs in those folders."""
+    earlier = plan(load_study("evidence-smollm2-bounds"), tmp_path)
+    specs = plan(load_study("evidence-smollm2-bounds-confirm"), tmp_path)
+    assert len(specs) == 120 and {s.seed for s in specs} == set(range(16, 46))
+    assert {s.arm.name: s.fingerprint for s in specs} == {
+        s.arm.name: s.fingerprint for s in earlier
+    }
+    assert {s.regime for s in specs} == {"off-policy"}
+    others = {
+        s.run_dir
+        for name in bundled_studies()
+        if name != "evidence-smollm2-bounds-confirm"
+        for s in plan(load_study(name), tmp_path)
+    }
+    assert not {s.run_dir for s in specs} & others
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):

@@ -232,6 +232,34 @@ def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
             assert whole[(spec.arm.name, spec.seed)] == spec.run_dir
 
 
+def _runs(tmp_path, name, study):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return sorted(
+        (s.regime, s.arm.name, s.seed, s.run_dir) for s in plan(load_study(str(path)), tmp_path)
+    )
+
+
+def test_an_including_study_without_regimes_runs_its_includes_regimes(tmp_path):
+    """Like steps and seeds, regimes left out come from an included study; the study's own
+    win, and ``{default: {}}`` runs without them (abc's runs, no regime)."""
+    off = {"off-policy": {"rollout": {"minibatches": 2, "epochs": 2}}}
+    inner = _runs(tmp_path, "inner", {"include": ["abc"], "regimes": off})
+    assert {r[0] for r in inner} == {"off-policy"}
+    assert _runs(tmp_path, "outer", {"include": [str(tmp_path / "inner.yaml")]}) == inner
+    own = _runs(
+        tmp_path, "own", {"include": [str(tmp_path / "inner.yaml")], "regimes": {"paper": {}}}
+    )
+    assert {r[0] for r in own} == {"paper"} and {r[3] for r in own}.isdisjoint(r[3] for r in inner)
+    plain = _runs(
+        tmp_path, "plain", {"include": [str(tmp_path / "inner.yaml")], "regimes": {"default": {}}}
+    )
+    abc = sorted(
+        (s.regime, s.arm.name, s.seed, s.run_dir) for s in plan(load_study("abc"), tmp_path)
+    )
+    assert plain == abc
+
+
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(

@@ -19,6 +19,9 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
       paper: {seeds: [0, 1, 2]} # a regime's own seeds (default: the study's)
       off-policy: {rollout: {minibatches: 16, epochs: 2}}
 
+``steps``, ``seeds`` and ``regimes`` left out come from the first included study that sets
+them (``regimes: {default: {}}`` runs an including study without its includes' regimes).
+
 An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
 mapping) apply after ``settings``. (``base:``, this key's earlier name, is still read, with a
 warning: in a run configuration ``base:`` names a config file to inherit.) The file is read
@@ -200,7 +203,8 @@ class StudyFile:
     imports: tuple[str, ...] = ()
     """Python modules every run imports before training."""
     regimes: dict[str, Any] | None = None
-    """Name -> settings (a mapping or ``key=value`` strings) every arm also runs under."""
+    """Name -> settings (a mapping or ``key=value`` strings) every arm also runs under
+    (``None``: an included study's)."""
     replicates: str | None = None
     """A study whose decided verdicts this one checks on its own seeds (its runs under the
     same ``--out``; :mod:`rlvr.compare.replication`)."""
@@ -254,7 +258,7 @@ def load_study(
         raise ValueError(f"circular include: {' -> '.join((*_seen, name_or_path))}")
     file, where = _read(name_or_path, overrides)
     arms, claims, settings, imports = [], [], {}, []
-    steps, seeds = file.steps, file.seeds
+    steps, seeds, regimes = file.steps, file.seeds, _regimes(file.regimes, where)
     for inc in file.include:
         sub = load_study(inc, _seen=(*_seen, name_or_path))
         arms += [a for a in sub.arms if a.name not in {b.name for b in arms}]
@@ -263,6 +267,7 @@ def load_study(
         settings = deep_merge(settings, sub.settings)
         steps = sub.steps if steps is None else steps
         seeds = sub.seeds if seeds is None else seeds
+        regimes = regimes or sub.regimes
     settings = deep_merge(settings, file.settings)
     for arm in file.arms:
         arms = [a for a in arms if a.name != arm.name] + [arm]
@@ -277,7 +282,7 @@ def load_study(
         notes=file.notes.strip(),
         source=where,
         imports=(*imports, *(m for m in file.imports if m not in imports)),
-        regimes=_regimes(file.regimes, where),
+        regimes=regimes,
         overrides=tuple(overrides),
         replicates=file.replicates,
     )

@@ -51,6 +51,21 @@ def test_report_only_runs_nothing(small_study, tmp_path, capsys):
     )  # the command that reproduces it
 
 
+def test_a_study_that_names_its_confirmatory_claims_reports_the_others_as_descriptive(
+    small_study, tmp_path, capsys
+):
+    out = tmp_path / "o"
+    assert (
+        rlvr(["compare", small_study(), "confirms=[q4]", "--out", str(out), "--report-only"]) == 0
+    )
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()[:3]}
+    assert "descriptive; " in lines["entropy"] and "descriptive" not in lines["q4"]
+    report = (out / "small" / "report.md").read_text()
+    assert "**1 confirmatory, 2 descriptive**" in report and "| question |" in report
+    roles = [c["role"] for c in json.loads((out / "small" / "results.json").read_text())["claims"]]
+    assert sorted(roles) == ["confirmatory", "descriptive", "descriptive"]
+
+
 def test_overrides_on_the_command_line_change_the_plan(small_study, tmp_path, capsys):
     out = str(tmp_path / "o")
     assert rlvr(["compare", small_study(), "--dry-run", "seeds=[1]", "--out", out]) == 0

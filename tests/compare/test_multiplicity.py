@@ -140,6 +140,29 @@ def test_the_report_says_which_verdicts_hold_together():
     assert "(3 tested claims x regimes)" in note and "; not `c` (off-policy)" in note
 
 
+def test_descriptive_verdicts_keep_their_p_and_stay_out_of_the_family():
+    """A study's ``confirms`` makes the other claims descriptive: Holm and BH correct across
+    the confirmatory ones only (two at p 0.01 and 0.02: Holm 0.02 and 0.02, not 0.03 and
+    0.04 as with the descriptive verdict's p 0.3 in the family)."""
+    first, second = (
+        dataclasses.replace(_verdict_with_p(p), role="confirmatory") for p in (0.01, 0.02)
+    )
+    other = dataclasses.replace(_verdict_with_p(0.3, INCONCLUSIVE), role="descriptive")
+    out = adjust([first, other, second])
+    assert [v.p for v in out] == pytest.approx([0.01, 0.3, 0.02])
+    assert [v.p_holm for v in out] == pytest.approx([0.02, None, 0.02])
+    assert out[1].q_bh is None and holding(out) == [out[0], out[2]]
+    everything = adjust([dataclasses.replace(v, role="") for v in (first, other, second)])
+    assert [v.p_holm for v in everything] == pytest.approx([0.03, 0.3, 0.04])
+    only = adjust([other])
+    assert only[0].p == pytest.approx(0.3) and only[0].p_holm is None
+    note = _family_note(out)
+    assert note.startswith("**2 confirmatory, 1 descriptive**")
+    assert "(2 tested claims)" in note and "of the 2 decided verdicts, 2 hold with Holm" in note
+    assert _family_note(only).startswith("**0 confirmatory, 1 descriptive**")
+    assert "Read together" not in _family_note(only)
+
+
 def test_holm_keeps_the_family_wise_error_under_no_difference():
     """20 direction claims of 5 seeds each, no true difference: uncorrected, most studies
     decide some claim; with Holm about 5% of them do."""

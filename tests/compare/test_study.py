@@ -223,6 +223,19 @@ def test_the_bounds_confirmation_runs_the_2x2_on_30_seeds_no_study_ran(tmp_path)
         for s in plan(load_study(name), tmp_path)
     }
     assert not {s.run_dir for s in specs} & others
+    assert load_study("evidence-smollm2-bounds-confirm").confirms == ("abc-bounds-interaction",)
+
+
+def test_confirms_names_claims_of_the_study_and_is_not_included(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"include": ["evidence-smollm2-bounds-confirm"]}))
+    assert load_study(str(path)).confirms == ()
+    path.write_text(yaml.safe_dump({"include": ["abc"], "confirms": ["abc-q4", "abc-entropy"]}))
+    with pytest.raises(
+        ValueError,
+        match=r"s.yaml: confirms names abc-q4, not a claim of the study; claims: abc-entropy, ",
+    ):
+        load_study(str(path))
 
 
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
@@ -366,7 +379,7 @@ def test_unknown_study_keys_are_named_in_one_line_with_the_valid_ones(tmp_path):
         load_study(str(path))
     assert str(err.value) == (
         f"{path}: unknown key 'colour'; valid keys of a study: name, title, steps, seeds, "
-        "settings, arms, claims, include, notes, imports, regimes, replicates"
+        "settings, arms, claims, include, notes, imports, regimes, replicates, confirms"
     )
 
 

@@ -94,7 +94,8 @@ def main(argv: list[str]) -> int:
     )
     for v in result.report.verdicts:
         holm = "" if v.p_holm is None else f"Holm p {p_text(v.p_holm)}; "
-        print(f"{v.status:<15} {v.claim.id:<22} {holm}{v.numbers}")
+        role = f"{v.role}; " if v.role else ""
+        print(f"{v.status:<15} {v.claim.id:<22} {role}{holm}{v.numbers}")
     print(f"report: {result.report.markdown}  {result.report.html}")
     for state in result.failed:
         print(f"failed: {state.spec.key} (log: {state.log})")

@@ -60,6 +60,8 @@ RULES = ("direction", "order", "largest", "interaction")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 UNTESTABLE = "untestable"
 """The arms a claim compares could not differ (identical runs, or identical updates)."""
+CONFIRMATORY, DESCRIPTIVE = "confirmatory", "descriptive"
+"""A verdict's role where a study names its confirmatory claims (``confirms``)."""
 MIN_SEEDS = 2
 
 
@@ -165,6 +167,9 @@ class Verdict:
     """``p`` corrected across the study's tested claims by Holm's method."""
     q_bh: float | None = None
     """``p`` corrected across the study's tested claims by Benjamini-Hochberg's method."""
+    role: str = ""
+    """``confirmatory`` or ``descriptive`` in a study that names its confirmatory claims
+    (``confirms``); ``""`` otherwise, every tested claim in the corrected family."""
 
 
 def bundled_claim_files() -> list[str]:

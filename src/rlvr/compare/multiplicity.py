@@ -12,6 +12,9 @@ left out) its p-value and two corrections across all of them:
   of wrong verdicts among those holding stays at most 5% (false discovery rate), for
   independent or positively dependent tests; less strict than Holm.
 
+A study that names its confirmatory claims before its runs (``confirms``) corrects across
+those only; its other verdicts are descriptive: their own ``p``, no correction, not findings.
+
 A verdict's p-value is the smallest level at which its rule decides as it did. Each interval
 has its two-sided t p-value ``p_i`` (:func:`rlvr.compare.stats.p_value`); ``k`` intervals:
 
@@ -35,7 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import false_discovery_control
 
-from rlvr.compare.claims import NOT_REPRODUCED, REPRODUCED, UNTESTABLE, Verdict
+from rlvr.compare.claims import DESCRIPTIVE, NOT_REPRODUCED, REPRODUCED, UNTESTABLE, Verdict
 from rlvr.compare.stats import LEVEL, p_value
 
 ALPHA = 1 - LEVEL
@@ -76,16 +79,20 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def adjust(verdicts: list[Verdict]) -> list[Verdict]:
-    """``verdicts`` with ``p``, ``p_holm`` and ``q_bh`` set on every tested one (the family:
-    every verdict not untestable whose intervals give a p-value), in the same order."""
+    """``verdicts`` with ``p`` set on every tested one, and ``p_holm`` and ``q_bh`` on those
+    of the family: every tested verdict (not untestable, its intervals giving a p-value) but a
+    ``descriptive`` one (a study's ``confirms`` names the others), in the same order."""
     ps = {i: verdict_p(v) for i, v in enumerate(verdicts) if v.status != UNTESTABLE}
-    family = [i for i, p in ps.items() if p is not None and math.isfinite(p)]
-    if not family:
-        return list(verdicts)
-    raw = [ps[i] for i in family]
+    tested = [i for i, p in ps.items() if p is not None and math.isfinite(p)]
     out = list(verdicts)
+    for i in tested:
+        out[i] = dataclasses.replace(out[i], p=ps[i])
+    family = [i for i in tested if verdicts[i].role != DESCRIPTIVE]
+    if not family:
+        return out
+    raw = [ps[i] for i in family]
     for i, p_holm, q_bh in zip(family, holm(raw), false_discovery_control(raw), strict=True):
-        out[i] = dataclasses.replace(out[i], p=ps[i], p_holm=p_holm, q_bh=float(q_bh))
+        out[i] = dataclasses.replace(out[i], p_holm=p_holm, q_bh=float(q_bh))
     return out
 
 

@@ -16,6 +16,8 @@ import numpy as np
 
 from rlvr.compare import figures, multiplicity, replication
 from rlvr.compare.claims import (
+    CONFIRMATORY,
+    DESCRIPTIVE,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -85,9 +87,17 @@ def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list
         names = {arm: objective_name(config) for arm, config in configs.items()}
         for claim in claims:
             if set(claim.arms_needed) <= known:
-                verdict = dataclasses.replace(judge(claim, data), regime=regime)
+                verdict = dataclasses.replace(
+                    judge(claim, data), regime=regime, role=_role(study, claim.id)
+                )
                 verdicts.append(assess(verdict, data, configs, names))
     return by_regime, multiplicity.adjust(verdicts)
+
+
+def _role(study: Study, claim_id: str) -> str:
+    if not study.confirms:
+        return ""
+    return CONFIRMATORY if claim_id in study.confirms else DESCRIPTIVE
 
 
 def held_out_keys(data: dict[str, ArmData]) -> list[str]:
@@ -138,13 +148,16 @@ def _regime_cell(v: Verdict, regimes: bool) -> list[str]:
 
 
 def _summary_table(verdicts: list[Verdict], regimes: bool) -> list[list[str]]:
-    rows = [["paper", "claim", "where", *(["regime"] if regimes else []), "verdict", *P_HEAD]]
+    roles = any(v.role for v in verdicts)
+    rows = [["paper", "claim", "where", *(["regime"] if regimes else [])]]
+    rows[0] += [*(["question"] if roles else []), "verdict", *P_HEAD]
     rows += [
         [
             v.claim.paper,
             f"{v.claim.text} (`{v.claim.id}`)",
             v.claim.source,
             *_regime_cell(v, regimes),
+            *([v.role] if roles else []),
             MARK[v.status],
             *_p_cells(v),
         ]
@@ -251,10 +264,19 @@ def _header(
 
 def _family_note(verdicts: list[Verdict]) -> str:
     """Which decided verdicts hold once the study's claims are read together."""
-    tested = [v for v in verdicts if v.p is not None]
+    described = sum(v.role == DESCRIPTIVE for v in verdicts)
+    tested = [v for v in verdicts if v.p is not None and v.role != DESCRIPTIVE]
     decided = [v for v in tested if v.status in (REPRODUCED, NOT_REPRODUCED)]
+    prefix = (
+        f"**{len(verdicts) - described} confirmatory, {described} descriptive**: the study "
+        "named its confirmatory claims before its runs (`confirms`); only they are corrected "
+        "across, and a descriptive verdict, with its own p and no correction, is a number to "
+        "read, not a finding. "
+        if described
+        else ""
+    )
     if not decided:
-        return ""
+        return prefix.strip()
     several = len({v.regime for v in tested}) > 1
 
     def held(field: str, how: str) -> str:
@@ -267,7 +289,7 @@ def _family_note(verdicts: list[Verdict]) -> str:
         verb = "holds" if len(kept) == 1 else "hold"
         return f"{len(kept)} {verb} with {how}" + (f"; not {', '.join(lost)}" if lost else "")
 
-    return (
+    return prefix + (
         f"**Read together** ({len(tested)} tested claims{' x regimes' if several else ''}): of "
         f"the {len(decided)} decided verdicts, "
         + held("p_holm", "Holm's correction (at most 5% chance that any of them is wrong)")
@@ -465,6 +487,7 @@ def _results_json(
             "p": v.p,
             "p_holm": v.p_holm,
             "q_bh": v.q_bh,
+            **({"role": v.role} if v.role else {}),
         }
         for v in verdicts
     ]

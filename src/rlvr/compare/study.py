@@ -13,6 +13,7 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
       - {recipe: abc/grpo, label: GRPO (eq. 3)}
       - {recipe: abc/abc_grpo, label: ABC-GRPO, baseline: abc/grpo}
     claims: [abc]               # bundled claim files or paths
+    confirms: []                # optional: ids of claims fixed before the runs as its questions
     include: []                 # other studies whose arms and claims are added
     imports: []                 # modules each run imports first (e.g. registering a verifier)
     regimes:                    # optional: every arm x seed runs once per regime
@@ -131,6 +132,8 @@ class Study:
     """``key=value`` changes made to the study's file when it was loaded."""
     replicates: str | None = None
     """A study whose decided verdicts this one checks (:mod:`rlvr.compare.replication`)."""
+    confirms: tuple[str, ...] = ()
+    """Ids of its confirmatory claims (empty: every claim is in the corrected family)."""
 
     @property
     def regime_list(self) -> tuple[Regime, ...]:
@@ -208,6 +211,9 @@ class StudyFile:
     replicates: str | None = None
     """A study whose decided verdicts this one checks on its own seeds (its runs under the
     same ``--out``; :mod:`rlvr.compare.replication`)."""
+    confirms: tuple[str, ...] = ()
+    """Ids of the claims fixed before the runs as the study's questions (not taken from
+    includes): only they are corrected across; the other claims are reported as descriptive."""
 
 
 def _read(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[StudyFile, str]:
@@ -285,6 +291,7 @@ def load_study(
         regimes=regimes,
         overrides=tuple(overrides),
         replicates=file.replicates,
+        confirms=file.confirms,
     )
     _check(study, where)
     return study
@@ -317,6 +324,15 @@ def _check(study: Study, where: str) -> None:
     for arm in study.arms:
         if arm.baseline is not None and arm.baseline not in names:
             raise ValueError(f"{where}: arm {arm.name!r} has baseline {arm.baseline!r}, not an arm")
+    if study.confirms:
+        from rlvr.compare.claims import load_claims
+
+        ids = [c.id for name in study.claims for c in load_claims(name)]
+        if unknown := [c for c in study.confirms if c not in ids]:
+            raise ValueError(
+                f"{where}: confirms names {', '.join(unknown)}, not a claim of the study; "
+                f"claims: {', '.join(ids)}"
+            )
 
 
 RUN_SETTINGS = {

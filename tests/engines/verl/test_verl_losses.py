@@ -41,12 +41,16 @@ def test_rlvr_grpo_equals_verl_vanilla(agg, with_weights):
     weights = weights * 2 if with_weights else None
     config = actor("vanilla", agg, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0)
     ours = actor("rlvr_grpo", agg, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0)
-    ref_loss, ref_grad, _ = loss_and_grad("vanilla", config, weights=weights)
+    ref_loss, ref_grad, theirs = loss_and_grad("vanilla", config, weights=weights)
     loss, grad, metrics = loss_and_grad("rlvr_grpo", ours, weights=weights)
     torch.testing.assert_close(loss, ref_loss, **TOL)
     torch.testing.assert_close(grad, ref_grad, **TOL)
     assert ref_grad.abs().sum() > 0
     assert metrics["rlvr/clip/dual_frac"] > 0  # the batch reaches verl's dual clip (ratio > 3)
+    # clip/frac counts the tokens verl's pg_clipfrac counts, and those of its dual clip
+    clipped = float(theirs["actor/pg_clipfrac"]) + float(theirs["actor/pg_clipfrac_lower"])
+    assert float(theirs["actor/pg_clipfrac"]) > 0
+    assert metrics["rlvr/clip/frac"] == pytest.approx(clipped, rel=1e-8)  # verl: count + 1e-8
 
 
 @pytest.mark.parametrize("agg", VERL_AGG_MODES)

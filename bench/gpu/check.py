@@ -23,10 +23,12 @@ have passed. Sections:
    autocast with attention off cuDNN (as ``rlvr train`` runs it), the operator calls per step
    (whether decoding is bound by the host) and the costliest operators (in ``check.log``);
 8. only when named (``--sections decode``): the same profile of every sampler on the tiny
-   preset (about 120 s on an H100).
+   preset (about 120 s on an H100);
+9. only when named (``--sections compare``): ``rlvr compare abc`` for 3 steps on one seed
+   with every run on CUDA (``settings.model.device=cuda``), its two workers sharing the GPU.
 
-``--sections`` runs a subset, or adds ``decode`` (``tests decode tiny trl qwen vs_trl
-qwen-decode``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
+``--sections`` runs a subset, or adds ``decode`` or ``compare`` (``tests decode compare tiny
+trl qwen vs_trl qwen-decode``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
 (every section's output) into ``--out``.
 """
 
@@ -45,8 +47,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-SECTIONS = ("tests", "decode", "tiny", "trl", "qwen", "vs_trl", "qwen-decode")
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s != "decode")
+SECTIONS = ("tests", "decode", "compare", "tiny", "trl", "qwen", "vs_trl", "qwen-decode")
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("decode", "compare"))
 """What one call runs unless told: about 420 s on an H100 by the section times of earlier calls
 (not yet timed as one call). The tiny preset's decode profile (``decode``, about 120 s) is
 asked for by name."""
@@ -222,6 +224,38 @@ def decode(check: Checker, label: str, model: str, extra: tuple[str, ...] = ()) 
         check.record(section, "ok", check.last_seconds, summary[-1] if summary else "see log")
 
 
+def study_numbers(out: Path, study: str, device: str) -> tuple[str, str]:
+    """``(status, numbers)`` of a finished ``rlvr compare`` under ``out``: whether every run
+    was on ``device`` (its ``run.yaml``), each arm's final held-out avg@4, the claims judged."""
+    import yaml
+
+    runs = sorted((out / "runs").glob("*/seed*/run.yaml"))
+    devices = {yaml.safe_load(r.read_text())["model"]["device"] for r in runs}
+    results = json.loads((out / study / "results.json").read_text())
+    finals = ", ".join(
+        f"{name} {arm['final']['eval/avg@4'][0]:.3f}"
+        for name, arm in results["arms"].items()
+        if arm["final"].get("eval/avg@4")
+    )
+    status = "ok" if runs and devices == {device} else "failed"
+    return status, (
+        f"{len(runs)} runs on {'/'.join(sorted(devices)) or 'nothing'}; held-out avg@4 {finals}; "
+        f"{len(results['claims'])} claims judged"
+    )
+
+
+def study(check: Checker, work: Path, device: str = "cuda") -> None:
+    section = f"rlvr compare abc on {device}, 2 runs x 3 steps, --jobs 2"
+    out = work / "compare"
+    cmd = [PY, "-m", "rlvr", "compare", "abc", "steps=3", "seeds=[0]",
+           f"settings.model.device={device}", "--out", str(out),
+           "--jobs", "2"]  # fmt: skip
+    ok, _ = check.run(section, cmd, timeout=240)
+    if ok:
+        status, numbers = study_numbers(out, "abc", device)
+        check.record(section, status, check.last_seconds, numbers)
+
+
 def environment() -> str:
     """The GPU, the host's CPU (decoding here is bound by the host) and the software."""
     import torch
@@ -281,6 +315,8 @@ def main() -> int:
         tests(check)
     if "decode" in sections:
         decode(check, "tiny", "tiny")
+    if "compare" in sections:
+        study(check, args.work)
     small = ["rollout.prompts_per_step=16", "rollout.group_size=8", "threads=4"]
     if "tiny" in sections:
         train(check, args.work, "tiny fp32", "tiny", 8, small)

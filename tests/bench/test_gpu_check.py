@@ -66,3 +66,22 @@ def test_decode_profile_runs_on_the_cpu_and_prints_its_summary(tiny_model_dir):
     assert len(rows[0].split("|")) == 8  # sampler, 3 modes, steps, ops
     assert "bf16-no-cudnn lean, costliest operators:" in proc.stdout
     assert proc.stdout.splitlines()[-1].startswith("ms/step fp32/bf16/bf16-no-cudnn: lean ")
+
+
+def test_study_numbers_say_where_the_runs_ran(tmp_path):
+    for arm, device in (("abc-grpo-1", "cuda"), ("abc-abc_grpo-2", "cpu")):
+        run = tmp_path / "runs" / arm / "seed0"
+        run.mkdir(parents=True)
+        (run / "run.yaml").write_text(f"model:\n  name: tiny\n  device: {device}\nsteps: 3\n")
+    (tmp_path / "abc").mkdir()
+    results = {
+        "arms": {"abc/grpo": {"final": {"eval/avg@4": [0.7]}}, "abc/abc_grpo": {"final": {}}},
+        "claims": [{}, {}],
+    }
+    (tmp_path / "abc" / "results.json").write_text(json.dumps(results))
+    numbers = "2 runs on cpu/cuda; held-out avg@4 abc/grpo 0.700; 2 claims judged"
+    assert check.study_numbers(tmp_path, "abc", "cuda") == ("failed", numbers)
+    (tmp_path / "runs" / "abc-abc_grpo-2" / "seed0" / "run.yaml").write_text(
+        "model:\n  device: cuda\n"
+    )
+    assert check.study_numbers(tmp_path, "abc", "cuda")[0] == "ok"

@@ -66,6 +66,34 @@ def test_a_study_that_names_its_confirmatory_claims_reports_the_others_as_descri
     assert sorted(roles) == ["confirmatory", "descriptive", "descriptive"]
 
 
+def test_a_study_whose_finished_runs_other_code_made_is_flagged_before_it_mixes(
+    small_study, tmp_path, monkeypatch
+):
+    from rlvr.compare import plan
+    from rlvr.compare.run import mixed_code
+    from rlvr.compare.worker import code_hash
+
+    out = tmp_path / "o"
+    specs = plan(load_study(small_study()), out / "runs")
+    specs[0].run_dir.mkdir(parents=True)
+    (specs[0].run_dir / "metrics.jsonl").write_text("")
+    (specs[0].run_dir / "final.json").write_text(json.dumps({"code": "0123456789ab"}))
+    assert mixed_code(specs) == (
+        "1 of the study's 1 finished runs were made by other rlvr code (1 by 0123456789ab) than "
+        f"this copy ({code_hash()}), so the 3 runs made now would mix code: run from a "
+        "checkout of the code that made them, or --fresh"
+    )
+    with pytest.warns(UserWarning, match="^1 of the study's 1 finished runs were made by other"):
+        assert rlvr(["compare", small_study(), "--out", str(out), "--dry-run"]) == 0
+    monkeypatch.setattr("rlvr.compare.run.execute", lambda *args: None)  # run nothing
+    with pytest.warns(UserWarning, match="the 3 runs made now would mix code"):
+        run_study(load_study(small_study()), out, live=False)
+    (specs[0].run_dir / "final.json").write_text(json.dumps({"code": code_hash()}))
+    assert mixed_code(specs) == ""
+    (specs[0].run_dir / "final.json").write_text(json.dumps({"code": "0123456789ab"}))
+    assert mixed_code(specs[:1]) == ""  # nothing left to make: the report says it
+
+
 def test_overrides_on_the_command_line_change_the_plan(small_study, tmp_path, capsys):
     out = str(tmp_path / "o")
     assert rlvr(["compare", small_study(), "--dry-run", "seeds=[1]", "--out", out]) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import warnings
 from pathlib import Path
 
 from rlvr.cli.common import command
@@ -53,7 +54,7 @@ def _list(names: list[str]) -> None:
 
 def _dry_run(study, out: str) -> None:
     from rlvr.compare import plan
-    from rlvr.compare.run import check_claims
+    from rlvr.compare.run import check_claims, mixed_code
     from rlvr.compare.runner import is_finished
 
     specs = plan(study, Path(out) / "runs")
@@ -61,6 +62,8 @@ def _dry_run(study, out: str) -> None:
     for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
         print(f"{what:<7} {spec.key:<34} {spec.run_dir}")
+    if mixed := mixed_code(specs):
+        warnings.warn(mixed, stacklevel=2)
 
 
 @command

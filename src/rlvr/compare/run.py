@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import shlex
+import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.compare.claims import load_claims, unmeasured
 from rlvr.compare.progress import StudyDisplay
 from rlvr.compare.report import ReportFiles, write_report
-from rlvr.compare.runner import RunState, default_jobs, execute, initial_states
+from rlvr.compare.runner import RunState, default_jobs, execute, initial_states, is_finished
 from rlvr.compare.study import RunSpec, Study, plan
+from rlvr.compare.worker import FINAL_FILE, code_hash
 
 RUNS_DIR = "runs"
 
@@ -48,6 +52,8 @@ def run_study(
     out = Path(out)
     specs = plan(study, out / RUNS_DIR)
     check_claims(study, specs)
+    if run and not fresh and (mixed := mixed_code(specs)):
+        warnings.warn(mixed, stacklevel=2)
     states = initial_states(specs, fresh=fresh)
     if run:
         jobs = jobs or default_jobs(specs[0].config.threads)
@@ -63,6 +69,26 @@ def run_study(
         study, specs, Path(report_dir or out / study.name), command, runs_root=out / RUNS_DIR
     )
     return StudyResult(states, report)
+
+
+def mixed_code(specs: list[RunSpec]) -> str:
+    """What is wrong when runs are left to make and some finished runs of ``specs`` were made
+    by other rlvr source than this copy's (:func:`rlvr.compare.worker.code_hash`): the study
+    would mix code. ``""`` when nothing is."""
+    finished = [s for s in specs if is_finished(s)]
+    if len(finished) == len(specs):
+        return ""
+    now = code_hash()
+    codes = Counter(json.loads((s.run_dir / FINAL_FILE).read_text()).get("code") for s in finished)
+    other = {code: n for code, n in codes.items() if code != now}
+    if not other:
+        return ""
+    made = ", ".join(f"{n} by {code or 'unknown'}" for code, n in other.items())
+    return (
+        f"{sum(other.values())} of the study's {len(finished)} finished runs were made by other "
+        f"rlvr code ({made}) than this copy ({now}), so the {len(specs) - len(finished)} runs "
+        "made now would mix code: run from a checkout of the code that made them, or --fresh"
+    )
 
 
 def check_claims(study: Study, specs: list[RunSpec]) -> None:

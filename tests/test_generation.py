@@ -305,3 +305,17 @@ def test_hf_sampler_ignores_the_models_own_logits_processors(tiny_model):
     lean = make_sampler("lean", model, tokenizer, prune=False, draw="multinomial")
     same = lean.generate(prompts, n=2, sampling=cfg)
     assert torch.equal(same.response_ids, out[True].response_ids)
+
+
+def test_the_kv_cache_goes_under_the_name_the_model_takes():
+    """transformers 5.24 renamed ``past_key_values`` to ``cache`` (the old name warns, and goes
+    in 5.40); the samplers pass it under whichever name ``forward`` declares."""
+    from rlvr.generation.lean import cache_keyword
+
+    class New(torch.nn.Module):
+        def forward(self, input_ids, cache=None, **kwargs): ...
+
+    class Old(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, **kwargs): ...
+
+    assert (cache_keyword(New()), cache_keyword(Old())) == ("cache", "past_key_values")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from rlvr.generation.base import position_ids_from_mask
-from rlvr.generation.lean import accepts_logits_to_keep, new_cache
+from rlvr.generation.lean import accepts_logits_to_keep, cache_keyword, new_cache
 from rlvr.generation.policy import PolicySampler
 from rlvr.generation.registry import register_sampler
 
@@ -49,7 +49,7 @@ class HFSampler(PolicySampler):
                 top_k=0 if greedy else sampling.top_k,
                 eos_token_id=eos,
                 pad_token_id=padding,
-                **({} if cache is None else {"past_key_values": cache}),
+                **({} if cache is None else {cache_keyword(self.model): cache}),
             )
         return torch.as_tensor(out)[:, prompt_ids.shape[1] :]
 
@@ -69,7 +69,7 @@ def shared_prefix(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, gr
         input_ids=ids,
         attention_mask=mask,
         position_ids=position_ids_from_mask(mask),
-        past_key_values=cache,
+        **{cache_keyword(model): cache},
         use_cache=True,
         **({"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}),
     )

@@ -74,6 +74,7 @@ class HFStepper:
     def __init__(self, model) -> None:
         self.model = model
         self.keep_last = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
+        self.cache_key = cache_keyword(model)
 
     def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         self.cache, self.attn = new_cache(self.model), mask
@@ -83,7 +84,7 @@ class HFStepper:
             input_ids=ids,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=self.cache,
+            **{self.cache_key: self.cache},
             use_cache=True,
             **self.keep_last,
         )
@@ -95,7 +96,7 @@ class HFStepper:
             input_ids=tokens[:, None],
             attention_mask=self.attn,
             position_ids=self.position,
-            past_key_values=self.cache,
+            **{self.cache_key: self.cache},
             use_cache=True,
         )
         self.position = self.position + 1
@@ -201,6 +202,12 @@ def new_cache(model):
         return DynamicCache(config=model.config)
     except TypeError:
         return DynamicCache()
+
+
+def cache_keyword(model) -> str:
+    """The name ``model.forward`` takes its KV cache under: ``cache`` from transformers 5.24
+    (where ``past_key_values`` is deprecated), ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def accepts_logits_to_keep(model) -> bool:

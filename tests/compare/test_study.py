@@ -245,12 +245,14 @@ def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
             assert whole[(spec.arm.name, spec.seed)] == spec.run_dir
 
 
+def _rows(study, tmp_path):
+    return sorted((s.regime, s.arm.name, s.seed, s.run_dir) for s in plan(study, tmp_path))
+
+
 def _runs(tmp_path, name, study):
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(study))
-    return sorted(
-        (s.regime, s.arm.name, s.seed, s.run_dir) for s in plan(load_study(str(path)), tmp_path)
-    )
+    return _rows(load_study(str(path)), tmp_path)
 
 
 def test_an_including_study_without_regimes_runs_its_includes_regimes(tmp_path):
@@ -267,10 +269,7 @@ def test_an_including_study_without_regimes_runs_its_includes_regimes(tmp_path):
     plain = _runs(
         tmp_path, "plain", {"include": [str(tmp_path / "inner.yaml")], "regimes": {"default": {}}}
     )
-    abc = sorted(
-        (s.regime, s.arm.name, s.seed, s.run_dir) for s in plan(load_study("abc"), tmp_path)
-    )
-    assert plain == abc
+    assert plain == _rows(load_study("abc"), tmp_path)
 
 
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):

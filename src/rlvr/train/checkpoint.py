@@ -3,8 +3,10 @@
 A checkpoint is a directory ``<run>/checkpoints/step_000042/`` with the model and
 tokenizer (a plain Hugging Face directory, loadable by ``rlvr.models.load_model``) and
 ``trainer_state.pt``: optimiser, scheduler, RNG states (torch, CUDA, Python, NumPy), the
-data position and the step. It is written under a temporary name and renamed into
-place, so a run killed at any moment (even by SIGKILL) leaves only complete checkpoints.
+data position and the step; with LoRA adapters the model is the merged one and
+``lora.safetensors`` holds the adapters (:mod:`rlvr.train.lora`). It is written under a
+temporary name and renamed into place, so a run killed at any moment (even by SIGKILL)
+leaves only complete checkpoints.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import torch
 
 from rlvr.train.config import CheckpointConfig
+from rlvr.train.lora import has_adapters, merged_state_dict, save_adapters
 
 STATE_FILE = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
@@ -117,7 +120,11 @@ def save_checkpoint(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     with quiet_hf_progress():
-        model.save_pretrained(tmp, safe_serialization=True)
+        if has_adapters(model):  # the merged model for any tool, the adapters for --resume
+            model.save_pretrained(tmp, state_dict=merged_state_dict(model), safe_serialization=True)
+            save_adapters(model, tmp)
+        else:
+            model.save_pretrained(tmp, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     payload = {

@@ -27,6 +27,23 @@ def _one_of(name: str, value: str, valid: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True)
+class LoraConfig:
+    """Low-rank adapters (LoRA, Hu et al. 2021, eq. 3) trained instead of the model's weights."""
+
+    rank: int = 0
+    """Rank r of each adapter; 0 trains every weight of the model (no adapters)."""
+    alpha: float = 32.0
+    """Adapter scale numerator: a layer's weight becomes ``W + alpha / rank * B @ A``."""
+    targets: tuple[str, ...] = ("all-linear",)
+    """Layers given adapters: module names (``q_proj``, ``v_proj``) or ``all-linear`` (every linear layer but the output head)."""
+
+    def __post_init__(self) -> None:
+        _check(self.rank >= 0, f"model.lora.rank must be >= 0, got {self.rank}")
+        _check(self.alpha > 0, f"model.lora.alpha must be > 0, got {self.alpha}")
+        _check(bool(self.targets), "model.lora.targets must name at least one layer")
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Which model is trained and how its forward passes run."""
 
@@ -46,6 +63,8 @@ class ModelConfig:
     """Log-prob passes compute each distinct prompt once, without padding (same result; models it cannot reproduce fall back with a warning)."""
     trim_heap: bool = True
     """On CPU, give the C heap's free pages back to the OS before each backward pass: lower peak memory, same results (:mod:`rlvr.train.heap`)."""
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    """Train low-rank adapters only (``model.lora.rank=16``); checkpoints hold the merged model."""
 
     def __post_init__(self) -> None:
         _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
@@ -495,6 +514,11 @@ class TrainConfig:
                 f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
                 "(use rollout.staleness=0)",
             )
+        _check(
+            not (self.model.lora.rank and self.rollout.sampler == "vllm"),
+            "rollout.sampler='vllm' does not load LoRA adapters (model.lora.rank > 0): "
+            "use rollout.sampler=lean or hf",
+        )
         self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
 
     @property

@@ -31,6 +31,7 @@ from rlvr.train.async_rollout import RolloutStream
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.logprobs import forward_context
+from rlvr.train.lora import has_adapters
 from rlvr.train.metrics import peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
@@ -130,8 +131,11 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     policy, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
     reference = None
     if cfg.objective.kl_coef > 0:  # the reference model exists only when the KL term does
-        reference, _ = load_policy(cfg.model)
-        reference.requires_grad_(False).eval()
+        if has_adapters(policy):  # the policy itself, with its adapters off (rlvr.train.lora)
+            reference = policy
+        else:
+            reference, _ = load_policy(cfg.model)
+            reference.requires_grad_(False).eval()
     data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import lean_swiglu
 from rlvr.train.checkpoint import quiet_hf_progress
 from rlvr.train.config import ModelConfig
+from rlvr.train.lora import add_adapters, load_adapters
 
 
 def load_policy(cfg: ModelConfig, path: str | None = None):
     """``(model, tokenizer)`` ready to train: dropout off, SwiGLU MLPs that keep half their
     activations (:mod:`rlvr.ops.swiglu`), RMSNorms that keep one of their two
-    (:mod:`rlvr.ops.rmsnorm`), optional gradient checkpointing."""
+    (:mod:`rlvr.ops.rmsnorm`), optional gradient checkpointing, LoRA adapters with
+    ``cfg.lora.rank > 0`` (:mod:`rlvr.train.lora`; resuming from ``path`` then loads the base
+    model ``cfg.name`` and the adapters saved in ``path``)."""
     from rlvr.models import load_model
 
+    adapters = cfg.lora.rank > 0
+    source = cfg.name if adapters else (path or cfg.name)  # resuming adapters: on the base
     with quiet_hf_progress():  # a preset's own build progress still shows
-        model, tokenizer = load_model(path or cfg.name, dtype=cfg.dtype, device=cfg.device)
+        model, tokenizer = load_model(source, dtype=cfg.dtype, device=cfg.device)
     disable_dropout(model)
+    if adapters:  # before the lean MLPs, which read down_proj's weight and would skip its adapter
+        add_adapters(model, cfg.lora)
+        if path:
+            load_adapters(model, Path(path))
     lean_swiglu(model)  # same values and gradients, half the MLP activations kept for backward
     lean_rmsnorm(model)  # same values, one activation per norm kept instead of two
     if cfg.gradient_checkpointing:

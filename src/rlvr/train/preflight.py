@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 from rlvr.rewards import get_verifier
 from rlvr.rewards.registry import sandbox_isolation
-from rlvr.train.config import SFTConfig, TrainConfig
+from rlvr.train.config import ModelConfig, SFTConfig, TrainConfig
 
 
 def preflight(
@@ -13,13 +15,12 @@ def preflight(
     """What can be checked before anything loads (a preset build can take minutes).
 
     A generated problem set given to SFT, missing local data files, a local model path that
-    holds no model, a device this machine lacks or a code
+    holds no model, a device this machine lacks, LoRA adapters without peft, or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
     for another machine) and an unknown verifier are reported first, each naming its key.
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
-    from rlvr.models import check_model_dir, torch_device
     from rlvr.train.prompts import GENERATED
 
     for key in ("train", "eval"):
@@ -37,15 +38,7 @@ def preflight(
                 check_source(source)
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
-    try:
-        if device:
-            torch_device(config.model.device)
-    except ValueError as err:
-        raise ValueError(f"model.device: {err}") from None
-    try:
-        check_model_dir(config.model.name)
-    except ValueError as err:
-        raise ValueError(f"model.name: {err}") from None
+    _check_model(config.model, device)
     reward = getattr(config, "reward", None)
     if reward is not None:
         try:
@@ -56,6 +49,23 @@ def preflight(
             raise ValueError(f"reward.verifier: {err}") from None
         if device:  # this machine's sandbox: a dry run is written for another
             refuse_unconfined(sandbox_isolation(reward.verifier), reward.allow_unconfined)
+
+
+def _check_model(model: ModelConfig, device: bool) -> None:
+    """The model's directory; with ``device``, this machine's device and peft for adapters."""
+    from rlvr.models import check_model_dir, torch_device
+
+    try:
+        if device:
+            torch_device(model.device)
+    except ValueError as err:
+        raise ValueError(f"model.device: {err}") from None
+    try:
+        check_model_dir(model.name)
+    except ValueError as err:
+        raise ValueError(f"model.name: {err}") from None
+    if device and model.lora.rank and importlib.util.find_spec("peft") is None:
+        raise ValueError("model.lora.rank: LoRA adapters need peft (pip install 'rlvr[lora]')")
 
 
 def refuse_unconfined(mode: str | None, allowed: bool) -> None:

@@ -41,6 +41,7 @@ from rlvr.train.batch import (
 )
 from rlvr.train.config import TrainConfig
 from rlvr.train.logprobs import forward_context, response_stats
+from rlvr.train.lora import adapters_off
 from rlvr.train.prompts import IndexSampler, Prompt
 
 
@@ -280,7 +281,10 @@ def behaviour_logp(batch: RolloutBatch, policy, reference, cfg: TrainConfig) -> 
     needed = ro.reuses_rollout and (batch.old_logp is None or ro.decoupled)
     current = sequence_logp(policy, batch.seqs, cfg) if needed else None
     old = batch.old_logp if batch.old_logp is not None else current
-    ref = sequence_logp(reference, batch.seqs, cfg) if reference is not None else None
+    ref = None
+    if reference is not None:
+        with adapters_off(reference):  # the base weights, where the policy carries LoRA adapters
+            ref = sequence_logp(reference, batch.seqs, cfg)
     prox = current if ro.decoupled else None
     batch = dataclasses.replace(batch, old_logp=old, prox_logp=prox, ref_logp=ref)
     return WithLogp(batch, time.perf_counter() - t0)

@@ -1,0 +1,131 @@
+"""Low-rank adapters on the policy (LoRA, Hu et al. 2021, eq. 3): added, switched off, merged.
+
+The adapters are injected into the model itself (``peft.inject_adapter_in_model``), so the
+policy stays the Hugging Face model that the samplers and the log-prob passes already take,
+and only the adapters' parameters require gradients. The KL term's reference model is the
+same model with its adapters switched off (:func:`adapters_off`): the base weights, with no
+second copy in memory.
+
+A checkpoint holds the merged model, each adapted weight replaced by ``W + alpha / r * B @ A``
+(:func:`merged_state_dict`): a plain Hugging Face model that ``rlvr eval``, a pipeline's next
+stage or any other tool loads. Beside it, ``lora.safetensors`` holds the adapters' own
+weights, from which ``--resume`` continues exactly on the base model (:func:`load_adapters`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from rlvr.train.config import LoraConfig
+
+ADAPTER_FILE = "lora.safetensors"
+"""The adapters' weights in a checkpoint directory, next to the merged model."""
+
+_BASE = ".base_layer"
+
+
+def _tuner_layer() -> type:
+    try:
+        from peft.tuners.tuners_utils import BaseTunerLayer
+    except ImportError as err:
+        raise ImportError(
+            "model.lora.rank > 0 needs peft: pip install 'rlvr[lora]' (or pip install peft)"
+        ) from err
+    return BaseTunerLayer
+
+
+def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
+    """Inject rank-``cfg.rank`` adapters (B = 0 at the start, so the model is unchanged) into
+    ``cfg.targets`` and leave only them trainable."""
+    _tuner_layer()  # the one-line error when peft is missing
+    from peft import LoraConfig as PeftLoraConfig
+    from peft import inject_adapter_in_model
+
+    targets = "all-linear" if cfg.targets == ("all-linear",) else list(cfg.targets)
+    peft_cfg = PeftLoraConfig(
+        r=cfg.rank, lora_alpha=cfg.alpha, target_modules=targets, lora_dropout=0.0, bias="none"
+    )
+    try:
+        inject_adapter_in_model(peft_cfg, model)
+    except ValueError as err:  # a target the model does not have
+        raise ValueError(f"model.lora.targets: {str(err).splitlines()[0]}") from err
+
+
+def adapted_layers(model: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    """Modules carrying adapters, by name (none for a model without them)."""
+    if not any(".lora_" in name for name, _ in model.named_parameters()):
+        return {}  # peft is not imported for a model without adapters
+    layer = _tuner_layer()
+    return {name: m for name, m in model.named_modules() if isinstance(m, layer)}
+
+
+def has_adapters(model: torch.nn.Module) -> bool:
+    """Whether ``model`` carries LoRA adapters."""
+    return bool(adapted_layers(model))
+
+
+@contextlib.contextmanager
+def adapters_off(model: torch.nn.Module) -> Iterator[None]:
+    """Run ``model`` on its base weights inside the block (a no-op without adapters)."""
+    layers = list(adapted_layers(model).values())
+    for layer in layers:
+        layer.enable_adapters(False)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.enable_adapters(True)
+
+
+@torch.no_grad()
+def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``model``'s state under the plain model's names, each adapted weight merged with its
+    adapter (``W + alpha / r * B @ A``) and the adapters' own tensors left out."""
+    layers = adapted_layers(model)
+    merged = {}
+    for key, tensor in model.state_dict().items():
+        module, _, leaf = key.rpartition(".")
+        if ".lora_" in key:
+            continue
+        if module.endswith(_BASE):
+            owner = module.removesuffix(_BASE)
+            if leaf == "weight":
+                layer = layers[owner]
+                delta = sum(layer.get_delta_weight(name) for name in layer.active_adapters)
+                tensor = (tensor.float() + delta.float()).to(tensor.dtype)  # one rounding
+            key = f"{owner}.{leaf}"
+        merged[key] = tensor
+    return merged
+
+
+def adapter_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The adapters' tensors, by their names in ``model``."""
+    return {k: v.detach().contiguous() for k, v in model.state_dict().items() if ".lora_" in k}
+
+
+def save_adapters(model: torch.nn.Module, directory: Path) -> None:
+    """Write :func:`adapter_state` to ``directory / ADAPTER_FILE``."""
+    from safetensors.torch import save_file
+
+    save_file(adapter_state(model), str(directory / ADAPTER_FILE))
+
+
+def load_adapters(model: torch.nn.Module, directory: Path) -> None:
+    """Set ``model``'s adapters to those saved in ``directory`` (by :func:`save_adapters`)."""
+    from safetensors.torch import load_file
+
+    path = directory / ADAPTER_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{directory}: no {ADAPTER_FILE}; this checkpoint was not written with model.lora"
+        )
+    saved, own = load_file(str(path)), adapter_state(model)
+    if saved.keys() != own.keys() or any(saved[k].shape != own[k].shape for k in own):
+        raise ValueError(
+            f"{path}: its adapters do not match model.lora (rank or targets changed since)"
+        )
+    model.load_state_dict(saved, strict=False)

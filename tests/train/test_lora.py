@@ -1,0 +1,180 @@
+"""LoRA adapters on the policy (rlvr.train.lora): only they train, a checkpoint is the merged
+plain model, and the KL reference is the base model. A killed LoRA run resuming exactly is
+tested with the full-weight one in test_loop.py."""
+
+import pytest
+import torch
+
+pytest.importorskip("peft")
+
+from rlvr.models import load_model  # noqa: E402
+from rlvr.train.checkpoint import list_checkpoints  # noqa: E402
+from rlvr.train.config import LoraConfig, ModelConfig  # noqa: E402
+from rlvr.train.loop import build_run, train  # noqa: E402
+from rlvr.train.lora import (  # noqa: E402
+    ADAPTER_FILE,
+    adapter_state,
+    adapters_off,
+    add_adapters,
+    merged_state_dict,
+)
+from rlvr.train.metrics import read_metrics  # noqa: E402
+from rlvr.train.policy import load_policy  # noqa: E402
+
+IDS = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 15, 16]])
+PROJECTIONS = 7  # q, k, v, o, gate, up, down in each of the tiny model's 2 layers
+
+
+def _logits(model, ids=IDS) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
+def _adapted(model_dir, rank=4, **kw):
+    model, _ = load_model(str(model_dir))
+    add_adapters(model, LoraConfig(rank=rank, **kw))
+    return model
+
+
+def _perturb(model, seed=0) -> None:
+    """Random B matrices (they start at zero), so the adapters change the output."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def test_adapters_start_as_the_identity_and_alone_train(tiny_model_dir):
+    base, _ = load_model(str(tiny_model_dir))
+    model = _adapted(tiny_model_dir)
+    assert torch.equal(_logits(model), _logits(base))  # B = 0
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert len(trainable) == 2 * PROJECTIONS * 2 and all(".lora_" in n for n in trainable)
+    only_q = _adapted(tiny_model_dir, targets=("q_proj",))
+    assert len([p for p in only_q.parameters() if p.requires_grad]) == 2 * 2
+
+
+def test_merged_weight_is_w_plus_alpha_over_r_b_a(tiny_model_dir):
+    """LoRA eq. 3 by hand on one layer: ``W + alpha / r * B @ A`` with r = 4, alpha = 6."""
+    model = _adapted(tiny_model_dir, rank=4, alpha=6.0)
+    _perturb(model)
+    q = model.model.layers[1].self_attn.q_proj
+    expected = q.base_layer.weight + 1.5 * q.lora_B["default"].weight @ q.lora_A["default"].weight
+    merged = merged_state_dict(model)
+    torch.testing.assert_close(
+        merged["model.layers.1.self_attn.q_proj.weight"], expected, rtol=0, atol=1e-6
+    )
+    assert not any(".lora_" in k or ".base_layer" in k for k in merged)
+
+
+def test_merged_model_is_the_adapted_model_and_adapters_off_the_base(tiny_model_dir):
+    base, _ = load_model(str(tiny_model_dir))
+    model = _adapted(tiny_model_dir)
+    _perturb(model)
+    plain, _ = load_model(str(tiny_model_dir))
+    plain.load_state_dict(merged_state_dict(model), strict=True)
+    adapted = _logits(model)
+    assert (adapted - _logits(base)).abs().max() > 1e-3  # the adapters change the output
+    torch.testing.assert_close(_logits(plain), adapted, rtol=1e-5, atol=1e-5)
+    with adapters_off(model):
+        assert torch.equal(_logits(model), _logits(base))
+    torch.testing.assert_close(_logits(model), adapted, rtol=0, atol=0)  # back on
+    assert all(p.requires_grad for n, p in model.named_parameters() if ".lora_" in n)
+
+
+def test_gradient_checkpointing_keeps_the_adapters_gradients(tiny_model_dir):
+    """The embeddings are frozen, so the checkpointed blocks' input needs no grad: reentrant
+    checkpointing would give the adapters none."""
+    models = []
+    for checkpointing in (False, True):
+        cfg = ModelConfig(
+            name=str(tiny_model_dir),
+            gradient_checkpointing=checkpointing,
+            lora=LoraConfig(rank=4),
+        )
+        models.append(load_policy(cfg)[0])
+    _perturb(models[0])
+    models[1].load_state_dict(adapter_state(models[0]), strict=False)  # A is drawn at random
+    grads = []
+    for model in models:
+        model(input_ids=IDS).logits.logsumexp(-1).sum().backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if p.requires_grad})
+    assert grads[0].keys() == grads[1].keys()
+    for name, grad in grads[0].items():
+        assert grad.abs().sum() > 0, name
+        torch.testing.assert_close(grads[1][name], grad, rtol=1e-5, atol=1e-6)
+
+
+def test_a_lora_checkpoint_is_the_merged_model(train_config):
+    """The directory loads as a plain model computing what the adapted policy computes."""
+    cfg = train_config("steps=2", "model.lora.rank=4", "optim.lr=0.05", "checkpoint.every=2")
+    last = list_checkpoints(train(cfg).run_dir)[-1]
+    assert (last / ADAPTER_FILE).is_file()
+    plain, _ = load_model(str(last))
+    base, _ = load_model(cfg.model.name)
+    adapted, _ = load_policy(cfg.model, str(last))  # the base with the saved adapters
+    assert not any(".lora_" in n for n, _ in plain.named_parameters())
+    torch.testing.assert_close(_logits(plain), _logits(adapted), rtol=1e-5, atol=1e-5)
+    assert (_logits(plain) - _logits(base)).abs().max() > 1e-4  # the run trained its adapters
+    plain_state, base_state = plain.state_dict(), base.state_dict()
+    assert torch.equal(plain_state["model.norm.weight"], base_state["model.norm.weight"])
+
+
+def test_the_kl_reference_of_a_lora_run_is_its_base_model(train_config):
+    """No second copy of the model: the reference log-probs are the policy's with its adapters
+    off, which equal a separately loaded base model's."""
+    from rlvr.train.rollout import assemble, behaviour_logp, collect_rounds, sequence_logp
+    from rlvr.train.run_dir import prepare_run_dir
+
+    cfg = train_config("objective.kl_coef=0.1", "model.lora.rank=4", out="kl")
+    run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
+    assert run.reference is run.policy
+    _perturb(run.policy)  # as if trained: the adapted policy is no longer the base
+    _, kept = collect_rounds(
+        run.generator, run.tokenizer, run.scorer, run.train_set.prompts, run.order, cfg
+    )
+    batch, _ = assemble(kept, run.tokenizer.pad_token_id, cfg)
+    batch, _ = behaviour_logp(batch, run.policy, run.reference, cfg)
+    run.close()
+    base, _ = load_policy(ModelConfig(name=cfg.model.name))
+    mask = batch.seqs.response_mask.bool()
+    on_base = sequence_logp(base, batch.seqs, cfg)
+    torch.testing.assert_close(batch.ref_logp[mask], on_base[mask], rtol=1e-5, atol=1e-5)
+    adapted = sequence_logp(run.policy, batch.seqs, cfg)
+    assert (adapted[mask] - on_base[mask]).abs().max() > 1e-3
+
+
+def test_a_target_the_model_lacks_is_named(tiny_model_dir):
+    with pytest.raises(ValueError, match="model.lora.targets") as err:
+        _adapted(tiny_model_dir, targets=("no_such_proj",))
+    assert "\n" not in str(err.value)
+
+
+def test_resuming_adapters_from_a_checkpoint_without_them_is_refused(train_config):
+    cfg = train_config("steps=1", "checkpoint.every=1", out="plain")
+    result = train(cfg)
+    lora = ModelConfig(name=cfg.model.name, lora=LoraConfig(rank=4))
+    with pytest.raises(FileNotFoundError, match=f"no {ADAPTER_FILE}"):
+        load_policy(lora, str(list_checkpoints(result.run_dir)[-1]))
+
+
+def test_sft_with_adapters_learns_and_saves_the_merged_model(tiny_model_dir, sft_file, tmp_path):
+    from rlvr.train.config import LogConfig, OptimConfig, SFTConfig, SFTDataConfig
+    from rlvr.train.supervised import sft
+
+    cfg = SFTConfig(
+        epochs=12,  # adapters on a random model learn slower than full weights: no embeddings
+        batch_size=3,
+        model=ModelConfig(name=str(tiny_model_dir), lora=LoraConfig(rank=8)),
+        data=SFTDataConfig(train=sft_file, eval=sft_file),
+        optim=OptimConfig(lr=1e-2),
+        log=LogConfig(output_dir=str(tmp_path / "sft"), tensorboard=False, progress="off"),
+    )
+    result = sft(cfg)
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    evals = [r["sft/eval_loss"] for r in rows if "sft/eval_loss" in r]
+    assert evals[-1] < evals[0] - 0.1
+    plain, _ = load_model(str(result.model_dir))
+    adapted, _ = load_policy(cfg.model, str(result.model_dir))
+    torch.testing.assert_close(_logits(plain), _logits(adapted), rtol=1e-5, atol=1e-5)

@@ -425,6 +425,31 @@ def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir)
     assert any("sft/loss" in entry for entry in logged)
 
 
+def test_lora_trains_only_the_adapters_with_the_base_as_reference(tmp_path, tiny_model_dir):
+    """TRL's ``peft_config`` works as with its GRPOTrainer: only the adapters change, and with
+    ``beta`` TRL computes the reference log-probs on the base (its adapters switched off)."""
+    peft = pytest.importorskip("peft")
+    args = grpo_args(
+        tmp_path, beta=0.01, use_bias_correction_kl=False, learning_rate=1e-2, num_iterations=2
+    )
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        args,
+        train_dataset=dataset(),
+        objective="abc_grpo",
+        peft_config=peft.LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"),
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    changed = {n for n, p in before.items() if not torch.equal(p, after[n])}
+    assert changed and all(".lora_" in n for n in changed)
+    logged = [entry for entry in trainer.state.log_history if "kl/ref_k3" in entry]
+    assert len(logged) == 2 and all("clip/q1_share" in entry for entry in logged)
+    assert logged[-1]["kl/ref_k3"] > 0  # the adapters moved the policy away from the base
+
+
 # ---------------------------------------------------------------- metrics
 
 

@@ -84,7 +84,7 @@ def adapters_off(model: torch.nn.Module) -> Iterator[None]:
 @torch.no_grad()
 def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """``model``'s state under the plain model's names, each adapted weight merged with its
-    adapter (``W + alpha / r * B @ A``) and the adapters' own tensors left out."""
+    adapter (``W + alpha / r * B @ A``, on the CPU) and the adapters' own tensors left out."""
     layers = adapted_layers(model)
     merged = {}
     for key, tensor in model.state_dict().items():
@@ -96,7 +96,8 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
             if leaf == "weight":
                 layer = layers[owner]
                 delta = sum(layer.get_delta_weight(name) for name in layer.active_adapters)
-                tensor = (tensor.float() + delta.float()).to(tensor.dtype)  # one rounding
+                # one rounding; on the CPU, so a GPU holds one extra layer at a time
+                tensor = (tensor.float() + delta.float()).to("cpu", tensor.dtype)
             key = f"{owner}.{leaf}"
         merged[key] = tensor
     return merged

@@ -103,3 +103,16 @@ def test_sequence_token_stats_on_cuda_matches_cpu(tiny_model_dir) -> None:
     # the statistics are computed and returned in float32 (sequence_token_stats' contract)
     for what, cpu, cuda in zip(("logp", "entropy", "d/d lm_head"), *results, strict=True):
         _close(cpu, cuda, TOL[torch.float32], what)
+
+
+def test_a_run_on_cuda_logs_its_peak_gpu_memory(tmp_path) -> None:
+    from rlvr.train import TrainConfig, load_config, train
+    from rlvr.train.metrics import read_metrics
+
+    # the demo's task on the tiny preset (bench/gpu/check.sh carries its build)
+    overrides = ["steps=1", "model.device=cuda", "rollout.prompts_per_step=2", "eval.every=0",
+                 "eval.at_start=false", "eval.at_end=false", f"log.output_dir={tmp_path / 'run'}",
+                 "log.progress=off", "checkpoint.save_final=false"]  # fmt: skip
+    result = train(load_config(TrainConfig, "demo", overrides))
+    row = read_metrics(result.run_dir / "metrics.jsonl")[-1]
+    assert 0 < row["perf/peak_gpu_mb"] < torch.cuda.get_device_properties(0).total_memory / 2**20

@@ -25,10 +25,13 @@ have passed. Sections:
 8. only when named (``--sections decode``): the same profile of every sampler on the tiny
    preset (about 120 s on an H100);
 9. only when named (``--sections compare``): ``rlvr compare abc`` for 3 steps on one seed
-   with every run on CUDA (``settings.model.device=cuda``), its two workers sharing the GPU.
+   with every run on CUDA (``settings.model.device=cuda``), its two workers sharing the GPU;
+10. only when named (``--sections lora``): the Qwen2-shaped bf16-autocast row of section 4
+   with rank-16 LoRA adapters on every linear layer (``model.lora.rank=16``).
 
-``--sections`` runs a subset, or adds ``decode`` or ``compare`` (``tests decode compare tiny
-trl qwen vs_trl qwen-decode``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
+Rows of ``rlvr train`` report the peak GPU memory (``perf/peak_gpu_mb``).
+``--sections`` runs a subset, or adds ``decode``, ``compare`` or ``lora`` (``tests decode
+compare tiny trl qwen lora vs_trl qwen-decode``). Writes ``results.md`` (the table for docs/benchmarks.md), ``results.json`` and ``check.log``
 (every section's output) into ``--out``.
 """
 
@@ -47,8 +50,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-SECTIONS = ("tests", "decode", "compare", "tiny", "trl", "qwen", "vs_trl", "qwen-decode")
-DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("decode", "compare"))
+SECTIONS = ("tests", "decode", "compare", "tiny", "trl", "qwen", "lora", "vs_trl", "qwen-decode")
+DEFAULT_SECTIONS = tuple(s for s in SECTIONS if s not in ("decode", "compare", "lora"))
 """What one call runs unless told: about 420 s on an H100 by the section times of earlier calls
 (not yet timed as one call). The tiny preset's decode profile (``decode``, about 120 s) is
 asked for by name."""
@@ -158,10 +161,12 @@ def train_numbers(run_dir: Path) -> str:
         f"{statistics.median(r.get(f'time/{p}', 0.0) for r in timed):.2f}" for p in PHASES
     )
     reward = [r.get("reward/mean") for r in steps]
+    gpu = [r["perf/peak_gpu_mb"] for r in steps if "perf/peak_gpu_mb" in r]
     return (
         f"{statistics.median(times):.3f} s/step ({'/'.join(PHASES)} {phases} s), "
         f"{tokens / sum(times):,.0f} gen tok/s, "
         f"reward {reward[0]:.3f} -> {reward[-1]:.3f} ({len(steps)} steps)"
+        + (f", peak GPU {max(gpu):,.0f} MiB" if gpu else "")
     )
 
 
@@ -328,7 +333,7 @@ def main() -> int:
     table = ""
     model = (
         qwen2(check, args.work, args.carry / "smollm2-tokenizer")
-        if sections & {"qwen", "vs_trl", "qwen-decode"}
+        if sections & {"qwen", "lora", "vs_trl", "qwen-decode"}
         else None
     )
     if model is not None and "qwen" in sections:
@@ -338,6 +343,10 @@ def main() -> int:
               [*big, "model.autocast=bf16"])  # fmt: skip
         train(check, args.work, "qwen2-0.5b bf16-autocast hf-sampler", str(model), 4,
               [*big, "model.autocast=bf16", "rollout.sampler=hf"])  # fmt: skip
+    if model is not None and "lora" in sections:  # against the bf16-autocast row of "qwen"
+        lora = ["rollout.max_new_tokens=128", "optim.micro_batch_size=32", *small]
+        train(check, args.work, "qwen2-0.5b bf16-autocast lora16", str(model), 4,
+              [*lora, "model.autocast=bf16", "model.lora.rank=16"])  # fmt: skip
     if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
     if model is not None and "qwen-decode" in sections:  # last: its profiler takes a while

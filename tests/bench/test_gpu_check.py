@@ -45,6 +45,10 @@ def test_train_numbers_leave_out_the_first_step(tmp_path):
         "2.000 s/step (generate/logp/update 1.00 / 0.20 / 0.70 s), 200 gen tok/s, "
         "reward 0.250 -> 0.750 (3 steps)"
     )
+    for row, peak in zip(rows[:3], (900.0, 1500.0, 1200.0), strict=True):  # a run on CUDA
+        row["perf/peak_gpu_mb"] = peak
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert check.train_numbers(tmp_path).endswith("(3 steps), peak GPU 1,500 MiB")
 
 
 def test_the_carried_wheels_are_pinned_once_each():

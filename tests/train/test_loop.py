@@ -53,6 +53,7 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert [r["step"] for r in rows] == [0, 1, 2, 3]  # step 0: held-out before training
     for row in rows[1:]:
         assert "log/nonfinite_metrics" not in row
+        assert "perf/peak_gpu_mb" not in row  # logged on CUDA only (tests/test_cuda.py)
         for name in ALWAYS:
             assert math.isfinite(row[name]), name
         if row["update/skipped"] == 0:

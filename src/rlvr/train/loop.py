@@ -32,7 +32,7 @@ from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.logprobs import forward_context
 from rlvr.train.lora import has_adapters
-from rlvr.train.metrics import peak_rss_mb
+from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
@@ -239,6 +239,9 @@ def train_step(run: RLRun, step: int) -> StepRecord:
     metrics["time/step"] = time.perf_counter() - t0
     metrics["perf/tokens_per_s"] = metrics["perf/generated_tokens"] / metrics["time/step"]
     metrics["perf/peak_rss_mb"] = peak_rss_mb()
+    gpu = peak_gpu_mb(next(run.policy.parameters()).device)
+    if gpu is not None:
+        metrics["perf/peak_gpu_mb"] = gpu
     metrics["data/epoch"] = float(run.order.epoch)
     metrics["data/prompts_skipped"] = float(run.train_set.skipped)
     metrics["data/prompts_truncated"] = float(run.train_set.truncated)

@@ -192,6 +192,12 @@ class StepMetrics:
         return out
 
 
+def peak_gpu_mb(device: torch.device) -> float | None:
+    """Peak memory the CUDA caching allocator has handed out on ``device`` in MiB (allocator
+    statistics: no synchronisation); ``None`` off CUDA."""
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process in MiB."""
     import resource

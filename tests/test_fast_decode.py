@@ -74,11 +74,12 @@ def test_a_hook_the_fast_decoder_would_skip_falls_back(random_llama):
     assert supports(model)  # a projection is called as a module: its hook runs
 
 
-def test_adapted_projections_are_called_not_read(tiny_model):
-    """A LoRA adapter wraps a projection: its weight alone is not what calling it computes."""
+def test_adapted_projections_decode_with_their_adapters_merged(tiny_model):
+    """A LoRA adapter wraps a projection, whose own weight is then not what calling it
+    computes: the decoder merges each adapter once (and leaves it out while it is off)."""
     pytest.importorskip("peft")
     from rlvr.train.config import LoraConfig
-    from rlvr.train.lora import add_adapters
+    from rlvr.train.lora import adapters_off, add_adapters
 
     model, tokenizer = tiny_model
     add_adapters(model, LoraConfig(rank=4))
@@ -88,3 +89,5 @@ def test_adapted_projections_are_called_not_read(tiny_model):
                 p.normal_(std=0.1)  # B starts at zero: make the adapters change the output
     assert supports(model)
     _check(model, len(tokenizer))
+    with adapters_off(model):
+        _check(model, len(tokenizer))

@@ -6,7 +6,9 @@ computes the same thing with a few tensor operations per layer, reading the mode
 weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, SwiGLU MLP,
 the final norm and the LM head on the last position only.
 
-Only configurations it reproduces exactly are accepted (:func:`supports`); anything else
+A projection carrying LoRA adapters is computed with its adapters merged into one weight
+(:class:`_Merged`), equal to the adapted layer up to rounding. Only configurations it
+reproduces are accepted (:func:`supports`); anything else
 (rotary scaling, sliding windows, other activations, biases in the MLP, models in
 training mode) goes through the Hugging Face forward. A test checks the logits against
 Hugging Face's, prefill and decoding, for Qwen2 and Llama.
@@ -34,10 +36,39 @@ def _plain(*modules: torch.nn.Module) -> bool:
     return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
 
 
-def _weights_only(*modules: torch.nn.Module) -> bool:
-    """``modules`` are ``nn.Linear`` itself without hooks: their weight alone is what calling
-    them computes (a layer wrapped by an adapter, LoRA's, is not)."""
-    return _plain(*modules) and all(type(m) is torch.nn.Linear for m in modules)
+def _weights_only(*modules) -> bool:
+    """``modules`` are ``nn.Linear`` itself (or :class:`_Merged`) without hooks: their weight
+    alone is what calling them computes (a layer wrapped by an adapter is not)."""
+    plain = all(type(m) is torch.nn.Linear or isinstance(m, _Merged) for m in modules)
+    return plain and _plain(*modules)
+
+
+class _Merged:
+    """A linear layer carrying LoRA adapters (peft's) as one weight, ``W + alpha / r * B A``,
+    computed when a decoder is made: sampling then costs what the plain layer costs. Its
+    logits differ from the layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        base = module.base_layer
+        with torch.no_grad():
+            if module.disable_adapters or module.merged:  # W alone, or W already merged
+                self.weight = base.weight
+            else:
+                deltas = [module.get_delta_weight(name) for name in module.active_adapters]
+                self.weight = base.weight + sum(deltas).to(base.weight.dtype)
+        self.bias = base.bias
+        self._forward_hooks: dict = {}
+        self._forward_pre_hooks: dict = {}
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+def _projection(module: torch.nn.Module):
+    """``module``, or a :class:`_Merged` for a hook-free layer carrying LoRA adapters."""
+    base = getattr(module, "base_layer", None)
+    adapted = type(base) is torch.nn.Linear and hasattr(module, "get_delta_weight")
+    return _Merged(module) if adapted and _plain(module, base) else module
 
 
 def supports(model) -> bool:
@@ -72,14 +103,14 @@ class _Layer:
     """The weights of one decoder layer (views of the model's parameters, no copies)."""
 
     norm1: torch.Tensor
-    q: torch.nn.Linear
-    k: torch.nn.Linear
-    v: torch.nn.Linear
-    o: torch.nn.Linear
+    q: torch.nn.Module | _Merged
+    k: torch.nn.Module | _Merged
+    v: torch.nn.Module | _Merged
+    o: torch.nn.Module | _Merged
     norm2: torch.Tensor
-    gate: torch.nn.Linear
-    up: torch.nn.Linear
-    down: torch.nn.Linear
+    gate: torch.nn.Module | _Merged
+    up: torch.nn.Module | _Merged
+    down: torch.nn.Module | _Merged
 
 
 class FastDecoder:
@@ -106,14 +137,9 @@ class FastDecoder:
         self.layers = [
             _Layer(
                 layer.input_layernorm.weight,
-                layer.self_attn.q_proj,
-                layer.self_attn.k_proj,
-                layer.self_attn.v_proj,
-                layer.self_attn.o_proj,
+                *(_projection(getattr(layer.self_attn, f"{p}_proj")) for p in "qkvo"),
                 layer.post_attention_layernorm.weight,
-                layer.mlp.gate_proj,
-                layer.mlp.up_proj,
-                layer.mlp.down_proj,
+                *(_projection(getattr(layer.mlp, f"{p}_proj")) for p in ("gate", "up", "down")),
             )
             for layer in inner.layers
         ]

@@ -100,7 +100,8 @@ def supports(model) -> bool:
 
 @dataclass
 class _Layer:
-    """The weights of one decoder layer (views of the model's parameters, no copies)."""
+    """The weights of one decoder layer: views of the model's parameters, no copies, except
+    the merged weight of a projection that carries adapters."""
 
     norm1: torch.Tensor
     q: torch.nn.Module | _Merged

@@ -336,17 +336,16 @@ def main() -> int:
         if sections & {"qwen", "lora", "vs_trl", "qwen-decode"}
         else None
     )
+    big = ["rollout.max_new_tokens=128", "optim.micro_batch_size=32", *small]
     if model is not None and "qwen" in sections:
-        big = ["rollout.max_new_tokens=128", "optim.micro_batch_size=32", *small]
         train(check, args.work, "qwen2-0.5b fp32", str(model), 4, big)
         train(check, args.work, "qwen2-0.5b bf16-autocast", str(model), 4,
               [*big, "model.autocast=bf16"])  # fmt: skip
         train(check, args.work, "qwen2-0.5b bf16-autocast hf-sampler", str(model), 4,
               [*big, "model.autocast=bf16", "rollout.sampler=hf"])  # fmt: skip
     if model is not None and "lora" in sections:  # against the bf16-autocast row of "qwen"
-        lora = ["rollout.max_new_tokens=128", "optim.micro_batch_size=32", *small]
         train(check, args.work, "qwen2-0.5b bf16-autocast lora16", str(model), 4,
-              [*lora, "model.autocast=bf16", "model.lora.rank=16"])  # fmt: skip
+              [*big, "model.autocast=bf16", "model.lora.rank=16"])  # fmt: skip
     if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
     if model is not None and "qwen-decode" in sections:  # last: its profiler takes a while

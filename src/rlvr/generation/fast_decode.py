@@ -43,20 +43,26 @@ def _weights_only(*modules) -> bool:
     return plain and _plain(*modules)
 
 
+@torch.no_grad()
+def merged_weight(layer: torch.nn.Module) -> torch.Tensor:
+    """The one weight a linear layer carrying LoRA adapters (peft's) computes with:
+    ``W + alpha / r * B A`` summed in float32 and rounded once to ``W``'s dtype; ``W`` itself
+    while its adapters are off or already merged into it."""
+    weight = layer.base_layer.weight
+    if layer.disable_adapters or layer.merged:
+        return weight
+    delta = sum(layer.get_delta_weight(name).float() for name in layer.active_adapters)
+    return (weight.float() + delta).to(weight.dtype)
+
+
 class _Merged:
-    """A linear layer carrying LoRA adapters (peft's) as one weight, ``W + alpha / r * B A``,
-    computed when a decoder is made: sampling then costs what the plain layer costs. Its
-    logits differ from the layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
+    """A linear layer carrying LoRA adapters as :func:`merged_weight`, computed when a decoder
+    is made: sampling then costs what the plain layer costs. Its logits differ from the
+    layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
 
     def __init__(self, module: torch.nn.Module) -> None:
-        base = module.base_layer
-        with torch.no_grad():
-            if module.disable_adapters or module.merged:  # W alone, or W already merged
-                self.weight = base.weight
-            else:
-                deltas = [module.get_delta_weight(name) for name in module.active_adapters]
-                self.weight = base.weight + sum(deltas).to(base.weight.dtype)
-        self.bias = base.bias
+        self.weight = merged_weight(module)
+        self.bias = module.base_layer.bias
         self._forward_hooks: dict = {}
         self._forward_pre_hooks: dict = {}
 

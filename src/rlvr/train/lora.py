@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.generation.fast_decode import merged_weight
 from rlvr.train.config import LoraConfig
 
 ADAPTER_FILE = "lora.safetensors"
@@ -84,7 +85,8 @@ def adapters_off(model: torch.nn.Module) -> Iterator[None]:
 @torch.no_grad()
 def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """``model``'s state under the plain model's names, each adapted weight merged with its
-    adapter (``W + alpha / r * B @ A``, on the CPU) and the adapters' own tensors left out."""
+    adapter (:func:`~rlvr.generation.fast_decode.merged_weight`, on the CPU) and the adapters'
+    own tensors left out."""
     layers = adapted_layers(model)
     merged = {}
     for key, tensor in model.state_dict().items():
@@ -93,11 +95,8 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
             continue
         if module.endswith(_BASE):
             owner = module.removesuffix(_BASE)
-            if leaf == "weight":
-                layer = layers[owner]
-                delta = sum(layer.get_delta_weight(name) for name in layer.active_adapters)
-                # one rounding; on the CPU, so a GPU holds one extra layer at a time
-                tensor = (tensor.float() + delta.float()).to("cpu", tensor.dtype)
+            if leaf == "weight":  # on the CPU, so a GPU holds one extra layer at a time
+                tensor = merged_weight(layers[owner]).cpu()
             key = f"{owner}.{leaf}"
         merged[key] = tensor
     return merged

@@ -116,3 +116,37 @@ def test_a_run_on_cuda_logs_its_peak_gpu_memory(tmp_path) -> None:
     result = train(load_config(TrainConfig, "demo", overrides))
     row = read_metrics(result.run_dir / "metrics.jsonl")[-1]
     assert 0 < row["perf/peak_gpu_mb"] < torch.cuda.get_device_properties(0).total_memory / 2**20
+
+
+def test_a_lora_run_on_cuda_saves_the_merged_model_and_resumes(tmp_path) -> None:
+    """A checkpoint saved on the GPU (adapted layers merged in float32 and moved to the CPU,
+    the rest still on the GPU) loads as a plain model that computes the adapted policy, and a
+    resumed run loads its adapters back onto the GPU."""
+    pytest.importorskip("peft")
+    from rlvr.models import load_model
+    from rlvr.train import TrainConfig, load_config, train
+    from rlvr.train.checkpoint import list_checkpoints
+    from rlvr.train.lora import ADAPTER_FILE
+    from rlvr.train.metrics import read_metrics
+    from rlvr.train.policy import load_policy
+
+    def config(steps: int) -> TrainConfig:
+        overrides = [f"steps={steps}", "model.device=cuda", "model.lora.rank=8", "optim.lr=0.01",
+                     "rollout.prompts_per_step=2", "eval.every=0", "eval.at_start=false",
+                     "eval.at_end=false", f"log.output_dir={tmp_path / 'run'}", "log.progress=off",
+                     "checkpoint.every=1"]  # fmt: skip
+        return load_config(TrainConfig, "demo", overrides)
+
+    cfg = config(2)
+    train(cfg)
+    last = list_checkpoints(tmp_path / "run")[-1]
+    assert (last / ADAPTER_FILE).is_file()
+    plain, _ = load_model(str(last))  # on the CPU
+    adapted, _ = load_policy(cfg.model, str(last))  # the base on the GPU, with the adapters
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+    with torch.no_grad():
+        expected = adapted(input_ids=ids.cuda()).logits.float().cpu()
+        got = plain(input_ids=ids).logits.float()
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)  # CPU against GPU
+    train(config(3), resume=True)
+    assert [r["step"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [1, 2, 3]

@@ -104,8 +104,20 @@ def test_eos_ends_a_completion(sampler_checks):
     assert eos["mask"] == [[1]] * 6 and eos["truncated"] == [False] * 6 and eos["texts"] == [""] * 6
 
 
-def test_two_step_training_run(vllm_model_dir, tmp_path):
-    rows = run_check("train", vllm_model_dir, str(tmp_path), out=tmp_path / "t.json")["rows"]
+def test_lora_adapters_reach_the_engine_merged(vllm_model_dir, tmp_path):
+    pytest.importorskip("peft")
+    found = run_check("lora", vllm_model_dir, out=tmp_path / "l.json")
+    assert found["logp_diff"] < TOLERANCE
+    assert found["logp_diff_to_base"] > 100 * TOLERANCE  # an engine without the adapters fails
+    assert found["logp_diff_after_step"] < TOLERANCE
+    assert found["logp_diff_to_old_adapters"] > 100 * TOLERANCE
+
+
+@pytest.mark.parametrize("check", ["train", "train-lora"])
+def test_two_step_training_run(vllm_model_dir, tmp_path, check):
+    if check == "train-lora":
+        pytest.importorskip("peft")
+    rows = run_check(check, vllm_model_dir, str(tmp_path), out=tmp_path / "t.json")["rows"]
     assert [r["step"] for r in rows] == [1, 2]
     for row in rows:
         assert row["update/optimizer_steps"] == 2

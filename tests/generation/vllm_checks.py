@@ -1,7 +1,9 @@
 """Checks of the ``vllm`` sampler, each run in a process of its own by ``test_vllm.py``.
 
     python tests/generation/vllm_checks.py sampler MODEL_DIR OUT.json
+    python tests/generation/vllm_checks.py lora MODEL_DIR OUT.json
     python tests/generation/vllm_checks.py train MODEL_DIR WORK_DIR OUT.json
+    python tests/generation/vllm_checks.py train-lora MODEL_DIR WORK_DIR OUT.json
 
 The vLLM engine runs in the process that starts it (its engine core is not a separate
 process), so every check that starts one runs here, under ``if __name__ == "__main__"``,
@@ -137,13 +139,46 @@ def check_sampler(model_dir: str) -> dict:
     return out
 
 
+def check_lora(model_dir: str) -> dict:
+    """A policy carrying LoRA adapters: the engine samples from the adapted model, before and
+    after an optimiser step over the adapters."""
+    from rlvr.generation import SamplingConfig, make_sampler
+    from rlvr.models import load_model
+    from rlvr.train.config import LoraConfig
+    from rlvr.train.lora import adapters_off, add_adapters
+
+    torch.manual_seed(0)
+    model, tokenizer = load_model(model_dir)
+    add_adapters(model, LoraConfig(rank=4))
+    with torch.no_grad():  # B starts at zero: random B, so the adapters change the model
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.normal_(0, 0.2)
+    sampler = make_sampler("vllm", model, tokenizer)
+    hot = SamplingConfig(max_new_tokens=16, temperature=0.8)
+    torch.manual_seed(1)
+    first = sampler.generate(PROMPTS, n=4, sampling=hot)
+    out = {"logp_diff": max_logp_diff(model, first, 0.8)}
+    with adapters_off(model):
+        out["logp_diff_to_base"] = max_logp_diff(model, first, 0.8)
+    stale = copy.deepcopy(model)
+    push_token(model, 42, lr=0.05)  # steps the adapters only: the base is frozen
+    torch.manual_seed(2)
+    after = sampler.generate(PROMPTS, n=4, sampling=hot)
+    out["logp_diff_after_step"] = max_logp_diff(model, after, 0.8)
+    out["logp_diff_to_old_adapters"] = max_logp_diff(stale, after, 0.8)
+    sampler.close()
+    return out
+
+
 def even_length(completion, reference, *, correct=1.0, wrong=0.0):
     """Test verifier: ``correct`` for completions of even length (about half of them)."""
     return correct if len(completion) % 2 == 0 else wrong
 
 
-def check_train(model_dir: str, work: str) -> dict:
-    """A two-step run with ``rollout.sampler=vllm`` and truncated importance sampling."""
+def check_train(model_dir: str, work: str, lora: bool = False) -> dict:
+    """A two-step run with ``rollout.sampler=vllm`` and truncated importance sampling (with
+    ``lora``: training rank-4 adapters)."""
     from rlvr.rewards import register
     from rlvr.train.config import TrainConfig
     from rlvr.train.loop import train
@@ -165,7 +200,7 @@ def check_train(model_dir: str, work: str) -> dict:
             "steps": 2,
             "seed": 0,
             "threads": 1,
-            "model": {"name": model_dir},
+            "model": {"name": model_dir, "lora": {"rank": 4 if lora else 0}},
             "data": {"train": str(prompts), "eval": str(prompts), "max_prompt_tokens": 64},
             "reward": {"verifier": "even_length"},
             "rollout": {
@@ -194,5 +229,10 @@ def check_train(model_dir: str, work: str) -> dict:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
     what, *args = sys.argv[1:]
-    found = check_sampler(args[0]) if what == "sampler" else check_train(args[0], args[1])
+    if what == "sampler":
+        found = check_sampler(args[0])
+    elif what == "lora":
+        found = check_lora(args[0])
+    else:
+        found = check_train(args[0], args[1], lora=what == "train-lora")
     Path(args[-1]).write_text(json.dumps(found))

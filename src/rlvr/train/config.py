@@ -514,11 +514,6 @@ class TrainConfig:
                 f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
                 "(use rollout.staleness=0)",
             )
-        _check(
-            not (self.model.lora.rank and self.rollout.sampler == "vllm"),
-            "rollout.sampler='vllm' does not load LoRA adapters (model.lora.rank > 0): "
-            "use rollout.sampler=lean or hf",
-        )
         self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
 
     @property

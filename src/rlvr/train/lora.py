@@ -20,13 +20,11 @@ from pathlib import Path
 
 import torch
 
-from rlvr.generation.fast_decode import merged_weight
+from rlvr.ops.merged import plain_tensors
 from rlvr.train.config import LoraConfig
 
 ADAPTER_FILE = "lora.safetensors"
 """The adapters' weights in a checkpoint directory, next to the merged model."""
-
-_BASE = ".base_layer"
 
 
 def _tuner_layer() -> type:
@@ -82,24 +80,11 @@ def adapters_off(model: torch.nn.Module) -> Iterator[None]:
             layer.enable_adapters(True)
 
 
-@torch.no_grad()
 def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """``model``'s state under the plain model's names, each adapted weight merged with its
-    adapter (:func:`~rlvr.generation.fast_decode.merged_weight`, on the CPU) and the adapters'
-    own tensors left out."""
-    layers = adapted_layers(model)
-    merged = {}
-    for key, tensor in model.state_dict().items():
-        module, _, leaf = key.rpartition(".")
-        if ".lora_" in key:
-            continue
-        if module.endswith(_BASE):
-            owner = module.removesuffix(_BASE)
-            if leaf == "weight":  # on the CPU, so a GPU holds one extra layer at a time
-                tensor = merged_weight(layers[owner]).cpu()
-            key = f"{owner}.{leaf}"
-        merged[key] = tensor
-    return merged
+    adapter on the CPU (so a GPU holds one extra layer at a time) and the adapters' own
+    tensors left out (:func:`rlvr.ops.merged.plain_tensors`)."""
+    return dict(plain_tensors(model, model.state_dict().items(), device="cpu"))
 
 
 def adapter_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:

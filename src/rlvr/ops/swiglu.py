@@ -9,8 +9,13 @@ recomputes the other two in backward: two elementwise passes against the half of
 activation memory (about a quarter of a decoder layer's). The arithmetic is the same
 operations in the same order, so values and gradients equal the module's own.
 
+A ``down`` carrying a LoRA adapter (peft's; Hu et al. 2021, eq. 3) computes
+``down(p) + s * B A p`` of the product ``p``, whose adapter would keep ``p`` itself for
+``A``'s gradient. :class:`SwiGLUDownLora` computes both terms in one function that keeps
+``gate(x)``, ``up(x)`` and the rank-sized ``A p``, and recomputes ``p`` in backward.
+
 :func:`lean_swiglu` swaps this forward into every matching MLP of a model (SiLU, no
-biases); other modules are left alone.
+biases, projections plain or with one plain adapter); other modules are left alone.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlvr.ops.merged import is_adapted
 from rlvr.ops.swap import probe_input, swap_forwards
 
 
@@ -52,16 +58,94 @@ class SwiGLUDown(torch.autograd.Function):
         return grad_gate, grad_up, grad_w
 
 
+class SwiGLUDownLora(torch.autograd.Function):
+    """``F.linear(p, weight) + scale * F.linear(F.linear(p, a), b)`` with
+    ``p = silu(gate) * up``, saving ``gate``, ``up`` and ``F.linear(p, a)`` (rank-sized).
+
+    The same operations in the same order as the adapted layer's own forward (base, then
+    ``B (A p)`` times the scale, added), in ``gate``'s dtype under autocast as for
+    :class:`SwiGLUDown`; each weight's gradient comes back in that weight's dtype.
+    """
+
+    @staticmethod
+    def forward(ctx, gate, up, weight, a, b, scale: float) -> torch.Tensor:
+        dtype = gate.dtype
+        with torch.autocast(gate.device.type, enabled=False):
+            product = F.silu(gate) * up
+            low = F.linear(product, a.to(dtype))
+            out = F.linear(product, weight.to(dtype)) + F.linear(low, b.to(dtype)) * scale
+        ctx.save_for_backward(gate, up, weight, a, b, low)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        gate, up, weight, a, b, low = ctx.saved_tensors
+        need_gate, need_up, need_w, need_a, need_b, _ = ctx.needs_input_grad
+        dtype = gate.dtype
+
+        def rows(t: torch.Tensor) -> torch.Tensor:  # [..., D] -> [N, D]
+            return t.reshape(-1, t.shape[-1])
+
+        with torch.autocast(gate.device.type, enabled=False):
+            act = F.silu(gate)
+            product = rows(act * up)  # [N, I]
+            scaled = grad * ctx.scale  # what reaches B's output
+            grad_low = scaled @ b.to(dtype)  # [..., r]
+            grad_w = (rows(grad).T @ product).to(weight.dtype) if need_w else None
+            grad_a = (rows(grad_low).T @ product).to(a.dtype) if need_a else None
+            grad_b = (rows(scaled).T @ rows(low)).to(b.dtype) if need_b else None
+            grad_product = grad @ weight.to(dtype) + grad_low @ a.to(dtype)
+            grad_gate = torch.ops.aten.silu_backward(grad_product * up, gate) if need_gate else None
+            grad_up = grad_product * act if need_up else None
+        return grad_gate, grad_up, grad_w, grad_a, grad_b, None
+
+
+def _weight(linear: nn.Module) -> torch.Tensor:
+    """A linear layer's own weight (an adapted layer's base weight)."""
+    return linear.base_layer.weight if is_adapted(linear) else linear.weight
+
+
+def _adapter(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+    """``(A, B, scale)`` of the adapter ``linear`` computes with now; None for a plain layer,
+    or one whose adapters are switched off or merged into its weight."""
+    if not is_adapted(linear) or linear.disable_adapters or linear.merged:
+        return None
+    (name,) = linear.active_adapters  # _plain_linear accepted one adapter
+    return linear.lora_A[name].weight, linear.lora_B[name].weight, linear.scaling[name]
+
+
 def _lean_forward(self, x: torch.Tensor) -> torch.Tensor:
-    return SwiGLUDown.apply(self.gate_proj(x), self.up_proj(x), self.down_proj.weight)
+    gate, up, down = self.gate_proj(x), self.up_proj(x), self.down_proj
+    adapter = _adapter(down)
+    if adapter is None:
+        return SwiGLUDown.apply(gate, up, _weight(down))
+    return SwiGLUDownLora.apply(gate, up, _weight(down), *adapter)
+
+
+def _plain_linear(module: nn.Module | None) -> bool:
+    """A linear layer without bias, or one carrying one plain LoRA adapter (no dropout, no
+    bias, no variant such as DoRA)."""
+    if isinstance(module, nn.Linear):
+        return module.bias is None
+    if module is None or not is_adapted(module) or module.base_layer.bias is not None:
+        return False
+    names = list(module.active_adapters)
+    return (
+        len(names) == 1
+        and isinstance(module.lora_dropout[names[0]], nn.Identity)
+        and module.lora_B[names[0]].bias is None
+        and names[0] not in getattr(module, "lora_variant", {})
+    )
 
 
 def is_swiglu(module: nn.Module) -> bool:
-    """A Llama-style MLP: ``gate_proj``, ``up_proj``, ``down_proj`` linear without bias, SiLU."""
+    """A Llama-style MLP: ``gate_proj``, ``up_proj``, ``down_proj`` linear without bias
+    (each plain or with one plain LoRA adapter), SiLU."""
     linears = [getattr(module, name, None) for name in ("gate_proj", "up_proj", "down_proj")]
     act = getattr(module, "act_fn", None)
     return (
-        all(isinstance(m, nn.Linear) and m.bias is None for m in linears)
+        all(_plain_linear(m) for m in linears)
         and act is not None
         and type(act).__name__ in ("SiLU", "SiLUActivation")
     )
@@ -70,7 +154,7 @@ def is_swiglu(module: nn.Module) -> bool:
 def _same_output(module: nn.Module) -> bool:
     """Whether the module's own forward gives :class:`SwiGLUDown`'s output on a probe input
     (a module named like a SwiGLU MLP could compute something else)."""
-    weight = module.gate_proj.weight
+    weight = _weight(module.gate_proj)
     probe = probe_input(weight.shape[1], weight)
     with torch.no_grad():
         return torch.allclose(module(probe), _lean_forward(module, probe), rtol=1e-5, atol=1e-6)

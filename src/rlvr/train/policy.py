@@ -26,7 +26,7 @@ def load_policy(cfg: ModelConfig, path: str | None = None):
     with quiet_hf_progress():  # a preset's own build progress still shows
         model, tokenizer = load_model(source, dtype=cfg.dtype, device=cfg.device)
     disable_dropout(model)
-    if adapters:  # before the lean MLPs, which read down_proj's weight and would skip its adapter
+    if adapters:  # before the lean MLPs, which see the adapted projections and keep their terms
         add_adapters(model, cfg.lora)
         if path:
             load_adapters(model, Path(path))

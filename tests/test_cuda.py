@@ -126,7 +126,7 @@ def test_a_lora_run_on_cuda_saves_the_merged_model_and_resumes(tmp_path) -> None
     from rlvr.models import load_model
     from rlvr.train import TrainConfig, load_config, train
     from rlvr.train.checkpoint import list_checkpoints
-    from rlvr.train.lora import ADAPTER_FILE
+    from rlvr.train.lora import ADAPTER_DIR
     from rlvr.train.metrics import read_metrics
     from rlvr.train.policy import load_policy
 
@@ -140,7 +140,7 @@ def test_a_lora_run_on_cuda_saves_the_merged_model_and_resumes(tmp_path) -> None
     cfg = config(2)
     train(cfg)
     last = list_checkpoints(tmp_path / "run")[-1]
-    assert (last / ADAPTER_FILE).is_file()
+    assert (last / ADAPTER_DIR / "adapter_model.safetensors").is_file()
     plain, _ = load_model(str(last))  # on the CPU
     adapted, _ = load_policy(cfg.model, str(last))  # the base on the GPU, with the adapters
     ids = torch.tensor([[5, 6, 7, 8, 9, 10]])

@@ -2,6 +2,8 @@
 plain model, and the KL reference is the base model. A killed LoRA run resuming exactly is
 tested with the full-weight one in test_loop.py."""
 
+import json
+
 import pytest
 import torch
 
@@ -13,8 +15,7 @@ from rlvr.train.checkpoint import list_checkpoints  # noqa: E402
 from rlvr.train.config import LoraConfig, ModelConfig  # noqa: E402
 from rlvr.train.loop import build_run, train  # noqa: E402
 from rlvr.train.lora import (  # noqa: E402
-    ADAPTER_FILE,
-    adapter_state,
+    ADAPTER_DIR,
     adapters_off,
     add_adapters,
     merged_state_dict,
@@ -107,7 +108,8 @@ def test_gradient_checkpointing_keeps_the_adapters_gradients(tiny_model_dir):
         )
         models.append(load_policy(cfg)[0])
     _perturb(models[0])
-    models[1].load_state_dict(adapter_state(models[0]), strict=False)  # A is drawn at random
+    adapters = {k: v for k, v in models[0].state_dict().items() if ".lora_" in k}
+    models[1].load_state_dict(adapters, strict=False)  # A is drawn at random
     grads = []
     for model in models:
         model(input_ids=IDS).logits.logsumexp(-1).sum().backward()
@@ -122,7 +124,7 @@ def test_a_lora_checkpoint_is_the_merged_model(train_config):
     """The directory loads as a plain model computing what the adapted policy computes."""
     cfg = train_config("steps=2", "model.lora.rank=4", "optim.lr=0.05", "checkpoint.every=2")
     last = list_checkpoints(train(cfg).run_dir)[-1]
-    assert (last / ADAPTER_FILE).is_file()
+    assert (last / ADAPTER_DIR / "adapter_config.json").is_file()
     plain, _ = load_model(str(last))
     base, _ = load_model(cfg.model.name)
     adapted, _ = load_policy(cfg.model, str(last))  # the base with the saved adapters
@@ -131,6 +133,21 @@ def test_a_lora_checkpoint_is_the_merged_model(train_config):
     assert (_logits(plain) - _logits(base)).abs().max() > 1e-4  # the run trained its adapters
     plain_state, base_state = plain.state_dict(), base.state_dict()
     assert torch.equal(plain_state["model.norm.weight"], base_state["model.norm.weight"])
+
+
+def test_a_lora_checkpoints_adapters_load_with_peft(train_config):
+    """``adapter/`` is a PEFT adapter folder: PeftModel puts it on the base named in its
+    config and computes the merged model."""
+    from peft import PeftModel
+
+    cfg = train_config("steps=2", "model.lora.rank=4", "optim.lr=0.05", "checkpoint.every=2")
+    last = list_checkpoints(train(cfg).run_dir)[-1]
+    config = json.loads((last / ADAPTER_DIR / "adapter_config.json").read_text())
+    assert (config["base_model_name_or_path"], config["r"]) == (cfg.model.name, 4)
+    base, _ = load_model(config["base_model_name_or_path"])
+    peft_model = PeftModel.from_pretrained(base, str(last / ADAPTER_DIR))
+    plain, _ = load_model(str(last))
+    torch.testing.assert_close(_logits(peft_model), _logits(plain), rtol=1e-5, atol=1e-5)
 
 
 def test_the_kl_reference_of_a_lora_run_is_its_base_model(train_config):
@@ -167,7 +184,7 @@ def test_resuming_adapters_from_a_checkpoint_without_them_is_refused(train_confi
     cfg = train_config("steps=1", "checkpoint.every=1", out="plain")
     result = train(cfg)
     lora = ModelConfig(name=cfg.model.name, lora=LoraConfig(rank=4))
-    with pytest.raises(FileNotFoundError, match=f"no {ADAPTER_FILE}"):
+    with pytest.raises(FileNotFoundError, match=f"no {ADAPTER_DIR}/"):
         load_policy(lora, str(list_checkpoints(result.run_dir)[-1]))
 
 

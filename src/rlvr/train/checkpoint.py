@@ -4,9 +4,9 @@ A checkpoint is a directory ``<run>/checkpoints/step_000042/`` with the model an
 tokenizer (a plain Hugging Face directory, loadable by ``rlvr.models.load_model``) and
 ``trainer_state.pt``: optimiser, scheduler, RNG states (torch, CUDA, Python, NumPy), the
 data position and the step; with LoRA adapters the model is the merged one and
-``lora.safetensors`` holds the adapters (:mod:`rlvr.train.lora`). It is written under a
-temporary name and renamed into place, so a run killed at any moment (even by SIGKILL)
-leaves only complete checkpoints.
+``adapter/`` holds the adapters in PEFT's format (:mod:`rlvr.train.lora`). It is written
+under a temporary name and renamed into place, so a run killed at any moment (even by
+SIGKILL) leaves only complete checkpoints.
 """
 
 from __future__ import annotations

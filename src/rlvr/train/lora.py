@@ -8,13 +8,15 @@ second copy in memory.
 
 A checkpoint holds the merged model, each adapted weight replaced by ``W + alpha / r * B @ A``
 (:func:`merged_state_dict`): a plain Hugging Face model that ``rlvr eval``, a pipeline's next
-stage or any other tool loads. Beside it, ``lora.safetensors`` holds the adapters' own
-weights, from which ``--resume`` continues exactly on the base model (:func:`load_adapters`).
+stage or any other tool loads. Its ``adapter/`` folder holds the adapters in PEFT's format
+(:func:`save_adapters`), which ``peft.PeftModel.from_pretrained(base, folder)`` loads and
+from which ``--resume`` continues exactly on the base model (:func:`load_adapters`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +25,13 @@ import torch
 from rlvr.ops.merged import plain_tensors
 from rlvr.train.config import LoraConfig
 
-ADAPTER_FILE = "lora.safetensors"
-"""The adapters' weights in a checkpoint directory, next to the merged model."""
+ADAPTER_DIR = "adapter"
+"""The adapters in a checkpoint directory, next to the merged model, as PEFT saves them
+(``adapter_config.json``, ``adapter_model.safetensors``). Not at the top: transformers would
+then load the adapters onto their base instead of the merged model."""
+
+_WEIGHTS = "adapter_model.safetensors"
+_PEFT_PREFIX = "base_model.model."  # a PeftModel's prefix to its base model's names
 
 
 def _tuner_layer() -> type:
@@ -88,29 +95,41 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def adapter_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The adapters' tensors, by their names in ``model``."""
-    return {k: v.detach().contiguous() for k, v in model.state_dict().items() if ".lora_" in k}
+    """The adapters' tensors under PEFT's names (the model's, without the adapter's name)."""
+    from peft import get_peft_model_state_dict
+
+    return {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(model).items()}
 
 
 def save_adapters(model: torch.nn.Module, directory: Path) -> None:
-    """Write :func:`adapter_state` to ``directory / ADAPTER_FILE``."""
+    """Write the adapters to ``directory / ADAPTER_DIR`` in PEFT's format: its config (with
+    the base model's name) and :func:`adapter_state` under a ``PeftModel``'s names."""
     from safetensors.torch import save_file
 
-    save_file(adapter_state(model), str(directory / ADAPTER_FILE))
+    folder = directory / ADAPTER_DIR
+    folder.mkdir()
+    config = copy.copy(model.peft_config["default"])
+    config.base_model_name_or_path = model.name_or_path
+    config.save_pretrained(str(folder))
+    weights = {_PEFT_PREFIX + k: v for k, v in adapter_state(model).items()}
+    save_file(weights, str(folder / _WEIGHTS))
 
 
 def load_adapters(model: torch.nn.Module, directory: Path) -> None:
     """Set ``model``'s adapters to those saved in ``directory`` (by :func:`save_adapters`)."""
+    from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    path = directory / ADAPTER_FILE
+    path = directory / ADAPTER_DIR / _WEIGHTS
     if not path.is_file():
         raise FileNotFoundError(
-            f"{directory}: no {ADAPTER_FILE}; this checkpoint was not written with model.lora"
+            f"{directory}: no {ADAPTER_DIR}/{_WEIGHTS}; this checkpoint was not written with "
+            "model.lora"
         )
-    saved, own = load_file(str(path)), adapter_state(model)
+    saved = {k.removeprefix(_PEFT_PREFIX): v for k, v in load_file(str(path)).items()}
+    own = adapter_state(model)
     if saved.keys() != own.keys() or any(saved[k].shape != own[k].shape for k in own):
         raise ValueError(
             f"{path}: its adapters do not match model.lora (rank or targets changed since)"
         )
-    model.load_state_dict(saved, strict=False)
+    set_peft_model_state_dict(model, saved)

@@ -2,7 +2,8 @@
 
 ``load_model("tiny")`` and ``load_model("smollm2-135m")`` build (once) and cache a plain
 Hugging Face directory offline; any other string is handed to ``transformers`` as a hub
-name or local path. Presets register themselves in :data:`PRESETS` with
+name or local path, and a local folder of PEFT LoRA adapters as its base model with the
+adapters merged (:mod:`rlvr.models.adapters`). Presets register themselves in :data:`PRESETS` with
 :func:`register_preset`; the built-in ones live in the modules :data:`BUILTIN_PRESETS`
 names and are imported (so registered) the first time their name is asked for. Building a
 preset may train (``tiny`` runs a supervised warm start), so its builder lives in a layer
@@ -19,6 +20,7 @@ from pathlib import Path
 import torch
 
 from rlvr.builtins import available, load_builtin
+from rlvr.models.adapters import ADAPTER_CONFIG, adapter_base, merge_adapters
 
 # name -> builder(cache_root) that returns a local HF model directory (building it once).
 PRESETS: dict[str, Callable[[Path], Path]] = {}
@@ -112,10 +114,13 @@ def load_tokenizer(name_or_path: str):
     return tokenizer
 
 
+def _has_tokenizer_files(folder: str) -> bool:
+    return any((Path(folder).expanduser() / name).is_file() for name in _TOKENIZER_FILES)
+
+
 def _check_has_tokenizer(path: str) -> None:
     """A local directory without tokenizer files is an error (``transformers`` would build an empty one)."""
-    folder = Path(path).expanduser()
-    if folder.is_dir() and not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+    if Path(path).expanduser().is_dir() and not _has_tokenizer_files(path):
         raise ValueError(
             f"the directory {path!r} holds no tokenizer (none of {', '.join(_TOKENIZER_FILES)}); "
             "save one next to the model with tokenizer.save_pretrained(directory)"
@@ -136,14 +141,15 @@ def looks_like_path(name: str) -> bool:
 
 
 def check_model_dir(name: str) -> None:
-    """Refuse a local model path that is not a directory holding ``config.json`` (a run
-    directory: naming its latest checkpoint); presets and hub names pass unread."""
+    """Refuse a local model path that is not a directory holding ``config.json`` or PEFT
+    adapters (a run directory: naming its latest checkpoint); presets and hub names pass
+    unread."""
     if name in preset_names() or not looks_like_path(name):
         return
     path = Path(name).expanduser()
     if not path.is_dir():
         raise ValueError(f"{name}: no such directory")
-    if not (path / "config.json").is_file():
+    if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():
         steps = sorted((path / "checkpoints").glob("step_*"))
         hint = f"; a run's models are its checkpoints, e.g. {steps[-1]}" if steps else ""
         raise ValueError(f"{name}: holds no model (no config.json){hint}")
@@ -157,8 +163,14 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     path = resolve_model_path(name_or_path)
     try:
         check_model_dir(path)
+        base = adapter_base(path)
     except ValueError as err:
         raise ValueError(f"could not load model {err}") from None
+    if base is not None:  # its base model, the adapters merged; its own tokenizer if it has one
+        model, tokenizer = load_model(base, dtype=dtype, device=device)
+        if _has_tokenizer_files(path):
+            tokenizer = load_tokenizer(path)
+        return merge_adapters(model, path).eval(), tokenizer
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:

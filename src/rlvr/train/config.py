@@ -48,7 +48,7 @@ class ModelConfig:
     """Which model is trained and how its forward passes run."""
 
     name: str = "tiny"
-    """Preset (``tiny``, ``smollm2-135m``), local directory or Hugging Face hub name."""
+    """Preset (``tiny``, ``smollm2-135m``), local directory (model or PEFT adapters), hub name."""
     dtype: str = "float32"
     """Parameter dtype: ``float32``, ``bfloat16`` or ``float16``."""
     autocast: Literal["none", "bf16"] = "none"

@@ -1,0 +1,39 @@
+"""A model given as a PEFT LoRA adapter folder: the base model it names, adapters merged.
+
+PEFT (and TRL, and ``rlvr``'s own checkpoints under ``adapter/``) save LoRA adapters as a
+folder with ``adapter_config.json``, naming the base model, and the adapters' weights, but
+no model. :func:`rlvr.models.load_model` loads such a folder as its base model with each
+adapter merged into its weight (``W + alpha / r * B A``): a plain model, as any other
+model it loads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def adapter_base(path: str) -> str | None:
+    """The base model that the local folder ``path`` names when it holds PEFT adapters and no
+    model (``adapter_config.json`` without ``config.json``); None for anything else."""
+    folder = Path(path).expanduser()
+    config = folder / ADAPTER_CONFIG
+    if not config.is_file() or (folder / "config.json").is_file():
+        return None
+    base = json.loads(config.read_text()).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{config} names no base model (base_model_name_or_path)")
+    return base
+
+
+def merge_adapters(model, folder: str):
+    """``model`` with the adapters saved in ``folder`` merged into its weights."""
+    try:
+        from peft import PeftModel
+    except ImportError as err:
+        raise ValueError(
+            f"{folder} holds LoRA adapters; loading them needs peft: pip install 'rlvr[lora]'"
+        ) from err
+    return PeftModel.from_pretrained(model, folder).merge_and_unload()

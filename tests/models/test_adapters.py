@@ -1,0 +1,54 @@
+"""A PEFT LoRA adapter folder loads as its base model with the adapters merged."""
+
+import json
+
+import pytest
+import torch
+
+peft = pytest.importorskip("peft")
+
+from rlvr.models import check_model_dir, load_model  # noqa: E402
+
+IDS = torch.tensor([[5, 6, 7, 8, 9, 10]])
+
+
+def _logits(model) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=IDS).logits
+
+
+@pytest.fixture
+def adapter_folder(tiny_model_dir, tmp_path):
+    """``(folder, adapted)``: adapters saved by peft itself (as TRL saves them), and the model
+    they were saved from."""
+    base, _ = load_model(str(tiny_model_dir))
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "down_proj"])
+    adapted = peft.get_peft_model(base, config)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in adapted.named_parameters():
+            if ".lora_B." in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+    adapted.save_pretrained(tmp_path / "adapter")
+    return tmp_path / "adapter", adapted
+
+
+def test_an_adapter_folder_is_its_base_with_the_adapters_merged(adapter_folder, tiny_model_dir):
+    folder, adapted = adapter_folder
+    check_model_dir(str(folder))  # accepted as a model
+    model, tokenizer = load_model(str(folder))
+    assert not any(".lora_" in name for name, _ in model.named_parameters())
+    torch.testing.assert_close(_logits(model), _logits(adapted), rtol=1e-5, atol=1e-5)
+    base, _ = load_model(str(tiny_model_dir))
+    assert (_logits(model) - _logits(base)).abs().max() > 1e-3
+    assert tokenizer.pad_token is not None  # the base model's tokenizer: the folder has none
+
+
+def test_an_adapter_folder_without_a_base_is_named(adapter_folder):
+    folder, _ = adapter_folder
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = None
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="names no base model") as err:
+        load_model(str(folder))
+    assert "\n" not in str(err.value)

@@ -27,7 +27,10 @@ have passed. Sections:
 9. only when named (``--sections compare``): ``rlvr compare abc`` for 3 steps on one seed
    with every run on CUDA (``settings.model.device=cuda``), its two workers sharing the GPU;
 10. only when named (``--sections lora``): the Qwen2-shaped bf16-autocast row of section 4
-   with rank-16 LoRA adapters on every linear layer (``model.lora.rank=16``).
+   with rank-16 LoRA adapters on every linear layer (``model.lora.rank=16``), then the
+   ``lean`` decoding step (bf16 autocast, attention off cuDNN) with the model's weights
+   trainable, frozen, and frozen with adapters (``decode_profile.py --weights``): whether
+   frozen weights, which autocast does not keep cast, cost the LoRA sampler its time.
 
 Rows of ``rlvr train`` report the peak GPU memory (``perf/peak_gpu_mb``).
 ``--sections`` runs a subset, or adds ``decode``, ``compare`` or ``lora`` (``tests decode
@@ -220,8 +223,11 @@ def vs_trl(check: Checker, work: Path, model: Path) -> str:
     return "\n".join(table)
 
 
+ALL_MODES = "fp32 / bf16 / bf16 off cuDNN"
+
+
 def decode(check: Checker, label: str, model: str, extra: tuple[str, ...] = ()) -> None:
-    section = f"decode step {label}, fp32 / bf16 / bf16 off cuDNN"
+    section = f"decode step {label}"
     cmd = [PY, "bench/gpu/decode_profile.py", "--model", model, "--device", "cuda", *extra]
     ok, output = check.run(section, cmd, timeout=150)
     if ok:
@@ -319,7 +325,7 @@ def main() -> int:
     if "tests" in sections:
         tests(check)
     if "decode" in sections:
-        decode(check, "tiny", "tiny")
+        decode(check, f"tiny, {ALL_MODES}", "tiny")
     if "compare" in sections:
         study(check, args.work)
     small = ["rollout.prompts_per_step=16", "rollout.group_size=8", "threads=4"]
@@ -346,10 +352,14 @@ def main() -> int:
     if model is not None and "lora" in sections:  # against the bf16-autocast row of "qwen"
         train(check, args.work, "qwen2-0.5b bf16-autocast lora16", str(model), 4,
               [*big, "model.autocast=bf16", "model.lora.rank=16"])  # fmt: skip
+        for weights in ("trainable", "frozen", "lora"):  # does autocast re-cast frozen weights?
+            decode(check, f"qwen2-0.5b lean, bf16 off cuDNN, {weights} weights", str(model),
+                   ("--samplers", "lean", "--tokens", "32", "--modes", "bf16-no-cudnn",
+                    "--weights", weights))  # fmt: skip
     if model is not None and "vs_trl" in sections:
         table = vs_trl(check, args.work, model)
     if model is not None and "qwen-decode" in sections:  # last: its profiler takes a while
-        decode(check, "qwen2-0.5b lean", str(model),
+        decode(check, f"qwen2-0.5b lean, {ALL_MODES}", str(model),
                ("--samplers", "lean", "--tokens", "16", "--repeats", "1"))  # fmt: skip
     write(args.out, env, check, table)
     return 0

@@ -3,6 +3,7 @@
     python bench/gpu/decode_profile.py --model tiny --device cuda
     python bench/gpu/decode_profile.py --model PATH --device cuda --rows 128 --tokens 64
     python bench/gpu/decode_profile.py --model PATH --samplers lean --tokens 32 --repeats 1
+    python bench/gpu/decode_profile.py --model PATH --samplers lean --modes bf16-no-cudnn --weights lora
 
 Samples ``rows`` completions (``group`` per prompt) with ``lean`` (its Llama-family
 decoder), ``lean`` through the Hugging Face forward (``fast=False``) and ``hf``
@@ -16,6 +17,13 @@ shapes the previous ones did not. The operator counts come from one profiled run
 the first sampler's profiled run under bf16 with attention off cuDNN (the samplers' own
 setting) also gives its 20 costliest operators. bench/gpu/check.py runs it as its ``decode`` section
 (tiny preset), and ``lean`` alone on the Qwen2-shaped model as its ``qwen-decode`` section.
+
+``--weights`` says what the model's weights are: ``trainable`` (a full-weight run's),
+``frozen`` (no gradient, as the base of a LoRA run) or ``lora`` (frozen, with rank-16
+adapters on every linear layer, their B random, as a LoRA run samples). Autocast keeps its
+bf16 copy of a float32 weight for a whole pass only when the weight requires gradients;
+the three tell whether frozen weights cost a cast at every decoding step (``check.py``'s
+``lora`` section runs them).
 """
 
 from __future__ import annotations
@@ -91,6 +99,23 @@ def operator_calls(call, device: str, mode: str) -> tuple[int, str]:
     return sum(e.count for e in events if e.key.startswith("aten::")), top
 
 
+WEIGHTS = ("trainable", "frozen", "lora")
+
+
+def set_weights(model, weights: str) -> None:
+    """Make ``model``'s weights ``trainable``, ``frozen`` or ``lora`` (see the module docstring)."""
+    model.requires_grad_(weights == "trainable")
+    if weights == "lora":
+        from rlvr.train.config import LoraConfig
+        from rlvr.train.lora import add_adapters
+
+        add_adapters(model, LoraConfig(rank=16))
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if ".lora_B." in name:
+                    p.normal_(0, 0.01, generator=torch.Generator(p.device).manual_seed(0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny", help="preset name or model folder")
@@ -101,6 +126,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS))
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--weights", choices=WEIGHTS, default="trainable")
     args = parser.parse_args()
 
     from transformers import AutoModelForCausalLM
@@ -109,6 +136,7 @@ def main() -> None:
 
     path = resolve_model_path(args.model)
     model = AutoModelForCausalLM.from_pretrained(path).to(args.device).eval()
+    set_weights(model, args.weights)
     generator = torch.Generator().manual_seed(0)
     prompts = torch.randint(5, 200, (args.rows // args.group, args.prompt_len), generator=generator)
     ids = prompts.repeat_interleave(args.group, dim=0).to(args.device)
@@ -116,22 +144,25 @@ def main() -> None:
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=args.tokens)
     calls = sampler_calls(model, ids, mask, sampling, args.group)
     calls = {name: call for name, call in calls.items() if name in args.samplers}
-    print(f"{args.model}: {args.rows} rows x {args.tokens} tokens on {args.device}")
-    print("| sampler | " + " | ".join(f"{m} ms/step" for m in MODES) + " | steps run | ops/step |")
-    print("| --- |" + " ---: |" * (len(MODES) + 2))
+    modes = args.modes
+    print(
+        f"{args.model} ({args.weights}): {args.rows} rows x {args.tokens} tokens on {args.device}"
+    )
+    print("| sampler | " + " | ".join(f"{m} ms/step" for m in modes) + " | steps run | ops/step |")
+    print("| --- |" + " ---: |" * (len(modes) + 2))
     summary, top = [], ""
     for name, call in calls.items():
-        runs = [timed(call, args.device, mode, args.repeats) for mode in MODES]
+        runs = [timed(call, args.device, mode, args.repeats) for mode in modes]
         ms = [1e3 * seconds / steps for seconds, steps in runs]
-        profiled = [operator_calls(call, args.device, mode) for mode in MODES]
+        profiled = [operator_calls(call, args.device, mode) for mode in modes]
         ops = [count / runs[i][1] for i, (count, _) in enumerate(profiled)]
         top = top or profiled[-1][1]
         print(f"| {name} | " + " | ".join(f"{v:.2f}" for v in ms)
               + f" | {runs[0][1]:.0f} | " + " / ".join(f"{v:.0f}" for v in ops) + " |", flush=True)  # fmt: skip
         summary.append(f"{name} " + "/".join(f"{v:.2f}" for v in ms))
-    print(f"\n{MODES[-1]} {next(iter(calls))}, costliest operators:")
+    print(f"\n{modes[-1]} {next(iter(calls))}, costliest operators:")
     print(top)
-    print("ms/step " + "/".join(MODES) + ": " + ", ".join(summary))
+    print("ms/step " + "/".join(modes) + ": " + ", ".join(summary))
 
 
 if __name__ == "__main__":

@@ -72,6 +72,20 @@ def test_decode_profile_runs_on_the_cpu_and_prints_its_summary(tiny_model_dir):
     assert proc.stdout.splitlines()[-1].startswith("ms/step fp32/bf16/bf16-no-cudnn: lean ")
 
 
+def test_decode_profile_takes_frozen_and_adapted_weights_and_one_mode(tiny_model_dir):
+    pytest.importorskip("peft")
+    cmd = [sys.executable, "bench/gpu/decode_profile.py", "--model", str(tiny_model_dir),
+           "--device", "cpu", "--rows", "4", "--group", "2", "--tokens", "3", "--repeats", "1",
+           "--samplers", "lean", "--modes", "bf16-no-cudnn", "--weights", "lora"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "(lora): 4 rows x 3 tokens" in proc.stdout.splitlines()[0]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][2:]
+    assert len(rows) == 1 and len(rows[0].split("|")) == 6  # sampler, 1 mode, steps, ops
+    assert proc.stdout.splitlines()[-1].startswith("ms/step bf16-no-cudnn: lean ")
+
+
 def test_study_numbers_say_where_the_runs_ran(tmp_path):
     for arm, device in (("abc-grpo-1", "cuda"), ("abc-abc_grpo-2", "cpu")):
         run = tmp_path / "runs" / arm / "seed0"

@@ -52,3 +52,15 @@ def test_an_adapter_folder_without_a_base_is_named(adapter_folder):
     with pytest.raises(ValueError, match="names no base model") as err:
         load_model(str(folder))
     assert "\n" not in str(err.value)
+
+
+def test_adapters_made_for_another_model_are_one_line(adapter_folder):
+    from rlvr.models import resolve_model_path
+
+    folder, _ = adapter_folder
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = resolve_model_path("tiny")  # hidden 128, not 32
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="do not fit the base model") as err:
+        load_model(str(folder))
+    assert "\n" not in str(err.value)

@@ -36,4 +36,11 @@ def merge_adapters(model, folder: str):
         raise ValueError(
             f"{folder} holds LoRA adapters; loading them needs peft: pip install 'rlvr[lora]'"
         ) from err
-    return PeftModel.from_pretrained(model, folder).merge_and_unload()
+    try:
+        return PeftModel.from_pretrained(model, folder).merge_and_unload()
+    except (RuntimeError, ValueError, KeyError) as err:  # adapters made for another model
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        why = " ".join(lines[:2]) or type(err).__name__  # torch's heading and its first mismatch
+        raise ValueError(
+            f"{folder}: its adapters do not fit the base model its config names ({why})"
+        ) from err

@@ -16,6 +16,7 @@ from rlvr.train.config import LoraConfig, ModelConfig  # noqa: E402
 from rlvr.train.loop import build_run, train  # noqa: E402
 from rlvr.train.lora import (  # noqa: E402
     ADAPTER_DIR,
+    adapter_notes,
     adapters_off,
     add_adapters,
     merged_state_dict,
@@ -55,6 +56,17 @@ def test_adapters_start_as_the_identity_and_alone_train(tiny_model_dir):
     assert len(trainable) == 2 * PROJECTIONS * 2 and all(".lora_" in n for n in trainable)
     only_q = _adapted(tiny_model_dir, targets=("q_proj",))
     assert len([p for p in only_q.parameters() if p.requires_grad]) == 2 * 2
+
+
+def test_a_run_names_what_trains(tiny_model_dir):
+    model = _adapted(tiny_model_dir)
+    adapters = sum(p.numel() for n, p in model.named_parameters() if ".lora_" in n)
+    base = sum(p.numel() for n, p in model.named_parameters() if ".lora_" not in n)
+    assert adapter_notes(model) == [
+        f"LoRA adapters on {PROJECTIONS * 2} layers: {adapters:,} parameters train, the "
+        f"model's {base:,} stay frozen"
+    ]
+    assert adapter_notes(load_model(str(tiny_model_dir))[0]) == []
 
 
 def test_merged_weight_is_w_plus_alpha_over_r_b_a(tiny_model_dir):

@@ -31,7 +31,7 @@ from rlvr.train.async_rollout import RolloutStream
 from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.logprobs import forward_context
-from rlvr.train.lora import has_adapters
+from rlvr.train.lora import adapter_notes, has_adapters
 from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
@@ -102,7 +102,7 @@ class RLRun:
     @property
     def notes(self) -> list[str]:
         """Lines the harness prints once at the start."""
-        return sandbox_notes(self.sandbox)
+        return sandbox_notes(self.sandbox) + adapter_notes(self.policy)
 
     @property
     def total_steps(self) -> int:

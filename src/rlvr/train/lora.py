@@ -74,6 +74,19 @@ def has_adapters(model: torch.nn.Module) -> bool:
     return bool(adapted_layers(model))
 
 
+def adapter_notes(model: torch.nn.Module) -> list[str]:
+    """What a run prints at its start about ``model``'s adapters (nothing without them)."""
+    layers = adapted_layers(model)
+    if not layers:
+        return []
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+    return [
+        f"LoRA adapters on {len(layers)} layers: {trained:,} parameters train, the model's "
+        f"{frozen:,} stay frozen"
+    ]
+
+
 @contextlib.contextmanager
 def adapters_off(model: torch.nn.Module) -> Iterator[None]:
     """Run ``model`` on its base weights inside the block (a no-op without adapters)."""

@@ -22,6 +22,7 @@ from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
 from rlvr.train.heap import before_backward
 from rlvr.train.logprobs import response_stats
+from rlvr.train.lora import adapter_notes
 from rlvr.train.optim import build_optimizer, clip_and_step
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
@@ -66,6 +67,11 @@ class SFTRun:
     def total_steps(self) -> int:
         """Optimiser steps of the whole run."""
         return self.cfg.steps or self.cfg.epochs * self.steps_per_epoch
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines the harness prints once at the start."""
+        return adapter_notes(self.model)
 
     def step(self, step: int) -> StepRecord:
         """One optimiser step on the next ``batch_size`` pairs.

@@ -42,6 +42,7 @@ def test_an_adapter_folder_is_its_base_with_the_adapters_merged(adapter_folder, 
     base, _ = load_model(str(tiny_model_dir))
     assert (_logits(model) - _logits(base)).abs().max() > 1e-3
     assert tokenizer.pad_token is not None  # the base model's tokenizer: the folder has none
+    assert model.name_or_path == str(folder)  # adapters trained on it name the folder
 
 
 def test_an_adapter_folder_without_a_base_is_named(adapter_folder):

@@ -3,8 +3,8 @@
 ``load_model("tiny")`` and ``load_model("smollm2-135m")`` build (once) and cache a plain
 Hugging Face directory offline; any other string is handed to ``transformers`` as a hub
 name or local path, and a local folder of PEFT LoRA adapters as its base model with the
-adapters merged (:mod:`rlvr.models.adapters`). Presets register themselves in :data:`PRESETS` with
-:func:`register_preset`; the built-in ones live in the modules :data:`BUILTIN_PRESETS`
+adapters merged (:mod:`rlvr.models.adapters`). Presets register themselves in
+:data:`PRESETS` with :func:`register_preset`; the built-in ones live in the modules :data:`BUILTIN_PRESETS`
 names and are imported (so registered) the first time their name is asked for. Building a
 preset may train (``tiny`` runs a supervised warm start), so its builder lives in a layer
 above the trainer (:mod:`rlvr.presets`); this package only loads models.
@@ -170,7 +170,7 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
         model, tokenizer = load_model(base, dtype=dtype, device=device)
         if _has_tokenizer_files(path):
             tokenizer = load_tokenizer(path)
-        return merge_adapters(model, path).eval(), tokenizer
+        return merge_adapters(model, path).eval(), tokenizer  # named by the folder
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except OSError as err:

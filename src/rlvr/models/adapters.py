@@ -25,11 +25,14 @@ def adapter_base(path: str) -> str | None:
     base = json.loads(config.read_text()).get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{config} names no base model (base_model_name_or_path)")
+    if Path(base).expanduser().resolve() == folder.resolve():
+        raise ValueError(f"{config} names its own folder as its base model")
     return base
 
 
 def merge_adapters(model, folder: str):
-    """``model`` with the adapters saved in ``folder`` merged into its weights."""
+    """``model`` with the adapters saved in ``folder`` merged into its weights, named by
+    ``folder`` (adapters trained on it later name the folder as their base)."""
     try:
         from peft import PeftModel
     except ImportError as err:
@@ -37,10 +40,12 @@ def merge_adapters(model, folder: str):
             f"{folder} holds LoRA adapters; loading them needs peft: pip install 'rlvr[lora]'"
         ) from err
     try:
-        return PeftModel.from_pretrained(model, folder).merge_and_unload()
+        merged = PeftModel.from_pretrained(model, folder).merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as err:  # adapters made for another model
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         why = " ".join(lines[:2]) or type(err).__name__  # torch's heading and its first mismatch
         raise ValueError(
             f"{folder}: its adapters do not fit the base model its config names ({why})"
         ) from err
+    merged.name_or_path = merged.config._name_or_path = str(folder)
+    return merged

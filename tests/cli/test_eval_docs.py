@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from rlvr.cli.eval import _parser
+from rlvr.cli.eval import _default_output, _parser
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
 
@@ -37,3 +37,12 @@ def test_the_json_example_has_the_keys_rlvr_eval_writes(tiny_model_dir, tmp_path
     assert set(documented) == set(written)
     assert set(documented["metrics"]) == set(written["metrics"])
     assert set(documented["problems"][0]) == set(written["problems"][0])
+
+
+def test_the_default_output_names_an_adapter_folder_by_its_checkpoint(tmp_path):
+    folder = tmp_path / "step_000060" / "adapter"
+    folder.mkdir(parents=True)
+    assert _default_output(str(folder)).name.startswith("adapter-")
+    (folder / "adapter_config.json").write_text("{}")
+    assert _default_output(str(folder) + "/").name.startswith("step_000060-adapter-")
+    assert _default_output("tiny").parent == Path("runs") / "eval"

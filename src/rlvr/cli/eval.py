@@ -299,7 +299,12 @@ def _check_model(name: str) -> None:
 
 
 def _default_output(model: str) -> Path:
-    stem = Path(model.rstrip("/")).name or "model"
+    from rlvr.models.adapters import ADAPTER_CONFIG
+
+    path = Path(model.rstrip("/"))
+    stem = path.name or "model"
+    if (path / ADAPTER_CONFIG).is_file():  # a LoRA checkpoint's adapter/: named by its step too
+        stem = f"{path.parent.name}-{stem}"
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 

@@ -139,9 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start: RSS {rss_mb():.0f} MiB (interpreter and libraries)")
     run = build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None)
     params = sum(p.numel() * p.element_size() for p in run.policy.parameters()) / MIB
+    trained = (
+        sum(p.numel() * p.element_size() for p in run.policy.parameters() if p.requires_grad) / MIB
+    )  # LoRA: the adapters alone
     print(
-        f"built: RSS {rss_mb():.0f} MiB; weights {params:.0f} MiB, so gradients {params:.0f} MiB "
-        f"and AdamW's moments {2 * params:.0f} MiB once allocated; "
+        f"built: RSS {rss_mb():.0f} MiB; weights {params:.0f} MiB, so gradients {trained:.0f} MiB "
+        f"and AdamW's moments {2 * trained:.0f} MiB once allocated; "
         f"model.share_prompt={cfg.model.share_prompt}, micro-batch {cfg.optim.micro_batch_size}"
     )
     phases = Phases()

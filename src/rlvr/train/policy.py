@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from rlvr.ops.lora_linear import lean_lora
 from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import lean_swiglu
 from rlvr.train.checkpoint import quiet_hf_progress
@@ -30,6 +31,7 @@ def load_policy(cfg: ModelConfig, path: str | None = None):
         add_adapters(model, cfg.lora)
         if path:
             load_adapters(model, Path(path))
+    lean_lora(model)  # adapted layers: one output-sized tensor per call instead of three
     lean_swiglu(model)  # same values and gradients, half the MLP activations kept for backward
     lean_rmsnorm(model)  # same values, one activation per norm kept instead of two
     if cfg.gradient_checkpointing:

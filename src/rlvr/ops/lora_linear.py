@@ -1,0 +1,57 @@
+"""A linear layer with a LoRA adapter, computed with fewer output-sized tensors.
+
+peft's forward of an adapted layer computes ``base(x) + B(A(x)) * s`` (Hu et al. 2021,
+eq. 3) in four operations, three of which make a tensor of the layer's output size: ``B``'s
+output, its scaled copy and the sum. :func:`lean_lora` gives each adapted layer a forward
+that makes one: ``addmm(base(x), A(x), B^T, alpha=s)``, the scale applied inside the
+product. The values equal peft's up to rounding (tests: 1e-12 in float64; in bf16 autocast
+as far from float32 as peft's own), the autograd graph is torch's own, and the adapters'
+switch (``disable_adapters``, the KL reference) and a merged weight are honoured at each call.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlvr.ops.merged import is_adapted
+from rlvr.ops.swap import swap_forwards
+
+
+def _lean_forward(self, x: torch.Tensor) -> torch.Tensor:
+    base = self.base_layer
+    if self.disable_adapters or self.merged:
+        return base(x)
+    (name,) = self.active_adapters  # _accepts took one adapter
+    out = F.linear(x, base.weight, base.bias)
+    low = F.linear(x, self.lora_A[name].weight)
+    rows = torch.addmm(
+        out.reshape(-1, out.shape[-1]),
+        low.reshape(-1, low.shape[-1]),
+        self.lora_B[name].weight.T,
+        alpha=self.scaling[name],
+    )
+    return rows.view(out.shape)
+
+
+def _accepts(module: nn.Module) -> bool:
+    """An adapted linear layer with one plain adapter (no dropout, no bias, no variant such
+    as DoRA) whose weights have its base weight's dtype (``addmm`` takes one dtype; peft
+    casts mixed ones itself)."""
+    if not is_adapted(module) or len(module.active_adapters) != 1:
+        return False
+    (name,) = module.active_adapters
+    a, b = module.lora_A[name], module.lora_B[name]
+    return (
+        isinstance(module.lora_dropout[name], nn.Identity)
+        and b.bias is None
+        and name not in getattr(module, "lora_variant", {})
+        and a.weight.dtype == b.weight.dtype == module.base_layer.weight.dtype
+    )
+
+
+def lean_lora(model: nn.Module) -> int:
+    """Give every linear layer of ``model`` that carries one plain LoRA adapter the lean
+    forward; how many were changed."""
+    return swap_forwards(model, _accepts, _lean_forward)

@@ -59,3 +59,24 @@ def _checkpointed_bf16(original, lean, ids):
 def checkpointed_bf16():
     """``(original, lean, ids) -> (loss_a, grads_a, loss_b, grads_b)``."""
     return _checkpointed_bf16
+
+
+def _adapted(model, seed=0):
+    """``model`` with rank-4 LoRA adapters on every linear layer, their B random (not 0)."""
+    pytest.importorskip("peft")
+    from rlvr.train.config import LoraConfig
+    from rlvr.train.lora import add_adapters
+
+    add_adapters(model, LoraConfig(rank=4))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_B." in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+    return model
+
+
+@pytest.fixture
+def adapted():
+    """``(model, seed=0) -> model`` with random rank-4 LoRA adapters on every linear layer."""
+    return _adapted

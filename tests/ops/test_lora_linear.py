@@ -11,25 +11,14 @@ import torch
 pytest.importorskip("peft")
 
 from rlvr.ops.lora_linear import lean_lora  # noqa: E402
-from rlvr.train.config import LoraConfig  # noqa: E402
-from rlvr.train.lora import adapters_off, add_adapters  # noqa: E402
+from rlvr.ops.swiglu import lean_swiglu  # noqa: E402
+from rlvr.train.lora import adapters_off  # noqa: E402
 
 LAYERS = 14  # q, k, v, o, gate, up, down in each of the test models' 2 layers
 
 
-def _adapted(model, seed=0):
-    """``model`` with rank-4 adapters on every linear layer, their B random (not 0)."""
-    add_adapters(model, LoraConfig(rank=4))
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if ".lora_B." in name:
-                p.copy_(0.1 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return model
-
-
-def test_peft_values_and_gradients_to_rounding(tiny_model, loss_and_grads):
-    original = _adapted(tiny_model[0].double())  # Qwen2: q, k and v have biases
+def test_peft_values_and_gradients_to_rounding(tiny_model, loss_and_grads, adapted):
+    original = adapted(tiny_model[0].double())  # Qwen2: q, k and v have biases
     lean = copy.deepcopy(original)
     assert lean_lora(lean) == LAYERS
     ids = torch.randint(1, 90, (3, 9), generator=torch.Generator().manual_seed(2))
@@ -41,10 +30,12 @@ def test_peft_values_and_gradients_to_rounding(tiny_model, loss_and_grads):
         torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-12)
 
 
-def test_the_adapters_switch_is_honoured(tiny_model):
+@pytest.mark.parametrize("swap", [lean_lora, lean_swiglu])
+def test_the_adapters_switch_is_honoured(tiny_model, adapted, swap):
+    """With the adapters off (the KL reference) a lean layer computes the base model."""
     base = copy.deepcopy(tiny_model[0])
-    lean = _adapted(tiny_model[0])
-    lean_lora(lean)
+    lean = adapted(tiny_model[0])
+    assert swap(lean) > 0
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(3))
     with torch.no_grad(), adapters_off(lean):
         torch.testing.assert_close(lean(input_ids=ids).logits, base(input_ids=ids).logits)
@@ -53,10 +44,10 @@ def test_the_adapters_switch_is_honoured(tiny_model):
 
 
 @pytest.mark.parametrize("seed", [3, 5, 7, 11])
-def test_bf16_autocast_as_close_to_float32_as_peft(random_llama, loss_and_grads, seed):
+def test_bf16_autocast_as_close_to_float32_as_peft(random_llama, loss_and_grads, adapted, seed):
     """Both round differently in bf16: the lean gradients' error against float32 is within
     twice peft's own (mean relative error over the adapters' tensors)."""
-    original = _adapted(random_llama(seed), seed)
+    original = adapted(random_llama(seed), seed)
     lean = copy.deepcopy(original)
     lean_lora(lean)
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(seed))
@@ -70,10 +61,10 @@ def test_bf16_autocast_as_close_to_float32_as_peft(random_llama, loss_and_grads,
     assert errors[1] < 2 * errors[0] and errors[1] < 0.1 * len(exact)
 
 
-def test_plain_models_and_mixed_dtypes_keep_their_forward(tiny_model):
+def test_plain_models_and_mixed_dtypes_keep_their_forward(tiny_model, adapted):
     model = tiny_model[0]
     assert lean_lora(copy.deepcopy(model)) == 0  # no adapters
-    mixed = _adapted(model)
+    mixed = adapted(model)
     for name, p in mixed.named_parameters():
         if ".lora_" in name:
             p.data = p.data.double()

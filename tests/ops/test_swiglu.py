@@ -31,8 +31,10 @@ def test_same_values_and_gradients_fewer_saved(
 
 
 @pytest.mark.parametrize("adapters", [False, True], ids=["plain", "lora"])
-def test_gradient_checkpointing_and_bf16_autocast(random_llama, checkpointed_bf16, adapters):
-    original = _adapted(random_llama(3)) if adapters else random_llama(3)
+def test_gradient_checkpointing_and_bf16_autocast(
+    random_llama, checkpointed_bf16, adapters, adapted
+):
+    original = adapted(random_llama(3)) if adapters else random_llama(3)
     lean = copy.deepcopy(original)
     assert lean_swiglu(lean) == 2
     ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(4))
@@ -87,27 +89,12 @@ def test_float32_gradients_are_bit_identical(random_llama, loss_and_grads):
         assert torch.equal(b, a)
 
 
-def _adapted(model, seed=0):
-    """``model`` with rank-4 adapters on every linear layer, their B random (not 0)."""
-    pytest.importorskip("peft")
-    from rlvr.train.config import LoraConfig
-    from rlvr.train.lora import add_adapters
-
-    add_adapters(model, LoraConfig(rank=4))
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if ".lora_B." in name:
-                p.copy_(0.1 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return model
-
-
 def test_adapted_mlps_same_values_and_gradients_fewer_saved(
-    tiny_model, loss_and_grads, saved_numel
+    tiny_model, loss_and_grads, saved_numel, adapted
 ):
     """A down projection with a LoRA adapter: the adapted layer's values and the adapters'
     gradients, without keeping the product its adapter would keep."""
-    original = _adapted(tiny_model[0].double())
+    original = adapted(tiny_model[0].double())
     lean = copy.deepcopy(original)
     assert lean_swiglu(lean) == 2
     ids = torch.randint(1, 90, (3, 9), generator=torch.Generator().manual_seed(2))
@@ -119,17 +106,3 @@ def test_adapted_mlps_same_values_and_gradients_fewer_saved(
         torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12)
     inter, positions, layers = original.config.intermediate_size, 3 * 9, 2
     assert saved_numel(original, ids) - saved_numel(lean, ids) == 2 * inter * positions * layers
-
-
-def test_adapted_mlps_follow_the_adapters_switch(tiny_model):
-    """With the adapters off (the KL reference) the lean MLP computes the base model."""
-    from rlvr.train.lora import adapters_off
-
-    base = copy.deepcopy(tiny_model[0])
-    lean = _adapted(tiny_model[0])
-    lean_swiglu(lean)
-    ids = torch.randint(1, 90, (2, 7), generator=torch.Generator().manual_seed(3))
-    with torch.no_grad(), adapters_off(lean):
-        torch.testing.assert_close(lean(input_ids=ids).logits, base(input_ids=ids).logits)
-    with torch.no_grad():
-        assert (lean(input_ids=ids).logits - base(input_ids=ids).logits).abs().max() > 1e-3

@@ -4,8 +4,9 @@
 Hugging Face directory offline; any other string is handed to ``transformers`` as a hub
 name or local path, and a local folder of PEFT LoRA adapters as its base model with the
 adapters merged (:mod:`rlvr.models.adapters`). Presets register themselves in
-:data:`PRESETS` with :func:`register_preset`; the built-in ones live in the modules :data:`BUILTIN_PRESETS`
-names and are imported (so registered) the first time their name is asked for. Building a
+:data:`PRESETS` with :func:`register_preset`; the built-in ones live in the modules
+:data:`BUILTIN_PRESETS` names and are imported (so registered) the first time their name is
+asked for. Building a
 preset may train (``tiny`` runs a supervised warm start), so its builder lives in a layer
 above the trainer (:mod:`rlvr.presets`); this package only loads models.
 """

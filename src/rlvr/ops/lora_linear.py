@@ -15,40 +15,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlvr.ops.merged import is_adapted
+from rlvr.ops.merged import active_adapter, plain_adapter
 from rlvr.ops.swap import swap_forwards
 
 
 def _lean_forward(self, x: torch.Tensor) -> torch.Tensor:
-    base = self.base_layer
-    if self.disable_adapters or self.merged:
+    base, adapter = self.base_layer, active_adapter(self)
+    if adapter is None:
         return base(x)
-    (name,) = self.active_adapters  # _accepts took one adapter
+    a, b, scale = adapter
     out = F.linear(x, base.weight, base.bias)
-    low = F.linear(x, self.lora_A[name].weight)
+    low = F.linear(x, a)
     rows = torch.addmm(
-        out.reshape(-1, out.shape[-1]),
-        low.reshape(-1, low.shape[-1]),
-        self.lora_B[name].weight.T,
-        alpha=self.scaling[name],
+        out.reshape(-1, out.shape[-1]), low.reshape(-1, low.shape[-1]), b.T, alpha=scale
     )
     return rows.view(out.shape)
 
 
 def _accepts(module: nn.Module) -> bool:
-    """An adapted linear layer with one plain adapter (no dropout, no bias, no variant such
-    as DoRA) whose weights have its base weight's dtype (``addmm`` takes one dtype; peft
-    casts mixed ones itself)."""
-    if not is_adapted(module) or len(module.active_adapters) != 1:
+    """A :func:`~rlvr.ops.merged.plain_adapter` layer whose adapter weights have its base
+    weight's dtype (``addmm`` takes one dtype; peft casts mixed ones itself)."""
+    if not plain_adapter(module):
         return False
     (name,) = module.active_adapters
-    a, b = module.lora_A[name], module.lora_B[name]
-    return (
-        isinstance(module.lora_dropout[name], nn.Identity)
-        and b.bias is None
-        and name not in getattr(module, "lora_variant", {})
-        and a.weight.dtype == b.weight.dtype == module.base_layer.weight.dtype
-    )
+    dtype = module.base_layer.weight.dtype
+    return module.lora_A[name].weight.dtype == dtype == module.lora_B[name].weight.dtype
 
 
 def lean_lora(model: nn.Module) -> int:

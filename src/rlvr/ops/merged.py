@@ -3,8 +3,9 @@
 A linear layer carrying peft's LoRA adapters (Hu et al. 2021, eq. 3) computes
 ``W x + alpha / r * B A x``; merged, that is one weight ``W + alpha / r * B A``. The fast
 decoder samples with these weights, a checkpoint holds them, and the vLLM sampler sends
-them to its engine, which knows the plain model's names only. Nothing here imports peft:
-an adapted layer is recognised by its ``base_layer`` and ``get_delta_weight``.
+them to its engine, which knows the plain model's names only. The lean layers ask here
+whether a layer carries one plain adapter and which one it computes with now. Nothing here
+imports peft: an adapted layer is recognised by its ``base_layer`` and ``get_delta_weight``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,28 @@ def is_adapted(module: torch.nn.Module) -> bool:
     """Whether ``module`` is a linear layer wrapped with LoRA adapters."""
     base = getattr(module, "base_layer", None)
     return type(base) is torch.nn.Linear and hasattr(module, "get_delta_weight")
+
+
+def plain_adapter(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is an adapted linear layer with one plain LoRA adapter: no
+    dropout, no bias of its own, no variant such as DoRA."""
+    if not is_adapted(module) or len(module.active_adapters) != 1:
+        return False
+    (name,) = module.active_adapters
+    return (
+        isinstance(module.lora_dropout[name], torch.nn.Identity)
+        and module.lora_B[name].bias is None
+        and name not in getattr(module, "lora_variant", {})
+    )
+
+
+def active_adapter(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+    """``(A, B, scale)`` of the one adapter a :func:`plain_adapter` layer computes with now;
+    None for a plain layer, or while its adapters are switched off or merged into its weight."""
+    if not is_adapted(layer) or layer.disable_adapters or layer.merged:
+        return None
+    (name,) = layer.active_adapters
+    return layer.lora_A[name].weight, layer.lora_B[name].weight, layer.scaling[name]
 
 
 @torch.no_grad()

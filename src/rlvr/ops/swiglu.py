@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlvr.ops.merged import is_adapted
+from rlvr.ops.merged import active_adapter, is_adapted, plain_adapter
 from rlvr.ops.swap import probe_input, swap_forwards
 
 
@@ -106,18 +106,9 @@ def _weight(linear: nn.Module) -> torch.Tensor:
     return linear.base_layer.weight if is_adapted(linear) else linear.weight
 
 
-def _adapter(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float] | None:
-    """``(A, B, scale)`` of the adapter ``linear`` computes with now; None for a plain layer,
-    or one whose adapters are switched off or merged into its weight."""
-    if not is_adapted(linear) or linear.disable_adapters or linear.merged:
-        return None
-    (name,) = linear.active_adapters  # _plain_linear accepted one adapter
-    return linear.lora_A[name].weight, linear.lora_B[name].weight, linear.scaling[name]
-
-
 def _lean_forward(self, x: torch.Tensor) -> torch.Tensor:
     gate, up, down = self.gate_proj(x), self.up_proj(x), self.down_proj
-    adapter = _adapter(down)
+    adapter = active_adapter(down)
     if adapter is None:
         return SwiGLUDown.apply(gate, up, _weight(down))
     return SwiGLUDownLora.apply(gate, up, _weight(down), *adapter)
@@ -128,15 +119,7 @@ def _plain_linear(module: nn.Module | None) -> bool:
     bias, no variant such as DoRA)."""
     if isinstance(module, nn.Linear):
         return module.bias is None
-    if module is None or not is_adapted(module) or module.base_layer.bias is not None:
-        return False
-    names = list(module.active_adapters)
-    return (
-        len(names) == 1
-        and isinstance(module.lora_dropout[names[0]], nn.Identity)
-        and module.lora_B[names[0]].bias is None
-        and names[0] not in getattr(module, "lora_variant", {})
-    )
+    return module is not None and plain_adapter(module) and module.base_layer.bias is None
 
 
 def is_swiglu(module: nn.Module) -> bool:

@@ -2,9 +2,10 @@
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from rlvr.generation import left_pad, position_ids_from_mask
-from rlvr.generation.fast_decode import FastDecoder, supports
+from rlvr.generation.fast_decode import FastDecoder, product_dtype, supports
 
 
 def _hf_logits(model, ids, mask):
@@ -91,3 +92,70 @@ def test_adapted_projections_decode_with_their_adapters_merged(tiny_model):
     _check(model, len(tokenizer))
     with adapters_off(model):
         _check(model, len(tokenizer))
+
+
+class _Casts(TorchDispatchMode):
+    """Records the shape of every tensor cast to another dtype (autocast's casts included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[tuple[int, ...]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._to_copy.default:
+            self.shapes.append(tuple(args[0].shape))
+        return func(*args, **(kwargs or {}))
+
+
+def _autocast_decoding(model, built_under_autocast: bool):
+    """Logits of a prefill and three decoding steps under bf16 autocast, and the shapes of the
+    model's parameters cast during the decoding steps."""
+    ids, mask = left_pad([[5, 6, 7, 8], [9, 10]], 0)
+    cast = torch.autocast("cpu", dtype=torch.bfloat16)
+    with torch.no_grad():
+        if built_under_autocast:
+            with cast:
+                dec = FastDecoder(model)
+        else:
+            dec = FastDecoder(model)
+        with cast:
+            logits = [dec.prefill(ids, mask)]
+            with _Casts() as casts:
+                logits += [dec.decode(torch.tensor([11 + t, 12 + t])) for t in range(3)]
+    weights = {tuple(p.shape) for p in model.parameters()}
+    return torch.stack(logits), [s for s in casts.shapes if s in weights]
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["frozen", "lora"])
+def test_under_autocast_weights_autocast_would_cast_every_step_are_cast_once(tiny_model, lora):
+    """Autocast keeps the cast only of weights that train: a frozen weight (a LoRA run's base)
+    and a merged one would be cast again at every decoding step. The decoder casts them once,
+    to the same values: its logits equal those of casting at every step, bit for bit."""
+    model, _ = tiny_model
+    if lora:
+        pytest.importorskip("peft")
+        from rlvr.train.config import LoraConfig
+        from rlvr.train.lora import add_adapters
+
+        add_adapters(model, LoraConfig(rank=4))
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if ".lora_B." in name:
+                    p.normal_(std=0.1)
+    else:
+        model.requires_grad_(False)
+    every_step, recast = _autocast_decoding(model, built_under_autocast=False)
+    once, none = _autocast_decoding(model, built_under_autocast=True)
+    assert len(recast) >= 3 * 7 * 2  # the test sees them: 7 projections x 2 layers x 3 steps
+    assert none == []
+    assert torch.equal(once, every_step)
+
+
+def test_under_autocast_trainable_weights_are_left_to_autocasts_cache(tiny_model):
+    model, _ = tiny_model
+    dec = FastDecoder(model)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        dec_cast = FastDecoder(model)
+    assert dec_cast.layers[0].q is model.model.layers[0].self_attn.q_proj
+    assert dec.layers[0].q is dec_cast.layers[0].q
+    assert product_dtype(torch.device("cpu")) == torch.float32

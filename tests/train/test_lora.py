@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("peft")
 
 from rlvr.models import load_model  # noqa: E402
-from rlvr.ops.merged import plain_tensors  # noqa: E402
+from rlvr.ops.merged import merged_weight, plain_tensors  # noqa: E402
 from rlvr.train.checkpoint import list_checkpoints  # noqa: E402
 from rlvr.train.config import LoraConfig, ModelConfig  # noqa: E402
 from rlvr.train.loop import build_run, train  # noqa: E402
@@ -80,6 +80,8 @@ def test_merged_weight_is_w_plus_alpha_over_r_b_a(tiny_model_dir):
         merged["model.layers.1.self_attn.q_proj.weight"], expected, rtol=0, atol=1e-6
     )
     assert not any(".lora_" in k or ".base_layer" in k for k in merged)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the decoder merges under autocast
+        torch.testing.assert_close(merged_weight(q), expected, rtol=0, atol=1e-6)
 
 
 def test_merged_model_is_the_adapted_model_and_adapters_off_the_base(tiny_model_dir):

@@ -7,7 +7,9 @@ weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, Sw
 the final norm and the LM head on the last position only.
 
 A projection carrying LoRA adapters is computed with its adapters merged into one weight
-(:class:`_Merged`), equal to the adapted layer up to rounding. Only configurations it
+(:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast, a weight that
+autocast would cast again at every step (a frozen one: its cast cache keeps only weights that
+train) is cast once when the decoder is made, to the same values. Only configurations it
 reproduces are accepted (:func:`supports`); anything else
 (rotary scaling, sliding windows, other activations, biases in the MLP, models in
 training mode) goes through the Hugging Face forward. A test checks the logits against
@@ -39,20 +41,37 @@ def _plain(*modules: torch.nn.Module) -> bool:
 
 
 def _weights_only(*modules) -> bool:
-    """``modules`` are ``nn.Linear`` itself (or :class:`_Merged`) without hooks: their weight
+    """``modules`` are ``nn.Linear`` itself (or :class:`_Fixed`) without hooks: their weight
     alone is what calling them computes (a layer wrapped by an adapter is not)."""
-    plain = all(type(m) is torch.nn.Linear or isinstance(m, _Merged) for m in modules)
+    plain = all(type(m) is torch.nn.Linear or isinstance(m, _Fixed) for m in modules)
     return plain and _plain(*modules)
 
 
-class _Merged:
-    """A linear layer carrying LoRA adapters as :func:`~rlvr.ops.merged.merged_weight`,
-    computed when a decoder is made: sampling then costs what the plain layer costs. Its
-    logits differ from the layer's own ``W x + alpha / r * B (A x)`` by rounding only."""
+def product_dtype(device: torch.device) -> torch.dtype:
+    """The dtype a float32 matrix product gets on ``device`` here: autocast's, when it is on."""
+    one = torch.ones(1, 1, device=device)
+    return torch.mm(one, one).dtype
 
-    def __init__(self, module: torch.nn.Module) -> None:
-        self.weight = merged_weight(module)
-        self.bias = module.base_layer.bias
+
+def _recast(weight: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether autocast to ``dtype`` (float32: no autocast) casts ``weight`` at every call: it
+    casts floating-point tensors other than float64, and keeps the cast only of float32 leaves
+    that require grad."""
+    lower = dtype != torch.float32 and weight.dtype not in (torch.float64, dtype)
+    cast = lower and weight.is_floating_point()
+    kept = weight.dtype == torch.float32 and weight.requires_grad and weight.is_leaf
+    return cast and not kept
+
+
+class _Fixed:
+    """A linear layer as the weight and bias it computes with, made once per decoder: a layer
+    carrying LoRA adapters as :func:`~rlvr.ops.merged.merged_weight` (its logits differ from
+    ``W x + alpha / r * B (A x)`` by rounding only), and under autocast to ``dtype`` weights
+    cast as autocast would cast them, once instead of at every decoding step."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype) -> None:
+        self.weight = weight.to(dtype) if _recast(weight, dtype) else weight
+        self.bias = bias.to(dtype) if bias is not None and _recast(bias, dtype) else bias
         self._forward_hooks: dict = {}
         self._forward_pre_hooks: dict = {}
 
@@ -60,10 +79,14 @@ class _Merged:
         return F.linear(x, self.weight, self.bias)
 
 
-def _projection(module: torch.nn.Module):
-    """``module``, or a :class:`_Merged` for a hook-free layer carrying LoRA adapters."""
-    adapted = is_adapted(module)
-    return _Merged(module) if adapted and _plain(module, module.base_layer) else module
+def _projection(module: torch.nn.Module, dtype: torch.dtype):
+    """``module``, or a :class:`_Fixed` for a hook-free layer carrying LoRA adapters, or one
+    whose weight autocast to ``dtype`` would cast at every step."""
+    if is_adapted(module) and _plain(module, module.base_layer):
+        return _Fixed(merged_weight(module), module.base_layer.bias, dtype)
+    if _weights_only(module) and _recast(module.weight, dtype):
+        return _Fixed(module.weight, module.bias, dtype)
+    return module
 
 
 def supports(model) -> bool:
@@ -96,17 +119,17 @@ def supports(model) -> bool:
 @dataclass
 class _Layer:
     """The weights of one decoder layer: views of the model's parameters, no copies, except
-    the merged weight of a projection that carries adapters."""
+    the weights of :class:`_Fixed` projections."""
 
     norm1: torch.Tensor
-    q: torch.nn.Module | _Merged
-    k: torch.nn.Module | _Merged
-    v: torch.nn.Module | _Merged
-    o: torch.nn.Module | _Merged
+    q: torch.nn.Module | _Fixed
+    k: torch.nn.Module | _Fixed
+    v: torch.nn.Module | _Fixed
+    o: torch.nn.Module | _Fixed
     norm2: torch.Tensor
-    gate: torch.nn.Module | _Merged
-    up: torch.nn.Module | _Merged
-    down: torch.nn.Module | _Merged
+    gate: torch.nn.Module | _Fixed
+    up: torch.nn.Module | _Fixed
+    down: torch.nn.Module | _Fixed
 
 
 class FastDecoder:
@@ -128,14 +151,16 @@ class FastDecoder:
         self.eps = cfg.rms_norm_eps
         self.embed = inner.embed_tokens.weight
         self.final_norm = inner.norm.weight
-        self.head = model.lm_head
+        dtype = product_dtype(self.embed.device)
+        self.head = _projection(model.lm_head, dtype)
         self.inv_freq = inner.rotary_emb.inv_freq
+        attention, mlp = ("q", "k", "v", "o"), ("gate", "up", "down")
         self.layers = [
             _Layer(
                 layer.input_layernorm.weight,
-                *(_projection(getattr(layer.self_attn, f"{p}_proj")) for p in "qkvo"),
+                *(_projection(getattr(layer.self_attn, f"{p}_proj"), dtype) for p in attention),
                 layer.post_attention_layernorm.weight,
-                *(_projection(getattr(layer.mlp, f"{p}_proj")) for p in ("gate", "up", "down")),
+                *(_projection(getattr(layer.mlp, f"{p}_proj"), dtype) for p in mlp),
             )
             for layer in inner.layers
         ]

@@ -49,12 +49,13 @@ def active_adapter(layer: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, 
 @torch.no_grad()
 def merged_weight(layer: torch.nn.Module) -> torch.Tensor:
     """The one weight an adapted linear layer computes with: ``W + alpha / r * B A`` summed
-    in float32 and rounded once to ``W``'s dtype; ``W`` itself while its adapters are off or
-    already merged into it."""
+    in float32 (autocast or not) and rounded once to ``W``'s dtype; ``W`` itself while its
+    adapters are off or already merged into it."""
     weight = layer.base_layer.weight
     if layer.disable_adapters or layer.merged:
         return weight
-    delta = sum(layer.get_delta_weight(name).float() for name in layer.active_adapters)
+    with torch.autocast(weight.device.type, enabled=False):
+        delta = sum(layer.get_delta_weight(name).float() for name in layer.active_adapters)
     return (weight.float() + delta).to(weight.dtype)
 
 

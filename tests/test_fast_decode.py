@@ -94,6 +94,9 @@ def test_adapted_projections_decode_with_their_adapters_merged(tiny_model):
         _check(model, len(tokenizer))
 
 
+_CASTS = (torch.ops.aten._to_copy.default, torch.ops.aten.to.dtype, torch.ops.aten.to.dtype_layout)
+
+
 class _Casts(TorchDispatchMode):
     """Records the shape of every tensor cast to another dtype (autocast's casts included)."""
 
@@ -102,17 +105,17 @@ class _Casts(TorchDispatchMode):
         self.shapes: list[tuple[int, ...]] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func is torch.ops.aten._to_copy.default:
+        if func in _CASTS:
             self.shapes.append(tuple(args[0].shape))
         return func(*args, **(kwargs or {}))
 
 
 def _autocast_decoding(model, built_under_autocast: bool):
-    """Logits of a prefill and three decoding steps under bf16 autocast, and the shapes of the
-    model's parameters cast during the decoding steps."""
+    """Logits of a prefill and three decoding steps under bf16 autocast in inference mode (as
+    the samplers run), and the shapes of the model's parameters cast during decoding steps."""
     ids, mask = left_pad([[5, 6, 7, 8], [9, 10]], 0)
     cast = torch.autocast("cpu", dtype=torch.bfloat16)
-    with torch.no_grad():
+    with torch.inference_mode():
         if built_under_autocast:
             with cast:
                 dec = FastDecoder(model)
@@ -126,13 +129,14 @@ def _autocast_decoding(model, built_under_autocast: bool):
     return torch.stack(logits), [s for s in casts.shapes if s in weights]
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["frozen", "lora"])
-def test_under_autocast_weights_autocast_would_cast_every_step_are_cast_once(tiny_model, lora):
-    """Autocast keeps the cast only of weights that train: a frozen weight (a LoRA run's base)
-    and a merged one would be cast again at every decoding step. The decoder casts them once,
-    to the same values: its logits equal those of casting at every step, bit for bit."""
+@pytest.mark.parametrize("weights", ["trainable", "frozen", "lora"])
+def test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights):
+    """In inference mode autocast keeps no cast (and elsewhere only of weights that train), so
+    it would cast every weight again at every decoding step, frozen and merged ones included.
+    The decoder casts them once, to the same values: its logits equal those of casting at
+    every step, bit for bit."""
     model, _ = tiny_model
-    if lora:
+    if weights == "lora":
         pytest.importorskip("peft")
         from rlvr.train.config import LoraConfig
         from rlvr.train.lora import add_adapters
@@ -142,8 +146,7 @@ def test_under_autocast_weights_autocast_would_cast_every_step_are_cast_once(tin
             for name, p in model.named_parameters():
                 if ".lora_B." in name:
                     p.normal_(std=0.1)
-    else:
-        model.requires_grad_(False)
+    model.requires_grad_(weights == "trainable")
     every_step, recast = _autocast_decoding(model, built_under_autocast=False)
     once, none = _autocast_decoding(model, built_under_autocast=True)
     assert len(recast) >= 3 * 7 * 2  # the test sees them: 7 projections x 2 layers x 3 steps
@@ -151,11 +154,9 @@ def test_under_autocast_weights_autocast_would_cast_every_step_are_cast_once(tin
     assert torch.equal(once, every_step)
 
 
-def test_under_autocast_trainable_weights_are_left_to_autocasts_cache(tiny_model):
+def test_without_autocast_the_decoder_reads_the_models_own_weights(tiny_model):
     model, _ = tiny_model
     dec = FastDecoder(model)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        dec_cast = FastDecoder(model)
-    assert dec_cast.layers[0].q is model.model.layers[0].self_attn.q_proj
-    assert dec.layers[0].q is dec_cast.layers[0].q
     assert product_dtype(torch.device("cpu")) == torch.float32
+    assert dec.layers[0].q is model.model.layers[0].self_attn.q_proj
+    assert dec.head is model.lm_head

@@ -21,9 +21,10 @@ setting) also gives its 20 costliest operators. bench/gpu/check.py runs it as it
 ``--weights`` says what the model's weights are: ``trainable`` (a full-weight run's),
 ``frozen`` (no gradient, as the base of a LoRA run) or ``lora`` (frozen, with rank-16
 adapters on every linear layer, their B random, as a LoRA run samples). Autocast keeps its
-bf16 copy of a float32 weight for a whole pass only when the weight requires gradients, so
-``lean``'s decoder casts frozen and merged weights itself, once per batch; the three show
-whether a decoding step costs the same with each (``check.py``'s ``lora`` section runs them).
+bf16 copy of a float32 weight for a whole pass only when the weight requires gradients and
+never in inference mode (where samplers run), so ``lean``'s decoder casts its weights itself,
+once per batch; the three show whether a decoding step costs the same with each
+(``check.py``'s ``lora`` section runs them).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, Sw
 the final norm and the LM head on the last position only.
 
 A projection carrying LoRA adapters is computed with its adapters merged into one weight
-(:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast, a weight that
-autocast would cast again at every step (a frozen one: its cast cache keeps only weights that
-train) is cast once when the decoder is made, to the same values. Only configurations it
+(:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast, the weights
+are cast once when the decoder is made, to the values autocast would cast them to at every
+step (its cast cache is off in inference mode and skips frozen weights). Only configurations it
 reproduces are accepted (:func:`supports`); anything else
 (rotary scaling, sliding windows, other activations, biases in the MLP, models in
 training mode) goes through the Hugging Face forward. A test checks the logits against
@@ -54,13 +54,12 @@ def product_dtype(device: torch.device) -> torch.dtype:
 
 
 def _recast(weight: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether autocast to ``dtype`` (float32: no autocast) casts ``weight`` at every call: it
-    casts floating-point tensors other than float64, and keeps the cast only of float32 leaves
-    that require grad."""
+    """Whether autocast to ``dtype`` (float32: no autocast) casts ``weight``: it casts
+    floating-point tensors other than float64 to ``dtype`` at every call. (It keeps a cast
+    for the rest of the pass only of a float32 leaf that requires grad, and never in
+    inference mode, where the samplers run.)"""
     lower = dtype != torch.float32 and weight.dtype not in (torch.float64, dtype)
-    cast = lower and weight.is_floating_point()
-    kept = weight.dtype == torch.float32 and weight.requires_grad and weight.is_leaf
-    return cast and not kept
+    return lower and weight.is_floating_point()
 
 
 class _Fixed:
@@ -81,7 +80,7 @@ class _Fixed:
 
 def _projection(module: torch.nn.Module, dtype: torch.dtype):
     """``module``, or a :class:`_Fixed` for a hook-free layer carrying LoRA adapters, or one
-    whose weight autocast to ``dtype`` would cast at every step."""
+    whose weight autocast to ``dtype`` would cast."""
     if is_adapted(module) and _plain(module, module.base_layer):
         return _Fixed(merged_weight(module), module.base_layer.bias, dtype)
     if _weights_only(module) and _recast(module.weight, dtype):

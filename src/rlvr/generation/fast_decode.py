@@ -151,6 +151,7 @@ class FastDecoder:
         self.embed = inner.embed_tokens.weight
         self.final_norm = inner.norm.weight
         dtype = product_dtype(self.embed.device)
+        self.cast = dtype if dtype != torch.float32 else None  # autocast's, when it is on
         self.head = _projection(model.lm_head, dtype)
         self.inv_freq = inner.rotary_emb.inv_freq
         attention, mlp = ("q", "k", "v", "o"), ("gate", "up", "down")
@@ -176,6 +177,12 @@ class FastDecoder:
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return weight * x.to(dtype)
+
+    def _input(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """The normed input of a block's projections, under autocast cast once to its dtype
+        (autocast would cast it again for each projection: q, k and v; gate and up)."""
+        h = self._norm(x, weight)
+        return h if self.cast is None else h.to(self.cast)
 
     def _rotary(
         self, positions: torch.Tensor, dtype: torch.dtype
@@ -220,9 +227,8 @@ class FastDecoder:
         x = F.embedding(ids, self.embed)  # [N, S, H]
         rot = self._rotary(positions, x.dtype)
         for i, layer in enumerate(self.layers):
-            x = x + self._attention(layer, self._norm(x, layer.norm1), i, rot, mask)
-            h = self._norm(x, layer.norm2)
-            x = x + self._mlp(layer, h)
+            x = x + self._attention(layer, self._input(x, layer.norm1), i, rot, mask)
+            x = x + self._mlp(layer, self._input(x, layer.norm2))
         self.length += ids.shape[1]
         last = self._norm(x[:, -1], self.final_norm)  # [N, H]
         if last.shape[0] > FEW_ROWS or not _weights_only(self.head) or self.head.bias is not None:

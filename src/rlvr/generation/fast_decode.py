@@ -7,12 +7,14 @@ weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, Sw
 the final norm and the LM head on the last position only.
 
 A projection carrying LoRA adapters is computed with its adapters merged into one weight
-(:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast, the weights
-are cast once when the decoder is made, to the values autocast would cast them to at every
-step (its cast cache is off in inference mode and skips frozen weights). Only configurations it
-reproduces are accepted (:func:`supports`); anything else
-(rotary scaling, sliding windows, other activations, biases in the MLP, models in
-training mode) goes through the Hugging Face forward. A test checks the logits against
+(:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast the decoder
+casts what autocast would cast at every step, once, to the same values: the weights when it
+is made (autocast's cast cache is off in inference mode and skips frozen weights), each
+block's input once for all its projections, and keys and values before they enter the
+cache, which is thus kept in autocast's dtype. Only configurations it reproduces are
+accepted (:func:`supports`); anything else (rotary scaling, sliding windows, other
+activations, biases in the MLP, models in training mode) goes through the Hugging Face
+forward. A test checks the logits against
 Hugging Face's, prefill and decoding, for Qwen2 and Llama.
 """
 
@@ -205,6 +207,8 @@ class FastDecoder:
         k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = self._rotate(q, *rot), self._rotate(k, *rot)
+        if self.cast is not None:  # as autocast casts them for attention: the cache too
+            q, k, v = q.to(self.cast), k.to(self.cast), v.to(self.cast)
         if i == len(self.cache):  # prefill: this layer's buffers, in the dtype k comes in
             shape = (n, self.kv_heads, self.key_mask.shape[1], self.head_dim)
             self.cache.append((k.new_empty(shape), v.new_empty(shape)))

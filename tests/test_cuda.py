@@ -105,6 +105,15 @@ def test_sequence_token_stats_on_cuda_matches_cpu(tiny_model_dir) -> None:
         _close(cpu, cuda, TOL[torch.float32], what)
 
 
+@pytest.mark.parametrize("weights", ["trainable", "lora"])
+def test_under_autocast_the_decoder_casts_once_on_cuda(tiny_model, weights) -> None:
+    """Attention under CUDA's autocast casts to bf16 as the CPU's does: the decoder's bf16 KV
+    cache and weights cast once give the logits of casting at every step, bit for bit."""
+    from tests.test_fast_decode import test_under_autocast_the_decoder_casts_its_weights_once
+
+    test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights, device="cuda")
+
+
 def test_a_run_on_cuda_logs_its_peak_gpu_memory(tmp_path) -> None:
     from rlvr.train import TrainConfig, load_config, train
     from rlvr.train.metrics import read_metrics

@@ -117,8 +117,9 @@ def _autocast_decoding(model, built_under_autocast: bool):
     inference mode (as the samplers run), the shapes of the model's parameters cast during
     the decoding steps, the largest tensor cast in them (elements), and how many hidden
     states (``[2, 1, hidden]``) they cast."""
-    ids, mask = left_pad([[5, 6, 7, 8], [9, 10]], 0)
-    cast = torch.autocast("cpu", dtype=torch.bfloat16)
+    device = model.device
+    ids, mask = (t.to(device) for t in left_pad([[5, 6, 7, 8], [9, 10]], 0))
+    cast = torch.autocast(device.type, dtype=torch.bfloat16)
     with torch.inference_mode():
         if built_under_autocast:
             with cast:
@@ -128,7 +129,9 @@ def _autocast_decoding(model, built_under_autocast: bool):
         with cast:
             logits = [dec.prefill(ids, mask)]
             with _Casts() as casts:
-                logits += [dec.decode(torch.tensor([11 + t, 12 + t])) for t in range(3)]
+                logits += [
+                    dec.decode(torch.tensor([11 + t, 12 + t], device=device)) for t in range(3)
+                ]
     weights = {tuple(p.shape) for p in model.parameters()}
     largest = max(math.prod(shape) for shape in casts.shapes)
     hidden = casts.shapes.count((2, 1, model.config.hidden_size))
@@ -136,7 +139,7 @@ def _autocast_decoding(model, built_under_autocast: bool):
 
 
 @pytest.mark.parametrize("weights", ["trainable", "frozen", "lora"])
-def test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights):
+def test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights, device="cpu"):
     """In inference mode autocast keeps no cast (and elsewhere only of weights that train), so
     it would cast every weight again at every decoding step, frozen and merged ones included.
     The decoder casts them once, to the same values: its logits equal those of casting at
@@ -155,6 +158,7 @@ def test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights):
                 if ".lora_B." in name:
                     p.normal_(std=0.1)
     model.requires_grad_(weights == "trainable")
+    model.to(device)
     every_step, recast, before, _ = _autocast_decoding(model, built_under_autocast=False)
     once, none, after, hidden = _autocast_decoding(model, built_under_autocast=True)
     assert len(recast) >= 3 * 7 * 2  # the test sees them: 7 projections x 2 layers x 3 steps

@@ -50,6 +50,31 @@ def test_llama_logits_match_hf(random_llama, gqa):
     _check(model, 97)
 
 
+def test_qwen3_logits_match_hf():
+    """Qwen3 normalises each query and key head before the rotation; its heads are wider than
+    hidden / heads here, as in the released models."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=128,
+    )
+    model = Qwen3ForCausalLM(config).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:  # the norms start at one: make them matter
+            layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
+            layer.self_attn.k_norm.weight.uniform_(0.5, 1.5)
+    assert supports(model)
+    _check(model, 97)
+
+
 def test_unsupported_configurations_fall_back(random_llama):
     model = random_llama(kv_heads=4)
     model.train()

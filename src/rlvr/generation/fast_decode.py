@@ -1,10 +1,11 @@
-"""A lean forward pass for sampling from Llama-family models (Llama, Qwen2, SmolLM2).
+"""A lean forward pass for sampling from Llama-family models (Llama, Qwen2, Qwen3, SmolLM2).
 
 Hugging Face's forward spends most of a decoding step on bookkeeping when the model is
 small (mask construction, cache objects, module dispatch, output classes). This module
 computes the same thing with a few tensor operations per layer, reading the model's own
-weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache, SwiGLU MLP,
-the final norm and the LM head on the last position only.
+weights: RMSNorm, rotary embeddings, grouped-query attention with a KV cache (Qwen3's
+RMSNorm of each query and key head before the rotation), SwiGLU MLP, the final norm and the
+LM head on the last position only.
 
 A projection carrying LoRA adapters is computed with its adapters merged into one weight
 (:class:`_Fixed`), equal to the adapted layer up to rounding. Under autocast the decoder
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 
 from rlvr.ops.merged import is_adapted, merged_weight
 
-SUPPORTED_TYPES = ("llama", "qwen2")
+SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
 _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
@@ -90,6 +91,12 @@ def _projection(module: torch.nn.Module, dtype: torch.dtype):
     return module
 
 
+def _norm_weight(attention: torch.nn.Module, name: str) -> torch.Tensor | None:
+    """The weight of ``attention``'s per-head RMSNorm ``name`` (Qwen3), or None."""
+    norm = getattr(attention, name, None)
+    return None if norm is None else norm.weight
+
+
 def supports(model) -> bool:
     """Whether :class:`FastDecoder` computes exactly what ``model``'s forward does."""
     cfg = model.config
@@ -131,6 +138,10 @@ class _Layer:
     gate: torch.nn.Module | _Fixed
     up: torch.nn.Module | _Fixed
     down: torch.nn.Module | _Fixed
+    q_norm: torch.Tensor | None = None
+    """Qwen3: RMSNorm weight over each query head (None: no such norm)."""
+    k_norm: torch.Tensor | None = None
+    """Qwen3: RMSNorm weight over each key head."""
 
 
 class FastDecoder:
@@ -163,6 +174,7 @@ class FastDecoder:
                 *(_projection(getattr(layer.self_attn, f"{p}_proj"), dtype) for p in attention),
                 layer.post_attention_layernorm.weight,
                 *(_projection(getattr(layer.mlp, f"{p}_proj"), dtype) for p in mlp),
+                *(_norm_weight(layer.self_attn, f"{p}_norm") for p in "qk"),
             )
             for layer in inner.layers
         ]
@@ -203,10 +215,13 @@ class FastDecoder:
         self, layer: _Layer, h: torch.Tensor, i: int, rot, mask: torch.Tensor
     ) -> torch.Tensor:
         n, s, _ = h.shape
-        q = layer.q(h).view(n, s, self.heads, self.head_dim).transpose(1, 2)
-        k = layer.k(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = layer.q(h).view(n, s, self.heads, self.head_dim)
+        k = layer.k(h).view(n, s, self.kv_heads, self.head_dim)
         v = layer.v(h).view(n, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = self._rotate(q, *rot), self._rotate(k, *rot)
+        if layer.q_norm is not None:
+            q, k = self._norm(q, layer.q_norm), self._norm(k, layer.k_norm)
+        q = self._rotate(q.transpose(1, 2), *rot)
+        k = self._rotate(k.transpose(1, 2), *rot)
         if self.cast is not None:  # as autocast casts them for attention: the cache too
             q, k, v = q.to(self.cast), k.to(self.cast), v.to(self.cast)
         if i == len(self.cache):  # prefill: this layer's buffers, in the dtype k comes in

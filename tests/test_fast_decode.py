@@ -7,7 +7,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from rlvr.generation import left_pad, position_ids_from_mask
-from rlvr.generation.fast_decode import FastDecoder, product_dtype, supports
+from rlvr.generation.base import product_dtype
+from rlvr.generation.fast_decode import FastDecoder, supports
 
 
 def _hf_logits(model, ids, mask):
@@ -139,9 +140,9 @@ class _Casts(TorchDispatchMode):
 
 def _autocast_decoding(model, built_under_autocast: bool):
     """Logits of a prefill and three decoding steps of two rows under bf16 autocast in
-    inference mode (as the samplers run), the shapes of the model's parameters cast during
-    the decoding steps, the largest tensor cast in them (elements), and how many hidden
-    states (``[2, 1, hidden]``) they cast."""
+    inference mode (where autocast keeps no cast), the shapes of the model's parameters cast
+    during the decoding steps, the largest tensor cast in them (elements), and how many
+    hidden states (``[2, 1, hidden]``) they cast."""
     device = model.device
     ids, mask = (t.to(device) for t in left_pad([[5, 6, 7, 8], [9, 10]], 0))
     cast = torch.autocast(device.type, dtype=torch.bfloat16)

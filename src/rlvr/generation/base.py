@@ -30,6 +30,20 @@ def varying_shape_attention() -> contextlib.AbstractContextManager:
     return sdpa_kernel(list(VARYING_SHAPE_ATTENTION))
 
 
+def product_dtype(device: torch.device) -> torch.dtype:
+    """The dtype a float32 matrix product gets on ``device`` here: autocast's, when it is on."""
+    one = torch.ones(1, 1, device=device)
+    return torch.mm(one, one).dtype
+
+
+def no_gradients(device: torch.device) -> contextlib.AbstractContextManager:
+    """Inference mode, or under autocast ``no_grad``: autocast keeps its cast of a weight that
+    trains for the rest of the block only outside inference mode, and would otherwise cast
+    every weight again at every decoding step of the Hugging Face forward."""
+    autocast = product_dtype(device) != torch.float32
+    return torch.no_grad() if autocast else torch.inference_mode()
+
+
 @dataclass(frozen=True)
 class SamplingConfig:
     """How completions are sampled."""

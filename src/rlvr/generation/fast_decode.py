@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from rlvr.generation.base import product_dtype
 from rlvr.ops.merged import is_adapted, merged_weight
 
 SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
@@ -48,12 +49,6 @@ def _weights_only(*modules) -> bool:
     alone is what calling them computes (a layer wrapped by an adapter is not)."""
     plain = all(type(m) is torch.nn.Linear or isinstance(m, _Fixed) for m in modules)
     return plain and _plain(*modules)
-
-
-def product_dtype(device: torch.device) -> torch.dtype:
-    """The dtype a float32 matrix product gets on ``device`` here: autocast's, when it is on."""
-    one = torch.ones(1, 1, device=device)
-    return torch.mm(one, one).dtype
 
 
 def _recast(weight: torch.Tensor, dtype: torch.dtype) -> bool:

@@ -13,6 +13,7 @@ from rlvr.generation.base import (
     eos_ids,
     finish,
     left_pad,
+    no_gradients,
     pad_id,
     varying_shape_attention,
 )
@@ -39,7 +40,7 @@ class PolicySampler:
         ids, mask = left_pad(prompt_ids, padding)
         ids = ids.repeat_interleave(n, dim=0).to(device)
         mask = mask.repeat_interleave(n, dim=0).to(device)
-        with torch.inference_mode(), varying_shape_attention():
+        with no_gradients(device), varying_shape_attention():
             tokens = self.sample_tokens(ids, mask, sampling, eos, padding, group=n)
         return finish(self.tokenizer, ids, mask, tokens, eos, n=n)
 

@@ -76,6 +76,20 @@ def test_qwen3_logits_match_hf():
     _check(model, 97)
 
 
+def test_mistral_logits_match_hf_and_its_sliding_window_falls_back():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    sizes = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, head_dim=16)
+    heads = dict(num_attention_heads=4, num_key_value_heads=2)
+    config = MistralConfig(vocab_size=97, sliding_window=None, **heads, **sizes)  # as v0.3
+    model = MistralForCausalLM(config).eval()
+    assert supports(model)
+    _check(model, 97)
+    model.config.sliding_window = 4
+    assert not supports(model)
+
+
 def test_unsupported_configurations_fall_back(random_llama):
     model = random_llama(kv_heads=4)
     model.train()

@@ -1,4 +1,5 @@
-"""A lean forward pass for sampling from Llama-family models (Llama, Qwen2, Qwen3, SmolLM2).
+"""A lean forward pass for sampling from Llama-family models (Llama, Mistral, Qwen2, Qwen3,
+SmolLM2).
 
 Hugging Face's forward spends most of a decoding step on bookkeeping when the model is
 small (mask construction, cache objects, module dispatch, output classes). This module
@@ -29,7 +30,7 @@ import torch.nn.functional as F
 from rlvr.generation.base import product_dtype
 from rlvr.ops.merged import is_adapted, merged_weight
 
-SUPPORTED_TYPES = ("llama", "qwen2", "qwen3")
+SUPPORTED_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 _GQA_IN_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
@@ -104,6 +105,7 @@ def supports(model) -> bool:
         rotary is not None and getattr(rotary, "rope_type", None) == "default",
         getattr(rotary, "attention_scaling", 1.0) == 1.0,
         not getattr(cfg, "use_sliding_window", False),
+        cfg.model_type != "mistral" or getattr(cfg, "sliding_window", None) is None,
         all(
             t == "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])
         ),

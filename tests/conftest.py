@@ -40,13 +40,16 @@ def tiny_model(tiny_model_dir):
     return load_model(str(tiny_model_dir))
 
 
-def make_random_llama(seed: int = 0, *, kv_heads: int = 2, tie: bool = False):
-    """A random 2-layer Llama (hidden 32, 4 heads, ``kv_heads`` key/value heads, vocab 97)."""
+def make_random_llama(
+    seed: int = 0, *, kv_heads: int = 2, tie: bool = False, family: str = "Llama", **config
+):
+    """A random 2-layer Llama (hidden 32, 4 heads, ``kv_heads`` key/value heads, vocab 97), or
+    of another transformers ``family`` (``Mistral``, ``Qwen3``) with ``config`` on top."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
     torch.manual_seed(seed)
-    config = LlamaConfig(
+    config = getattr(transformers, f"{family}Config")(
         vocab_size=97,
         hidden_size=32,
         intermediate_size=48,
@@ -55,8 +58,9 @@ def make_random_llama(seed: int = 0, *, kv_heads: int = 2, tie: bool = False):
         num_key_value_heads=kv_heads,
         max_position_embeddings=128,
         tie_word_embeddings=tie,
+        **config,
     )
-    return LlamaForCausalLM(config).eval()
+    return getattr(transformers, f"{family}ForCausalLM")(config).eval()
 
 
 @pytest.fixture()

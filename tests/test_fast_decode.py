@@ -51,23 +51,10 @@ def test_llama_logits_match_hf(random_llama, gqa):
     _check(model, 97)
 
 
-def test_qwen3_logits_match_hf():
+def test_qwen3_logits_match_hf(random_llama):
     """Qwen3 normalises each query and key head before the rotation; its heads are wider than
     hidden / heads here, as in the released models."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=128,
-    )
-    model = Qwen3ForCausalLM(config).eval()
+    model = random_llama(family="Qwen3", head_dim=16)
     with torch.no_grad():
         for layer in model.model.layers:  # the norms start at one: make them matter
             layer.self_attn.q_norm.weight.uniform_(0.5, 1.5)
@@ -76,14 +63,8 @@ def test_qwen3_logits_match_hf():
     _check(model, 97)
 
 
-def test_mistral_logits_match_hf_and_its_sliding_window_falls_back():
-    from transformers import MistralConfig, MistralForCausalLM
-
-    torch.manual_seed(0)
-    sizes = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, head_dim=16)
-    heads = dict(num_attention_heads=4, num_key_value_heads=2)
-    config = MistralConfig(vocab_size=97, sliding_window=None, **heads, **sizes)  # as v0.3
-    model = MistralForCausalLM(config).eval()
+def test_mistral_logits_match_hf_and_its_sliding_window_falls_back(random_llama):
+    model = random_llama(family="Mistral", head_dim=16, sliding_window=None)  # as v0.3
     assert supports(model)
     _check(model, 97)
     model.config.sliding_window = 4

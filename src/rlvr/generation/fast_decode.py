@@ -16,8 +16,8 @@ block's input once for all its projections, and keys and values before they ente
 cache, which is thus kept in autocast's dtype. Only configurations it reproduces are
 accepted (:func:`supports`); anything else (rotary scaling, sliding windows, other
 activations, biases in the MLP, models in training mode) goes through the Hugging Face
-forward. A test checks the logits against
-Hugging Face's, prefill and decoding, for Qwen2 and Llama.
+forward. Tests check the logits against Hugging Face's, prefill and decoding, for each
+family.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def _weights_only(*modules) -> bool:
 def _recast(weight: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether autocast to ``dtype`` (float32: no autocast) casts ``weight``: it casts
     floating-point tensors other than float64 to ``dtype`` at every call. (It keeps a cast
-    for the rest of the pass only of a float32 leaf that requires grad, and never in
-    inference mode, where the samplers run.)"""
+    for the rest of its block only of a float32 leaf that requires grad, and never in
+    inference mode.)"""
     lower = dtype != torch.float32 and weight.dtype not in (torch.float64, dtype)
     return lower and weight.is_floating_point()
 

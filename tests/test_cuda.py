@@ -105,6 +105,16 @@ def test_sequence_token_stats_on_cuda_matches_cpu(tiny_model_dir) -> None:
         _close(cpu, cuda, TOL[torch.float32], what)
 
 
+@pytest.mark.parametrize("family", ["Llama", "Mistral", "Qwen2", "Qwen3"])
+def test_the_fast_decoder_on_cuda_matches_hugging_face(random_llama, family) -> None:
+    """Float32 on CUDA (attention kernels may differ from the forward's: 1e-4)."""
+    from tests.test_fast_decode import _check
+
+    extra = {"sliding_window": None} if family == "Mistral" else {}
+    model = random_llama(family=family, **extra).to("cuda")
+    _check(model, 97, tol=1e-4)
+
+
 @pytest.mark.parametrize("weights", ["trainable", "lora"])
 def test_under_autocast_the_decoder_casts_once_on_cuda(tiny_model, weights) -> None:
     """Attention under CUDA's autocast casts to bf16 as the CPU's does: the decoder's bf16 KV

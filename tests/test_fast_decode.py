@@ -18,24 +18,26 @@ def _hf_logits(model, ids, mask):
         ).logits.float()
 
 
-def _check(model, vocab: int) -> None:
+def _check(model, vocab: int, tol: float = 1e-5) -> None:
+    """The decoder's logits against the Hugging Face forward's, on the model's device."""
+    device = model.device
     prompts = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]  # left padding
-    ids, mask = left_pad(prompts, 0)
-    cont = torch.randint(1, vocab, (3, 4))  # four decoded tokens per row
+    ids, mask = (t.to(device) for t in left_pad(prompts, 0))
+    cont = torch.randint(1, vocab, (3, 4)).to(device)  # four decoded tokens per row
     dec = FastDecoder(model)
     with torch.no_grad():
         logits = [dec.prefill(ids, mask)]
         for t in range(3):
             logits.append(dec.decode(cont[:, t]))
-        dec.keep(torch.tensor([0, 2]))  # a row finished: the others continue alone
+        dec.keep(torch.tensor([0, 2], device=device))  # a row finished: the others continue
         last = dec.decode(cont[[0, 2], 3])
     full_ids = torch.cat([ids, cont], 1)
     full_mask = torch.cat([mask, torch.ones_like(cont)], 1)
     ref = _hf_logits(model, full_ids, full_mask)  # [3, P + 4, V]
     p = ids.shape[1]
     for t, got in enumerate(logits):
-        torch.testing.assert_close(got, ref[:, p - 1 + t], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(last, ref[[0, 2], p + 3], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got, ref[:, p - 1 + t], rtol=tol, atol=tol)
+    torch.testing.assert_close(last, ref[[0, 2], p + 3], rtol=tol, atol=tol)
 
 
 def test_qwen2_logits_match_hf(tiny_model):

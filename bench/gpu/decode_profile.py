@@ -37,7 +37,7 @@ import time
 import torch
 from torch.nn.attention import sdpa_kernel
 
-from rlvr.generation.base import VARYING_SHAPE_ATTENTION, SamplingConfig
+from rlvr.generation.base import VARYING_SHAPE_ATTENTION, SamplingConfig, no_gradients
 from rlvr.generation.hf import HFOptions, HFSampler
 from rlvr.generation.lean import sample_lean
 
@@ -62,10 +62,11 @@ SAMPLERS = ("lean", "lean-hf-forward", "hf")
 
 
 def context(device: str, mode: str) -> contextlib.ExitStack:
-    """Inference mode, and ``mode``'s autocast and attention kernels."""
+    """``mode``'s autocast and attention kernels, and gradients off as the samplers' own
+    ``generate`` turns them off (:func:`rlvr.generation.base.no_gradients`)."""
     stack = contextlib.ExitStack()
-    stack.enter_context(torch.inference_mode())
     stack.enter_context(torch.autocast(device, dtype=torch.bfloat16, enabled=mode != "fp32"))
+    stack.enter_context(no_gradients(torch.device(device)))
     if mode == "bf16-no-cudnn":
         stack.enter_context(sdpa_kernel(list(VARYING_SHAPE_ATTENTION)))
     return stack

@@ -34,25 +34,16 @@ def test_samplers_draw_in_inference_mode_and_under_autocast_without_gradients(ti
 
 
 def test_the_hf_sampler_under_autocast_casts_each_weight_once_a_call(tiny_model):
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from tests.test_fast_decode import _Casts
 
     from rlvr.generation.hf import HFOptions, HFSampler
-
-    class WeightCasts(TorchDispatchMode):
-        def __init__(self, weights):
-            super().__init__()
-            self.weights, self.count = weights, 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            casts = (torch.ops.aten._to_copy.default, torch.ops.aten.to.dtype)
-            self.count += func in casts and tuple(args[0].shape) in self.weights
-            return func(*args, **(kwargs or {}))
 
     model, tokenizer = tiny_model
     linear = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
     sampler = HFSampler(model, tokenizer, HFOptions())
     sampling = SamplingConfig(max_new_tokens=6, temperature=0.0)
-    with torch.autocast("cpu", dtype=torch.bfloat16), WeightCasts({w.shape for w in linear}) as c:
+    with torch.autocast("cpu", dtype=torch.bfloat16), _Casts() as casts:
         gen = sampler.generate([[1, 2, 3]], n=2, sampling=sampling)
     assert gen.response_mask.sum(1).min() >= 3  # decoding steps that would each cast again
-    assert 0 < c.count <= len(linear)
+    weight_casts = sum(shape in {w.shape for w in linear} for shape in casts.shapes)
+    assert 0 < weight_casts <= len(linear)

@@ -52,24 +52,26 @@ def _weights_only(*modules) -> bool:
     return plain and _plain(*modules)
 
 
-def _recast(weight: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether autocast to ``dtype`` (float32: no autocast) casts ``weight``: it casts
-    floating-point tensors other than float64 to ``dtype`` at every call. (It keeps a cast
+def _recast(weight: torch.Tensor, cast: torch.dtype | None) -> bool:
+    """Whether autocast to ``cast`` (None: no autocast) casts ``weight``: it casts
+    floating-point tensors other than float64 to ``cast`` at every call. (It keeps a cast
     for the rest of its block only of a float32 leaf that requires grad, and never in
     inference mode.)"""
-    lower = dtype != torch.float32 and weight.dtype not in (torch.float64, dtype)
+    lower = cast is not None and weight.dtype not in (torch.float64, cast)
     return lower and weight.is_floating_point()
 
 
 class _Fixed:
     """A linear layer as the weight and bias it computes with, made once per decoder: a layer
     carrying LoRA adapters as :func:`~rlvr.ops.merged.merged_weight` (its logits differ from
-    ``W x + alpha / r * B (A x)`` by rounding only), and under autocast to ``dtype`` weights
+    ``W x + alpha / r * B (A x)`` by rounding only), and under autocast to ``cast`` weights
     cast as autocast would cast them, once instead of at every decoding step."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype) -> None:
-        self.weight = weight.to(dtype) if _recast(weight, dtype) else weight
-        self.bias = bias.to(dtype) if bias is not None and _recast(bias, dtype) else bias
+    def __init__(
+        self, weight: torch.Tensor, bias: torch.Tensor | None, cast: torch.dtype | None
+    ) -> None:
+        self.weight = weight.to(cast) if _recast(weight, cast) else weight
+        self.bias = bias.to(cast) if bias is not None and _recast(bias, cast) else bias
         self._forward_hooks: dict = {}
         self._forward_pre_hooks: dict = {}
 
@@ -77,13 +79,13 @@ class _Fixed:
         return F.linear(x, self.weight, self.bias)
 
 
-def _projection(module: torch.nn.Module, dtype: torch.dtype):
+def _projection(module: torch.nn.Module, cast: torch.dtype | None):
     """``module``, or a :class:`_Fixed` for a hook-free layer carrying LoRA adapters, or one
-    whose weight autocast to ``dtype`` would cast."""
+    whose weight autocast to ``cast`` would cast."""
     if is_adapted(module) and _plain(module, module.base_layer):
-        return _Fixed(merged_weight(module), module.base_layer.bias, dtype)
-    if _weights_only(module) and _recast(module.weight, dtype):
-        return _Fixed(module.weight, module.bias, dtype)
+        return _Fixed(merged_weight(module), module.base_layer.bias, cast)
+    if _weights_only(module) and _recast(module.weight, cast):
+        return _Fixed(module.weight, module.bias, cast)
     return module
 
 
@@ -162,15 +164,15 @@ class FastDecoder:
         self.final_norm = inner.norm.weight
         dtype = product_dtype(self.embed.device)
         self.cast = dtype if dtype != torch.float32 else None  # autocast's, when it is on
-        self.head = _projection(model.lm_head, dtype)
+        self.head = _projection(model.lm_head, self.cast)
         self.inv_freq = inner.rotary_emb.inv_freq
         attention, mlp = ("q", "k", "v", "o"), ("gate", "up", "down")
         self.layers = [
             _Layer(
                 layer.input_layernorm.weight,
-                *(_projection(getattr(layer.self_attn, f"{p}_proj"), dtype) for p in attention),
+                *(_projection(getattr(layer.self_attn, f"{p}_proj"), self.cast) for p in attention),
                 layer.post_attention_layernorm.weight,
-                *(_projection(getattr(layer.mlp, f"{p}_proj"), dtype) for p in mlp),
+                *(_projection(getattr(layer.mlp, f"{p}_proj"), self.cast) for p in mlp),
                 *(_norm_weight(layer.self_attn, f"{p}_norm") for p in "qk"),
             )
             for layer in inner.layers

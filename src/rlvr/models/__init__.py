@@ -6,9 +6,9 @@ name or local path, and a local folder of PEFT LoRA adapters as its base model w
 adapters merged (:mod:`rlvr.models.adapters`). Presets register themselves in
 :data:`PRESETS` with :func:`register_preset`; the built-in ones live in the modules
 :data:`BUILTIN_PRESETS` names and are imported (so registered) the first time their name is
-asked for. Building a
-preset may train (``tiny`` runs a supervised warm start), so its builder lives in a layer
-above the trainer (:mod:`rlvr.presets`); this package only loads models.
+asked for. Building a preset may train (``tiny`` runs a supervised warm start), so its
+builder lives in a layer above the trainer (:mod:`rlvr.presets`); this package only loads
+models.
 """
 
 from __future__ import annotations

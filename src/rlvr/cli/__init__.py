@@ -20,7 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("rlvr.cli.sft", "supervised fine-tuning on prompt/response JSONL"),
     "pipeline": ("rlvr.cli.pipeline", "SFT and RL stages in order, each from the last one's model"),
     "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
-    "data": ("rlvr.cli.data", "write reasoning-gym and code task sets to JSONL"),
+    "data": (
+        "rlvr.cli.data",
+        "prompt sets: generate, show, dedup, decontaminate, filter by pass rate",
+    ),
     "plot": ("rlvr.cli.plot", "plot metrics.jsonl of one or more runs"),
     "compare": (
         "rlvr.cli.compare",

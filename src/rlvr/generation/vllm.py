@@ -130,9 +130,13 @@ class VllmSampler:
         self.sync_weights()
 
     def sync_weights(self) -> None:
-        """Push the policy's current parameters into the engine (in memory) and reset its prefix cache."""
+        """Push the policy's current parameters into the engine (in memory) and reset its prefix cache.
+
+        The engine reads them from a generator: an adapted layer's merged weight is made when
+        the engine reads it and can be freed once it is loaded, so pushing a LoRA policy does
+        not first build a merged copy of every adapted layer."""
         named = plain_tensors(self.model, self.model.named_parameters())
-        weights = [(name, p.detach()) for name, p in named]
+        weights = ((name, p.detach()) for name, p in named)
         # the reload warns of every layer that loads nothing of its own (tied LM head, rotary)
         with thread_count(self.threads), quiet(RELOAD_LOGGER):
             self.llm.collective_rpc(load_weights, args=(weights,))
@@ -285,7 +289,7 @@ def quiet(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def load_weights(worker, weights: list[tuple[str, torch.Tensor]]) -> None:
+def load_weights(worker, weights: Iterator[tuple[str, torch.Tensor]]) -> None:
     """Run inside the engine's worker: load ``weights`` (Hugging Face names) in place.
 
     With tied embeddings the LM head loads nothing of its own; on a CPU its matmul runs on

@@ -259,6 +259,10 @@ def test_values_match(actual: object, expected: object, match: bool) -> None:
         ("-0", "0", True),
         ("9" * 5000 + ".0", "9" * 4999 + "8", False),  # no float rounding, no digit limit
         ("1000000007", "1000000000.0", True),  # a float answer keeps APPS's tolerance
+        ("101", "00000101", False),  # a fixed width is part of the answer
+        ("0101", "00101", False),
+        ("00000101", "00000101", True),
+        ("1e99999999999999999999", "7", False),  # beyond what decimals hold: no error
     ],
 )
 def test_an_integer_answer_must_be_that_integer(actual: str, expected: str, match: bool) -> None:
@@ -454,19 +458,74 @@ def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():
     assert (on.passed, on.unsupported, on.in_process) == ((True, True), 0, 2)
 
 
-def test_a_humaneval_check_calls_the_programs_other_functions():
-    reference = {  # HumanEval/38's shape: check encodes with the prompt's own helper
-        "entry_point": "decode",
-        "test": (
-            "import random\n\ndef check(candidate):\n"
-            "    for _ in range(5):\n"
-            "        s = ''.join(random.choice('abc') for _ in range(6))\n"
-            "        assert candidate(encode(s)) == s\n"
-        ),
-    }
-    program = "def encode(s):\n    return s[::-1]\ndef decode(s):\n    return s[::-1]\n"
-    verdict = run_tests(program, reference, config=FAST)
+ENCODE_PROMPT = (  # HumanEval/38's shape: the check encodes with the prompt's own helper
+    "import random\n\ndef encode(s: str):\n    return s[::-1]\n\n"
+    'def decode(s: str):\n    """Undo encode."""\n'
+)
+ENCODE_TEST = (
+    "def check(candidate):\n"
+    "    for _ in range(5):\n"
+    "        s = ''.join(random.choice('abc') for _ in range(6))\n"
+    "        assert candidate(encode(s)) == s\n"
+)
+
+
+def test_a_humaneval_checks_helpers_are_the_prompts():
+    reference = {"prompt": ENCODE_PROMPT, "test": ENCODE_TEST, "entry_point": "decode"}
+    uses_the_prompts = "def decode(s):\n    return encode(s)\n"  # the completion alone
+    verdict = run_tests(uses_the_prompts, reference, config=FAST)
     assert verdict.passed == (True,) and verdict.judged == 1
+    # a program redefining the helper changes its own copy, not the one the test encodes with
+    hack = "def encode(s):\n    return s\ndef decode(s):\n    return s\n"
+    assert run_tests(hack, reference, config=FAST).passed == (False,)
+
+
+def test_a_humaneval_row_without_the_prompt_its_check_needs_is_refused():
+    with pytest.raises(ValueError, match=r"uses encode, defined by neither 'test' nor 'prompt'"):
+        parse_reference({"test": "import random\n" + ENCODE_TEST, "entry_point": "decode"})
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        ["assert gcd(12, 18) == 6", "assert gcd(7, 5) == 1"],
+        {"test_list": ["assert gcd(12, 18) == 6", "assert gcd(7, 5) == 1"]},
+        {"fn_name": "gcd", "inputs": [[12, 18], [7, 5]], "outputs": [6, 1]},
+    ],
+    ids=["asserts", "mbpp", "call"],
+)
+def test_a_task_named_like_a_prelude_function_is_the_programs(reference):
+    """``gcd`` is in the prelude the program gets (``math.gcd``): a program that does not
+    define it is not paid for the prelude's, and one that imports it is."""
+    for program in ("pass", "def gcd(a, b):\n    return 6", "def lcm(a, b):\n    return a * b"):
+        assert run_tests(program, reference, config=FAST).pass_rate < 1.0, program
+    for program in ("from math import gcd", "def gcd(a, b):\n    return gcd(b, a % b) if b else a"):
+        assert run_tests(program, reference, config=FAST).pass_rate == 1.0, program
+
+
+def test_a_prelude_function_beside_the_programs_stays_the_tests():
+    # the test's sqrt computes the expected value: a program's own sqrt may not replace it
+    reference = ["assert hyp(3, 4) == sqrt(25)"]
+    liar = "def sqrt(x):\n    return 0\ndef hyp(a, b):\n    return 0\n"
+    assert run_tests(liar, reference, config=FAST).passed == (False,)
+    right = "def hyp(a, b):\n    return (a * a + b * b) ** 0.5\n"
+    assert run_tests(right, reference, config=FAST).passed == (True,)
+
+
+def test_a_program_may_name_its_function_like_a_prelude_class():
+    # ``product`` and ``Counter`` are itertools' and collections' in the prelude
+    reference = ["assert product([2, 3]) == 6", "assert count('aab') == Counter({'a': 2, 'b': 1})"]
+    program = (
+        "def product(xs):\n    out = 1\n    for x in xs:\n        out *= x\n    return out\n"
+        "def count(s):\n    return dict(Counter(s))\n"
+    )
+    assert run_tests(program, reference, config=FAST).passed == (True, True)
+
+
+def test_a_program_raising_stop_iteration_does_not_end_the_tests_loop():
+    reference = ["assert all(map(lambda x: double(x) == 2 * x, [1, 2, 3]))"]
+    program = "def double(x):\n    if x > 1:\n        raise StopIteration\n    return 2 * x\n"
+    assert run_tests(program, reference, config=FAST).passed == (False,)
 
 
 def test_the_programs_exceptions_and_changes_to_arguments_reach_the_test():

@@ -64,6 +64,7 @@ _PRELUDE = (
 )
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
+_PADDED = re.compile(r"[+-]?0\d+")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
@@ -118,6 +119,9 @@ class TestSuite:
     """Called by call tests (``Solution`` method too); for asserts, HumanEval's ``entry_point``."""
     setup: str = ""
     """Assert tests: code run before each test (MBPP's ``test_setup_code``, HumanEval's module)."""
+    prefix: str = ""
+    """Assert tests: code run before the program in its interpreter (a HumanEval prompt's
+    imports and helpers, which the completion may use without writing them again)."""
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -219,8 +223,23 @@ def _tests_candidate(statements: list[ast.stmt]) -> bool:
     )
 
 
+def _prompt_helpers(prompt: Any, entry: str) -> str:
+    """A HumanEval prompt's top-level code but the entry point (``poly`` before ``find_zero``);
+    empty when there is no prompt or it does not parse."""
+    try:
+        module = ast.parse(prompt) if isinstance(prompt, str) else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        module = None
+    if module is None:
+        return ""
+    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return ast.unparse([s for s in module.body if not (isinstance(s, named) and s.name == entry)])
+
+
 def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
-    """HumanEval: the asserts of ``check(candidate)`` one by one, the rest as one test."""
+    """HumanEval: the asserts of ``check(candidate)`` one by one, the rest as one test. The
+    prompt's helpers run before the test (the test's ``encode_cyclic`` is the prompt's, not one
+    the program may redefine) and before the program (which may call them)."""
     entry, test = reference.get("entry_point"), reference.get("test")
     if not isinstance(entry, str) or not entry.isidentifier() or not isinstance(test, str):
         raise ValueError("reference: HumanEval needs 'test' source and an identifier 'entry_point'")
@@ -240,7 +259,15 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
         module.body.remove(checks[0])
     if not tests:
         raise ValueError("reference: HumanEval 'check' asserts nothing about candidate")
-    return TestSuite("assert", tuple(tests), (), entry, ast.unparse(module))
+    helpers = _prompt_helpers(reference.get("prompt"), entry)
+    setup = f"{helpers}\n{ast.unparse(module)}" if helpers else ast.unparse(module)
+    unknown = _names(setup).free - _BUILTINS - _prelude().keys()
+    if unknown:  # the program would define them: a helper the test trusts must not be its
+        raise ValueError(
+            f"reference: HumanEval 'test' uses {', '.join(sorted(unknown))}, defined by neither"
+            " 'test' nor 'prompt' (keep the row's 'prompt')"
+        )
+    return TestSuite("assert", tuple(tests), (), entry, setup, helpers)
 
 
 def _mbpp_suite(reference: Mapping[str, Any]) -> TestSuite:
@@ -284,9 +311,12 @@ def parse_reference(reference: Any) -> TestSuite:
     )
 
 
-def _compile_guard(code: str) -> str:
+def _compile_guard(code: str, prefix: str = "") -> str:
     """Harness lines compiling the program, leaving with EXIT_SYNTAX when it does not compile,
-    then running it (after the prelude) in the harness's own namespace, named ``solution``."""
+    then running ``prefix`` and the program in the harness's own namespace, named ``solution``.
+
+    The prelude's names reach the program as builtins do, not as its globals: a test calling
+    ``gcd`` or ``fn_name="gcd"`` finds the program's own ``gcd`` or none, never ``math.gcd``."""
     return (
         "import sys as _sys\n"
         "try:\n"
@@ -296,7 +326,9 @@ def _compile_guard(code: str) -> str:
         f"    raise SystemExit({EXIT_SYNTAX})\n"
         "_ns = globals()\n"
         "_ns['__name__'] = 'solution'\n"
-        f"exec({_PRELUDE!r}, _ns)\n"
+        "_ns['__builtins__'] = dict(vars(__import__('builtins')))\n"
+        f"exec({_PRELUDE!r}, _ns['__builtins__'])\n"
+        f"exec({prefix!r}, _ns)\n"
         "exec(_code, _ns)\n"
     )
 
@@ -319,7 +351,8 @@ def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> 
     if suite.fn_name is not None:
         lines += f"_ns['candidate'] = _ns[{suite.fn_name!r}]\n"
     lines += f"exec(compile({statement!r}, 'test.py', 'exec'), _ns)\n"
-    return _compile_guard(code) + lines + f"_sys.stdout.write('\\n{nonce}\\n')\n"
+    guard = _compile_guard(code, suite.prefix)
+    return guard + lines + f"_sys.stdout.write('\\n{nonce}\\n')\n"
 
 
 @functools.cache
@@ -333,17 +366,24 @@ def _driver(suite: TestSuite, statement: str) -> str:
     if suite.fn_name is not None:
         stubs["candidate"] = suite.fn_name
     used = _names(statement).used | _names(suite.setup).used
-    prelude = _PRELUDE if used & _prelude_names() else ""  # its imports cost time in every run
+    prelude = _PRELUDE if used & _prelude().keys() else ""  # its imports cost time in every run
     return _driver_module() + f"\nrun({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
     """Numeric tokens within the tolerance; an integer ``b`` needs ``a`` to round to it exactly
-    (compared as decimals: no float rounding, no limit on the digits)."""
+    (compared as decimals: no float rounding, no limit on the digits), and one written with
+    leading zeros (``00000101``, a fixed width) needs ``a`` written the same."""
     if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
         return False
-    if _INTEGER.fullmatch(b) and Decimal(a).to_integral_value(ROUND_HALF_EVEN) != Decimal(b):
-        return False
+    if _INTEGER.fullmatch(b):
+        if _PADDED.fullmatch(b):
+            return False  # the caller compared the texts
+        try:
+            if Decimal(a).to_integral_value(ROUND_HALF_EVEN) != Decimal(b):
+                return False
+        except ArithmeticError:  # an exponent beyond what decimals hold
+            return False
     x, y = float(a), float(b)
     return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
 
@@ -422,10 +462,16 @@ def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
 
 
 @functools.cache
-def _prelude_names() -> frozenset[str]:
+def _prelude() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
     exec(_PRELUDE, namespace)  # standard-library imports only
-    return frozenset(namespace)
+    return namespace
+
+
+@functools.cache
+def _prelude_fixed() -> frozenset[str]:
+    """Prelude names that are always the test's: modules and values (``math``, ``inf``)."""
+    return frozenset(k for k, v in _prelude().items() if not callable(v))
 
 
 def _imported(nodes: Iterable[ast.AST]) -> set[str]:
@@ -472,15 +518,19 @@ def _names(source: str) -> _Names:
 @functools.lru_cache(maxsize=4096)
 def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
     """Names a test uses that must be the program's: read by the test and its set-up, bound by
-    neither nor by the prelude (a HumanEval helper ``encode_cyclic``). Builtins are the test's
-    unless it uses nothing else (``assert sorted([3, 1]) == [1, 3]`` tests the program's).
+    neither, and not a builtin or one of the prelude's (``sqrt``, ``Counter``) unless the test
+    uses nothing else: then the prelude's functions and classes are the program's (``assert
+    gcd(4, 6) == 2`` tests the program's ``gcd``, not ``math.gcd``), else its builtins
+    (``assert sorted([3, 1]) == [1, 3]``). The prelude's modules and values never are.
 
     >>> _program_names("for x in range(3): assert f(x) == abs(g(x))", TestSuite("assert", (), ()))
     ('f', 'g')
+    >>> _program_names("assert gcd(4, 6) == max(2, 1)", TestSuite("assert", (), ()))
+    ('gcd',)
     """
-    test = _names(statement).free - _names(suite.setup).top - _prelude_names()
-    free = (test | _names(suite.setup).free) - _prelude_names()
-    names = (free - _BUILTINS) or test
+    test = _names(statement).free - _names(suite.setup).top - _prelude_fixed()
+    free = (test | _names(suite.setup).free) - _prelude_fixed()
+    names = (free - _BUILTINS - _prelude().keys()) or (test & _prelude().keys()) or test
     return tuple(sorted(names - {"candidate"}))
 
 
@@ -530,7 +580,7 @@ class _Run:
             return {"source": _call_harness(code, suite.fn_name, test, nonce)}
         if in_process:  # else a driver judges the assert test
             return {"source": _assert_harness(code, suite, test, nonce)}
-        return {"source": _compile_guard(code), "driver": _driver(suite, test)}
+        return {"source": _compile_guard(code, suite.prefix), "driver": _driver(suite, test)}
 
     def _sandboxed(self, index: int, nonce: str, in_process: bool) -> SandboxResult | None:
         remaining = self.deadline - time.monotonic()

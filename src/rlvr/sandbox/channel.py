@@ -137,6 +137,8 @@ class _Channel:
             error = getattr(builtins, reply[1], None)
             if not (isinstance(error, type) and issubclass(error, Exception)):
                 error = Exception
+            elif issubclass(error, (StopIteration, StopAsyncIteration)):
+                error = RuntimeError  # would end the test's loop early, as PEP 479 says
             raise error(str(reply[2]))
         why = str(reply[1]) if kind == "unsupported" and len(reply) == 2 else "malformed answer"
         self.report("unsupported " + why)

@@ -47,6 +47,14 @@ EQUIVALENT = [
     ("Answer: 1,234,567", "1234567"),
     # multiple choice
     (r"\boxed{B}", r"\text{(B)}"),
+    # numbers: decimals within 1% of a small reference, exact large integers, percentages
+    (r"\boxed{0.00003052}", r"\frac{1}{2^{15}}"),  # 6 places: 0.000031 both
+    (r"\boxed{0.333333}", r"\frac{1}{3}"),
+    (r"\boxed{18446744073709551616}", "2^{64}"),
+    (r"\boxed{4503599627370496.0}", "4503599627370496"),
+    (r"\boxed{3\%}", "3"),
+    (r"\boxed{3\%}", "0.03"),
+    (r"\boxed{\infty}", r"\infty"),
 ]
 
 WRONG = [
@@ -58,6 +66,13 @@ WRONG = [
     (r"\boxed{x^2+2x}", "x^2+2x+1"),
     (r"\boxed{1000}", "10000"),
     (r"\boxed{0.707}", r"\frac{\sqrt{2}}{2}"),
+    # math-verify rounds decimals to 6 places and keeps 15 digits of them
+    (r"\boxed{0.0}", r"\frac{1}{2^{30}}"),
+    (r"\boxed{-0.0000004}", r"\frac{3}{10^7}"),
+    (r"\boxed{0.000001}", r"\frac{1}{1024^2}"),
+    (r"\boxed{18446744073709551615 + 0.0}", "18446744073709551616"),
+    (r"\boxed{2^{64} + 1000 + 0.0}", "2^{64}"),
+    (r"\boxed{20! + 1.0}", "2432902008176640000"),
 ]
 
 NO_ANSWER = [
@@ -66,6 +81,8 @@ NO_ANSWER = [
     "Let me think about 3/4 for a while",
     r"\boxed{3/4",
     "<think>\\boxed{3/4}</think>",
+    "<think>maybe \\boxed{3/4}? let me check 5/6 and",  # reasoning that never ended
+    "<think>a</think> <think>so \\boxed{3/4}",
 ]
 
 

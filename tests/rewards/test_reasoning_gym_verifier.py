@@ -115,3 +115,13 @@ def test_coin_flip_does_not_pay_a_prefix_of_the_probability():
         1 / 8, abs=1e-12
     )  # "0" of "0.109375"
     assert partial("<answer>0.1</answer>", entry) == pytest.approx(3 / 8, abs=1e-12)
+
+
+def test_coin_flip_does_not_pay_zero_for_a_small_probability():
+    # within 1e-4 alone, "0" (and twice the probability) was paid for 15 heads in 15 flips
+    entry = {"question": "?", "answer": str(0.5**15), "metadata": {"source_dataset": "coin_flip"}}
+    verifier = get_verifier("reasoning_gym")
+    for answer in (str(0.5**15), "1/32768", "0.0000305"):  # exact, or 0.06% off
+        assert verifier(f"<answer>{answer}</answer>", entry) == 1.0
+    for answer in ("0", "0.00005", "1/16384", "0.00003"):  # 1.7% off and worse
+        assert verifier(f"<answer>{answer}</answer>", entry) == 0.0

@@ -3,8 +3,9 @@ r"""Finding the final answer in a completion.
 The first rule that matches wins, and within a rule the *last* match: ``\boxed{...}`` (or
 ``\fbox``, braces matched), ``<answer>...</answer>`` tags, then a final-answer phrase (``The
 answer is ...``, ``final answer: ...``, a line starting ``Answer:``). Text inside
-``<think>...</think>`` is never searched when ``</think>`` is present. ``extract="flexible"``
-takes the last number instead (lm-evaluation-harness's GSM8K "flexible-extract").
+``<think>...</think>`` is never searched, nor anything after a ``<think>`` left open.
+``extract="flexible"`` takes the last number instead (lm-evaluation-harness's GSM8K
+"flexible-extract").
 """
 
 from __future__ import annotations
@@ -26,17 +27,21 @@ _NUMBER_RE = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
 EXTRACTIONS = ("strict", "flexible")
 """``strict``: :func:`extract_answer`'s rules; ``flexible``: :func:`last_number`."""
 _DELIMITERS = (("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-THINK_CLOSE = "</think>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _MAX_NESTED_PHRASES = 16
 
 
 def after_think(text: str) -> str:
-    r"""The part of ``text`` after the last ``</think>`` (all of it if there is none).
+    r"""The part of ``text`` after the last ``</think>``: all of it if there is none, nothing if
+    a ``<think>`` is left open (the reasoning did not end, so it holds no final answer).
 
     >>> after_think("<think>2+2 is 4</think> \\boxed{4}")
     ' \\boxed{4}'
+    >>> after_think("<think>maybe \\boxed{4}? or 5, let me")
+    ''
     """
-    return text.rpartition(THINK_CLOSE)[2]
+    _, close, after = text.rpartition(THINK_CLOSE)
+    return "" if THINK_OPEN in (after if close else text) else after
 
 
 def _closing_braces(text: str) -> dict[int, int]:

@@ -37,18 +37,22 @@ def _halting_score(answer: str | None, entry: dict[str, Any]) -> float:
 
 COIN_FLIP_TOLERANCE = 1e-4
 """Distance from the probability within which a ``coin_flip`` answer is right (reasoning-gym's)."""
+COIN_FLIP_RELATIVE = 0.01
+"""Largest error relative to the probability: alone, 1e-4 would pay ``0`` for any probability
+below it (15 heads in 15 flips is 3.05e-05)."""
 
 
 def _coin_flip_score(answer: str | None, entry: dict[str, Any]) -> float:
-    """``coin_flip``: 1 within :data:`COIN_FLIP_TOLERANCE` of the probability; otherwise the
-    share of leading characters the two numbers (``%.10g``) have in common, over the longer."""
+    """``coin_flip``: 1 within :data:`COIN_FLIP_TOLERANCE` and :data:`COIN_FLIP_RELATIVE` of the
+    probability; otherwise the share of leading characters the two numbers (``%.10g``) have in
+    common, over the longer."""
     try:
         got, want = (
             float(Fraction(str(s).replace(",", "").strip())) for s in (answer, entry["answer"])
         )
     except (ValueError, ZeroDivisionError):
         return 0.0
-    if abs(got - want) <= COIN_FLIP_TOLERANCE:
+    if abs(got - want) <= min(COIN_FLIP_TOLERANCE, COIN_FLIP_RELATIVE * abs(want)):
         return 1.0
     texts = [f"{got:.10g}", f"{want:.10g}"]
     return len(os.path.commonprefix(texts)) / max(map(len, texts))

@@ -31,6 +31,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-etr-clip-confirm",
         "evidence-smollm2-bounds",
         "evidence-smollm2-bounds-confirm",
+        "evidence-smollm2-klear-confirm",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")
@@ -224,6 +225,23 @@ def test_the_bounds_confirmation_runs_the_2x2_on_30_seeds_no_study_ran(tmp_path)
     }
     assert not {s.run_dir for s in specs} & others
     assert load_study("evidence-smollm2-bounds-confirm").confirms == ("abc-bounds-interaction",)
+
+
+def test_the_klear_confirmation_runs_its_two_arms_on_48_seeds_they_never_ran(tmp_path):
+    earlier = plan(load_study("evidence-smollm2-klear"), tmp_path)
+    specs = plan(load_study("evidence-smollm2-klear-confirm"), tmp_path)
+    assert len(specs) == 96 and {s.seed for s in specs} == set(range(8, 56))
+    assert {s.arm.name: s.fingerprint for s in specs} == {
+        s.arm.name: s.fingerprint for s in earlier
+    }
+    others = {
+        s.run_dir
+        for name in bundled_studies()
+        if name != "evidence-smollm2-klear-confirm"
+        for s in plan(load_study(name), tmp_path)
+    }
+    assert not {s.run_dir for s in specs} & others
+    assert load_study("evidence-smollm2-klear-confirm").confirms == ("klear-avg",)
 
 
 def test_confirms_names_claims_of_the_study_and_is_not_included(tmp_path):

@@ -32,6 +32,7 @@ def _code_config(train_config, code_file, *extra, out):
         "reward.verifier=code",
         "objective.name=gppo",
         "rollout.filter_zero_advantage=true",
+        "reward.allow_unconfined=true",  # these runs test training, on whatever sandbox is here
         *extra,
         out=out,
     )
@@ -175,11 +176,12 @@ def test_the_fake_sampler_catches_a_sequential_round(train_config):
 
 
 def test_a_run_refuses_a_sandbox_that_cannot_hide_its_files_unless_allowed():
-    for mode in (None, "bwrap", "fallback-landlock", "fallback-uid"):
+    for mode in (None, "bwrap", "fallback-landlock"):
         refuse_unconfined(mode, allowed=False)
-    refuse_unconfined("fallback-minimal", allowed=True)
-    with pytest.raises(ValueError, match=r"fallback-minimal.*reward\.allow_unconfined=true"):
-        refuse_unconfined("fallback-minimal", allowed=False)
+    for mode in ("fallback-uid", "fallback-minimal"):  # world-readable files, or all of yours
+        refuse_unconfined(mode, allowed=True)
+        with pytest.raises(ValueError, match=rf"\({mode}\).*reward\.allow_unconfined=true"):
+            refuse_unconfined(mode, allowed=False)
 
 
 def test_a_run_refuses_before_anything_loads(train_config, monkeypatch):
@@ -199,6 +201,8 @@ def test_a_run_refuses_before_anything_loads(train_config, monkeypatch):
 def test_a_run_warns_when_programs_can_read_its_files():
     assert sandbox_notes(None) == []
     assert sandbox_notes("bwrap") == ["code sandbox isolation: bwrap"]
-    minimal = sandbox_notes("fallback-minimal")
-    assert minimal[0] == "code sandbox isolation: fallback-minimal"
-    assert minimal[1].startswith("warning:") and "references" in minimal[1]
+    assert sandbox_notes("fallback-landlock") == ["code sandbox isolation: fallback-landlock"]
+    for mode in ("fallback-uid", "fallback-minimal"):
+        notes = sandbox_notes(mode)
+        assert notes[0] == f"code sandbox isolation: {mode}"
+        assert notes[1].startswith("warning:") and "references" in notes[1]

@@ -158,7 +158,7 @@ class RewardConfig:
     workers: int = 0
     """Verifier worker processes (0: score in the training process)."""
     allow_unconfined: bool = False
-    """Train with the ``code`` verifier even where its programs can read your files (``fallback-minimal``)."""
+    """Train with the ``code`` verifier even where its programs can read your files (``fallback-uid``, ``fallback-minimal``)."""
 
     def __post_init__(self) -> None:
         _check(

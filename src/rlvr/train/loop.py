@@ -35,7 +35,7 @@ from rlvr.train.lora import adapter_notes, has_adapters
 from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
-from rlvr.train.preflight import preflight
+from rlvr.train.preflight import UNCONFINED, preflight
 from rlvr.train.progress import Headline
 from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
 from rlvr.train.rollout import (
@@ -178,14 +178,15 @@ def contrast_shown(names: Sequence[str]) -> list[Headline]:
 
 
 def sandbox_notes(mode: str | None) -> list[str]:
-    """What a run prints about the code sandbox: its isolation mode, and in ``fallback-minimal``
-    that programs can read the caller's files, the references among them (docs/sandbox.md)."""
+    """What a run prints about the code sandbox: its isolation mode, and where programs can
+    read files outside their box (:data:`~rlvr.train.preflight.UNCONFINED`), that the
+    references may be among them (docs/sandbox.md)."""
     if mode is None:
         return []
     notes = [f"code sandbox isolation: {mode}"]
-    if mode == "fallback-minimal":
+    if mode in UNCONFINED:
         notes.append(
-            "warning: programs run as you and can read your files, the references included, so "
+            "warning: programs can read files outside their box, the references included, so "
             "a policy can be paid for reading the answers: install bubblewrap (docs/sandbox.md)"
         )
     return notes

@@ -68,12 +68,17 @@ def _check_model(model: ModelConfig, device: bool) -> None:
         raise ValueError("model.lora.rank: LoRA adapters need peft (pip install 'rlvr[lora]')")
 
 
+UNCONFINED = ("fallback-uid", "fallback-minimal")
+"""Sandbox modes whose programs can read files outside their box: world-readable ones
+(``fallback-uid``, a dataset's file or the run's ``samples.jsonl``) or all of the caller's."""
+
+
 def refuse_unconfined(mode: str | None, allowed: bool) -> None:
-    """Refuse to train where programs can read the caller's files, the references among them
-    (``fallback-minimal``, docs/sandbox.md), unless ``reward.allow_unconfined`` says to."""
-    if mode == "fallback-minimal" and not allowed:
+    """Refuse to train where programs can read the references from files (:data:`UNCONFINED`,
+    docs/sandbox.md), unless ``reward.allow_unconfined`` says to."""
+    if mode in UNCONFINED and not allowed:
         raise ValueError(
-            "the code sandbox here cannot hide your files from the programs (fallback-minimal), "
+            f"the code sandbox here cannot hide your files from the programs ({mode}), "
             "so a policy could be paid for reading the answers: install bubblewrap or run on a "
             "kernel with Landlock (docs/sandbox.md), or set reward.allow_unconfined=true"
         )

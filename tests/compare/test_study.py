@@ -207,41 +207,36 @@ def test_the_bounds_study_completes_the_2x2_on_seeds_0_to_15(tmp_path):
     assert sorted({s.seed for s in new}) == [5, 6, 7, 9, 10, 12, 14, 15] and len(new) == 16
 
 
-def test_the_bounds_confirmation_runs_the_2x2_on_30_seeds_no_study_ran(tmp_path):
-    """evidence-smollm2-bounds' four arms with their fingerprints (the same folders), on seeds
-    16-45, which no other bundled study runs in those folders."""
-    earlier = plan(load_study("evidence-smollm2-bounds"), tmp_path)
-    specs = plan(load_study("evidence-smollm2-bounds-confirm"), tmp_path)
-    assert len(specs) == 120 and {s.seed for s in specs} == set(range(16, 46))
+def _confirmation(name: str, first: str, seeds: range, tmp_path) -> list:
+    """The runs of confirmation study ``name``: ``first``'s arms with their fingerprints (the
+    same folders), on ``seeds``, which no other bundled study runs in those folders."""
+    earlier = plan(load_study(first), tmp_path)
+    specs = plan(load_study(name), tmp_path)
+    assert {s.seed for s in specs} == set(seeds)
     assert {s.arm.name: s.fingerprint for s in specs} == {
         s.arm.name: s.fingerprint for s in earlier
     }
-    assert {s.regime for s in specs} == {"off-policy"}
     others = {
         s.run_dir
-        for name in bundled_studies()
-        if name != "evidence-smollm2-bounds-confirm"
-        for s in plan(load_study(name), tmp_path)
+        for other in bundled_studies()
+        if other != name
+        for s in plan(load_study(other), tmp_path)
     }
     assert not {s.run_dir for s in specs} & others
-    assert load_study("evidence-smollm2-bounds-confirm").confirms == ("abc-bounds-interaction",)
+    return specs
+
+
+def test_the_bounds_confirmation_runs_the_2x2_on_30_seeds_no_study_ran(tmp_path):
+    name = "evidence-smollm2-bounds-confirm"
+    specs = _confirmation(name, "evidence-smollm2-bounds", range(16, 46), tmp_path)
+    assert len(specs) == 120 and {s.regime for s in specs} == {"off-policy"}
+    assert load_study(name).confirms == ("abc-bounds-interaction",)
 
 
 def test_the_klear_confirmation_runs_its_two_arms_on_48_seeds_they_never_ran(tmp_path):
-    earlier = plan(load_study("evidence-smollm2-klear"), tmp_path)
-    specs = plan(load_study("evidence-smollm2-klear-confirm"), tmp_path)
-    assert len(specs) == 96 and {s.seed for s in specs} == set(range(8, 56))
-    assert {s.arm.name: s.fingerprint for s in specs} == {
-        s.arm.name: s.fingerprint for s in earlier
-    }
-    others = {
-        s.run_dir
-        for name in bundled_studies()
-        if name != "evidence-smollm2-klear-confirm"
-        for s in plan(load_study(name), tmp_path)
-    }
-    assert not {s.run_dir for s in specs} & others
-    assert load_study("evidence-smollm2-klear-confirm").confirms == ("klear-avg",)
+    name = "evidence-smollm2-klear-confirm"
+    specs = _confirmation(name, "evidence-smollm2-klear", range(8, 56), tmp_path)
+    assert len(specs) == 96 and load_study(name).confirms == ("klear-avg",)
 
 
 def test_confirms_names_claims_of_the_study_and_is_not_included(tmp_path):

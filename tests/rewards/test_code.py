@@ -480,9 +480,14 @@ def test_a_humaneval_checks_helpers_are_the_prompts():
     assert run_tests(hack, reference, config=FAST).passed == (False,)
 
 
-def test_a_humaneval_row_without_the_prompt_its_check_needs_is_refused():
+@pytest.mark.parametrize(
+    "check",
+    [ENCODE_TEST, "def check(candidate):\n    assert candidate(encode('ab')) == 'ab'\n"],
+    ids=["in-a-loop", "top-level-assert"],
+)
+def test_a_humaneval_row_without_the_prompt_its_check_needs_is_refused(check):
     with pytest.raises(ValueError, match=r"uses encode, defined by neither 'test' nor 'prompt'"):
-        parse_reference({"test": "import random\n" + ENCODE_TEST, "entry_point": "decode"})
+        parse_reference({"test": "import random\n" + check, "entry_point": "decode"})
 
 
 @pytest.mark.parametrize(

@@ -261,7 +261,8 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
         raise ValueError("reference: HumanEval 'check' asserts nothing about candidate")
     helpers = _prompt_helpers(reference.get("prompt"), entry)
     setup = f"{helpers}\n{ast.unparse(module)}" if helpers else ast.unparse(module)
-    unknown = _names(setup).free - _BUILTINS - _prelude().keys()
+    used = _names(setup).free.union(*(_names(t).free for t in tests)) - _names(setup).top
+    unknown = used - _BUILTINS - _prelude().keys() - {"candidate"}
     if unknown:  # the program would define them: a helper the test trusts must not be its
         raise ValueError(
             f"reference: HumanEval 'test' uses {', '.join(sorted(unknown))}, defined by neither"

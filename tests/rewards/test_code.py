@@ -20,6 +20,7 @@ from rlvr.rewards.code import (
     stdout_matches,
     values_match,
 )
+from rlvr.rewards.events import counting
 from rlvr.rewards.scoring import score_completions
 from rlvr.sandbox import SandboxError, SandboxLimits, SandboxPolicy
 
@@ -164,6 +165,17 @@ def test_sandbox_failure_raises() -> None:
     config = CodeConfig(limits=FAST.limits, policy=SandboxPolicy(python="/nonexistent/python"))
     with pytest.raises(SandboxError):
         code_verifier(SUM_RIGHT, SUM_REF, config=config)
+
+
+@pytest.mark.parametrize(
+    "reference", [SUM_REF, ["assert f(1) == 1"], {"fn_name": "f", "inputs": [[1]], "outputs": [1]}]
+)
+def test_a_program_leaving_with_the_setup_code_is_not_a_sandbox_failure(reference) -> None:
+    """``EXIT_SETUP`` (252) from the program is its own error: no ``SandboxError``, none counted."""
+    program = "import os\ndef f(x):\n    os._exit(252)\nos._exit(252)"
+    with counting() as events:
+        assert code_verifier(program, reference, config=FAST) == 0.0
+    assert "sandbox_errors" not in events
 
 
 # --- pieces without the sandbox ----------------------------------------------------------

@@ -335,6 +335,14 @@ def test_works_without_pidfd(monkeypatch) -> None:
     assert slow.status is SandboxStatus.TIMEOUT
 
 
+@BOTH
+def test_a_program_may_leave_with_any_code_without_faking_a_sandbox_error(policy) -> None:
+    """The bootstrap says when the program starts: ``EXIT_SETUP`` after that is the program's."""
+    for code in (251, 252, 253, 3):
+        result = run_untrusted(f"import os\nos._exit({code})", limits=FAST, policy=policy)
+        assert result.exit_code == code and result.status is not SandboxStatus.SANDBOX_ERROR
+
+
 def test_missing_interpreter_is_a_sandbox_error() -> None:
     result = run_untrusted(
         "print(1)", limits=FAST, policy=SandboxPolicy(python="/nonexistent/python")

@@ -4,7 +4,9 @@
 --rlvr-sandbox=<marker> <message>``, the message a hex ``marshal`` dump of a ``ChildConfig``
 (``json`` would import ``re`` in every run); the program arrives on a descriptor. Its first
 byte on ``report_fd`` says the bootstrap started (a run without it is a sandbox error), then
-:func:`_setup` applies the layers of ``docs/sandbox.md`` in order, before any untrusted code.
+:func:`_setup` applies the layers of ``docs/sandbox.md`` in order, before any untrusted code;
+a second byte says the program starts, and its process closes the descriptor before it does
+(so a program leaving with ``EXIT_SETUP`` is not taken for a sandbox that failed).
 
 The audit hook is a tripwire, not a boundary: code that corrupts the interpreter's memory or
 patches the modules the hook relies on gets past it. The kernel layers are the boundary. In
@@ -169,8 +171,7 @@ def _supervise_program(report_fd):
     """Fork; the parent reports the program's wait status and CPU time, then leaves like it."""
     program = os.fork()
     if program == 0:
-        os.close(report_fd)
-        return
+        return  # the program's process closes report_fd once it has said it starts
     _, status, usage = os.wait4(program, 0)
     cpu_us = round((usage.ru_utime + usage.ru_stime) * 1e6)
     os.write(report_fd, status.to_bytes(4, "little") + cpu_us.to_bytes(8, "little"))
@@ -366,8 +367,7 @@ class _Config:
 def main():
     cfg = _Config(marshal.loads(bytes.fromhex(sys.argv[2])))
     os.write(cfg.report_fd, b"1")
-    if not cfg.supervise:
-        os.close(cfg.report_fd)
+    report_fd = cfg.report_fd
     source = _read_all(cfg.code_fd)
     steps = _Steps(cfg.probe)
     role = _setup(cfg, steps)
@@ -379,9 +379,12 @@ def main():
         return
     del cfg, steps
     if role is not None and role[0] == "driver":
+        os.close(report_fd)
         del source
         _drive(*role[1:])
         return
+    os.write(report_fd, b"2")
+    os.close(report_fd)
     namespace = _run_program(source)
     if role is not None:
         _serve(namespace, *role[1:])

@@ -204,15 +204,21 @@ def _finish(
         kill_marked(marker)
         _, status, usage = os.wait4(pid, 0)
     cpu_s = usage.ru_utime + usage.ru_stime
-    # The bootstrap's report: b"1" once it started, then, under bubblewrap, the supervisor's
-    # wait status and CPU microseconds of the program (bubblewrap reports neither faithfully).
+    # The bootstrap's report: b"1" once it started, b"2" once the program starts, then, under
+    # bubblewrap, the supervisor's wait status and CPU microseconds of the program (bubblewrap
+    # reports neither faithfully).
     report = read_available(report_fd, 64)
-    if len(report) == 13:
-        status = int.from_bytes(report[1:5], "little")
-        cpu_s = int.from_bytes(report[5:], "little") / 1e6
+    started = report[:1] == b"1"
+    ran = report[1:2] == b"2" and len(report) in (2, 14)
+    supervisor = report[2:] if ran else report[1:]
+    if len(supervisor) == 12:
+        status = int.from_bytes(supervisor[:4], "little")
+        cpu_s = int.from_bytes(supervisor[4:], "little") / 1e6
     verdict, exit_code, sig = _classify(reason, status, cpu_s, limits)
-    if report[:1] != b"1" and reason is None:  # the bootstrap never ran: the sandbox failed
+    if not started and reason is None:  # the bootstrap never ran: the sandbox failed
         verdict = SandboxStatus.SANDBOX_ERROR
+    elif ran and verdict is SandboxStatus.SANDBOX_ERROR:  # the program left with EXIT_SETUP
+        verdict = SandboxStatus.ERROR
     return SandboxResult(
         status=verdict,
         exit_code=exit_code,

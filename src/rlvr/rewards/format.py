@@ -13,9 +13,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from rlvr.rewards.extract import THINK_CLOSE, THINK_OPEN
 from rlvr.rewards.verifier import Verifier
 
-OPEN, CLOSE = "<think>", "</think>"
 _SPLIT_RE = re.compile(r"\s*<think>(?P<think>.*?)</think>(?P<rest>.*)\Z", re.DOTALL)
 
 
@@ -29,9 +29,10 @@ def think_format_ok(completion: str, *, think_in_prompt: bool = False) -> bool:
     >>> think_format_ok("3 * 4 = 12</think> 12", think_in_prompt=True)
     True
     """
-    if completion.count(CLOSE) != 1 or completion.count(OPEN) > (0 if think_in_prompt else 1):
+    most_opens = 0 if think_in_prompt else 1
+    if completion.count(THINK_CLOSE) != 1 or completion.count(THINK_OPEN) > most_opens:
         return False
-    match = _SPLIT_RE.match(OPEN + completion if think_in_prompt else completion)
+    match = _SPLIT_RE.match(THINK_OPEN + completion if think_in_prompt else completion)
     return bool(match and match["think"].strip() and match["rest"].strip())
 
 
@@ -46,7 +47,7 @@ def formatted(
     """``inner``'s score on the answer part if the format holds, else the penalty."""
     if not think_format_ok(completion, think_in_prompt=think_in_prompt):
         return inner.failure_value if penalty is None else float(penalty)
-    return inner(completion.split(CLOSE, 1)[1], reference)
+    return inner(completion.split(THINK_CLOSE, 1)[1], reference)
 
 
 def _check_options(inner: Verifier, penalty: float | None, think_in_prompt: bool) -> None:

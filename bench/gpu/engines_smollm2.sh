@@ -42,11 +42,11 @@ run() {  # name, command...
         echo "FAILED: $name (log: $OUT/$name.log)"
         return 1
     fi
-    if ! grep -q "clip/q1_share" "$OUT/$name.log"; then
+    if ! grep -q "clip/q1_frac" "$OUT/$name.log"; then
         echo "FAILED: $name logged no rlvr metric (log: $OUT/$name.log)"
         return 1
     fi
-    grep -o "rlvr/clip/q[1-4]_share[^,]*" "$OUT/$name.log" | tail -n 4 || true
+    grep -o "clip/q[1-4]_frac[^,]*" "$OUT/$name.log" | tail -n 4 || true
     echo "ok: $name"
 }
 

@@ -158,7 +158,7 @@ def test_with_row_statistics_the_loss_is_policy_loss(name):
     (ref_grad,) = torch.autograd.grad(ref, logp)
     torch.testing.assert_close(loss, ref.detach(), rtol=0, atol=0)
     torch.testing.assert_close(grad, ref_grad, rtol=0, atol=0)
-    assert {"rlvr/clip/q1_share", "rlvr/clip/q4_share", "rlvr/ratio/mean"} <= set(metrics)
+    assert {"rlvr/clip/q1_frac", "rlvr/clip/q4_frac", "rlvr/ratio/mean"} <= set(metrics)
 
 
 def _options(options):
@@ -171,10 +171,47 @@ def _options(options):
 
 def test_metrics_are_rlvr_names_as_floats():
     _, _, metrics = loss_and_grad("rlvr_abc_grpo", actor("rlvr_abc_grpo"))
-    shares = [metrics[f"rlvr/clip/q{i}_share"] for i in range(1, 5)]
+    fracs = [metrics[f"rlvr/clip/q{i}_frac"] for i in range(1, 5)]
     assert all(isinstance(v, float) for v in metrics.values())
-    assert sum(shares) == pytest.approx(1.0)
-    assert metrics["rlvr/clip/frac"] > 0
+    assert sum(fracs) == pytest.approx(metrics["rlvr/clip/frac"]) and sum(fracs) > 0
+
+
+@pytest.mark.parametrize("name", ["abc_grpo", "gppo", "etr", "apmpo"])
+def test_logged_metrics_survive_verls_mean_over_micro_batches(name):
+    """verl averages each metric over micro-batches (``Metric.from_dict(..., MEAN)``): on two
+    micro-batches of equal size and tokens, every metric logged equals the whole batch's.
+    Shares and extremes, which a mean would change, are not logged."""
+    from verl.utils.metric.utils import AggregationType, Metric
+
+    old, logp, adv, mask, rewards = batch()
+    mask = torch.ones_like(mask)
+    config = actor(f"rlvr_{name}", "token-mean")
+    cfg = objective_config(name, config).params
+    stats = group_stats_for(name, rewards, G, config=cfg)
+    halves = [slice(0, B // 2), slice(B // 2, B)]
+    with row_stats(stats):
+        *_, whole = loss_and_grad(f"rlvr_{name}", config, logp_batch=(old, logp, adv, mask, None))
+    parts = []
+    for rows in halves:
+        with row_stats(None if stats is None else stats.rows(rows)):
+            *_, part = loss_and_grad(
+                f"rlvr_{name}", config, rows=rows, logp_batch=(old, logp, adv, mask, None)
+            )
+        parts.append(part)
+    assert not any(k.endswith(("_share", "/max", "_max", "/min", "_min")) for k in whole)
+    for key, value in whole.items():
+        reduced = Metric(AggregationType.MEAN)
+        for part in parts:
+            reduced.append(part[key])
+        assert reduced.aggregate() == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_another_verl_version_is_a_warning():
+    from rlvr.engines.verl import check_verl
+
+    check_verl("0.9.4")
+    with pytest.warns(UserWarning, match="tested with verl 0.9.x, not 0.10.0"):
+        check_verl("0.10.0")
 
 
 def test_rollout_is_weights_are_per_token_weights():

@@ -14,9 +14,29 @@ which ``import verl`` loads. The trainer that carries exact group statistics to 
 Hyperparameters: :mod:`.config`.
 """
 
+import importlib.metadata
+import warnings
+
 from rlvr.engines import require
 
 require("verl", "verl")
+
+TESTED_VERL = "0.9."
+"""The verl series the adapters follow (its ``agg_loss`` scaling, its v1 trainer registry)."""
+
+
+def check_verl(version: str) -> None:
+    """Warn when ``version`` is not the tested series: the losses reproduce verl 0.9's scaling
+    of micro-batch losses, which another version may change."""
+    if not version.startswith(TESTED_VERL):
+        warnings.warn(
+            f"rlvr's verl adapters are tested with verl {TESTED_VERL}x, not {version}: check "
+            "that rlvr_grpo still equals verl's vanilla loss (tests/engines/verl)",
+            stacklevel=2,
+        )
+
+
+check_verl(importlib.metadata.version("verl"))
 
 from rlvr.engines.verl.advantages import ESTIMATORS  # noqa: E402
 from rlvr.engines.verl.config import PolicyLossConfig, objective_config  # noqa: E402
@@ -29,5 +49,6 @@ __all__ = [
     "PolicyLossConfig",
     "objective_config",
     "row_stats",
+    "check_verl",
     "step_counts",
 ]

@@ -23,8 +23,11 @@ these arguments: only :mod:`rlvr.engines.verl.trainer` (``trainer.v1.trainer_mod
 computes them over the whole rollout batch and supplies each micro-batch's rows. Without it
 they raise an error naming that route; they never approximate.
 
-Metrics are rlvr's names under ``rlvr/`` (``rlvr/clip/q1_share``...; ``docs/metrics.md``),
-averaged over micro-batches by verl and logged as ``actor/rlvr/...``. verl takes them as
+Metrics are rlvr's names under ``rlvr/`` (``rlvr/clip/q1_frac``...; ``docs/metrics.md``),
+averaged over micro-batches and ranks by verl and logged as ``actor/rlvr/...``. Only metrics
+that a mean of micro-batch values keeps are returned (:func:`survives_mean`): per-token
+fractions and means, not the quadrant shares (a ratio of event counts: the share of the whole
+step is ``q_k_frac / sum_j q_j_frac``) nor maxima and minima. verl takes them as
 numbers (its ``Metric`` calls ``.item()`` on a tensor), so they reach the host in one copy per
 micro-batch, together with the flag of a micro-batch that has no response token: that copy is
 the loss's only host-device synchronisation (verl's own losses make one per metric).
@@ -33,6 +36,7 @@ the loss's only host-device synchronisation (verl's own losses make one per metr
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -76,6 +80,16 @@ def step_counts(mode: str, info: dict[str, Any]) -> tuple[StepCounts, int]:
     return counts, dp_size if mode == "token-sum" else 1
 
 
+def survives_mean(name: str) -> bool:
+    """Whether verl's plain mean over micro-batches and ranks keeps metric ``name`` meaningful:
+    not for a share of events (``clip/q1_share``) or an extreme (``ratio/max``, ``etr/eps_min``).
+
+    >>> [survives_mean(n) for n in ("clip/q1_frac", "clip/q1_share", "ratio/max", "etr/eps_mean")]
+    [True, False, False, True]
+    """
+    return not re.search(r"(_share|[/_]max|[/_]min)$", name)
+
+
 def verl_policy_loss(
     name: str,
     old_log_prob: torch.Tensor,
@@ -109,7 +123,7 @@ def verl_policy_loss(
         token_weights=rollout_is_weights,
     )
     out = objective_loss(batch, cfg, counts)
-    names = list(out.metrics)
+    names = [name for name in out.metrics if survives_mean(name)]
     values = [mask.any(), *(out.metrics[name] for name in names)]
     responses, *host = torch.stack([v.double() for v in values]).tolist()  # the one copy
     if not responses:  # a micro-batch of verl's padding rows only: no loss, no gradient

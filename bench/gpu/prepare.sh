@@ -14,11 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-.venv/bin/python}
 py312=${PYTHON312:-python3.12}
-if ! "$py312" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
-    echo "prepare.sh: $py312 is not a working Python 3.12 (it builds the wheels PyPI lacks);" \
-        "set PYTHON312=/path/to/python3.12" >&2
-    exit 1
-fi
+build_wheel() {  # a package PyPI has only as source: built by Python 3.12
+    if ! "$py312" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+        echo "prepare.sh: $1 needs building and $py312 is not a working Python 3.12;" \
+            "set PYTHON312=/path/to/python3.12" >&2
+        exit 1
+    fi
+    "$py312" -m pip wheel -q --no-deps --wheel-dir .whl "$1"
+}
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
     --platform manylinux1_x86_64 --platform any)
@@ -26,7 +29,7 @@ mkdir -p .whl .gpu-carry/rlvr-cache
 for req in $(grep -v '^#' bench/gpu/wheels.txt); do
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp "${platforms[@]}" --dest .whl "$req" 2>/dev/null ||
-        "$py312" -m pip wheel -q --no-deps --wheel-dir .whl "$req"
+        build_wheel "$req"
 done
 HF_HUB_OFFLINE=1 "$py" - <<'PY'
 import shutil

@@ -44,6 +44,7 @@ def test_resume_continues_the_newest_run_the_pattern_names(tmp_path, capsys):
     assert "continuing" in capsys.readouterr().err
 
 
-def test_resume_with_no_run_yet_starts_a_new_one(tmp_path):
+def test_resume_with_no_run_yet_starts_a_new_one_and_says_so(tmp_path, capsys):
     out = _out(str(tmp_path / "demo-{time}"), resume=True)
     assert re.fullmatch(re.escape(str(tmp_path)) + r"/demo-\d{8}-\d{6}", out)
+    assert "no earlier run matches" in capsys.readouterr().err

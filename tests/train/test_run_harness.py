@@ -1,5 +1,7 @@
 """The run harness: callbacks see every step, evaluation and checkpoint, also on resume."""
 
+from pathlib import Path
+
 import pytest
 
 from rlvr.train import Callback
@@ -57,6 +59,31 @@ def test_resumed_run_starts_after_its_checkpoint(train_config):
     assert recorder.events[0] == ("start", 2)
     assert [e[1] for e in recorder.events if e[0] == "step"] == [3]
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_a_resume_that_changes_the_config_keeps_the_record_of_the_steps_so_far(train_config):
+    """config.yaml must say what the run trained with: a resume under another objective
+    keeps the saved file as config.step_000002.yaml and warns with the keys that changed."""
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    before = (run_dir / "config.yaml").read_text()
+    changed = train_config("steps=3", "checkpoint.every=1", "objective.name=abc_grpo")
+    with pytest.warns(
+        UserWarning,
+        match=r"objective.name 'grpo' -> 'abc_grpo'.*steps 1-2 .*config.step_000002.yaml",
+    ):
+        train(changed, resume=True)
+    assert (run_dir / "config.step_000002.yaml").read_text() == before
+    assert "abc_grpo" in (run_dir / "config.yaml").read_text()
+
+
+def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    train(cfg, resume=True)
+    assert sorted(p.name for p in Path(cfg.log.output_dir).glob("config*.yaml")) == ["config.yaml"]
+    assert not [w for w in recwarn if "--resume" in str(w.message)]
 
 
 def test_resuming_a_finished_run_reports_its_final_model(train_config):

@@ -10,7 +10,9 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
+
+import yaml
 
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
@@ -37,6 +39,8 @@ def expand_output_dir(config: C, *, resume: bool = False) -> C:
     runs = sorted(glob.glob(glob.escape(out).replace("{time}", _TIME_GLOB))) if resume else []
     if runs:
         print(f"--resume: continuing {runs[-1]}", file=sys.stderr)
+    elif resume:
+        print(f"--resume: no earlier run matches {out}; starting a new one", file=sys.stderr)
     expanded = runs[-1] if runs else out.replace("{time}", time.strftime(TIME_FORMAT))
     return dataclasses.replace(config, log=dataclasses.replace(config.log, output_dir=expanded))
 
@@ -69,10 +73,11 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
             f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
         )
-    if resume and checkpoint is None:
+    if resume and checkpoint is None and run_dir.exists():
         warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
     if checkpoint is not None:
         _check_same_model(config, run_dir)
+        print(f"--resume: {run_dir} from {checkpoint.name}", file=sys.stderr)
     return RunDir(run_dir, checkpoint, resume)
 
 
@@ -109,7 +114,47 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
         for name in (METRICS_FILE, SAMPLES_FILE):
             truncate_after(run.path / name, -1)
     run.path.mkdir(parents=True, exist_ok=True)
+    if run.checkpoint is not None:
+        _keep_changed_config(config, run)
     (run.path / CONFIG_FILE).write_text(dump_yaml(config))
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
+    if not isinstance(data, dict) or not data:
+        return {prefix: data}
+    items = ((f"{prefix}.{key}" if prefix else str(key), value) for key, value in data.items())
+    return {k: v for key, value in items for k, v in _flat(value, key).items()}
+
+
+_BOOKKEEPING = ("steps", "log.", "eval.", "checkpoint.", "threads")
+"""Keys a resume may change without changing how the steps so far were trained."""
+
+
+def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
+    """A resume whose configuration differs from the saved one in how steps train (another
+    objective, learning rate, data) keeps the saved ``config.yaml`` as
+    ``config.<checkpoint>.yaml``, the record of the steps run so far, and warns with the keys
+    that changed; a change of :data:`_BOOKKEEPING` keys only (``steps=200``) is printed."""
+    saved_file = run.path / CONFIG_FILE
+    if not saved_file.is_file() or run.checkpoint is None:
+        return
+    saved = _flat(read_yaml(str(saved_file)))
+    now = _flat(yaml.safe_load(dump_yaml(config)))
+    changed = [k for k in now if k in saved and now[k] != saved[k] and k != "log.output_dir"]
+    shown = ", ".join(f"{k} {saved[k]!r} -> {now[k]!r}" for k in changed[:4])
+    more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+    if all(k.startswith(_BOOKKEEPING) for k in changed):  # the steps so far are unaffected
+        if changed:
+            print(f"--resume: {shown}{more}", file=sys.stderr)
+        return
+    kept = run.path / f"config.{run.checkpoint.name}.yaml"
+    os.replace(saved_file, kept)
+    warnings.warn(
+        f"--resume: {shown}{more}; the configuration of steps 1-"
+        f"{run.checkpoint.name.removeprefix('step_').lstrip('0') or '0'} is kept in {kept.name}",
+        stacklevel=3,
+    )
 
 
 def prepare_run_dir(config: RunConfig, *, resume: bool) -> RunDir:

@@ -69,6 +69,7 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         ),
         (["rollout.group_size=eight"], r"rollout.group_size must be int, got 'eight'"),
         (["rollout.group_size=0"], r"rollout.group_size must be >= 1"),
+        (["rollout.group_size=1"], r"rollout.group_size=1: .* no gradient"),
         (["model.autocast=fp8"], r"model.autocast must be one of \['none', 'bf16'\]"),
         (["log.tensorboard=1"], r"log.tensorboard must be bool"),
         (["reward.correct=0", "reward.wrong=0"], r"reward.correct \(0.0\) must exceed"),

@@ -505,6 +505,11 @@ class TrainConfig:
                 self.rollout.group_size >= 2,
                 "dynamic sampling / zero-advantage filtering need rollout.group_size >= 2",
             )
+        _check(
+            self.rollout.group_size >= 2 or self.objective.sft_coef > 0,
+            "rollout.group_size=1: every advantage mode subtracts the group's mean reward, so "
+            "each advantage is 0 and the policy loss has no gradient; use rollout.group_size >= 2",
+        )
         self._check_reward_range()
         if self.rollout.staleness:
             _check(

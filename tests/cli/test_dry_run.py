@@ -19,6 +19,15 @@ def test_train_dry_run_prints_the_configuration_and_creates_nothing(tmp_path, ca
     assert not out.exists()
 
 
+def test_a_dry_run_notes_a_device_this_machine_lacks(tmp_path, capsys):
+    argv = ["train", "--dry-run", "model.device=cuda:99", f"log.output_dir={tmp_path / 'r'}"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert (
+        "model.device: device 'cuda:99' is not available" in err and "a run here would stop" in err
+    )
+
+
 def test_dry_runs_refuse_what_a_run_would_refuse(tmp_path, capsys):
     missing = tmp_path / "missing.jsonl"
     assert main(["sft", "--dry-run", "--config", "sft", f"data.train={missing}"]) == 2

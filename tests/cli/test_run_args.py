@@ -72,6 +72,20 @@ def test_train_help_lists_every_key_with_its_default_and_docstring(capsys):
     assert {k.key for k in config_keys(TrainConfig)} <= set(listed)
 
 
+def test_train_help_shows_the_values_and_objective_of_the_run_it_would_start(capsys):
+    """With no --config, `rlvr train` runs the demo: --help shows its values (steps=60), and
+    an objective named on the line brings its own hyperparameters (ABC-GRPO's eps1..eps4)."""
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr(["train", "objective.name=abc_grpo", "objective.eps3=0.3", "--help"])
+    out = capsys.readouterr().out
+    assert (
+        "  steps=60 " in out and "  objective.eps3=0.3 " in out and "  objective.eps4=0.2 " in out
+    )
+    assert "objective.eps_low" not in out
+
+
 def test_config_keys_expand_a_required_section_with_its_class_defaults():
     from rlvr.train.config_keys import config_keys
 

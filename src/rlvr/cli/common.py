@@ -99,9 +99,9 @@ DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print
 
 
 def dry_run(config: Any, *, resume: bool = False) -> int:
-    """``--dry-run``: the checks a run makes before loading anything (the device excepted:
-    the run directory too), and the local data files read, then the resolved configuration
-    as YAML."""
+    """``--dry-run``: the checks a run makes before loading anything (the run directory too;
+    a device missing here is only noted), and the local data files read, then the resolved
+    configuration as YAML."""
     from rlvr.train.overrides import dump_yaml
     from rlvr.train.preflight import preflight
     from rlvr.train.prompts import check_local_data
@@ -110,8 +110,19 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
     check_local_data(config.data)
+    _note_device(config.model.device)
     print(dump_yaml(config), end="")
     return 0
+
+
+def _note_device(name: str) -> None:
+    """Say when the device is missing here: not an error, the dry run may be for another machine."""
+    from rlvr.models import torch_device
+
+    try:
+        torch_device(name)
+    except ValueError as err:
+        print(f"--dry-run: model.device: {err} (a run here would stop)", file=sys.stderr)
 
 
 def _config_help(cls, argv: list[str]) -> str:
@@ -121,6 +132,22 @@ def _config_help(cls, argv: list[str]) -> str:
     if not {"-h", "--help"} & set(argv):
         return "YAML file or embedded config"
     return f"YAML file or embedded config ({', '.join(configs_of(cls))})"
+
+
+def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[Any, str]:
+    """The configuration ``argv`` would run (``--config`` or the default, and the overrides)
+    and how it was named, for ``--help``; ``(None, "")`` when it does not load."""
+    from rlvr.train.overrides import load_config
+
+    source = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+    source = source or default_config
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    try:
+        config = load_config(cls, source, overrides)
+    except Exception:  # noqa: BLE001 - --help still lists the keys with the class defaults
+        return None, ""
+    named = f"--config {source}" if source else "the defaults"
+    return config, named + (" + " + " ".join(overrides) if overrides else "")
 
 
 def parse_run_args(
@@ -140,8 +167,11 @@ def parse_run_args(
     if {"-h", "--help"} & set(argv):  # the keys are read from the source only when asked for
         from rlvr.train.config_keys import keys_help
 
+        config, source = _config_for_help(cls, argv, default_config)
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        parser.epilog = "\n\n".join(filter(None, (parser.epilog, keys_help(cls))))
+        parser.epilog = "\n\n".join(
+            filter(None, (parser.epilog, keys_help(cls, config=config, source=source)))
+        )
     parser.add_argument("--config", help=_config_help(cls, argv))
     parser.add_argument(
         "--resume",

@@ -93,10 +93,19 @@ def _shown(value: Any) -> str:
     return json.dumps(list(value) if isinstance(value, tuple) else value)
 
 
-def keys_help(cls: type, width: int = 100) -> str:
-    """The keys of ``cls`` as ``--help`` lists them: ``key=default`` and the docstring."""
-    lines = [f"configuration keys ({cls.__name__}; key=default, which a config file may change):"]
-    for key in config_keys(cls):
+def keys_help(cls: type, width: int = 100, config: Any = None, source: str = "") -> str:
+    """The keys of ``cls`` as ``--help`` lists them: ``key=value`` and the docstring, the value
+    ``config``'s (the configuration the command would run, from ``source``: the chosen
+    objective's hyperparameters included), else the class default."""
+    if config is None:
+        head = f"configuration keys ({cls.__name__}; key=default, which a config file may change):"
+    else:
+        head = (
+            f"configuration keys ({cls.__name__}; key=value of the run this command starts: "
+            f"{source}; another objective's hyperparameters: objective.name=NAME --help):"
+        )
+    lines = textwrap.wrap(head, width, subsequent_indent="  ")
+    for key in config_keys(cls, defaults=config):
         head = f"  {key.key}={key.default}"
         doc = " ".join(re.sub(r":\w+:`~?([^`]*)`", r"\1", key.doc).replace("``", "").split())
         lines += textwrap.wrap(

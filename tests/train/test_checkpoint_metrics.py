@@ -297,6 +297,19 @@ def test_a_share_headline_is_shown_as_a_percentage(capsys):
     assert "t step 1/1  reward 0.500  differs vs grpo 0.05%" in capsys.readouterr().err
 
 
+def test_a_plain_line_longer_than_the_console_stays_one_line(capsys):
+    """Off a terminal rich's console is 80 columns wide: a step's line must not wrap there,
+    or a log parser finds a metric's value on the next line."""
+    from rlvr.train.progress import ProgressReporter
+
+    shown = [(f"metric/{i}", f"headline{i}") for i in range(12)]
+    lines = ProgressReporter(LogConfig(progress="lines"), total=1, start=0, title="t", shown=shown)
+    lines.step(1, {f"metric/{i}": 0.5 for i in range(12)})
+    lines.message("x" * 200)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and len(err[0]) > 80 and err[0].endswith("headline11 0.500")
+
+
 def test_plain_lines_are_thinned_on_long_runs(capsys):
     from rlvr.train.progress import MAX_PLAIN_LINES, ProgressReporter
 

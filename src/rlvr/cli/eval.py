@@ -212,7 +212,7 @@ def print_table(report: EvalReport, title: str) -> None:
     columns = [(n, m, report.per_dataset_stderr[n]) for n, m in report.per_dataset.items()]
     if len(columns) > 1:
         columns.append(("all", report.metrics, report.stderr))
-    table = Table(title=title, caption="%, ± standard error over problems")
+    table = Table(caption="%, ± standard error over problems")
     table.add_column("metric")
     for name, _, _ in columns:
         table.add_column(name, justify="right")
@@ -222,7 +222,9 @@ def print_table(report: EvalReport, title: str) -> None:
     table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m, _ in columns])
     table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m, _ in columns])
     table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m, _ in columns])
-    Console().print(table)
+    console = Console()
+    console.print(title, highlight=False, soft_wrap=True)  # a path in it stays whole
+    console.print(table)
 
 
 def _with_stderr(value: float, stderr: float) -> str:

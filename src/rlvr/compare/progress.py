@@ -48,7 +48,9 @@ class StudyDisplay:
             return
         extra = f" in {_minutes(state.elapsed)}" if what in ("finished", "failed") else ""
         hint = f" (log: {state.log})" if what == "failed" else ""
-        self.console.print(f"{state.spec.key:<32} {what}{extra}{hint}", highlight=False)
+        self.console.print(
+            f"{state.spec.key:<32} {what}{extra}{hint}", highlight=False, soft_wrap=True
+        )
 
     def refresh(self, states: list[RunState]) -> None:
         if self.live is not None:
@@ -60,7 +62,9 @@ class StudyDisplay:
         done = sum(s.status in ("done", "finished") for s in states)
         running = [s for s in states if s.status == "running"]
         text = "; ".join(f"{s.spec.key} step {s.step}/{s.total}" for s in running)
-        self.console.print(f"{done}/{len(states)} runs finished; running: {text}", highlight=False)
+        self.console.print(
+            f"{done}/{len(states)} runs finished; running: {text}", highlight=False, soft_wrap=True
+        )
 
     def close(self, states: list[RunState]) -> None:
         if self.live is not None:

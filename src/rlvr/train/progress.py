@@ -84,13 +84,15 @@ class ProgressReporter:
             self._bar.update(self._task, completed=step, stats=self._stats(metrics))
         elif self.mode == "lines" and (step % self.line_every == 0 or step == self.total):
             self.console.print(
-                f"{self.title} step {step}/{self.total}  {self._stats(metrics)}", highlight=False
+                f"{self.title} step {step}/{self.total}  {self._stats(metrics)}",
+                highlight=False,
+                soft_wrap=True,  # one line per step in a log file, however long
             )
 
     def message(self, text: str) -> None:
         """Print a line (above the bar when there is one), unless progress is off."""
         if self.mode != "off":
-            self.console.print(text, highlight=False)
+            self.console.print(text, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         """Stop the bar."""

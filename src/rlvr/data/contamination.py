@@ -35,7 +35,14 @@ from typing import Any
 
 from rlvr.data.fields import DATASETS
 from rlvr.data.loading import Row, looks_like_path, read_hf
-from rlvr.data.rowfiles import StepReport, prompt_field, read_rows, row_prompts, write_step
+from rlvr.data.rowfiles import (
+    StepReport,
+    check_step_output,
+    prompt_field,
+    read_rows,
+    row_prompts,
+    write_step,
+)
 from rlvr.data.text import tokens
 
 GYM_EVAL_SIZE = 200
@@ -205,6 +212,7 @@ def decontaminate_file(
     """Drop the rows of ``source`` sharing an ``n``-gram with a set in ``against``; the kept
     rows go to ``output``, the dropped ones (with the n-gram and set) to ``<stem>.dropped.jsonl``;
     n-grams found in ``common`` or more evaluation problems are ignored (0: none are)."""
+    check_step_output(output, [source, *(spec.partition("::")[0] for spec in against)])
     index = build_index(against, n, common)
     rows = read_rows(source)
     kept, dropped = decontaminate_rows(rows, row_prompts(rows, prompt_field(rows, field)), index)

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.loading import Row
-from rlvr.data.rowfiles import StepReport, prompt_field, read_rows, row_prompts, write_step
+from rlvr.data.rowfiles import (
+    StepReport,
+    check_step_output,
+    prompt_field,
+    read_rows,
+    row_prompts,
+    write_step,
+)
 from rlvr.data.text import normalized
 
 
@@ -39,6 +46,7 @@ def dedup_rows(
 
 def dedup_file(source: str | Path, output: str | Path, *, field: str | None = None) -> StepReport:
     """Deduplicate ``source`` into ``output``; the dropped rows go to ``<stem>.dropped.jsonl``."""
+    check_step_output(output, [source])
     rows = read_rows(source)
     kept, dropped = dedup_rows(rows, row_prompts(rows, prompt_field(rows, field)))
     return write_step(kept, dropped, output)

@@ -131,6 +131,19 @@ def read_parquet(path: str | Path) -> Iterator[Row]:
         yield f"{path} row {i}", row
 
 
+def read_file(path: str | Path) -> Iterator[Row]:
+    """Rows of a ``.jsonl`` / ``.json`` / ``.ndjson`` or ``.parquet`` file; another suffix is
+    refused with the ones supported."""
+    path = Path(path)
+    if path.suffix in _JSON_SUFFIXES:
+        return read_jsonl(path)
+    if path.suffix == ".parquet":
+        return read_parquet(path)
+    raise ValueError(
+        f"{path}: unsupported file type {path.suffix!r}; use .jsonl, .json, .ndjson or .parquet"
+    )
+
+
 def read_hf(source: str, *, split: str, configs: tuple[str | None, ...] = (None,)) -> Iterator[Row]:
     """Rows of a ``datasets`` dataset: hub name, local data directory, or ``save_to_disk`` output."""
     for config in configs:
@@ -266,13 +279,7 @@ def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[
     source = os.path.expanduser(source)
     path = Path(source)
     if path.is_file():
-        if path.suffix in _JSON_SUFFIXES:
-            return read_jsonl(path), path.stem
-        if path.suffix == ".parquet":
-            return read_parquet(path), path.stem
-        raise ValueError(
-            f"{source}: unsupported file type {path.suffix!r}; use .jsonl, .json or .parquet"
-        )
+        return read_file(path), path.stem
     if path.suffix in _JSON_SUFFIXES + (".parquet",) and not path.exists():
         raise ValueError(f"{source}: no such file")
     return read_hf(source, split=split or "train", configs=(config,)), path.name or source

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.fields import FIELD_MAPS
-from rlvr.data.loading import Row, get_path, read_jsonl, read_parquet
+from rlvr.data.loading import Row, get_path, read_file
 from rlvr.data.text import prompt_text
 
 PROMPT_FIELDS = ("prompt", "question", "problem", "text")
@@ -25,11 +25,11 @@ PROMPT_FIELDS = ("prompt", "question", "problem", "text")
 
 
 def read_rows(path: str | Path) -> list[Row]:
-    """``(where, row)`` of every row of a ``.jsonl`` / ``.json`` / ``.parquet`` file."""
+    """``(where, row)`` of every row of a ``.jsonl`` / ``.json`` / ``.ndjson`` / ``.parquet`` file."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
-    rows = list(read_parquet(path) if path.suffix == ".parquet" else read_jsonl(path))
+    rows = list(read_file(path))
     if not rows:
         raise ValueError(f"{path}: no rows")
     return rows
@@ -62,22 +62,52 @@ def row_prompts(rows: list[Row], field: str) -> list[str]:
 
 
 def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
-    """Write ``rows`` to JSONL (or Parquet for a ``.parquet`` path) atomically; returns the count."""
+    """Write ``rows`` to JSONL (or Parquet for a ``.parquet`` path) atomically; returns the count.
+
+    A temporary file beside ``path`` is renamed over it; it is removed if the writing fails."""
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = list(rows)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    if path.suffix == ".parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.Table.from_pylist(rows), tmp)
-    else:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        if path.suffix == ".parquet":
+            _write_parquet(rows, tmp, path)
+        else:
+            with tmp.open("w", encoding="utf-8") as handle:
+                for row in rows:
+                    handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return len(rows)
+
+
+def _write_parquet(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:
+    """Write ``rows`` to ``tmp`` as Parquet; rows Parquet cannot hold (a column mixing numbers
+    and strings, an empty object) give one error naming ``path`` and the column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.write_table(pa.Table.from_pylist(rows), tmp)
+    except (pa.ArrowException, OverflowError) as err:
+        column = _bad_column(rows)
+        where = f" (column {column!r})" if column else ""
+        raise ValueError(
+            f"{path}: cannot write these rows as Parquet{where}: {err}; write a .jsonl file instead"
+        ) from None
+
+
+def _bad_column(rows: list[dict[str, Any]]) -> str | None:
+    """The first column whose values pyarrow cannot put in one array, if any."""
+    import pyarrow as pa
+
+    for name in dict.fromkeys(key for row in rows for key in row):
+        try:
+            pa.array([row.get(name) for row in rows])
+        except (pa.ArrowException, OverflowError):
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -104,6 +134,35 @@ def dropped_file(output: str | Path) -> Path:
     """Where the dropped rows of a step writing ``output`` go: ``<stem>.dropped.jsonl`` beside it."""
     output = Path(output).expanduser()
     return output.with_name(f"{output.stem}.dropped.jsonl")
+
+
+def check_step_output(
+    output: str | Path, inputs: Iterable[str | Path], *, also: Iterable[Path] = ()
+) -> None:
+    """Refuse, before a step does any work, an ``output`` that is a directory, or whose kept
+    rows, dropped rows (or ``also``: the filter's scores) would overwrite one of ``inputs``."""
+    output = Path(output).expanduser()
+    if output.is_dir():
+        raise ValueError(f"output {output}: is a directory; name a .jsonl or .parquet file")
+    existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"output {output}: {existing} is a file, not a directory")
+    for written in (output, dropped_file(output), *also):
+        for source in inputs:
+            if _same_file(written, Path(source).expanduser()):
+                raise ValueError(
+                    f"output {output}: would overwrite the input {source} (as {written.name}); "
+                    "name another output file"
+                )
+
+
+def _same_file(written: Path, source: Path) -> bool:
+    """Whether writing ``written`` would replace the existing file ``source`` (links followed)."""
+    if not source.is_file():
+        return False
+    if written.resolve() == source.resolve():
+        return True
+    return written.exists() and os.path.samefile(written, source)
 
 
 def write_step(

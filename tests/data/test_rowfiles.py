@@ -1,0 +1,96 @@
+"""Row files of the cleaning steps: outputs never overwrite inputs, a failed write leaves no
+temporary file, and rows Parquet cannot hold or files of another type are one clear error."""
+
+import json
+
+import pytest
+
+from rlvr.cli.data import main as data_main
+from rlvr.data.rowfiles import write_rows
+
+ROWS = [{"prompt": "one two"}, {"prompt": "One  two."}, {"prompt": "three"}]
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _run(argv):
+    """The command's error, as ``rlvr`` prints it (one line), or ``None`` when it succeeds."""
+    try:
+        data_main.__wrapped__(argv)
+    except ValueError as err:
+        assert "\n" not in str(err)
+        return str(err)
+    return None
+
+
+def test_an_output_over_its_own_input_is_refused(tmp_path):
+    src = _write(tmp_path / "same.jsonl", ROWS)
+    before = src.read_text()
+    error = _run(["dedup", str(src), "-o", str(src)])
+    assert "would overwrite the input" in error and src.read_text() == before
+    # the dropped rows of x.jsonl go to x.dropped.jsonl: the input here
+    audit = _write(tmp_path / "x.dropped.jsonl", ROWS)
+    error = _run(["dedup", str(audit), "-o", str(tmp_path / "x.jsonl")])
+    assert "as x.dropped.jsonl" in error and audit.read_text() == json_lines(ROWS)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_an_output_over_an_evaluation_set_is_refused(tmp_path):
+    src = _write(tmp_path / "train.jsonl", ROWS)
+    evals = _write(tmp_path / "eval.jsonl", [{"problem": "four five"}])
+    argv = ["decontaminate", str(src), "--against", f"{evals}::problem", "-o", str(evals)]
+    assert "would overwrite the input" in _run(argv)
+    assert evals.read_text() == json_lines([{"problem": "four five"}])
+
+
+def test_another_existing_output_is_overwritten(tmp_path):
+    src = _write(tmp_path / "in.jsonl", ROWS)
+    out = _write(tmp_path / "out.jsonl", [{"prompt": "old"}])
+    assert _run(["dedup", str(src), "-o", str(out)]) is None
+    assert [json.loads(x)["prompt"] for x in out.read_text().splitlines()] == ["one two", "three"]
+
+
+def test_an_output_directory_is_one_error_and_leaves_nothing(tmp_path):
+    src = _write(tmp_path / "in.jsonl", ROWS)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert "is a directory" in _run(["dedup", str(src), "-o", str(folder)])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["in.jsonl", "out"]
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path):
+    folder = tmp_path / "out.jsonl"
+    (folder / "sub").mkdir(parents=True)
+    with pytest.raises(OSError):
+        write_rows([{"prompt": "a"}], folder)  # the rename over a directory fails
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "column"),
+    [
+        ([{"prompt": "a", "x": {}}], "'x'"),
+        ([{"prompt": "a", "answer": 15}, {"prompt": "b", "answer": "3/4"}], "column 'answer'"),
+    ],
+)
+def test_rows_parquet_cannot_hold_are_one_error(tmp_path, rows, column):
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.parquet"
+    error = _run(["dedup", str(src), "-o", str(out)])
+    assert error.startswith(f"{out}: cannot write these rows as Parquet")
+    assert column in error and error.endswith("write a .jsonl file instead")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_an_unsupported_input_type_names_the_supported_ones(tmp_path):
+    src = tmp_path / "a.csv"
+    src.write_text("prompt\nx\n")
+    error = _run(["dedup", str(src), "-o", str(tmp_path / "o.jsonl")])
+    assert "unsupported file type '.csv'" in error and ".jsonl, .json" in error
+
+
+def json_lines(rows):
+    return "".join(json.dumps(r) + "\n" for r in rows)

@@ -111,3 +111,41 @@ def test_common_ngrams_of_a_template_can_be_cut_out():
     hit = cut.match(f"Compute {head} 1 + 2 + 3 + 4 + 5 + 6")  # the problem's own 9 tokens
     assert (hit.ngram, hit.where) == ("1 + 2 + 3 + 4 + 5", "0")
     assert len(cut) == 2  # "1 + 2 + 3 + 4 + 5" and "+ 2 + 3 + 4 + 5 ="
+
+
+def test_common_cuts_join_no_tokens_across_them():
+    """With the instruction cut out, the words on its two sides are two pieces, never one n-gram."""
+    head = "State the final answer to the following arithmetic problem:"
+    words = "one two three four five six seven eight nine"
+    around = f"one two three four {head} five six seven eight nine"
+
+    def index(problem):
+        made = NgramIndex(9, common=2)
+        for i, text in enumerate([f"{head} 1 + 2 =", f"{head} 3 - 4 =", problem]):
+            made.add("eval", str(i), text)
+        return made
+
+    assert index(words).match(f"So: {words}").ngram == words
+    assert index(words).match(around) is None  # the prompt's pieces
+    assert index(around).match(words) is None  # the problem's pieces
+
+
+def test_dataset_directories_by_path_and_split(tmp_path, monkeypatch):
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.chdir(tmp_path)
+    datasets.Dataset.from_list([{"problem": EVAL}]).save_to_disk(str(tmp_path / "hfdir"))
+    (tmp_path / "pqdir").mkdir()
+    pq.write_table(pa.Table.from_pylist([{"problem": EVAL}]), tmp_path / "pqdir" / "data.parquet")
+    src = _write(tmp_path / "train.jsonl", [{"prompt": NINE}, {"prompt": EIGHT}])
+    for against in ("./hfdir", str(tmp_path / "hfdir"), "hfdir"):
+        argv = ["decontaminate", str(src), "--against", against, "-o", str(tmp_path / "c.jsonl")]
+        assert data_main(argv) == 0, against
+        assert [r["prompt"] for r in _read(tmp_path / "c.jsonl")] == [EIGHT]
+    argv = ["decontaminate", str(src), "--against", "./pqdir", "-o", str(tmp_path / "c.jsonl")]
+    with pytest.raises(ValueError, match=r"Unknown split \"test\". Should be one of \['train'\]"):
+        data_main.__wrapped__(argv)
+    assert data_main([*argv, "--split", "train"]) == 0
+    assert [r["prompt"] for r in _read(tmp_path / "c.jsonl")] == [EIGHT]

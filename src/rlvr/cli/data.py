@@ -91,6 +91,11 @@ def _clean_parsers(sub) -> None:
         help="named evaluation set (math500, ...), .jsonl/.parquet file (FILE::FIELD), "
         "reasoning_gym:<task> or code_tasks:<family>",
     )
+    decon.add_argument(
+        "--split",
+        default="test",
+        help="split of the sets that are dataset directories or hub names (default test)",
+    )
     decon.add_argument("--ngram", type=int, default=9, help="n-gram length (default 9, Klear's)")
     decon.add_argument(
         "--common",
@@ -192,6 +197,7 @@ def _clean(args: argparse.Namespace) -> None:
             n=args.ngram,
             common=args.common,
             field=args.field,
+            split=args.split,
         )
     print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")
 

@@ -16,13 +16,13 @@ A set whose problems share an instruction of ``n`` tokens or more (reasoning-gym
 the final answer to the following arithmetic problem:" is 9 tokens) contaminates every
 prompt that carries the same instruction. ``common=K`` cuts the n-grams found in ``K`` or
 more evaluation problems out of both sides before they are compared, so only the problems'
-own text is (Klear's rule is ``common=0``: nothing cut; its sets are natural-language
-problems).
+own text is: n-grams are formed within the pieces left between cuts, never across one
+(Klear's rule is ``common=0``: nothing cut; its sets are natural-language problems).
 
 An evaluation SET is named as ``rlvr eval --data`` names it: a named dataset (``math500``,
 ``aime2024``, ...: read from the Hub or its local cache), a ``.jsonl`` / ``.parquet`` file, a
-hub name or dataset directory, optionally with ``::FIELDS`` (a field mapping or a prompt
-field); or a generated held-out set, ``reasoning_gym:<task>`` / ``code_tasks:<family>``, as
+hub name or dataset directory (its ``split``, ``test`` by default), optionally with
+``::FIELDS`` (a field mapping or a prompt field); or a generated held-out set, ``reasoning_gym:<task>`` / ``code_tasks:<family>``, as
 ``rlvr train`` generates it with the default ``data.gym`` (200 problems, seed 1,000,000).
 """
 
@@ -68,7 +68,7 @@ class NgramIndex:
 
     ``common=K`` (> 0) cuts every n-gram found in ``K`` or more problems out of the problems
     and the prompts before they are compared (a shared instruction), so only their own
-    text is compared.
+    text is compared; no n-gram spans a cut.
     """
 
     def __init__(self, n: int = 9, common: int = 0) -> None:
@@ -78,8 +78,8 @@ class NgramIndex:
             raise ValueError(f"common must be >= 0, got {common}")
         self.n, self.common = n, common
         self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
-        self._own: list[list[str]] = []  # each problem's tokens, common n-grams cut out
-        self._grams: dict[int, tuple[int, int]] | None = None  # hash -> (problem, position)
+        self._own: list[list[list[str]]] = []  # each problem's pieces between common n-grams
+        self._grams: dict[int, tuple[int, int, int]] | None = None  # hash -> (problem, piece, i)
         self._counts: dict[int, int] = {}  # hash -> problems holding it (common > 0)
         self._vocab: set[str] = set()
 
@@ -97,44 +97,66 @@ class NgramIndex:
             for key in {hash(tuple(toks[i : i + self.n])) for i in range(len(toks) - self.n + 1)}:
                 self._counts[key] = self._counts.get(key, 0) + 1
 
-    def own(self, toks: list[str]) -> list[str]:
-        """``toks`` with the n-grams common to ``common`` or more problems cut out."""
+    def own(self, toks: list[str]) -> list[list[str]]:
+        """The pieces of ``toks`` left between the n-grams common to ``common`` or more
+        problems (all of ``toks`` as one piece when nothing is cut); n-grams are formed
+        within a piece, never across a cut."""
         if not self.common:
-            return toks
+            return [toks]
         covered = [False] * len(toks)
         for i in range(len(toks) - self.n + 1):
             if self._counts.get(hash(tuple(toks[i : i + self.n])), 0) >= self.common:
                 covered[i : i + self.n] = [True] * self.n
-        return [tok for tok, cut in zip(toks, covered, strict=True) if not cut]
+        pieces: list[list[str]] = [[]]
+        for tok, cut in zip(toks, covered, strict=True):
+            if not cut:
+                pieces[-1].append(tok)
+            elif pieces[-1]:
+                pieces.append([])
+        return [piece for piece in pieces if piece]
 
-    def _index(self) -> dict[int, tuple[int, int]]:
-        """Hash of each n-gram of the problems' own tokens -> its first (problem, position)."""
+    def _index(self) -> dict[int, tuple[int, int, int]]:
+        """Hash of each n-gram of the problems' own pieces -> its first (problem, piece,
+        position)."""
         if self._grams is None:
             self._own = [self.own(toks) for _, _, toks in self._problems]
             self._grams = {}
-            for problem, toks in enumerate(self._own):
-                for i in range(len(toks) - self.n + 1):
-                    self._grams.setdefault(hash(tuple(toks[i : i + self.n])), (problem, i))
+            for problem, pieces in enumerate(self._own):
+                for piece, toks in enumerate(pieces):
+                    for i in range(len(toks) - self.n + 1):
+                        key = hash(tuple(toks[i : i + self.n]))
+                        self._grams.setdefault(key, (problem, piece, i))
         return self._grams
 
     def match(self, text: str) -> Match | None:
         """The first n-gram of ``text`` found in an indexed problem, else ``None``."""
+        for piece in self.own(tokens(text)):
+            hit = self._match_piece(piece)
+            if hit is not None:
+                return hit
+        return None
+
+    def _match_piece(self, toks: list[str]) -> Match | None:
+        """The first n-gram of one piece of a prompt found in an indexed problem."""
         grams, n, known, start = self._index(), self.n, self._vocab, 0
-        toks = self.own(tokens(text))
         for i, tok in enumerate(toks):
             if tok not in known:
                 start = i + 1
             elif i + 1 - start >= n:
                 gram = tuple(toks[i + 1 - n : i + 1])
                 hit = grams.get(hash(gram))
-                if hit is not None and tuple(self._own[hit[0]][hit[1] : hit[1] + n]) == gram:
-                    set_name, where, _ = self._problems[hit[0]]
+                if hit is None:
+                    continue
+                problem, piece, at = hit
+                if tuple(self._own[problem][piece][at : at + n]) == gram:
+                    set_name, where, _ = self._problems[problem]
                     return Match(" ".join(gram), set_name, where)
         return None
 
 
-def eval_set_rows(spec: str) -> tuple[list[Row], str]:
-    """``(rows, prompt field)`` of an evaluation SET (see the module docstring)."""
+def eval_set_rows(spec: str, split: str = "test") -> tuple[list[Row], str]:
+    """``(rows, prompt field)`` of an evaluation SET (see the module docstring); ``split``: the
+    split read from a dataset directory or hub name (a named set reads its own)."""
     source, _, fields = spec.partition("::")
     kind, colon, task = source.partition(":")
     if colon and kind in ("reasoning_gym", "code_tasks") and not Path(source).exists():
@@ -143,10 +165,13 @@ def eval_set_rows(spec: str) -> tuple[list[Row], str]:
         named = DATASETS[source]
         rows = list(read_hf(named.hub, split=named.split, configs=named.configs))
         return rows, prompt_field(rows, fields or named.fields)
-    if looks_like_path(source) or Path(source).expanduser().is_file():
+    path = Path(source).expanduser()
+    if path.is_dir():
+        rows = list(read_hf(str(path), split=split))
+    elif looks_like_path(source) or path.is_file():
         rows = read_rows(source)
     else:
-        rows = list(read_hf(source, split="test"))
+        rows = list(read_hf(source, split=split))
     if not rows:
         raise ValueError(f"{spec}: no rows")
     return rows, prompt_field(rows, fields or None)
@@ -164,13 +189,16 @@ def _generated(kind: str, task: str) -> list[Row]:
     return [(f"{kind}:{task} #{i}", row) for i, row in enumerate(made)]
 
 
-def build_index(sets: Sequence[str], n: int = 9, common: int = 0) -> NgramIndex:
-    """An :class:`NgramIndex` over every problem of the named evaluation sets."""
+def build_index(
+    sets: Sequence[str], n: int = 9, common: int = 0, split: str = "test"
+) -> NgramIndex:
+    """An :class:`NgramIndex` over every problem of the named evaluation sets (``split``: see
+    :func:`eval_set_rows`)."""
     if not sets:
         raise ValueError("no evaluation set to decontaminate against")
     index = NgramIndex(n, common)
     for spec in sets:
-        rows, field = eval_set_rows(spec)
+        rows, field = eval_set_rows(spec, split)
         for (where, _), text in zip(rows, row_prompts(rows, field), strict=True):
             index.add(spec, where, text)
     return index
@@ -208,12 +236,14 @@ def decontaminate_file(
     n: int = 9,
     common: int = 0,
     field: str | None = None,
+    split: str = "test",
 ) -> StepReport:
     """Drop the rows of ``source`` sharing an ``n``-gram with a set in ``against``; the kept
     rows go to ``output``, the dropped ones (with the n-gram and set) to ``<stem>.dropped.jsonl``;
-    n-grams found in ``common`` or more evaluation problems are ignored (0: none are)."""
+    n-grams found in ``common`` or more evaluation problems are ignored (0: none are);
+    ``split``: the split of the sets that are dataset directories or hub names."""
     check_step_output(output, [source, *(spec.partition("::")[0] for spec in against)])
-    index = build_index(against, n, common)
+    index = build_index(against, n, common, split)
     rows = read_rows(source)
     kept, dropped = decontaminate_rows(rows, row_prompts(rows, prompt_field(rows, field)), index)
     return write_step(kept, dropped, output)

@@ -5,7 +5,7 @@ step           options (``key=value``; defaults)                   does
 =============  ==================================================  ===============================
 dedup          ``field``                                           :func:`rlvr.data.dedup.dedup_file`
 decontaminate  ``against`` (list, required), ``ngram=9``,          :func:`rlvr.data.contamination.decontaminate_file`
-               ``common=0``, ``field``
+               ``common=0``, ``field``, ``split=test``
 filter         ``keep`` (required), ``n=16``, ``fields=default``,  :func:`rlvr.evaluation.filtering.filter_file`
                ``verifier=math``, ``min_tests=0``,
                ``max_tokens=256``, ``temperature=0.6``,
@@ -50,6 +50,8 @@ class DecontaminateOptions:
     """Ignore n-grams found in at least this many evaluation problems (0: none ignored)."""
     field: str | None = None
     """Prompt field or field mapping of the input."""
+    split: str = "test"
+    """Split of the sets that are dataset directories or hub names (named sets: their own)."""
 
     def __post_init__(self) -> None:
         if not self.against:
@@ -135,6 +137,7 @@ def run_step(
             n=options.ngram,
             common=options.common,
             field=options.field,
+            split=options.split,
         )
     if model is None:
         raise ValueError("filter samples with a model: set the pipeline's model (or model=...)")

@@ -194,6 +194,8 @@ def test_a_source_given_twice_is_refused(tiny_model_dir, capsys):
     argv = ["--model", str(tiny_model_dir), "--data", source, "--data", source]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"
+    assert main([*argv, "--dry-run"]) == 2  # the dry run checks what the run would
+    assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"
 
 
 def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):

@@ -77,9 +77,13 @@ def _reward_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _sampling_args(p: argparse.ArgumentParser) -> None:
+def _sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
+    """Sampling flags; ``ks``: with ``-k`` (the k of avg@k / pass@k)."""
     p.add_argument("-n", type=int, default=4, help="completions per problem (default 4)")
-    p.add_argument("-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)")
+    if ks:
+        p.add_argument(
+            "-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)"
+        )
     p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
     p.add_argument("--max-tokens", type=int, default=256, help="max new tokens (default 256)")
@@ -140,9 +144,7 @@ def _load(args: argparse.Namespace) -> list:
     Sources whose default names coincide (two ``test.jsonl``) are labelled by the ``--data``
     value itself, so each keeps its own column and problem ids.
     """
-    repeated = sorted({item for item in args.data if args.data.count(item) > 1})
-    if repeated:
-        raise ValueError(f"--data {repeated[0]} is given twice")
+    _check_repeats(args.data)
     loaded = {item: _load_one(args, item) for item in args.data}
     names = [part[0].dataset for part in loaded.values()]
     return [
@@ -152,6 +154,13 @@ def _load(args: argparse.Namespace) -> list:
             _load_one(args, item, name=item) if names.count(part[0].dataset) > 1 else part
         )
     ]
+
+
+def _check_repeats(data: list[str]) -> None:
+    """Refuse a ``--data`` value given twice (its problems would be evaluated twice)."""
+    repeated = sorted({item for item in data if data.count(item) > 1})
+    if repeated:
+        raise ValueError(f"--data {repeated[0]} is given twice")
 
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
@@ -196,6 +205,7 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
     from rlvr.data.loading import check_source, looks_like_path
 
     _check_model(args.model)
+    _check_repeats(args.data)
     for item in args.data:
         source = item.partition("::")[0]
         check_source(source)

@@ -61,18 +61,18 @@ class Killed(Exception):
     """Stands for the process being killed."""
 
 
-def _run(tmp_path, keep, sampler, out="kept.jsonl"):
+def _run(tmp_path, keep, sampler, out="kept.jsonl", rows=ROWS, verifier=None, n=N, fields=None):
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    config = EvalConfig(n=N, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
-    job = FilterJob(parse_rule(keep, N), config, model="stub")
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = EvalConfig(n=n, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    job = FilterJob(parse_rule(keep, n), config, fields or "default", model="stub")
     return filter_file(
         src,
         tmp_path / out,
         job,
         model=torch.nn.Linear(1, 1),
         tokenizer=CharTokenizer(),
-        verifier=get_verifier("math"),
+        verifier=verifier or get_verifier("math"),
         sampler=sampler,
     )
 
@@ -193,4 +193,109 @@ def test_cli_end_to_end_on_the_tiny_model(tmp_path, tiny_model_dir, capsys):
     assert data_main([*argv, "--keep", "mean>=0", "--workers", "0", "-o", str(out)]) == 0
     assert "kept 3 of 3" in capsys.readouterr().out
     assert [json.loads(x)["filter"]["n"] for x in out.read_text().splitlines()] == [2, 2, 2]
-    assert data_main([*argv, "--keep", "mean>=0", "-k", "2", "-o", str(out)]) == 2
+    with pytest.raises(SystemExit):  # -k: filter keeps by --keep, it reports no pass@k
+        data_main([*argv, "--keep", "mean>=0", "-k", "2", "-o", str(out)])
+
+
+class RandomSampler(KnownSampler):
+    """Each completion right or wrong by a draw of the torch RNG, in batch order: what a
+    prompt gets depends on the seed and on its place in the batch, as with a real sampler."""
+
+    def generate(self, prompt_ids, *, n, sampling):
+        out = super().generate(prompt_ids, n=n, sampling=sampling)
+        out.texts[:] = ["\\boxed{7}" if torch.rand(()) < 0.5 else "\\boxed{0}" for _ in out.texts]
+        return out
+
+
+def _records(tmp_path):
+    lines = passrates_file(tmp_path / "kept.jsonl").read_text().splitlines()[1:]
+    return {r["id"]: r["scores"] for r in map(json.loads, lines)}
+
+
+def test_a_changed_row_is_sampled_again_and_an_unchanged_one_is_not(tmp_path):
+    _run(tmp_path, "mean>=0.5", KnownSampler())
+    changed = [*ROWS[:4], {**ROWS[4], "answer": "0"}]  # q4's completions all say 7
+    again = KnownSampler()
+    _run(tmp_path, "mean>=0.5", again, rows=changed)
+    assert again.sampled == ["q4"]
+    assert _ids(tmp_path / "kept.jsonl") == ["p2", "p3"]
+    moved = KnownSampler()  # the same rows in another order: nothing to sample
+    _run(tmp_path, "mean>=0.5", moved, rows=changed[::-1])
+    assert moved.sampled == [] and _ids(tmp_path / "kept.jsonl") == ["p3", "p2"]
+
+
+def test_other_verifier_options_are_refused(tmp_path):
+    _run(tmp_path, "mean>=0.5", KnownSampler())
+    same = KnownSampler()
+    _run(tmp_path, "mean>=0.5", same, verifier=get_verifier("math", extract="strict"))
+    assert same.sampled == []  # the default, named
+    wrong = get_verifier("math", wrong=-1.0)
+    with pytest.raises(ValueError, match=r"other settings \(verifier.options.wrong: 0.0 there"):
+        _run(tmp_path, "mean>=0.5", KnownSampler(), verifier=wrong)
+    flexible = get_verifier("math", extract="flexible")
+    with pytest.raises(ValueError, match="verifier.options.extract: 'strict' there, 'flexible'"):
+        _run(tmp_path, "mean>=0.5", KnownSampler(), verifier=flexible)
+
+
+def test_other_format_options_are_refused(tmp_path):
+    _run(tmp_path, "mean>=0", KnownSampler(), verifier=get_verifier("math+format"))
+    stricter = get_verifier("math+format", format_penalty=-1.0)
+    with pytest.raises(ValueError, match="verifier.options.penalty: None there, -1.0 now"):
+        _run(tmp_path, "mean>=0", KnownSampler(), verifier=stricter)
+
+
+def test_scores_keyed_the_earlier_way_are_refused(tmp_path):
+    scores = passrates_file(tmp_path / "kept.jsonl")
+    scores.write_text(json.dumps({"settings": {}}) + "\n" + json.dumps({"key": "0:in-0"}) + "\n")
+    with pytest.raises(ValueError, match="keyed by row number and id.*delete the file"):
+        _run(tmp_path, "mean>=0.5", KnownSampler())
+
+
+def test_a_batch_cut_in_the_middle_samples_what_an_uninterrupted_run_did(tmp_path):
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    _run(whole, "mean>=0.5", RandomSampler(), n=8)
+    _run(tmp_path, "mean>=0.5", RandomSampler(), n=8)
+    scores = passrates_file(tmp_path / "kept.jsonl")
+    lines = scores.read_text().splitlines(keepends=True)
+    scores.write_text("".join(lines[:4]))  # settings, batch [p0 p1], p2 of batch [p2 p3]
+    again = RandomSampler()
+    _run(tmp_path, "mean>=0.5", again, n=8)
+    assert again.sampled == ["q2", "q3", "q4"]  # [p2 p3] sampled whole, with its seed
+    assert _records(tmp_path) == _records(whole)
+    assert (tmp_path / "kept.jsonl").read_text() == (whole / "kept.jsonl").read_text()
+
+
+def test_other_field_names_are_mapped(tmp_path):
+    from rlvr.evaluation.data_steps import FilterOptions
+
+    rows = [{"id": r["id"], "question": r["prompt"], "solution": r["answer"]} for r in ROWS]
+    options = FilterOptions(keep="mean>=0.5", prompt_field="question", answer_field="solution")
+    _run(tmp_path, "mean>=0.5", KnownSampler(), rows=rows, fields=options.field_map())
+    assert _ids(tmp_path / "kept.jsonl") == ["p2", "p3", "p4"]
+    with pytest.raises(ValueError, match="not both"):
+        FilterOptions(keep="mean>0", fields="default", prompt_field="question")
+
+
+def test_a_bad_row_fails_before_the_model_loads(tmp_path, capsys):
+    from rlvr.cli.data import main as data_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"question": "q1", "answer": "7"}) + "\n")
+    missing = tmp_path / "no-such-model"
+    argv = ["filter", str(src), "--model", str(missing), "--keep", "mean>0"]
+    assert data_main([*argv, "-o", str(tmp_path / "kept.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "missing field 'prompt'" in err and "--prompt-field" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    assert data_main([*argv, "--prompt-field", "question", "-o", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_filter_help_suggests_the_rule_it_explains(capsys):
+    from rlvr.cli.data import main as data_main
+
+    with pytest.raises(SystemExit):
+        data_main(["filter", "--help"])
+    out = capsys.readouterr().out
+    assert "'mean>0.5'" in out and "pass@16>0.5" not in out and " -k " not in out

@@ -10,7 +10,7 @@
     rlvr data dedup raw.jsonl -o unique.jsonl
     rlvr data decontaminate unique.jsonl --against math500 aime2024 test.jsonl -o clean.jsonl
     rlvr data filter code.jsonl --fields code_tasks --verifier code --model smollm2-135m \\
-        -n 16 --keep "pass@16>0.5" --min-tests 16 -o code-kept.jsonl
+        -n 16 --keep "mean>0.5" --min-tests 16 -o code-kept.jsonl
 
 Cleaning steps write the kept rows unchanged to ``-o`` and the dropped rows, each with why,
 to ``<stem>.dropped.jsonl`` beside it (docs/data.md).
@@ -118,17 +118,21 @@ def _filter_parser(sub) -> None:
     p.add_argument(
         "--keep",
         required=True,
-        help="rule on mean (pass rate), score or pass@k: 'pass@16>0.5', 'mean>=0.5', '0<mean<1'",
+        help="rule on mean (pass rate), score or pass@k: 'mean>0.5' (Klear's), '0<mean<1'",
+    )
+    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
+    p.add_argument(
+        "--prompt-field", help="the file's prompt field, instead of --fields (default prompt)"
     )
     p.add_argument(
-        "--fields", default="default", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
+        "--answer-field", help="the file's answer field, instead of --fields (default answer)"
     )
     p.add_argument(
         "--min-tests", type=int, default=0, help="drop code problems with fewer tests (Klear: 16)"
     )
     p.add_argument("--system-prompt", help="system message before every prompt")
     _reward_args(p)
-    _sampling_args(p)
+    _sampling_args(p, ks=False)
 
 
 def _gen(args: argparse.Namespace) -> None:
@@ -207,13 +211,12 @@ def _filter(args: argparse.Namespace) -> None:
     from rlvr.evaluation.data_steps import FilterOptions, filter_step
     from rlvr.evaluation.filtering import passrates_file
 
-    if args.k:
-        raise ValueError("-k: filter keeps by --keep (e.g. 'pass@16>0.5'); it reports no pass@k")
-    names = ("keep", "n", "fields", "verifier", "min_tests", "max_tokens", "temperature")
-    more = ("top_p", "batch_size", "seed", "system_prompt", "timeout", "workers")
-    options = FilterOptions(**{name: getattr(args, name) for name in names + more})
+    names = ("keep", "n", "fields", "prompt_field", "answer_field", "verifier", "min_tests")
+    more = ("max_tokens", "temperature", "top_p", "batch_size", "seed", "system_prompt")
+    last = ("timeout", "workers")
+    options = FilterOptions(**{name: getattr(args, name) for name in names + more + last})
     verifier_options = _reward_options(args)
-    with _bar("filter") as progress:
+    with _bar("filter") as progress, _field_hint():
         report = filter_step(
             options,
             args.input,
@@ -228,6 +231,20 @@ def _filter(args: argparse.Namespace) -> None:
         f"filter {args.keep!r}: {report.summary()}; dropped rows in {report.dropped_file}; "
         f"scores in {passrates_file(args.output)}"
     )
+
+
+@contextlib.contextmanager
+def _field_hint():
+    """A row missing a mapped field: the error also names the flags that rename the fields."""
+    from rlvr.data.loading import MissingField
+
+    try:
+        yield
+    except MissingField as err:
+        raise MissingField(
+            f"{err}; name the file's fields with --prompt-field / --answer-field "
+            "(or a named mapping with --fields)"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -6,7 +6,8 @@ step           options (``key=value``; defaults)                   does
 dedup          ``field``                                           :func:`rlvr.data.dedup.dedup_file`
 decontaminate  ``against`` (list, required), ``ngram=9``,          :func:`rlvr.data.contamination.decontaminate_file`
                ``common=0``, ``field``, ``split=test``
-filter         ``keep`` (required), ``n=16``, ``fields=default``,  :func:`rlvr.evaluation.filtering.filter_file`
+filter         ``keep`` (required), ``n=16``, ``fields``,          :func:`rlvr.evaluation.filtering.filter_file`
+               ``prompt_field``, ``answer_field``,
                ``verifier=math``, ``min_tests=0``,
                ``max_tokens=256``, ``temperature=0.6``,
                ``top_p=1.0``, ``batch_size=8``, ``seed=0``,
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.filtering import Progress
 from rlvr.evaluation.keep_rule import parse_rule
@@ -63,11 +65,16 @@ class FilterOptions:
     """``filter``: keep prompts whose pass rate under the stage's model meets ``keep``."""
 
     keep: str = ""
-    """Keep rule, e.g. ``pass@16>0.5``, ``mean>=0.5``, ``0<mean<1``."""
+    """Keep rule, e.g. ``mean>0.5`` (Klear's), ``0<mean<1``, ``pass@4>0.5``."""
     n: int = 16
     """Completions per prompt."""
-    fields: str = "default"
-    """Field mapping of the input (``code_tasks``, ``reasoning_gym``, ...)."""
+    fields: str | None = None
+    """Field mapping of the input (``code_tasks``, ``reasoning_gym``, ...; ``None``: the
+    ``prompt_field`` / ``answer_field`` given, else ``default``)."""
+    prompt_field: str | None = None
+    """The input's prompt field, instead of ``fields`` (default ``prompt``)."""
+    answer_field: str | None = None
+    """The input's answer field, instead of ``fields`` (default ``answer``)."""
     verifier: str = "math"
     """Verifier spec."""
     min_tests: int = 0
@@ -91,8 +98,18 @@ class FilterOptions:
 
     def __post_init__(self) -> None:
         if not self.keep:
-            raise ValueError("filter needs keep=RULE (e.g. 'pass@16>0.5')")
+            raise ValueError("filter needs keep=RULE (e.g. 'mean>0.5')")
         parse_rule(self.keep, self.n)  # a bad rule is refused before any model loads
+        self.field_map()
+
+    def field_map(self) -> FieldMap:
+        """The input's field mapping: ``fields``, or the one ``prompt_field`` /
+        ``answer_field`` name (an unknown mapping or both ways at once are refused)."""
+        if self.prompt_field is None and self.answer_field is None:
+            return field_map(self.fields)
+        if self.fields is not None:
+            raise ValueError("give --fields or --prompt-field / --answer-field, not both")
+        return FieldMap(prompt=self.prompt_field or "prompt", answer=self.answer_field or "answer")
 
 
 STEPS: dict[str, type] = {
@@ -156,8 +173,10 @@ def filter_step(
     progress: Progress | None = None,
 ) -> StepReport:
     """``filter`` with ``model`` loaded in ``dtype`` on ``device``; ``verifier_options``: the
-    verifier's ``correct`` / ``wrong`` / ``extract``; ``progress(done, total)`` after each batch."""
-    from rlvr.evaluation.filtering import FilterJob, filter_file
+    verifier's ``correct`` / ``wrong`` / ``extract``; ``progress(done, total)`` after each batch.
+
+    The input rows, the outputs and the recorded scores are checked before the model loads."""
+    from rlvr.evaluation.filtering import FilterJob, prepare_filter, run_filter
     from rlvr.evaluation.harness import EvalConfig
     from rlvr.generation import SamplingConfig
     from rlvr.models import load_model
@@ -178,11 +197,12 @@ def filter_step(
         scoring=ScoringConfig(timeout_s=options.timeout, workers=options.workers),
     )
     rule = parse_rule(options.keep, options.n)
-    job = FilterJob(rule, config, options.fields, options.min_tests, model=model)
+    job = FilterJob(rule, config, options.field_map(), options.min_tests, model=model)
     verifier = get_verifier(options.verifier, **(verifier_options or {}))
+    prepared = prepare_filter(source, output, job, verifier)
     policy, tokenizer = load_model(model, dtype=dtype, device=device)
-    return filter_file(
-        source,
+    return run_filter(
+        prepared,
         output,
         job,
         model=policy,

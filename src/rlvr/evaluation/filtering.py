@@ -1,20 +1,25 @@
 """``rlvr data filter``: keep the prompts whose measured pass rate meets a rule.
 
 Klear-Reasoner (klear-reasoner-gppo.txt sec. 2.2, 5.2.4) samples 16 completions per prompt
-from a strong model and keeps code prompts with pass@16 > 0.5 (after dropping problems with
-fewer than 16 tests) and math prompts where a majority of completions pass the verifier.
+from a strong model and keeps code prompts with "pass@16 > 0.5" (after dropping problems
+with fewer than 16 tests) and math prompts where a majority of completions pass the
+verifier. Both read as a pass rate over the 16 samples, the rule ``mean>0.5`` here
+(``pass@16>0.5`` with ``n = 16`` keeps every prompt solved once: docs/data.md).
 :func:`filter_file` does this with the machinery of ``rlvr eval``: prompts are sampled
 ``batch_size`` at a time by :func:`rlvr.evaluation.harness.evaluate` (the run's sampler,
 chat template, forked and seeded RNG) and scored by the set's verifier; the rule is a
 :class:`~rlvr.evaluation.keep_rule.KeepRule`.
 
 Every scored prompt is appended, batch by batch, to ``<output stem>.passrates.jsonl`` (its
-first line records the sampling settings). Running the same command again reads that
-file and samples only the prompts not in it, so an interrupted filter loses at most the
-batch in flight; batch ``b`` is always sampled with seed ``seed + b``, so a resumed run
-gives the same completions as an uninterrupted one. Changing only ``--keep`` re-filters
-from the recorded scores without sampling again; other changes are refused (delete the
-file to start over).
+first line records the model, the sampling settings and the verifier with its options),
+keyed by a hash of the prompt and reference it was scored on. Running the same command
+again reads that file and samples only the batches holding a prompt not in it, so an
+interrupted filter loses at most the batch in flight, and a row whose prompt or reference
+changed is sampled again. Batch ``b`` is always sampled whole with seed ``seed + b`` (also
+when a kill left part of it recorded), so a resumed run gives the same completions as an
+uninterrupted one. Changing only ``--keep`` re-filters from the recorded scores without
+sampling again; other changes (the verifier's options included) are refused, as is a file
+written before records were keyed by content (delete the file to start over).
 
 The kept rows are written unchanged but for one added field, ``filter``: ``{"n",
 "correct", "pass_rate", "score", "value"}`` (``value``: the rule's measure); the dropped ones
@@ -23,6 +28,8 @@ go to ``<output stem>.dropped.jsonl`` with the reason (``rule`` or ``too_few_tes
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -32,7 +39,7 @@ from typing import Any
 
 from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.loading import Example, Row, row_to_example
-from rlvr.data.rowfiles import StepReport, read_rows, write_step
+from rlvr.data.rowfiles import StepReport, check_step_output, read_rows, write_step
 from rlvr.evaluation.harness import EvalConfig, ProblemResult, evaluate
 from rlvr.evaluation.keep_rule import KeepRule
 from rlvr.generation import Sampler
@@ -65,6 +72,48 @@ def passrates_file(output: str | Path) -> Path:
     return output.with_name(f"{output.stem}.passrates.jsonl")
 
 
+@dataclass(frozen=True)
+class FilterInput:
+    """A filter's input rows, read and checked (and its recorded scores read) before any
+    model loads."""
+
+    rows: list[Row]
+    """``(where, row)`` of every input row."""
+    examples: list[Example]
+    """Each row mapped by the job's fields."""
+    keys: list[str]
+    """Each row's record key: a hash of its prompt and reference (:func:`_key`)."""
+    few: dict[int, int]
+    """``{row index: test count}`` of the code problems dropped for too few tests."""
+    settings: dict[str, Any]
+    """What the scores depend on (:func:`_settings`)."""
+    scores: dict[str, dict[str, Any]]
+    """The scores already recorded, by key."""
+
+
+def prepare_filter(
+    source: str | Path, output: str | Path, job: FilterJob, verifier: Verifier
+) -> FilterInput:
+    """Check the outputs, read and map every row of ``source``, read the recorded scores: all
+    that can fail on the user's input, before a model is loaded."""
+    check_step_output(output, [source], also=[passrates_file(output)])
+    rows = read_rows(source)
+    mapping, name = field_map(job.fields), Path(source).stem
+    examples = [
+        row_to_example(row, where, mapping, dataset=name, index=i)
+        for i, (where, row) in enumerate(rows)
+    ]
+    settings = _settings(job, verifier)
+    return FilterInput(
+        rows,
+        examples,
+        [_key(ex) for ex in examples],
+        _too_few_tests(examples, job.min_tests),
+        settings,
+        _read_scores(passrates_file(output), settings),
+    )
+
+
 def filter_file(
     source: str | Path,
     output: str | Path,
@@ -77,15 +126,31 @@ def filter_file(
     progress: Progress | None = None,
 ) -> StepReport:
     """Sample and score every prompt of ``source`` (resuming), keep those meeting ``job.rule``."""
-    rows = read_rows(source)
-    mapping, name = field_map(job.fields), Path(source).stem
-    examples = [
-        row_to_example(row, where, mapping, dataset=name, index=i)
-        for i, (where, row) in enumerate(rows)
-    ]
-    few = _too_few_tests(examples, job.min_tests)
-    todo = [i for i in range(len(rows)) if i not in few]
-    scores = _read_scores(passrates_file(output), _settings(job, verifier))
+    prepared = prepare_filter(source, output, job, verifier)
+    return run_filter(
+        prepared,
+        output,
+        job,
+        model=model,
+        tokenizer=tokenizer,
+        verifier=verifier,
+        sampler=sampler,
+        progress=progress,
+    )
+
+
+def run_filter(
+    prepared: FilterInput,
+    output: str | Path,
+    job: FilterJob,
+    *,
+    model,
+    tokenizer,
+    verifier: Verifier,
+    sampler: Sampler | None = None,
+    progress: Progress | None = None,
+) -> StepReport:
+    """:func:`filter_file` on input already prepared by :func:`prepare_filter`."""
     with Scorer(verifier, job.config.scoring) as scorer:
 
         def run(chunk: list[Example], seed: int) -> list[ProblemResult]:
@@ -95,9 +160,8 @@ def filter_file(
             )
             return report.problems
 
-        _score_missing(examples, todo, scores, run, passrates_file(output), job, progress)
-    keys = [_key(i, ex) for i, ex in enumerate(examples)]
-    return _write(rows, keys, few, scores, job.rule, output)
+        _score_missing(prepared, run, passrates_file(output), job, progress)
+    return _write(prepared, job.rule, output)
 
 
 def _too_few_tests(examples: Sequence[Example], least: int) -> dict[int, int]:
@@ -116,27 +180,45 @@ def _too_few_tests(examples: Sequence[Example], least: int) -> dict[int, int]:
 
 
 def _settings(job: FilterJob, verifier: Verifier) -> dict[str, Any]:
-    """What the recorded scores depend on (everything but the keep rule)."""
+    """What the recorded scores depend on (everything but the keep rule), as JSON would
+    read it back."""
     config = asdict(job.config)
     config.pop("keep_completions")
     config.pop("ks")
-    return {"model": job.model, "verifier": verifier.spec, "config": config}
+    settings = {"model": job.model, "verifier": _verifier_settings(verifier), "config": config}
+    return json.loads(json.dumps(settings, default=str))
+
+
+def _verifier_settings(verifier: Verifier) -> dict[str, Any]:
+    """The verifier's spec and every option it scores with, defaults included (so
+    ``--extract strict`` and no ``--extract`` are the same); a ``+format`` wrapper's inner
+    verifier is given the same way."""
+    params = list(inspect.signature(verifier.fn).parameters.values())[2:]
+    options = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    options.update(verifier.options)
+    return {
+        "spec": verifier.spec,
+        "options": {
+            name: _verifier_settings(value) if isinstance(value, Verifier) else value
+            for name, value in sorted(options.items())
+        },
+    }
 
 
 def _read_scores(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The scores recorded in ``path`` by key, after checking they were sampled like this run.
 
-    A missing file starts one; a cut-off last line (a kill while writing) is ignored."""
-    if not path.exists():
-        _append(path, [{"settings": settings}])
+    A missing or empty file holds none; a cut-off last line (a kill while writing) is ignored."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if not lines:
         return {}
-    lines = path.read_text(encoding="utf-8").splitlines()
-    head = json.loads(lines[0]) if lines else {}
-    if json.loads(json.dumps(settings, default=str)) != head.get("settings"):
+    head = json.loads(lines[0])
+    if head.get("keys") != KEYS:
         raise ValueError(
-            f"{path}: scores recorded with other settings ({head.get('settings')}); "
-            "use the same model, -n, sampling and verifier, or delete the file to start over"
+            f"{path}: scores recorded by an earlier rlvr, keyed by row number and id rather "
+            "than by the prompt and reference; delete the file to sample again"
         )
+    _check_settings(path, head.get("settings"), settings)
     scores = {}
     for number, line in enumerate(lines[1:], start=2):
         try:
@@ -149,6 +231,33 @@ def _read_scores(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, An
     return scores
 
 
+def _check_settings(path: Path, recorded: Any, settings: dict[str, Any]) -> None:
+    """Refuse scores recorded with other settings, naming the first that differs."""
+    if recorded == settings:
+        return
+    old, new = _flat(recorded), _flat(settings)
+    differs = (k for k in [*new, *old] if old.get(k, _MISSING) != new.get(k, _MISSING))
+    name = next(differs, "settings")
+    raise ValueError(
+        f"{path}: scores recorded with other settings ({name}: {old.get(name)!r} there, "
+        f"{new.get(name)!r} now); use the same model, -n, sampling and verifier options, or "
+        "delete the file to start over"
+    )
+
+
+_MISSING = object()
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested dict as ``{"a.b": leaf}``."""
+    if not isinstance(value, dict):
+        return {prefix or "settings": value}
+    out: dict[str, Any] = {}
+    for name, item in value.items():
+        out.update(_flat(item, f"{prefix}.{name}" if prefix else name))
+    return out
+
+
 def _append(path: Path, records: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:
@@ -157,60 +266,72 @@ def _append(path: Path, records: list[dict[str, Any]]) -> None:
         os.fsync(handle.fileno())
 
 
-def _key(index: int, example: Example) -> str:
-    return f"{index}:{example.id}"
+KEYS = "sha256(prompt, reference)"
+"""How records are keyed (written in the scores file's first line)."""
+
+
+def _key(example: Example) -> str:
+    """A record's key: a hash of the prompt and reference the prompt is scored on, so a row
+    whose content changed is sampled again and an unchanged one (moved or not) is not."""
+    content = json.dumps(
+        [example.prompt, example.reference], sort_keys=True, ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
 
 
 def _score_missing(
-    examples: Sequence[Example],
-    todo: list[int],
-    scores: dict[str, dict[str, Any]],
+    prepared: FilterInput,
     run: Callable[[list[Example], int], list[ProblemResult]],
     path: Path,
     job: FilterJob,
     progress: Progress | None,
 ) -> None:
-    """Sample the prompts of ``todo`` not in ``scores``, batch by batch, recording each batch."""
-    size = job.config.batch_size
-    done = sum(_key(i, examples[i]) in scores for i in todo)
+    """Sample every batch holding a prompt not in ``prepared.scores``, recording each batch.
+
+    A batch is sampled whole, with its seed, even when some of its prompts are recorded (a
+    kill while the batch was written): the completions are those of an uninterrupted run."""
+    examples, keys, scores = prepared.examples, prepared.keys, prepared.scores
+    todo = [i for i in range(len(examples)) if i not in prepared.few]
+    size, done = job.config.batch_size, sum(keys[i] in scores for i in todo)
     if progress:
         progress(done, len(todo))
     for batch, start in enumerate(range(0, len(todo), size)):
-        pending = [i for i in todo[start : start + size] if _key(i, examples[i]) not in scores]
-        if not pending:
+        members = todo[start : start + size]
+        missing = sum(keys[i] not in scores for i in members)
+        if not missing:
             continue
-        results = run([examples[i] for i in pending], job.config.seed + batch)
-        records = [
-            {
-                "key": _key(i, examples[i]),
-                "n": p.n,
-                "correct": p.c,
-                "scores": p.scores,
-                "status": p.status,
-            }
-            for i, p in zip(pending, results, strict=True)
-        ]
+        results = run([examples[i] for i in members], job.config.seed + batch)
+        records = [_record(keys[i], examples[i], p) for i, p in zip(members, results, strict=True)]
+        if not path.exists() or path.stat().st_size == 0:
+            _append(path, [{"keys": KEYS, "settings": prepared.settings}])
         _append(path, records)
         scores.update((r["key"], r) for r in records)
-        done += len(pending)
+        done += missing
         if progress:
             progress(done, len(todo))
 
 
-def _write(
-    rows: list[Row],
-    keys: list[str],
-    few: dict[int, int],
-    scores: dict[str, dict[str, Any]],
-    rule: KeepRule,
-    output: str | Path,
-) -> StepReport:
+def _record(key: str, example: Example, result: ProblemResult) -> dict[str, Any]:
+    """One prompt's line in the scores file."""
+    return {
+        "key": key,
+        "id": example.id,
+        "n": result.n,
+        "correct": result.c,
+        "scores": result.scores,
+        "status": result.status,
+    }
+
+
+def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepReport:
     kept, dropped = [], []
-    for i, (where, row) in enumerate(rows):
-        if i in few:
-            dropped.append({"reason": "too_few_tests", "tests": few[i], "where": where, "row": row})
+    for i, (where, row) in enumerate(prepared.rows):
+        if i in prepared.few:
+            dropped.append(
+                {"reason": "too_few_tests", "tests": prepared.few[i], "where": where, "row": row}
+            )
             continue
-        record = scores[keys[i]]
+        record = prepared.scores[prepared.keys[i]]
         n, correct, score = record["n"], record["correct"], sum(record["scores"]) / record["n"]
         value = rule.measured(n, correct, score)
         stats = {

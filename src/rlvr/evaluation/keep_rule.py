@@ -2,7 +2,7 @@
 
 A rule compares one measure with numbers, parsed by a regular expression (no ``eval``)::
 
-    pass@16>0.5      mean>=0.5      0<mean<1      0.2<=mean<=0.8      score>0
+    mean>0.5      mean>=0.5      0<mean<1      0.2<=mean<=0.8      pass@4>0.5      score>0
 
 Measures of one prompt, from its ``n`` completions:
 
@@ -88,7 +88,7 @@ def parse_rule(text: str, n: int | None = None) -> KeepRule:
         raise ValueError(
             f"--keep {text!r}: expected MEASURE OP NUMBER or NUMBER OP MEASURE OP NUMBER, with "
             "MEASURE one of mean, score, pass@k and OP one of < <= > >= == "
-            "(e.g. 'pass@16>0.5', 'mean>=0.5', '0<mean<1')"
+            "(e.g. 'mean>0.5', '0<mean<1', 'pass@4>0.5')"
         )
     lower, lower_op = found["lo"], found["lo_op"] or "<"
     if lower is not None and (lower_op not in ("<", "<=") or found["op"] not in ("<", "<=")):

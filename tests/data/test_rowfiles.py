@@ -34,7 +34,7 @@ def test_an_output_over_its_own_input_is_refused(tmp_path):
     # the dropped rows of x.jsonl go to x.dropped.jsonl: the input here
     audit = _write(tmp_path / "x.dropped.jsonl", ROWS)
     error = _run(["dedup", str(audit), "-o", str(tmp_path / "x.jsonl")])
-    assert "as x.dropped.jsonl" in error and audit.read_text() == json_lines(ROWS)
+    assert "its x.dropped.jsonl would overwrite" in error and audit.read_text() == json_lines(ROWS)
     assert not (tmp_path / "x.jsonl").exists()
 
 

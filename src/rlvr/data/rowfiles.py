@@ -94,7 +94,8 @@ def _write_parquet(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:
         column = _bad_column(rows)
         where = f" (column {column!r})" if column else ""
         raise ValueError(
-            f"{path}: cannot write these rows as Parquet{where}: {err}; write a .jsonl file instead"
+            f"{path}: cannot write these rows as Parquet{where}: {str(err).rstrip('.')}; "
+            "write a .jsonl file instead"
         ) from None
 
 
@@ -150,8 +151,9 @@ def check_step_output(
     for written in (output, dropped_file(output), *also):
         for source in inputs:
             if _same_file(written, Path(source).expanduser()):
+                what = "it" if written == output else f"its {written.name}"
                 raise ValueError(
-                    f"output {output}: would overwrite the input {source} (as {written.name}); "
+                    f"output {output}: {what} would overwrite the input {source}; "
                     "name another output file"
                 )
 

@@ -20,8 +20,8 @@ current folder).
 
 A ``kind: data`` stage runs a data step (``config``: ``dedup``, ``decontaminate`` or
 ``filter``, :mod:`rlvr.evaluation.data_steps`) with ``overrides`` as its options; it reads
-``input=`` (a file; ``@NAME``: data stage NAME's output; default: the previous data
-stage's output) and writes ``output_dir/<stage name>/data.jsonl``, which a later stage's
+``input=`` (a file, a relative one read from the pipeline file's folder; ``@NAME``: data
+stage NAME's output; default: the previous data stage's output) and writes ``output_dir/<stage name>/data.jsonl``, which a later stage's
 ``data.train=@NAME`` / ``data.eval=@NAME`` trains on. A data stage passes the model on
 unchanged (``filter`` samples with it); the command line's overrides for every stage skip
 data stages (``NAME:key=value`` reaches one).
@@ -175,6 +175,13 @@ def _local(value: str, folder: Path) -> str:
     return str((folder / value).resolve()) if value.startswith(("./", "../")) else value
 
 
+def _file(value: str, folder: Path) -> str:
+    """The file ``value`` (``~`` expanded), a relative path read from ``folder``: a data stage's
+    ``input`` is always a file, never a dataset name, so a bare ``raw.jsonl`` is one too."""
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else (folder / path).resolve())
+
+
 def _data_path(pipeline: Pipeline, stage: Stage, value: str, folder: Path) -> str:
     """A data path of ``stage``: ``@NAME`` is data stage NAME's output (NAME before ``stage``),
     a relative path is read from ``folder``."""
@@ -245,8 +252,9 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
 
     Its ``overrides`` (then ``extra``, the command line's) are the step's options, values read
     as YAML; ``input=`` names the file (``@NAME``: data stage NAME's output; default: the
-    previous data stage's output). Relative paths in ``input`` and ``against`` are read from
-    the pipeline file's folder (those in ``extra``: from the current folder).
+    previous data stage's output). A relative ``input`` is read from the pipeline file's
+    folder, as are ``./`` and ``../`` paths in ``against`` (whose other values are set or Hub
+    names); those in ``extra`` are read from the current folder.
     """
     where = f"{pipeline.source}: stage {stage.name!r}"
     options: dict[str, Any] = {}
@@ -257,7 +265,7 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
     for item, folder in given:
         key, _, value = (part.strip() for part in item.partition("="))
         if key == "input":
-            source = value if value.startswith("@") else _local(value, folder)
+            source = value if value.startswith("@") else _file(value, folder)
         elif key == "against":
             sets = yaml.safe_load(value)
             options[key] = [_local(v, folder) for v in ([sets] if isinstance(sets, str) else sets)]

@@ -290,6 +290,26 @@ def test_command_line_data_paths_are_read_from_the_current_folder(tmp_path, monk
     assert Path(mine) == tmp_path / "mine.jsonl"
 
 
+def test_a_bare_input_file_is_read_from_the_pipeline_files_folder(tmp_path, monkeypatch):
+    """``input=raw.jsonl`` is a file (a data stage reads no dataset names): the one beside the
+    pipeline file, wherever the command runs; ``against`` keeps bare values as set names."""
+    from rlvr.pipeline import data_step
+
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    stage = {"name": "clean", "kind": "data", "config": "decontaminate"}
+    data = {
+        "output_dir": "pipe",
+        "stages": [stage | {"overrides": ["input=raw.jsonl", "against=[math500, ./e.jsonl]"]}],
+    }
+    pipeline = parse_pipeline(data, folder=tmp_path / "files")
+    options, source = data_step(pipeline, pipeline.stages[0])
+    assert source == str(tmp_path / "files" / "raw.jsonl")
+    assert options.against == ("math500", str(tmp_path / "files" / "e.jsonl"))
+    _, given = data_step(pipeline, pipeline.stages[0], ["input=mine.jsonl"])
+    assert given == str(tmp_path / "here" / "mine.jsonl")
+
+
 def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
     """``stage.json`` records the final model as an absolute path: a pipeline whose output
     directory was given relative to one folder continues from any other (``-o`` absolute)."""

@@ -62,6 +62,8 @@ DATA_FILE = "data.jsonl"
 SUMMARY_FILE = "pipeline.json"
 MODEL_KEYS = ("model", "model.name")
 """Override keys that name a stage's model."""
+PRODUCED = "<an earlier stage's model>"
+"""Stands for a model an earlier stage makes, in the checks before the first stage runs."""
 PATH_KEYS = ("data.train", "data.eval")
 """Override keys whose relative values (``./``, ``../``) are read from the pipeline's folder."""
 
@@ -368,19 +370,22 @@ def check_pipeline(
     """Every training stage's configuration with ``overrides`` applied (as :func:`run_pipeline`
     takes them), checked as a run checks it before loading anything (with ``device``, this
     machine's device and code sandbox too, as :func:`~rlvr.train.preflight.preflight` does),
-    and every data stage's options (``None`` in its place: a data stage has no run
+    and every data stage's options, the local files it reads (but not those an earlier stage
+    writes) and, for ``filter``, its model (``None`` in its place: a data stage has no run
     configuration); nothing runs."""
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(rest, names, skip=data)
     configs, produced = [], set()
+    model = first  # a filter stage's model: this, until a model stage makes one
     for stage in pipeline.stages:
-        if stage.kind == "data":  # a data step's options, checked; it has no run configuration
-            data_step(pipeline, stage, by_stage[stage.name])
+        if stage.kind == "data":  # a data step's options and files; it has no run configuration
+            _check_data(pipeline, stage, by_stage[stage.name], frozenset(produced), model)
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
             configs.append(None)
             continue
+        model = PRODUCED
         # the first model stands in for a later stage's, which the stages before it produce
         cfg = stage_config(pipeline, stage, first, by_stage[stage.name])
         try:
@@ -389,6 +394,45 @@ def check_pipeline(
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)
     return configs
+
+
+def _check_data(
+    pipeline: Pipeline,
+    stage: Stage,
+    extra: Sequence[str],
+    produced: frozenset[str],
+    model: str | None,
+) -> None:
+    """A data stage's options, its ``input`` file and the local files in ``against`` (but not
+    those in ``produced``, which earlier stages write), and ``filter``'s model: ``model``
+    (:data:`PRODUCED`: an earlier model stage's)."""
+    from rlvr.data import check_source
+    from rlvr.models import check_model_dir
+
+    options, source = data_step(pipeline, stage, extra)
+    try:
+        if source not in produced and not Path(source).is_file():
+            raise ValueError(f"input={source}: no such file")
+        for spec in getattr(options, "against", ()):
+            if spec.partition("::")[0] not in produced:
+                _named("against", check_source, spec.partition("::")[0])
+        if stage.config == "filter" and model is None:
+            raise ValueError(
+                "filter samples with a model: set the pipeline's model (model: in the file, or "
+                "model=... on the command line) or put a model stage before it"
+            )
+        if stage.config == "filter" and model != PRODUCED:
+            _named("model", check_model_dir, model)
+    except ValueError as err:
+        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+
+
+def _named(key: str, check: Callable[[str], None], value: str) -> None:
+    """``check(value)``, its error starting with ``key``."""
+    try:
+        check(value)
+    except ValueError as err:
+        raise ValueError(f"{key}: {err}") from None
 
 
 def _skipped(stage: Stage, run_dir: Path, done: dict[str, Any], model: str | None) -> StageResult:

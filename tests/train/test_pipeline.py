@@ -514,3 +514,69 @@ def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):
     data["stages"] = data["stages"][1:]
     with pytest.raises(ValueError, match="the first data stage needs input=FILE"):
         run_pipeline(parse_pipeline(data), announce=lambda _: None)
+
+
+def _data_stages(tmp_path, model: str | None, *stages: dict) -> dict:
+    """A pipeline of ``stages`` with ``raw.jsonl`` beside its file and the model ``model``."""
+    (tmp_path / "raw.jsonl").write_text('{"prompt": "what is 1+1", "answer": "2"}\n')
+    return {"output_dir": str(tmp_path / "pipe"), "model": model, "stages": list(stages)}
+
+
+DEDUP = {"name": "dedup", "kind": "data", "config": "dedup", "overrides": ["input=./raw.jsonl"]}
+
+
+@pytest.mark.parametrize(
+    ("stage", "message"),
+    [
+        (
+            {"name": "d2", "kind": "data", "config": "dedup", "overrides": ["input=./no.jsonl"]},
+            r"stage 'd2': input=.*no\.jsonl: no such file",
+        ),
+        (
+            {
+                "name": "clean",
+                "kind": "data",
+                "config": "decontaminate",
+                "overrides": ["against=[math500, ./nosuch.jsonl]"],
+            },
+            r"stage 'clean': against: .*nosuch\.jsonl: no such file",
+        ),
+        (
+            {"name": "f", "kind": "data", "config": "filter", "overrides": ["keep=mean>0.5"]},
+            "stage 'f': filter samples with a model: set the pipeline's model",
+        ),
+    ],
+)
+def test_a_dry_run_checks_the_files_and_model_of_data_stages(tmp_path, capsys, stage, message):
+    """What would stop a data stage midway is refused before the first stage starts."""
+    from rlvr.pipeline import check_pipeline
+
+    data = _data_stages(tmp_path, None, DEDUP, stage)
+    pipeline = parse_pipeline(data, source="p.yaml", folder=tmp_path)
+    with pytest.raises(ValueError, match=message):
+        check_pipeline(pipeline)
+    with pytest.raises(ValueError, match=message):
+        run_pipeline(pipeline, announce=lambda _: None)
+    assert not (tmp_path / "pipe").exists()  # no stage ran
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert pipeline_main([str(path), "--dry-run"]) == 2
+    assert "rlvr: error:" in capsys.readouterr().err
+
+
+def test_a_filter_stage_takes_the_files_model_or_an_earlier_stages(tmp_path):
+    from rlvr.pipeline import check_pipeline
+
+    keep = {"name": "f", "kind": "data", "config": "filter", "overrides": ["keep=mean>0.5"]}
+    missing = str(tmp_path / "no-model")
+    with pytest.raises(ValueError, match=f"stage 'f': model: {missing}: no such directory"):
+        check_pipeline(
+            parse_pipeline(_data_stages(tmp_path, missing, DEDUP, keep), folder=tmp_path)
+        )
+    preset = _data_stages(tmp_path, "smollm2-135m", DEDUP, keep)
+    assert check_pipeline(parse_pipeline(preset, folder=tmp_path)) == [None, None]
+    sft = {"name": "sft", "kind": "sft", "config": "sft", "overrides": ["data.train=@dedup"]}
+    again = {**keep, "overrides": ["keep=mean>0.5", "input=@dedup"]}
+    later = _data_stages(tmp_path, None, DEDUP, sft, again)
+    checked = check_pipeline(parse_pipeline(later, folder=tmp_path))
+    assert checked[0] is None and checked[1].data.train.endswith("dedup/data.jsonl")

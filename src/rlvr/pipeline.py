@@ -286,9 +286,15 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
 def _run_data(
     pipeline: Pipeline, stage: Stage, extra: Sequence[str], model: str | None, run_dir: Path
 ) -> StageResult:
-    """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``)."""
+    """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``);
+    one that keeps no rows is refused, unmarked."""
     options, source = data_step(pipeline, stage, extra)
     report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
+    if report.kept == 0:  # not marked finished: rerun with other options, it runs again
+        raise ValueError(
+            f"{report.summary()}: a stage that keeps no rows leaves nothing to train on "
+            f"(the dropped rows, with why: {report.dropped_file})"
+        )
     counts = {"kept": report.kept, **report.dropped}
     done = {
         "name": stage.name,
@@ -336,32 +342,46 @@ def run_pipeline(
     first_model, overrides = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(overrides, names, skip=data)
-    out = Path(pipeline.output_dir)
     results: list[StageResult] = []
     model = first_model
     for index, stage in enumerate(pipeline.stages, 1):
-        run_dir = out / stage.name
-        done = _finished(run_dir)
-        if done is not None:
-            announce(f"stage {index}/{len(pipeline.stages)} {stage.name}: finished, skipped")
-            result = _skipped(stage, run_dir, done, model)
-        elif stage.kind == "data":
-            announce(f"stage {index}/{len(pipeline.stages)} {stage.name} (data, {stage.config})")
-            result = _run_data(pipeline, stage, by_stage[stage.name], model, run_dir)
-        else:
-            cfg = stage_config(pipeline, stage, model, by_stage[stage.name])
-            resume = run_dir.is_dir() and any(run_dir.iterdir())
-            verb = "resuming" if resume else "starting"
-            announce(
-                f"stage {index}/{len(pipeline.stages)} {stage.name} ({stage.kind}, {stage.config}): "
-                f"{verb} from {cfg.model.name} in {run_dir}"
+        label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
+        try:
+            result = _run_one(
+                pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
             )
-            ran = _run_stage(cfg, resume, callbacks(stage) if callbacks else ())
-            result = _record(stage, ran, "resumed" if resume else "ran")
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{label}: {err}") from err
         results.append(result)
         _write_summary(pipeline, results)
         model = None if result.model_dir is None else str(result.model_dir)
     return results
+
+
+def _run_one(
+    pipeline: Pipeline,
+    stage: Stage,
+    label: str,
+    extra: Sequence[str],
+    model: str | None,
+    callbacks: Callable[[Stage], Sequence[Callback]] | None,
+    announce: Callable[[str], None],
+) -> StageResult:
+    """Skip, run or resume one stage (``label``: ``stage 2/5 NAME``, for ``announce``)."""
+    run_dir = Path(pipeline.output_dir) / stage.name
+    done = _finished(run_dir)
+    if done is not None:
+        announce(f"{label}: finished, skipped")
+        return _skipped(stage, run_dir, done, model)
+    if stage.kind == "data":
+        announce(f"{label} (data, {stage.config})")
+        return _run_data(pipeline, stage, extra, model, run_dir)
+    cfg = stage_config(pipeline, stage, model, extra)
+    resume = run_dir.is_dir() and any(run_dir.iterdir())
+    verb = "resuming" if resume else "starting"
+    announce(f"{label} ({stage.kind}, {stage.config}): {verb} from {cfg.model.name} in {run_dir}")
+    ran = _run_stage(cfg, resume, callbacks(stage) if callbacks else ())
+    return _record(stage, ran, "resumed" if resume else "ran")
 
 
 def check_pipeline(
@@ -532,7 +552,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         model_dir = latest_checkpoint(ran.run_dir)
     if model_dir is None:
         raise ValueError(
-            f"stage {stage.name!r} saved no final model: keep checkpoint.save_final=true in its config"
+            "the stage saved no final model: keep checkpoint.save_final=true in its config"
         )
     model_dir = Path(model_dir).absolute()
     evals = dict(getattr(ran, "evals", {}) or {})

@@ -1,6 +1,7 @@
 """Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -580,3 +581,30 @@ def test_a_filter_stage_takes_the_files_model_or_an_earlier_stages(tmp_path):
     later = _data_stages(tmp_path, None, DEDUP, sft, again)
     checked = check_pipeline(parse_pipeline(later, folder=tmp_path))
     assert checked[0] is None and checked[1].data.train.endswith("dedup/data.jsonl")
+
+
+def test_a_data_stage_that_keeps_no_rows_fails_in_that_stage_naming_it(tmp_path, capsys):
+    """Every row contaminated: the decontaminate stage fails (not the one after it, on an
+    empty file), unmarked, so that a rerun with other options runs it again."""
+    (tmp_path / "eval.jsonl").write_text('{"problem": "what is 1+1"}\n')
+    clean = {
+        "name": "clean",
+        "kind": "data",
+        "config": "decontaminate",
+        "overrides": ["against=[./eval.jsonl]", "ngram=2"],
+    }
+    sft = {"name": "sft", "kind": "sft", "config": "sft", "overrides": ["data.train=@clean"]}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, None, DEDUP, clean, sft)))
+    assert pipeline_main([str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rlvr: error: stage 2/3 clean: kept 0 of 1 (dropped 1 contaminated)")
+    assert "leaves nothing to train on" in line and "clean/data.dropped.jsonl" in line
+    assert not (tmp_path / "pipe" / "clean" / "stage.json").exists()
+    assert not (tmp_path / "pipe" / "sft").exists()
+    (tmp_path / "raw.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"^stage 1/3 dedup: .*raw\.jsonl: no rows$"):
+        run_pipeline(
+            replace(read_pipeline(str(path)), output_dir=str(tmp_path / "again")),
+            announce=lambda _: None,
+        )

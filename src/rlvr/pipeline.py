@@ -27,14 +27,18 @@ unchanged (``filter`` samples with it); the command line's overrides for every s
 data stages (``NAME:key=value`` reaches one).
 
 Running a pipeline again continues it: a stage whose ``stage.json`` exists is finished
-and skipped (its final model is read from there), a stage with a run directory but no
-``stage.json`` was interrupted and resumes from its last checkpoint (the ``--resume``
-machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh (an interrupted ``filter`` keeps the prompts it scored). ``pipeline.json`` in
-the output directory lists each stage's run directory, final model and held-out scores.
+and skipped (its final model is read from there; a finished stage that this run would make
+otherwise, :func:`stage_options`, is refused, naming the folders to delete), a stage with a
+run directory but no ``stage.json`` was interrupted and resumes from its last checkpoint
+(the ``--resume`` machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh (an
+interrupted ``filter`` keeps the prompts it scored). ``pipeline.json`` in the output
+directory lists each stage's run directory, final model and held-out scores.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +55,7 @@ from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
-from rlvr.train.overrides import NOT_A_KEY, from_file, load_config
+from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, to_dict
 from rlvr.train.preflight import preflight
 from rlvr.train.run_dir import TIME_FORMAT
 
@@ -62,6 +66,9 @@ DATA_FILE = "data.jsonl"
 SUMMARY_FILE = "pipeline.json"
 MODEL_KEYS = ("model", "model.name")
 """Override keys that name a stage's model."""
+RUN_KEYS = ("threads", "log.", "checkpoint.", "model.device", "reward.workers", "workers")
+"""Options (dotted-key prefixes) that say how a stage runs, not what it makes: a finished
+stage's may differ on a rerun."""
 PRODUCED = "<an earlier stage's model>"
 """Stands for a model an earlier stage makes, in the checks before the first stage runs."""
 PATH_KEYS = ("data.train", "data.eval")
@@ -289,6 +296,7 @@ def _run_data(
     """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``);
     one that keeps no rows is refused, unmarked."""
     options, source = data_step(pipeline, stage, extra)
+    made = stage_options(pipeline, stage, model, extra)  # before the step: its input's digest
     report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
     if report.kept == 0:  # not marked finished: rerun with other options, it runs again
         raise ValueError(
@@ -303,6 +311,7 @@ def _run_data(
         "input": source,
         "output": str(report.output.absolute()),
         "counts": counts,
+        "options": made,
     }
     write_json(run_dir / STAGE_FILE, done)
     model_dir = Path(model) if model else None
@@ -354,7 +363,7 @@ def run_pipeline(
             raise ValueError(f"{label}: {err}") from err
         results.append(result)
         _write_summary(pipeline, results)
-        model = None if result.model_dir is None else str(result.model_dir)
+        model = _model_of(result)
     return results
 
 
@@ -381,7 +390,7 @@ def _run_one(
     verb = "resuming" if resume else "starting"
     announce(f"{label} ({stage.kind}, {stage.config}): {verb} from {cfg.model.name} in {run_dir}")
     ran = _run_stage(cfg, resume, callbacks(stage) if callbacks else ())
-    return _record(stage, ran, "resumed" if resume else "ran")
+    return _record(stage, ran, "resumed" if resume else "ran", _flat(to_dict(cfg)))
 
 
 def check_pipeline(
@@ -392,7 +401,8 @@ def check_pipeline(
     machine's device and code sandbox too, as :func:`~rlvr.train.preflight.preflight` does),
     and every data stage's options, the local files it reads (but not those an earlier stage
     writes) and, for ``filter``, its model (``None`` in its place: a data stage has no run
-    configuration); nothing runs."""
+    configuration); and that the stages the output directory holds as finished are what this
+    run would make (:func:`stage_options`). Nothing runs."""
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
@@ -413,7 +423,90 @@ def check_pipeline(
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)
+    _check_finished(pipeline, by_stage, first)
     return configs
+
+
+def stage_options(
+    pipeline: Pipeline, stage: Stage, model: str | None, extra: Sequence[str] = ()
+) -> dict[str, Any]:
+    """What ``stage`` makes its output from, as its ``stage.json`` records it (dotted keys): a
+    model stage's whole configuration (``model.name``: the model it starts from); a data
+    stage's step, options, ``input`` file and the file's SHA-256 (``filter``: and ``model``)."""
+    if stage.kind != "data":
+        return _flat(to_dict(stage_config(pipeline, stage, model, extra)))
+    options, source = data_step(pipeline, stage, extra)
+    made = {"step": stage.config, **dataclasses.asdict(options), "input": source}
+    made["input_sha256"] = _sha256(source)
+    if stage.config == "filter":
+        made["model"] = model
+    return _flat(made)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``data`` with nested mappings as dotted keys, each value as JSON reads it back."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = json.loads(json.dumps(value, default=str))
+    return out
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _check_finished(pipeline: Pipeline, by_stage: dict[str, list[str]], model: str | None) -> None:
+    """Refuse a finished stage that this run would make otherwise: with other options (those
+    of :data:`RUN_KEYS` aside; a ``stage.json`` that records none is taken as it is), or after
+    a stage that is not finished (it was made from that stage's earlier output). Each error
+    names the folders to delete to rerun; nothing is deleted."""
+    out, total = Path(pipeline.output_dir), len(pipeline.stages)
+    done = [_finished(out / s.name) for s in pipeline.stages]
+    for index, (stage, record) in enumerate(zip(pipeline.stages, done, strict=True)):
+        label = f"stage {index + 1}/{total} {stage.name}"
+        after = zip(pipeline.stages[index:], done[index:], strict=True)
+        later = [out / s.name for s, d in after if d is not None]  # this stage's too if finished
+        if record is None:
+            if later:
+                raise ValueError(
+                    f"{label} is not finished but later stages are, made from its earlier "
+                    f"output: delete {', '.join(map(str, later))} to rerun them"
+                )
+            return
+        now = stage_options(pipeline, stage, model, by_stage[stage.name])
+        changed = _changed(record.get("options"), now)
+        if changed:
+            raise ValueError(
+                f"{label}: finished with other options ({'; '.join(changed)}); to rerun it "
+                f"with these, delete {', '.join(map(str, later))}"
+            )
+        model = _model_of(_skipped(stage, out / stage.name, record, model))
+
+
+def _changed(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """``key: old -> new`` for each option (both record it) that differs, :data:`RUN_KEYS` aside."""
+    if recorded is None:  # a stage.json written before options were recorded
+        return []
+    keys = sorted(k for k in recorded.keys() & now.keys() if not k.startswith(RUN_KEYS))
+    return [
+        f"{k}: {_short(recorded[k])} -> {_short(now[k])}" for k in keys if recorded[k] != now[k]
+    ]
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """``value`` as JSON, its middle cut to fit ``width`` (a path's end tells paths apart)."""
+    text = json.dumps(value)
+    half = (width - 3) // 2
+    return text if len(text) <= width else f"{text[:half]}...{text[-half:]}"
+
+
+def _model_of(result: StageResult) -> str | None:
+    """The model the stage after ``result``'s starts from."""
+    return None if result.model_dir is None else str(result.model_dir)
 
 
 def _check_data(
@@ -540,8 +633,9 @@ def _evals(done: dict[str, Any]) -> dict[int, dict[str, float]]:
     return {int(k): v for k, v in done.get("evals", {}).items()}
 
 
-def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
-    """Mark the stage finished (``stage.json``, written atomically) and return its result.
+def _record(stage: Stage, ran: RunResult, status: str, options: dict[str, Any]) -> StageResult:
+    """Mark the stage finished (``stage.json``, written atomically, with ``options``: what
+    :func:`stage_options` gives) and return its result.
 
     A stage stopped after its last checkpoint but before ``stage.json`` was written resumes
     with no step left to run; its final model is then that last checkpoint. The model is
@@ -562,6 +656,7 @@ def _record(stage: Stage, ran: RunResult, status: str) -> StageResult:
         "config": stage.config,
         "model_dir": str(model_dir),
         "evals": {str(k): v for k, v in evals.items()},
+        "options": options,
     }
     write_json(ran.run_dir / STAGE_FILE, done)
     return StageResult(stage.name, ran.run_dir, model_dir, status, evals)

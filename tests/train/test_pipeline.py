@@ -1,6 +1,7 @@
 """Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -131,9 +132,13 @@ def test_three_stages_chain_models_and_resume_after_kills(
     ]
     assert "1" in summary["stages"][1]["evals"] or "3" in summary["stages"][1]["evals"]
     # A 4th invocation has nothing to do.
-    again = run_pipeline(pipeline, announce=lambda _: None)
-    assert [r.status for r in again] == ["skipped"] * 3
+    again = run_pipeline(pipeline, overrides=["threads=2"], announce=lambda _: None)
+    assert [r.status for r in again] == ["skipped"] * 3  # threads: how it runs, not what it makes
     assert [r.model_dir for r in again] == [r.model_dir for r in results]
+    # A changed option of a finished stage is refused, naming it and what to delete.
+    changed = rf"^stage 2/3 math: finished with other options \(steps: 3 -> 4\); .*{out}/more$"
+    with pytest.raises(ValueError, match=changed):
+        run_pipeline(pipeline, overrides=["math:steps=4"], announce=lambda _: None)
 
 
 def test_cli_runs_a_pipeline_and_reports_bad_files(
@@ -321,7 +326,7 @@ def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
     model = Path("out/math/checkpoints/step_000003")
     model.mkdir(parents=True)
     ran = RunResult(run_dir=Path("out/math"), model_dir=model, metrics={"reward/mean": 0.5})
-    recorded = _record(Stage("math", "train", "demo"), ran, "ran")
+    recorded = _record(Stage("math", "train", "demo"), ran, "ran", {"steps": 3})
     assert recorded.model_dir == tmp_path / model
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -608,3 +613,48 @@ def test_a_data_stage_that_keeps_no_rows_fails_in_that_stage_naming_it(tmp_path,
             replace(read_pipeline(str(path)), output_dir=str(tmp_path / "again")),
             announce=lambda _: None,
         )
+
+
+def test_a_finished_stage_whose_options_changed_is_refused_not_skipped(tmp_path, capsys):
+    """A finished stage records its options and input; a rerun that would make it otherwise
+    names the stage, what changed and the folders to delete, and deletes nothing."""
+    (tmp_path / "eval.jsonl").write_text('{"problem": "an unrelated question"}\n')
+    clean = {
+        "name": "clean",
+        "kind": "data",
+        "config": "decontaminate",
+        "overrides": ["against=[./eval.jsonl]"],
+    }
+    data = _data_stages(tmp_path, None, DEDUP, clean)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "pipe"
+    assert [r.status for r in run_pipeline(read_pipeline(str(path)), announce=print)] == ["ran"] * 2
+    recorded = json.loads((out / "clean" / "stage.json").read_text())["options"]
+    assert recorded["ngram"] == 9 and recorded["input"] == str(out / "dedup" / "data.jsonl")
+    clean["overrides"].append("ngram=20")
+    path.write_text(yaml.safe_dump(data))
+    refused = rf"^stage 2/2 clean: finished with other options \(ngram: 9 -> 20\); .* {out}/clean$"
+    with pytest.raises(ValueError, match=refused):
+        run_pipeline(read_pipeline(str(path)), announce=print)
+    assert pipeline_main([str(path), "--dry-run"]) == 2  # the dry run says so too
+    assert "clean: finished with other options (ngram: 9 -> 20)" in capsys.readouterr().err
+    assert (out / "clean" / "stage.json").is_file()  # nothing deleted
+    (tmp_path / "raw.jsonl").write_text('{"prompt": "what is 2+2", "answer": "4"}\n')
+    with pytest.raises(ValueError, match=rf"^stage 1/2 dedup: .*input_sha256: .*{out}/clean$"):
+        run_pipeline(read_pipeline(str(path)), announce=print)
+    shutil.rmtree(out / "dedup")
+    with pytest.raises(ValueError, match=rf"dedup is not finished but later .* {out}/clean to"):
+        run_pipeline(read_pipeline(str(path)), announce=print)
+
+
+def test_a_stage_json_that_records_no_options_is_still_finished(tmp_path):
+    """A stage finished before stage.json recorded options is taken as it is."""
+    data = _data_stages(tmp_path, None, {**DEDUP, "overrides": ["input=raw.jsonl"]})
+    run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    done = tmp_path / "pipe" / "dedup" / "stage.json"
+    old = {k: v for k, v in json.loads(done.read_text()).items() if k != "options"}
+    done.write_text(json.dumps(old))
+    data["stages"][0]["overrides"].append("field=answer")
+    again = run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    assert [r.status for r in again] == ["skipped"]

@@ -7,7 +7,8 @@
     rlvr pipeline klear -o runs/klear-1              # run it again to continue after a stop
 
 Running the same command again skips finished stages and resumes an interrupted one from
-its last checkpoint. See ``rlvr.pipeline`` for the file format.
+its last checkpoint; a finished stage whose options have changed since is refused, naming
+the folders to delete to rerun it. See ``rlvr.pipeline`` for the file format.
 """
 
 from __future__ import annotations

@@ -69,6 +69,11 @@ MODEL_KEYS = ("model", "model.name")
 RUN_KEYS = ("threads", "log.", "checkpoint.", "model.device", "reward.workers", "workers")
 """Options (dotted-key prefixes) that say how a stage runs, not what it makes: a finished
 stage's may differ on a rerun."""
+KEEP_HINT = (
+    "filter needs keep=RULE, e.g. keep=mean>0.5 (a majority of its n samples correct; with "
+    "n=16, pass@16>0.5 keeps every prompt solved once: docs/data.md)"
+)
+"""What a filter stage without ``keep`` is told."""
 PRODUCED = "<an earlier stage's model>"
 """Stands for a model an earlier stage makes, in the checks before the first stage runs."""
 PATH_KEYS = ("data.train", "data.eval")
@@ -282,6 +287,8 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
             options[key] = yaml.safe_load(value)
     if source is None:
         raise ValueError(f"{where}: the first data stage needs input=FILE")
+    if stage.config == "filter" and not options.get("keep"):
+        raise ValueError(f"{where}: {KEEP_HINT}")
     try:
         return step_options(stage.config, options), _data_path(
             pipeline, stage, source, pipeline.folder

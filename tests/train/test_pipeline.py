@@ -658,3 +658,15 @@ def test_a_stage_json_that_records_no_options_is_still_finished(tmp_path):
     data["stages"][0]["overrides"].append("field=answer")
     again = run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
     assert [r.status for r in again] == ["skipped"]
+
+
+def test_a_filter_stage_without_a_rule_is_told_the_majority_rule():
+    """docs/data.md: with n=16, pass@16>0.5 keeps every prompt solved once; Klear's rule
+    reads as a majority of the samples correct, mean>0.5."""
+    from rlvr.pipeline import data_step
+
+    stage = {"name": "f", "kind": "data", "config": "filter", "overrides": ["input=x.jsonl"]}
+    pipeline = parse_pipeline({"stages": [stage]}, source="p.yaml")
+    with pytest.raises(ValueError, match=None) as err:
+        data_step(pipeline, pipeline.stages[0])
+    assert "stage 'f': filter needs keep=RULE, e.g. keep=mean>0.5 (a majority" in str(err.value)

@@ -287,3 +287,16 @@ def test_a_pretty_printed_single_object_is_named_as_such(tmp_path):
         load_examples(str(path))
     path.write_text('{"prompt": "1 + 1", "answer": "2"}\n')  # one row on one line: JSON Lines
     assert [e.reference for e in load_examples(str(path))] == ["2"]
+
+
+def test_a_generated_row_read_with_the_default_fields_names_the_mapping_it_needs(tmp_path):
+    """`rlvr data gen` writes reasoning-gym rows (question, answer, metadata): the error for
+    the missing `prompt` says which mapping reads them."""
+    row = {"id": "c-0", "question": "1 + 1 =", "answer": "2", "metadata": {"source_dataset": "x"}}
+    path = tmp_path / "gen.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(
+        ValueError, match="as rlvr data gen writes: use the field mapping reasoning_gym"
+    ):
+        load_examples(str(path))
+    assert load_examples(str(path), fields="reasoning_gym")[0].prompt == "1 + 1 ="

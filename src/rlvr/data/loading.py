@@ -172,6 +172,16 @@ def _load_hf(source: str, split: str, config: str | None):
         ) from err
 
 
+def _generated_hint(row: Any) -> str:
+    """A pointer to the ``reasoning_gym`` mapping for a row ``rlvr data gen`` wrote."""
+    metadata = row.get("metadata") if isinstance(row, dict) else None
+    if isinstance(metadata, dict) and "source_dataset" in metadata and "question" in row:
+        return (
+            " (a reasoning-gym row, as rlvr data gen writes: use the field mapping reasoning_gym)"
+        )
+    return ""
+
+
 class MissingField(ValueError):
     """A row lacks a field its mapping names (callers add the option that renames the fields)."""
 
@@ -186,6 +196,7 @@ def get_path(row: dict[str, Any], dotted: str, where: str, role: str) -> Any:
             present = ", ".join(sorted(row)) if isinstance(row, dict) else "-"
             raise MissingField(
                 f"{where}: missing field {dotted!r} (the {role}); the row has: {present}"
+                + _generated_hint(row)
             )
     return value
 

@@ -303,7 +303,7 @@ def test_a_plain_line_longer_than_the_console_stays_one_line(capsys):
     from rlvr.train.progress import ProgressReporter
 
     shown = [(f"metric/{i}", f"headline{i}") for i in range(12)]
-    lines = ProgressReporter(LogConfig(progress="lines"), total=1, start=0, title="t", shown=shown)
+    lines = ProgressReporter(LogConfig(progress="auto"), total=1, start=0, title="t", shown=shown)
     lines.step(1, {f"metric/{i}": 0.5 for i in range(12)})
     lines.message("x" * 200)
     err = capsys.readouterr().err.splitlines()

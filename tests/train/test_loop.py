@@ -47,6 +47,12 @@ def _stable(rows):
     ]
 
 
+def test_held_out_scores_are_shown_when_measured(train_config, capsys):
+    train(train_config("steps=2", "eval.every=2", "eval.at_start=true", "log.progress=auto"))
+    err = capsys.readouterr().err
+    assert "held-out before training: avg@1" in err and "held-out at step 2: avg@1" in err
+
+
 def test_train_writes_finite_metrics_every_step(train_config):
     result = train(train_config("steps=3", "eval.at_end=true", "eval.at_start=true"))
     rows = read_metrics(result.run_dir / "metrics.jsonl")
@@ -89,7 +95,7 @@ def test_eval_every_keeps_at_start_and_at_end(train_config, at_start, at_end, ev
 @pytest.mark.parametrize(
     "extra", [(), ("model.lora.rank=4", "optim.lr=0.05")], ids=["full-weights", "lora"]
 )
-def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch, extra):
+def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch, extra, capsys):
     if extra:
         pytest.importorskip("peft")
     full = train(train_config("steps=4", *extra, out="full"))
@@ -107,6 +113,8 @@ def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch, extra
         train(cfg)
     monkeypatch.setattr(MetricsWriter, "write", real_write)
     assert [p.name for p in list_checkpoints(cfg.log.output_dir)] == ["step_000002"]
+    hint = f"interrupted: --resume {cfg.log.output_dir} continues from step_000002"
+    assert hint in capsys.readouterr().err
     train(cfg, resume=True)
     cut_rows = read_metrics(full.run_dir.parent / "cut" / "metrics.jsonl")
     assert [r["step"] for r in cut_rows] == [1, 2, 3, 4]

@@ -26,6 +26,7 @@ Callbacks let tools observe a run without touching its code::
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ import torch
 from rlvr.train.checkpoint import (
     TrainerState,
     due,
+    latest_checkpoint,
     load_trainer_state,
     save_checkpoint,
     seed_everything,
@@ -205,6 +207,9 @@ def run_job(
         if run.checkpoint is not None:
             loop.restore(run.checkpoint)
         row, model_dir = loop.run()
+    except KeyboardInterrupt:
+        _say_how_to_resume(run.path)
+        raise
     finally:
         loop.close()
     plots = (
@@ -215,6 +220,17 @@ def run_job(
     result = RunResult(run.path, model_dir, row, dict(loop.evals), plots)
     loop.notify("on_end", result)
     return result
+
+
+def _held_out(when: str, scores: Mapping[str, float]) -> str:
+    return f"held-out {when}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
+
+
+def _say_how_to_resume(run_dir: Path) -> None:
+    """After Ctrl-C: where the run can continue from (its checkpoints stay)."""
+    checkpoint = latest_checkpoint(run_dir)
+    where = f"from {checkpoint.name}" if checkpoint else "from the start (no checkpoint yet)"
+    print(f"interrupted: --resume {run_dir} continues {where}", file=sys.stderr)
 
 
 class _Loop:
@@ -280,10 +296,7 @@ class _Loop:
             return
         self.writer.write(0, record.metrics)
         self.evals[0] = record.scores
-        self.progress.message(
-            "held-out before training: "
-            + "  ".join(f"{k} {v:.3f}" for k, v in record.scores.items())
-        )
+        self.progress.message(_held_out("before training", record.scores))
         self.notify("on_eval", 0, record)
 
     def _record(self, step: int, record: StepRecord) -> Mapping[str, Any]:
@@ -297,6 +310,7 @@ class _Loop:
         self.writer.write_samples(step, record.samples)
         self.progress.step(step, row)
         if evaluation is not None:
+            self.progress.message(_held_out(f"at step {step}", evaluation.scores))
             self.notify("on_eval", step, evaluation)
         self.notify("on_step", step, StepRecord(dict(row), record.samples, record.prompts))
         return row

@@ -35,6 +35,28 @@ def test_unknown_option_is_still_refused():
         _parse(TrainConfig, ["steps=3", "--nope"])
 
 
+@pytest.mark.parametrize("argv", [["--steps", "3"], ["--steps=3"]])
+def test_a_key_written_as_an_option_is_shown_as_key_value(capsys, argv):
+    with pytest.raises(SystemExit):
+        _parse(TrainConfig, argv)
+    assert (
+        "unrecognized option --steps; configuration keys are key=value: steps=3"
+        in capsys.readouterr().err
+    )
+
+
+def test_an_abbreviated_option_still_reaches_argparse():
+    cfg, _, dry = _parse(TrainConfig, ["--conf", "abc_grpo", "--dry"])
+    assert cfg.objective.name == "abc_grpo" and dry
+
+
+def test_a_yaml_file_without_required_keys_is_told_how_to_inherit_them(tmp_path):
+    mine = tmp_path / "my.yaml"
+    mine.write_text("steps: 3\n")
+    with pytest.raises(ValueError, match="missing required key.* data .*base: demo"):
+        _parse(TrainConfig, ["--config", str(mine)])
+
+
 def test_sft_help_shows_sft_overrides(capsys):
     from rlvr.cli import main as rlvr
 

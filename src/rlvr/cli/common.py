@@ -150,6 +150,19 @@ def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[
     return config, named + (" + " + " ".join(overrides) if overrides else "")
 
 
+def _refuse_option_style_keys(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """``--steps 3`` (a key written as an option): the one-line error shows it as ``steps=3``."""
+    known = {s for action in parser._actions for s in action.option_strings}
+    for i, arg in enumerate(argv):
+        name = arg.split("=", 1)[0]
+        abbreviated = any(option.startswith(name) for option in known)  # argparse takes those
+        if name.startswith("--") and not abbreviated and not {"-h", "--help"} & set(argv):
+            value = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1 : i + 2] or ["VALUE"])[0]
+            parser.error(
+                f"unrecognized option {name}; configuration keys are key=value: {name[2:]}={value}"
+            )
+
+
 def parse_run_args(
     parser: argparse.ArgumentParser,
     cls,
@@ -188,6 +201,7 @@ def parse_run_args(
         metavar="key=value",
         help=f"e.g. {example}",
     )
+    _refuse_option_style_keys(parser, argv)
     args = parser.parse_intermixed_args(argv)  # overrides may sit on both sides of an option
     source = args.config
     overrides = list(args.overrides)

@@ -209,6 +209,7 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     if missing:
         raise ValueError(
             f"{where}: missing required key(s) {', '.join((f'{path}.' if path else '') + m for m in missing)}"
+            + ("" if path else _base_hint(cls))
         )
     try:
         return cls(**kwargs)
@@ -218,6 +219,13 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         if extra_field or (path and not str(err).startswith(path.split("[")[0])):
             raise ValueError(f"{where}: {err}") from err
         raise
+
+
+def _base_hint(cls: type) -> str:
+    """How a YAML file of ``cls`` gets the keys it lacks: from an embedded config."""
+    names = configs_of(cls)
+    example = "demo" if "demo" in names else (names[0] if names else None)
+    return f" (or inherit them: base: {example} in the YAML file)" if example else ""
 
 
 def from_file(cls: type[T], data: Any, where: str) -> T:

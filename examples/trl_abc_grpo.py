@@ -4,6 +4,7 @@
     python examples/trl_abc_grpo.py                                   # CPU, rlvr's tiny preset
     torchrun --nproc_per_node 2 examples/trl_abc_grpo.py              # CPU, two processes (gloo)
     accelerate launch examples/trl_abc_grpo.py --model Qwen/Qwen2.5-0.5B-Instruct --vllm  # GPU
+    python examples/trl_abc_grpo.py --objective grpo --advantage group_mean  # the baseline
 
 It trains on the task, prompts and reward of ``rlvr train``'s demo
 (``src/rlvr/configs/demo.yaml``: reasoning-gym chain sums, the bare question as the prompt,
@@ -16,6 +17,9 @@ log next to its own and in TensorBoard under ``--out``.
 
 Where a GPU is visible it trains there (bf16 where supported), with or without ``--vllm``.
 ``--model`` is a hub name, a local directory or an rlvr preset (``tiny``, ``smollm2-135m``).
+``--objective`` runs another of rlvr's objectives with its defaults (GRPO with
+``--advantage group_mean`` is the baseline ABC-GRPO's paper compares against, its eq. 3
+advantages); ``--lr`` defaults to the demo's 5e-5 for ``tiny`` and 1e-5 for other models.
 """
 
 from __future__ import annotations
@@ -88,7 +92,9 @@ def grpo_config(args: argparse.Namespace, gpu: bool) -> GRPOConfig:
         num_generations=rollout.group_size,
         max_completion_length=rollout.max_new_tokens,
         temperature=rollout.temperature,
-        learning_rate=1e-5 if gpu else DEMO.optim.lr,  # a real model on a GPU; tiny on a CPU
+        learning_rate=args.lr
+        if args.lr is not None
+        else (DEMO.optim.lr if args.model == "tiny" else 1e-5),
         adam_beta1=DEMO.optim.betas[0],
         adam_beta2=DEMO.optim.betas[1],
         max_grad_norm=DEMO.optim.max_grad_norm,
@@ -110,7 +116,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=80, help="optimiser steps (4 per rollout)")
     parser.add_argument("--out", default="runs/trl-abc-grpo")
     parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
+    parser.add_argument("--objective", default="abc_grpo", help="an rlvr objective (grpo, etr...)")
+    parser.add_argument(
+        "--advantage", help="group_std, group_mean or batch_std (default: the objective's)"
+    )
     parser.add_argument("--eps3", type=float, default=0.2, help="ABC's upper width for A <= 0")
+    parser.add_argument(
+        "--lr", type=float, help="learning rate (default: 5e-5 for tiny, else 1e-5)"
+    )
     parser.add_argument("--no-eval", action="store_true", help="skip the held-out scores")
     args = parser.parse_args()
     gpu = torch.cuda.is_available()
@@ -134,8 +147,13 @@ def main() -> None:
         grpo_config(args, gpu),
         train_dataset=prompt_dataset(demo_examples("train"), tokenizer),
         processing_class=tokenizer,
-        objective="abc_grpo",
-        objective_kwargs={"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3, "eps4": 0.2},
+        objective=args.objective,
+        objective_kwargs=(
+            {"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3, "eps4": 0.2}
+            if args.objective == "abc_grpo"
+            else None
+        ),
+        advantage=args.advantage,
     )
     main_process = trainer.accelerator.is_main_process
     held_out = demo_examples("eval") if main_process and not args.no_eval else None

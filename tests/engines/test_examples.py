@@ -86,7 +86,10 @@ def test_trl_example_prompts_are_the_demos(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_trl_example_runs_one_rollout_on_the_tiny_preset(tmp_path):
+@pytest.mark.parametrize(
+    "objective", [[], ["--objective", "grpo", "--advantage", "group_mean"]], ids=["abc", "grpo"]
+)
+def test_trl_example_runs_one_rollout_on_the_tiny_preset(tmp_path, objective):
     pytest.importorskip("trl")
     run = subprocess.run(
         [
@@ -99,6 +102,7 @@ def test_trl_example_runs_one_rollout_on_the_tiny_preset(tmp_path):
             "--no-eval",
             "--out",
             str(tmp_path / "run"),
+            *objective,
         ],
         capture_output=True,
         text=True,

@@ -55,7 +55,7 @@ from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
-from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, to_dict
+from rlvr.train.overrides import NOT_A_KEY, flatten, from_file, load_config, to_dict
 from rlvr.train.preflight import preflight
 from rlvr.train.run_dir import TIME_FORMAT
 
@@ -397,7 +397,7 @@ def _run_one(
     verb = "resuming" if resume else "starting"
     announce(f"{label} ({stage.kind}, {stage.config}): {verb} from {cfg.model.name} in {run_dir}")
     ran = _run_stage(cfg, resume, callbacks(stage) if callbacks else ())
-    return _record(stage, ran, "resumed" if resume else "ran", _flat(to_dict(cfg)))
+    return _record(stage, ran, "resumed" if resume else "ran", flatten(to_dict(cfg)))
 
 
 def check_pipeline(
@@ -441,24 +441,13 @@ def stage_options(
     model stage's whole configuration (``model.name``: the model it starts from); a data
     stage's step, options, ``input`` file and the file's SHA-256 (``filter``: and ``model``)."""
     if stage.kind != "data":
-        return _flat(to_dict(stage_config(pipeline, stage, model, extra)))
+        return flatten(to_dict(stage_config(pipeline, stage, model, extra)))
     options, source = data_step(pipeline, stage, extra)
     made = {"step": stage.config, **dataclasses.asdict(options), "input": source}
     made["input_sha256"] = _sha256(source)
     if stage.config == "filter":
         made["model"] = model
-    return _flat(made)
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``data`` with nested mappings as dotted keys, each value as JSON reads it back."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = json.loads(json.dumps(value, default=str))
-    return out
+    return flatten(made)
 
 
 def _sha256(path: str) -> str:

@@ -10,14 +10,12 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
-
-import yaml
+from typing import NamedTuple, TypeVar
 
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
-from rlvr.train.overrides import dump_yaml, read_yaml
+from rlvr.train.overrides import dump_yaml, flatten, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
 
@@ -119,14 +117,6 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
     (run.path / CONFIG_FILE).write_text(dump_yaml(config))
 
 
-def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
-    if not isinstance(data, dict) or not data:
-        return {prefix: data}
-    items = ((f"{prefix}.{key}" if prefix else str(key), value) for key, value in data.items())
-    return {k: v for key, value in items for k, v in _flat(value, key).items()}
-
-
 _BOOKKEEPING = ("steps", "log.", "eval.", "checkpoint.", "threads")
 """Keys a resume may change without changing how the steps so far were trained."""
 
@@ -139,8 +129,8 @@ def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
     saved_file = run.path / CONFIG_FILE
     if not saved_file.is_file() or run.checkpoint is None:
         return
-    saved = _flat(read_yaml(str(saved_file)))
-    now = _flat(yaml.safe_load(dump_yaml(config)))
+    saved = flatten(read_yaml(str(saved_file)))
+    now = flatten(to_dict(config))
     changed = [k for k in now if k in saved and now[k] != saved[k] and k != "log.output_dir"]
     shown = ", ".join(f"{k} {saved[k]!r} -> {now[k]!r}" for k in changed[:4])
     more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""

@@ -120,12 +120,14 @@ def main() -> None:
     parser.add_argument(
         "--advantage", help="group_std, group_mean or batch_std (default: the objective's)"
     )
-    parser.add_argument("--eps3", type=float, default=0.2, help="ABC's upper width for A <= 0")
+    parser.add_argument("--eps3", type=float, help="ABC-GRPO's upper width for A <= 0 (0.2)")
     parser.add_argument(
         "--lr", type=float, help="learning rate (default: 5e-5 for tiny, else 1e-5)"
     )
     parser.add_argument("--no-eval", action="store_true", help="skip the held-out scores")
     args = parser.parse_args()
+    if args.eps3 is not None and args.objective != "abc_grpo":
+        parser.error(f"--eps3 is ABC-GRPO's; --objective {args.objective} has no eps3")
     gpu = torch.cuda.is_available()
     if args.vllm and not gpu:
         parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")
@@ -149,7 +151,7 @@ def main() -> None:
         processing_class=tokenizer,
         objective=args.objective,
         objective_kwargs=(
-            {"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3, "eps4": 0.2}
+            {"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3 or 0.2, "eps4": 0.2}
             if args.objective == "abc_grpo"
             else None
         ),

@@ -51,11 +51,12 @@ import yaml
 from rlvr.atomic import write_json
 from rlvr.bundled import bundled_names, read_source
 from rlvr.data.rowfiles import StepReport
+from rlvr.dotted import changed_keys, flatten
 from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
-from rlvr.train.overrides import NOT_A_KEY, flatten, from_file, load_config, to_dict
+from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, to_dict
 from rlvr.train.preflight import preflight
 from rlvr.train.run_dir import TIME_FORMAT
 
@@ -418,7 +419,10 @@ def check_pipeline(
     model = first  # a filter stage's model: this, until a model stage makes one
     for stage in pipeline.stages:
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
-            _check_data(pipeline, stage, by_stage[stage.name], frozenset(produced), model)
+            if _finished(Path(pipeline.output_dir) / stage.name) is None:  # else only skipped
+                _check_data(pipeline, stage, by_stage[stage.name], frozenset(produced), model)
+            else:
+                data_step(pipeline, stage, by_stage[stage.name])
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
             configs.append(None)
             continue
@@ -444,7 +448,7 @@ def stage_options(
         return flatten(to_dict(stage_config(pipeline, stage, model, extra)))
     options, source = data_step(pipeline, stage, extra)
     made = {"step": stage.config, **dataclasses.asdict(options), "input": source}
-    made["input_sha256"] = _sha256(source)
+    made["input_sha256"] = _sha256(source) if Path(source).is_file() else None
     if stage.config == "filter":
         made["model"] = model
     return flatten(made)
@@ -487,10 +491,10 @@ def _changed(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     """``key: old -> new`` for each option (both record it) that differs, :data:`RUN_KEYS` aside."""
     if recorded is None:  # a stage.json written before options were recorded
         return []
-    keys = sorted(k for k in recorded.keys() & now.keys() if not k.startswith(RUN_KEYS))
-    return [
-        f"{k}: {_short(recorded[k])} -> {_short(now[k])}" for k in keys if recorded[k] != now[k]
-    ]
+    keys = changed_keys(recorded, now, ignore=RUN_KEYS)
+    if now.get("input_sha256", "") is None:  # the input is gone: the stage is only skipped
+        keys = [k for k in keys if k != "input_sha256"]
+    return [f"{k}: {_short(recorded.get(k))} -> {_short(now.get(k))}" for k in keys]
 
 
 def _short(value: Any, width: int = 60) -> str:

@@ -108,6 +108,15 @@ def test_train_help_shows_the_values_and_objective_of_the_run_it_would_start(cap
     assert "objective.eps_low" not in out
 
 
+@pytest.mark.parametrize("argv", [["--config=gppo"], ["--conf", "gppo"]])
+def test_train_help_reads_the_config_however_it_is_written(capsys, argv):
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr(["train", *argv, "--help"])
+    assert "  objective.name=gppo " in capsys.readouterr().out
+
+
 def test_config_keys_expand_a_required_section_with_its_class_defaults():
     from rlvr.train.config_keys import config_keys
 

@@ -61,10 +61,12 @@ class Killed(Exception):
     """Stands for the process being killed."""
 
 
-def _run(tmp_path, keep, sampler, out="kept.jsonl", rows=ROWS, verifier=None, n=N, fields=None):
+def _run(
+    tmp_path, keep, sampler, out="kept.jsonl", rows=ROWS, verifier=None, n=N, fields=None, workers=0
+):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = EvalConfig(n=n, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    config = EvalConfig(n=n, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=workers))
     job = FilterJob(parse_rule(keep, n), config, fields or "default", model="stub")
     return filter_file(
         src,
@@ -235,6 +237,14 @@ def test_other_verifier_options_are_refused(tmp_path):
     flexible = get_verifier("math", extract="flexible")
     with pytest.raises(ValueError, match="verifier.options.extract: 'strict' there, 'flexible'"):
         _run(tmp_path, "mean>=0.5", KnownSampler(), verifier=flexible)
+
+
+def test_another_number_of_scoring_workers_reuses_the_scores(tmp_path):
+    """How many score at once does not change a score (pipelines.md lets `workers` change)."""
+    _run(tmp_path, "mean>=0.5", KnownSampler())
+    again = KnownSampler()
+    _run(tmp_path, "mean>=0.5", again, workers=2)
+    assert again.sampled == []
 
 
 def test_other_format_options_are_refused(tmp_path):

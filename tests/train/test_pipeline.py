@@ -648,6 +648,26 @@ def test_a_finished_stage_whose_options_changed_is_refused_not_skipped(tmp_path,
         run_pipeline(read_pipeline(str(path)), announce=print)
 
 
+def test_an_option_added_to_or_removed_from_a_mapping_is_a_change():
+    """reward.options recorded as {} and now holding extract (or the reverse) differ, though
+    no key is on both sides; a key only one rlvr version has is not a change."""
+    from rlvr.pipeline import _changed
+
+    empty, extract = {"reward.options": {}}, {"reward.options.extract": "flexible"}
+    assert _changed(empty, extract) == ['reward.options.extract: null -> "flexible"']
+    assert _changed(extract, empty) == ['reward.options.extract: "flexible" -> null']
+    assert _changed({"steps": 3}, {"steps": 3, "rollout.new_key": 1}) == []
+
+
+def test_a_finished_data_stage_whose_input_is_gone_is_still_skipped(tmp_path):
+    """Its output stands; the input it was made from may have moved since."""
+    data = _data_stages(tmp_path, None, {**DEDUP, "overrides": ["input=raw.jsonl"]})
+    run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    (tmp_path / "raw.jsonl").rename(tmp_path / "raw.bak")
+    again = run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    assert [r.status for r in again] == ["skipped"]
+
+
 def test_a_stage_json_that_records_no_options_is_still_finished(tmp_path):
     """A stage finished before stage.json recorded options is taken as it is."""
     data = _data_stages(tmp_path, None, {**DEDUP, "overrides": ["input=raw.jsonl"]})

@@ -78,6 +78,23 @@ def test_a_resume_that_changes_the_config_keeps_the_record_of_the_steps_so_far(t
     assert "abc_grpo" in (run_dir / "config.yaml").read_text()
 
 
+def test_a_resume_that_adds_a_verifier_option_or_extends_steps_keeps_the_record(train_config):
+    """An option added to a mapping (reward.options was {}) is a change; so is steps, which
+    stretches the schedule. A second changed resume from the same checkpoint keeps the first
+    record, which says what steps 1-2 ran with."""
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    before = (run_dir / "config.yaml").read_text()
+    options = train_config("steps=2", "checkpoint.every=1", "reward.options={extract: flexible}")
+    with pytest.warns(UserWarning, match=r"reward.options.extract '-' -> 'flexible'"):
+        train(options, resume=True)  # no step left: nothing trains, the record is kept
+    longer = train_config("steps=3", "checkpoint.every=100", "checkpoint.save_final=false")
+    with pytest.warns(UserWarning, match=r"steps 2 -> 3"):
+        train(longer, resume=True)
+    assert (run_dir / "config.step_000002.yaml").read_text() == before
+
+
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)

@@ -139,10 +139,16 @@ def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[
     and how it was named, for ``--help``; ``(None, "")`` when it does not load."""
     from rlvr.train.overrides import load_config
 
-    source = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
-    source = source or default_config
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    parser = argparse.ArgumentParser(add_help=False)  # as the real parser reads these two
+    parser.add_argument("--config")
+    parser.add_argument("--resume", nargs="?", const=True)
+    known, rest = parser.parse_known_args(argv)
+    overrides = [a for a in rest if "=" in a and not a.startswith("-")]
     try:
+        source = known.config
+        if isinstance(known.resume, str) and "=" not in known.resume:
+            source = source or _saved_config(known.resume, cls)
+        source = source or default_config
         config = load_config(cls, source, overrides)
     except Exception:  # noqa: BLE001 - --help still lists the keys with the class defaults
         return None, ""

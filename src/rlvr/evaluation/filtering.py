@@ -40,6 +40,7 @@ from typing import Any
 from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.loading import Example, Row, row_to_example
 from rlvr.data.rowfiles import StepReport, check_step_output, read_rows, write_step
+from rlvr.dotted import flatten
 from rlvr.evaluation.harness import EvalConfig, ProblemResult, evaluate
 from rlvr.evaluation.keep_rule import KeepRule
 from rlvr.generation import Sampler
@@ -185,6 +186,7 @@ def _settings(job: FilterJob, verifier: Verifier) -> dict[str, Any]:
     config = asdict(job.config)
     config.pop("keep_completions")
     config.pop("ks")
+    config["scoring"].pop("workers")  # how many score at once, not what they score
     settings = {"model": job.model, "verifier": _verifier_settings(verifier), "config": config}
     return json.loads(json.dumps(settings, default=str))
 
@@ -212,7 +214,10 @@ def _read_scores(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, An
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     if not lines:
         return {}
-    head = json.loads(lines[0])
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError:
+        raise ValueError(f"{path}:1: invalid JSON (a cut-off header): delete the file") from None
     if head.get("keys") != KEYS:
         raise ValueError(
             f"{path}: scores recorded by an earlier rlvr, keyed by row number and id rather "
@@ -235,7 +240,8 @@ def _check_settings(path: Path, recorded: Any, settings: dict[str, Any]) -> None
     """Refuse scores recorded with other settings, naming the first that differs."""
     if recorded == settings:
         return
-    old, new = _flat(recorded), _flat(settings)
+    old = flatten(recorded if isinstance(recorded, dict) else {"settings": recorded})
+    new = flatten(settings)
     differs = (k for k in [*new, *old] if old.get(k, _MISSING) != new.get(k, _MISSING))
     name = next(differs, "settings")
     raise ValueError(
@@ -246,16 +252,6 @@ def _check_settings(path: Path, recorded: Any, settings: dict[str, Any]) -> None
 
 
 _MISSING = object()
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested dict as ``{"a.b": leaf}``."""
-    if not isinstance(value, dict):
-        return {prefix or "settings": value}
-    out: dict[str, Any] = {}
-    for name, item in value.items():
-        out.update(_flat(item, f"{prefix}.{name}" if prefix else name))
-    return out
 
 
 def _append(path: Path, records: list[dict[str, Any]]) -> None:

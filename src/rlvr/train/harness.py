@@ -223,6 +223,7 @@ def run_job(
 
 
 def _held_out(when: str, scores: Mapping[str, float]) -> str:
+    """The progress line of one held-out evaluation."""
     return f"held-out {when}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
 
 
@@ -230,7 +231,11 @@ def _say_how_to_resume(run_dir: Path) -> None:
     """After Ctrl-C: where the run can continue from (its checkpoints stay)."""
     checkpoint = latest_checkpoint(run_dir)
     where = f"from {checkpoint.name}" if checkpoint else "from the start (no checkpoint yet)"
-    print(f"interrupted: --resume {run_dir} continues {where}", file=sys.stderr)
+    print(
+        f"interrupted: --resume {run_dir} (in a pipeline: running the pipeline again) "
+        f"continues {where}",
+        file=sys.stderr,
+    )
 
 
 class _Loop:

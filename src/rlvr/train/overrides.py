@@ -24,7 +24,6 @@ where the file came from.
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
 import warnings
@@ -400,22 +399,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``data`` with nested mappings as dotted keys, each value as JSON reads it back (tuples
-    as lists), so that two configurations compare key by key.
-
-    >>> flatten({"optim": {"lr": 1e-5, "betas": (0.9, 0.99)}, "log": {}})
-    {'optim.lr': 1e-05, 'optim.betas': [0.9, 0.99], 'log': {}}
-    """
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = json.loads(json.dumps(value, default=str))
-    return out
 
 
 def dump_yaml(config: Any) -> str:

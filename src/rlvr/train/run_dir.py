@@ -12,10 +12,11 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
-from rlvr.train.overrides import dump_yaml, flatten, read_yaml, to_dict
+from rlvr.train.overrides import dump_yaml, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
 
@@ -71,8 +72,9 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
             f"log.output_dir={str(run_dir)!r} already holds a run: continue it with --resume, "
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
         )
-    if resume and checkpoint is None and run_dir.exists():
-        warnings.warn(f"--resume: no checkpoint in {run_dir}; starting from scratch", stacklevel=2)
+    if resume and checkpoint is None:
+        why = "no checkpoint in" if run_dir.exists() else "no run yet in"
+        warnings.warn(f"--resume: {why} {run_dir}; starting from scratch", stacklevel=2)
     if checkpoint is not None:
         _check_same_model(config, run_dir)
         print(f"--resume: {run_dir} from {checkpoint.name}", file=sys.stderr)
@@ -117,29 +119,31 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
     (run.path / CONFIG_FILE).write_text(dump_yaml(config))
 
 
-_BOOKKEEPING = ("steps", "log.", "eval.", "checkpoint.", "threads")
-"""Keys a resume may change without changing how the steps so far were trained."""
+_BOOKKEEPING = ("log.", "eval.", "checkpoint.", "threads")
+"""Keys a resume may change without changing how the steps so far were trained (``steps``
+is not one: it stretches the learning-rate schedule)."""
 
 
 def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
     """A resume whose configuration differs from the saved one in how steps train (another
     objective, learning rate, data) keeps the saved ``config.yaml`` as
     ``config.<checkpoint>.yaml``, the record of the steps run so far, and warns with the keys
-    that changed; a change of :data:`_BOOKKEEPING` keys only (``steps=200``) is printed."""
+    that changed; a change of :data:`_BOOKKEEPING` keys only (``eval.every``) is printed."""
     saved_file = run.path / CONFIG_FILE
     if not saved_file.is_file() or run.checkpoint is None:
         return
     saved = flatten(read_yaml(str(saved_file)))
     now = flatten(to_dict(config))
-    changed = [k for k in now if k in saved and now[k] != saved[k] and k != "log.output_dir"]
-    shown = ", ".join(f"{k} {saved[k]!r} -> {now[k]!r}" for k in changed[:4])
+    changed = changed_keys(saved, now, ignore=("log.output_dir",))
+    shown = ", ".join(f"{k} {saved.get(k, '-')!r} -> {now.get(k, '-')!r}" for k in changed[:4])
     more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
     if all(k.startswith(_BOOKKEEPING) for k in changed):  # the steps so far are unaffected
         if changed:
             print(f"--resume: {shown}{more}", file=sys.stderr)
         return
     kept = run.path / f"config.{run.checkpoint.name}.yaml"
-    os.replace(saved_file, kept)
+    if not kept.exists():  # a second changed resume from this checkpoint keeps the first record
+        os.replace(saved_file, kept)
     warnings.warn(
         f"--resume: {shown}{more}; the configuration of steps 1-"
         f"{run.checkpoint.name.removeprefix('step_').lstrip('0') or '0'} is kept in {kept.name}",

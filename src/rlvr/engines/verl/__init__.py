@@ -14,6 +14,7 @@ which ``import verl`` loads. The trainer that carries exact group statistics to 
 Hyperparameters: :mod:`.config`.
 """
 
+import contextlib
 import importlib.metadata
 import warnings
 
@@ -36,7 +37,8 @@ def check_verl(version: str) -> None:
         )
 
 
-check_verl(importlib.metadata.version("verl"))
+with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # a checkout: no version
+    check_verl(importlib.metadata.version("verl"))
 
 from rlvr.engines.verl.advantages import ESTIMATORS  # noqa: E402
 from rlvr.engines.verl.config import PolicyLossConfig, objective_config  # noqa: E402

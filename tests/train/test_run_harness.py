@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlvr.train import Callback
 from rlvr.train.loop import train
@@ -78,21 +79,36 @@ def test_a_resume_that_changes_the_config_keeps_the_record_of_the_steps_so_far(t
     assert "abc_grpo" in (run_dir / "config.yaml").read_text()
 
 
-def test_a_resume_that_adds_a_verifier_option_or_extends_steps_keeps_the_record(train_config):
-    """An option added to a mapping (reward.options was {}) is a change; so is steps, which
-    stretches the schedule. A second changed resume from the same checkpoint keeps the first
-    record, which says what steps 1-2 ran with."""
+def test_a_resume_that_extends_steps_keeps_the_record_once(train_config):
+    """More steps stretch the schedule: a change, recorded. A second changed resume from the
+    same checkpoint keeps the first record, which says what steps 1-2 ran with."""
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)
     run_dir = Path(cfg.log.output_dir)
     before = (run_dir / "config.yaml").read_text()
-    options = train_config("steps=2", "checkpoint.every=1", "reward.options={extract: flexible}")
-    with pytest.warns(UserWarning, match=r"reward.options.extract '-' -> 'flexible'"):
-        train(options, resume=True)  # no step left: nothing trains, the record is kept
     longer = train_config("steps=3", "checkpoint.every=100", "checkpoint.save_final=false")
     with pytest.warns(UserWarning, match=r"steps 2 -> 3"):
         train(longer, resume=True)
+    with pytest.warns(UserWarning, match=r"steps 3 -> 4"):  # config.yaml said 3 since
+        train(train_config("steps=4", "checkpoint.every=100"), resume=True)
     assert (run_dir / "config.step_000002.yaml").read_text() == before
+
+
+def test_a_resume_that_drops_a_verifier_option_is_a_change(train_config):
+    """reward.options held {extract: ...} and now holds {}: no key is on both sides, yet the
+    run scores otherwise from here on."""
+    from rlvr.train.run_dir import RunDir, _keep_changed_config
+
+    cfg = train_config("steps=1", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    saved["reward"]["options"] = {"extract": "flexible"}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(saved))
+    run = RunDir(run_dir, run_dir / "checkpoints" / "step_000001", resume=True)
+    with pytest.warns(UserWarning, match=r"reward.options.extract 'flexible' -> '-'"):
+        _keep_changed_config(cfg, run)
+    assert (run_dir / "config.step_000001.yaml").is_file()
 
 
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):

@@ -145,8 +145,8 @@ def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
     if not kept.exists():  # a second changed resume from this checkpoint keeps the first record
         os.replace(saved_file, kept)
     warnings.warn(
-        f"--resume: {shown}{more}; the configuration of steps 1-"
-        f"{run.checkpoint.name.removeprefix('step_').lstrip('0') or '0'} is kept in {kept.name}",
+        f"--resume: {shown}{more}; the configuration that made {run.checkpoint.name} is kept "
+        f"in {kept.name}",
         stacklevel=3,
     )
 

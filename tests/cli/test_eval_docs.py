@@ -46,3 +46,13 @@ def test_the_default_output_names_an_adapter_folder_by_its_checkpoint(tmp_path):
     (folder / "adapter_config.json").write_text("{}")
     assert _default_output(str(folder) + "/").name.startswith("step_000060-adapter-")
     assert _default_output("tiny").parent == Path("runs") / "eval"
+
+
+def test_the_default_output_names_a_checkpoint_by_its_run(tmp_path):
+    """Every run has a step_000060: the name says whose."""
+    step = tmp_path / "demo-20261122-101500" / "checkpoints" / "step_000060"
+    assert _default_output(str(step)).name.startswith("demo-20261122-101500-step_000060-")
+    (step / "adapter").mkdir(parents=True)
+    (step / "adapter" / "adapter_config.json").write_text("{}")
+    adapter = _default_output(str(step / "adapter")).name
+    assert adapter.startswith("demo-20261122-101500-step_000060-adapter-")

@@ -300,3 +300,11 @@ def test_a_generated_row_read_with_the_default_fields_names_the_mapping_it_needs
     ):
         load_examples(str(path))
     assert load_examples(str(path), fields="reasoning_gym")[0].prompt == "1 + 1 ="
+
+
+def test_a_hub_set_unreachable_offline_says_so(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set: give a local file or directory"):
+        load_examples("rlvr-no-such-org/no-such-set")

@@ -82,3 +82,11 @@ def test_a_directory_without_config_json_is_named_as_no_model(tmp_path):
         load_model(str(tmp_path))
     with pytest.raises(ValueError, match=r"holds no model \(no config\.json\)$"):
         load_model(str(step))
+
+
+def test_a_hub_model_unreachable_offline_says_so(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ValueError, match="the Hugging Face Hub: HF_HUB_OFFLINE is set"):
+        load_model("rlvr-no-such-org/no-such-model")

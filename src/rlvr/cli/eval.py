@@ -316,7 +316,9 @@ def _default_output(model: str) -> Path:
     path = Path(model.rstrip("/"))
     stem = path.name or "model"
     if (path / ADAPTER_CONFIG).is_file():  # a LoRA checkpoint's adapter/: named by its step too
-        stem = f"{path.parent.name}-{stem}"
+        stem, path = f"{path.parent.name}-{stem}", path.parent
+    if path.parent.name == "checkpoints":  # <run>/checkpoints/step_N: named by its run too
+        stem = f"{path.parent.parent.name}-{stem}"
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 

@@ -164,11 +164,15 @@ def _load_hf(source: str, split: str, config: str | None):
                 raise ValueError(f"{source}: no split {split!r}; splits: {', '.join(loaded)}")
             return loaded[split]
         return loaded
+    from huggingface_hub import constants
+
     try:
         return datasets.load_dataset(source, config, split=split)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, ConnectionError) as err:
+        offline = " (HF_HUB_OFFLINE is set: give a local file or directory)"
         raise ValueError(
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
+            + (offline if constants.HF_HUB_OFFLINE else "")
         ) from err
 
 

@@ -177,9 +177,12 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     except OSError as err:
         if Path(path).is_dir():
             raise ValueError(f"could not load model from the directory {path!r}: {err}") from err
+        from huggingface_hub import constants
+
+        hub = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"not reachable ({err})"
         raise ValueError(
             f"could not load model {name_or_path!r}: not a preset ({', '.join(preset_names())}), "
-            f"not a local directory, and not reachable on the Hugging Face Hub ({err})"
+            f"not a local directory, and the Hugging Face Hub: {hub}"
         ) from err
     tokenizer = load_tokenizer(name_or_path)
     if model.generation_config.pad_token_id is None:

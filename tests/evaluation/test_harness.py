@@ -85,6 +85,13 @@ def test_config_validation():
         EvalConfig(n=0, ks=(1,))
 
 
+def test_several_greedy_samples_are_warned():
+    greedy = SamplingConfig(max_new_tokens=8, temperature=0.0)
+    with pytest.warns(UserWarning, match="4 samples per problem at temperature 0"):
+        EvalConfig(n=4, ks=(1, 4), sampling=greedy)
+    EvalConfig(n=1, ks=(1,), sampling=greedy)  # one greedy sample: nothing to say
+
+
 def test_a_verifier_whose_correct_score_is_not_above_wrong_is_refused(tiny_model):
     model, tokenizer = tiny_model
     with pytest.raises(ValueError, match="correct score"):

@@ -11,6 +11,7 @@ were. A completion counts as correct when its score reaches the verifier's
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -57,6 +58,12 @@ class EvalConfig:
             raise ValueError(f"every k must be in [1, n={self.n}], got ks={self.ks}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.n > 1 and self.sampling.temperature == 0:
+            warnings.warn(
+                f"{self.n} samples per problem at temperature 0 are one greedy completion "
+                f"repeated: pass@k equals avg@k (sample with a temperature, or use n=1)",
+                stacklevel=3,
+            )
 
 
 @dataclass

@@ -143,17 +143,34 @@ def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[
     parser.add_argument("--config")
     parser.add_argument("--resume", nargs="?", const=True)
     known, rest = parser.parse_known_args(argv)
-    overrides = [a for a in rest if "=" in a and not a.startswith("-")]
+    given = [a for a in rest if "=" in a and not a.startswith("-")]
     try:
-        source = known.config
-        if isinstance(known.resume, str) and "=" not in known.resume:
-            source = source or _saved_config(known.resume, cls)
-        source = source or default_config
+        source, overrides, _ = _run_source(known.config, known.resume, given, cls, default_config)
         config = load_config(cls, source, overrides)
     except Exception:  # noqa: BLE001 - --help still lists the keys with the class defaults
         return None, ""
     named = f"--config {source}" if source else "the defaults"
-    return config, named + (" + " + " ".join(overrides) if overrides else "")
+    return config, named + (" + " + " ".join(given) if given else "")
+
+
+def _run_source(
+    config: str | None,
+    resume: str | bool | None,
+    given: list[str],
+    cls,
+    default_config: str | None,
+) -> tuple[str | None, list[str], bool]:
+    """``(config source, overrides, resuming)`` of ``--config``, ``--resume [DIR]`` and the
+    ``key=value`` overrides ``given``: ``--resume DIR`` reads the run's saved configuration
+    and writes into DIR; ``--resume steps=200`` is an override, not a directory."""
+    overrides = list(given)
+    if isinstance(resume, str) and "=" in resume and not Path(resume).exists():
+        overrides.insert(0, resume)
+        resume = True
+    if isinstance(resume, str):
+        config = config or _saved_config(resume, cls)
+        overrides.append(f"log.output_dir={resume}")
+    return config or default_config, overrides, resume is not None
 
 
 def _refuse_option_style_keys(parser: argparse.ArgumentParser, argv: list[str]) -> None:
@@ -209,19 +226,12 @@ def parse_run_args(
     )
     _refuse_option_style_keys(parser, argv)
     args = parser.parse_intermixed_args(argv)  # overrides may sit on both sides of an option
-    source = args.config
-    overrides = list(args.overrides)
-    if isinstance(args.resume, str) and "=" in args.resume and not Path(args.resume).exists():
-        overrides.insert(0, args.resume)  # `--resume steps=200`: an override, not a directory
-        args.resume = True
-    if isinstance(args.resume, str):
-        source = source or _saved_config(args.resume, cls)
-        overrides.append(f"log.output_dir={args.resume}")
-    if source is None:
-        source = default_config
+    source, overrides, resume = _run_source(
+        args.config, args.resume, args.overrides, cls, default_config
+    )
     if source is not None:
         read_yaml(source)  # a clear error for a missing file before anything else
-    return RunArgs(load_config(cls, source, overrides), args.resume is not None, args.dry_run)
+    return RunArgs(load_config(cls, source, overrides), resume, args.dry_run)
 
 
 def _saved_config(run_dir: str, cls) -> str:

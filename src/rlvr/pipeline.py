@@ -304,7 +304,7 @@ def _run_data(
     """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``);
     one that keeps no rows is refused, unmarked."""
     options, source = data_step(pipeline, stage, extra)
-    made = stage_options(pipeline, stage, model, extra)  # before the step: its input's digest
+    made = _data_made_from(stage, options, source, model)  # before the step: its input's digest
     report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
     if report.kept == 0:  # not marked finished: rerun with other options, it runs again
         raise ValueError(
@@ -446,7 +446,11 @@ def stage_options(
     stage's step, options, ``input`` file and the file's SHA-256 (``filter``: and ``model``)."""
     if stage.kind != "data":
         return flatten(to_dict(stage_config(pipeline, stage, model, extra)))
-    options, source = data_step(pipeline, stage, extra)
+    return _data_made_from(stage, *data_step(pipeline, stage, extra), model)
+
+
+def _data_made_from(stage: Stage, options: Any, source: str, model: str | None) -> dict[str, Any]:
+    """:func:`stage_options` of a data stage whose step ``options`` and ``source`` are read."""
     made = {"step": stage.config, **dataclasses.asdict(options), "input": source}
     made["input_sha256"] = _sha256(source) if Path(source).is_file() else None
     if stage.config == "filter":

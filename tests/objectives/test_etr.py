@@ -2,10 +2,11 @@
 
 import math
 
+import pytest
 import torch
 
 from rlvr.advantages import group_stats
-from rlvr.objectives import group_stats_for, policy_loss
+from rlvr.objectives import group_stats_for, make_config, policy_loss
 
 from .helpers import close, inputs, run
 
@@ -98,3 +99,10 @@ def test_inverse_variant_widens_for_negative_and_narrows_for_positive():
     close(grad, [[0.0, -1.1 / 4], [0.7 / 4, 1.0 / 4]])
     close(metrics["clip/high_frac"], 0.25)
     close(metrics["clip/low_frac"], 0.0)
+
+
+def test_negative_eps_base_is_an_error():
+    # a negative base width would be clamped to eps_floor on every token, silently
+    with pytest.raises(ValueError, match="eps_base must be >= 0, got -0.1"):
+        make_config("etr", eps_base=-0.1)
+    assert make_config("etr", eps_base=0.0).eps_base == 0.0

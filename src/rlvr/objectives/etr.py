@@ -61,6 +61,8 @@ class EtrConfig:
             check_number(name, getattr(self, name))
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
+        if not self.eps_base >= 0:
+            raise ValueError(f"eps_base must be >= 0, got {self.eps_base}")
         if not 0 < self.eps_floor <= self.eps_ceil < 1:
             raise ValueError(
                 f"need 0 < eps_floor <= eps_ceil < 1, got eps_floor={self.eps_floor}, "

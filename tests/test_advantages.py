@@ -134,3 +134,13 @@ def test_bad_stats_options():
         StatsOptions(scope="minibatch")
     with pytest.raises(ValueError, match="reward_range"):
         StatsOptions(reward_range=(1.0, 0.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_rewards_give_float32_advantages(dtype):
+    # computed in bfloat16 a group of one 1 and seven 0s got 2.6562, not 2.6458
+    rewards = torch.tensor([1.0] + [0.0] * 7, dtype=dtype)
+    adv = compute_advantages(rewards, 8)
+    exact = compute_advantages(rewards.double(), 8)
+    assert adv.dtype == torch.float32
+    assert torch.allclose(adv.double(), exact, atol=1e-6)

@@ -46,8 +46,8 @@ def _grouped(rewards: torch.Tensor, group_size: int, validate: bool = True) -> t
         raise ValueError(
             f"group_size={group_size} does not divide the number of rewards B={rewards.numel()}"
         )
-    if not rewards.is_floating_point():
-        rewards = rewards.float()
+    if not rewards.is_floating_point() or torch.finfo(rewards.dtype).bits < 32:
+        rewards = rewards.float()  # bfloat16/float16 statistics are off by ~1e-2
     if validate and not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf")
     return rewards.view(-1, group_size)
@@ -56,7 +56,8 @@ def _grouped(rewards: torch.Tensor, group_size: int, validate: bool = True) -> t
 def compute_advantages(
     rewards: torch.Tensor, group_size: int, mode: str = "group_std", eps: float = 1e-6
 ) -> torch.Tensor:
-    """``[B]`` sequence advantages from ``[B]`` rewards in contiguous groups of ``group_size``.
+    """``[B]`` sequence advantages from ``[B]`` rewards in contiguous groups of ``group_size``
+    (float32 for integer, bfloat16 or float16 rewards, else the rewards' dtype).
 
     >>> compute_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 4, "group_mean")
     tensor([ 0.7500, -0.2500, -0.2500, -0.2500])

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rlvr.objectives import policy_loss
+from rlvr.objectives import make_config, policy_loss
 
 from .helpers import close, per_token_grad, run
 
@@ -62,3 +62,10 @@ def test_dual_clip_zeroes_large_ratio_negative_tokens():
     close(grad, [[0.0, 2.0, 0.8]])
     close(metrics["clip/dual_frac"], 1 / 3)
     close(metrics["gppo/preserved_frac"], 1 / 3)
+
+
+@pytest.mark.parametrize("name", ["b1", "b2"])
+def test_infinite_beta_is_an_error(name):
+    # b1 = inf gave an infinite loss and a NaN gradient on the tokens it scales
+    with pytest.raises(ValueError, match=f"{name} must be finite for gppo, got inf"):
+        make_config("gppo", **{name: float("inf")})

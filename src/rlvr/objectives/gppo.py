@@ -47,11 +47,10 @@ class GppoConfig:
     """Dual-clip constant (> 1) for ``A < 0`` tokens as in Klear's code; None: off."""
 
     def __post_init__(self) -> None:
-        check_eps(eps_low=self.eps_low, eps_high=self.eps_high)
-        for name in ("eps_low", "eps_high"):
+        check_eps(eps_low=self.eps_low, eps_high=self.eps_high, b1=self.b1, b2=self.b2)
+        for name in ("eps_low", "eps_high", "b1", "b2"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite for gppo, got {getattr(self, name)}")
-        check_eps(b1=self.b1, b2=self.b2)
         check_clip_c(self.clip_c)
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlvr.advantages import group_stats
-from rlvr.objectives import group_stats_for, policy_loss
+from rlvr.objectives import group_stats_for, make_config, policy_loss
 
 from .helpers import close, inputs
 
@@ -312,3 +312,10 @@ def test_ratio_exactly_on_a_bound_matches_grpo_at_p_one():
     ref, _ = policy_loss("grpo", **common, eps_low=0.0, eps_high=0.0)
     (ref_grad,) = torch.autograd.grad(ref, logp)
     close(grad, ref_grad)
+
+
+@pytest.mark.parametrize("delta", [0.0, float("inf")])
+def test_delta_must_be_finite_and_positive(delta):
+    # delta = inf was accepted and made FSS 0, so eps_ada was eps_min whatever the rewards
+    with pytest.raises(ValueError, match="delta must be finite and > 0"):
+        make_config("apmpo", delta=delta)

@@ -122,8 +122,8 @@ class ApmpoConfig(PmpoConfig):
         if not self.eps_min <= self.eps_max < math.inf:
             raise ValueError(f"need eps_min <= eps_max < inf, got {self.eps_min}, {self.eps_max}")
         check_number("delta", self.delta)
-        if not self.delta > 0:
-            raise ValueError(f"delta must be > 0, got {self.delta}")
+        if not 0 < self.delta < math.inf:
+            raise ValueError(f"delta must be finite and > 0, got {self.delta}")
         if self.fss_form not in FSS_FORMS:
             raise ValueError(f"unknown fss_form {self.fss_form!r}; valid: {', '.join(FSS_FORMS)}")
         if not isinstance(self.adaptive_lower, bool):

@@ -119,6 +119,28 @@ def test_adapted_projections_decode_with_their_adapters_merged(tiny_model):
         _check(model, len(tokenizer))
 
 
+def test_an_adapted_embedding_leaves_decoding_to_the_model(tiny_model):
+    """An embedding carrying LoRA adapters (``model.lora.targets=[embed_tokens]``) looks tokens
+    up in more than its weight, which the decoder reads: the sampler then steps with the
+    model's own forward, so it samples from the adapted policy the update trains."""
+    pytest.importorskip("peft")
+    from rlvr.generation.lean import stepper
+    from rlvr.train.config import LoraConfig
+    from rlvr.train.lora import add_adapters
+
+    model, _ = tiny_model
+    add_adapters(model, LoraConfig(rank=4, targets=("embed_tokens", "q_proj")))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_" in name:
+                p.normal_(std=0.5)  # peft starts one factor of each adapter at zero
+    assert not supports(model)
+    ids, mask = left_pad([[5, 6, 7, 8, 9], [10, 11]], 0)
+    with torch.no_grad():
+        got = stepper(model, fast=True).prefill(ids, mask)
+    torch.testing.assert_close(got.float(), _hf_logits(model, ids, mask)[:, -1])
+
+
 _CASTS = (torch.ops.aten._to_copy.default, torch.ops.aten.to.dtype, torch.ops.aten.to.dtype_layout)
 
 

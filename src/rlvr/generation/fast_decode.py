@@ -15,9 +15,9 @@ is made (autocast's cast cache is off in inference mode and skips frozen weights
 block's input once for all its projections, and keys and values before they enter the
 cache, which is thus kept in autocast's dtype. Only configurations it reproduces are
 accepted (:func:`supports`); anything else (rotary scaling, sliding windows, other
-activations, biases in the MLP, models in training mode) goes through the Hugging Face
-forward. Tests check the logits against Hugging Face's, prefill and decoding, for each
-family.
+activations, biases in the MLP, models in training mode, an embedding carrying adapters)
+goes through the Hugging Face forward. Tests check the logits against Hugging Face's,
+prefill and decoding, for each family.
 """
 
 from __future__ import annotations
@@ -114,6 +114,9 @@ def supports(model) -> bool:
         getattr(cfg, "pretraining_tp", 1) == 1,
         not getattr(cfg, "mlp_bias", False),
         isinstance(getattr(model, "lm_head", None), torch.nn.Linear),
+        # The decoder looks tokens up in this layer's weight: an embedding wrapped with LoRA
+        # adapters (peft's lora.Embedding) computes more than that weight.
+        isinstance(getattr(inner, "embed_tokens", None), torch.nn.Embedding),
         getattr(cfg, "quantization_config", None) is None,
         # Norms, attention, embeddings and layers are computed here, not called: a hook on
         # one of them (steering, analysis) would be skipped. Linear layers are called, or

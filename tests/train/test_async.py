@@ -104,6 +104,31 @@ def test_resume_mid_run_equals_the_uninterrupted_run(train_config, k):
     assert _stable(resumed) == _stable(full)
 
 
+def _prompts_by_step(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    return {s: sorted({r["prompt"] for r in rows if r["step"] == s}) for s in range(1, 6)}
+
+
+@pytest.mark.parametrize(("before", "after"), [(1, 0), (2, 1)])
+def test_resume_with_a_lower_staleness_draws_again_what_it_may_not_train(
+    train_config, before, after
+):
+    """Batches the checkpoint sampled ahead that the new bound forbids are not trained and
+    their prompts are not skipped: the prompt order is the uninterrupted run's."""
+    overrides = ("steps=5", "checkpoint.every=2", "log.samples_per_step=1000")
+    full = train(train_config(*overrides, f"rollout.staleness={before}", out="full")).run_dir
+    cut = train_config(*overrides, f"rollout.staleness={before}", out="cut")
+    with pytest.raises(KeyboardInterrupt):
+        train(cut, callbacks=[_StopAfter(2)])
+    lowered = train_config(*overrides, f"rollout.staleness={after}", out="cut")
+    resumed = train(lowered, resume=True).run_dir
+    assert _prompts_by_step(resumed) == _prompts_by_step(full)
+    staleness = [
+        r.get("rollout/staleness_max", 0.0) for r in read_metrics(resumed / "metrics.jsonl")
+    ]
+    assert all(s <= after for s in staleness[2:]), staleness
+
+
 _CALLS = {"generate": 0}
 
 

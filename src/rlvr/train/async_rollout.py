@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import multiprocessing as mp
 import os
 import queue
@@ -269,7 +270,8 @@ class RolloutStream:
     """The trainer's end of the worker: batches in step order, weights back after each update.
 
     It is also the run's data order for checkpoints: its state is the prompt position after
-    the last batch received and the batches received but not yet trained on.
+    the last batch received, the batches received but not yet trained on, and the position
+    before them (``trained``), to which a resume that may not train them goes back.
     """
 
     def __init__(
@@ -286,6 +288,7 @@ class RolloutStream:
         self.cfg, self.policy = cfg, policy
         self.ahead: deque[Generated] = deque()
         self.order = {"epoch": 0, "position": 0}  # prompt position after the last batch received
+        self.trained_order = dict(self.order)  # ... after the last batch trained on
         self.epoch, self.trained = 0, -1  # trained: set by the first step
         self.started = False
         self.failure: WorkerError | None = None  # raised by the next step
@@ -320,6 +323,7 @@ class RolloutStream:
         while not self.ahead:
             self._take()
         got = self.ahead.popleft()
+        self.trained_order = dict(got.order)
         if got.step != step:
             raise WorkerError(
                 f"the generation worker sent the batch of step {got.step}, not {step}"
@@ -342,12 +346,22 @@ class RolloutStream:
                 self._take()
         except WorkerError as err:  # save what arrived; the next step raises
             self.failure = err
-        return {**self.order, "ahead": [_dump(g) for g in self.ahead]}
+        ahead = [_dump(g) for g in self.ahead]
+        return {**self.order, "ahead": ahead, "trained": dict(self.trained_order)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state_dict` (or a synchronous run's prompt position)."""
+        """Continue from a :meth:`state_dict` (or a synchronous run's prompt position).
+
+        Saved batches staler than this run's ``rollout.staleness`` (a resume that lowered it)
+        are dropped with those after them, and their prompts are drawn again."""
         self.order = {"epoch": int(state["epoch"]), "position": int(state["position"])}
         self.ahead = deque(_load(data) for data in state.get("ahead", ()))
+        self.trained_order = dict(state.get("trained", self.order))
+        bound = self.cfg.rollout.staleness
+        kept = deque(itertools.takewhile(lambda got: got.staleness <= bound, self.ahead))
+        if len(kept) < len(self.ahead) and "trained" in state:
+            self.ahead = kept
+            self.order = dict(kept[-1].order) if kept else dict(self.trained_order)
         self.epoch = self.order["epoch"]
 
     def _start(self, step: int) -> None:

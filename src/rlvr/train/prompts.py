@@ -309,7 +309,9 @@ class IndexSampler:
         """``{"epoch", "position"}``."""
         return {"epoch": self.epoch, "position": self.position}
 
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        """Continue from a :meth:`state_dict`."""
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict`, or from an asynchronous run's: before the batches
+        it had sampled ahead (``trained``), which are drawn again."""
+        state = state.get("trained", state)
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
         self._order = self._permutation(self.epoch)

@@ -216,6 +216,7 @@ def test_parse_reference_formats() -> None:
         ({"fn_name": "not valid", "inputs": [[1]], "outputs": [1]}, "identifier"),
         ([], "non-empty list"),
         (42, "got int"),
+        (["assert f(1) == 1", "assert f(2) =="], r"assert test\[1\] does not parse"),
     ],
 )
 def test_parse_reference_errors(reference: object, message: str) -> None:
@@ -399,6 +400,8 @@ def test_benchmark_formats(program, reference, rate, judged):
         ({"entry_point": "f", "test": "def check(:"}, "does not parse"),
         ({"test_list": []}, "non-empty list"),
         ({"test_list": ["assert f(1)"], "test_setup_code": 3}, "test_setup_code"),
+        ({"test_list": ["assert f(1) = 1"]}, r"MBPP test_list\[0\] does not parse"),
+        ({"test_list": ["assert f(1)"], "test_setup_code": "import ("}, "test_setup_code.* parse"),
     ],
 )
 def test_benchmark_reference_errors(reference, message):
@@ -451,11 +454,9 @@ def test_the_programs_changes_to_mutable_arguments_reach_the_test():
     assert run_tests(program, [test], config=FAST).passed == (True,)
 
 
-def test_a_test_that_does_not_parse_fails_without_raising():
-    verdict = run_tests(
-        "def f(x):\n    return x\n", ["assert f(1) ==", "assert f(2) == 2"], config=FAST
-    )
-    assert verdict.passed == (False, True)
+def test_a_test_that_does_not_parse_is_refused_rather_than_failing_every_program():
+    with pytest.raises(ValueError, match=r"assert test\[0\] does not parse"):
+        run_tests("def f(x):\n    return x\n", ["assert f(1) ==", "assert f(2) == 2"], config=FAST)
 
 
 def test_in_process_runs_what_the_driver_cannot_judge_when_asked_for():

@@ -271,12 +271,24 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
     return TestSuite("assert", tuple(tests), (), entry, setup, helpers)
 
 
+def _parses(sources: Iterable[str], what: str) -> None:
+    """Raise ``ValueError`` naming the first of ``sources`` that is not Python: a test that
+    cannot compile fails for every program, a correct one included."""
+    for i, source in enumerate(sources):
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError) as exc:
+            raise ValueError(f"reference: {what}[{i}] does not parse ({exc})") from None
+
+
 def _mbpp_suite(reference: Mapping[str, Any]) -> TestSuite:
     tests, setup = reference.get("test_list"), reference.get("test_setup_code") or ""
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
         raise ValueError("reference: MBPP 'test_list' must be a non-empty list of strings")
     if not isinstance(setup, str):
         raise ValueError("reference: MBPP 'test_setup_code' must be a string")
+    _parses(tests, "MBPP test_list")
+    _parses([setup], "MBPP test_setup_code")
     return TestSuite("assert", tuple(tests), (), setup=setup)
 
 
@@ -304,6 +316,7 @@ def parse_reference(reference: Any) -> TestSuite:
             return _mbpp_suite(reference)
         return _io_suite(reference)
     if isinstance(reference, Sequence) and reference and all(isinstance(s, str) for s in reference):
+        _parses(reference, "assert test")
         return TestSuite("assert", tuple(reference), ())
     raise ValueError(
         "reference: expected {'inputs': [...], 'outputs': [...]} (optionally with 'fn_name'), "

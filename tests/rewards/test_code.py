@@ -398,6 +398,8 @@ def test_benchmark_formats(program, reference, rate, judged):
         ({"entry_point": "f", "test": "def check(candidate):\n    pass"}, "asserts nothing"),
         ({"entry_point": "not valid", "test": "def check(candidate): pass"}, "identifier"),
         ({"entry_point": "f", "test": "def check(:"}, "does not parse"),
+        ({"test": "def check(candidate):\n    assert candidate(1)"}, "HumanEval needs"),
+        ({"prompt": "def f(x):\n", "entry_point": "f"}, "HumanEval needs"),
         ({"test_list": []}, "non-empty list"),
         ({"test_list": ["assert f(1)"], "test_setup_code": 3}, "test_setup_code"),
         ({"test_list": ["assert f(1) = 1"]}, r"MBPP test_list\[0\] does not parse"),

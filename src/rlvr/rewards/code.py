@@ -314,6 +314,8 @@ def parse_reference(reference: Any) -> TestSuite:
             return _humaneval_suite(reference)
         if "test_list" in reference:
             return _mbpp_suite(reference)
+        if "inputs" not in reference and ("entry_point" in reference or "test" in reference):
+            return _humaneval_suite(reference)  # to say which of the two is missing
         return _io_suite(reference)
     if isinstance(reference, Sequence) and reference and all(isinstance(s, str) for s in reference):
         _parses(reference, "assert test")

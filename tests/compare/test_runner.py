@@ -198,3 +198,15 @@ def test_a_claim_on_a_metric_the_runs_cannot_log_is_refused_before_running(
     with pytest.raises(ValueError, match=rf"claim avg cannot be judged: abc {why}"):
         run_study(study, out, jobs=1, live=False)
     assert not (out / "runs").exists()  # nothing ran
+
+
+def test_a_claim_on_an_arm_not_in_the_study_is_named_not_dropped_silently():
+    """A claim whose arm was misspelt vanished from the report with no word about it."""
+    from rlvr.compare.run import check_claims, claims_left_out
+
+    assert claims_left_out(load_study("abc")) == ""
+    study = load_study("evidence-smollm2-klear")
+    line = claims_left_out(study)
+    assert "2 claims left out" in line and "klear-cispo-avg (klear/cispo)" in line
+    with pytest.warns(UserWarning, match="klear-gppo-cispo"):
+        check_claims(study, plan(study, Path("unused")))

@@ -96,6 +96,8 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
     (``eval/pass@4`` with ``eval.n=2``, or no evaluation after step 0), before any run starts:
     the claim would compare missing means or the untrained model's scores."""
     configs = {spec.arm.name: spec.config for spec in specs}
+    if left_out := claims_left_out(study):
+        warnings.warn(left_out, stacklevel=2)
     for name in study.claims:
         for claim in load_claims(name):
             problems = unmeasured(claim, configs)
@@ -103,3 +105,22 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
                 raise ValueError(
                     f"study {study.name!r}: claim {claim.id} cannot be judged: {'; '.join(problems)}"
                 )
+
+
+def claims_left_out(study: Study) -> str:
+    """One line naming the study's claims that are not judged because an arm they need is not
+    an arm of the study (a typo, or a claim file shared with a study that runs more arms);
+    empty when every claim is judged."""
+    names = {a.name for a in study.arms}
+    left = [
+        f"{c.id} ({', '.join(a for a in c.arms_needed if a not in names)})"
+        for file in study.claims
+        for c in load_claims(file)
+        if not set(c.arms_needed) <= names
+    ]
+    if not left:
+        return ""
+    return (
+        f"study {study.name!r}: {len(left)} claims left out of the report, their arms not "
+        f"in the study: {'; '.join(left)}"
+    )

@@ -29,6 +29,16 @@ def test_bad_jobs(capsys):
     assert "--jobs must be >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", [[], ["--dry-run"]])
+def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
+    """--dry-run listed runs to make under a file, which the run then could not create."""
+    out = tmp_path / "afile"
+    out.write_text("kept")
+    assert rlvr(["compare", "abc", "--out", str(out), *flag]) == 2
+    assert capsys.readouterr().err.strip() == f"rlvr: error: --out {out} is a file, not a folder"
+    assert out.read_text() == "kept"
+
+
 def test_dry_run_lists_the_plan(small_study, tmp_path, capsys):
     assert rlvr(["compare", small_study(), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()

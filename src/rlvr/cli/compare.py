@@ -79,6 +79,8 @@ def main(argv: list[str]) -> int:
         return 0
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out} is a file, not a folder")
     study = load_study(args.study, args.overrides)
     if args.dry_run:
         _dry_run(study, args.out)

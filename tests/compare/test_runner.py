@@ -202,11 +202,13 @@ def test_a_claim_on_a_metric_the_runs_cannot_log_is_refused_before_running(
 
 def test_a_claim_on_an_arm_not_in_the_study_is_named_not_dropped_silently():
     """A claim whose arm was misspelt vanished from the report with no word about it."""
-    from rlvr.compare.run import check_claims, claims_left_out
+    from rlvr.compare.report import _header, claims_left_out
+    from rlvr.compare.run import check_claims
 
     assert claims_left_out(load_study("abc")) == ""
     study = load_study("evidence-smollm2-klear")
     line = claims_left_out(study)
-    assert "2 claims left out" in line and "klear-cispo-avg (klear/cispo)" in line
+    assert line.startswith("2 claims not judged") and "`klear-cispo-avg` (klear/cispo)" in line
     with pytest.warns(UserWarning, match="klear-gppo-cispo"):
         check_claims(study, plan(study, Path("unused")))
+    assert line in [b.content for b in _header(study, [], {}, [], "rlvr compare")]

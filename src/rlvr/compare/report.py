@@ -94,6 +94,22 @@ def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list
     return by_regime, multiplicity.adjust(verdicts)
 
 
+def claims_left_out(study: Study) -> str:
+    """One line naming the claims not judged because an arm they need is not an arm of the
+    study (a typo, or a claim file shared with a study that runs more arms); empty when every
+    claim is judged."""
+    names = {a.name for a in study.arms}
+    left = [
+        f"`{c.id}` ({', '.join(a for a in c.arms_needed if a not in names)})"
+        for file in study.claims
+        for c in load_claims(file)
+        if not set(c.arms_needed) <= names
+    ]
+    if not left:
+        return ""
+    return f"{len(left)} claims not judged, their arms not in the study: {'; '.join(left)}."
+
+
 def _role(study: Study, claim_id: str) -> str:
     if not study.confirms:
         return ""
@@ -254,6 +270,7 @@ def _header(
     blocks += [Block("p", summary + _code_note(runs)), Block("code", command)]
     blocks.append(Block("h2", "Verdicts"))
     blocks += [Block("p", note)] if (note := _family_note(verdicts)) else []
+    blocks += [Block("p", left)] if (left := claims_left_out(study)) else []
     blocks.append(
         Block("table", _summary_table(verdicts, bool(regimes)))
         if verdicts

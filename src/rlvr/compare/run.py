@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rlvr.compare.claims import load_claims, unmeasured
 from rlvr.compare.progress import StudyDisplay
-from rlvr.compare.report import ReportFiles, write_report
+from rlvr.compare.report import ReportFiles, claims_left_out, write_report
 from rlvr.compare.runner import RunState, default_jobs, execute, initial_states, is_finished
 from rlvr.compare.study import RunSpec, Study, plan
 from rlvr.compare.worker import FINAL_FILE, code_hash
@@ -97,7 +97,7 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
     the claim would compare missing means or the untrained model's scores."""
     configs = {spec.arm.name: spec.config for spec in specs}
     if left_out := claims_left_out(study):
-        warnings.warn(left_out, stacklevel=2)
+        warnings.warn(f"study {study.name!r}: {left_out}", stacklevel=2)
     for name in study.claims:
         for claim in load_claims(name):
             problems = unmeasured(claim, configs)
@@ -105,22 +105,3 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
                 raise ValueError(
                     f"study {study.name!r}: claim {claim.id} cannot be judged: {'; '.join(problems)}"
                 )
-
-
-def claims_left_out(study: Study) -> str:
-    """One line naming the study's claims that are not judged because an arm they need is not
-    an arm of the study (a typo, or a claim file shared with a study that runs more arms);
-    empty when every claim is judged."""
-    names = {a.name for a in study.arms}
-    left = [
-        f"{c.id} ({', '.join(a for a in c.arms_needed if a not in names)})"
-        for file in study.claims
-        for c in load_claims(file)
-        if not set(c.arms_needed) <= names
-    ]
-    if not left:
-        return ""
-    return (
-        f"study {study.name!r}: {len(left)} claims left out of the report, their arms not "
-        f"in the study: {'; '.join(left)}"
-    )

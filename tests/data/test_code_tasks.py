@@ -99,3 +99,25 @@ def test_exclude_files_without_keys_name_the_file_and_line(tmp_path):
         ValueError, match=rf"^{path}:3: missing field 'key' \(not a code_tasks file\)$"
     ):
         keys_in([path])
+
+
+def _zero_floor(rows):
+    """Mean share of each problem's hidden tests whose expected output is the integer 0."""
+    shares = [
+        sum(type(o) is int and o == 0 for o in r["tests"]["outputs"]) / len(r["tests"]["outputs"])
+        for r in rows
+    ]
+    return sum(shares) / len(shares)
+
+
+def test_the_documented_constant_floor_of_the_code_recipe_sets():
+    """docs/training.md and README read the code recipe's pass rates against what `return 0`
+    scores on its sets (held-out made first, training excluding it): 0.17 and 0.22."""
+    config = {"max_level": 1, "tests": 5}
+    held = code_task_rows("all", size=32, seed=3_000_000, config=config)
+    train = code_task_rows("all", size=300, seed=0, config=config, exclude={r["key"] for r in held})
+    assert round(_zero_floor(held), 3) == 0.169
+    assert round(_zero_floor(train), 3) == 0.223
+    row = held[2]  # count_letters, outputs [1, 1, 1, 0, 0]
+    zero = f"```python\ndef {row['tests']['fn_name']}(*args):\n    return 0\n```"
+    assert code_verifier(zero, row["tests"]) == _zero_floor([row]) == 0.4

@@ -310,6 +310,17 @@ def test_a_plain_line_longer_than_the_console_stays_one_line(capsys):
     assert len(err) == 2 and len(err[0]) > 80 and err[0].endswith("headline11 0.500")
 
 
+def test_progress_off_still_prints_warnings(capsys):
+    """log.progress=off dropped the start notes, the unconfined-sandbox warning included."""
+    from rlvr.train.progress import ProgressReporter
+
+    quiet = ProgressReporter(LogConfig(progress="off"), total=1, start=0, title="t", shown=[])
+    quiet.step(1, {})
+    quiet.message("code sandbox isolation: bwrap")
+    quiet.message("warning: programs can read files outside their box")
+    assert capsys.readouterr().err == "warning: programs can read files outside their box\n"
+
+
 def test_plain_lines_are_thinned_on_long_runs(capsys):
     from rlvr.train.progress import MAX_PLAIN_LINES, ProgressReporter
 

@@ -90,8 +90,9 @@ class ProgressReporter:
             )
 
     def message(self, text: str) -> None:
-        """Print a line (above the bar when there is one), unless progress is off."""
-        if self.mode != "off":
+        """Print a line (above the bar when there is one); with progress off only a line that
+        starts with ``warning:`` (an unconfined sandbox must not pass unsaid)."""
+        if self.mode != "off" or text.startswith("warning:"):
             self.console.print(text, highlight=False, soft_wrap=True)
 
     def close(self) -> None:

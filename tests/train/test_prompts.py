@@ -1,5 +1,6 @@
 import json
 
+from rlvr.train import prompts
 from rlvr.train.config import DataConfig, GymConfig
 from rlvr.train.prompts import IndexSampler, gym_files
 
@@ -36,6 +37,19 @@ def test_gym_sources_are_generated_once_without_overlap(tmp_path, monkeypatch):
         DataConfig(train="reasoning_gym:chain_sum", gym=GymConfig(train_size=30, seed=1))
     )
     assert other["train"] != files["train"]
+
+
+def test_a_new_code_tasks_version_makes_new_cached_sets(tmp_path, monkeypatch):
+    """Sets cached by an older generator are not reused: the same seed now draws other tests."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path))
+    cfg = DataConfig(
+        train="code_tasks:clamp", eval="code_tasks:clamp", gym=GymConfig(train_size=3, eval_size=2)
+    )
+    files = gym_files(cfg)
+    monkeypatch.setattr(prompts, "CODE_TASKS_VERSION", prompts.CODE_TASKS_VERSION + 1)
+    again = gym_files(cfg)
+    assert again["train"] != files["train"] and again["eval"] != files["eval"]
+    assert again["train"].read_text() == files["train"].read_text()  # same code, same rows
 
 
 def test_train_on_a_generated_reasoning_gym_task(train_config, tmp_path, monkeypatch):

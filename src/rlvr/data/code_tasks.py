@@ -31,6 +31,9 @@ from typing import Any
 
 MAX_DRAWS_PER_ROW = 50
 
+VERSION = 2
+"""Changes whenever a seed draws other rows (cached sets carry it in their name's hash)."""
+
 WORDS = [
     "apple",
     "river",
@@ -275,7 +278,7 @@ def _fizzbuzz(rng: random.Random) -> Problem:
 
 
 def _word_filter(rng: random.Random) -> Problem:
-    k, cmp = rng.randint(2, 7), rng.choice(("longer", "shorter", "exactly"))
+    k, cmp = rng.randint(2, 4), rng.choice(("longer", "shorter", "exactly"))  # words: 1-5 letters
     test = {"longer": int.__gt__, "shorter": int.__lt__, "exactly": int.__eq__}[cmp]
     has = {"longer": f"more than {k}", "shorter": f"fewer than {k}", "exactly": f"exactly {k}"}[cmp]
     return Problem(
@@ -451,15 +454,26 @@ def _families(name: str, min_level: int, max_level: int) -> list[Family]:
 
 
 def _tests(problem: Problem, rng: random.Random, count: int) -> tuple[list, list]:
-    """``count + 1`` distinct argument tuples (the first, the prompt's example, not empty) and outputs."""
+    """``count + 1`` distinct argument tuples (the first, the prompt's example, not empty) and outputs.
+
+    The ``count`` hidden tests expect distinct outputs where the draws allow it, and otherwise
+    repeat the fewest: a function returning one constant passes as few of them as it can.
+    """
     inputs: list[tuple] = []
+    spare: list[tuple] = []  # drawn inputs whose output a hidden test already expects
     for _ in range(count * MAX_DRAWS_PER_ROW):
         args = problem.draw(rng)
         empty = any(hasattr(a, "__len__") and not a for a in args)
-        if args not in inputs and not (empty and not inputs):
-            inputs.append(args)
+        if args in inputs or args in spare or (empty and not inputs):
+            continue
+        expected = [problem.solve(*a) for a in inputs[1:]]
+        (spare if problem.solve(*args) in expected else inputs).append(args)
         if len(inputs) == count + 1:
             break
+    while len(inputs) < count + 1 and spare:
+        outputs = [problem.solve(*a) for a in inputs[1:]]
+        inputs.append(min(spare, key=lambda a: outputs.count(problem.solve(*a))))
+        spare.remove(inputs[-1])
     return inputs, [problem.solve(*args) for args in inputs]
 
 

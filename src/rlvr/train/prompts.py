@@ -14,6 +14,7 @@ import torch
 
 from rlvr.atomic import atomic_path
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
+from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
 from rlvr.data.loading import MissingField, looks_like_path
 from rlvr.models import cache_root
@@ -117,7 +118,10 @@ def _gym_file(
     prefix: str, task: str, size: int, seed: int, config: dict, exclude: Path | None
 ) -> Path:
     """The cached JSONL of ``size`` problems of ``task``, none of whose questions is in ``exclude``."""
-    key = json.dumps([task, size, seed, config, exclude.name if exclude else None], sort_keys=True)
+    parts = [task, size, seed, config, exclude.name if exclude else None]
+    if prefix == CODE_PREFIX:  # a new generator version draws other tests from the same seed
+        parts.append(CODE_TASKS_VERSION)
+    key = json.dumps(parts, sort_keys=True)
     stem = task if prefix == GYM_PREFIX else f"{GENERATED[prefix]}-{task}"
     path = (
         _cache_dir() / f"{stem}-n{size}-s{seed}-{hashlib.sha1(key.encode()).hexdigest()[:10]}.jsonl"

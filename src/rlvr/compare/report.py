@@ -22,6 +22,7 @@ from rlvr.compare.claims import (
     NOT_REPRODUCED,
     REPRODUCED,
     UNTESTABLE,
+    Claim,
     Verdict,
     judge,
     load_claims,
@@ -77,8 +78,7 @@ def regimes_of(specs: list[RunSpec]) -> list[str]:
 def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list[Verdict]]:
     """Per regime its finished runs, and every claim judged in every regime (with the
     evidence on whether its arms could differ, and its p-values corrected across claims)."""
-    claims = [c for name in study.claims for c in load_claims(name)]
-    known = {a.name for a in study.arms}
+    claims, _ = _claims_by_arms(study)
     by_regime, verdicts = {}, []
     for regime in regimes_of(specs):
         data = by_regime[regime] = collect(specs, regime)
@@ -86,11 +86,10 @@ def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list
         configs = {spec.arm.name: spec.config for spec in mine}
         names = {arm: objective_name(config) for arm, config in configs.items()}
         for claim in claims:
-            if set(claim.arms_needed) <= known:
-                verdict = dataclasses.replace(
-                    judge(claim, data), regime=regime, role=_role(study, claim.id)
-                )
-                verdicts.append(assess(verdict, data, configs, names))
+            verdict = dataclasses.replace(
+                judge(claim, data), regime=regime, role=_role(study, claim.id)
+            )
+            verdicts.append(assess(verdict, data, configs, names))
     return by_regime, multiplicity.adjust(verdicts)
 
 
@@ -99,15 +98,21 @@ def claims_left_out(study: Study) -> str:
     study (a typo, or a claim file shared with a study that runs more arms); empty when every
     claim is judged."""
     names = {a.name for a in study.arms}
-    left = [
-        f"`{c.id}` ({', '.join(a for a in c.arms_needed if a not in names)})"
-        for file in study.claims
-        for c in load_claims(file)
-        if not set(c.arms_needed) <= names
-    ]
+    _, left_out = _claims_by_arms(study)
+    left = [f"`{c.id}` ({', '.join(a for a in c.arms_needed if a not in names)})" for c in left_out]
     if not left:
         return ""
     return f"{len(left)} claims not judged, their arms not in the study: {'; '.join(left)}."
+
+
+def _claims_by_arms(study: Study) -> tuple[list[Claim], list[Claim]]:
+    """The study's claims whose arms are all arms of the study (judged), and the others."""
+    names = {a.name for a in study.arms}
+    judged: list[Claim] = []
+    left_out: list[Claim] = []
+    for claim in (c for file in study.claims for c in load_claims(file)):
+        (judged if set(claim.arms_needed) <= names else left_out).append(claim)
+    return judged, left_out
 
 
 def _role(study: Study, claim_id: str) -> str:

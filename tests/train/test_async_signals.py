@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from rlvr.train.checkpoint import list_checkpoints
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
@@ -76,7 +77,8 @@ def test_worker_runs_two_threads(train_config, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("group", [True, False], ids=["terminal", "trainer-only"])
 def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
-    """SIGINT to the process group (Ctrl-C in a terminal) or to the trainer alone."""
+    """SIGINT to the process group (Ctrl-C in a terminal) or to the trainer alone: the
+    worker ignores it and keeps serving the step in flight, which ends with a checkpoint."""
     cfg = train_config("steps=10000", "rollout.staleness=1", "reward.verifier=even_len", out="run")
     run = _start(cfg, tmp_path)
     try:
@@ -90,7 +92,28 @@ def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
         assert run.wait(timeout=60) != 0
         _, alive = psutil.wait_procs(children, timeout=30)
         assert alive == []
-        assert "KeyboardInterrupt" in run.stderr.read().decode()
+        err = run.stderr.read().decode()
+        assert "KeyboardInterrupt" in err and "stopping after the step in flight" in err
+        assert list_checkpoints(cfg.log.output_dir)  # the step in flight finished and was kept
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_the_worker_ignores_ctrl_c_the_trainer_answers_it(train_config, tmp_path):
+    """SIGINT that reaches the generation worker alone leaves it serving: the trainer decides
+    when to stop (after its step in flight, which may still need a batch)."""
+    cfg = train_config("steps=4", "rollout.staleness=1", "reward.verifier=even_len", out="run")
+    run = _start(cfg, tmp_path)
+    try:
+        _first_step_logged(run, Path(cfg.log.output_dir) / "metrics.jsonl")
+        (worker,) = psutil.Process(run.pid).children(recursive=True)
+        worker.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err.decode()[-2000:]
+        rows = read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")
+        assert [r["step"] for r in rows if r["step"] > 0] == [1, 2, 3, 4]
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

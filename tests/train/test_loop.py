@@ -1,13 +1,17 @@
 import dataclasses
 import json
 import math
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from rlvr.train.checkpoint import list_checkpoints
+from rlvr.train.harness import Callback
 from rlvr.train.loop import build_run, train
 from rlvr.train.metrics import MetricsWriter, read_metrics
 
@@ -120,6 +124,41 @@ def test_resume_after_a_crash_continues_exactly(train_config, monkeypatch, extra
     cut_rows = read_metrics(full.run_dir.parent / "cut" / "metrics.jsonl")
     assert [r["step"] for r in cut_rows] == [1, 2, 3, 4]
     assert _stable(cut_rows) == _stable(read_metrics(full.run_dir / "metrics.jsonl"))
+
+
+class _CtrlC(Callback):
+    """Presses Ctrl-C ``times`` times while step ``at`` is being announced."""
+
+    def __init__(self, at: int, times: int) -> None:
+        self.at, self.times = at, times
+
+    def on_step(self, job, step, record):
+        if step == self.at:
+            for _ in range(self.times):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)  # the handler runs on the main thread between bytecodes
+
+
+def test_ctrl_c_stops_after_the_step_with_a_checkpoint(train_config, capsys):
+    """With no checkpoint planned before the end, a first Ctrl-C still leaves one of the last
+    finished step, and the resumed run equals the uninterrupted one; a second stops at once."""
+    full = train(train_config("steps=4", out="full"))
+    cfg = train_config("steps=4", out="cut")
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, callbacks=[_CtrlC(at=2, times=1)])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert [p.name for p in list_checkpoints(cfg.log.output_dir)] == ["step_000002"]
+    err = capsys.readouterr().err
+    assert "Ctrl-C: stopping after the step in flight with a checkpoint" in err
+    assert "continues from step_000002" in err
+    train(cfg, resume=True)
+    cut_rows = read_metrics(full.run_dir.parent / "cut" / "metrics.jsonl")
+    assert _stable(cut_rows) == _stable(read_metrics(full.run_dir / "metrics.jsonl"))
+    twice = train_config("steps=4", out="twice")
+    with pytest.raises(KeyboardInterrupt):
+        train(twice, callbacks=[_CtrlC(at=2, times=2)])
+    assert list_checkpoints(twice.log.output_dir) == []
+    assert "continues from the start (no checkpoint yet)" in capsys.readouterr().err
 
 
 def test_fresh_run_refuses_a_used_directory(train_config):

@@ -47,6 +47,7 @@ import itertools
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -224,23 +225,22 @@ def _receive(commands: Any, parent: int) -> Any:
 
 
 def _run_worker(worker: _Worker, commands: Any, results: Any) -> None:
-    """The worker process: serve on a thread of its own; exit quietly on Ctrl-C.
+    """The worker process: serve on a thread of its own. It ignores Ctrl-C, which the trainer
+    answers (the step in flight may still need a batch: :mod:`rlvr.train.interrupt`); the
+    trainer stops it, or it leaves when the trainer is gone.
 
     OpenMP (libgomp, torch's CPU threads) keeps its thread pool per calling thread, and the
     pool of this process's main thread, inherited by fork, names threads that exist only in
     the trainer: a parallel region on it waits for them forever. A new thread builds a pool of
     its own, so the worker can use more than one thread.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     results.cancel_join_thread()  # never block the exit on a trainer that stopped reading
     thread = threading.Thread(
         target=_serve, args=(worker, commands, results), name="rlvr-generation", daemon=True
     )
     thread.start()
-    try:
-        while thread.is_alive():
-            thread.join(timeout=POLL_S)  # a timed wait, so that Ctrl-C reaches this thread
-    except KeyboardInterrupt:
-        return
+    thread.join()
 
 
 def _serve(worker: _Worker, commands: Any, results: Any) -> None:

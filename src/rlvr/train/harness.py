@@ -43,6 +43,7 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
+from rlvr.train.interrupt import StopRequest
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -262,18 +263,23 @@ class _Loop:
 
     def run(self) -> tuple[Mapping[str, Any], Path | None]:
         """Steps ``start + 1 .. total``; returns the last row and the last checkpoint (a resumed
-        run with no step left: the checkpoint it was restored from)."""
+        run with no step left: the checkpoint it was restored from). A first Ctrl-C stops
+        after the step in flight, with a checkpoint (:mod:`rlvr.train.interrupt`)."""
         job = self.job
         self._open_sinks()
         row, model_dir = {}, None
         if self.start_step >= job.total_steps:
             model_dir = self.restored
-        if self.start_step == 0:
-            self._evaluate_before()
-        for step in range(self.start_step + 1, job.total_steps + 1):
-            row = self._record(step, job.step(step))
-            if due(step, job.total_steps, self.config.checkpoint):
-                model_dir = self._checkpoint(step)
+        with StopRequest() as stop:
+            if self.start_step == 0:
+                self._evaluate_before()
+            for step in range(self.start_step + 1, job.total_steps + 1):
+                row = self._record(step, job.step(step))
+                stopping = stop.asked and step < job.total_steps
+                if stopping or due(step, job.total_steps, self.config.checkpoint):
+                    model_dir = self._checkpoint(step)
+                if stopping:
+                    raise KeyboardInterrupt
         return row, model_dir
 
     def _open_sinks(self) -> None:

@@ -32,7 +32,10 @@ PROMPT = 3
 
 
 class FakeQueue:
-    """TransferQueue's ``kv_batch_get``/``kv_batch_put`` over per-sample values in a dict."""
+    """TransferQueue's ``kv_batch_get``/``kv_batch_put`` over per-sample values in a dict.
+
+    As TransferQueue's, ``kv_batch_put`` returns the batch's meta listing every field stored
+    for its keys: verl's workers fetch only the fields the meta they are given lists."""
 
     def __init__(self):
         self.rows: dict[str, dict] = {}
@@ -42,6 +45,7 @@ class FakeQueue:
             row = self.rows.setdefault(key, {})
             for name in fields.keys():  # noqa: SIM118 - a TensorDict iterates over rows
                 row[name] = fields[name][i]
+        return Meta(keys, sorted(set.intersection(*(set(self.rows[key]) for key in keys))))
 
     def kv_batch_get(self, keys, partition_id, select_fields=None):
         names = select_fields or list(self.rows[keys[0]])
@@ -63,8 +67,8 @@ class FakeQueue:
 class Meta:
     """The part of TransferQueue's KVBatchMeta the trainer reads."""
 
-    def __init__(self, keys):
-        self.keys, self.partition_id = list(keys), "train"
+    def __init__(self, keys, fields=None):
+        self.keys, self.partition_id, self.fields = list(keys), "train", fields
 
     def __len__(self):
         return len(self.keys)
@@ -239,14 +243,18 @@ def test_trainer_gives_the_workers_the_stats_loss(monkeypatch, loss_mode, replac
 
 
 def test_trainer_writes_statistics_after_the_advantages(monkeypatch):
+    """The meta handed on to the actor update lists the statistics: verl's workers fetch only
+    the fields of the meta they are given (``select_fields(meta.fields)``)."""
     queue = FakeQueue()
     _, _, keys = rollout(queue)
     monkeypatch.setattr(trainer_module, "tq", queue)
-    monkeypatch.setattr(PPOTrainerSync, "_compute_advantage", lambda self, b, m: b)
+    before = Meta(keys, sorted(queue.rows[keys[0]]))  # what verl's advantage step returns
+    monkeypatch.setattr(PPOTrainerSync, "_compute_advantage", lambda self, b, m: before)
     trainer = object.__new__(RlvrTrainer)
     trainer.rlvr_objective = stats_objective(actor("rlvr_etr"))
-    meta = Meta(keys)
-    assert trainer._compute_advantage(meta, {}) is meta
+    meta = trainer._compute_advantage(Meta(keys), {})
+    assert meta.keys == keys and set(STATS_FIELDS) <= set(meta.fields)
+    assert set(before.fields) <= set(meta.fields)
     assert all(set(STATS_FIELDS) <= set(queue.rows[key]) for key in keys)
     pass_rates = np.array([float(queue.rows[k]["rlvr_pass_rate"]) for k in keys[:-1]])
     assert set(np.round(pass_rates * G).astype(int)) <= set(range(G + 1))

@@ -97,8 +97,10 @@ class StatsLoss:
             return ppo_loss(self.config, model_output, data, dp_group=dp_group)
 
 
-def put_group_stats(batch: Any, objective: ObjectiveConfig) -> None:
-    """Compute the statistics over the whole batch ``batch`` (a KVBatchMeta) and store them per sample."""
+def put_group_stats(batch: Any, objective: ObjectiveConfig) -> Any:
+    """Compute the statistics over the whole batch ``batch`` (a KVBatchMeta) and store them per
+    sample; the KVBatchMeta that lists them, which the actor update must be given: verl's
+    workers fetch only the fields a KVBatchMeta lists."""
     data = tq.kv_batch_get(
         keys=batch.keys,
         partition_id=batch.partition_id,
@@ -110,7 +112,7 @@ def put_group_stats(batch: Any, objective: ObjectiveConfig) -> None:
     uids = data["uid"]
     uids = uids.tolist() if hasattr(uids, "tolist") else list(uids)
     fields = stats_fields(scores, uids, valid, objective.params.stats_options())
-    tq.kv_batch_put(
+    return tq.kv_batch_put(
         keys=batch.keys,
         partition_id=batch.partition_id,
         fields=TensorDict(fields, batch_size=len(batch)),
@@ -147,5 +149,5 @@ class RlvrTrainer(PPOTrainerSync):
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_advantage(batch, metrics)
         if self.rlvr_objective is not None:
-            put_group_stats(batch, self.rlvr_objective)
+            batch = put_group_stats(batch, self.rlvr_objective)
         return batch

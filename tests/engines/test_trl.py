@@ -334,6 +334,7 @@ class Recording(RlvrGRPOTrainer):
     def _compute_loss(self, model, inputs):
         self.seen.append({k: v for k, v in inputs.items() if k.startswith("rlvr_")})
         self.seen[-1]["mask"] = inputs["completion_mask"]
+        self.seen[-1]["advantages"] = inputs["advantages"]
         return super()._compute_loss(model, inputs)
 
 
@@ -374,6 +375,31 @@ def test_micro_batches_smaller_than_a_group_see_whole_batch_statistics(
     tokens = sum(float(s["mask"].sum()) for s in trainer.seen)
     for s in trainer.seen:  # every micro-batch divides by the whole step's tokens
         assert float(s["rlvr_step_counts"][0]) == tokens
+
+
+@pytest.mark.parametrize("name", ["grpo", "abc_grpo"])
+def test_the_loss_sees_the_objectives_advantages_not_trls(tmp_path, tiny_model_dir, name):
+    """The micro-batches the loss reads carry rlvr's advantages of the whole generation batch
+    (``abc_grpo``: ``group_mean``, not divided by a std; ``grpo``: the population std), not
+    the ones TRL computed for its own loss (``scale_rewards="group"``: the unbiased std)."""
+    args = grpo_args(tmp_path, max_steps=1, gradient_accumulation_steps=2, steps_per_generation=2)
+    trainer = Recording(
+        str(tiny_model_dir), length_reward, args, train_dataset=dataset(), objective=name
+    )
+    trainer.train()
+    (rewards,) = trainer.generated  # 8 completions: 2 prompts x 4
+    groups = rewards.view(-1, 4)
+    assert bool((groups.std(dim=1) > 0).any())  # a group whose advantages are not all 0
+    expected = compute_advantages(rewards, 4, trainer.rlvr_objective.advantage_mode)
+    trls = (groups - groups.mean(dim=1, keepdim=True)) / (groups.std(dim=1, keepdim=True) + 1e-4)
+    assert not torch.allclose(expected, trls.reshape(-1), atol=1e-3)  # the check can fail
+    seen = sorted(
+        (r, a)
+        for s in trainer.seen
+        for r, a in zip(s["rlvr_rewards"].tolist(), s["advantages"].tolist(), strict=True)
+    )
+    want = sorted(zip(rewards.tolist(), expected.tolist(), strict=True))
+    torch.testing.assert_close(torch.tensor(seen), torch.tensor(want), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -110,6 +110,15 @@ def grpo_config(args: argparse.Namespace, gpu: bool) -> GRPOConfig:
     )
 
 
+def objective_kwargs(args: argparse.Namespace) -> dict | None:
+    """ABC-GRPO's widths, the paper's 0.2 with ``--eps3`` (0 included) for the upper one of
+    ``A <= 0``; ``None`` (its defaults) for another objective."""
+    if args.objective != "abc_grpo":
+        return None
+    eps3 = 0.2 if args.eps3 is None else args.eps3
+    return {"eps1": 0.2, "eps2": 0.2, "eps3": eps3, "eps4": 0.2}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
@@ -150,11 +159,7 @@ def main() -> None:
         train_dataset=prompt_dataset(demo_examples("train"), tokenizer),
         processing_class=tokenizer,
         objective=args.objective,
-        objective_kwargs=(
-            {"eps1": 0.2, "eps2": 0.2, "eps3": args.eps3 or 0.2, "eps4": 0.2}
-            if args.objective == "abc_grpo"
-            else None
-        ),
+        objective_kwargs=objective_kwargs(args),
         advantage=args.advantage,
     )
     main_process = trainer.accelerator.is_main_process

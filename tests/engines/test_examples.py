@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -123,6 +124,16 @@ def test_trl_example_refuses_vllm_without_a_gpu(monkeypatch, capsys):
         example.main()
     assert exit_.value.code == 2
     assert "--vllm needs a GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("eps3", "expected"), [(None, 0.2), (0.3, 0.3), (0.0, 0.0)])
+def test_trl_example_passes_eps3_as_given(eps3, expected):
+    """``--eps3 0`` is a width like any other: it reaches ABC-GRPO, not the default 0.2."""
+    pytest.importorskip("trl")
+    example = load(ROOT / "examples/trl_abc_grpo.py")
+    widths = example.objective_kwargs(argparse.Namespace(objective="abc_grpo", eps3=eps3))
+    assert widths == {"eps1": 0.2, "eps2": 0.2, "eps3": expected, "eps4": 0.2}
+    assert example.objective_kwargs(argparse.Namespace(objective="grpo", eps3=None)) is None
 
 
 def test_verl_example_refuses_a_machine_without_a_gpu():

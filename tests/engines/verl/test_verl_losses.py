@@ -257,3 +257,33 @@ def test_one_host_copy_per_micro_batch(name, count_syncs):
         loss.backward()
     assert dict(calls) == {"tolist": 1}
     assert metrics and all(isinstance(v, float) for v in metrics.values())
+
+
+@pytest.mark.parametrize("scale", [None, 7])
+def test_dr_grpo_split_over_micro_batches_of_their_own_width(scale):
+    """verl pads each micro-batch to its own longest response. Under ``seq-mean-token-sum-norm``
+    the micro-batches add up to the whole batch only with a constant ``loss_scale_factor``;
+    without it each divides by its own width (verl's ``agg_loss`` does the same)."""
+    old, logp, adv, mask, _ = batch(seed=1)
+    config = actor("rlvr_dr_grpo", "seq-mean-token-sum-norm", loss_scale_factor=scale)
+    info = {"dp_size": 1, "global_batch_size": B, "loss_scale_factor": scale}
+    config.global_batch_info.update(info)
+    fn = get_policy_loss_fn("rlvr_dr_grpo")
+    whole, _ = fn(old, logp, adv, mask, config.loss_agg_mode, config, None)
+    order = torch.argsort(mask.sum(dim=1))  # short responses first: the widths differ
+    total = torch.zeros((), dtype=logp.dtype)
+    widths = []
+    for rows in order.chunk(2):
+        width = int(mask[rows].sum(dim=1).max())
+        widths.append(width)
+        cols = slice(0, width)
+        part, _ = fn(
+            old[rows, cols], logp[rows, cols], adv[rows, cols], mask[rows, cols],
+            config.loss_agg_mode, config, None,
+        )  # fmt: skip
+        total = total + part
+    assert widths[0] < widths[1] == 7
+    if scale is None:
+        assert not torch.allclose(total, whole, **TOL)
+    else:
+        torch.testing.assert_close(total, whole, **TOL)

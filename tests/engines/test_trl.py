@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("trl")
@@ -449,6 +451,11 @@ def test_regularisers_come_from_trl_and_rlvr_arguments(tmp_path, tiny_model_dir)
     logged = [entry for entry in trainer.state.log_history if "kl/ref_k3" in entry]
     assert len(logged) == 2 and all("gppo/preserved_frac" in entry for entry in logged)
     assert any("sft/loss" in entry for entry in logged)
+    # TRL's own loss metrics are gone, as docs/engines.md says
+    trls = {"entropy", "kl", "clip_ratio/low_mean", "clip_ratio/high_mean"}
+    assert not trls & {key for entry in logged for key in entry}
+    docs = (Path(__file__).parents[2] / "docs" / "engines.md").read_text()
+    assert "TRL's own `entropy`, `kl` and `clip_ratio/*` are not logged" in docs
 
 
 def test_lora_trains_only_the_adapters_with_the_base_as_reference(tmp_path, tiny_model_dir):

@@ -54,6 +54,18 @@ def test_a_clip_ratio_apmpo_does_not_read_is_an_error():
     )
 
 
+@pytest.mark.parametrize("name", ["abc_grpo", "etr", "gspo", "cispo", "gmpo", "pmpo", "apmpo"])
+def test_a_dual_clip_for_an_objective_without_one_is_an_error(name):
+    """verl's clip_ratio_c reaches only the objectives with a dual clip (grpo, dapo, dr_grpo,
+    gppo); for the others a value the user set would be ignored. verl's default 3 and inf
+    (off) pass."""
+    with pytest.raises(ValueError, match=rf"rlvr_{name} has no dual clip.*clip_ratio_c=10.0"):
+        objective_config(name, actor(f"rlvr_{name}", clip_ratio_c=10.0))
+    for clip_c in (3.0, float("inf")):
+        assert objective_config(name, actor(f"rlvr_{name}", clip_ratio_c=clip_c)).name == name
+    assert objective_config("gppo", actor("rlvr_gppo", clip_ratio_c=10.0)).params.clip_c == 10.0
+
+
 def test_unknown_hyperparameter_lists_the_valid_ones():
     with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1, eps2"):
         objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps5": 0.1}))

@@ -18,11 +18,13 @@ travels with the rest of verl's config to every Ray worker. So:
 Setting in ``rlvr`` a value verl has a field for is an error naming the field, and so is a
 verl clip ratio other than its default for an objective that has no such width (``abc_grpo``,
 ``etr``) or does not read it (``apmpo``'s ``clip_ratio_high``, and ``clip_ratio_low`` with
-``adaptive_lower``): nothing the user set is silently ignored.
+``adaptive_lower``), and a ``clip_ratio_c`` other than 3 (or ``inf``) for an objective without
+a dual clip: nothing the user set is silently ignored.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,9 @@ VERL_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "clip
 
 VERL_DEFAULT_CLIP = 0.2
 """verl's default ``clip_ratio``/``clip_ratio_low``/``clip_ratio_high``."""
+
+VERL_DEFAULT_CLIP_C = 3.0
+"""verl's default ``clip_ratio_c`` (the dual clip)."""
 
 
 @dataclass
@@ -131,6 +136,8 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     _refuse_verl_fields(own)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
+    if "clip_c" not in spec.hyperparameters:
+        _refuse_dual_clip(name, actor)
     ignored = ignored_widths(make_config(name, **own))
     _refuse_ignored_widths(name, ignored, verl)
     used = {k: v for k, v in verl.items() if k not in ignored}
@@ -150,6 +157,16 @@ def _refuse_ignored_widths(name: str, ignored: tuple[str, ...], verl: dict[str, 
                 f"{PREFIX}{name} does not read actor.{VERL_FIELDS[key]} (got {verl[key]}): its "
                 "adaptive width eps_ada is set by policy_loss.rlvr.eps_min and eps_max"
             )
+
+
+def _refuse_dual_clip(name: str, actor: Any) -> None:
+    """A dual clip set for an objective that has none (verl's default 3, or ``inf``: off, pass)."""
+    clip_c = verl_hyperparameters(actor)["clip_c"]
+    if clip_c not in (VERL_DEFAULT_CLIP_C, math.inf):
+        raise ValueError(
+            f"{PREFIX}{name} has no dual clip, so actor.clip_ratio_c={clip_c} would be ignored; "
+            f"leave it at verl's default {VERL_DEFAULT_CLIP_C} (or inf)"
+        )
 
 
 def _refuse_clip_ratios(name: str, actor: Any, valid: tuple[str, ...]) -> None:

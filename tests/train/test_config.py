@@ -127,6 +127,21 @@ def test_yaml_base_inheritance(tmp_path):
         read_yaml(str(tmp_path / "c.yaml"))
 
 
+def test_yaml_base_is_read_beside_the_file(tmp_path, monkeypatch):
+    """``conf/run.yaml`` with ``base: common.yaml`` reads ``conf/common.yaml`` whatever the
+    working directory; a base that is not beside the file is read as given."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "common.yaml").write_text("base: demo\nsteps: 7\n")
+    (conf / "run.yaml").write_text("base: common.yaml\nseed: 3\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(TrainConfig, "conf/run.yaml")
+    assert (cfg.steps, cfg.seed, cfg.model.name) == (7, 3, "tiny")
+    (tmp_path / "other.yaml").write_text("base: demo\nsteps: 9\n")
+    (conf / "cwd.yaml").write_text("base: other.yaml\n")
+    assert load_config(TrainConfig, "conf/cwd.yaml").steps == 9
+
+
 def test_embedded_configs_load():
     names = embedded_configs()
     assert "demo" in names

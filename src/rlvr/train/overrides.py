@@ -28,6 +28,7 @@ import types
 import typing
 import warnings
 from importlib import resources
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -80,18 +81,34 @@ def configs_of(cls: type) -> list[str]:
 
 
 def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it names one."""
+    """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it
+    names one (a relative path beside the file that names it, as :func:`base_source` finds it)."""
     data = _read_one(name_or_path)
     base = data.pop("base", None)
     if base is None:
         return data
     if not isinstance(base, str):
         raise ValueError(f"{name_or_path}: base must name a config, got {base!r}")
+    base = base_source(name_or_path, base)
     if base in _seen or base == name_or_path:
         raise ValueError(
             f"{name_or_path}: circular base {' -> '.join((*_seen, name_or_path, base))}"
         )
     return deep_merge(read_yaml(base, (*_seen, name_or_path)), data)
+
+
+def base_source(including: str, base: str) -> str:
+    """Where ``base:`` in ``including`` points: a file beside ``including`` (a YAML file, not
+    an embedded config) when there is one, else ``base`` as given (an embedded name, or a
+    path from the working directory).
+
+    ``conf/run.yaml`` with ``base: common.yaml`` reads ``conf/common.yaml`` from any folder.
+    """
+    here, path = Path(including), Path(base)
+    beside = here.parent / path
+    if here.is_file() and not path.is_absolute() and beside.is_file():
+        return str(beside)
+    return base
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

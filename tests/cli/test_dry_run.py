@@ -83,3 +83,23 @@ def test_a_dry_run_refuses_an_output_dir_the_run_would_refuse(command, tmp_path,
 def test_an_sft_dry_run_refuses_a_generated_problem_set(capsys):
     assert main(["sft", "--dry-run", "data.train=reasoning_gym:chain_sum"]) == 2
     assert "generated problem set with no responses" in capsys.readouterr().err
+
+
+def test_dry_runs_refuse_a_model_directory_without_a_tokenizer(tiny_model_dir, tmp_path, capsys):
+    """A model saved without its tokenizer passed both dry runs; the runs then stopped at load."""
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        (model / name).write_bytes((tiny_model_dir / name).read_bytes())
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
+    run = ["train", "--dry-run", f"model.name={model}", f"data.train={data}", "data.eval=null"]
+    assert main([*run, f"log.output_dir={tmp_path / 'r'}"]) == 2
+    assert main(["eval", "--dry-run", "--model", str(model), "--data", str(data)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"rlvr: error: {key}{model}: holds a model but no tokenizer (none of tokenizer.json, "
+        "tokenizer_config.json, tokenizer.model, vocab.json, vocab.txt, spiece.model, "
+        "tekken.json); save one next to the model with tokenizer.save_pretrained(directory)"
+        for key in ("model.name: ", "--model ")
+    ]

@@ -34,7 +34,8 @@ def test_load_model_checks_the_device_before_loading(tmp_path):
 
 def test_a_local_directory_without_a_loadable_model_is_named_as_such(tiny_model_dir, tmp_path):
     """The error said "not a local directory" about a directory that holds a broken model."""
-    (tmp_path / "config.json").write_bytes((tiny_model_dir / "config.json").read_bytes())
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):  # no weights
+        (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
     with pytest.raises(ValueError) as err:
         load_model(str(tmp_path))
     message = str(err.value)
@@ -65,7 +66,7 @@ def test_a_directory_with_a_model_but_no_tokenizer_is_an_error(tiny_model_dir, t
     """transformers built an empty tokenizer (every text encoded to no tokens) and loading went on."""
     for name in ("config.json", "generation_config.json", "model.safetensors"):
         (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
-    with pytest.raises(ValueError, match=f"the directory {str(tmp_path)!r} holds no tokenizer"):
+    with pytest.raises(ValueError, match=f"{tmp_path}: holds a model but no tokenizer"):
         load_model(str(tmp_path))
 
 

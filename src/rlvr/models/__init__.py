@@ -143,8 +143,8 @@ def looks_like_path(name: str) -> bool:
 
 def check_model_dir(name: str) -> None:
     """Refuse a local model path that is not a directory holding ``config.json`` or PEFT
-    adapters (a run directory: naming its latest checkpoint); presets and hub names pass
-    unread."""
+    adapters (a run directory: naming its latest checkpoint), or that holds a model but no
+    tokenizer (:func:`load_model` reads it from there); presets and hub names pass unread."""
     if name in preset_names() or not looks_like_path(name):
         return
     path = Path(name).expanduser()
@@ -154,6 +154,11 @@ def check_model_dir(name: str) -> None:
         steps = sorted((path / "checkpoints").glob("step_*"))
         hint = f"; a run's models are its checkpoints, e.g. {steps[-1]}" if steps else ""
         raise ValueError(f"{name}: holds no model (no config.json){hint}")
+    if not (path / ADAPTER_CONFIG).is_file() and not _has_tokenizer_files(str(path)):
+        raise ValueError(
+            f"{name}: holds a model but no tokenizer (none of {', '.join(_TOKENIZER_FILES)}); "
+            "save one next to the model with tokenizer.save_pretrained(directory)"
+        )
 
 
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):

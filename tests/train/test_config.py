@@ -68,6 +68,13 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
             r"unknown key 'rollout.gruop_size'; valid keys of rollout: prompts_per_step, group_size",
         ),
         (["rollout.group_size=eight"], r"rollout.group_size must be int, got 'eight'"),
+        # YAML reads these templates as mappings: the error says to quote them
+        (["data.template={prompt}"], r"data.template must be str, .*quote the text"),
+        (["data.template=Solve: {prompt}"], r"got \{'Solve': \{'prompt': None\}\}: YAML reads"),
+        (
+            ["data.template=Q: {prompt} A:"],
+            r"not valid YAML \(quote a text value: \"data.template='...'\"\)",
+        ),
         (["rollout.group_size=0"], r"rollout.group_size must be >= 1"),
         (["rollout.group_size=1"], r"rollout.group_size=1: .* no gradient"),
         (["model.autocast=fp8"], r"model.autocast must be one of \['none', 'bf16'\]"),

@@ -161,7 +161,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         try:
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as err:
-            raise ValueError(f"override {item!r}: value is not valid YAML: {err}") from err
+            raise ValueError(
+                f"override {item!r}: value is not valid YAML (quote a text value: "
+                f"\"{key}='...'\"): {err}"
+            ) from err
         parts = key.split(".")
         if parts[0] in _NAME_SCOPED and (
             len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]
@@ -387,7 +390,17 @@ def _coerce_scalar(value: Any, tp: Any, path: str) -> Any:
             return value
     else:
         raise TypeError(f"{path}: unsupported annotation {tp!r}")
-    raise ValueError(f"{path} must be {tp.__name__}, got {value!r}")
+    raise ValueError(f"{path} must be {tp.__name__}, got {value!r}{_quote_hint(value, tp, path)}")
+
+
+def _quote_hint(value: Any, tp: Any, path: str) -> str:
+    """For text that YAML read as a mapping or list (``{prompt}``, ``Q: {prompt}``): quote it."""
+    if tp is not str or not isinstance(value, (dict, list)):
+        return ""
+    return (
+        ": YAML reads {...} and 'a: b' as a mapping and [...] as a list; quote the text "
+        f"(in a shell: \"{path}='...'\")"
+    )
 
 
 def to_dict(config: Any) -> dict[str, Any]:

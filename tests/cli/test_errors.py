@@ -120,3 +120,18 @@ def test_a_run_directory_given_as_the_model_is_refused_before_anything_loads(
     line = _one_error_line(capsys)
     assert f"model.name: {run}: holds no model (no config.json)" in line and "step_000004" in line
     assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()
+
+
+def test_a_run_directory_named_like_a_hub_model_is_refused_as_a_run(tmp_path, monkeypatch, capsys):
+    """``model=runs/sft`` (one slash, as a hub id has) skipped the check and stopped in
+    transformers: "Unrecognized model in runs/sft. Should have a `model_type` key in its
+    config.json"."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "sft" / "checkpoints" / "step_000002").mkdir(parents=True)
+    assert rlvr(["train", "model=runs/sft", "log.output_dir=new", "--dry-run"]) == 2
+    assert _one_error_line(capsys) == (
+        "rlvr: error: model.name: runs/sft: holds no model (no config.json); a run's models are "
+        "its checkpoints, e.g. runs/sft/checkpoints/step_000002"
+    )
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rlvr.data import format_prompt, to_messages
 
 
@@ -27,6 +29,23 @@ def test_no_chat_template_joins_contents(tiny_model):
         format_prompt(tokenizer, "What is 2+2?", system_prompt="Be brief.")
         == "Be brief.\n\nWhat is 2+2?"
     )
+
+
+def test_a_chat_template_that_raises_is_one_value_error(tiny_model):
+    """A template's ``raise_exception`` (Gemma's "System role not supported") escaped as
+    jinja2's TemplateError, a traceback in ``rlvr train`` and ``rlvr eval``."""
+    _, tokenizer = tiny_model
+    tokenizer.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}"
+        "{{ raise_exception('System role not supported') }}{% endif %}"
+        "{{ m['content'] }}{% endfor %}"
+    )
+    assert format_prompt(tokenizer, "Hi") == "Hi"
+    with pytest.raises(
+        ValueError,
+        match=r"chat template refused a prompt with the roles system, user: System role not supported",
+    ):
+        format_prompt(tokenizer, "Hi", system_prompt="Be brief.")
 
 
 def test_to_messages_keeps_multi_turn_prompts():

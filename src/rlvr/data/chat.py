@@ -42,7 +42,17 @@ def format_prompt(tokenizer, prompt: str | Messages, system_prompt: str | None =
     messages = to_messages(prompt, system_prompt)
     if not has_chat_template(tokenizer):
         return bos_prefix(tokenizer) + "\n\n".join(m["content"] for m in messages)
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    from jinja2 import TemplateError
+
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except TemplateError as err:  # raise_exception(...) in the template: Gemma, older Mistral
+        roles = ", ".join(m["role"] for m in messages)
+        raise ValueError(
+            f"the tokenizer's chat template refused a prompt with the roles {roles}: {err} "
+            "(templates that take no system message refuse data.system_prompt, --system-prompt "
+            "and system messages in the data; some want user and assistant to alternate)"
+        ) from None
     if not isinstance(text, str):
         raise TypeError(f"apply_chat_template returned {type(text).__name__}, expected str")
     return text

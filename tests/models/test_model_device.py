@@ -91,3 +91,25 @@ def test_a_hub_model_unreachable_offline_says_so(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ValueError, match="the Hugging Face Hub: HF_HUB_OFFLINE is set"):
         load_model("rlvr-no-such-org/no-such-model")
+
+
+def test_damaged_weights_or_tokenizer_files_are_named(tiny_model_dir, tmp_path):
+    """A truncated model.safetensors escaped as safetensors' SafetensorError (a traceback in
+    the commands); a damaged tokenizer.json said only "Expecting value: line 2 column 1"."""
+    weights, tokenizer = tmp_path / "weights", tmp_path / "tokenizer"
+    for folder in (weights, tokenizer):
+        folder.mkdir()
+        for item in tiny_model_dir.iterdir():
+            (folder / item.name).write_bytes(item.read_bytes())
+    (weights / "model.safetensors").write_bytes(
+        (tiny_model_dir / "model.safetensors").read_bytes()[:100]
+    )
+    with pytest.raises(
+        ValueError, match=rf"could not load model from {str(weights)!r}: damaged weights"
+    ):
+        load_model(str(weights))
+    (tokenizer / "tokenizer.json").write_text('{"x":\n')
+    with pytest.raises(
+        ValueError, match=rf"could not load the tokenizer of {str(tokenizer)!r}: Expecting"
+    ):
+        load_model(str(tokenizer))

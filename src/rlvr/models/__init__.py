@@ -104,12 +104,13 @@ def load_tokenizer(name_or_path: str):
 
     path = resolve_model_path(name_or_path)
     _check_has_tokenizer(path)
-    if _is_generic_fast_tokenizer(path):
-        # AutoTokenizer would rebuild a Qwen2 model's tokenizer with Qwen2's own
-        # pre-tokenizer; a generic tokenizer.json (ours) must be loaded as it was saved.
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+    # AutoTokenizer would rebuild a Qwen2 model's tokenizer with Qwen2's own pre-tokenizer;
+    # a generic tokenizer.json (ours) must be loaded as it was saved.
+    cls = PreTrainedTokenizerFast if _is_generic_fast_tokenizer(path) else AutoTokenizer
+    try:
+        tokenizer = cls.from_pretrained(path)
+    except ValueError as err:  # a damaged tokenizer file: "Expecting value: line 2 column 1"
+        raise ValueError(f"could not load the tokenizer of {path!r}: {err}") from err
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -180,8 +181,12 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
         if _has_tokenizer_files(path):
             tokenizer = load_tokenizer(path)
         return merge_adapters(model, path).eval(), tokenizer  # named by the folder
+    from safetensors import SafetensorError
+
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
+    except SafetensorError as err:  # a truncated or damaged weights file
+        raise ValueError(f"could not load model from {path!r}: damaged weights ({err})") from err
     except OSError as err:
         if Path(path).is_dir():
             raise ValueError(f"could not load model from the directory {path!r}: {err}") from err

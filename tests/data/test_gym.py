@@ -104,3 +104,17 @@ def test_cli_gen_tasks_and_show(tmp_path, capsys):
 def test_cli_reports_bad_input(tmp_path, capsys):
     assert main(["gen", "chain_sum", "-o", str(tmp_path / "x.jsonl"), "--set", "oops"]) == 2
     assert "key=value" in capsys.readouterr().err
+
+
+def test_show_reads_a_file_with_its_own_field_names(tmp_path, capsys):
+    """`rlvr data show` had no --prompt-field / --answer-field: a file with `problem` /
+    `solution` could not be shown, and the error did not say how to name its fields."""
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"problem": "1 + 1?", "sol": {"value": "2"}}\n')
+    assert main(["show", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert "missing field 'prompt'" in err and "--prompt-field / --answer-field" in err
+    argv = ["show", str(data), "--prompt-field", "problem", "--answer-field", "sol.value"]
+    assert main(argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["prompt"], shown["reference"]) == ("1 + 1?", "2")

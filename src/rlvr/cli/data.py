@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument(
         "--fields", default=None, help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
     )
+    show.add_argument(
+        "--prompt-field", help="the file's prompt field, instead of --fields (default prompt)"
+    )
+    show.add_argument(
+        "--answer-field", help="the file's answer field, instead of --fields (default answer)"
+    )
     show.add_argument("--split", default=None, help="split for datasets sources")
     show.add_argument("--limit", type=int, default=3, help="examples to print (default 3)")
     _clean_parsers(sub)
@@ -158,11 +164,13 @@ def _gen(args: argparse.Namespace) -> None:
 def _show(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
+    from rlvr.cli.eval import _named_fields
     from rlvr.data.loading import load_examples
 
-    for example in load_examples(
-        args.source, fields=args.fields, split=args.split, limit=args.limit
-    ):
+    fields = _named_fields(args) or args.fields
+    with _field_hint():
+        examples = load_examples(args.source, fields=fields, split=args.split, limit=args.limit)
+    for example in examples:
         print(json.dumps(asdict(example), ensure_ascii=False, default=str))
 
 

@@ -113,3 +113,8 @@ def test_damaged_weights_or_tokenizer_files_are_named(tiny_model_dir, tmp_path):
         ValueError, match=rf"could not load the tokenizer of {str(tokenizer)!r}: Expecting"
     ):
         load_model(str(tokenizer))
+    (tokenizer / "tokenizer_config.json").write_text('{"x":\n')
+    with pytest.raises(
+        ValueError, match=rf"could not load the tokenizer of {str(tokenizer)!r}: Expecting"
+    ):
+        load_model(str(tokenizer))

@@ -106,8 +106,8 @@ def load_tokenizer(name_or_path: str):
     _check_has_tokenizer(path)
     # AutoTokenizer would rebuild a Qwen2 model's tokenizer with Qwen2's own pre-tokenizer;
     # a generic tokenizer.json (ours) must be loaded as it was saved.
-    cls = PreTrainedTokenizerFast if _is_generic_fast_tokenizer(path) else AutoTokenizer
     try:
+        cls = PreTrainedTokenizerFast if _is_generic_fast_tokenizer(path) else AutoTokenizer
         tokenizer = cls.from_pretrained(path)
     except ValueError as err:  # a damaged tokenizer file: "Expecting value: line 2 column 1"
         raise ValueError(f"could not load the tokenizer of {path!r}: {err}") from err

@@ -3,7 +3,9 @@
 import re
 from dataclasses import dataclass, field
 
-from rlvr.train.run_dir import expand_output_dir
+import pytest
+
+from rlvr.train.run_dir import _check_same_model, expand_output_dir
 
 
 @dataclass(frozen=True)
@@ -48,3 +50,27 @@ def test_resume_with_no_run_yet_starts_a_new_one_and_says_so(tmp_path, capsys):
     out = _out(str(tmp_path / "demo-{time}"), resume=True)
     assert re.fullmatch(re.escape(str(tmp_path)) + r"/demo-\d{8}-\d{6}", out)
     assert "no earlier run matches" in capsys.readouterr().err
+
+
+def test_a_resume_takes_another_spelling_of_the_same_model_directory(tmp_path, monkeypatch):
+    """``model.name=my-llama`` (or its absolute path) on resuming a run started from
+    ``./my-llama`` was refused as another model."""
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-llama").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("model: {name: ./my-llama}\n")
+
+    @dataclass
+    class Model:
+        name: str
+
+    @dataclass
+    class Config:
+        model: Model
+
+    for name in ("./my-llama", "my-llama", str(tmp_path / "my-llama")):
+        _check_same_model(Config(Model(name)), tmp_path / "run")
+    with pytest.raises(ValueError, match="started from './my-llama'"):
+        _check_same_model(Config(Model("other")), tmp_path / "run")

@@ -88,11 +88,19 @@ def _check_same_model(config: RunConfig, run_dir: Path) -> None:
     if model is None or not saved.is_file():
         return
     started = (read_yaml(str(saved)).get("model") or {}).get("name")
-    if started is not None and started != model.name:
+    if started is not None and not _same_model(started, model.name):
         raise ValueError(
             f"model.name={model.name!r}: the run in {run_dir} started from {started!r} and "
             "resumes from its checkpoint; to train another model, start a new run"
         )
+
+
+def _same_model(started: str, name: str) -> bool:
+    """The same name, or two spellings of one local directory (``./m``, ``m``, ``/abs/m``)."""
+    if started == name:
+        return True
+    a, b = Path(started).expanduser(), Path(name).expanduser()
+    return a.is_dir() and b.is_dir() and a.resolve() == b.resolve()
 
 
 def why_not_creatable(folder: Path) -> str | None:

@@ -125,6 +125,21 @@ def test_a_cut_off_last_record_is_sampled_again(tmp_path):
     again = KnownSampler()
     _run(tmp_path, "mean>=0.5", again)
     assert again.sampled == ["q4"]
+    # the records appended after the cut-off line start lines of their own: the file reads
+    # whole, and another rule re-filters from it without sampling
+    assert all(json.loads(line) for line in scores.read_text().splitlines())
+    third = KnownSampler()
+    _run(tmp_path, "0<mean<1", third)
+    assert third.sampled == [] and _ids(tmp_path / "kept.jsonl") == ["p1", "p2", "p3"]
+
+
+def test_a_cut_off_header_starts_the_file_again(tmp_path):
+    scores = passrates_file(tmp_path / "kept.jsonl")
+    scores.write_text('{"keys": "sha256(prompt, ref')  # killed while the first line was written
+    again = KnownSampler()
+    _run(tmp_path, "mean>=0.5", again)
+    assert again.sampled == ["q0", "q1", "q2", "q3", "q4"]
+    assert json.loads(scores.read_text().splitlines()[0])["keys"] == "sha256(prompt, reference)"
 
 
 def test_other_settings_are_refused(tmp_path):

@@ -210,8 +210,13 @@ def _verifier_settings(verifier: Verifier) -> dict[str, Any]:
 def _read_scores(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The scores recorded in ``path`` by key, after checking they were sampled like this run.
 
-    A missing or empty file holds none; a cut-off last line (a kill while writing) is ignored."""
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    A missing or empty file holds none; a last line without its newline was cut off by a kill
+    while it was written, and is ignored (:func:`_cut_partial_line` removes it before the
+    next record is appended)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    lines = text.splitlines()
+    if lines and not text.endswith("\n"):
+        lines.pop()
     if not lines:
         return {}
     try:
@@ -229,8 +234,6 @@ def _read_scores(path: Path, settings: dict[str, Any]) -> dict[str, dict[str, An
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            if number == len(lines):
-                break
             raise ValueError(f"{path}:{number}: invalid JSON") from None
         scores[record["key"]] = record
     return scores
@@ -252,6 +255,17 @@ def _check_settings(path: Path, recorded: Any, settings: dict[str, Any]) -> None
 
 
 _MISSING = object()
+
+
+def _cut_partial_line(path: Path) -> None:
+    """Remove a last line left without its newline (a kill while it was written), so that the
+    next record starts a line of its own rather than continuing the cut-off one."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 def _append(path: Path, records: list[dict[str, Any]]) -> None:
@@ -298,6 +312,7 @@ def _score_missing(
             continue
         results = run([examples[i] for i in members], job.config.seed + batch)
         records = [_record(keys[i], examples[i], p) for i, p in zip(members, results, strict=True)]
+        _cut_partial_line(path)
         if not path.exists() or path.stat().st_size == 0:
             _append(path, [{"keys": KEYS, "settings": prepared.settings}])
         _append(path, records)

@@ -443,7 +443,8 @@ def stage_options(
 ) -> dict[str, Any]:
     """What ``stage`` makes its output from, as its ``stage.json`` records it (dotted keys): a
     model stage's whole configuration (``model.name``: the model it starts from); a data
-    stage's step, options, ``input`` file and the file's SHA-256 (``filter``: and ``model``)."""
+    stage's step, options, ``input`` file and the file's SHA-256 (``decontaminate``: and
+    those of its local ``against`` files and folders; ``filter``: and ``model``)."""
     if stage.kind != "data":
         return flatten(to_dict(stage_config(pipeline, stage, model, extra)))
     return _data_made_from(stage, *data_step(pipeline, stage, extra), model)
@@ -453,14 +454,30 @@ def _data_made_from(stage: Stage, options: Any, source: str, model: str | None) 
     """:func:`stage_options` of a data stage whose step ``options`` and ``source`` are read."""
     made = {"step": stage.config, **dataclasses.asdict(options), "input": source}
     made["input_sha256"] = _sha256(source) if Path(source).is_file() else None
+    if stage.config == "decontaminate":  # an edited evaluation file drops other rows
+        made["against_sha256"] = [_digest(spec.partition("::")[0]) for spec in options.against]
     if stage.config == "filter":
         made["model"] = model
     return flatten(made)
 
 
-def _sha256(path: str) -> str:
+def _sha256(path: str | Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _digest(source: str) -> str | None:
+    """SHA-256 of a local file, or of a folder's files (their names and digests); ``None`` for
+    a named set, a Hub name or a generated set (or a file that is gone)."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        return _sha256(path)
+    if not path.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(f"{item.relative_to(path).as_posix()}\0{_sha256(item)}\n".encode())
+    return digest.hexdigest()
 
 
 def _check_finished(pipeline: Pipeline, by_stage: dict[str, list[str]], model: str | None) -> None:
@@ -495,10 +512,21 @@ def _changed(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     """``key: old -> new`` for each option (both record it) that differs, :data:`RUN_KEYS` aside."""
     if recorded is None:  # a stage.json written before options were recorded
         return []
+    now = _gone_as_recorded(recorded, now)
     keys = changed_keys(recorded, now, ignore=RUN_KEYS)
-    if now.get("input_sha256", "") is None:  # the input is gone: the stage is only skipped
-        keys = [k for k in keys if k != "input_sha256"]
     return [f"{k}: {_short(recorded.get(k))} -> {_short(now.get(k))}" for k in keys]
+
+
+def _gone_as_recorded(recorded: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``now`` with the digest of each file a finished data stage read that is gone now
+    (``None``) taken as recorded: its output stands, the file may have moved since."""
+    now = dict(now)
+    if now.get("input_sha256", "") is None:
+        now["input_sha256"] = recorded.get("input_sha256")
+    old, new = recorded.get("against_sha256"), now.get("against_sha256")
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        now["against_sha256"] = [o if n is None else n for o, n in zip(old, new, strict=True)]
+    return now
 
 
 def _short(value: Any, width: int = 60) -> str:

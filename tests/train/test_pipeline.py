@@ -659,6 +659,36 @@ def test_an_option_added_to_or_removed_from_a_mapping_is_a_change():
     assert _changed({"steps": 3}, {"steps": 3, "rollout.new_key": 1}) == []
 
 
+def test_a_finished_decontaminate_stage_whose_evaluation_files_changed_is_refused(tmp_path):
+    """An evaluation problem added to an --against file (or folder) would drop other rows: the
+    finished stage is not skipped on such a rerun; a file that is gone only skips it."""
+    (tmp_path / "eval.jsonl").write_text('{"problem": "an unrelated question"}\n')
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "test.jsonl").write_text('{"problem": "another question"}\n')
+    clean = {
+        "name": "clean",
+        "kind": "data",
+        "config": "decontaminate",
+        "overrides": ["against=[./eval.jsonl, ./evals]", "ngram=2"],
+    }
+    data = _data_stages(tmp_path, None, DEDUP, clean)
+    (tmp_path / "raw.jsonl").write_text('{"prompt": "what is 1+1"}\n{"prompt": "what is 3"}\n')
+    pipeline = parse_pipeline(data, folder=tmp_path)
+    assert [r.status for r in run_pipeline(pipeline, announce=print)] == ["ran"] * 2
+    out = tmp_path / "pipe"
+    for edited in (tmp_path / "eval.jsonl", tmp_path / "evals" / "test.jsonl"):
+        before = edited.read_text()
+        edited.write_text(before + '{"problem": "what is 1+1"}\n')
+        with pytest.raises(
+            ValueError, match=rf"^stage 2/2 clean: .*against_sha256: .*{out}/clean$"
+        ):
+            run_pipeline(pipeline, announce=print)
+        edited.write_text(before)
+    assert [r.status for r in run_pipeline(pipeline, announce=print)] == ["skipped"] * 2
+    (tmp_path / "eval.jsonl").rename(tmp_path / "eval.bak")
+    assert [r.status for r in run_pipeline(pipeline, announce=print)] == ["skipped"] * 2
+
+
 def test_a_finished_data_stage_whose_input_is_gone_is_still_skipped(tmp_path):
     """Its output stands; the input it was made from may have moved since."""
     data = _data_stages(tmp_path, None, {**DEDUP, "overrides": ["input=raw.jsonl"]})

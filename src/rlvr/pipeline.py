@@ -283,7 +283,8 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
             source = value if value.startswith("@") else _file(value, folder)
         elif key == "against":
             sets = yaml.safe_load(value)
-            options[key] = [_local(v, folder) for v in ([sets] if isinstance(sets, str) else sets)]
+            sets = [sets] if isinstance(sets, str) else sets if isinstance(sets, list) else []
+            options[key] = [_local(v, folder) if isinstance(v, str) else v for v in sets]
         else:
             options[key] = yaml.safe_load(value)
     if source is None:

@@ -1,6 +1,7 @@
 """Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -568,6 +569,47 @@ def test_a_dry_run_checks_the_files_and_model_of_data_stages(tmp_path, capsys, s
     path.write_text(yaml.safe_dump(data))
     assert pipeline_main([str(path), "--dry-run"]) == 2
     assert "rlvr: error:" in capsys.readouterr().err
+
+
+DECON = {
+    "name": "decon",
+    "kind": "data",
+    "config": "decontaminate",
+    "overrides": ["against=[./raw.jsonl]"],
+}
+FILTER = {"name": "filter", "kind": "data", "config": "filter", "overrides": ["keep=mean<1"]}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("decon:ngram=abc", "ngram must be an integer, got 'abc'"),
+        ("decon:ngram=0", "ngram must be >= 1, got 0"),
+        ("decon:common=-1", "common must be >= 0, got -1"),
+        ("decon:against=[1]", "against must be a string, got 1"),
+        ("decon:against=", r"decontaminate needs against=\[SET, \.\.\.\]"),
+        ("decon:field=2", "field must be a string, got 2"),
+        ("filter:n=0", "n must be >= 1, got 0"),
+        ("filter:batch_size=1.5", "batch_size must be an integer, got 1.5"),
+        ("filter:max_tokens=0", "max_tokens must be >= 1, got 0"),
+        ("filter:temperature=hot", "temperature must be a number, got 'hot'"),
+        ("filter:temperature=-1", "temperature must be >= 0"),
+        ("filter:top_p=0", r"top_p must be in \(0, 1\]"),
+        ("filter:verifier=bogus", "unknown verifier 'bogus'"),
+    ],
+)
+def test_bad_data_stage_options_are_refused_before_any_stage_runs(
+    tmp_path, capsys, override, message
+):
+    """docs/pipelines.md: a data stage's options are checked before the first stage starts,
+    in one line (a value of the wrong kind was a traceback, a bad value an error only when
+    the stage ran, after the stages before it)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, "smollm2-135m", DEDUP, DECON, FILTER)))
+    assert pipeline_main([str(path), override]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.search(f"stage '{override.split(':')[0]}': {message}", line), line
+    assert not (tmp_path / "pipe").exists()  # no stage ran
 
 
 def test_a_filter_stage_takes_the_files_model_or_an_earlier_stages(tmp_path):

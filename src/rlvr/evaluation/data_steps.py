@@ -22,6 +22,7 @@ here, beside the evaluation harness, because ``filter`` samples with it; ``dedup
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,11 @@ from typing import Any
 from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.filtering import Progress
+from rlvr.evaluation.harness import EvalConfig
 from rlvr.evaluation.keep_rule import parse_rule
+from rlvr.generation import SamplingConfig
+from rlvr.rewards.registry import get_verifier
+from rlvr.rewards.scoring import ScoringConfig
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,9 @@ class DedupOptions:
 
     field: str | None = None
     """Prompt field or field mapping (``None``: prompt, question, problem, text)."""
+
+    def __post_init__(self) -> None:
+        _text("field", self.field, optional=True)
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,12 @@ class DecontaminateOptions:
     def __post_init__(self) -> None:
         if not self.against:
             raise ValueError("decontaminate needs against=[SET, ...]")
+        for spec in self.against:
+            _text("against", spec)
+        _whole("ngram", self.ngram, least=1)
+        _whole("common", self.common, least=0)
+        _text("field", self.field, optional=True)
+        _text("split", self.split)
 
 
 @dataclass(frozen=True)
@@ -99,8 +113,37 @@ class FilterOptions:
     def __post_init__(self) -> None:
         if not self.keep:
             raise ValueError("filter needs keep=RULE (e.g. 'mean>0.5')")
-        parse_rule(self.keep, self.n)  # a bad rule is refused before any model loads
+        for name in ("keep", "verifier"):
+            _text(name, getattr(self, name))
+        for name in ("fields", "prompt_field", "answer_field", "system_prompt"):
+            _text(name, getattr(self, name), optional=True)
+        for name, least in (("n", 1), ("min_tests", 0), ("max_tokens", 1), ("batch_size", 1)):
+            _whole(name, getattr(self, name), least)
+        _whole("seed", self.seed, least=None)
+        _whole("workers", self.workers, least=0)
+        for name in ("temperature", "top_p", "timeout"):
+            _real(name, getattr(self, name))
+        # what the run would refuse, refused before any stage runs or any model loads
+        parse_rule(self.keep, self.n)
         self.field_map()
+        with warnings.catch_warnings():  # n > 1 at temperature 0: said once, when it samples
+            warnings.simplefilter("ignore")
+            self.eval_config()
+        get_verifier(self.verifier)
+
+    def eval_config(self) -> EvalConfig:
+        """How the filter samples and scores (its checks: ``n``, batch size, sampling, limits)."""
+        return EvalConfig(
+            n=self.n,
+            ks=(1,),
+            sampling=SamplingConfig(
+                max_new_tokens=self.max_tokens, temperature=self.temperature, top_p=self.top_p
+            ),
+            batch_size=self.batch_size,
+            seed=self.seed,
+            system_prompt=self.system_prompt,
+            scoring=ScoringConfig(timeout_s=self.timeout, workers=self.workers),
+        )
 
     def field_map(self) -> FieldMap:
         """The input's field mapping: ``fields``, or the one ``prompt_field`` /
@@ -110,6 +153,26 @@ class FilterOptions:
         if self.fields is not None:
             raise ValueError("give --fields or --prompt-field / --answer-field, not both")
         return FieldMap(prompt=self.prompt_field or "prompt", answer=self.answer_field or "answer")
+
+
+def _text(name: str, value: Any, *, optional: bool = False) -> None:
+    """Refuse an option that is not a string (YAML reads ``field=1`` as a number)."""
+    if not isinstance(value, str) and not (optional and value is None):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+
+
+def _whole(name: str, value: Any, least: int | None) -> None:
+    """Refuse an option that is not an integer (``ngram=abc``, ``n=1.5``) or is below ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if least is not None and value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+
+
+def _real(name: str, value: Any) -> None:
+    """Refuse an option that is not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
 
 
 STEPS: dict[str, type] = {
@@ -177,27 +240,12 @@ def filter_step(
 
     The input rows, the outputs and the recorded scores are checked before the model loads."""
     from rlvr.evaluation.filtering import FilterJob, prepare_filter, run_filter
-    from rlvr.evaluation.harness import EvalConfig
-    from rlvr.generation import SamplingConfig
     from rlvr.models import load_model
-    from rlvr.rewards.registry import get_verifier
-    from rlvr.rewards.scoring import ScoringConfig
 
-    config = EvalConfig(
-        n=options.n,
-        ks=(1,),
-        sampling=SamplingConfig(
-            max_new_tokens=options.max_tokens,
-            temperature=options.temperature,
-            top_p=options.top_p,
-        ),
-        batch_size=options.batch_size,
-        seed=options.seed,
-        system_prompt=options.system_prompt,
-        scoring=ScoringConfig(timeout_s=options.timeout, workers=options.workers),
-    )
     rule = parse_rule(options.keep, options.n)
-    job = FilterJob(rule, config, options.field_map(), options.min_tests, model=model)
+    job = FilterJob(
+        rule, options.eval_config(), options.field_map(), options.min_tests, model=model
+    )
     verifier = get_verifier(options.verifier, **(verifier_options or {}))
     prepared = prepare_filter(source, output, job, verifier)
     policy, tokenizer = load_model(model, dtype=dtype, device=device)

@@ -97,6 +97,20 @@ def test_bad_input_is_one_clear_error(tmp_path):
         NgramIndex(0)
 
 
+def test_common_one_is_refused_since_it_would_cut_every_ngram(tmp_path, capsys):
+    """Every n-gram of a problem is found in 1 or more problems: --common 1 cut them all and
+    kept every prompt, a contaminated one included, without a word."""
+    src = _write(tmp_path / "t.jsonl", [{"prompt": NINE}])
+    evals = _write(tmp_path / "e.jsonl", [{"problem": EVAL}])
+    argv = ["decontaminate", str(src), "--against", str(evals), "-o", str(tmp_path / "o.jsonl")]
+    assert data_main([*argv, "--common", "1"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rlvr: error: common=1 cuts every n-gram an evaluation problem has")
+    assert not (tmp_path / "o.jsonl").exists()
+    assert data_main([*argv, "--common", "2"]) == 0  # one problem: nothing common, NINE dropped
+    assert "dropped 1 contaminated" in capsys.readouterr().out
+
+
 def test_common_ngrams_of_a_template_can_be_cut_out():
     """reasoning-gym's 9-token instruction is in every problem: ``common`` cuts it out."""
     head = "State the final answer to the following arithmetic problem:"

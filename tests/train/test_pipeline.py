@@ -586,6 +586,7 @@ FILTER = {"name": "filter", "kind": "data", "config": "filter", "overrides": ["k
         ("decon:ngram=abc", "ngram must be an integer, got 'abc'"),
         ("decon:ngram=0", "ngram must be >= 1, got 0"),
         ("decon:common=-1", "common must be >= 0, got -1"),
+        ("decon:common=1", "common=1 cuts every n-gram an evaluation problem has"),
         ("decon:against=[1]", "against must be a string, got 1"),
         ("decon:against=", r"decontaminate needs against=\[SET, \.\.\.\]"),
         ("decon:field=2", "field must be a string, got 2"),

@@ -76,6 +76,11 @@ class NgramIndex:
             raise ValueError(f"ngram must be >= 1, got {n}")
         if common < 0:
             raise ValueError(f"common must be >= 0, got {common}")
+        if common == 1:  # every n-gram of a problem is in one problem: all would be cut
+            raise ValueError(
+                "common=1 cuts every n-gram an evaluation problem has, so no prompt could "
+                "match; use 0 (cut nothing) or K >= 2 (a passage K problems share)"
+            )
         self.n, self.common = n, common
         self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
         self._own: list[list[list[str]]] = []  # each problem's pieces between common n-grams

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr.data.contamination import NgramIndex
 from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.filtering import Progress
@@ -70,6 +71,7 @@ class DecontaminateOptions:
             _text("against", spec)
         _whole("ngram", self.ngram, least=1)
         _whole("common", self.common, least=0)
+        NgramIndex(self.ngram, self.common)  # its own checks
         _text("field", self.field, optional=True)
         _text("split", self.split)
 

@@ -324,3 +324,18 @@ def test_filter_help_suggests_the_rule_it_explains(capsys):
         data_main(["filter", "--help"])
     out = capsys.readouterr().out
     assert "'mean>0.5'" in out and "pass@16>0.5" not in out and " -k " not in out
+
+
+def test_a_bad_input_is_one_line_with_no_progress_bar_before_it(tmp_path, capsys):
+    """The bar starts when sampling does: an input refused before the model loads prints only
+    its error line (an empty 'filter 0/?' bar was printed before it)."""
+    from rlvr.cli.data import main as data_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"query": "q0", "answer": "7"}) + "\n")
+    argv = ["filter", str(src), "--model", "no-such-model", "--keep", "mean>0.5"]
+    assert data_main([*argv, "-o", str(tmp_path / "kept.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("rlvr: error: ") and "missing field 'prompt'" in line

@@ -257,10 +257,22 @@ def _field_hint():
 
 @contextlib.contextmanager
 def _bar(title: str):
-    """A rich progress bar over prompts; yields ``progress(done, total)``."""
+    """A rich progress bar over prompts; yields ``progress(done, total)``. The bar starts at the
+    first call (when sampling starts), so an input refused before then prints only its error."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=False) as bar:
-        task = bar.add_task(title, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+    bar = Progress(*columns, transient=False)
+    tasks = []
+
+    def progress(done: int, total: int) -> None:
+        if not tasks:
+            bar.start()
+            tasks.append(bar.add_task(title, total=total))
+        bar.update(tasks[0], completed=done, total=total)
+
+    try:
+        yield progress
+    finally:
+        if tasks:
+            bar.stop()

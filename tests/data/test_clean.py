@@ -97,6 +97,16 @@ def test_bad_input_is_one_clear_error(tmp_path):
         NgramIndex(0)
 
 
+@pytest.mark.parametrize(("name", "kind"), [("unique.csv", "'.csv'"), ("unique", "'none'")])
+def test_an_output_the_next_step_could_not_read_is_refused(tmp_path, capsys, name, kind):
+    """JSON lines were written to ``-o unique.csv`` or ``-o unique``, which no step reads."""
+    src = _write(tmp_path / "t.jsonl", [{"prompt": "what is 1+1"}])
+    assert data_main(["dedup", str(src), "-o", str(tmp_path / name)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"unsupported file type {kind}" in line and "name a .jsonl or .parquet file" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]  # nothing written
+
+
 def test_common_one_is_refused_since_it_would_cut_every_ngram(tmp_path, capsys):
     """Every n-gram of a problem is found in 1 or more problems: --common 1 cut them all and
     kept every prompt, a contaminated one included, without a word."""

@@ -28,6 +28,8 @@ Messages = list[dict[str, str]]
 Row = tuple[str, dict[str, Any]]  # (location for error messages, row)
 
 _JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+FILE_SUFFIXES = (*_JSON_SUFFIXES, ".parquet")
+"""Suffixes of the row files :func:`read_file` reads."""
 
 
 @dataclass(frozen=True)

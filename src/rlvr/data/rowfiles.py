@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.fields import FIELD_MAPS
-from rlvr.data.loading import Row, get_path, read_file
+from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, read_file
 from rlvr.data.text import prompt_text
 
 PROMPT_FIELDS = ("prompt", "question", "problem", "text")
@@ -140,11 +140,17 @@ def dropped_file(output: str | Path) -> Path:
 def check_step_output(
     output: str | Path, inputs: Iterable[str | Path], *, also: Iterable[Path] = ()
 ) -> None:
-    """Refuse, before a step does any work, an ``output`` that is a directory, or whose kept
-    rows, dropped rows (or ``also``: the filter's scores) would overwrite one of ``inputs``."""
+    """Refuse, before a step does any work, an ``output`` that is a directory or a file the
+    next step could not read (``.csv``, no suffix), or whose kept rows, dropped rows (or
+    ``also``: the filter's scores) would overwrite one of ``inputs``."""
     output = Path(output).expanduser()
     if output.is_dir():
         raise ValueError(f"output {output}: is a directory; name a .jsonl or .parquet file")
+    if output.suffix not in FILE_SUFFIXES:  # JSON lines under another name: unreadable next
+        raise ValueError(
+            f"output {output}: unsupported file type {output.suffix or 'none'!r} (rows are "
+            "written as JSON lines or Parquet); name a .jsonl or .parquet file"
+        )
     existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
     if not existing.is_dir():
         raise ValueError(f"output {output}: {existing} is a file, not a directory")

@@ -118,3 +118,15 @@ def test_show_reads_a_file_with_its_own_field_names(tmp_path, capsys):
     assert main(argv) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["prompt"], shown["reference"]) == ("1 + 1?", "2")
+
+
+def test_cli_gen_refuses_to_write_over_an_exclude_file(tmp_path, capsys):
+    """'-o train.jsonl --exclude train.jsonl' replaced the training set it was to stay apart from."""
+    train = tmp_path / "train.jsonl"
+    assert main(["gen", "chain_sum", "--size", "3", "--seed", "0", "-o", str(train)]) == 0
+    before = train.read_text()
+    argv = ["gen", "chain_sum", "--size", "3", "--seed", "1", "-o", str(train)]
+    assert main([*argv, "--exclude", str(tmp_path / "." / "train.jsonl")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "would overwrite --exclude" in line
+    assert train.read_text() == before

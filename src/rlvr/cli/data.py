@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from pathlib import Path
 
 import yaml
 
@@ -150,6 +151,12 @@ def _gen(args: argparse.Namespace) -> None:
         raise ValueError(
             f"task {args.task!r}: expected <task>, reasoning_gym:<task> or code_tasks:<family>"
         )
+    output = Path(args.output).expanduser().resolve()
+    for path in args.exclude:
+        if Path(path).expanduser().resolve() == output:
+            raise ValueError(
+                f"-o {args.output}: it would overwrite --exclude {path}; name another output file"
+            )
     if kind == "code_tasks":
         generate, exclude = code_task_rows, keys_in(args.exclude)
     else:

@@ -107,6 +107,20 @@ def test_an_output_the_next_step_could_not_read_is_refused(tmp_path, capsys, nam
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]  # nothing written
 
 
+def test_an_evaluation_file_without_a_prompt_field_is_named_with_set_field(tmp_path, capsys):
+    """--field names the input's prompt field; the error for an --against file pointed to it."""
+    src = _write(tmp_path / "t.jsonl", [{"query": NINE}])
+    evals = _write(tmp_path / "e.jsonl", [{"q": EVAL}])
+    out = str(tmp_path / "o.jsonl")
+    argv = ["decontaminate", str(src), "--field", "query", "-o", out, "--against"]
+    assert data_main([*argv, str(evals)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(
+        f"e.jsonl:1: no prompt field (prompt, question, problem, text); name it with {evals}::FIELD"
+    )
+    assert data_main([*argv, f"{evals}::q"]) == 0
+
+
 def test_common_one_is_refused_since_it_would_cut_every_ngram(tmp_path, capsys):
     """Every n-gram of a problem is found in 1 or more problems: --common 1 cut them all and
     kept every prompt, a contaminated one included, without a word."""

@@ -179,7 +179,7 @@ def eval_set_rows(spec: str, split: str = "test") -> tuple[list[Row], str]:
         rows = list(read_hf(source, split=split))
     if not rows:
         raise ValueError(f"{spec}: no rows")
-    return rows, prompt_field(rows, fields or None)
+    return rows, prompt_field(rows, fields or None, hint=f"{source}::FIELD")
 
 
 def _generated(kind: str, task: str) -> list[Row]:

@@ -35,16 +35,16 @@ def read_rows(path: str | Path) -> list[Row]:
     return rows
 
 
-def prompt_field(rows: list[Row], field: str | None = None) -> str:
+def prompt_field(rows: list[Row], field: str | None = None, *, hint: str = "--field") -> str:
     """The prompt field: ``field`` (a field path or a mapping name), else the first of
-    :data:`PROMPT_FIELDS` the first row has."""
+    :data:`PROMPT_FIELDS` the first row has (``hint``: how the error says to name it)."""
     if field is not None:
         return FIELD_MAPS[field].prompt if field in FIELD_MAPS else field
     where, first = rows[0]
     found = next((name for name in PROMPT_FIELDS if name in first), None)
     if found is None:
         raise ValueError(
-            f"{where}: no prompt field ({', '.join(PROMPT_FIELDS)}); name it with --field"
+            f"{where}: no prompt field ({', '.join(PROMPT_FIELDS)}); name it with {hint}"
         )
     return found
 

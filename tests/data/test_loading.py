@@ -308,3 +308,11 @@ def test_a_hub_set_unreachable_offline_says_so(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set: give a local file or directory"):
         load_examples("rlvr-no-such-org/no-such-set")
+
+
+def test_a_misspelt_named_set_is_told_the_named_sets():
+    """'MATH500' was only 'could not load dataset ... on the Hub', read as a network problem."""
+    with pytest.raises(ValueError, match=r"did you mean math500\? named sets: aime2024, .*mbpp$"):
+        load_examples("MATH500", split="test")
+    with pytest.raises(ValueError, match="did you mean aime2024"):
+        load_examples("aime24")

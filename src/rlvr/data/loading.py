@@ -15,6 +15,7 @@ the row number for Parquet and ``datasets`` sources; so does a missing field.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -175,7 +176,20 @@ def _load_hf(source: str, split: str, config: str | None):
         raise ValueError(
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
             + (offline if constants.HF_HUB_OFFLINE else "")
+            + _not_named(source)
         ) from err
+
+
+def _not_named(source: str) -> str:
+    """For a name that is neither a named set's hub name nor a local path: the named sets, and
+    the one it may misspell (``MATH500``, ``math-500``)."""
+    if source in {spec.hub for spec in DATASETS.values()} or Path(source).exists():
+        return ""
+    key = source.lower().replace("-", "").replace("_", "")
+    close = [name for name in DATASETS if name.replace("-", "") == key]
+    close = close or difflib.get_close_matches(source.lower(), DATASETS, n=1)
+    guess = f"did you mean {close[0]}? " if close else ""
+    return f"; {guess}named sets: {', '.join(sorted(DATASETS))}"
 
 
 def _generated_hint(row: Any) -> str:

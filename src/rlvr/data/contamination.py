@@ -1,6 +1,6 @@
 """Decontamination: drop training prompts that share an n-gram with an evaluation set.
 
-Klear-Reasoner (klear-reasoner-gppo.txt sec. 2.1, 2.2, 4.1) removes every training prompt with
+Klear-Reasoner (klear-reasoner-gppo.txt sec. 3.1, 3.2.1, 4.1) removes every training prompt with
 a **9-gram** overlap with the evaluation problems. Here both sides are tokenised by
 :func:`rlvr.data.text.tokens` (case, whitespace, LaTeX spacing and punctuation ignored);
 a prompt is contaminated when some ``n`` consecutive tokens of it are also ``n``

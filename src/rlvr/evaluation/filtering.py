@@ -1,6 +1,6 @@
 """``rlvr data filter``: keep the prompts whose measured pass rate meets a rule.
 
-Klear-Reasoner (klear-reasoner-gppo.txt sec. 2.2, 5.2.4) samples 16 completions per prompt
+Klear-Reasoner (klear-reasoner-gppo.txt sec. 3.2.1, 5.2.4) samples 16 completions per prompt
 from a strong model and keeps code prompts with "pass@16 > 0.5" (after dropping problems
 with fewer than 16 tests) and math prompts where a majority of completions pass the
 verifier. Both read as a pass rate over the 16 samples, the rule ``mean>0.5`` here

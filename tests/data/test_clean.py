@@ -121,6 +121,23 @@ def test_an_evaluation_file_without_a_prompt_field_is_named_with_set_field(tmp_p
     assert data_main([*argv, f"{evals}::q"]) == 0
 
 
+def test_an_output_inside_an_evaluation_folder_is_refused(tmp_path, capsys):
+    """'--against evals -o evals/test.jsonl' replaced the folder's test split with the kept
+    rows (and the dropped rows joined it as a second test file)."""
+    src = _write(tmp_path / "t.jsonl", [{"prompt": NINE}])
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    _write(evals / "test.jsonl", [{"problem": EVAL}])
+    before = (evals / "test.jsonl").read_text()
+    argv = ["decontaminate", str(src), "--against", str(evals), "-o"]
+    for out in (evals / "test.jsonl", evals / "sub" / "clean.jsonl"):
+        assert data_main([*argv, str(out)]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert f"would be written into the input folder {evals}" in line
+    assert (evals / "test.jsonl").read_text() == before
+    assert sorted(p.name for p in evals.iterdir()) == ["test.jsonl"]
+
+
 def test_common_one_is_refused_since_it_would_cut_every_ngram(tmp_path, capsys):
     """Every n-gram of a problem is found in 1 or more problems: --common 1 cut them all and
     kept every prompt, a contaminated one included, without a word."""

@@ -156,12 +156,23 @@ def check_step_output(
         raise ValueError(f"output {output}: {existing} is a file, not a directory")
     for written in (output, dropped_file(output), *also):
         for source in inputs:
+            what = "it" if written == output else f"its {written.name}"
             if _same_file(written, Path(source).expanduser()):
-                what = "it" if written == output else f"its {written.name}"
                 raise ValueError(
                     f"output {output}: {what} would overwrite the input {source}; "
                     "name another output file"
                 )
+            if _inside(written, Path(source).expanduser()):  # a dataset folder's files
+                raise ValueError(
+                    f"output {output}: {what} would be written into the input folder {source}; "
+                    "name a file outside it"
+                )
+
+
+def _inside(written: Path, source: Path) -> bool:
+    """Whether ``written`` lies in the existing folder ``source`` (a dataset directory read as
+    a set, whose files it could replace or join)."""
+    return source.is_dir() and written.resolve().is_relative_to(source.resolve())
 
 
 def _same_file(written: Path, source: Path) -> bool:

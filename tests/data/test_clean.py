@@ -204,3 +204,16 @@ def test_dataset_directories_by_path_and_split(tmp_path, monkeypatch):
         data_main.__wrapped__(argv)
     assert data_main([*argv, "--split", "train"]) == 0
     assert [r["prompt"] for r in _read(tmp_path / "c.jsonl")] == [EIGHT]
+
+
+def test_a_folder_whose_files_do_not_make_one_table_is_one_line(tmp_path, capsys):
+    """Two test files with other columns: datasets' DatasetGenerationError was a traceback."""
+    (tmp_path / "evals").mkdir()
+    _write(tmp_path / "evals" / "test.jsonl", [{"problem": EVAL}])
+    _write(tmp_path / "evals" / "test-2.jsonl", [{"question": EVAL, "other": 1}])
+    src = _write(tmp_path / "train.jsonl", [{"prompt": NINE}])
+    argv = ["decontaminate", str(src), "--against", str(tmp_path / "evals")]
+    assert data_main([*argv, "-o", str(tmp_path / "c.jsonl")]) == 2
+    line = capsys.readouterr().err.splitlines()[-1]  # after datasets' own progress lines
+    assert line.startswith(f"rlvr: error: could not load dataset '{tmp_path / 'evals'}'")
+    assert "column names don't match" in line

@@ -171,6 +171,12 @@ def _load_hf(source: str, split: str, config: str | None):
 
     try:
         return datasets.load_dataset(source, config, split=split)
+    except datasets.exceptions.DatasetsError as err:  # files that do not make one table
+        cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
+        told = cause[0] if len(cause) == 1 else f"{cause[0]} ... {cause[-1]}"
+        raise ValueError(
+            f"could not load dataset {source!r} (config {config!r}, split {split!r}): {told}"
+        ) from err
     except (FileNotFoundError, ValueError, ConnectionError) as err:
         offline = " (HF_HUB_OFFLINE is set: give a local file or directory)"
         raise ValueError(

@@ -282,11 +282,11 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
         if key == "input":
             source = value if value.startswith("@") else _file(value, folder)
         elif key == "against":
-            sets = yaml.safe_load(value)
+            sets = _yaml_value(where, item, value)
             sets = [sets] if isinstance(sets, str) else sets if isinstance(sets, list) else []
             options[key] = [_local(v, folder) if isinstance(v, str) else v for v in sets]
         else:
-            options[key] = yaml.safe_load(value)
+            options[key] = _yaml_value(where, item, value)
     if source is None:
         raise ValueError(f"{where}: the first data stage needs input=FILE")
     if stage.config == "filter" and not options.get("keep"):
@@ -297,6 +297,14 @@ def data_step(pipeline: Pipeline, stage: Stage, extra: Sequence[str] = ()) -> tu
         )
     except (TypeError, ValueError) as err:
         raise ValueError(f"{where}: {err}") from None
+
+
+def _yaml_value(where: str, item: str, value: str) -> Any:
+    """A data stage option's value read as YAML; one that is not YAML names the override."""
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: override {item!r}: value is not valid YAML: {err}") from None
 
 
 def _run_data(

@@ -597,6 +597,8 @@ FILTER = {"name": "filter", "kind": "data", "config": "filter", "overrides": ["k
         ("filter:temperature=-1", "temperature must be >= 0"),
         ("filter:top_p=0", r"top_p must be in \(0, 1\]"),
         ("filter:verifier=bogus", "unknown verifier 'bogus'"),
+        ("decon:against=[@dedup]", "override 'against=.@dedup.': value is not valid YAML"),
+        ("filter:system_prompt=@you", "override 'system_prompt=@you': value is not valid YAML"),
     ],
 )
 def test_bad_data_stage_options_are_refused_before_any_stage_runs(

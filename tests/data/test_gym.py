@@ -104,6 +104,9 @@ def test_cli_gen_tasks_and_show(tmp_path, capsys):
 def test_cli_reports_bad_input(tmp_path, capsys):
     assert main(["gen", "chain_sum", "-o", str(tmp_path / "x.jsonl"), "--set", "oops"]) == 2
     assert "key=value" in capsys.readouterr().err
+    assert main(["gen", "chain_sum", "-o", str(tmp_path / "x.jsonl"), "--set", "a=@3"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()  # was a yaml traceback
+    assert line.startswith("rlvr: error: --set 'a=@3': value is not valid YAML")
 
 
 def test_show_reads_a_file_with_its_own_field_names(tmp_path, capsys):

@@ -36,7 +36,10 @@ def _parse_sets(pairs: list[str]) -> dict[str, object]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--set expects key=value, got {pair!r}")
-        config[key.strip()] = yaml.safe_load(value)
+        try:
+            config[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ValueError(f"--set {pair!r}: value is not valid YAML: {err}") from None
     return config
 
 

@@ -339,3 +339,15 @@ def test_a_bad_input_is_one_line_with_no_progress_bar_before_it(tmp_path, capsys
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith("rlvr: error: ") and "missing field 'prompt'" in line
+
+
+def test_a_code_problem_whose_tests_cannot_be_read_is_refused_naming_its_row(tmp_path):
+    """It was scored 0 as a verifier error for every completion and kept by 'mean<1' as if
+    measured (docs/data.md: every row is read and checked before the model loads)."""
+    rows = [
+        {"prompt": "print 3", "answer": {"inputs": ["\n"], "outputs": ["3\n"]}},
+        {"prompt": "print 4", "answer": {"inputs": ["\n"], "outputs": []}},
+    ]
+    with pytest.raises(ValueError, match=r"in\.jsonl:2: reference: 1 inputs and 0 outputs"):
+        _run(tmp_path, "mean<1", KnownSampler(kill_at=0), rows=rows, verifier=get_verifier("code"))
+    assert not passrates_file(tmp_path / "kept.jsonl").exists()  # nothing sampled

@@ -105,6 +105,7 @@ def prepare_filter(
         for i, (where, row) in enumerate(rows)
     ]
     settings = _settings(job, verifier)
+    _check_code_references(rows, examples, verifier)
     return FilterInput(
         rows,
         examples,
@@ -163,6 +164,25 @@ def run_filter(
 
         _score_missing(prepared, run, passrates_file(output), job, progress)
     return _write(prepared, job.rule, output)
+
+
+def _check_code_references(
+    rows: Sequence[Row], examples: Sequence[Example], verifier: Verifier
+) -> None:
+    """With the ``code`` verifier, refuse a row whose tests cannot be read (no outputs, not
+    JSON, ...), naming it: every completion would score 0 as an error, and the rule would keep
+    or drop the row as if it had been measured."""
+    from rlvr.rewards.registry import parse_spec
+
+    if parse_spec(verifier.spec)[0] != "code":
+        return
+    from rlvr.rewards.code import parse_reference
+
+    for (where, _), ex in zip(rows, examples, strict=True):
+        try:
+            parse_reference(ex.reference)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
 
 
 def _too_few_tests(examples: Sequence[Example], least: int) -> dict[int, int]:

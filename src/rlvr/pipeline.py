@@ -53,6 +53,7 @@ from rlvr.bundled import bundled_names, read_source
 from rlvr.data.rowfiles import StepReport
 from rlvr.dotted import changed_keys, flatten
 from rlvr.evaluation.data_steps import STEPS, run_step, step_options
+from rlvr.evaluation.filtering import passrates_file
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
@@ -314,6 +315,8 @@ def _run_data(
     one that keeps no rows is refused, unmarked."""
     options, source = data_step(pipeline, stage, extra)
     made = _data_made_from(stage, options, source, model)  # before the step: its input's digest
+    # an interrupted filter goes on from the scores it recorded
+    resumed = stage.config == "filter" and passrates_file(run_dir / DATA_FILE).is_file()
     report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
     if report.kept == 0:  # not marked finished: rerun with other options, it runs again
         raise ValueError(
@@ -332,7 +335,8 @@ def _run_data(
     }
     write_json(run_dir / STAGE_FILE, done)
     model_dir = Path(model) if model else None
-    return StageResult(stage.name, run_dir, model_dir, "ran", output=report.output, counts=counts)
+    status = "resumed" if resumed else "ran"
+    return StageResult(stage.name, run_dir, model_dir, status, output=report.output, counts=counts)
 
 
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):

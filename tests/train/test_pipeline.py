@@ -505,6 +505,20 @@ def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model
     assert again[2].counts == kept.counts and again[3].model_dir == sft.model_dir
 
 
+def test_an_interrupted_filter_stage_is_resumed_from_its_scores(tmp_path, tiny_model_dir):
+    """pipeline.json said 'ran' for a filter stage that went on from its recorded scores."""
+    data = yaml.safe_load(_data_pipeline(tmp_path, tiny_model_dir).read_text())
+    data["stages"] = data["stages"][:3]  # the data stages
+    pipeline = parse_pipeline(data, folder=tmp_path)
+    first = run_pipeline(pipeline, announce=lambda _: None)
+    (tmp_path / "pipe" / "filter" / "stage.json").unlink()  # stopped after its last batch
+    again = run_pipeline(pipeline, announce=lambda _: None)
+    assert [r.status for r in again] == ["skipped", "skipped", "resumed"]
+    assert again[2].counts == first[2].counts
+    summary = json.loads((tmp_path / "pipe" / "pipeline.json").read_text())
+    assert summary["stages"][2]["status"] == "resumed"
+
+
 def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):
     path = _data_pipeline(tmp_path, tiny_model_dir)
     data = yaml.safe_load(path.read_text())

@@ -200,6 +200,24 @@ def test_min_tests_drops_code_problems_with_few_tests(tmp_path):
     assert [d["tests"] for d in dropped] == [3, 3]
 
 
+def test_min_tests_on_a_row_without_code_tests_names_the_row(tmp_path):
+    """The error named the example's id ('in-0', counted from 0), not its file and line."""
+    config = EvalConfig(n=1, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    job = FilterJob(parse_rule("mean>=0", 1), config, min_tests=4, model="stub")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    with pytest.raises(ValueError, match=r"in\.jsonl:1: --min-tests counts code tests, and this"):
+        filter_file(
+            src,
+            tmp_path / "kept.jsonl",
+            job,
+            model=torch.nn.Linear(1, 1),
+            tokenizer=CharTokenizer(),
+            verifier=get_verifier("math"),
+            sampler=KnownSampler(kill_at=0),
+        )
+
+
 def test_cli_end_to_end_on_the_tiny_model(tmp_path, tiny_model_dir, capsys):
     from rlvr.cli.data import main as data_main
 

@@ -110,7 +110,7 @@ def prepare_filter(
         rows,
         examples,
         [_key(ex) for ex in examples],
-        _too_few_tests(examples, job.min_tests),
+        _too_few_tests(rows, examples, job.min_tests),
         settings,
         _read_scores(passrates_file(output), settings),
     )
@@ -185,18 +185,21 @@ def _check_code_references(
             raise ValueError(f"{where}: {err}") from None
 
 
-def _too_few_tests(examples: Sequence[Example], least: int) -> dict[int, int]:
-    """``{row index: test count}`` of the problems with fewer than ``least`` tests."""
+def _too_few_tests(rows: Sequence[Row], examples: Sequence[Example], least: int) -> dict[int, int]:
+    """``{row index: test count}`` of the problems with fewer than ``least`` tests (an error
+    names the row's file and line)."""
     if least <= 0:
         return {}
     from rlvr.rewards.code import parse_reference
 
     counts = {}
-    for i, ex in enumerate(examples):
+    for i, ((where, _), ex) in enumerate(zip(rows, examples, strict=True)):
         try:
             counts[i] = len(parse_reference(ex.reference))
         except (TypeError, ValueError) as err:
-            raise ValueError(f"--min-tests: {ex.id}: cannot count its tests ({err})") from None
+            raise ValueError(
+                f"{where}: --min-tests counts code tests, and this row's cannot be read ({err})"
+            ) from None
     return {i: c for i, c in counts.items() if c < least}
 
 

@@ -82,3 +82,36 @@ def test_bad_option_values_are_refused_when_the_verifier_is_built(spec, options,
     # Not at the first completion, where every score would silently become the failure value.
     with pytest.raises(ValueError, match=message):
         get_verifier(spec, **options)
+
+
+OWN_MODULE = """
+from rlvr.rewards import register
+
+
+@register("exact_{tag}", spec_arg="field")
+def exact(completion, reference, *, field="answer", correct=1.0, wrong=0.0):
+    return correct if completion.strip() == str(reference[field]) else wrong
+"""
+
+
+def test_a_dotted_name_imports_your_module_from_the_working_directory(tmp_path, monkeypatch):
+    """`reward.verifier=my_checks.exact` (and `--verifier`) reach a verifier your own module
+    registers, as the commands run it: the module is a file in the working directory, which
+    is not on sys.path, and the scoring workers (fresh interpreters) import it too."""
+    from rlvr.rewards import Scorer
+    from rlvr.rewards.scoring import ScoringConfig
+
+    tag = tmp_path.name.replace("-", "_")
+    (tmp_path / f"checks_{tag}.py").write_text(OWN_MODULE.format(tag=tag))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".")])
+    spec = f"checks_{tag}.exact_{tag}:answer"
+    verifier = get_verifier(spec, wrong=-1.0)
+    assert verifier.spec == spec
+    assert (verifier(" 42 ", {"answer": "42"}), verifier("41", {"answer": "42"})) == (1.0, -1.0)
+    scores = Scorer(verifier, ScoringConfig(workers=1))(["42", "x"], [{"answer": "42"}] * 2)
+    assert scores.values == [1.0, -1.0] and scores.status == ["ok", "ok"]
+    with pytest.raises(ValueError, match=rf"module 'checks_{tag}' registers no 'nope'"):
+        get_verifier(f"checks_{tag}.nope")
+    with pytest.raises(ValueError, match="no module 'not_here_at_all' to import"):
+        get_verifier("not_here_at_all.exact")

@@ -56,7 +56,9 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 
 def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--verifier", default="math", help="spec: math, math+format, reasoning_gym[:task], code"
+        "--verifier",
+        default="math",
+        help="spec: math, math+format, reasoning_gym[:task], code, or module.name of your own",
     )
     p.add_argument(
         "--correct", type=float, default=1.0, help="score of a correct completion (default 1)"

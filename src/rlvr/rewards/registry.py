@@ -8,12 +8,15 @@ verifier") has the options every verifier takes and what ``check`` and ``sandbox
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.builtins import available, load_builtin
+from rlvr.builtins import available, load_builtin, module_exists
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
@@ -81,11 +84,35 @@ def available_verifiers() -> list[str]:
 
 
 def _lookup(name: str) -> VerifierEntry:
-    """The registered entry for ``name``, importing its built-in module if needed."""
+    """The registered entry for ``name``, importing its built-in module if needed; a dotted
+    name ``module.verifier`` imports ``module`` (yours) and takes what it registers."""
     load_builtin(name, VERIFIERS, BUILTIN_MODULES)
+    if name not in VERIFIERS and "." in name:
+        module, _, registered = name.rpartition(".")
+        _import_own(module, name)
+        if registered not in VERIFIERS:
+            raise ValueError(f"verifier {name!r}: module {module!r} registers no {registered!r}")
+        return VERIFIERS[registered]
     if name not in VERIFIERS:
-        raise ValueError(f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}")
+        raise ValueError(
+            f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}, or "
+            "module.name for one your own module registers"
+        )
     return VERIFIERS[name]
+
+
+def _import_own(module: str, name: str) -> None:
+    """Import the user's ``module``, from the working directory too (as ``python -m`` would
+    find it); the folder stays on ``sys.path``, which verifier workers inherit."""
+    if not module_exists(module) and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+        importlib.invalidate_caches()
+    if not module_exists(module):
+        raise ValueError(
+            f"verifier {name!r}: no module {module!r} to import (a file {module}.py in the "
+            "working directory or on PYTHONPATH)"
+        )
+    importlib.import_module(module)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:

@@ -146,7 +146,7 @@ class RewardConfig:
     """How completions are scored."""
 
     verifier: str = "math"
-    """Verifier spec ``name[:argument][+format]``, e.g. ``math``, ``reasoning_gym:chain_sum``, ``math+format``."""
+    """Verifier spec ``name[:argument][+format]``, e.g. ``math``, ``reasoning_gym:chain_sum``, ``math+format``; ``my_module.name`` for one your module registers."""
     correct: float = 1.0
     """Reward of a correct completion."""
     wrong: float = 0.0

@@ -1,8 +1,11 @@
 import json
+import warnings
+
+import pytest
 
 from rlvr.train import prompts
 from rlvr.train.config import DataConfig, GymConfig
-from rlvr.train.prompts import IndexSampler, gym_files
+from rlvr.train.prompts import IndexSampler, gym_files, warn_generated_held_out
 
 
 def test_index_sampler_covers_each_epoch_once_and_resumes_exactly():
@@ -69,3 +72,16 @@ def test_train_on_a_generated_reasoning_gym_task(train_config, tmp_path, monkeyp
     rows = read_metrics(result.run_dir / "metrics.jsonl")
     assert rows[0]["step"] == 0 and rows[0]["eval/avg@1"] == 0.0  # a random model solves none
     assert rows[-1]["reward/mean"] == 0.0 and rows[-1]["verifier/failures"] == 0
+
+
+def test_a_generated_held_out_set_beside_your_own_training_data_is_warned_about():
+    """A config with `base: demo` that sets only data.train keeps the demo's held-out chain sums."""
+    mine = DataConfig(train="mine.jsonl", eval="reasoning_gym:chain_sum")
+    match = "data.eval is the generated set reasoning_gym:chain_sum while data.train is mine.jsonl"
+    with pytest.warns(UserWarning, match=match):
+        assert warn_generated_held_out(mine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        generated = "reasoning_gym:chain_sum"
+        assert not warn_generated_held_out(DataConfig(train=generated, eval=generated))
+        assert not warn_generated_held_out(DataConfig(train="a.jsonl", eval="b.jsonl"))

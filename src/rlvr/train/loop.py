@@ -37,7 +37,13 @@ from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import UNCONFINED, preflight
 from rlvr.train.progress import Headline
-from rlvr.train.prompts import IndexSampler, PromptSet, load_prompt_set, warn_shared_prompts
+from rlvr.train.prompts import (
+    IndexSampler,
+    PromptSet,
+    load_prompt_set,
+    warn_generated_held_out,
+    warn_shared_prompts,
+)
 from rlvr.train.rollout import (
     Rounds,
     assemble,
@@ -140,6 +146,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     train_set = load_prompt_set(tokenizer, data, role="train")
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
     if eval_set is not None:
+        warn_generated_held_out(data)
         warn_shared_prompts(train_set, eval_set)
     order = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs

@@ -146,6 +146,21 @@ def _write_atomic(
         write_jsonl(rows, tmp)
 
 
+def warn_generated_held_out(cfg: DataConfig) -> bool:
+    """Warn when the training data is yours but the held-out set is a generated one (the
+    ``demo`` base's ``reasoning_gym:chain_sum``, kept by a config that set only
+    ``data.train``): its ``eval/*`` scores measure that task, not yours."""
+    other = _generated(cfg.eval) is not None and _generated(cfg.train) is None
+    if other:
+        warnings.warn(
+            f"data.eval is the generated set {cfg.eval} while data.train is {cfg.train}: the "
+            "held-out scores measure that task; set data.eval to your held-out data "
+            "(or data.eval=null for none)",
+            stacklevel=2,
+        )
+    return other
+
+
 def warn_shared_prompts(train_set: PromptSet, eval_set: PromptSet) -> int:
     """Warn when held-out prompts are also training prompts (same tokens); returns how many are."""
     trained = {p.ids for p in train_set.prompts}

@@ -316,3 +316,15 @@ def test_a_misspelt_named_set_is_told_the_named_sets():
         load_examples("MATH500", split="test")
     with pytest.raises(ValueError, match="did you mean aime2024"):
         load_examples("aime24")
+
+
+@pytest.mark.parametrize("name", ["train.csv", "data/train.tsv", "./rows"])
+def test_a_missing_file_is_a_missing_file_not_a_hub_dataset(name, tmp_path, monkeypatch):
+    """``data.train=train.csv`` that does not exist said the hub could not be reached."""
+    from rlvr.data import check_source
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=rf"^{name}: no such file"):
+        check_source(name)
+    with pytest.raises(ValueError, match=rf"^{name}: no such file"):
+        load_examples(name)

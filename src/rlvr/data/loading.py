@@ -293,10 +293,17 @@ def _has(row: dict[str, Any], dotted: str) -> bool:
     return True
 
 
+_OTHER_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".arrow", ".gz")
+"""File types no hub name ends with, though rlvr does not read them: a missing one is a
+missing file, not a dataset the hub could not be reached for."""
+
+
 def looks_like_path(source: str) -> bool:
     """Whether ``source`` names a local file or directory rather than a hub dataset."""
-    return source.startswith(("/", "./", "../", "~")) or Path(source).suffix in _JSON_SUFFIXES + (
-        ".parquet",
+    suffix = Path(source).suffix
+    return source.startswith(("/", "./", "../", "~")) or suffix in (
+        *FILE_SUFFIXES,
+        *_OTHER_FILE_SUFFIXES,
     )
 
 
@@ -317,7 +324,7 @@ def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[
     path = Path(source)
     if path.is_file():
         return read_file(path), path.stem
-    if path.suffix in _JSON_SUFFIXES + (".parquet",) and not path.exists():
+    if looks_like_path(source) and not path.exists():
         raise ValueError(f"{source}: no such file")
     return read_hf(source, split=split or "train", configs=(config,)), path.name or source
 

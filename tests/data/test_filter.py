@@ -369,3 +369,22 @@ def test_a_code_problem_whose_tests_cannot_be_read_is_refused_naming_its_row(tmp
     with pytest.raises(ValueError, match=r"in\.jsonl:2: reference: 1 inputs and 0 outputs"):
         _run(tmp_path, "mean<1", KnownSampler(kill_at=0), rows=rows, verifier=get_verifier("code"))
     assert not passrates_file(tmp_path / "kept.jsonl").exists()  # nothing sampled
+
+
+def _refuses_sevens(completion, reference, *, correct=1.0, wrong=0.0):
+    if "7" in completion:
+        raise RuntimeError("the verifier broke")
+    return wrong
+
+
+def test_the_summary_counts_completions_that_could_not_be_verified(tmp_path):
+    """A verifier that raises scores the completion as wrong; the summary says how many, not
+    only the scores file (here every ``\\boxed{7}``: 0 + 1 + 2 + 3 + 4 of 20)."""
+    from rlvr.rewards import register
+
+    register("refuses_sevens_test")(_refuses_sevens)
+    report = _run(tmp_path, "mean>=0", KnownSampler(), verifier=get_verifier("refuses_sevens_test"))
+    assert (report.unverified, report.completions) == (10, 20)
+    assert "; 10 of 20 completions could not be verified (error or timeout" in report.summary()
+    clean = _run(tmp_path, "mean>=0", KnownSampler(), out="clean.jsonl")
+    assert clean.unverified == 0 and "could not be verified" not in clean.summary()

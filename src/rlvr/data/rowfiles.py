@@ -123,12 +123,22 @@ class StepReport:
     """The kept rows."""
     dropped_file: Path
     """The dropped rows, each with why (for auditing)."""
+    unverified: int = 0
+    """``filter``: completions whose verification failed (error or timeout), scored as wrong."""
+    completions: int = 0
+    """``filter``: completions scored."""
 
     def summary(self) -> str:
         """One line: ``kept 90 of 100 (dropped 7 duplicate, 3 contaminated) -> out.jsonl``."""
         total = self.kept + sum(self.dropped.values())
         reasons = ", ".join(f"{n} {why}" for why, n in self.dropped.items() if n)
-        return f"kept {self.kept} of {total} (dropped {reasons or 'none'}) -> {self.output}"
+        line = f"kept {self.kept} of {total} (dropped {reasons or 'none'}) -> {self.output}"
+        if self.unverified:
+            line += (
+                f"; {self.unverified} of {self.completions} completions could not be verified "
+                "(error or timeout, scored as wrong: see the scores file)"
+            )
+        return line
 
 
 def dropped_file(output: str | Path) -> Path:

@@ -359,6 +359,12 @@ def _record(key: str, example: Example, result: ProblemResult) -> dict[str, Any]
 
 def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepReport:
     kept, dropped = [], []
+    statuses = [
+        status
+        for i in range(len(prepared.rows))
+        if i not in prepared.few
+        for status in prepared.scores[prepared.keys[i]].get("status", ())
+    ]
     for i, (where, row) in enumerate(prepared.rows):
         if i in prepared.few:
             dropped.append(
@@ -381,4 +387,6 @@ def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepRep
             dropped.append(
                 {"reason": "rule", "rule": rule.text, **stats, "where": where, "row": row}
             )
-    return write_step(kept, dropped, output)
+    report = write_step(kept, dropped, output)
+    unverified = sum(status != "ok" for status in statuses)
+    return replace(report, unverified=unverified, completions=len(statuses))

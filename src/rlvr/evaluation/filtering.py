@@ -105,12 +105,11 @@ def prepare_filter(
         for i, (where, row) in enumerate(rows)
     ]
     settings = _settings(job, verifier)
-    _check_code_references(rows, examples, verifier)
     return FilterInput(
         rows,
         examples,
         [_key(ex) for ex in examples],
-        _too_few_tests(rows, examples, job.min_tests),
+        _too_few_tests(rows, examples, job.min_tests, verifier),
         settings,
         _read_scores(passrates_file(output), settings),
     )
@@ -166,29 +165,18 @@ def run_filter(
     return _write(prepared, job.rule, output)
 
 
-def _check_code_references(
-    rows: Sequence[Row], examples: Sequence[Example], verifier: Verifier
-) -> None:
-    """With the ``code`` verifier, refuse a row whose tests cannot be read (no outputs, not
-    JSON, ...), naming it: every completion would score 0 as an error, and the rule would keep
-    or drop the row as if it had been measured."""
+def _too_few_tests(
+    rows: Sequence[Row], examples: Sequence[Example], least: int, verifier: Verifier
+) -> dict[int, int]:
+    """``{row index: test count}`` of the problems with fewer than ``least`` tests. Each row's
+    tests are read when they are counted or when the verifier is ``code``; a row whose tests
+    cannot be read (no outputs, not JSON, ...) is refused naming its file and line: with
+    ``code`` every completion would score 0 as an error, and the rule would keep or drop the
+    row as if it had been measured."""
     from rlvr.rewards.registry import parse_spec
 
-    if parse_spec(verifier.spec)[0] != "code":
-        return
-    from rlvr.rewards.code import parse_reference
-
-    for (where, _), ex in zip(rows, examples, strict=True):
-        try:
-            parse_reference(ex.reference)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
-
-
-def _too_few_tests(rows: Sequence[Row], examples: Sequence[Example], least: int) -> dict[int, int]:
-    """``{row index: test count}`` of the problems with fewer than ``least`` tests (an error
-    names the row's file and line)."""
-    if least <= 0:
+    code = parse_spec(verifier.spec)[0] == "code"
+    if least <= 0 and not code:
         return {}
     from rlvr.rewards.code import parse_reference
 
@@ -197,6 +185,8 @@ def _too_few_tests(rows: Sequence[Row], examples: Sequence[Example], least: int)
         try:
             counts[i] = len(parse_reference(ex.reference))
         except (TypeError, ValueError) as err:
+            if code:
+                raise ValueError(f"{where}: {err}") from None
             raise ValueError(
                 f"{where}: --min-tests counts code tests, and this row's cannot be read ({err})"
             ) from None
@@ -358,13 +348,7 @@ def _record(key: str, example: Example, result: ProblemResult) -> dict[str, Any]
 
 
 def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepReport:
-    kept, dropped = [], []
-    statuses = [
-        status
-        for i in range(len(prepared.rows))
-        if i not in prepared.few
-        for status in prepared.scores[prepared.keys[i]].get("status", ())
-    ]
+    kept, dropped, statuses = [], [], []
     for i, (where, row) in enumerate(prepared.rows):
         if i in prepared.few:
             dropped.append(
@@ -372,6 +356,7 @@ def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepRep
             )
             continue
         record = prepared.scores[prepared.keys[i]]
+        statuses += record.get("status", ())
         n, correct, score = record["n"], record["correct"], sum(record["scores"]) / record["n"]
         value = rule.measured(n, correct, score)
         stats = {
@@ -387,6 +372,7 @@ def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepRep
             dropped.append(
                 {"reason": "rule", "rule": rule.text, **stats, "where": where, "row": row}
             )
-    report = write_step(kept, dropped, output)
     unverified = sum(status != "ok" for status in statuses)
-    return replace(report, unverified=unverified, completions=len(statuses))
+    return replace(
+        write_step(kept, dropped, output), unverified=unverified, completions=len(statuses)
+    )

@@ -460,21 +460,28 @@ def _tests(problem: Problem, rng: random.Random, count: int) -> tuple[list, list
     repeat the fewest: a function returning one constant passes as few of them as it can.
     """
     inputs: list[tuple] = []
-    spare: list[tuple] = []  # drawn inputs whose output a hidden test already expects
+    outputs: list[Any] = []
+    spare: list[tuple[tuple, Any]] = []  # drawn inputs whose output a hidden test already expects
     for _ in range(count * MAX_DRAWS_PER_ROW):
         args = problem.draw(rng)
         empty = any(hasattr(a, "__len__") and not a for a in args)
-        if args in inputs or args in spare or (empty and not inputs):
+        if args in inputs or any(args == a for a, _ in spare) or (empty and not inputs):
             continue
-        expected = [problem.solve(*a) for a in inputs[1:]]
-        (spare if problem.solve(*args) in expected else inputs).append(args)
+        output = problem.solve(*args)
+        if output in outputs[1:]:
+            spare.append((args, output))
+            continue
+        inputs.append(args)
+        outputs.append(output)
         if len(inputs) == count + 1:
             break
     while len(inputs) < count + 1 and spare:
-        outputs = [problem.solve(*a) for a in inputs[1:]]
-        inputs.append(min(spare, key=lambda a: outputs.count(problem.solve(*a))))
-        spare.remove(inputs[-1])
-    return inputs, [problem.solve(*args) for args in inputs]
+        hidden = outputs[1:]
+        args, output = min(spare, key=lambda drawn: hidden.count(drawn[1]))
+        spare.remove((args, output))
+        inputs.append(args)
+        outputs.append(output)
+    return inputs, outputs
 
 
 def code_task_rows(

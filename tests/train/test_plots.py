@@ -82,3 +82,23 @@ def test_the_contrast_panel_has_one_line_per_compared_objective(tmp_path, drawn)
     labels = sorted(line.get_label() for line in ax.get_lines())
     assert labels == ["contrast/apmpo:fss_form=mean/token_frac", "contrast/grpo/token_frac"]
     assert list(_line(drawn["contrast.png"], "contrast/grpo").get_ydata()) == [0.01, 0.02]
+
+
+def test_several_runs_colour_each_run_and_keep_the_legend_off_the_curves(tmp_path, drawn):
+    """With two runs every line took the next colour of the cycle (a run's clip/frac and the
+    other run's clip/low_frac could share one), and the legend sat on the curves."""
+    names = ("clip/frac", "clip/low_frac", "clip/high_frac")
+    rows = [{"step": s, **{n: 0.01 * s for n in names}} for s in (1, 2, 3)]
+    plot_runs({"grpo": rows, "abc_grpo": rows}, tmp_path)
+    figure = drawn["clip.png"]
+    (ax,) = figure.axes
+    colours = {
+        run: {_line(figure, f"{run}: {n}").get_color() for n in names}
+        for run in ("grpo", "abc_grpo")
+    }
+    assert all(len(c) == 1 for c in colours.values()) and colours["grpo"] != colours["abc_grpo"]
+    styles = {run: [_line(figure, f"{run}: {n}").get_linestyle() for n in names] for run in colours}
+    assert styles["grpo"] == styles["abc_grpo"] and len(set(styles["grpo"])) == 3
+    figure.canvas.draw()
+    legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= axes.x1

@@ -1,10 +1,11 @@
 """PNG curves of one or more runs' ``metrics.jsonl`` (``rlvr plot``).
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, the objective
-contrast, response length, held-out scores), one line per run and metric. Panels whose
-metrics no run logged are skipped. A step whose value was not finite (``null`` in
-``metrics.jsonl``) breaks the line there and is marked by a dotted vertical line; the legend
-counts such steps.
+contrast, response length, held-out scores), one line per run and metric: with several
+runs each run has one colour and each metric one line style, and the legend sits beside
+the axes. Panels whose metrics no run logged are skipped. A step whose value was not finite
+(``null`` in ``metrics.jsonl``) breaks the line there and is marked by a dotted vertical
+line; the legend counts such steps.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlvr.train.metrics import METRICS_FILE, read_metrics
+
+STYLES = ("-", "--", ":", "-.")
+"""Line styles of a panel's metrics, in the panel's order."""
 
 # panel file name -> (title, y-axis label, metric names or regular expressions)
 PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -82,34 +86,46 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    styles = ["-", "--", ":", "-."]
     for panel, (title, ylabel, patterns) in PANELS.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        lines = 0
-        for label, rows in runs.items():
-            for i, name in enumerate(_names(patterns, rows)):
-                xs, ys, gaps = _series(rows, name)
-                if len(gaps) == len(xs):
-                    continue
-                text = f"{label}: {name}" if len(runs) > 1 else name
-                if gaps:
-                    text += f" ({len(gaps)} non-finite step{'s' * (len(gaps) > 1)}: dotted)"
-                (line,) = ax.plot(
-                    xs,
-                    ys,
-                    styles[i % len(styles)],
-                    marker="." if len(xs) < 30 else None,
-                    label=text,
-                )
-                for step in gaps:
-                    ax.axvline(step, color=line.get_color(), ls=":", lw=0.8)
-                lines += 1
-        if lines:
+        if _draw_panel(ax, runs, patterns):
             ax.set(title=title, xlabel="step", ylabel=ylabel)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            fig.savefig(out_dir / f"{panel}.png", dpi=120)
+            _legend(ax, several=len(runs) > 1)
+            fig.savefig(out_dir / f"{panel}.png", dpi=120, bbox_inches="tight")
             written.append(out_dir / f"{panel}.png")
         plt.close(fig)
     return written
+
+
+def _draw_panel(ax, runs: dict[str, list[dict]], patterns: Sequence[str]) -> int:
+    """Draw every run's metrics of one panel; returns the number of lines drawn. With several
+    runs a run keeps one colour and a metric one line style, so both read at a glance."""
+    names = _names(patterns, [row for rows in runs.values() for row in rows])
+    lines = 0
+    for r, (label, rows) in enumerate(runs.items()):
+        for name in _names(patterns, rows):
+            xs, ys, gaps = _series(rows, name)
+            if len(gaps) == len(xs):
+                continue
+            text = f"{label}: {name}" if len(runs) > 1 else name
+            if gaps:
+                text += f" ({len(gaps)} non-finite step{'s' * (len(gaps) > 1)}: dotted)"
+            i = names.index(name)
+            colour = f"C{(r if len(runs) > 1 else i) % 10}"
+            style = STYLES[i % len(STYLES)]
+            marker = "." if len(xs) < 30 else None
+            ax.plot(xs, ys, style, color=colour, marker=marker, label=text)
+            for step in gaps:
+                ax.axvline(step, color=colour, ls=":", lw=0.8)
+            lines += 1
+    return lines
+
+
+def _legend(ax, *, several: bool) -> None:
+    """The legend: inside the axes for one run, beside them for several (it would cover
+    their curves)."""
+    if several:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=7)

@@ -102,3 +102,11 @@ def test_several_runs_colour_each_run_and_keep_the_legend_off_the_curves(tmp_pat
     figure.canvas.draw()
     legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
     assert legend.x0 >= axes.x1
+
+
+def test_steps_are_whole_numbers_on_the_axis(tmp_path, drawn):
+    rows = [{"step": s, "reward/mean": 0.1 * s} for s in (1, 2, 3)]
+    plot_runs({"run": rows}, tmp_path)
+    (ax,) = drawn["reward.png"].axes
+    drawn["reward.png"].canvas.draw()
+    assert all(float(t).is_integer() for t in ax.get_xticks())

@@ -110,3 +110,16 @@ def test_steps_are_whole_numbers_on_the_axis(tmp_path, drawn):
     (ax,) = drawn["reward.png"].axes
     drawn["reward.png"].canvas.draw()
     assert all(float(t).is_integer() for t in ax.get_xticks())
+
+
+def test_a_step_without_out_of_band_events_is_no_quadrant_share(tmp_path, drawn):
+    """With no events a step logs all four shares as 0; they were drawn there, so every
+    share seemed to drop to 0 (a share of no events is no share)."""
+    shares = [(0.25, 0.0, 0.25, 0.5), (0.0, 0.0, 0.0, 0.0), (0.0, 0.5, 0.5, 0.0)]
+    rows = [
+        {"step": s, **{f"clip/q{q}_share": x for q, x in enumerate(row, start=1)}}
+        for s, row in enumerate(shares, start=1)
+    ]
+    plot_runs({"run": rows}, tmp_path)
+    line = _line(drawn["quadrants.png"], "clip/q4_share")
+    assert list(line.get_xdata()) == [1, 3] and list(line.get_ydata()) == [0.5, 0.0]

@@ -5,7 +5,8 @@ contrast, response length, held-out scores), one line per run and metric: with s
 runs each run has one colour and each metric one line style, and the legend sits beside
 the axes. Panels whose metrics no run logged are skipped. A step whose value was not finite
 (``null`` in ``metrics.jsonl``) breaks the line there and is marked by a dotted vertical
-line; the legend counts such steps.
+line; the legend counts such steps. A step without out-of-band events (its four quadrant
+shares logged as 0) has no quadrant shares: their lines join the steps around it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from rlvr.train.metrics import METRICS_FILE, read_metrics
 
 STYLES = ("-", "--", ":", "-.")
 """Line styles of a panel's metrics, in the panel's order."""
+
+QUADRANT_SHARES = ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share")
 
 # panel file name -> (title, y-axis label, metric names or regular expressions)
 PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -36,7 +39,7 @@ PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "quadrants": (
         "Out-of-band quadrant shares",
         "share of out-of-band events",
-        ("clip/q1_share", "clip/q2_share", "clip/q3_share", "clip/q4_share"),
+        QUADRANT_SHARES,
     ),
     "contrast": (
         "Where another objective's update differs (log.contrast)",
@@ -77,6 +80,14 @@ def _series(rows: list[dict], name: str) -> tuple[list[int], list[float], list[i
     return steps, values, [s for s, v in logged if v is None]
 
 
+def _without_empty_shares(row: dict) -> dict:
+    """``row`` without its quadrant shares when they are all 0: a step without out-of-band
+    events, whose shares are undefined (the line joins the steps that had events)."""
+    if all(row.get(name) == 0 for name in QUADRANT_SHARES):
+        return {k: v for k, v in row.items() if k not in QUADRANT_SHARES}
+    return row
+
+
 def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     """Write one PNG per panel that has data; returns the files written."""
     import matplotlib
@@ -86,6 +97,7 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
     from matplotlib.ticker import MaxNLocator
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    runs = {label: [_without_empty_shares(row) for row in rows] for label, rows in runs.items()}
     written = []
     for panel, (title, ylabel, patterns) in PANELS.items():
         fig, ax = plt.subplots(figsize=(6.4, 4.0))

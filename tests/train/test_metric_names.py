@@ -11,19 +11,32 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 
 
 def documented() -> list[re.Pattern]:
-    """Backticked names in the doc's tables; ``{k}`` and ``q1 .. q4`` ranges become patterns."""
+    """Backticked names in the doc's tables; ``{k}``, ``<name>`` and ``q1 .. q4`` ranges
+    become patterns."""
     names = []
     for line in DOC.read_text().splitlines():
         if not line.startswith("| `"):
             continue
         cell = line.split("|")[1]
         for name in re.findall(r"`([^`]+)`", cell):
-            pattern = re.escape(name).replace(r"\{k\}", r"\d+")
-            names.append(re.compile(pattern))
+            names.append(_pattern(name))
         if " .. " in cell:  # `clip/q1_frac` .. `clip/q4_frac`
             first = re.findall(r"`([^`]+)`", cell)[0]
-            names.append(re.compile(re.escape(first).replace("q1", "q[1-4]")))
+            names.append(_pattern(first.replace("q1", "q{q}")))
     return names
+
+
+def _pattern(name: str) -> re.Pattern:
+    """``{k}``: a number; ``{q}``: a quadrant 1-4; ``<name>``: a ``log.contrast`` entry."""
+    pattern = re.escape(name).replace(r"\{k\}", r"\d+").replace(r"\{q\}", "[1-4]")
+    return re.compile(pattern.replace("<name>", "[^/]+"))
+
+
+def test_the_documented_patterns_cover_ranges_and_placeholders():
+    patterns = documented()
+    for key in ("clip/q3_share", "eval/pass@16", "contrast/apmpo:fss_form=mean/q2_frac"):
+        assert any(p.fullmatch(key) for p in patterns), key
+    assert not any(p.fullmatch("contrast/grpo/q5_frac") for p in patterns)
 
 
 def _undocumented(keys, patterns):
@@ -33,6 +46,7 @@ def _undocumented(keys, patterns):
 def test_every_rl_metric_is_documented(train_config):
     patterns, keys = documented(), set()
     for name in ("etr", "apmpo", "gppo"):
+        dual = ["objective.clip_c=3.0"] if name == "gppo" else []  # clip/dual_frac
         cfg = train_config(
             f"objective.name={name}",
             "objective.kl_coef=0.01",
@@ -41,6 +55,8 @@ def test_every_rl_metric_is_documented(train_config):
             "rollout.filter_zero_advantage=true",
             "rollout.dynamic_sampling=true",
             "eval.at_end=true",
+            "log.contrast=[grpo]",
+            *dual,
             out=name,
         )
         for row in read_metrics(train(cfg).run_dir / "metrics.jsonl"):
@@ -52,6 +68,8 @@ def test_every_rl_metric_is_documented(train_config):
         "kl/ref_k3",
         "sft/loss",
         "eval/avg@1",
+        "clip/dual_frac",
+        "contrast/grpo/q4_frac",
     } <= keys
     assert _undocumented(keys, patterns) == []
 

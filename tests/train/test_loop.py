@@ -6,6 +6,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -524,3 +525,23 @@ def test_held_out_prompts_that_are_training_prompts_are_warned(train_config, tmp
             f"data.eval: {shared} of {len(held_out)} held-out prompts are also training prompts"
         ]
         assert [m.split(" (")[0] for m in said] == (expected if shared else [])
+
+
+def test_samples_come_from_every_round_of_the_step():
+    """Under dynamic sampling samples.jsonl held only the first round's completions, however
+    many log.samples_per_step asked for, while the rollout metrics count every round."""
+    from rlvr.train import rollout
+    from rlvr.train.batch import pack
+    from rlvr.train.prompts import Prompt
+
+    def round_of(texts, reward):
+        prompts = [Prompt(ids=(1,), reference=texts[0], example=SimpleNamespace(prompt="p"))]
+        seqs = pack([[1]] * len(texts), [[2]] * len(texts), 0)
+        rewards = torch.full((len(texts),), reward)
+        return rollout.Round(prompts, seqs, texts, rewards, torch.zeros(len(texts), dtype=bool))
+
+    sampled = [round_of(["a", "b"], 0.0), round_of(["c", "d"], 1.0)]
+    rows = rollout.samples(sampled, 3)
+    assert [r["completion"] for r in rows] == ["a", "b", "c"]
+    assert [r["reward"] for r in rows] == [0.0, 0.0, 1.0] and rows[2]["reference"] == "c"
+    assert len(rollout.samples(sampled, 100)) == 4 and rollout.samples(sampled, 0) == []

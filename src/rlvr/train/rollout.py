@@ -343,15 +343,13 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
 
 
 def samples(sampled: list[Round], k: int) -> list[dict[str, Any]]:
-    """The first ``k`` completions of the step, with prompt, reference and reward."""
-    first = sampled[0]
-    g = len(first.texts) // len(first.prompts)
-    return [
-        {
-            "prompt": first.prompts[i // g].example.prompt,
-            "reference": first.prompts[i // g].reference,
-            "completion": first.texts[i],
-            "reward": float(first.rewards[i]),
-        }
-        for i in range(min(k, len(first.texts)))
-    ]
+    """The first ``k`` completions of the step, every round in turn, with prompt, reference
+    and reward."""
+    rows = []
+    for r in sampled:
+        g = len(r.texts) // len(r.prompts)
+        for i in range(min(k - len(rows), len(r.texts))):
+            prompt = r.prompts[i // g]
+            row = {"prompt": prompt.example.prompt, "reference": prompt.reference}
+            rows.append(row | {"completion": r.texts[i], "reward": float(r.rewards[i])})
+    return rows

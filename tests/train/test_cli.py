@@ -126,3 +126,25 @@ def test_malformed_row_names_file_and_line(train_config, tmp_path, capsys):
         and err[0].startswith("rlvr: error: ")
         and "bad.jsonl:2: invalid JSON" in err[0]
     )
+
+
+def test_plot_refuses_rows_it_cannot_read_in_one_line(tmp_path, capsys):
+    """A row that was no object, a metric without a step, or a value that was no number
+    ended in a traceback (AttributeError, KeyError) or an error naming no file."""
+    cases = {
+        "list": ("[1, 2]", "row 1 is a list, not a JSON object"),
+        "nostep": (
+            '{"global_step": 3, "reward/mean": 0.5}',
+            'row 1 has reward/mean but no whole-number "step"',
+        ),
+        "text": (
+            '{"step": 1, "reward/mean": "high"}',
+            "row 1: reward/mean is 'high', not a number",
+        ),
+    }
+    for name, (line, message) in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps({"step": 0, "reward/mean": 0.1}) + "\n" + line + "\n")
+        assert rlvr(["plot", str(path), "--out", str(tmp_path / "plots")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"rlvr: error: {path}: {message.replace('row 1', 'row 2')}", err

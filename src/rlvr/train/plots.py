@@ -63,8 +63,25 @@ def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
         label = (file.parent.name if file.name == METRICS_FILE else file.stem) or str(file)
         while label in runs:
             label += "'"
-        runs[label] = read_metrics(file)
+        runs[label] = _checked(raw, read_metrics(file))
     return runs
+
+
+def _checked(source: str, rows: list) -> list[dict]:
+    """``rows``, or a ``ValueError`` naming the first row the panels cannot draw: no JSON
+    object, a plotted metric without a whole-number ``step``, or one that is no number."""
+    plotted = re.compile("|".join(f"(?:{p})" for _, _, names in PANELS.values() for p in names))
+    for i, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise ValueError(f"{source}: row {i} is a {type(row).__name__}, not a JSON object")
+        step = row.get("step")
+        for name in filter(plotted.fullmatch, row):
+            if not isinstance(step, int) or isinstance(step, bool):
+                raise ValueError(f'{source}: row {i} has {name} but no whole-number "step"')
+            value = row[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
+                raise ValueError(f"{source}: row {i}: {name} is {value!r}, not a number")
+    return rows
 
 
 def _names(patterns: Sequence[str], rows: list[dict]) -> list[str]:

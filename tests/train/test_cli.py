@@ -148,3 +148,16 @@ def test_plot_refuses_rows_it_cannot_read_in_one_line(tmp_path, capsys):
         assert rlvr(["plot", str(path), "--out", str(tmp_path / "plots")]) == 2
         err = capsys.readouterr().err.strip()
         assert err == f"rlvr: error: {path}: {message.replace('row 1', 'row 2')}", err
+
+
+def test_plot_out_that_is_a_file_is_refused_before_drawing(tmp_path, capsys):
+    """``--out`` naming a file said only ``[Errno 17] File exists``."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward/mean": 0.5}) + "\n")
+    out = tmp_path / "figures.png"
+    out.write_text("kept")
+    assert rlvr(["plot", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"rlvr: error: --out {out} is a file, not a folder"
+    assert out.read_text() == "kept"

@@ -22,6 +22,8 @@ def main(argv: list[str]) -> int:
     runs = load_runs(args.runs)
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else first.parent) / "plots"
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{'--out ' if args.out else ''}{out} is a file, not a folder")
     written = plot_runs(runs, out)
     if not written:
         raise ValueError(

@@ -123,3 +123,20 @@ def test_a_step_without_out_of_band_events_is_no_quadrant_share(tmp_path, drawn)
     plot_runs({"run": rows}, tmp_path)
     line = _line(drawn["quadrants.png"], "clip/q4_share")
     assert list(line.get_xdata()) == [1, 3] and list(line.get_ydata()) == [0.5, 0.0]
+
+
+def test_runs_with_the_same_folder_name_are_told_apart_by_their_parents(tmp_path):
+    """Two studies' ``seed0`` runs were labelled ``seed0`` and ``seed0'``."""
+    from rlvr.train.plots import load_runs
+
+    paths = []
+    for arm in ("grpo", "abc_grpo"):
+        run = tmp_path / arm / "seed0"
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text('{"step": 1, "reward/mean": 0.5}\n')
+        paths.append(str(run))
+    assert list(load_runs(paths)) == ["grpo/seed0", "abc_grpo/seed0"]
+    other = tmp_path / "grpo" / "other.jsonl"
+    other.write_text('{"step": 1, "reward/mean": 0.5}\n')
+    assert list(load_runs([paths[0], str(other)])) == ["seed0", "other"]
+    assert list(load_runs([paths[0], paths[0]])) == ["seed0", "seed0'"]

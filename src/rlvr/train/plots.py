@@ -54,17 +54,30 @@ PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
     """``{label: rows}`` for run directories or ``metrics.jsonl`` files."""
-    runs = {}
+    files = []
     for raw in paths:
         path = Path(raw)
         file = path / METRICS_FILE if path.is_dir() else path
         if not file.is_file():
             raise ValueError(f"{raw}: no {METRICS_FILE} found")
-        label = (file.parent.name if file.name == METRICS_FILE else file.stem) or str(file)
-        while label in runs:
+        files.append(file)
+    runs = {}
+    for raw, file, label in zip(paths, files, _labels(files), strict=True):
+        while label in runs:  # the same run twice
             label += "'"
         runs[label] = _checked(raw, read_metrics(file))
     return runs
+
+
+def _labels(files: Sequence[Path]) -> list[str]:
+    """Each run's folder (or file stem), with as many parent folders as tell the runs apart:
+    ``grpo/seed0`` and ``abc_grpo/seed0``, where the folder names alone are equal."""
+    named = [(f.parent if f.name == METRICS_FILE else f.with_suffix("")).resolve() for f in files]
+    for depth in range(1, max(len(n.parts) for n in named) + 1):
+        labels = ["/".join(n.parts[-depth:]) for n in named]
+        if len(set(labels)) == len(set(named)):
+            break
+    return labels
 
 
 def _checked(source: str, rows: list) -> list[dict]:

@@ -133,7 +133,7 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
         if _draw_panel(ax, runs, patterns):
             ax.set(title=title, xlabel="step", ylabel=ylabel)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps: no 1.5
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # no 1.5
             ax.grid(alpha=0.3)
             _legend(ax, several=len(runs) > 1)
             fig.savefig(out_dir / f"{panel}.png", dpi=120, bbox_inches="tight")

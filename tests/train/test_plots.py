@@ -144,3 +144,13 @@ def test_runs_with_the_same_folder_name_are_told_apart_by_their_parents(tmp_path
     other.write_text('{"step": 1, "reward/mean": 0.5}\n')
     assert list(load_runs([paths[0], str(other)])) == ["seed0", "other"]
     assert list(load_runs([paths[0], paths[0]])) == ["seed0", "seed0'"]
+
+
+def test_more_than_ten_runs_keep_a_colour_each(tmp_path, drawn):
+    """The eleventh run took the first one's colour (the colour cycle has ten)."""
+    from matplotlib.colors import to_hex
+
+    rows = [{"step": s, "policy/entropy": 0.1 * s} for s in (1, 2)]
+    plot_runs({f"seed{i}": rows for i in range(12)}, tmp_path)
+    (ax,) = drawn["entropy.png"].axes
+    assert len({to_hex(line.get_color()) for line in ax.get_lines()}) == 12

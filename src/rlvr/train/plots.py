@@ -156,7 +156,7 @@ def _draw_panel(ax, runs: dict[str, list[dict]], patterns: Sequence[str]) -> int
             if gaps:
                 text += f" ({len(gaps)} non-finite step{'s' * (len(gaps) > 1)}: dotted)"
             i = names.index(name)
-            colour = f"C{(r if len(runs) > 1 else i) % 10}"
+            colour = _colour(r, len(runs)) if len(runs) > 1 else f"C{i % 10}"
             style = STYLES[i % len(STYLES)]
             marker = "." if len(xs) < 30 else None
             ax.plot(xs, ys, style, color=colour, marker=marker, label=text)
@@ -164,6 +164,14 @@ def _draw_panel(ax, runs: dict[str, list[dict]], patterns: Sequence[str]) -> int
                 ax.axvline(step, color=colour, ls=":", lw=0.8)
             lines += 1
     return lines
+
+
+def _colour(run: int, runs: int):
+    """The colour of the ``run``-th of ``runs``: the default cycle's up to ten runs, else as
+    many steps along a colour map (the cycle would repeat)."""
+    import matplotlib
+
+    return f"C{run}" if runs <= 10 else matplotlib.colormaps["turbo"](run / (runs - 1))
 
 
 def _legend(ax, *, several: bool) -> None:

@@ -103,6 +103,23 @@ def test_plot_cli_writes_pngs_for_several_runs(tmp_path, capsys):
     assert rlvr(["plot", str(tmp_path / "nope")]) == 2
 
 
+def test_plot_of_several_runs_leaves_the_first_runs_own_plots_alone(tmp_path, capsys):
+    runs = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        (run / "plots").mkdir(parents=True)
+        rows = [{"step": s, "reward/mean": 0.1 * s} for s in (1, 2)]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        runs.append(str(run))
+    own = tmp_path / "a" / "plots" / "reward.png"
+    own.write_bytes(b"the trainer's plot of run a")
+    assert rlvr(["plot", *runs]) == 0
+    assert own.read_bytes() == b"the trainer's plot of run a"
+    assert (tmp_path / "a" / "plots" / "compare" / "reward.png").stat().st_size > 1000
+    assert rlvr(["plot", runs[1]]) == 0  # one run: its own plots folder
+    assert (tmp_path / "b" / "plots" / "reward.png").exists()
+
+
 def test_plot_with_nothing_to_plot_is_an_error(tmp_path, capsys):
     data = tmp_path / "prompts.jsonl"  # a prompt file given by mistake
     data.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + "\n")

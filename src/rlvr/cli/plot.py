@@ -17,11 +17,14 @@ def main(argv: list[str]) -> int:
         prog="rlvr plot", description="Plot metrics.jsonl of one or more runs as PNG files."
     )
     parser.add_argument("runs", nargs="+", help="run directories or metrics.jsonl files")
-    parser.add_argument("--out", help="output directory (default: <first run>/plots)")
+    parser.add_argument(
+        "--out",
+        help="output directory (default: <run>/plots for one run; <first run>/plots/compare for "
+        "several, beside the run's own plots)",
+    )
     args = parser.parse_args(argv)
     runs = load_runs(args.runs)
-    first = Path(args.runs[0])
-    out = Path(args.out) if args.out else (first if first.is_dir() else first.parent) / "plots"
+    out = Path(args.out) if args.out else _default_out(args.runs)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{'--out ' if args.out else ''}{out} is a file, not a folder")
     written = plot_runs(runs, out)
@@ -33,3 +36,11 @@ def main(argv: list[str]) -> int:
     for path in written:
         print(path)
     return 0
+
+
+def _default_out(runs: list[str]) -> Path:
+    """The run's own ``plots`` folder, or with several runs a ``compare`` folder inside the first
+    one's (the trainer's plots of that run stay as they are)."""
+    first = Path(runs[0])
+    plots = (first if first.is_dir() else first.parent) / "plots"
+    return plots / "compare" if len(runs) > 1 else plots

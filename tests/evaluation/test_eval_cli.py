@@ -118,6 +118,20 @@ def test_eval_extract_option_is_applied_and_recorded(tiny_model_dir, tmp_path):
         assert p["scores"] == [flexible(c, p["reference"]) for c in p["completions"]]
 
 
+def test_format_verifier_options_are_the_options_given(tiny_model_dir, tmp_path):
+    """With +format, verifier_options held the inner verifier's repr (a memory address) in
+    place of --wrong."""
+    out = tmp_path / "eval.json"
+    argv = [
+        "--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+        "--verifier", "math+format", "--wrong", "-1", "-n", "1", "--max-tokens", "2",
+        "--limit", "1", "--output", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["verifier"] == "math+format" and data["verifier_options"] == {"wrong": -1.0}
+
+
 def test_an_unwritable_output_is_refused_before_evaluating(
     tiny_model_dir, tmp_path, capsys, monkeypatch
 ):

@@ -333,7 +333,8 @@ def main(argv: list[str]) -> int:
 
     args = _parser().parse_args(argv)
     config = _config(args)
-    verifier = get_verifier(args.verifier, **_reward_options(args))
+    options = _reward_options(args)
+    verifier = get_verifier(args.verifier, **options)
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
     if args.dry_run:
@@ -348,7 +349,7 @@ def main(argv: list[str]) -> int:
             "model": args.model,
             "data": args.data,
             "verifier": verifier.spec,
-            "verifier_options": dict(verifier.options),
+            "verifier_options": options,  # as given: a +format verifier's own hold its inner one
             "loading": _loading(args),
             "command": "rlvr eval " + shlex.join(argv),
             "versions": _versions(),

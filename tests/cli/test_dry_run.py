@@ -103,3 +103,17 @@ def test_dry_runs_refuse_a_model_directory_without_a_tokenizer(tiny_model_dir, t
         "tekken.json); save one next to the model with tokenizer.save_pretrained(directory)"
         for key in ("model.name: ", "--model ")
     ]
+
+
+def test_eval_checks_dtype_and_device_before_reading_data(tmp_path, capsys):
+    """`rlvr eval --dry-run --dtype float64` passed; the run then stopped at the model load."""
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
+    argv = ["eval", "--model", "m", "--data", str(data), "--output", str(tmp_path / "o.json")]
+    assert main([*argv, "--dry-run", "--dtype", "float64"]) == 2
+    assert capsys.readouterr().err.startswith("rlvr: error: --dtype: dtype must be one of")
+    assert main([*argv, "--dry-run", "--device", "cuda:99"]) == 0
+    assert "--dry-run: --device: device 'cuda:99' is not available" in capsys.readouterr().err
+    missing = ["eval", "--model", "m", "--data", str(tmp_path / "missing.jsonl")]
+    assert main([*missing, "--device", "cuda:99"]) == 2  # before the data are read
+    assert capsys.readouterr().err.startswith("rlvr: error: --device: device 'cuda:99'")

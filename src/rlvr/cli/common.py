@@ -110,19 +110,19 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
     check_local_data(config.data)
-    _note_device(config.model.device)
+    note_device(config.model.device)
     print(dump_yaml(config), end="")
     return 0
 
 
-def _note_device(name: str) -> None:
+def note_device(name: str, key: str = "model.device") -> None:
     """Say when the device is missing here: not an error, the dry run may be for another machine."""
     from rlvr.models import torch_device
 
     try:
         torch_device(name)
     except ValueError as err:
-        print(f"--dry-run: model.device: {err} (a run here would stop)", file=sys.stderr)
+        print(f"--dry-run: {key}: {err} (a run here would stop)", file=sys.stderr)
 
 
 def _config_help(cls, argv: list[str]) -> str:

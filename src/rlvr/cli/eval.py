@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from rlvr.atomic import write_json
-from rlvr.cli.common import DRY_RUN_HELP, command
+from rlvr.cli.common import DRY_RUN_HELP, command, note_device
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
 from rlvr.generation import SamplingConfig
@@ -312,6 +312,24 @@ def _check_model(name: str) -> None:
         raise ValueError(f"--model {err}") from None
 
 
+def _check_placement(dtype: str, device: str, *, dry_run: bool) -> None:
+    """A bad ``--dtype`` or a ``--device`` this machine lacks stops before any data are read;
+    a dry run (perhaps for another machine) only notes the device."""
+    from rlvr.models import torch_device, torch_dtype
+
+    try:
+        torch_dtype(dtype)
+    except ValueError as err:
+        raise ValueError(f"--dtype: {err}") from None
+    if dry_run:
+        note_device(device, key="--device")
+        return
+    try:
+        torch_device(device)
+    except ValueError as err:
+        raise ValueError(f"--device: {err}") from None
+
+
 def _default_output(model: str) -> Path:
     from rlvr.models.adapters import ADAPTER_CONFIG
 
@@ -337,6 +355,7 @@ def main(argv: list[str]) -> int:
     verifier = get_verifier(args.verifier, **options)
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
+    _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     if args.dry_run:
         _dry_run(args, config)
         return 0

@@ -117,3 +117,17 @@ def test_eval_checks_dtype_and_device_before_reading_data(tmp_path, capsys):
     missing = ["eval", "--model", "m", "--data", str(tmp_path / "missing.jsonl")]
     assert main([*missing, "--device", "cuda:99"]) == 2  # before the data are read
     assert capsys.readouterr().err.startswith("rlvr: error: --device: device 'cuda:99'")
+
+
+def test_an_eval_dry_run_reads_a_local_folder_named_without_dot_slash(
+    tmp_path, capsys, monkeypatch
+):
+    """`--data runs/d/folder` was "not read" (taken for a hub name), so a wrong field passed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "a.jsonl").write_text('{"question": "1 + 1 =", "answer": "2"}\n')
+    argv = ["eval", "--dry-run", "--model", "m", "--data", "folder", "--output", "o.json"]
+    assert main(argv) == 2
+    assert "missing field 'prompt'" in capsys.readouterr().err
+    assert main([*argv, "--prompt-field", "question"]) == 0
+    assert "folder: 1 problems" in capsys.readouterr().out

@@ -211,7 +211,8 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
     for item in args.data:
         source = item.partition("::")[0]
         check_source(source)
-        count = f"{len(_load_one(args, item))} problems" if looks_like_path(source) else "not read"
+        local = looks_like_path(source) or Path(source).expanduser().exists()
+        count = f"{len(_load_one(args, item))} problems" if local else "not read"
         print(f"{item}: {count}")
     print(f"{args.model}: not loaded; {config.n} samples per problem, k {list(config.ks)}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -210,6 +211,16 @@ def test_a_source_given_twice_is_refused(tiny_model_dir, capsys):
     assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"
     assert main([*argv, "--dry-run"]) == 2  # the dry run checks what the run would
     assert capsys.readouterr().err.strip() == f"rlvr: error: --data {source} is given twice"
+
+
+def test_one_file_spelt_two_ways_is_refused(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """`--data test.jsonl --data ./test.jsonl` evaluated the file twice, counted twice in 'all'."""
+    monkeypatch.chdir(tmp_path)
+    Path("test.jsonl").write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
+    argv = ["--model", str(tiny_model_dir), "--data", "test.jsonl", "--data", "./test.jsonl",
+            "--dry-run"]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == "rlvr: error: --data test.jsonl is given twice"
 
 
 def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):

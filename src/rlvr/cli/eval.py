@@ -159,10 +159,19 @@ def _load(args: argparse.Namespace) -> list:
 
 
 def _check_repeats(data: list[str]) -> None:
-    """Refuse a ``--data`` value given twice (its problems would be evaluated twice)."""
-    repeated = sorted({item for item in data if data.count(item) > 1})
+    """Refuse a ``--data`` source given twice (its problems would be evaluated twice), also
+    when one local file is spelt two ways (``test.jsonl``, ``./test.jsonl``)."""
+    keys = [_source_key(item) for item in data]
+    repeated = [item for item, key in zip(data, keys, strict=True) if keys.count(key) > 1]
     if repeated:
         raise ValueError(f"--data {repeated[0]} is given twice")
+
+
+def _source_key(item: str) -> str:
+    """``SOURCE[::FIELDS]`` with a local source as its resolved path."""
+    source, sep, fields = item.partition("::")
+    path = Path(source).expanduser()
+    return f"{path.resolve() if path.exists() else source}{sep}{fields}"
 
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:

@@ -37,6 +37,8 @@ def test_the_json_example_has_the_keys_rlvr_eval_writes(tiny_model_dir, tmp_path
     assert set(documented) == set(written)
     assert set(documented["metrics"]) == set(written["metrics"])
     assert set(documented["problems"][0]) == set(written["problems"][0])
+    for key in ("id", "dataset", "reference"):  # the default mapping's id is the row number
+        assert documented["problems"][0][key] == written["problems"][0][key], key
 
 
 def test_the_default_output_names_an_adapter_folder_by_its_checkpoint(tmp_path):

@@ -45,6 +45,18 @@ def test_an_adapter_folder_is_its_base_with_the_adapters_merged(adapter_folder, 
     assert model.name_or_path == str(folder)  # adapters trained on it name the folder
 
 
+def test_an_adapter_folder_loads_without_a_warning(adapter_folder):
+    """Every adapter load printed transformers' deprecation of `is_gradient_checkpointing`,
+    an attribute peft reads: a warning about nothing the user did."""
+    import warnings
+
+    folder, _ = adapter_folder
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load_model(str(folder))
+    assert [str(w.message) for w in caught] == []
+
+
 def test_an_adapter_folder_without_a_base_is_named(adapter_folder):
     folder, _ = adapter_folder
     config = json.loads((folder / "adapter_config.json").read_text())

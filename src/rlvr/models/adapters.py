@@ -10,6 +10,7 @@ model it loads.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -40,7 +41,9 @@ def merge_adapters(model, folder: str):
             f"{folder} holds LoRA adapters; loading them needs peft: pip install 'rlvr[lora]'"
         ) from err
     try:
-        merged = PeftModel.from_pretrained(model, folder).merge_and_unload()
+        with warnings.catch_warnings():  # peft reads an attribute transformers deprecated
+            warnings.filterwarnings("ignore", "`is_gradient_checkpointing`", FutureWarning)
+            merged = PeftModel.from_pretrained(model, folder).merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as err:  # adapters made for another model
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         why = " ".join(lines[:2]) or type(err).__name__  # torch's heading and its first mismatch

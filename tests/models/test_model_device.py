@@ -50,6 +50,13 @@ def test_a_missing_local_path_is_named_without_asking_the_hub(tmp_path, monkeypa
         load_model(name)
 
 
+def test_a_file_given_as_the_model_is_named_a_file(tiny_model_dir):
+    """`--model runs/x/model.safetensors` (or a data file) was "no such directory"."""
+    weights = str(tiny_model_dir / "model.safetensors")
+    with pytest.raises(ValueError, match=r"model.safetensors: is a file; a model is the directory"):
+        load_model(weights)
+
+
 def test_a_model_under_the_home_folder_loads_by_its_tilde_path(tiny_model_dir, monkeypatch):
     """``~/m`` passed the directory check (which expands ``~``) but reached transformers as is."""
     monkeypatch.setenv("HOME", str(tiny_model_dir.parent))

@@ -152,6 +152,8 @@ def check_model_dir(name: str) -> None:
     if name in preset_names() or not local:
         return
     path = Path(name).expanduser()
+    if path.is_file():
+        raise ValueError(f"{name}: is a file; a model is the directory that holds its config.json")
     if not path.is_dir():
         raise ValueError(f"{name}: no such directory")
     if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():

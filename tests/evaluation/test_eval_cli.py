@@ -223,6 +223,22 @@ def test_one_file_spelt_two_ways_is_refused(tiny_model_dir, tmp_path, capsys, mo
     assert capsys.readouterr().err.strip() == "rlvr: error: --data test.jsonl is given twice"
 
 
+def test_a_folder_of_several_splits_needs_split(tmp_path, capsys):
+    """A folder holding train.jsonl and test.jsonl was evaluated on its train split unasked."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for split, count in (("train", 3), ("test", 2)):
+        rows = [json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) for i in range(count)]
+        (folder / f"{split}.jsonl").write_text("\n".join(rows) + "\n")
+    argv = ["--model", "m", "--data", str(folder), "--output", str(tmp_path / "o.json"),
+            "--dry-run"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"rlvr: error: {folder}: holds the splits train, test; name one with --split"
+    assert main([*argv, "--split", "test"]) == 0
+    assert f"{folder}: 2 problems" in capsys.readouterr().out
+
+
 def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):
     """A held-out file with `question` / `solution` fields could not be read: `--fields` takes only
     named mappings and the error did not say what to pass."""

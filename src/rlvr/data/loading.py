@@ -318,6 +318,22 @@ def check_source(source: str) -> None:
         raise ValueError(f"{source}: no such file or directory")
 
 
+def folder_splits(source: str) -> list[str]:
+    """The splits ``datasets`` reads from the local folder ``source`` (``train.jsonl`` and
+    ``test.jsonl``: ``train``, ``test``; a ``save_to_disk`` folder's own); ``[]`` for anything else."""
+    path = Path(source).expanduser()
+    if not path.is_dir() or (path / "state.json").is_file():
+        return []
+    if (path / "dataset_dict.json").is_file():
+        return list(json.loads((path / "dataset_dict.json").read_text()).get("splits", []))
+    from datasets.data_files import get_data_patterns
+
+    try:
+        return [str(split) for split in get_data_patterns(str(path))]
+    except FileNotFoundError:  # no data files: loading says so
+        return []
+
+
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
     """Rows of ``source`` and the dataset name they get by default (``~`` is the home folder)."""
     source = os.path.expanduser(source)

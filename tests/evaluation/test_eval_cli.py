@@ -239,6 +239,20 @@ def test_a_folder_of_several_splits_needs_split(tmp_path, capsys):
     assert f"{folder}: 2 problems" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("source", "gen"),
+    [("reasoning_gym:chain_sum", "chain_sum"), ("code_tasks:all", "code_tasks:all")],
+)
+def test_a_generated_training_source_says_how_to_write_it(source, gen, capsys):
+    """`--data reasoning_gym:chain_sum`, as in a training config, passed the dry run and then
+    failed as a hub dataset that could not be reached."""
+    for extra in ([], ["--dry-run"]):
+        assert main(["--model", "m", "--data", source, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"rlvr: error: --data {source}: a generated set is a training")
+        assert f"(rlvr data gen {gen} --size 200 -o heldout.jsonl)" in err
+
+
 def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):
     """A held-out file with `question` / `solution` fields could not be read: `--fields` takes only
     named mappings and the error did not say what to pass."""

@@ -146,7 +146,7 @@ def _load(args: argparse.Namespace) -> list:
     Sources whose default names coincide (two ``test.jsonl``) are labelled by the ``--data``
     value itself, so each keeps its own column and problem ids.
     """
-    _check_repeats(args.data)
+    _check_sources(args.data)
     loaded = {item: _load_one(args, item) for item in args.data}
     names = [part[0].dataset for part in loaded.values()]
     return [
@@ -158,9 +158,18 @@ def _load(args: argparse.Namespace) -> list:
     ]
 
 
-def _check_repeats(data: list[str]) -> None:
-    """Refuse a ``--data`` source given twice (its problems would be evaluated twice), also
-    when one local file is spelt two ways (``test.jsonl``, ``./test.jsonl``)."""
+def _check_sources(data: list[str]) -> None:
+    """Refuse a training config's generated source (``reasoning_gym:<task>``), which would be
+    looked up on the hub, and a source given twice (its problems would be evaluated twice),
+    also when one local file is spelt two ways (``test.jsonl``, ``./test.jsonl``)."""
+    for item in data:
+        source = item.partition("::")[0]
+        if source.startswith(("reasoning_gym:", "code_tasks:")) and not Path(source).exists():
+            task = source.removeprefix("reasoning_gym:")
+            raise ValueError(
+                f"--data {item}: a generated set is a training source; write it as a file "
+                f"(rlvr data gen {task} --size 200 -o heldout.jsonl) and give the file"
+            )
     keys = [_source_key(item) for item in data]
     repeated = [item for item, key in zip(data, keys, strict=True) if keys.count(key) > 1]
     if repeated:
@@ -219,7 +228,7 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
     from rlvr.data.loading import check_source, looks_like_path
 
     _check_model(args.model)
-    _check_repeats(args.data)
+    _check_sources(args.data)
     for item in args.data:
         source = item.partition("::")[0]
         check_source(source)

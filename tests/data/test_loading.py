@@ -233,6 +233,20 @@ def test_bad_arguments(tmp_path):
         )
 
 
+def test_a_folder_mixing_kinds_of_row_files_is_refused(tmp_path):
+    """A folder with a.jsonl and b.csv loaded a.jsonl's rows only, b.csv dropped unsaid."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [{"prompt": "1 + 1 =", "answer": "2"}])
+    (folder / "b.csv").write_text("prompt,answer\n2 + 2 =,4\n")
+    with pytest.raises(ValueError, match=r"mixed: holds \.csv and \.jsonl files; only one kind"):
+        load_examples(str(folder))
+    (folder / "b.csv").unlink()
+    write_jsonl(folder / "b.ndjson", [{"prompt": "2 + 2 =", "answer": "4"}])  # one reader: both
+    (folder / "notes.txt").write_text("not a row file\n")
+    assert [e.reference for e in load_examples(str(folder))] == ["2", "4"]
+
+
 def test_a_path_under_the_home_folder_loads_as_the_preflight_check_finds_it(tmp_path, monkeypatch):
     """``~/x.jsonl`` (YAML configs and ``key=value`` overrides reach us unexpanded) passes
     ``check_source``, so loading must read the same file."""

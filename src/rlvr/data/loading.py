@@ -167,6 +167,8 @@ def _load_hf(source: str, split: str, config: str | None):
                 raise ValueError(f"{source}: no split {split!r}; splits: {', '.join(loaded)}")
             return loaded[split]
         return loaded
+    if path.is_dir():
+        _check_one_kind(path)
     from huggingface_hub import constants
 
     try:
@@ -184,6 +186,26 @@ def _load_hf(source: str, split: str, config: str | None):
             + (offline if constants.HF_HUB_OFFLINE else "")
             + _not_named(source)
         ) from err
+
+
+_ROW_KINDS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+_ROW_KINDS |= {".parquet": "parquet", ".arrow": "arrow"}
+"""Row files ``datasets`` reads from a folder, by the reader it uses for them."""
+
+
+def _check_one_kind(folder: Path) -> None:
+    """Refuse a data folder mixing kinds of row files (``a.jsonl`` and ``b.csv``): ``datasets``
+    would read only the commonest kind and drop the others without a word."""
+    suffixes: dict[str, str] = {}
+    for file in sorted(folder.rglob("*")):
+        hidden = any(part.startswith(".") for part in file.relative_to(folder).parts)
+        if file.suffix in _ROW_KINDS and file.is_file() and not hidden:
+            suffixes.setdefault(_ROW_KINDS[file.suffix], file.suffix)
+    if len(suffixes) > 1:
+        raise ValueError(
+            f"{folder}: holds {' and '.join(sorted(suffixes.values()))} files; only one kind "
+            "would be read (the others dropped): keep one kind of file in the folder"
+        )
 
 
 def _not_named(source: str) -> str:

@@ -264,6 +264,21 @@ def test_named_datasets_use_their_mappings():
         assert spec.fields in FIELD_MAPS
 
 
+@pytest.mark.parametrize("name", ["math500", "aime2024", "aime2025", "amc23"])
+def test_a_named_math_set_asks_for_a_boxed_answer(name, monkeypatch):
+    """The template ended in `\\boxed{{}}.` (format-string braces, never formatted): every
+    named math set's prompt asked for an answer in doubled braces."""
+    import rlvr.data.loading
+
+    row = {"problem": "What is 1 + 1?", "question": "What is 1 + 1?", "answer": "2", "id": 0}
+    row |= {"unique_id": "u0"}
+    monkeypatch.setattr(rlvr.data.loading, "read_hf", lambda *a, **k: iter([("hub row 0", row)]))
+    (example,) = load_examples(name)
+    assert example.prompt == (
+        "What is 1 + 1?\n\nPlease reason step by step, and put your final answer within \\boxed{}."
+    )
+
+
 def test_code_benchmark_rows_reach_the_code_verifier_whole(tmp_path):
     from rlvr.rewards.code import parse_reference
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 MATH_TEMPLATE = (
-    "{prompt}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+    "{prompt}\n\nPlease reason step by step, and put your final answer within \\boxed{}."
 )
 """Prompt template for math sets whose problems carry no answer-format instruction."""
 

@@ -58,3 +58,10 @@ def test_the_default_output_names_a_checkpoint_by_its_run(tmp_path):
     (step / "adapter" / "adapter_config.json").write_text("{}")
     adapter = _default_output(str(step / "adapter")).name
     assert adapter.startswith("demo-20261122-101500-step_000060-adapter-")
+
+
+def test_the_help_names_what_the_docs_table_names():
+    """`--help` left .json files out of --data, and the folder rule out of --split."""
+    helps = {a.option_strings[0]: a.help for a in _parser()._actions if a.option_strings}
+    assert "a .jsonl/.json/.parquet file" in helps["--data"]
+    assert "a local folder of several splits needs one" in helps["--split"]

@@ -37,7 +37,7 @@ def _data_args(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="SOURCE[::FIELDS]",
-        help=f"prompt set, repeatable: {sets}, a .jsonl/.parquet file, a directory or a hub name",
+        help=f"prompt set, repeatable: {sets}, a .jsonl/.json/.parquet file, a directory or a hub name",
     )
     p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
     p.add_argument(
@@ -47,7 +47,9 @@ def _data_args(p: argparse.ArgumentParser) -> None:
         "--answer-field", help="a file's answer field, instead of --fields (default answer)"
     )
     p.add_argument(
-        "--split", help="split for datasets sources (default: the named set's, else train)"
+        "--split",
+        help="split for datasets sources (default: the named set's, else train; a local folder "
+        "of several splits needs one)",
     )
     p.add_argument("--template", help="prompt template with {prompt}")
     p.add_argument("--system-prompt", help="system message before every prompt")

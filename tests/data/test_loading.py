@@ -308,6 +308,21 @@ def test_code_benchmark_rows_reach_the_code_verifier_whole(tmp_path):
     )
 
 
+def test_a_pandas_column_object_is_named_as_such(tmp_path):
+    """`df.to_json("x.json")` (pandas' default, one object of columns) was read as one row and
+    refused for its prompt being a dict, with no word of what the file holds."""
+    columns = {"prompt": {"0": "1 + 1 =", "1": "2 + 2 ="}, "answer": {"0": "2", "1": "4"}}
+    path = tmp_path / "frame.json"
+    path.write_text(json.dumps(columns))
+    with pytest.raises(ValueError, match=r"frame.json: holds one JSON object of columns .*"
+                       r"orient='records', lines=True\)$"):  # fmt: skip
+        load_examples(str(path))
+    nested = {"prompt": {"text": "1 + 1 ="}, "answer": {"value": "2"}}  # one row, nested fields
+    path.write_text(json.dumps(nested))
+    fields = FieldMap(prompt="prompt.text", answer="answer.value")
+    assert [e.reference for e in load_examples(str(path), fields=fields)] == ["2"]
+
+
 def test_a_pretty_printed_single_object_is_named_as_such(tmp_path):
     """It read as JSON Lines and failed with 'invalid JSON (Expecting property name ...)' at line 1."""
     path = tmp_path / "one.json"

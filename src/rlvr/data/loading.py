@@ -58,6 +58,12 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
             if text.lstrip().startswith("["):
                 yield from _json_array(path, text)
                 return
+            if _columns_object(text):
+                raise ValueError(
+                    f"{path}: holds one JSON object of columns ({{column: {{row: value}}}}, as "
+                    "pandas' to_json writes by default); write rows: to_json(path, "
+                    "orient='records', lines=True)"
+                )
             if _one_object_over_lines(text):
                 raise ValueError(
                     f"{path}: holds one JSON object over several lines; a .json file holds a "
@@ -75,6 +81,21 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
                     f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
                 ) from None
             yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
+
+
+def _columns_object(text: str) -> bool:
+    """Whether ``text`` is one JSON object of columns keyed by row number,
+    ``{"question": {"0": ..., "1": ...}, ...}``, as pandas' ``DataFrame.to_json`` writes."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(value, dict) or not value:
+        return False
+    columns = list(value.values())
+    return all(isinstance(c, dict) and c.keys() == columns[0].keys() for c in columns) and all(
+        key.isdigit() for key in columns[0]
+    )
 
 
 def _one_object_over_lines(text: str) -> bool:

@@ -215,6 +215,21 @@ def test_bad_rows(tmp_path, line, message):
         load_examples(str(path))
 
 
+def test_a_csv_file_is_told_how_to_convert(tmp_path):
+    """A .csv file was refused with the supported types only; the error now says how to
+    convert one (answers kept as text, so `007` stays `007`), and the command works."""
+    path = tmp_path / "qs.csv"
+    path.write_text("prompt,answer\n1 + 1 =,007\n")
+    with pytest.raises(ValueError) as err:
+        load_examples(str(path))
+    command = str(err.value).split("(pandas: ", 1)[1].removesuffix(")")
+    assert command == "read_csv(path, dtype=str).to_json(out, orient='records', lines=True)"
+    pd = pytest.importorskip("pandas")
+    out = tmp_path / "qs.jsonl"
+    pd.read_csv(path, dtype=str).to_json(out, orient="records", lines=True)
+    assert [e.reference for e in load_examples(str(out))] == ["007"]
+
+
 def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="no such file"):
         load_examples(str(tmp_path / "missing.jsonl"))

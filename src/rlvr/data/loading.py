@@ -163,8 +163,14 @@ def read_file(path: str | Path) -> Iterator[Row]:
         return read_jsonl(path)
     if path.suffix == ".parquet":
         return read_parquet(path)
+    hint = ""
+    if path.suffix in (".csv", ".tsv"):  # how to convert one, its answers kept as text
+        sep = ", sep='\\t'" if path.suffix == ".tsv" else ""
+        hint = (
+            f" (pandas: read_csv(path{sep}, dtype=str).to_json(out, orient='records', lines=True))"
+        )
     raise ValueError(
-        f"{path}: unsupported file type {path.suffix!r}; use .jsonl, .json, .ndjson or .parquet"
+        f"{path}: unsupported file type {path.suffix!r}; use .jsonl, .json, .ndjson or .parquet{hint}"
     )
 
 

@@ -119,3 +119,15 @@ def test_a_partial_test_pass_rate_is_a_score_not_a_solved_problem():
     report = harness.build_report(problems, config)
     assert report.metrics["avg@1"] == 0.5  # one of two problems passes every test
     assert report.metrics["score/mean"] == pytest.approx(0.9, abs=1e-12)
+
+
+def test_prompts_past_the_context_are_warned(tiny_model):
+    """A prompt longer than the model's context was sampled past it without a word."""
+    model, tokenizer = tiny_model
+    config = EvalConfig(n=1, ks=(1,), sampling=SamplingConfig(max_new_tokens=4))
+    long = Example(prompt=" + ".join(["1"] * 40) + " =", reference="40", id="l", dataset="d")
+    short, _ = (len(ids) for ids in harness.encode_prompts(tokenizer, [EXAMPLES[0], long], config))
+    model.config.max_position_embeddings = context = short + 4
+    with pytest.warns(UserWarning, match=r"^1 of 2 prompts \(the longest \d+ tokens\) plus "
+                      rf"max_new_tokens=4 pass the model's context of {context} tokens"):  # fmt: skip
+        evaluate(model, tokenizer, [EXAMPLES[0], long], "math", config)

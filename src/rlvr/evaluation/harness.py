@@ -195,6 +195,21 @@ def encode_prompts(tokenizer, examples: Sequence[Example], config: EvalConfig) -
     return tokenizer(texts, add_special_tokens=False)["input_ids"]
 
 
+def warn_past_context(model, prompt_ids: Sequence[Sequence[int]], budget: int) -> None:
+    """One warning when prompts plus ``budget`` new tokens pass the model's context: their
+    completions are sampled at positions the model was not trained on (the trainer fits its
+    prompts to the context instead, ``data.max_prompt_tokens``)."""
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    over = [len(ids) for ids in prompt_ids if context and len(ids) + budget > context]
+    if over:
+        warnings.warn(
+            f"{len(over)} of {len(prompt_ids)} prompts (the longest {max(over)} tokens) plus "
+            f"max_new_tokens={budget} pass the model's context of {context} tokens: their "
+            "completions run past it",
+            stacklevel=3,
+        )
+
+
 def sample(sampler: Sampler, prompt_ids: Sequence[Sequence[int]], config: EvalConfig) -> Samples:
     """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time."""
     texts, lengths, truncated = [], [], []
@@ -303,5 +318,6 @@ def evaluate(
         )
     if prompt_ids is None:
         prompt_ids = encode_prompts(tokenizer, examples, config)
+        warn_past_context(model, prompt_ids, config.sampling.max_new_tokens)
     samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler)
     return build_report(score_problems(examples, verifier, samples, config, scorer), config)

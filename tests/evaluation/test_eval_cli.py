@@ -133,6 +133,17 @@ def test_format_verifier_options_are_the_options_given(tiny_model_dir, tmp_path)
     assert data["verifier"] == "math+format" and data["verifier_options"] == {"wrong": -1.0}
 
 
+def test_the_json_names_the_mapping_the_verifier_chose(tiny_model_dir, tmp_path):
+    """With --verifier reasoning_gym and no --fields the rows were read with the reasoning_gym
+    mapping, but loading.fields said null (the default mapping)."""
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "chain_sum-mini.jsonl"),
+            "--verifier", "reasoning_gym", "-n", "1", "--max-tokens", "2", "--limit", "1",
+            "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["loading"]["fields"] == "reasoning_gym"
+
+
 def test_an_unwritable_output_is_refused_before_evaluating(
     tiny_model_dir, tmp_path, capsys, monkeypatch
 ):

@@ -189,9 +189,7 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
     from rlvr.data.loading import MissingField, folder_splits, load_examples
 
-    default = _named_fields(args) or args.fields
-    if default is None and args.verifier.startswith("reasoning_gym"):
-        default = "reasoning_gym"
+    default = _named_fields(args) or _fields(args)
     source, _, own = item.partition("::")
     fields = own or (None if source in DATASETS and args.fields is None else default)
     splits = folder_splits(source) if args.split is None else []
@@ -213,6 +211,15 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
             f"{err}; name the file's fields with --prompt-field / --answer-field "
             "(or a named mapping with --fields)"
         ) from None
+
+
+def _fields(args: argparse.Namespace) -> str | None:
+    """The named mapping of sources without their own: ``--fields``, else ``reasoning_gym``
+    for a reasoning-gym verifier unless ``--prompt-field`` / ``--answer-field`` name fields."""
+    named = args.prompt_field is not None or args.answer_field is not None
+    if args.fields is None and not named and args.verifier.startswith("reasoning_gym"):
+        return "reasoning_gym"
+    return args.fields
 
 
 def _named_fields(args: argparse.Namespace) -> FieldMap | None:
@@ -285,18 +292,10 @@ def warn_unverified(report: EvalReport) -> None:
 
 
 def _loading(args: argparse.Namespace) -> dict[str, object]:
-    """How the problems and the model were loaded (what ``config`` does not hold)."""
-    keys = (
-        "fields",
-        "prompt_field",
-        "answer_field",
-        "split",
-        "template",
-        "limit",
-        "dtype",
-        "device",
-    )
-    return {key: getattr(args, key) for key in keys}
+    """How the problems and the model were loaded (what ``config`` does not hold); ``fields``
+    is the mapping used, ``reasoning_gym`` too when the verifier chose it."""
+    keys = ("prompt_field", "answer_field", "split", "template", "limit", "dtype", "device")
+    return {"fields": _fields(args)} | {key: getattr(args, key) for key in keys}
 
 
 def _versions() -> dict[str, str]:

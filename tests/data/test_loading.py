@@ -262,6 +262,19 @@ def test_a_folder_mixing_kinds_of_row_files_is_refused(tmp_path):
     assert [e.reference for e in load_examples(str(folder))] == ["2", "4"]
 
 
+def test_a_local_folder_s_error_does_not_blame_the_offline_hub(tmp_path, monkeypatch):
+    """A split a local folder lacks ended in "(HF_HUB_OFFLINE is set: give a local file or
+    directory)", about a local directory."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_jsonl(folder / "test.jsonl", [{"prompt": "1 + 1 =", "answer": "2"}])
+    with pytest.raises(ValueError, match="split 'validation'") as err:
+        load_examples(str(folder), split="validation")
+    assert "HF_HUB_OFFLINE" not in str(err.value)
+
+
 def test_a_path_under_the_home_folder_loads_as_the_preflight_check_finds_it(tmp_path, monkeypatch):
     """``~/x.jsonl`` (YAML configs and ``key=value`` overrides reach us unexpanded) passes
     ``check_source``, so loading must read the same file."""

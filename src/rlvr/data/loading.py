@@ -210,7 +210,7 @@ def _load_hf(source: str, split: str, config: str | None):
         offline = " (HF_HUB_OFFLINE is set: give a local file or directory)"
         raise ValueError(
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
-            + (offline if constants.HF_HUB_OFFLINE else "")
+            + (offline if constants.HF_HUB_OFFLINE and not path.exists() else "")
             + _not_named(source)
         ) from err
 

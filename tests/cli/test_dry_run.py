@@ -131,3 +131,16 @@ def test_an_eval_dry_run_reads_a_local_folder_named_without_dot_slash(
     assert "missing field 'prompt'" in capsys.readouterr().err
     assert main([*argv, "--prompt-field", "question"]) == 0
     assert "folder: 1 problems" in capsys.readouterr().out
+
+
+def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(tmp_path, capsys, monkeypatch):
+    """Offline, `--dry-run --data math500` said only "not read"; the run then failed."""
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    argv = ["eval", "--dry-run", "--model", "m", "--data", "math500",
+            "--output", str(tmp_path / "o.json")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert (
+        "math500: not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
+        in out
+    )

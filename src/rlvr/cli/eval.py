@@ -242,9 +242,18 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
         source = item.partition("::")[0]
         check_source(source)
         local = looks_like_path(source) or Path(source).expanduser().exists()
-        count = f"{len(_load_one(args, item))} problems" if local else "not read"
-        print(f"{item}: {count}")
+        print(f"{item}: {len(_load_one(args, item))} problems" if local else _not_read(item))
     print(f"{args.model}: not loaded; {config.n} samples per problem, k {list(config.ks)}")
+
+
+def _not_read(item: str) -> str:
+    """What the dry run says of a named or hub set: not read, and whether the run can fetch it."""
+    from huggingface_hub import constants
+
+    offline = (
+        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
+    )
+    return f"{item}: not read (fetched by the run{offline})"
 
 
 def print_table(report: EvalReport, title: str) -> None:

@@ -67,6 +67,22 @@ def test_an_adapter_folder_without_a_base_is_named(adapter_folder):
     assert "\n" not in str(err.value)
 
 
+def test_an_adapter_folder_whose_base_is_missing_is_refused_by_the_check(adapter_folder):
+    """The dry runs passed such a folder; the run then said only "could not load model
+    /old/base: no such directory", naming no adapter."""
+    folder, _ = adapter_folder
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "/nowhere/base"
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    message = f"{folder}: adapter_config.json names the base model /nowhere/base: no such directory"
+    with pytest.raises(ValueError) as err:
+        check_model_dir(str(folder))
+    assert str(err.value) == message
+    with pytest.raises(ValueError) as err:
+        load_model(str(folder))
+    assert str(err.value) == f"could not load model {message}"
+
+
 def test_adapters_made_for_another_model_are_one_line(adapter_folder):
     from rlvr.models import resolve_model_path
 

@@ -165,6 +165,12 @@ def check_model_dir(name: str) -> None:
             f"{name}: holds a model but no tokenizer (none of {', '.join(_TOKENIZER_FILES)}); "
             "save one next to the model with tokenizer.save_pretrained(directory)"
         )
+    base = adapter_base(str(path))
+    try:
+        if base is not None:
+            check_model_dir(base)
+    except ValueError as err:  # the run would stop there, naming no adapter
+        raise ValueError(f"{name}: {ADAPTER_CONFIG} names the base model {err}") from None
 
 
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):

@@ -400,3 +400,11 @@ def test_a_missing_file_is_a_missing_file_not_a_hub_dataset(name, tmp_path, monk
         check_source(name)
     with pytest.raises(ValueError, match=rf"^{name}: no such file"):
         load_examples(name)
+
+
+def test_a_split_on_one_file_is_refused(tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(json.dumps({"prompt": "1+1?", "answer": "2"}) + "\n")
+    assert len(load_examples(str(path))) == 1
+    with pytest.raises(ValueError, match="one file has no splits; split 'test' is for folders"):
+        load_examples(str(path), split="test")  # it read every row as the test split

@@ -388,6 +388,8 @@ def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[
     source = os.path.expanduser(source)
     path = Path(source)
     if path.is_file():
+        if split is not None:  # else every row would be read as that split without a word
+            raise ValueError(f"{source}: one file has no splits; split {split!r} is for folders")
         return read_file(path), path.stem
     if looks_like_path(source) and not path.exists():
         raise ValueError(f"{source}: no such file")

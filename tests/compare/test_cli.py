@@ -1,12 +1,14 @@
 """``rlvr compare`` on the command line: listing, dry run, report only, errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from rlvr.cli import main as rlvr
-from rlvr.compare import load_study, run_study
+from rlvr.compare import load_study, plan, run_study
+from rlvr.compare.worker import FINAL_FILE
 
 
 def test_list_shows_the_bundled_studies(capsys):
@@ -44,6 +46,41 @@ def test_dry_run_lists_the_plan(small_study, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and all(line.startswith("run ") for line in lines)
     assert "grpo seed 0" in lines[0] and "abc seed 1" in lines[-1]
+
+
+def _a_finished_run(study_file: str, out: Path) -> Path:
+    """The first run of ``study_file`` under ``out``, marked finished (no training)."""
+    run_dir = plan(load_study(study_file), out / "runs")[0].run_dir
+    run_dir.mkdir(parents=True)
+    (run_dir / FINAL_FILE).write_text("{}")
+    return run_dir / FINAL_FILE
+
+
+def test_fresh_with_report_only_is_one_line_and_deletes_nothing(small_study, tmp_path, capsys):
+    """--fresh --report-only deleted every finished run, then reported on none."""
+    study, out = small_study(), tmp_path / "o"
+    final = _a_finished_run(study, out)
+    assert rlvr(["compare", study, "--out", str(out), "--fresh", "--report-only"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "rlvr: error: --fresh deletes the study's runs and --report-only runs none: use one"
+    )
+    assert final.is_file() and not (out / "small").exists()
+    with pytest.raises(ValueError, match="fresh=True deletes"):
+        run_study(load_study(study), out, fresh=True, run=False)
+    assert final.is_file()
+
+
+def test_a_dry_run_with_fresh_lists_finished_runs_as_run_again(small_study, tmp_path, capsys):
+    """--fresh --dry-run listed a finished run as ``reuse``, though --fresh runs it again."""
+    study, out = small_study(), tmp_path / "o"
+    final = _a_finished_run(study, out)
+    assert rlvr(["compare", study, "--out", str(out), "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("reuse ")
+    assert rlvr(["compare", study, "--out", str(out), "--fresh", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(line.startswith("run ") for line in lines)
+    assert final.is_file()
 
 
 @pytest.mark.slow

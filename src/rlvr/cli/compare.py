@@ -52,7 +52,7 @@ def _list(names: list[str]) -> None:
         print(f"{name:<{width}}  {size}: {study.title}")
 
 
-def _dry_run(study, out: str) -> None:
+def _dry_run(study, out: str, fresh: bool) -> None:
     from rlvr.compare import plan
     from rlvr.compare.run import check_claims, mixed_code
     from rlvr.compare.runner import is_finished
@@ -61,8 +61,8 @@ def _dry_run(study, out: str) -> None:
     check_claims(study, specs)
     for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
-        print(f"{what:<7} {spec.key:<34} {spec.run_dir}")
-    if mixed := mixed_code(specs):
+        print(f"{'run' if fresh else what:<7} {spec.key:<34} {spec.run_dir}")
+    if not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
 
 
@@ -81,9 +81,11 @@ def main(argv: list[str]) -> int:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out {args.out} is a file, not a folder")
+    if args.fresh and args.report_only:
+        raise ValueError("--fresh deletes the study's runs and --report-only runs none: use one")
     study = load_study(args.study, args.overrides)
     if args.dry_run:
-        _dry_run(study, args.out)
+        _dry_run(study, args.out, args.fresh)
         return 0
     # the command that reproduces the report (flags that only choose what to redo are left out)
     kept = [a for a in argv if a not in ("--report-only", "--fresh", "--keep-checkpoints")]

@@ -49,6 +49,8 @@ def run_study(
     a finished run's checkpoints are deleted unless ``keep_checkpoints``; ``run=False`` only
     writes the report from the runs already finished.
     """
+    if fresh and not run:
+        raise ValueError("fresh=True deletes the study's runs and run=False runs none")
     out = Path(out)
     specs = plan(study, out / RUNS_DIR)
     check_claims(study, specs)

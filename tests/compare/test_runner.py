@@ -113,6 +113,42 @@ def test_a_killed_run_resumes_from_its_checkpoint(small_study, tmp_path):
     assert "resume" in state.log.read_text()
 
 
+def _ended(pid: int) -> bool:
+    """The process ``pid`` is gone or a zombie (an orphan's new parent may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_worker_stops_when_its_runner_is_killed(small_study, tmp_path):
+    """A runner killed with SIGKILL left its worker running, writing the run directory that the
+    next ``rlvr compare`` resumed in a second worker."""
+    study = small_study(steps=3, seeds=[0])
+    runner = (
+        "from pathlib import Path\n"
+        "from rlvr.compare import load_study, plan\n"
+        "from rlvr.compare.runner import RunState, launch\n"
+        f"study = load_study({study!r})\n"
+        f"state = RunState(plan(study, Path({str(tmp_path / 'runs')!r}))[0])\n"
+        "launch(state, study.imports)\n"
+        "print(state.process.pid, flush=True)\n"
+    )
+    made = subprocess.run(
+        [sys.executable, "-c", runner], env=_child_env(), capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    worker = int(made.stdout.split()[-1])  # the runner has exited: the worker is an orphan
+    deadline = time.monotonic() + 120
+    while not _ended(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ended(worker)
+    spec = plan(load_study(study), tmp_path / "runs")[0]
+    assert not (spec.run_dir / FINAL_FILE).exists()  # it stopped, it did not finish the run
+
+
 def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
     """A finished run is reused whatever the code does now; the report said nothing of it."""
     study = load_study(small_study())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import rlvr
 from rlvr.compare.study import RunSpec
-from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE
+from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE, RUNNER_ENV
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
 from rlvr.train.overrides import dump_yaml
 
@@ -86,7 +86,8 @@ def initial_states(specs: list[RunSpec], *, fresh: bool = False) -> list[RunStat
 
 
 def _child_env() -> dict[str, str]:
-    """The environment of a worker: this process's, with this copy of ``rlvr`` importable first."""
+    """The environment of a worker: this process's, with this copy of ``rlvr`` importable first
+    and this process's id (the worker stops when it is no longer its parent)."""
     src = str(Path(rlvr.__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH", "")
     return {
@@ -94,6 +95,7 @@ def _child_env() -> dict[str, str]:
         "PYTHONPATH": src + (os.pathsep + path if path else ""),
         "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
         "TOKENIZERS_PARALLELISM": "false",
+        RUNNER_ENV: str(os.getpid()),
     }
 
 

@@ -12,6 +12,10 @@ that writes what the report needs and the trainer does not keep:
 - ``final.json`` at the end (written last, atomically): the run is finished when it exists;
   it names the rlvr source that made the run (:func:`code_hash`), since a finished run is
   reused whatever the code does now.
+
+A worker started by the runner stops when the runner is gone (:func:`stop_with_runner`), as it
+does when the runner stops it: a runner killed with SIGKILL cannot stop its workers, and a
+second ``rlvr compare`` would then resume a run directory the orphan still writes.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +39,8 @@ PROGRESS_FILE = "progress.json"
 FINAL_FILE = "final.json"
 EVALS_DIR = "evals"
 LOG_FILE = "worker.log"
+RUNNER_ENV = "RLVR_STUDY_RUNNER"
+"""The environment variable in which the runner gives its workers its process id."""
 
 
 def code_hash() -> str:
@@ -101,11 +111,27 @@ def run(run_dir: Path) -> None:
     train(cfg, resume=started, callbacks=[StudyRecorder(run_dir)])
 
 
+def stop_with_runner(runner_pid: int, poll_s: float = 1.0) -> threading.Thread:
+    """Send this process SIGTERM (the runner's own way to stop a worker) once ``runner_pid``
+    is no longer its parent; checked every ``poll_s`` seconds by a daemon thread."""
+
+    def watch() -> None:
+        while os.getppid() == runner_pid:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="stop-with-runner", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
         print("usage: python -m rlvr.compare.worker RUN_DIR [MODULE ...]", file=sys.stderr)
         return 2
+    if runner := os.environ.get(RUNNER_ENV):
+        stop_with_runner(int(runner))
     for module in args[1:]:
         importlib.import_module(module)
     run(Path(args[0]))

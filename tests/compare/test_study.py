@@ -285,6 +285,20 @@ def test_an_including_study_without_regimes_runs_its_includes_regimes(tmp_path):
     assert plain == _rows(load_study("abc"), tmp_path)
 
 
+def test_a_regime_name_yaml_reads_as_false_is_one_line(tmp_path):
+    """``off: {...}`` made a regime called ``False``: YAML 1.1 reads a bare off as false."""
+    path = tmp_path / "s.yaml"
+    path.write_text("include: [abc]\nregimes:\n  paper: {}\n  off: {rollout: {epochs: 2}}\n")
+    with pytest.raises(ValueError) as err:
+        load_study(str(path))
+    assert str(err.value) == (
+        f"{path}: regime name False is not text (YAML reads a bare off, on, yes, no or null "
+        "so): quote it"
+    )
+    path.write_text(path.read_text().replace(" off:", " 'off':"))
+    assert [r.name for r in load_study(str(path)).regimes] == ["paper", "off"]
+
+
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(

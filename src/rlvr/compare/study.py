@@ -304,6 +304,11 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
         raise ValueError(f"{where}: regimes must be a mapping of names to settings")
     regimes = []
     for name, settings in value.items():
+        if name is None or isinstance(name, bool):
+            raise ValueError(
+                f"{where}: regime name {name} is not text (YAML reads a bare off, on, yes, no "
+                "or null so): quote it"
+            )
         settings = dict(settings or {})
         seeds = tuple(int(s) for s in settings.pop("seeds", None) or ())
         regimes.append(Regime(str(name), _overrides(settings, f"{where} regime {name}"), seeds))

@@ -1,10 +1,12 @@
 """Study files: loading, includes, resolved arm configs, fingerprints, errors."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
 
+import rlvr.compare
 from rlvr.compare import bundled_studies, load_study, plan
 from rlvr.compare.study import arm_config, fingerprint
 from rlvr.train.overrides import dump_yaml
@@ -297,6 +299,21 @@ def test_a_regime_name_yaml_reads_as_false_is_one_line(tmp_path):
     )
     path.write_text(path.read_text().replace(" off:", " 'off':"))
     assert [r.name for r in load_study(str(path)).regimes] == ["paper", "off"]
+
+
+def test_a_claim_id_two_claim_files_share_is_one_line(tmp_path):
+    """abc's claims named twice (bundled, and a copy by path) were each judged twice and
+    counted twice in the study's Holm and BH corrections."""
+    copy = tmp_path / "mine.yaml"
+    copy.write_text((Path(rlvr.compare.__file__).parent / "claims" / "abc.yaml").read_text())
+    with pytest.raises(ValueError) as err:
+        load_study("abc", [f"claims=[abc, {copy}]"])
+    assert str(err.value) == (
+        f"rlvr/compare/studies/abc.yaml: claim id 'abc-entropy' is in abc and in {copy}: "
+        "a study's claim ids must differ"
+    )
+    for name in bundled_studies():
+        load_study(name)  # none of the bundled studies shares an id
 
 
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):

@@ -329,15 +329,29 @@ def _check(study: Study, where: str) -> None:
     for arm in study.arms:
         if arm.baseline is not None and arm.baseline not in names:
             raise ValueError(f"{where}: arm {arm.name!r} has baseline {arm.baseline!r}, not an arm")
-    if study.confirms:
-        from rlvr.compare.claims import load_claims
+    ids = _claim_ids(study, where)
+    if unknown := [c for c in study.confirms if c not in ids]:
+        raise ValueError(
+            f"{where}: confirms names {', '.join(unknown)}, not a claim of the study; "
+            f"claims: {', '.join(ids)}"
+        )
 
-        ids = [c.id for name in study.claims for c in load_claims(name)]
-        if unknown := [c for c in study.confirms if c not in ids]:
-            raise ValueError(
-                f"{where}: confirms names {', '.join(unknown)}, not a claim of the study; "
-                f"claims: {', '.join(ids)}"
-            )
+
+def _claim_ids(study: Study, where: str) -> list[str]:
+    """The ids of the study's claims; a ``ValueError`` naming an id two of them share (each
+    would be judged, and counted in the study's correction, twice)."""
+    from rlvr.compare.claims import load_claims
+
+    files: dict[str, str] = {}
+    for name in study.claims:
+        for claim in load_claims(name):
+            if claim.id in files:
+                raise ValueError(
+                    f"{where}: claim id {claim.id!r} is in {files[claim.id]} and in {name}: "
+                    "a study's claim ids must differ"
+                )
+            files[claim.id] = name
+    return list(files)
 
 
 RUN_SETTINGS = {

@@ -52,6 +52,23 @@ def test_direction_three_outcomes():
     assert verdict.intervals["a - b"].excludes_zero() == 1
 
 
+def test_a_metric_no_run_logged_is_named_with_the_nearest_logged_name():
+    """``policy/entropi`` read as 'undefined in some run (never logged or, for late, ...)',
+    one of five reasons, with nothing to say which name the runs did log."""
+    arms = {name: arm(name, [0.5, 0.6, 0.7], metric="policy/entropy") for name in "ab"}
+    typo = Claim("c", text="a beats b", rule="direction", metric="policy/entropi", arm="a",
+                 baseline="b")  # fmt: skip
+    verdict = judge(typo, arms)
+    assert verdict.status == INCONCLUSIVE
+    assert verdict.numbers == "no run of a logged policy/entropi; did you mean policy/entropy?"
+    both = Claim("i", text="t", rule="interaction", metric="clip/fraq", arms=("a", "b", "a", "b"))
+    assert judge(both, {n: arm(n, [0.1, 0.2], metric="clip/frac") for n in "ab"}).numbers == (
+        "no run of a logged clip/fraq; did you mean clip/frac?"
+    )
+    far = Claim("c", text="t", rule="direction", metric="zzz", arm="a", baseline="b")
+    assert judge(far, arms).numbers == "no run of a logged zzz (docs/metrics.md lists the names)"
+
+
 def test_summaries_mean_late_final():
     rows = [{"step": s, "m": float(s)} for s in range(1, 9)]
     run = RunData(0, rows, {})
@@ -294,7 +311,7 @@ def test_missing_runs_make_a_claim_inconclusive():
     assert "no finished runs of z" in judge(claim, {"a": arm("a", [1, 2])}).numbers
     unlogged = Claim("c", "p", "", "x", "direction", metric="other", arm="a", baseline="b")
     verdict = judge(unlogged, {"a": arm("a", [1, 2]), "b": arm("b", [1, 2])})
-    assert verdict.status == INCONCLUSIVE and "undefined in some run" in verdict.numbers
+    assert verdict.status == INCONCLUSIVE and "no run of a logged other" in verdict.numbers
 
 
 def test_bundled_claims_name_arms_of_the_bundled_studies():

@@ -44,6 +44,7 @@ per-token gradients were identical on every token: :mod:`rlvr.compare.evidence`)
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -251,13 +252,26 @@ def paired_arrays(
     left = data[a].values(ma, summary, seeds)[:, None]
     right = data[b].values(mb, summary, seeds)[:, None]
     if np.isnan(left).any() or np.isnan(right).any():
-        metric = ma if np.isnan(left).any() else mb
+        arm, metric = (a, ma) if np.isnan(left).any() else (b, mb)
+        if unlogged := never_logged(data[arm], metric):
+            raise ValueError(unlogged)
         raise ValueError(
             f"{metric} ({summary}) is undefined in some run (never logged or, for late, not in "
             "the last quarter; not finite at a step it summarises; or no out-of-band events for "
             "a quadrant share)"
         )
     return left, right
+
+
+def never_logged(arm: ArmData, metric: str) -> str:
+    """Why ``arm`` has no value of ``metric`` when none of its runs logged it at any step (a
+    misspelt name), with the nearest name they did log; ``""`` when some run logged it."""
+    logged = {key for run in arm.runs.values() for row in run.rows for key in row}
+    if metric in logged:
+        return ""
+    near = difflib.get_close_matches(metric, sorted(logged - {"step"}), n=1)
+    hint = f"; did you mean {near[0]}?" if near else " (docs/metrics.md lists the names)"
+    return f"no run of {arm.name} logged {metric}{hint}"
 
 
 def _pair(
@@ -361,7 +375,11 @@ def _interaction(claim: Claim, data: dict[str, ArmData], seeds) -> Verdict:
     )
     contrast = both - a_only - b_only + neither
     if np.isnan(contrast).any():
-        raise ValueError(f"{claim.metric} ({claim.summary}) is undefined in some run")
+        unlogged = [never_logged(data[arm], claim.metric) for arm in claim.arms]
+        raise ValueError(
+            next((u for u in unlogged if u), "")
+            or f"{claim.metric} ({claim.summary}) is undefined in some run"
+        )
 
     def interval(per_seed: np.ndarray) -> Interval:
         return paired_interval(per_seed[:, None], np.zeros((len(seeds), 1)))

@@ -172,6 +172,34 @@ def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
     assert "| yes | 0 s | `unknown` |" in text
 
 
+def _held_out(name: str, correct_per_seed: list[list[int]]) -> ArmData:
+    """An arm whose final evaluation at each seed got ``c`` of 4 right on each problem."""
+    data = ArmData(name)
+    for seed, cs in enumerate(correct_per_seed):
+        problems = [{"id": str(i), "n": 4, "c": c, "diversity": {}} for i, c in enumerate(cs)]
+        rows = [{"step": 2, "eval/avg@4": sum(cs) / (4 * len(cs)), "eval/pass@4": 1.0}]
+        data.runs[seed] = RunData(seed, rows, {"final_eval": {"problems": problems}})
+    return data
+
+
+def test_results_json_has_each_arms_interval_against_its_baseline(small_study):
+    """results.json, 'every number of the report', had no final-score interval of an arm
+    against its baseline: the table's last columns could not be read back."""
+    from rlvr.compare.report import _results_json
+
+    study = load_study(small_study())
+    data = {"grpo": _held_out("grpo", [[2, 1], [2, 1]]), "abc": _held_out("abc", [[4, 1], [2, 2]])}
+    arms = _results_json(study, {"default": data}, [], [])["arms"]
+    assert "vs_baseline" not in arms["grpo"]
+    delta = arms["abc"]["vs_baseline"]["eval/avg@4"]
+    # per-problem differences: seed 0 [+0.5, 0], seed 1 [0, +0.25]; seed means 0.25 and 0.125,
+    # problem means 0.25 and 0.125: se^2 = 0.0078125 / 2 + 0.0078125 / 2, df = 2, t = 4.3027
+    assert delta["mean"] == pytest.approx(0.1875) and delta["df"] == pytest.approx(2.0)
+    assert delta["se"] == pytest.approx(0.0883883, abs=1e-7)
+    assert (delta["low"], delta["high"]) == pytest.approx((-0.192804, 0.567804), abs=1e-6)
+    assert arms["abc"]["vs_baseline"]["eval/pass@4"]["mean"] == 0.0  # every problem passed
+
+
 @pytest.mark.parametrize(
     ("code", "final", "keep", "status", "kept"),
     [

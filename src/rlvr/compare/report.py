@@ -31,7 +31,7 @@ from rlvr.compare.claims import (
 from rlvr.compare.evidence import assess, same_run
 from rlvr.compare.render import Block, to_html, to_markdown
 from rlvr.compare.results import ArmData, load_run
-from rlvr.compare.stats import LEVEL, mean_std, paired_interval
+from rlvr.compare.stats import LEVEL, Interval, mean_std, paired_interval
 from rlvr.compare.study import RunSpec, Study, load_study, objective_name, plan
 from rlvr.compare.worker import code_hash
 
@@ -151,9 +151,11 @@ def _final_table(
     return rows
 
 
-def _delta(arm, data: dict[str, ArmData], key: str) -> str:
+def _delta_interval(arm, data: dict[str, ArmData], key: str) -> Interval | str | None:
+    """The paired interval of ``arm`` - its baseline on the final held-out ``key`` (the
+    final-score table's last columns), or why there is none; ``None`` without a baseline."""
     if arm.baseline is None or arm.name not in data or arm.baseline not in data:
-        return ""
+        return None
     seeds = sorted(set(data[arm.name].runs) & set(data[arm.baseline].runs))
     if len(seeds) < 2:
         return "too few seeds"
@@ -161,7 +163,14 @@ def _delta(arm, data: dict[str, ArmData], key: str) -> str:
         a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
     except ValueError as err:
         return f"undefined: {err}"
-    return f"{paired_interval(a, b).text(3)} vs `{arm.baseline}`"
+    return paired_interval(a, b)
+
+
+def _delta(arm, data: dict[str, ArmData], key: str) -> str:
+    delta = _delta_interval(arm, data, key)
+    if delta is None or isinstance(delta, str):
+        return delta or ""
+    return f"{delta.text(3)} vs `{arm.baseline}`"
 
 
 def _regime_cell(v: Verdict, regimes: bool) -> list[str]:
@@ -488,7 +497,14 @@ def _arms_json(study: Study, data: dict[str, ArmData]) -> dict:
             "code": {str(s): runs.runs[s].code for s in seeds},
             "final": {k: runs.values(k, "final", seeds).tolist() for k in keys} if seeds else {},
         }
+        if arm.baseline is not None:
+            arms[arm.name]["vs_baseline"] = {k: _delta_json(arm, data, k) for k in keys[:2]}
     return arms
+
+
+def _delta_json(arm, data: dict[str, ArmData], key: str) -> dict | str | None:
+    delta = _delta_interval(arm, data, key)
+    return delta._asdict() if isinstance(delta, Interval) else delta
 
 
 def _results_json(

@@ -316,6 +316,32 @@ def test_a_claim_id_two_claim_files_share_is_one_line(tmp_path):
         load_study(name)  # none of the bundled studies shares an id
 
 
+def test_paths_in_a_study_file_are_read_beside_it(tmp_path, monkeypatch):
+    """``claims: [mine.yaml]`` next to the study file was 'neither a file nor bundled claims'
+    unless ``rlvr compare`` ran in that folder (``base:`` in a run config is read beside it)."""
+    folder = tmp_path / "studies"
+    folder.mkdir()
+    claim = {"id": "mine", "text": "t", "rule": "direction", "metric": "policy/entropy",
+             "arm": "abc/abc_grpo", "baseline": "abc/grpo"}  # fmt: skip
+    (folder / "mine.yaml").write_text(yaml.safe_dump({"paper": "mine", "claims": [claim]}))
+    (folder / "grpo.yaml").write_text("base: abc/grpo\n")
+    (folder / "inner.yaml").write_text(yaml.safe_dump({"include": ["abc"]}))
+    study = {
+        "include": ["inner.yaml"],
+        "claims": ["mine.yaml"],
+        "arms": [{"recipe": "grpo.yaml", "name": "abc/grpo"}],
+        "replicates": "inner.yaml",
+    }
+    (folder / "s.yaml").write_text(yaml.safe_dump(study))
+    monkeypatch.chdir(tmp_path)  # not the study's folder
+    loaded = load_study("studies/s.yaml")
+    assert loaded.claims == ("abc", "studies/mine.yaml")
+    assert [a.recipe for a in loaded.arms] == ["abc/abc_grpo", "studies/grpo.yaml"]
+    assert loaded.replicates == "studies/inner.yaml"
+    same = {s.fingerprint for s in plan(loaded, tmp_path / "runs")}
+    assert same == {s.fingerprint for s in plan(load_study("abc"), tmp_path / "runs")}
+
+
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(

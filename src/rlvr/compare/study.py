@@ -22,6 +22,7 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
 
 ``steps``, ``seeds`` and ``regimes`` left out come from the first included study that sets
 them (``regimes: {default: {}}`` runs an including study without its includes' regimes).
+A relative path the file names is read beside it when there is such a file there.
 
 An arm's name defaults to its recipe; ``overrides`` (``key=value`` strings or a nested
 mapping) apply after ``settings``. (``base:``, this key's earlier name, is still read, with a
@@ -38,6 +39,7 @@ differed at all (:func:`contrast_plan`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -53,6 +55,7 @@ from rlvr.compare.worker import RUN_FILE
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import (
     apply_overrides,
+    base_source,
     deep_merge,
     from_dict,
     from_file,
@@ -263,6 +266,7 @@ def load_study(
     if name_or_path in _seen:
         raise ValueError(f"circular include: {' -> '.join((*_seen, name_or_path))}")
     file, where = _read(name_or_path, overrides)
+    file = _paths_beside(file, where)
     arms, claims, settings, imports = [], [], {}, []
     steps, seeds, regimes = file.steps, file.seeds, _regimes(file.regimes, where)
     for inc in file.include:
@@ -295,6 +299,20 @@ def load_study(
     )
     _check(study, where)
     return study
+
+
+def _paths_beside(file: StudyFile, where: str) -> StudyFile:
+    """``file`` with each relative path it names (an include, a claim file, a YAML recipe, the
+    study it replicates) read beside it when there is such a file, as ``base:`` in a run
+    configuration (:func:`rlvr.train.overrides.base_source`); else as given."""
+    beside = functools.partial(base_source, where)
+    return dataclasses.replace(
+        file,
+        include=tuple(map(beside, file.include)),
+        claims=tuple(map(beside, file.claims)),
+        arms=tuple(dataclasses.replace(a, recipe=beside(a.recipe)) for a in file.arms),
+        replicates=file.replicates and beside(file.replicates),
+    )
 
 
 def _regimes(value: Any, where: str) -> tuple[Regime, ...]:

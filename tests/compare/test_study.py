@@ -342,6 +342,13 @@ def test_paths_in_a_study_file_are_read_beside_it(tmp_path, monkeypatch):
     assert same == {s.fingerprint for s in plan(load_study("abc"), tmp_path / "runs")}
 
 
+def test_a_misspelt_replicates_is_one_line_before_any_run():
+    """``replicates: abcc`` passed --dry-run and every run, then stopped the report."""
+    with pytest.raises(ValueError, match=r"^study 'abcc' is neither a file nor a bundled study"):
+        load_study("abc", ["replicates=abcc"])
+    assert load_study("abc", ["replicates=abc"]).replicates == "abc"
+
+
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(

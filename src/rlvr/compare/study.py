@@ -347,6 +347,8 @@ def _check(study: Study, where: str) -> None:
     for arm in study.arms:
         if arm.baseline is not None and arm.baseline not in names:
             raise ValueError(f"{where}: arm {arm.name!r} has baseline {arm.baseline!r}, not an arm")
+    if study.replicates is not None:
+        _read(study.replicates)  # a misspelt name stopped the report after every run
     ids = _claim_ids(study, where)
     if unknown := [c for c in study.confirms if c not in ids]:
         raise ValueError(

@@ -71,6 +71,18 @@ def test_fresh_with_report_only_is_one_line_and_deletes_nothing(small_study, tmp
     assert final.is_file()
 
 
+@pytest.mark.parametrize("flag", [[], ["--dry-run"]])
+def test_an_import_no_run_can_find_is_one_line_before_any_run(small_study, tmp_path, capsys, flag):
+    """``imports: [no_such_module]`` started every run, and each failed on it at its start."""
+    study, out = small_study(imports=["parity_verifier", "no_such_module"]), tmp_path / "o"
+    assert rlvr(["compare", study, "--out", str(out), *flag]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlvr: error: study 'small': imports no_such_module, which a run cannot import "
+        "(not in the working folder or on PYTHONPATH)"
+    )
+    assert not (out / "runs").exists()
+
+
 def test_a_dry_run_with_fresh_lists_finished_runs_as_run_again(small_study, tmp_path, capsys):
     """--fresh --dry-run listed a finished run as ``reuse``, though --fresh runs it again."""
     study, out = small_study(), tmp_path / "o"

@@ -14,7 +14,7 @@ from rlvr.compare import load_study, plan, run_study
 from rlvr.compare.render import to_markdown
 from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
-from rlvr.compare.runner import RunState, _child_env, _reap, default_jobs, initial_states
+from rlvr.compare.runner import RunState, _reap, default_jobs, initial_states, worker_env
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
@@ -90,7 +90,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(small_study, tmp_path):
     (spec.run_dir / RUN_FILE).write_text(dump_yaml(spec.config))
     victim = subprocess.Popen(
         [sys.executable, "-m", "rlvr.compare.worker", str(spec.run_dir), *study.imports],
-        env=_child_env(),
+        env=worker_env(),
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 300
@@ -137,7 +137,7 @@ def test_a_worker_stops_when_its_runner_is_killed(small_study, tmp_path):
         "print(state.process.pid, flush=True)\n"
     )
     made = subprocess.run(
-        [sys.executable, "-c", runner], env=_child_env(), capture_output=True, text=True
+        [sys.executable, "-c", runner], env=worker_env(), capture_output=True, text=True
     )
     assert made.returncode == 0, made.stderr[-2000:]
     worker = int(made.stdout.split()[-1])  # the runner has exited: the worker is an orphan

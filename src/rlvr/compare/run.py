@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -12,7 +14,14 @@ from pathlib import Path
 from rlvr.compare.claims import load_claims, unmeasured
 from rlvr.compare.progress import StudyDisplay
 from rlvr.compare.report import ReportFiles, claims_left_out, write_report
-from rlvr.compare.runner import RunState, default_jobs, execute, initial_states, is_finished
+from rlvr.compare.runner import (
+    RunState,
+    default_jobs,
+    execute,
+    initial_states,
+    is_finished,
+    worker_env,
+)
 from rlvr.compare.study import RunSpec, Study, plan
 from rlvr.compare.worker import FINAL_FILE, code_hash
 
@@ -54,6 +63,8 @@ def run_study(
     out = Path(out)
     specs = plan(study, out / RUNS_DIR)
     check_claims(study, specs)
+    if run:
+        check_imports(study)
     if run and not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
     states = initial_states(specs, fresh=fresh)
@@ -91,6 +102,36 @@ def mixed_code(specs: list[RunSpec]) -> str:
         f"rlvr code ({made}) than this copy ({now}), so the {len(specs) - len(finished)} runs "
         "made now would mix code: run from a checkout of the code that made them, or --fresh"
     )
+
+
+FIND_MODULES = """
+import importlib.util, sys
+def found(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+print(*[name for name in sys.argv[1:] if not found(name)])
+"""
+
+
+def check_imports(study: Study) -> None:
+    """Refuse a study whose ``imports`` a run could not import, before any run starts (each
+    run failed on it at its start). Looked up, not imported, by a Python started as a run is."""
+    if not study.imports:
+        return
+    found = subprocess.run(
+        [sys.executable, "-c", FIND_MODULES, *study.imports],
+        env=worker_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if missing := found.stdout.split():
+        raise ValueError(
+            f"study {study.name!r}: imports {', '.join(missing)}, which a run cannot import "
+            "(not in the working folder or on PYTHONPATH)"
+        )
 
 
 def check_claims(study: Study, specs: list[RunSpec]) -> None:

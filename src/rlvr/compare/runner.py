@@ -85,7 +85,7 @@ def initial_states(specs: list[RunSpec], *, fresh: bool = False) -> list[RunStat
     return states
 
 
-def _child_env() -> dict[str, str]:
+def worker_env() -> dict[str, str]:
     """The environment of a worker: this process's, with this copy of ``rlvr`` importable first
     and this process's id (the worker stops when it is no longer its parent)."""
     src = str(Path(rlvr.__file__).resolve().parents[1])
@@ -114,7 +114,7 @@ def launch(state: RunState, imports: tuple[str, ...] = ()) -> None:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=_child_env(),
+            env=worker_env(),
         )
     state.status, state.started = "running", time.monotonic()
 

@@ -349,6 +349,19 @@ def test_a_misspelt_replicates_is_one_line_before_any_run():
     assert load_study("abc", ["replicates=abc"]).replicates == "abc"
 
 
+def test_a_study_without_steps_or_seeds_says_which_is_missing(tmp_path):
+    """An empty study file read 'steps must be >= 1', though it set no steps at all."""
+    path = tmp_path / "s.yaml"
+    path.write_text("")
+    with pytest.raises(ValueError, match=r"s.yaml: no steps: set steps: or include a study"):
+        load_study(str(path))
+    path.write_text("steps: 2\narms: [abc/grpo]\n")
+    with pytest.raises(ValueError, match=r"s.yaml: no seeds: set seeds: or include a study"):
+        load_study(str(path))
+    with pytest.raises(ValueError, match=r"s.yaml: steps must be >= 1"):
+        load_study(str(path), ["steps=0", "seeds=[0]"])
+
+
 def test_arm_config_applies_recipe_settings_overrides_and_run_settings(tmp_path):
     study_file = tmp_path / "s.yaml"
     study_file.write_text(

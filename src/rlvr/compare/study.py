@@ -279,13 +279,16 @@ def load_study(
         seeds = sub.seeds if seeds is None else seeds
         regimes = regimes or sub.regimes
     settings = deep_merge(settings, file.settings)
+    for key, value in (("steps", steps), ("seeds", seeds)):
+        if value is None:
+            raise ValueError(f"{where}: no {key}: set {key}: or include a study that sets them")
     for arm in file.arms:
         arms = [a for a in arms if a.name != arm.name] + [arm]
     study = Study(
         name=file.name or Path(name_or_path).stem,
         title=file.title or file.name or name_or_path,
-        steps=steps or 0,
-        seeds=seeds or (),
+        steps=steps,
+        seeds=seeds,
         settings=settings,
         arms=tuple(arms),
         claims=(*claims, *(c for c in file.claims if c not in claims)),

@@ -83,6 +83,23 @@ def test_an_import_no_run_can_find_is_one_line_before_any_run(small_study, tmp_p
     assert not (out / "runs").exists()
 
 
+def test_a_failed_run_is_named_with_its_error(small_study, tmp_path, capsys):
+    """A failed run was named with its log only: the error was one file away."""
+    arm = {
+        "recipe": str(tmp_path / "base.yaml"),
+        "name": "grpo",
+        "overrides": ["model.name=/no/model"],
+    }
+    study, out = small_study(arms=[arm], claims=[], seeds=[0, 1]), tmp_path / "o"
+    assert rlvr(["compare", study, "--out", str(out), "--jobs", "1"]) == 1
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed: ")]
+    log = out / "runs" / next(p.name for p in (out / "runs").iterdir()) / "seed0" / "worker.log"
+    assert lines[0] == (
+        f"failed: grpo seed 0: ValueError: model.name: /no/model: no such directory (log: {log})"
+    )
+    assert len(lines) == 2
+
+
 def test_a_dry_run_with_fresh_lists_finished_runs_as_run_again(small_study, tmp_path, capsys):
     """--fresh --dry-run listed a finished run as ``reuse``, though --fresh runs it again."""
     study, out = small_study(), tmp_path / "o"

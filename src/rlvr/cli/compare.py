@@ -106,5 +106,6 @@ def main(argv: list[str]) -> int:
         print(f"{v.status:<15} {v.claim.id:<22} {role}{holm}{v.numbers}")
     print(f"report: {result.report.markdown}  {result.report.html}")
     for state in result.failed:
-        print(f"failed: {state.spec.key} (log: {state.log})")
+        why = f": {state.last_log_line}" if state.last_log_line else ""
+        print(f"failed: {state.spec.key}{why} (log: {state.log})")
     return 1 if result.failed else 0

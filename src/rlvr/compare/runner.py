@@ -59,6 +59,14 @@ class RunState:
     def log(self) -> Path:
         return self.spec.run_dir / LOG_FILE
 
+    @property
+    def last_log_line(self) -> str:
+        """The last non-blank line of the run's log (a failed run's error); ``""`` if none."""
+        with contextlib.suppress(OSError):
+            lines = self.log.read_text(errors="replace").splitlines()
+            return next((line.strip() for line in reversed(lines) if line.strip()), "")
+        return ""
+
     def read_progress(self) -> None:
         with contextlib.suppress(OSError, ValueError, KeyError):
             self.step = int(json.loads((self.spec.run_dir / PROGRESS_FILE).read_text())["step"])

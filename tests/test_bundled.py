@@ -47,3 +47,21 @@ def test_invalid_yaml_names_the_file(tmp_path):
     path.write_text("a: [1, 2\n")
     with pytest.raises(ValueError, match=rf"^{path}: not valid YAML"):
         _read(str(path))
+
+
+def test_invalid_yaml_says_where_in_the_file_in_one_line(tmp_path):
+    """The parser's own text named the file '<unicode string>', over five lines."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\narms: [ {recipe: abc/grpo\n")
+    with pytest.raises(ValueError) as err:
+        _read(str(path))
+    assert str(err.value) == (
+        f"{path}: not valid YAML: while parsing a flow mapping at line 2, column 9: expected "
+        "',' or '}', but got '<stream end>' at line 3, column 1"
+    )
+    path.write_text("a: b: c\n")
+    with pytest.raises(ValueError) as err:
+        _read(str(path))
+    assert str(err.value) == (
+        f"{path}: not valid YAML: mapping values are not allowed here at line 1, column 5"
+    )

@@ -70,5 +70,25 @@ def read_source(
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ValueError(f"{where}: not valid YAML: {err}") from err
+        raise ValueError(f"{where}: not valid YAML: {yaml_problem(err)}") from err
     return YamlSource(data, where, parent)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    r"""A YAML parse error in one line, with the file's line and column (not the parser's
+    multi-line text, which names the file ``<unicode string>``).
+
+    >>> try:
+    ...     yaml.safe_load("a: [1, 2\n")
+    ... except yaml.YAMLError as err:
+    ...     print(yaml_problem(err))
+    while parsing a flow sequence at line 1, column 4: expected ',' or ']', but got '<stream end>' at line 2, column 1
+    """
+    mark, problem = getattr(err, "problem_mark", None), getattr(err, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(err).split())
+    text = f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    context, at = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and at is not None:
+        return f"{context} at line {at.line + 1}, column {at.column + 1}: {text}"
+    return f"{context}: {text}" if context else text

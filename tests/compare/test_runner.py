@@ -273,6 +273,11 @@ def test_a_claim_on_an_arm_not_in_the_study_is_named_not_dropped_silently():
     study = load_study("evidence-smollm2-klear")
     line = claims_left_out(study)
     assert line.startswith("2 claims not judged") and "`klear-cispo-avg` (klear/cispo)" in line
+    typo = load_study("abc", ["arms=[abc/grpo, {recipe: abc/abc_grpo, name: abc-abc_grpo}]"])
+    assert claims_left_out(typo).startswith(
+        "3 claims not judged, their arms not in the study: `abc-entropy` (abc/abc_grpo: did you "
+        "mean abc-abc_grpo?);"
+    )
     with pytest.warns(UserWarning, match="klear-gppo-cispo"):
         check_claims(study, plan(study, Path("unused")))
     assert line in [b.content for b in _header(study, [], {}, [], "rlvr compare")]

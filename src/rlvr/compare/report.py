@@ -8,6 +8,7 @@ the same thing.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,10 +100,20 @@ def claims_left_out(study: Study) -> str:
     claim is judged."""
     names = {a.name for a in study.arms}
     _, left_out = _claims_by_arms(study)
-    left = [f"`{c.id}` ({', '.join(a for a in c.arms_needed if a not in names)})" for c in left_out]
+    left = [
+        f"`{c.id}` ({', '.join(_missing_arm(a, names) for a in c.arms_needed if a not in names)})"
+        for c in left_out
+    ]
     if not left:
         return ""
     return f"{len(left)} claims not judged, their arms not in the study: {'; '.join(left)}."
+
+
+def _missing_arm(name: str, names: set[str]) -> str:
+    """``name``, with the study's arm it is a likely typo of (``abc-esp3: did you mean
+    abc-eps3?``); a claim file shared with a study of fewer arms names arms far from any."""
+    near = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.8)
+    return f"{name}: did you mean {near[0]}?" if near else name
 
 
 def _claims_by_arms(study: Study) -> tuple[list[Claim], list[Claim]]:

@@ -149,6 +149,39 @@ def test_a_worker_stops_when_its_runner_is_killed(small_study, tmp_path):
     assert not (spec.run_dir / FINAL_FILE).exists()  # it stopped, it did not finish the run
 
 
+@pytest.mark.slow
+def test_ctrl_c_stops_each_run_after_its_step_with_a_checkpoint(small_study, tmp_path):
+    """Ctrl-C terminated the workers at once, though each had logged that it would stop after
+    the step in flight with a checkpoint: a run checkpointing less often started over."""
+    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
+    study = small_study(steps=40, seeds=[0], settings=settings)
+    out = tmp_path / "out"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom rlvr.compare import load_study, run_study\n"
+         f"run_study(load_study({study!r}), {str(out)!r}, jobs=1, live=False)"],
+        env=worker_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    run_dir = plan(load_study(study), out / "runs")[0].run_dir
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and runner.poll() is None:
+        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
+            runner.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.05)
+    err = runner.communicate(timeout=300)[1]
+    assert "each running run stops after its step in flight" in err, err[-2000:]
+    saved = sorted((run_dir / "checkpoints").glob("step_*"))
+    assert saved, (run_dir / "worker.log").read_text()[-2000:]
+    assert not (run_dir / FINAL_FILE).exists()
+    assert saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"  # rows 0 .. the last step
+
+
+def _steps_logged(run_dir: Path) -> int:
+    return len(read_metrics(run_dir / "metrics.jsonl"))
+
+
 def test_the_report_flags_runs_made_by_other_code(small_study, tmp_path):
     """A finished run is reused whatever the code does now; the report said nothing of it."""
     study = load_study(small_study())

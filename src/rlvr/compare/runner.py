@@ -4,7 +4,9 @@ Each run is ``python -m rlvr.compare.worker RUN_DIR`` (the trainer with a record
 callback), at most ``jobs`` at a time. A run whose ``final.json`` exists is finished and
 not run again; a run directory without it is resumed from its latest checkpoint (or
 started over if it has none). Progress is a live table on a terminal and one line per
-event otherwise. A failed run is reported with its log and the others go on.
+event otherwise. A failed run is reported with its log and the others go on. Ctrl-C stops
+each running worker as ``rlvr train`` stops (after the step in flight, with a checkpoint);
+a second Ctrl-C terminates them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -123,6 +126,7 @@ def launch(state: RunState, imports: tuple[str, ...] = ()) -> None:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=worker_env(),
+            start_new_session=True,  # Ctrl-C reaches the runner only, which stops each once
         )
     state.status, state.started = "running", time.monotonic()
 
@@ -169,11 +173,42 @@ def execute(
                     running.remove(state)
                     display.event(state, state.status)
             display.refresh(states)
+    except KeyboardInterrupt:
+        _stop(running)
+        raise
     except BaseException:
-        for state in running:  # a killed study leaves resumable runs, not orphans
-            if state.process is not None:
-                state.process.terminate()
-                state.process.wait()
-                state.status = "failed"
+        _terminate(running)
         raise
     return states
+
+
+STOPPING = (
+    "Ctrl-C: each running run stops after its step in flight with a checkpoint "
+    "(Ctrl-C again stops them at once, without one)"
+)
+
+
+def _stop(running: list[RunState]) -> None:
+    """Ask each running worker to stop as ``rlvr train`` does on Ctrl-C (after the step in
+    flight, with a checkpoint) and wait for it; a second Ctrl-C terminates them at once."""
+    print(STOPPING, file=sys.stderr, flush=True)
+    try:
+        for state in running:
+            if state.process is not None:
+                state.process.send_signal(signal.SIGINT)
+        for state in running:
+            if state.process is not None:
+                state.process.wait()
+                state.status = "failed"
+    except KeyboardInterrupt:
+        _terminate(running)
+        raise
+
+
+def _terminate(running: list[RunState]) -> None:
+    """Stop the running workers at once: a killed study leaves resumable runs, not orphans."""
+    for state in running:
+        if state.process is not None:
+            state.process.terminate()
+            state.process.wait()
+            state.status = "failed"

@@ -42,6 +42,12 @@ def test_unknown_name_lists_the_choices():
     assert "\n" not in message
 
 
+def test_a_missing_path_is_named_a_missing_file(tmp_path):
+    """It listed the bundled studies, as if the path were a misspelt name."""
+    with pytest.raises(ValueError, match=r"^study file runs/mine.yaml: no such file$"):
+        _read("runs/mine.yaml")
+
+
 def test_invalid_yaml_names_the_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("a: [1, 2\n")

@@ -7,6 +7,7 @@ True
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -60,10 +61,7 @@ def read_source(
     else:
         bundled = _root(package, folder) / f"{name_or_path}.yaml"
         if not bundled.is_file():
-            noun = kind.split()[-1]
-            raise ValueError(
-                f"{noun} {name_or_path!r} is neither a file nor {kind} ({', '.join(choices())})"
-            )
+            raise ValueError(_not_found(name_or_path, kind, choices()))
         text = bundled.read_text()
         where = f"{package.replace('.', '/')}/{folder}/{name_or_path}.yaml"
         parent = Path(str(bundled)).parent
@@ -72,6 +70,23 @@ def read_source(
     except yaml.YAMLError as err:
         raise ValueError(f"{where}: not valid YAML: {yaml_problem(err)}") from err
     return YamlSource(data, where, parent)
+
+
+def _not_found(name_or_path: str, kind: str, choices: list[str]) -> str:
+    """One line for a name that is neither a file nor bundled: a path (``/`` or ``.yaml`` in
+    it) is a missing file; a name lists ``choices``, the nearest first if one is close.
+
+    >>> _not_found("abcc", "a bundled study", ["abc", "etr"])
+    "study 'abcc' is neither a file nor a bundled study (did you mean abc? all: abc, etr)"
+    >>> _not_found("runs/mine.yaml", "a bundled study", ["abc"])
+    'study file runs/mine.yaml: no such file'
+    """
+    noun = kind.split()[-1]
+    if "/" in name_or_path or name_or_path.endswith((".yaml", ".yml")):
+        return f"{noun} file {name_or_path}: no such file"
+    near = difflib.get_close_matches(name_or_path, choices, n=1)
+    listed = f"did you mean {near[0]}? all: {', '.join(choices)}" if near else ", ".join(choices)
+    return f"{noun} {name_or_path!r} is neither a file nor {kind} ({listed})"
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:

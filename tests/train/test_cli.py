@@ -49,7 +49,9 @@ def test_train_cli_resume_reads_the_saved_config(train_config, tmp_path):
 
 def test_cli_reports_configuration_errors(tmp_path, capsys):
     assert rlvr(["train", "--config", str(tmp_path / "missing.yaml")]) == 2
-    assert "neither a file nor an embedded config" in capsys.readouterr().err
+    assert f"config file {tmp_path / 'missing.yaml'}: no such file" in capsys.readouterr().err
+    assert rlvr(["train", "--config", "demoo"]) == 2
+    assert "neither a file nor an embedded config (did you mean demo?" in capsys.readouterr().err
     assert rlvr(["train", "data.train=x.jsonl", "rollout.group_sise=4"]) == 2
     assert "unknown key 'rollout.group_sise'" in capsys.readouterr().err
     assert rlvr(["train", "data.train=x.jsonl", "objective.eps_hgh=0.3"]) == 2

@@ -26,6 +26,13 @@ def test_unknown_study_is_one_line(capsys):
     assert "\n" not in err
 
 
+def test_two_studies_in_one_command_is_one_line(capsys):
+    """``rlvr compare abc etr`` read ``etr`` as a malformed override."""
+    assert rlvr(["compare", "abc", "etr", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "rlvr: error: one study per command: run rlvr compare etr on its own"
+
+
 def test_bad_jobs(capsys):
     assert rlvr(["compare", "abc", "--jobs", "0"]) == 2
     assert "--jobs must be >= 1" in capsys.readouterr().err

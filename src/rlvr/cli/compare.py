@@ -84,6 +84,9 @@ def main(argv: list[str]) -> int:
         raise ValueError(f"--out {args.out} is a file, not a folder")
     if args.fresh and args.report_only:
         raise ValueError("--fresh deletes the study's runs and --report-only runs none: use one")
+    studies = [o for o in args.overrides if "=" not in o and o in bundled_studies()]
+    if studies:  # else: "override 'etr' must look like section.key=value"
+        raise ValueError(f"one study per command: run rlvr compare {studies[0]} on its own")
     study = load_study(args.study, args.overrides)
     if args.dry_run:
         _dry_run(study, args.out, args.fresh)

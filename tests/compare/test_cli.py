@@ -92,19 +92,36 @@ def test_an_import_no_run_can_find_is_one_line_before_any_run(small_study, tmp_p
 
 def test_a_failed_run_is_named_with_its_error(small_study, tmp_path, capsys):
     """A failed run was named with its log only: the error was one file away."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": \n')  # found by the checks before the runs, read by each run
+    arm = {
+        "recipe": str(tmp_path / "base.yaml"),
+        "name": "grpo",
+        "overrides": [f"data.train={bad}"],
+    }
+    study, out = small_study(arms=[arm], claims=[], seeds=[0, 1]), tmp_path / "o"
+    assert rlvr(["compare", study, "--out", str(out), "--jobs", "1"]) == 1
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed: ")]
+    log = out / "runs" / next(p.name for p in (out / "runs").iterdir()) / "seed0" / "worker.log"
+    assert lines[0].startswith(f"failed: grpo seed 0: ValueError: {bad}:1: invalid JSON")
+    assert lines[0].endswith(f"(log: {log})") and len(lines) == 2
+
+
+@pytest.mark.parametrize("flag", [[], ["--dry-run"]])
+def test_an_arm_whose_runs_would_stop_at_their_start_is_one_line_first(
+    small_study, tmp_path, capsys, flag
+):
+    """``model.name=/no/model`` started every seed of the arm, and each failed at its start."""
     arm = {
         "recipe": str(tmp_path / "base.yaml"),
         "name": "grpo",
         "overrides": ["model.name=/no/model"],
     }
     study, out = small_study(arms=[arm], claims=[], seeds=[0, 1]), tmp_path / "o"
-    assert rlvr(["compare", study, "--out", str(out), "--jobs", "1"]) == 1
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed: ")]
-    log = out / "runs" / next(p.name for p in (out / "runs").iterdir()) / "seed0" / "worker.log"
-    assert lines[0] == (
-        f"failed: grpo seed 0: ValueError: model.name: /no/model: no such directory (log: {log})"
-    )
-    assert len(lines) == 2
+    assert rlvr(["compare", study, "--out", str(out), *flag]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "rlvr: error: arm grpo: model.name: /no/model: no such directory"
+    assert not (out / "runs").exists()
 
 
 def test_a_dry_run_with_fresh_lists_finished_runs_as_run_again(small_study, tmp_path, capsys):

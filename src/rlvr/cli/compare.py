@@ -54,12 +54,13 @@ def _list(names: list[str]) -> None:
 
 def _dry_run(study, out: str, fresh: bool) -> None:
     from rlvr.compare import plan
-    from rlvr.compare.run import check_claims, check_imports, mixed_code
+    from rlvr.compare.run import check_claims, check_imports, check_runs, mixed_code
     from rlvr.compare.runner import is_finished
 
     specs = plan(study, Path(out) / "runs")
     check_claims(study, specs)
     check_imports(study)
+    check_runs(study, specs if fresh else [s for s in specs if not is_finished(s)], device=False)
     for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
         print(f"{'run' if fresh else what:<7} {spec.key:<34} {spec.run_dir}")

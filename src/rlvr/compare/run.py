@@ -22,7 +22,7 @@ from rlvr.compare.runner import (
     is_finished,
     worker_env,
 )
-from rlvr.compare.study import RunSpec, Study, plan
+from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
 from rlvr.compare.worker import FINAL_FILE, code_hash
 
 RUNS_DIR = "runs"
@@ -65,6 +65,7 @@ def run_study(
     check_claims(study, specs)
     if run:
         check_imports(study)
+        check_runs(study, specs if fresh else [s for s in specs if not is_finished(s)])
     if run and not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
     states = initial_states(specs, fresh=fresh)
@@ -132,6 +133,24 @@ def check_imports(study: Study) -> None:
             f"study {study.name!r}: imports {', '.join(missing)}, which a run cannot import "
             "(not in the working folder or on PYTHONPATH)"
         )
+
+
+def check_runs(study: Study, specs: list[RunSpec], *, device: bool = True) -> None:
+    """Refuse, before any run starts, an arm whose run would stop at its own start (a model
+    or data file that is not there, an unknown verifier: :func:`~rlvr.train.preflight.preflight`);
+    every seed of it failed in turn. ``device=False`` for a dry run, as ``rlvr train``'s; the
+    verifiers of a study with ``imports`` are left to the runs, which import them."""
+    from rlvr.train.preflight import preflight
+
+    checked = set()
+    for spec in specs:
+        if (spec.arm.name, spec.regime) not in checked:  # seeds differ only in the seed
+            checked.add((spec.arm.name, spec.regime))
+            try:
+                preflight(spec.config, device=device, verifier=not study.imports)
+            except ValueError as err:
+                where = "" if spec.regime == DEFAULT_REGIME else f" [{spec.regime}]"
+                raise ValueError(f"arm {spec.arm.name}{where}: {err}") from None
 
 
 def check_claims(study: Study, specs: list[RunSpec]) -> None:

@@ -10,7 +10,11 @@ from rlvr.train.config import ModelConfig, SFTConfig, TrainConfig
 
 
 def preflight(
-    config: TrainConfig | SFTConfig, *, device: bool = True, produced: frozenset[str] = frozenset()
+    config: TrainConfig | SFTConfig,
+    *,
+    device: bool = True,
+    produced: frozenset[str] = frozenset(),
+    verifier: bool = True,
 ) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
@@ -18,7 +22,8 @@ def preflight(
     holds no model, a device this machine lacks, LoRA adapters without peft, or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
     for another machine) and an unknown verifier are reported first, each naming its key.
-    ``produced``: data files an earlier pipeline stage will write (not checked for existence).
+    ``produced``: data files an earlier pipeline stage will write (not checked for existence);
+    ``verifier=False`` leaves the verifier to a process that imports the modules registering it.
     """
     from rlvr.data import check_source
     from rlvr.train.prompts import GENERATED
@@ -39,7 +44,7 @@ def preflight(
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
     _check_model(config.model, device)
-    reward = getattr(config, "reward", None)
+    reward = getattr(config, "reward", None) if verifier else None
     if reward is not None:
         try:
             get_verifier(

@@ -283,9 +283,14 @@ def print_table(report: EvalReport, title: str) -> None:
 
 
 def _with_stderr(value: float, stderr: float) -> str:
-    """``61.3 ± 2.1`` in %, or the value alone when one problem leaves no standard error."""
-    text = f"{value * 100:.1f}"
-    return text if math.isnan(stderr) else f"{text} ± {stderr * 100:.1f}"
+    """``61.3 ± 2.1`` in %, or the value alone when one problem leaves no standard error; a
+    tie rounds as its exact value would (pass@2 0.6874999999999999 shows 68.8, not 68.7).
+
+    >>> _with_stderr(0.6874999999999999, float("nan")), _with_stderr(0.5, 0.0125)
+    ('68.8', '50.0 ± 1.2')
+    """
+    text = f"{round(value * 100, 9):.1f}"
+    return text if math.isnan(stderr) else f"{text} ± {round(stderr * 100, 9):.1f}"
 
 
 def warn_unverified(report: EvalReport) -> None:

@@ -71,11 +71,3 @@ def test_invalid_yaml_says_where_in_the_file_in_one_line(tmp_path):
     assert str(err.value) == (
         f"{path}: not valid YAML: mapping values are not allowed here at line 1, column 5"
     )
-
-
-def test_doctests():
-    import doctest
-
-    import rlvr.bundled
-
-    assert doctest.testmod(rlvr.bundled).failed == 0

@@ -1,4 +1,5 @@
-"""Run the doctest examples of the rewards, sandbox, data, evaluation, cli, generation and objectives packages."""
+"""Run the doctest examples of every package and top-level module (the verl adapter's run in
+the verl environment's tests)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ PACKAGES = [
     "rlvr.cli",
     "rlvr.generation",
     "rlvr.objectives",
+    "rlvr.compare",
+    "rlvr.train",
+    "rlvr.models",
 ]
+MODULES = ["rlvr.bundled", "rlvr.dotted"]  # rlvr.advantages and rlvr.builtins: their own tests
 
 
 def _modules() -> list[str]:
@@ -24,7 +29,7 @@ def _modules() -> list[str]:
     for package in PACKAGES:
         module = importlib.import_module(package)
         names += [f"{package}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
-    return sorted(names)
+    return sorted(names + MODULES)
 
 
 @pytest.mark.parametrize("name", _modules())

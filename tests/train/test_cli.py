@@ -180,3 +180,22 @@ def test_plot_out_that_is_a_file_is_refused_before_drawing(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == f"rlvr: error: --out {out} is a file, not a folder"
     assert out.read_text() == "kept"
+
+
+def test_a_damaged_checkpoint_is_refused_in_one_line_and_the_run_kept(
+    train_config, tmp_path, capsys
+):
+    """trainer_state.pt cut short: one line naming what to delete, and the run's config and
+    metrics as they were (the restore comes before config.yaml is rewritten)."""
+    path = _write_config(train_config, tmp_path, "steps=2", "checkpoint.every=1")
+    out = tmp_path / "r"
+    assert rlvr(["train", "--config", str(path), f"log.output_dir={out}"]) == 0
+    state = out / "checkpoints" / "step_000002" / "trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:1000])
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert rlvr(["train", "--resume", str(out), "steps=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"rlvr: error: {state} is damaged (")
+    assert err.endswith(f"delete {state.parent} to resume from step_000001")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

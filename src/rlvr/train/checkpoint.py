@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import random
 import re
 import shutil
@@ -148,13 +149,29 @@ def save_checkpoint(
 
 def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
     """Restore optimiser, scheduler and RNG states from a checkpoint; returns the rest."""
-    payload = torch.load(Path(path) / STATE_FILE, map_location="cpu", weights_only=False)
+    payload = _read_state(Path(path))
     optimizer.load_state_dict(payload["optimizer"])
     _load_schedule(scheduler, payload["scheduler"])
     set_rng_state(payload["rng"])
     return TrainerState(
         step=int(payload["step"]), data=dict(payload["data"]), extra=dict(payload["extra"])
     )
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    """The payload of ``path``'s ``trainer_state.pt``; a damaged file (cut short by a full
+    disk or a copy, say) is refused in one line that names the checkpoint to delete and the
+    one a resume would then continue from."""
+    try:
+        return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+    except (RuntimeError, EOFError, pickle.UnpicklingError) as err:
+        found = [p.name for p in list_checkpoints(path.parent.parent)]
+        earlier = found[: found.index(path.name)] if path.name in found else []
+        then = f"from {earlier[-1]}" if earlier else "from the start"
+        why = str(err).split(". ")[0]
+        raise ValueError(
+            f"{path / STATE_FILE} is damaged ({why}); delete {path} to resume {then}"
+        ) from None
 
 
 def _load_schedule(scheduler, state: dict[str, Any]) -> None:

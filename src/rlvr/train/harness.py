@@ -204,9 +204,9 @@ def run_job(
     last step; ``run.checkpoint`` restores the rest of its state (the job loaded the weights)."""
     loop = _Loop(config, job, run, list(callbacks))
     try:
-        open_run_dir(config, run)  # only now: a failed build leaves no trace
-        if run.checkpoint is not None:
+        if run.checkpoint is not None:  # a damaged checkpoint stops it here, as a failed build
             loop.restore(run.checkpoint)
+        open_run_dir(config, run)  # only now: a failed build or restore leaves no trace
         row, model_dir = loop.run()
     except KeyboardInterrupt:
         _say_how_to_resume(run.path)

@@ -140,6 +140,36 @@ def test_a_callback_that_raises_stops_the_run_and_keeps_its_checkpoints(train_co
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
 
 
+def test_a_checkpoint_that_cannot_be_written_stops_in_one_line_and_leaves_no_part(
+    train_config, monkeypatch
+):
+    """A full disk while step 2's checkpoint is written: an OSError naming it and how the run
+    continues, nothing of it left behind (a partial copy fills the disk further), and the
+    run resumes from step 1 once there is room."""
+    import torch
+
+    from rlvr.train import checkpoint
+
+    save = torch.save
+
+    def full_disk(payload, path):
+        Path(path).write_bytes(b"PK\x03\x04 cut short")
+        if payload["step"] == 2:
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 1 vs 2")
+        save(payload, path)
+
+    cfg = train_config("steps=3", "checkpoint.every=1")
+    monkeypatch.setattr(checkpoint.torch, "save", full_disk)
+    with pytest.raises(OSError, match=r"could not write checkpoint .*step_000002") as err:
+        train(cfg)
+    assert str(err.value).endswith("continues from step_000001")
+    run_dir = Path(cfg.log.output_dir)
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step_000001"]
+    monkeypatch.undo()
+    result = train(cfg, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
 def test_sft_runs_in_the_same_harness(tiny_model_dir, sft_file, tmp_path):
     from rlvr.train.config import SFTConfig
     from rlvr.train.overrides import from_dict

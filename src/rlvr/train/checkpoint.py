@@ -115,11 +115,35 @@ def save_checkpoint(
     keep_last: int = 0,
 ) -> Path:
     """Write a checkpoint atomically, then delete all but the ``keep_last`` newest (0: keep all)
-    and the temporary directories of writers that were killed."""
+    and the temporary directories of writers that were killed.
+
+    One that cannot be written (a full disk, a folder made read-only) raises ``OSError`` in
+    one line and leaves nothing of itself: the checkpoints before it stay as they were."""
+    from safetensors import SafetensorError
+
     final = checkpoint_dir(run_dir, state.step)
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        _write_files(tmp, model, tokenizer, optimizer, scheduler, state)
+        _replace_dir(tmp, final)
+    except (OSError, RuntimeError, SafetensorError) as err:
+        shutil.rmtree(tmp, ignore_errors=True)  # a partial copy could fill the disk further
+        why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise OSError(
+            f"could not write checkpoint {final} (disk full? not writable?): {why}"
+        ) from err
+    for leftover in (p for p in final.parent.iterdir() if _LEFTOVER.match(p.name)):
+        shutil.rmtree(leftover, ignore_errors=True)  # of a writer killed mid-checkpoint
+    if keep_last:
+        for old in list_checkpoints(run_dir)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _write_files(tmp: Path, model, tokenizer, optimizer, scheduler, state: TrainerState) -> None:
+    """A checkpoint's files, written into ``tmp`` and flushed to disk."""
     with quiet_hf_progress():
         if has_adapters(model):  # the merged model for any tool, the adapters for --resume
             model.save_pretrained(tmp, state_dict=merged_state_dict(model), safe_serialization=True)
@@ -138,13 +162,6 @@ def save_checkpoint(
     }
     torch.save(payload, tmp / STATE_FILE)
     _fsync_tree(tmp)
-    _replace_dir(tmp, final)
-    for leftover in (p for p in final.parent.iterdir() if _LEFTOVER.match(p.name)):
-        shutil.rmtree(leftover, ignore_errors=True)  # of a writer killed mid-checkpoint
-    if keep_last:
-        for old in list_checkpoints(run_dir)[:-keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
-    return final
 
 
 def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:

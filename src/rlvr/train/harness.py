@@ -230,13 +230,14 @@ def _held_out(when: str, scores: Mapping[str, float]) -> str:
 
 def _say_how_to_resume(run_dir: Path) -> None:
     """After Ctrl-C: where the run can continue from (its checkpoints stay)."""
+    print(f"interrupted: {_how_to_resume(run_dir)}", file=sys.stderr)
+
+
+def _how_to_resume(run_dir: Path) -> str:
+    """The command that continues the run in ``run_dir``, and from where."""
     checkpoint = latest_checkpoint(run_dir)
     where = f"from {checkpoint.name}" if checkpoint else "from the start (no checkpoint yet)"
-    print(
-        f"interrupted: --resume {run_dir} (in a pipeline: running the pipeline again) "
-        f"continues {where}",
-        file=sys.stderr,
-    )
+    return f"--resume {run_dir} (in a pipeline: running the pipeline again) continues {where}"
 
 
 class _Loop:
@@ -329,15 +330,18 @@ class _Loop:
     def _checkpoint(self, step: int) -> Path:
         job = self.job
         state = TrainerState(step=step, data=job.order.state_dict(), extra={"evals": self.evals})
-        path = save_checkpoint(
-            self.run_dir,
-            job.model,
-            job.tokenizer,
-            job.optimizer,
-            job.scheduler,
-            state,
-            keep_last=self.config.checkpoint.keep_last,
-        )
+        try:
+            path = save_checkpoint(
+                self.run_dir,
+                job.model,
+                job.tokenizer,
+                job.optimizer,
+                job.scheduler,
+                state,
+                keep_last=self.config.checkpoint.keep_last,
+            )
+        except OSError as err:  # a full disk: say how the run continues once there is room
+            raise OSError(f"{err}; once fixed, {_how_to_resume(self.run_dir)}") from err
         self.notify("on_checkpoint", step, path)
         return path
 

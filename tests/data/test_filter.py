@@ -2,6 +2,7 @@
 resumes after a kill without sampling finished prompts again (stub sampler, known outputs)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -333,6 +334,26 @@ def test_a_bad_row_fails_before_the_model_loads(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
     assert data_main([*argv, "--prompt-field", "question", "-o", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_folder_fails_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    """It failed only when the first batch's scores were recorded: after the model had loaded
+    and sampled (minutes on a real model). The tests run as root, who may write anywhere, so
+    the folder's permission is what ``os.access`` answers."""
+    import os
+
+    from rlvr.cli.data import main as data_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"prompt": "q1", "answer": "7"}) + "\n")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != folder and access(p, mode))
+    argv = ["filter", str(src), "--model", "no-such-model", "--keep", "mean>0"]
+    assert data_main([*argv, "-o", str(folder / "kept.jsonl")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"rlvr: error: output {folder / 'kept.jsonl'}: {folder} is not writable"
 
 
 def test_filter_help_suggests_the_rule_it_explains(capsys):

@@ -150,8 +150,9 @@ def dropped_file(output: str | Path) -> Path:
 def check_step_output(
     output: str | Path, inputs: Iterable[str | Path], *, also: Iterable[Path] = ()
 ) -> None:
-    """Refuse, before a step does any work, an ``output`` that is a directory or a file the
-    next step could not read (``.csv``, no suffix), or whose kept rows, dropped rows (or
+    """Refuse, before a step does any work, an ``output`` that is a directory, in a folder that
+    is not writable, or a file the next step could not read (``.csv``, no suffix), or whose
+    kept rows, dropped rows (or
     ``also``: the filter's scores) would overwrite one of ``inputs``."""
     output = Path(output).expanduser()
     if output.is_dir():
@@ -164,6 +165,8 @@ def check_step_output(
     existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
     if not existing.is_dir():
         raise ValueError(f"output {output}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK):  # found before the filter loads a model and samples
+        raise ValueError(f"output {output}: {existing} is not writable")
     for written in (output, dropped_file(output), *also):
         for source in inputs:
             what = "it" if written == output else f"its {written.name}"

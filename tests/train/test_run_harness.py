@@ -111,6 +111,35 @@ def test_a_resume_that_drops_a_verifier_option_is_a_change(train_config):
     assert (run_dir / "config.step_000001.yaml").is_file()
 
 
+def test_a_resume_on_a_full_disk_leaves_config_yaml_whole(train_config):
+    """The disk fills while a changed resume writes config.yaml: the run's record of its
+    configuration stays whole, so the next --resume (once there is room) reads it. It was
+    moved aside and rewritten in place, and left cut at the limit."""
+    import resource
+    import warnings
+
+    from rlvr.train.run_dir import locate_run_dir, open_run_dir
+
+    cfg = train_config("steps=1", "checkpoint.every=1")
+    train(cfg)
+    saved = Path(cfg.log.output_dir) / "config.yaml"
+    before = saved.read_text()
+    longer = train_config("steps=2", "checkpoint.every=1")
+    run = locate_run_dir(longer, resume=True)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) // 2, hard))  # Python ignores SIGXFSZ
+    try:
+        with pytest.raises(OSError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            open_run_dir(longer, run)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert saved.read_text() == before
+    with pytest.warns(UserWarning, match="steps 1 -> 2"):
+        result = train(longer, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]
+
+
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)

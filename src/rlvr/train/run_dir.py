@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
@@ -124,7 +125,7 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
     run.path.mkdir(parents=True, exist_ok=True)
     if run.checkpoint is not None:
         _keep_changed_config(config, run)
-    (run.path / CONFIG_FILE).write_text(dump_yaml(config))
+    write_text(run.path / CONFIG_FILE, dump_yaml(config))  # a full disk leaves the old one
 
 
 _BOOKKEEPING = ("log.", "eval.", "checkpoint.", "threads")
@@ -151,7 +152,7 @@ def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
         return
     kept = run.path / f"config.{run.checkpoint.name}.yaml"
     if not kept.exists():  # a second changed resume from this checkpoint keeps the first record
-        os.replace(saved_file, kept)
+        write_text(kept, saved_file.read_text())  # copied: config.yaml stays until replaced
     warnings.warn(
         f"--resume: {shown}{more}; the configuration that made {run.checkpoint.name} is kept "
         f"in {kept.name}",

@@ -140,6 +140,33 @@ def test_a_resume_on_a_full_disk_leaves_config_yaml_whole(train_config):
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]
 
 
+def test_a_full_disk_mid_run_names_the_file_and_how_the_run_continues(train_config):
+    """The disk fills after step 1's checkpoint: the error named no file ("[Errno 27] File too
+    large") and said nothing of --resume; the run then continues exactly."""
+    import resource
+
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+
+    class FillDisk(Callback):
+        def on_checkpoint(self, job, step, path):  # Python ignores SIGXFSZ: writes raise EFBIG
+            size = (path.parent.parent / "metrics.jsonl").stat().st_size
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size + 100, limits[1]))
+
+    cfg = train_config("steps=3", "checkpoint.every=1")
+    try:
+        with pytest.raises(OSError) as err:
+            train(cfg, callbacks=[FillDisk()])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+    run_dir = Path(cfg.log.output_dir)
+    assert f"{run_dir / 'metrics.jsonl'}" in str(err.value)
+    assert str(err.value).endswith(
+        f"--resume {run_dir} (in a pipeline: running the pipeline again) continues from step_000001"
+    )
+    result = train(cfg, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)

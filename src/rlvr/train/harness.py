@@ -211,6 +211,8 @@ def run_job(
     except KeyboardInterrupt:
         _say_how_to_resume(run.path)
         raise
+    except OSError as err:  # a full disk, a folder made read-only: say how the run continues
+        raise OSError(f"{err}; once fixed, {_how_to_resume(run.path)}") from err
     finally:
         loop.close()
     plots = (
@@ -330,18 +332,15 @@ class _Loop:
     def _checkpoint(self, step: int) -> Path:
         job = self.job
         state = TrainerState(step=step, data=job.order.state_dict(), extra={"evals": self.evals})
-        try:
-            path = save_checkpoint(
-                self.run_dir,
-                job.model,
-                job.tokenizer,
-                job.optimizer,
-                job.scheduler,
-                state,
-                keep_last=self.config.checkpoint.keep_last,
-            )
-        except OSError as err:  # a full disk: say how the run continues once there is room
-            raise OSError(f"{err}; once fixed, {_how_to_resume(self.run_dir)}") from err
+        path = save_checkpoint(
+            self.run_dir,
+            job.model,
+            job.tokenizer,
+            job.optimizer,
+            job.scheduler,
+            state,
+            keep_last=self.config.checkpoint.keep_last,
+        )
         self.notify("on_checkpoint", step, path)
         return path
 

@@ -8,6 +8,7 @@ JSON object ``{"step": k, "name": value, ...}``; a value that is not finite is w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
@@ -77,8 +78,7 @@ class MetricsWriter:
             row[name] = x if finite else None
         if bad:
             row["log/nonfinite_metrics"] = float(bad)
-        self._metrics.write(json.dumps({"step": step, **row}) + "\n")
-        self._metrics.flush()
+        _append(self._metrics, json.dumps({"step": step, **row}) + "\n")
         if self._tb is not None:
             for name, x in row.items():
                 if x is not None:
@@ -90,18 +90,28 @@ class MetricsWriter:
 
     def write_samples(self, step: int, samples: Iterable[Mapping[str, Any]]) -> None:
         """Append example completions of ``step`` to ``samples.jsonl``."""
-        for sample in samples:
-            self._samples.write(json.dumps({"step": step, **sample}, default=str) + "\n")
-        self._samples.flush()
+        lines = (json.dumps({"step": step, **sample}, default=str) + "\n" for sample in samples)
+        _append(self._samples, "".join(lines))
 
     def close(self) -> None:
         """Flush and close every sink."""
-        self._metrics.close()
-        self._samples.close()
+        for handle in (self._metrics, self._samples):
+            with contextlib.suppress(OSError):  # a write that failed was raised by _append,
+                handle.close()  # and what it left buffered cannot be written either
         if self._tb is not None:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _append(handle, text: str) -> None:
+    """Write ``text`` to the open file ``handle`` and flush it; a failure (a full disk) names
+    the file, which Python's own error does not."""
+    try:
+        handle.write(text)
+        handle.flush()
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, handle.name) from err
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

@@ -660,7 +660,10 @@ def _finished(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / STAGE_FILE
     if not path.is_file():
         return None
-    done = json.loads(path.read_text())
+    try:
+        done = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); delete it to rerun the stage") from None
     if done.get("kind") == "data":
         if not Path(done["output"]).is_file():
             raise ValueError(

@@ -769,6 +769,22 @@ def test_a_stage_json_that_records_no_options_is_still_finished(tmp_path):
     assert [r.status for r in again] == ["skipped"]
 
 
+def test_a_damaged_stage_json_is_named_and_kept(tmp_path, capsys):
+    """A stage.json cut short (a copy, a disk error) gave only json's own message
+    ("Expecting ',' delimiter: ..."), naming no file."""
+    data = _data_stages(tmp_path, None, {**DEDUP, "overrides": ["input=raw.jsonl"]})
+    run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    done = tmp_path / "pipe" / "dedup" / "stage.json"
+    done.write_text(done.read_text()[:40])
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert pipeline_main([str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rlvr: error: {done}: not valid JSON (")
+    assert line.endswith("delete it to rerun the stage") and len(done.read_text()) == 40
+
+
 def test_a_filter_stage_without_a_rule_is_told_the_majority_rule():
     """docs/data.md: with n=16, pass@16>0.5 keeps every prompt solved once; Klear's rule
     reads as a majority of the samples correct, mean>0.5."""

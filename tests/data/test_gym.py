@@ -54,6 +54,22 @@ def test_round_trip_through_jsonl(tmp_path):
     assert questions_in([path]) == {r["question"] for r in rows}
 
 
+def test_a_write_that_fails_part_way_leaves_the_earlier_file(tmp_path):
+    """A full disk (here: rows that fail part way) left a file cut short, which a later run
+    read as a smaller data set without a word; the earlier file now stays as it was."""
+    path = tmp_path / "cd.jsonl"
+    write_jsonl([{"question": "old"}], path)
+
+    def rows():
+        yield {"question": "q1"}
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        write_jsonl(rows(), path)
+    assert path.read_text() == '{"question": "old"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cd.jsonl"]
+
+
 def test_cli_gen_tasks_and_show(tmp_path, capsys):
     train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
     assert (

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rlvr.atomic import atomic_path
+
 MAX_DRAWS_PER_ROW = 20
 
 
@@ -87,11 +89,12 @@ def questions_in(paths: Iterable[str | Path]) -> set[str]:
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
-    """Write ``rows`` one JSON object per line (parent directories created); returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``rows`` one JSON object per line (parent directories created); returns the count.
+
+    The file appears whole or not at all: a command killed while the rows are generated
+    leaves an earlier file as it was, never one that ends early."""
     count = 0
-    with path.open("w", encoding="utf-8") as handle:
+    with atomic_path(Path(path)) as tmp, tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, default=_jsonable, ensure_ascii=False) + "\n")
             count += 1

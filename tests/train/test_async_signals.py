@@ -101,6 +101,27 @@ def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
 
 
 @pytest.mark.slow
+def test_sigterm_to_the_group_ends_both_processes_with_a_checkpoint(train_config, tmp_path):
+    """A cluster's pre-emption sends SIGTERM to every process of the job: the worker ignores
+    it and serves the step in flight, the trainer writes its checkpoint, both end."""
+    cfg = train_config("steps=10000", "rollout.staleness=1", "reward.verifier=even_len", out="run")
+    run = _start(cfg, tmp_path)
+    try:
+        _first_step_logged(run, Path(cfg.log.output_dir) / "metrics.jsonl")
+        children = psutil.Process(run.pid).children(recursive=True)
+        assert children  # the generation worker
+        os.killpg(run.pid, signal.SIGTERM)
+        assert run.wait(timeout=60) != 0
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert alive == []
+        assert "SIGTERM: stopping after the step in flight" in run.stderr.read().decode()
+        assert list_checkpoints(cfg.log.output_dir)  # the step in flight finished and was kept
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
 def test_the_worker_ignores_ctrl_c_the_trainer_answers_it(train_config, tmp_path):
     """SIGINT that reaches the generation worker alone leaves it serving: the trainer decides
     when to stop (after its step in flight, which may still need a batch)."""

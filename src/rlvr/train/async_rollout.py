@@ -225,9 +225,9 @@ def _receive(commands: Any, parent: int) -> Any:
 
 
 def _run_worker(worker: _Worker, commands: Any, results: Any) -> None:
-    """The worker process: serve on a thread of its own. It ignores Ctrl-C, which the trainer
-    answers (the step in flight may still need a batch: :mod:`rlvr.train.interrupt`); the
-    trainer stops it, or it leaves when the trainer is gone.
+    """The worker process: serve on a thread of its own. It ignores Ctrl-C and SIGTERM, which
+    the trainer answers (the step in flight may still need a batch:
+    :mod:`rlvr.train.interrupt`); the trainer stops it, or it leaves when the trainer is gone.
 
     OpenMP (libgomp, torch's CPU threads) keeps its thread pool per calling thread, and the
     pool of this process's main thread, inherited by fork, names threads that exist only in
@@ -235,6 +235,7 @@ def _run_worker(worker: _Worker, commands: Any, results: Any) -> None:
     its own, so the worker can use more than one thread.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     results.cancel_join_thread()  # never block the exit on a trainer that stopped reading
     thread = threading.Thread(
         target=_serve, args=(worker, commands, results), name="rlvr-generation", daemon=True
@@ -388,12 +389,13 @@ class RolloutStream:
         self.order = got.order
 
     def close(self) -> None:
-        """Stop the worker (a stop message, then terminate after a grace period)."""
+        """Stop the worker (a stop message, then SIGKILL after a grace period: it ignores
+        SIGTERM)."""
         if self.process.is_alive():
             self.commands.put(None)
             self.process.join(timeout=5)
         if self.process.is_alive():
-            self.process.terminate()
+            self.process.kill()
             self.process.join(timeout=5)
         self.commands.cancel_join_thread()
         self.results.cancel_join_thread()

@@ -1,11 +1,13 @@
-"""Ctrl-C during a run: the first stops it after the step in flight, with a checkpoint.
+"""Ctrl-C or SIGTERM during a run: the first stops it after the step in flight, with a checkpoint.
 
-A step is the unit a checkpoint can hold, so the first SIGINT only asks the step loop to
-stop once the step in flight has finished (and been logged); the loop then saves a
-checkpoint, whatever ``checkpoint.every`` says, and raises ``KeyboardInterrupt`` so that
-``--resume`` continues from that step. A second Ctrl-C raises ``KeyboardInterrupt`` at once,
-without a checkpoint. The handler is installed only on the main thread and only over
-Python's own (``signal.default_int_handler``): a caller that handles SIGINT itself keeps it.
+A step is the unit a checkpoint can hold, so the first SIGINT (Ctrl-C) or SIGTERM (what a
+cluster's pre-emption, ``kill`` or a container's stop sends before SIGKILL) only asks the
+step loop to stop once the step in flight has finished (and been logged); the loop then saves
+a checkpoint, whatever ``checkpoint.every`` says, and raises ``KeyboardInterrupt`` so that
+``--resume`` continues from that step. A second signal raises ``KeyboardInterrupt`` at once,
+without a checkpoint. The handlers are installed only on the main thread and only over
+Python's own (``signal.default_int_handler`` for SIGINT, the default action for SIGTERM): a
+caller that handles either signal itself keeps it.
 """
 
 from __future__ import annotations
@@ -16,30 +18,35 @@ import threading
 from types import FrameType, TracebackType
 
 ASKED = (
-    "Ctrl-C: stopping after the step in flight with a checkpoint "
-    "(Ctrl-C again stops at once, without one)"
+    "{name}: stopping after the step in flight with a checkpoint "
+    "(Ctrl-C or SIGTERM again stops at once, without one)"
 )
+_PYTHONS_OWN = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+"""The handler each signal has unless someone installed another: only those are replaced."""
 
 
 class StopRequest:
-    """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C was pressed once."""
+    """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C or SIGTERM came once."""
 
     def __init__(self) -> None:
         self.asked = False
-        self._installed = False
+        self._installed: list[signal.Signals] = []
 
     def __enter__(self) -> StopRequest:
-        main = threading.current_thread() is threading.main_thread()
-        if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for signum, own in _PYTHONS_OWN.items():
+            if signal.getsignal(signum) is own:
+                signal.signal(signum, self._handle)
+                self._installed.append(signum)
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.asked:
             raise KeyboardInterrupt
         self.asked = True
-        print(ASKED, file=sys.stderr, flush=True)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(ASKED.format(name=name), file=sys.stderr, flush=True)
 
     def __exit__(
         self,
@@ -47,6 +54,6 @@ class StopRequest:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            self._installed = False
+        for signum in self._installed:
+            signal.signal(signum, _PYTHONS_OWN[signum])
+        self._installed = []

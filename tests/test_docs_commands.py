@@ -47,13 +47,17 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _fake_run(run: Path, model: Path | None = None) -> None:
-    """A finished run's files: config.yaml, metrics.jsonl and a checkpoint (``model``)."""
-    from rlvr.train.config import TrainConfig
+def _fake_run(run: Path, model: Path | None = None, *, sft: bool = False) -> None:
+    """A finished run's files (of ``rlvr sft`` with ``sft``): config.yaml, metrics.jsonl and a
+    checkpoint (``model``)."""
+    from rlvr.train.config import SFTConfig, TrainConfig
     from rlvr.train.overrides import dump_yaml, load_config
 
     run.mkdir(parents=True)
-    config = load_config(TrainConfig, "demo", [f"log.output_dir={run}"])
+    cls, name, data = (
+        (SFTConfig, "sft", ["data.train=pairs.jsonl"]) if sft else (TrainConfig, "demo", [])
+    )
+    config = load_config(cls, name, [*data, f"log.output_dir={run}"])
     (run / "config.yaml").write_text(dump_yaml(config))
     _write_jsonl(run / "metrics.jsonl", [{"step": s, "reward/mean": s / 10} for s in (1, 2)])
     if model is not None:
@@ -81,6 +85,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     _fake_run(root / "runs" / "demo-20261122-101500", tiny_model_dir)
     for name in ("demo-20260101-120000", "grpo", "abc", "a", "b"):
         _fake_run(root / "runs" / name)
+    _fake_run(root / "runs" / "sft-20260101-120000", sft=True)
     shutil.copytree(tiny_model_dir, root / "runs" / "ckpt")
     shutil.copytree(tiny_model_dir, root / "sft-model")
     return root

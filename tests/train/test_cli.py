@@ -199,3 +199,12 @@ def test_a_damaged_checkpoint_is_refused_in_one_line_and_the_run_kept(
     assert err.startswith(f"rlvr: error: {state} is damaged (")
     assert err.endswith(f"delete {state.parent} to resume from step_000001")
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_sft_resume_without_a_directory_asks_for_the_run(capsys):
+    """rlvr sft has no default config, so --resume alone named no run: the error spoke of a
+    missing data key and suggested 'base: klear/sft'."""
+    for argv in (["sft", "--resume"], ["sft", "--resume", "epochs=2"]):
+        assert rlvr(argv) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith("rlvr: error: --resume needs the run directory (--resume runs/sft-")

@@ -81,6 +81,27 @@ def test_keep_last_and_half_written_checkpoints(tiny_model, tmp_path):
     ]
 
 
+def test_a_killed_writers_partial_copy_goes_before_the_next_checkpoint_is_written(
+    tiny_model, tmp_path, monkeypatch
+):
+    """It went only after the next checkpoint was complete: on a disk that a killed writer's
+    partial copy had filled, the next one could not be written."""
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    partial = tmp_path / "checkpoints" / ".step_000002.tmp99999"
+    partial.mkdir(parents=True)
+    (partial / "model.safetensors").write_bytes(b"cut short")
+    save = torch.save
+
+    def room_first(payload, path):
+        assert not partial.exists(), "the partial copy still takes its room"
+        save(payload, path)
+
+    monkeypatch.setattr(torch, "save", room_first)
+    save_checkpoint(tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(step=2))
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["step_000002"]
+
+
 def test_lr_schedule_warmup_then_constant_or_cosine():
     constant = LRSchedule(warmup_steps=2, total_steps=6, kind="constant")
     assert [constant(s) for s in range(6)] == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]

@@ -33,6 +33,8 @@ CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step_(\d{6,})$")
 _LEFTOVER = re.compile(r"^\.step_\d{6,}\.(tmp|old)\d+$")
 """A directory a writer renames into place or aside; left behind when it is killed."""
+_PARTIAL = re.compile(r"^\.step_\d{6,}\.tmp\d+$")
+"""Of those, one being written: never complete."""
 
 
 @dataclass
@@ -114,8 +116,9 @@ def save_checkpoint(
     *,
     keep_last: int = 0,
 ) -> Path:
-    """Write a checkpoint atomically, then delete all but the ``keep_last`` newest (0: keep all)
-    and the temporary directories of writers that were killed.
+    """Write a checkpoint atomically (first deleting the partial copies of writers that were
+    killed), then all but the ``keep_last`` newest (0: keep all) and the directories killed
+    writers had moved aside.
 
     One that cannot be written (a full disk, a folder made read-only) raises ``OSError`` in
     one line and leaves nothing of itself: the checkpoints before it stay as they were."""
@@ -124,7 +127,7 @@ def save_checkpoint(
     final = checkpoint_dir(run_dir, state.step)
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     try:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_partial(final.parent)
         tmp.mkdir(parents=True)
         _write_files(tmp, model, tokenizer, optimizer, scheduler, state)
         _replace_dir(tmp, final)
@@ -140,6 +143,15 @@ def save_checkpoint(
         for old in list_checkpoints(run_dir)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def _remove_partial(root: Path) -> None:
+    """Delete the partial copies that killed writers left (``.step_N.tmpPID``): never complete,
+    and on a nearly full disk the room this checkpoint needs."""
+    if root.is_dir():
+        for path in root.iterdir():
+            if _PARTIAL.match(path.name):
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _write_files(tmp: Path, model, tokenizer, optimizer, scheduler, state: TrainerState) -> None:

@@ -1,6 +1,7 @@
 import json
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,6 +101,44 @@ def test_a_killed_writers_partial_copy_goes_before_the_next_checkpoint_is_writte
     monkeypatch.setattr(torch, "save", room_first)
     save_checkpoint(tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(step=2))
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["step_000002"]
+
+
+def test_a_kill_while_an_old_checkpoint_is_deleted_leaves_no_half_checkpoint(
+    tiny_model, tmp_path, monkeypatch
+):
+    """keep_last deleted step_000001 file by file: a kill part way left a step_000001 folder
+    without trainer_state.pt (so never listed, never deleted) and perhaps with its weights."""
+    import shutil
+
+    from rlvr.train import checkpoint
+
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    for step in (1, 2):
+        save_checkpoint(tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(step=step))
+    rmtree = shutil.rmtree
+
+    def killed_part_way(path, ignore_errors=False):
+        if Path(path).is_dir() and (Path(path) / "config.json").exists():
+            (Path(path) / "trainer_state.pt").unlink()
+            raise KeyboardInterrupt  # the kill: the rest of the folder stays
+        rmtree(path, ignore_errors=ignore_errors)
+
+    monkeypatch.setattr(checkpoint.shutil, "rmtree", killed_part_way)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(
+            tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(step=3), keep_last=2
+        )
+    monkeypatch.undo()
+    visible = sorted(p.name for p in (tmp_path / "checkpoints").iterdir() if p.name[0] != ".")
+    assert visible == ["step_000002", "step_000003"]
+    save_checkpoint(
+        tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(step=4), keep_last=2
+    )
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "step_000003",
+        "step_000004",
+    ]
 
 
 def test_lr_schedule_warmup_then_constant_or_cosine():

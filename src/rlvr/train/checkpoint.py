@@ -141,8 +141,17 @@ def save_checkpoint(
         shutil.rmtree(leftover, ignore_errors=True)  # of a writer killed mid-checkpoint
     if keep_last:
         for old in list_checkpoints(run_dir)[:-keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
+            _delete(old)
     return final
+
+
+def _delete(checkpoint: Path) -> None:
+    """Delete a checkpoint, renamed aside first: a kill part way leaves a hidden leftover (the
+    next checkpoint removes it), never a ``step_N`` folder holding half its files."""
+    aside = checkpoint.with_name(f".{checkpoint.name}.old{os.getpid()}")
+    shutil.rmtree(aside, ignore_errors=True)
+    os.replace(checkpoint, aside)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _remove_partial(root: Path) -> None:

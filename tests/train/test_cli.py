@@ -208,3 +208,25 @@ def test_sft_resume_without_a_directory_asks_for_the_run(capsys):
         assert rlvr(argv) == 2
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith("rlvr: error: --resume needs the run directory (--resume runs/sft-")
+
+
+def test_a_checkpoint_with_damaged_weights_names_the_one_to_resume_from(
+    train_config, tmp_path, capsys
+):
+    """model.safetensors cut short: the error said the weights were damaged but not what to do;
+    deleting the checkpoint it names lets the run resume from the one before."""
+    import shutil
+
+    path = _write_config(train_config, tmp_path, "steps=2", "checkpoint.every=1")
+    out = tmp_path / "r"
+    assert rlvr(["train", "--config", str(path), f"log.output_dir={out}"]) == 0
+    damaged = out / "checkpoints" / "step_000002"
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    capsys.readouterr()
+    assert rlvr(["train", "--resume", str(out), "steps=3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "damaged weights" in err and err.endswith(f"delete {damaged} to resume from step_000001")
+    shutil.rmtree(damaged)
+    assert rlvr(["train", "--resume", str(out), "steps=3"]) == 0
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]

@@ -203,13 +203,18 @@ def _read_state(path: Path) -> dict[str, Any]:
     try:
         return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
     except (RuntimeError, EOFError, pickle.UnpicklingError) as err:
-        found = [p.name for p in list_checkpoints(path.parent.parent)]
-        earlier = found[: found.index(path.name)] if path.name in found else []
-        then = f"from {earlier[-1]}" if earlier else "from the start"
         why = str(err).split(". ")[0]
         raise ValueError(
-            f"{path / STATE_FILE} is damaged ({why}); delete {path} to resume {then}"
+            f"{path / STATE_FILE} is damaged ({why}); {delete_to_resume(path)}"
         ) from None
+
+
+def delete_to_resume(path: Path) -> str:
+    """What to do with a damaged checkpoint ``path``: delete it, and which one a resume then
+    continues from."""
+    found = [p.name for p in list_checkpoints(path.parent.parent)]
+    earlier = found[: found.index(path.name)] if path.name in found else []
+    return f"delete {path} to resume from {earlier[-1] if earlier else 'the start'}"
 
 
 def _load_schedule(scheduler, state: dict[str, Any]) -> None:

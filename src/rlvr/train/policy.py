@@ -9,7 +9,7 @@ import torch
 from rlvr.ops.lora_linear import lean_lora
 from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import lean_swiglu
-from rlvr.train.checkpoint import quiet_hf_progress
+from rlvr.train.checkpoint import delete_to_resume, quiet_hf_progress
 from rlvr.train.config import ModelConfig
 from rlvr.train.lora import add_adapters, load_adapters
 
@@ -25,7 +25,12 @@ def load_policy(cfg: ModelConfig, path: str | None = None):
     adapters = cfg.lora.rank > 0
     source = cfg.name if adapters else (path or cfg.name)  # resuming adapters: on the base
     with quiet_hf_progress():  # a preset's own build progress still shows
-        model, tokenizer = load_model(source, dtype=cfg.dtype, device=cfg.device)
+        try:
+            model, tokenizer = load_model(source, dtype=cfg.dtype, device=cfg.device)
+        except ValueError as err:  # a damaged checkpoint: say which one a resume can use
+            if source != path:
+                raise
+            raise ValueError(f"{str(err).rstrip('.')}; {delete_to_resume(Path(path))}") from None
     disable_dropout(model)
     if adapters:  # before the lean MLPs, which see the adapted projections and keep their terms
         add_adapters(model, cfg.lora)

@@ -170,7 +170,8 @@ def _run_source(
     if isinstance(resume, str):
         config = config or _saved_config(resume, cls)
         overrides.append(f"log.output_dir={resume}")
-    if resume is True and not (config or default_config):  # rlvr sft: no run to look for
+    named = any(o.startswith("log.output_dir=") for o in overrides)
+    if resume is True and not (config or default_config or named):  # rlvr sft: no run named
         raise ValueError(
             "--resume needs the run directory (--resume runs/sft-20261128-101500), or --config "
             "with the log.output_dir the run was started with"

@@ -152,8 +152,8 @@ def check_step_output(
 ) -> None:
     """Refuse, before a step does any work, an ``output`` that is a directory, in a folder that
     is not writable, or a file the next step could not read (``.csv``, no suffix), or whose
-    kept rows, dropped rows (or
-    ``also``: the filter's scores) would overwrite one of ``inputs``."""
+    kept rows, dropped rows (or ``also``: the filter's scores) would overwrite one of
+    ``inputs``."""
     output = Path(output).expanduser()
     if output.is_dir():
         raise ValueError(f"output {output}: is a directory; name a .jsonl or .parquet file")

@@ -150,7 +150,10 @@ def _delete(checkpoint: Path) -> None:
     next checkpoint removes it), never a ``step_N`` folder holding half its files."""
     aside = checkpoint.with_name(f".{checkpoint.name}.old{os.getpid()}")
     shutil.rmtree(aside, ignore_errors=True)
-    os.replace(checkpoint, aside)
+    try:
+        os.replace(checkpoint, aside)
+    except OSError:  # kept whole; deleting is housekeeping, never a reason to stop the run
+        return
     shutil.rmtree(aside, ignore_errors=True)
 
 

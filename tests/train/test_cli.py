@@ -230,3 +230,13 @@ def test_a_checkpoint_with_damaged_weights_names_the_one_to_resume_from(
     shutil.rmtree(damaged)
     assert rlvr(["train", "--resume", str(out), "steps=3"]) == 0
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_resume_of_a_directory_that_does_not_exist_says_so(tmp_path, capsys):
+    """A mistyped run directory was told to 'pass --config as well', which starts a new run
+    there from scratch instead of resuming the one meant."""
+    for command in ("train", "sft"):
+        assert rlvr([command, "--resume", str(tmp_path / "typo")]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == f"rlvr: error: --resume {tmp_path / 'typo'}: no such directory"
+    assert not (tmp_path / "typo").exists()

@@ -253,6 +253,8 @@ def _saved_config(run_dir: str, cls) -> str:
         raise ValueError(
             f"--resume {run_dir}: a checkpoint of the run {run}; resume the run: --resume {run}"
         )
+    if not path.is_dir():  # a mistyped run: --config would start a new run there
+        raise ValueError(f"--resume {run_dir}: no such directory")
     saved = path / "config.yaml"
     if not saved.is_file():
         raise ValueError(f"--resume {run_dir}: no config.yaml there (pass --config as well)")

@@ -167,6 +167,18 @@ def test_a_full_disk_mid_run_names_the_file_and_how_the_run_continues(train_conf
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
 
 
+def test_a_finished_run_without_a_checkpoint_is_not_started_over(train_config):
+    """checkpoint.save_final=false and no checkpoint due: --resume (to extend it, say) warned
+    'starting from scratch' and dropped the finished run's metrics and config."""
+    cfg = train_config("steps=2", "checkpoint.save_final=false")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    with pytest.raises(ValueError, match=r"finished its 2 steps without a checkpoint"):
+        train(train_config("steps=3", "checkpoint.save_final=false"), resume=True)
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+
+
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)

@@ -16,7 +16,7 @@ from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, RunConfig
-from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, truncate_after
+from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, read_metrics, truncate_after
 from rlvr.train.overrides import dump_yaml, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
@@ -74,12 +74,31 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
         )
     if resume and checkpoint is None:
+        _refuse_finished_without_checkpoint(run_dir)
         why = "no checkpoint in" if run_dir.exists() else "no run yet in"
         warnings.warn(f"--resume: {why} {run_dir}; starting from scratch", stacklevel=2)
     if checkpoint is not None:
         _check_same_model(config, run_dir)
         print(f"--resume: {run_dir} from {checkpoint.name}", file=sys.stderr)
     return RunDir(run_dir, checkpoint, resume)
+
+
+def _refuse_finished_without_checkpoint(run_dir: Path) -> None:
+    """A run that ran all its steps with ``checkpoint.save_final: false`` (and none due before)
+    has nothing to continue from: resuming would start it over and drop its metrics."""
+    saved, metrics = run_dir / CONFIG_FILE, run_dir / METRICS_FILE
+    if not saved.is_file() or not metrics.is_file():
+        return
+    config = read_yaml(str(saved))
+    steps = config.get("steps")
+    if (config.get("checkpoint") or {}).get("save_final", True) or not isinstance(steps, int):
+        return
+    if max((row.get("step", 0) for row in read_metrics(metrics)), default=0) >= steps:
+        raise ValueError(
+            f"--resume {run_dir}: the run finished its {steps} steps without a checkpoint "
+            "(checkpoint.save_final=false): nothing to continue from, and starting over would "
+            "drop its metrics; start a new run in another directory"
+        )
 
 
 def _check_same_model(config: RunConfig, run_dir: Path) -> None:

@@ -438,8 +438,13 @@ def test_rl_raises_a_learnable_reward(train_config, tiny_model, split):
 
 
 def test_resume_without_a_checkpoint_starts_over(train_config, monkeypatch):
+    """A run stopped before its first checkpoint starts over (one that finished without any
+    is refused: test_a_finished_run_without_a_checkpoint_is_not_started_over)."""
     cfg = train_config("steps=2", "checkpoint.save_final=false")
-    train(cfg)  # finished, but no checkpoint was written
+    train(cfg)
+    metrics = Path(cfg.log.output_dir) / "metrics.jsonl"
+    rows = metrics.read_text().splitlines(keepends=True)
+    metrics.write_text("".join(r for r in rows if json.loads(r)["step"] < 2))  # killed in step 2
     with pytest.warns(UserWarning, match="no checkpoint"):
         result = train(cfg, resume=True)
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2]
@@ -479,7 +484,10 @@ def test_resume_without_a_checkpoint_drops_the_killed_runs_tensorboard_events(tr
     cfg = train_config(
         "steps=2", "checkpoint.save_final=false", "log.tensorboard=true", "eval.at_start=true"
     )
-    train(cfg)  # as if killed before its first checkpoint
+    train(cfg)
+    metrics = Path(cfg.log.output_dir) / "metrics.jsonl"
+    rows = metrics.read_text().splitlines(keepends=True)
+    metrics.write_text("".join(r for r in rows if json.loads(r)["step"] < 2))  # killed in step 2
     with pytest.warns(UserWarning, match="no checkpoint"):
         result = train(cfg, resume=True)
     assert _tensorboard_steps(result.run_dir, "reward/mean") == [1, 2]

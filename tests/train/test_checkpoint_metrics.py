@@ -1,5 +1,6 @@
 import json
 import math
+import os
 import random
 from pathlib import Path
 
@@ -80,6 +81,19 @@ def test_keep_last_and_half_written_checkpoints(tiny_model, tmp_path):
         "step_000003",
         "step_000005",
     ]
+
+
+def test_every_file_of_a_checkpoint_has_the_mode_the_umask_gives(tiny_model, tmp_path):
+    """safetensors wrote model.safetensors 0600: a teammate could read every file but it."""
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    old = os.umask(0o027)
+    try:
+        path = save_checkpoint(tmp_path, model, tokenizer, optimizer, scheduler, TrainerState(1))
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in path.iterdir() if p.is_file()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o640}, modes
 
 
 def test_a_killed_writers_partial_copy_goes_before_the_next_checkpoint_is_written(

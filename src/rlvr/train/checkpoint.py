@@ -266,11 +266,24 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 
 def _fsync_tree(root: Path) -> None:
+    """Flush every file of ``root`` to disk, each with the mode this process's umask gives a
+    new file (safetensors writes its weights 0600: a teammate could read all but the model)."""
+    mode = 0o666 & ~_umask()
     for path in root.rglob("*"):
         if path.is_file():
+            os.chmod(path, mode)
             with open(path, "rb") as fh:
                 os.fsync(fh.fileno())
     _fsync_dir(root)
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` sets it to read it)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
 
 
 def _fsync_dir(path: Path) -> None:

@@ -125,3 +125,15 @@ def test_damaged_weights_or_tokenizer_files_are_named(tiny_model_dir, tmp_path):
         ValueError, match=rf"could not load the tokenizer of {str(tokenizer)!r}: Expecting"
     ):
         load_model(str(tokenizer))
+
+
+def test_loading_a_model_shows_no_progress_bar_of_transformers(tiny_model_dir, capfd):
+    """transformers' "Loading weights" bar came through every rlvr eval and data filter."""
+    from transformers.utils import logging as hf_logging
+
+    from rlvr.models import load_model
+
+    hf_logging.enable_progress_bar()
+    load_model(str(tiny_model_dir))
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # left as it was

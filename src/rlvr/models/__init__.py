@@ -13,6 +13,7 @@ models.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -173,6 +174,24 @@ def check_model_dir(name: str) -> None:
         raise ValueError(f"{name}: {ADAPTER_CONFIG} names the base model {err}") from None
 
 
+@contextlib.contextmanager
+def quiet_hf_progress():
+    """No progress bar from transformers in the block ("Loading weights", "Writing model
+    shards"): rlvr shows its own progress."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
@@ -192,7 +211,8 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     from safetensors import SafetensorError
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
+        with quiet_hf_progress():
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype(dtype))
     except SafetensorError as err:  # a truncated or damaged weights file
         raise ValueError(f"could not load model from {path!r}: damaged weights ({err})") from err
     except OSError as err:

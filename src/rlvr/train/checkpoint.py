@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.models import quiet_hf_progress
 from rlvr.train.config import CheckpointConfig
 from rlvr.train.lora import has_adapters, merged_state_dict, save_adapters
 
@@ -233,23 +234,6 @@ def _load_schedule(scheduler, state: dict[str, Any]) -> None:
     scheduler.load_state_dict({**state, "lr_lambdas": [None] * len(state["lr_lambdas"])})
     scheduler.last_epoch -= 1
     scheduler.step()  # the current step again: the optimiser's lr from this run's schedule
-
-
-@contextlib.contextmanager
-def quiet_hf_progress():
-    """No "Writing model shards" bar from transformers while a checkpoint is saved."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        yield
-        return
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:

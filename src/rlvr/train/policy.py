@@ -6,10 +6,11 @@ from pathlib import Path
 
 import torch
 
+from rlvr.models import quiet_hf_progress
 from rlvr.ops.lora_linear import lean_lora
 from rlvr.ops.rmsnorm import lean_rmsnorm
 from rlvr.ops.swiglu import lean_swiglu
-from rlvr.train.checkpoint import delete_to_resume, quiet_hf_progress
+from rlvr.train.checkpoint import delete_to_resume
 from rlvr.train.config import ModelConfig
 from rlvr.train.lora import add_adapters, load_adapters
 

@@ -167,6 +167,19 @@ def test_a_full_disk_mid_run_names_the_file_and_how_the_run_continues(train_conf
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
 
 
+def test_plots_that_cannot_be_written_warn_and_the_run_is_done(train_config):
+    """A plots folder that could not be written made a finished, checkpointed run exit 2."""
+
+    class BlockPlots(Callback):
+        def on_checkpoint(self, job, step, path):
+            (path.parent.parent / "plots").write_text("a file where the folder goes")
+
+    cfg = train_config("steps=1", "log.plots=true")
+    with pytest.warns(UserWarning, match="plots not written .*; rlvr plot .* draws them"):
+        result = train(cfg, callbacks=[BlockPlots()])
+    assert result.plots == [] and result.model_dir is not None and result.model_dir.is_dir()
+
+
 def test_a_finished_run_without_a_checkpoint_is_not_started_over(train_config):
     """checkpoint.save_final=false and no checkpoint due: --resume (to extend it, say) warned
     'starting from scratch' and dropped the finished run's metrics and config."""

@@ -27,6 +27,7 @@ Callbacks let tools observe a run without touching its code::
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,14 +216,19 @@ def run_job(
         raise OSError(f"{err}; once fixed, {_how_to_resume(run.path)}") from err
     finally:
         loop.close()
-    plots = (
-        plot_runs({run.path.name: read_metrics(run.path / METRICS_FILE)}, run.path / "plots")
-        if config.log.plots
-        else []
-    )
+    plots = _plot(run.path) if config.log.plots else []
     result = RunResult(run.path, model_dir, row, dict(loop.evals), plots)
     loop.notify("on_end", result)
     return result
+
+
+def _plot(run_dir: Path) -> list[Path]:
+    """The run's plots; one that cannot be written is a warning: the run itself is done."""
+    try:
+        return plot_runs({run_dir.name: read_metrics(run_dir / METRICS_FILE)}, run_dir / "plots")
+    except OSError as err:
+        warnings.warn(f"plots not written ({err}); rlvr plot {run_dir} draws them", stacklevel=3)
+        return []
 
 
 def _held_out(when: str, scores: Mapping[str, float]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -44,6 +45,15 @@ def test_every_data_file_of_the_package_is_in_its_package_data() -> None:
     assert not missing, f"not shipped in the wheel (pyproject package-data): {missing}"
 
 
+def _copy_sources(target: Path) -> None:
+    """What a build reads (pyproject.toml, README.md, src/), without build outputs."""
+    target.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, target / name)
+    ignored = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    shutil.copytree(ROOT / "src", target / "src", ignore=ignored)
+
+
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -56,8 +66,9 @@ def test_an_installed_wheel_runs_its_commands_outside_the_repository(tmp_path: P
     assets, and the sandbox starts its child from the installed files."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["HF_HUB_OFFLINE"] = "1"
-    wheels = tmp_path / "wheels"
-    build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation"]
+    wheels, source = tmp_path / "wheels", tmp_path / "source"
+    _copy_sources(source)  # not in place: a stale build/ there would hide a missing file
+    build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation"]
     _run([*build, "-q", "-w", str(wheels)], tmp_path, env)
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env)

@@ -73,16 +73,19 @@ def read_source(
 
 
 def _not_found(name_or_path: str, kind: str, choices: list[str]) -> str:
-    """One line for a name that is neither a file nor bundled: a path (``/`` or ``.yaml`` in
-    it) is a missing file; a name lists ``choices``, the nearest first if one is close.
+    """One line for a name that is neither a file nor bundled: a path (a ``.yaml`` file, or
+    one starting ``/``, ``.`` or ``~``) is a missing file; a name (``klear/gppo`` too) lists
+    ``choices``, the nearest first if one is close.
 
     >>> _not_found("abcc", "a bundled study", ["abc", "etr"])
     "study 'abcc' is neither a file nor a bundled study (did you mean abc? all: abc, etr)"
     >>> _not_found("runs/mine.yaml", "a bundled study", ["abc"])
     'study file runs/mine.yaml: no such file'
+    >>> _not_found("klear/gpop", "an embedded config", ["klear/gppo"])
+    "config 'klear/gpop' is neither a file nor an embedded config (did you mean klear/gppo? all: klear/gppo)"
     """
     noun = kind.split()[-1]
-    if "/" in name_or_path or name_or_path.endswith((".yaml", ".yml")):
+    if name_or_path.endswith((".yaml", ".yml")) or name_or_path.startswith(("/", ".", "~")):
         return f"{noun} file {name_or_path}: no such file"
     near = difflib.get_close_matches(name_or_path, choices, n=1)
     listed = f"did you mean {near[0]}? all: {', '.join(choices)}" if near else ", ".join(choices)

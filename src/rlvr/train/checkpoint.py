@@ -34,8 +34,6 @@ CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step_(\d{6,})$")
 _LEFTOVER = re.compile(r"^\.step_\d{6,}\.(tmp|old)\d+$")
 """A directory a writer renames into place or aside; left behind when it is killed."""
-_PARTIAL = re.compile(r"^\.step_\d{6,}\.tmp\d+$")
-"""Of those, one being written: never complete."""
 
 
 @dataclass
@@ -117,9 +115,8 @@ def save_checkpoint(
     *,
     keep_last: int = 0,
 ) -> Path:
-    """Write a checkpoint atomically (first deleting the partial copies of writers that were
-    killed), then all but the ``keep_last`` newest (0: keep all) and the directories killed
-    writers had moved aside.
+    """Write a checkpoint atomically (first deleting what killed writers left: partial copies
+    and directories moved aside), then delete all but the ``keep_last`` newest (0: keep all).
 
     One that cannot be written (a full disk, a folder made read-only) raises ``OSError`` in
     one line and leaves nothing of itself: the checkpoints before it stay as they were."""
@@ -128,7 +125,7 @@ def save_checkpoint(
     final = checkpoint_dir(run_dir, state.step)
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     try:
-        _remove_partial(final.parent)
+        _remove_leftovers(final.parent)
         tmp.mkdir(parents=True)
         _write_files(tmp, model, tokenizer, optimizer, scheduler, state)
         _replace_dir(tmp, final)
@@ -138,8 +135,6 @@ def save_checkpoint(
         raise OSError(
             f"could not write checkpoint {final} (disk full? not writable?): {why}"
         ) from err
-    for leftover in (p for p in final.parent.iterdir() if _LEFTOVER.match(p.name)):
-        shutil.rmtree(leftover, ignore_errors=True)  # of a writer killed mid-checkpoint
     if keep_last:
         for old in list_checkpoints(run_dir)[:-keep_last]:
             _delete(old)
@@ -158,12 +153,12 @@ def _delete(checkpoint: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _remove_partial(root: Path) -> None:
-    """Delete the partial copies that killed writers left (``.step_N.tmpPID``): never complete,
-    and on a nearly full disk the room this checkpoint needs."""
+def _remove_leftovers(root: Path) -> None:
+    """Delete what writers killed mid-checkpoint left (``.step_N.tmpPID``, ``.step_N.oldPID``):
+    never a checkpoint, and on a nearly full disk the room this one needs."""
     if root.is_dir():
         for path in root.iterdir():
-            if _PARTIAL.match(path.name):
+            if _LEFTOVER.match(path.name):
                 shutil.rmtree(path, ignore_errors=True)
 
 

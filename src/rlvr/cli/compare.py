@@ -60,7 +60,7 @@ def _dry_run(study, out: str, fresh: bool) -> None:
     specs = plan(study, Path(out) / "runs")
     check_claims(study, specs)
     check_imports(study)
-    check_runs(study, specs if fresh else [s for s in specs if not is_finished(s)], device=False)
+    check_runs(study, specs, fresh=fresh, device=False)
     for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
         print(f"{'run' if fresh else what:<7} {spec.key:<34} {spec.run_dir}")

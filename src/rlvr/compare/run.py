@@ -65,7 +65,7 @@ def run_study(
     check_claims(study, specs)
     if run:
         check_imports(study)
-        check_runs(study, specs if fresh else [s for s in specs if not is_finished(s)])
+        check_runs(study, specs, fresh=fresh)
     if run and not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
     states = initial_states(specs, fresh=fresh)
@@ -135,15 +135,18 @@ def check_imports(study: Study) -> None:
         )
 
 
-def check_runs(study: Study, specs: list[RunSpec], *, device: bool = True) -> None:
+def check_runs(
+    study: Study, specs: list[RunSpec], *, fresh: bool = False, device: bool = True
+) -> None:
     """Refuse, before any run starts, an arm whose run would stop at its own start (a model
     or data file that is not there, an unknown verifier: :func:`~rlvr.train.preflight.preflight`);
-    every seed of it failed in turn. ``device=False`` for a dry run, as ``rlvr train``'s; the
-    verifiers of a study with ``imports`` are left to the runs, which import them."""
+    every seed of it failed in turn. Only arms with runs to make are checked (all with
+    ``fresh``). ``device=False`` for a dry run, as ``rlvr train``'s; the verifiers of a study
+    with ``imports`` are left to the runs, which import them."""
     from rlvr.train.preflight import preflight
 
     checked = set()
-    for spec in specs:
+    for spec in specs if fresh else [s for s in specs if not is_finished(s)]:
         if (spec.arm.name, spec.regime) not in checked:  # seeds differ only in the seed
             checked.add((spec.arm.name, spec.regime))
             try:

@@ -206,7 +206,9 @@ def _stop(running: list[RunState]) -> None:
 
 
 def _terminate(running: list[RunState]) -> None:
-    """Stop the running workers at once: a killed study leaves resumable runs, not orphans."""
+    """SIGTERM each running worker and wait for it: a killed study leaves resumable runs, not
+    orphans. A worker answers it as ``rlvr train`` does: after a first Ctrl-C at once, else
+    after its step in flight, with a checkpoint."""
     for state in running:
         if state.process is not None:
             state.process.terminate()

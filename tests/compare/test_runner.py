@@ -70,8 +70,11 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
 
     # a second run reuses every finished run: nothing is started, the metrics are untouched
     before = {s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in result.states}
+    stale = report.figures[0].with_name("renamed-group-curves.png")  # an earlier report's
+    stale.write_bytes(report.figures[0].read_bytes())
     again = run_study(study, out, jobs=2, live=False)
     assert [s.status for s in again.states] == ["done"] * 4
+    assert not stale.exists() and all(f.exists() for f in again.report.figures)
     assert {
         s.spec.run_dir: (s.spec.run_dir / "metrics.jsonl").read_text() for s in again.states
     } == before
@@ -176,6 +179,8 @@ def test_ctrl_c_stops_each_run_after_its_step_with_a_checkpoint(small_study, tmp
     assert saved, (run_dir / "worker.log").read_text()[-2000:]
     assert not (run_dir / FINAL_FILE).exists()
     assert saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"  # rows 0 .. the last step
+    log = (run_dir / "worker.log").read_text()
+    assert "Traceback" not in log and "the same `rlvr compare` command resumes" in log, log
 
 
 def _steps_logged(run_dir: Path) -> int:

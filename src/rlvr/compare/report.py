@@ -491,7 +491,16 @@ def _figures(
                 figures.quadrant_figure(title, arms, labels, fig_dir / f"{slug}-quadrants.png"),
             ] if arms else []  # fmt: skip
             files[(group, regime)] = [p for p in made if p is not None]
+    _remove_stale(fig_dir, {p for paths in files.values() for p in paths})
     return files
+
+
+def _remove_stale(fig_dir: Path, written: set[Path]) -> None:
+    """Remove the figures an earlier report left that this one did not write (a group renamed,
+    a quadrant figure no longer drawn), so the folder holds this report's figures only."""
+    for old in [*fig_dir.glob("*-curves.png"), *fig_dir.glob("*-quadrants.png")]:
+        if old not in written:
+            old.unlink(missing_ok=True)
 
 
 def _arms_json(study: Study, data: dict[str, ArmData]) -> dict:

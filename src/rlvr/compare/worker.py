@@ -134,7 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         stop_with_runner(int(runner))
     for module in args[1:]:
         importlib.import_module(module)
-    run(Path(args[0]))
+    try:
+        run(Path(args[0]))
+    except KeyboardInterrupt:  # stopped by the runner: after its step, with a checkpoint
+        print(
+            "rlvr: interrupted; the same `rlvr compare` command resumes this run", file=sys.stderr
+        )
+        return 130
     return 0
 
 

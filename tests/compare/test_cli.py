@@ -220,3 +220,16 @@ def test_a_replication_study_reports_on_the_study_it_replicates(small_study, tmp
     assert f"## Replication of `{base}`" in text
     assert "has no decided verdict among its finished runs here" in text
     assert json.loads(result.report.results.read_text())["replication"]["of"] == base
+
+
+def test_a_one_seed_study_with_claims_warns_before_any_run(small_study, tmp_path, recwarn):
+    """A one-seed study ran every arm, then judged no claim (a paired interval needs two)."""
+    args = ["compare", small_study(), "--out", str(tmp_path / "o"), "--dry-run"]
+    assert rlvr(args) == 0
+    assert not [w for w in recwarn if "no claim can be judged" in str(w.message)]
+    assert rlvr([*args, "seeds=[0]"]) == 0
+    said = [str(w.message) for w in recwarn if "no claim can be judged" in str(w.message)]
+    assert said == [
+        "study 'small' has 1 seed: no claim can be judged (a paired interval needs 2); "
+        "give more, e.g. seeds=[0,1,2,3,4,5,6]"
+    ]

@@ -54,7 +54,7 @@ import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
-from rlvr.compare.stats import Interval, paired_interval
+from rlvr.compare.stats import MIN_SEEDS, Interval, paired_interval
 from rlvr.train.overrides import NOT_A_KEY, from_file
 
 RULES = ("direction", "order", "largest", "interaction")
@@ -63,7 +63,6 @@ UNTESTABLE = "untestable"
 """The arms a claim compares could not differ (identical runs, or identical updates)."""
 CONFIRMATORY, DESCRIPTIVE = "confirmatory", "descriptive"
 """A verdict's role where a study names its confirmatory claims (``confirms``)."""
-MIN_SEEDS = 2
 
 
 @dataclass(frozen=True)

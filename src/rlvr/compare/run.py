@@ -22,6 +22,7 @@ from rlvr.compare.runner import (
     is_finished,
     worker_env,
 )
+from rlvr.compare.stats import MIN_SEEDS
 from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
 from rlvr.compare.worker import FINAL_FILE, code_hash
 
@@ -161,6 +162,12 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
     (``eval/pass@4`` with ``eval.n=2``, or no evaluation after step 0), before any run starts:
     the claim would compare missing means or the untrained model's scores."""
     configs = {spec.arm.name: spec.config for spec in specs}
+    if study.claims and len(study.seeds) < MIN_SEEDS:
+        warnings.warn(
+            f"study {study.name!r} has {len(study.seeds)} seed: no claim can be judged (a paired "
+            f"interval needs {MIN_SEEDS}); give more, e.g. seeds=[0,1,2,3,4,5,6]",
+            stacklevel=2,
+        )
     if left_out := claims_left_out(study):
         warnings.warn(f"study {study.name!r}: {left_out}", stacklevel=2)
     for name in study.claims:

@@ -408,3 +408,22 @@ def test_a_split_on_one_file_is_refused(tmp_path):
     assert len(load_examples(str(path))) == 1
     with pytest.raises(ValueError, match="one file has no splits; split 'test' is for folders"):
         load_examples(str(path), split="test")  # it read every row as the test split
+
+
+def test_a_chat_prompt_ending_with_the_answer_is_refused(tmp_path):
+    """A `messages` column holding the assistant's reply was formatted whole as the prompt,
+    so the model was shown the answer it was then rewarded for; it is now refused, naming
+    the row. Earlier assistant turns (few-shot examples) stay."""
+    few_shot = [
+        {"role": "user", "content": "1+1?"},
+        {"role": "assistant", "content": "2"},
+        {"role": "user", "content": "2+2?"},
+    ]
+    rows = [{"messages": few_shot, "answer": "4"}]
+    rows.append({"messages": [*few_shot, {"role": "assistant", "content": "4"}], "answer": "4"})
+    path = write_jsonl(tmp_path / "chat.jsonl", rows)
+    with pytest.raises(ValueError, match=r"chat\.jsonl:2: the prompt's chat messages end with"):
+        load_examples(str(path), fields=FieldMap(prompt="messages"))
+    assert (
+        load_examples(str(path), fields=FieldMap(prompt="messages"), limit=1)[0].prompt == few_shot
+    )

@@ -289,6 +289,11 @@ def _check_prompt(prompt: Any, where: str) -> str | Messages:
             for m in prompt
         )
     )
+    if is_messages and prompt[-1]["role"] == "assistant":  # the answer, shown to the model
+        raise ValueError(
+            f"{where}: the prompt's chat messages end with an assistant message, which the "
+            "model would be given as part of its prompt; keep the messages before it"
+        )
     if is_messages:
         return [{"role": m["role"], "content": m["content"]} for m in prompt]
     raise ValueError(

@@ -92,5 +92,18 @@ def test_an_unsupported_input_type_names_the_supported_ones(tmp_path):
     assert "unsupported file type '.csv'" in error and ".jsonl, .json" in error
 
 
+@pytest.mark.parametrize("step", [["dedup"], ["decontaminate", "--against"]])
+def test_a_folder_as_input_is_called_a_folder(tmp_path, step):
+    """A dataset folder given as the input was called "no such file"; it exists, and the
+    error now says these steps read one file and how to write one."""
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    against = [str(_write(tmp_path / "eval.jsonl", ROWS))] if len(step) > 1 else []
+    _write(folder / "train.jsonl", ROWS)
+    error = _run([*step[:1], str(folder), *step[1:], *against, "-o", str(tmp_path / "o.jsonl")])
+    assert error.startswith(f"{folder}: is a directory; give one .jsonl, .json")
+    assert "Dataset.to_json" in error and not (tmp_path / "o.jsonl").exists()
+
+
 def json_lines(rows):
     return "".join(json.dumps(r) + "\n" for r in rows)

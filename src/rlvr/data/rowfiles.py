@@ -27,6 +27,11 @@ PROMPT_FIELDS = ("prompt", "question", "problem", "text")
 def read_rows(path: str | Path) -> list[Row]:
     """``(where, row)`` of every row of a ``.jsonl`` / ``.json`` / ``.ndjson`` / ``.parquet`` file."""
     path = Path(path).expanduser()
+    if path.is_dir():  # a datasets folder: these steps write back one file of the same rows
+        raise ValueError(
+            f"{path}: is a directory; give one .jsonl, .json, .ndjson or .parquet file "
+            "(a datasets folder: write its split to one with Dataset.to_json('rows.jsonl'))"
+        )
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
     rows = list(read_file(path))

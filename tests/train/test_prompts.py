@@ -85,3 +85,27 @@ def test_a_generated_held_out_set_beside_your_own_training_data_is_warned_about(
         generated = "reasoning_gym:chain_sum"
         assert not warn_generated_held_out(DataConfig(train=generated, eval=generated))
         assert not warn_generated_held_out(DataConfig(train="a.jsonl", eval="b.jsonl"))
+
+
+def test_a_folder_of_splits_gives_data_eval_its_own_split(tiny_model, tmp_path):
+    """`data.split` chose the split of data.train and data.eval both, so a folder with train
+    and test splits as data.eval was read as its train split: the held-out set was the
+    training set. data.eval_split names the held-out split, and without one it is refused."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for split, questions in {"train": ["1 + 2 =", "3 + 4 ="], "test": ["5 + 6 ="]}.items():
+        rows = [{"prompt": q, "answer": "0"} for q in questions]
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = tiny_model[1]
+    cfg = DataConfig(train=str(folder), eval=str(folder), eval_split="test")
+    train = prompts.load_prompt_set(tokenizer, cfg, role="train")
+    held_out = prompts.load_prompt_set(tokenizer, cfg, role="eval")
+    assert [p.example.prompt for p in train.prompts] == ["1 + 2 =", "3 + 4 ="]
+    assert [p.example.prompt for p in held_out.prompts] == ["5 + 6 ="]
+    refused = DataConfig(train=str(folder), eval=str(folder))
+    with pytest.raises(ValueError, match=r"holds the splits train, test; name the held-out one"):
+        prompts.load_prompt_set(tokenizer, refused, role="eval")
+    with pytest.raises(ValueError, match="data.eval_split"):
+        prompts.check_local_data(refused)
+    split = DataConfig(train=str(folder), eval=str(folder), split="test")  # both, as before
+    assert len(prompts.load_prompt_set(tokenizer, split, role="eval").prompts) == 1

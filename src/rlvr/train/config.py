@@ -113,7 +113,9 @@ class DataConfig:
     answer_field: str = "answer"
     """Column holding the reference answer (when ``fields`` is ``None``)."""
     split: str | None = None
-    """Dataset split for hub datasets and dataset directories (``None``: a named dataset's own split, else ``train``)."""
+    """Split of hub datasets and dataset directories (``None``: a named dataset's own split, else ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
+    eval_split: str | None = None
+    """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
     template: str | None = None
     """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
     system_prompt: str | None = None

@@ -16,7 +16,7 @@ from rlvr.atomic import atomic_path
 from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField, looks_like_path
+from rlvr.data.loading import MissingField, folder_splits, looks_like_path
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -184,22 +184,41 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     prefix = _generated(source)
     if prefix is not None:
         source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
-    rows = read_examples(cfg, source, limit=limit, fields=fields_name)
+    rows = read_examples(cfg, source, limit=limit, fields=fields_name, role=role)
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 
 
+def _split(cfg: DataConfig, source: str, role: str) -> str | None:
+    """The split ``role``'s source is read with: ``data.split``, for ``eval`` ``data.eval_split``
+    first; a local folder of several splits read as ``eval`` without one is refused, since its
+    ``train`` split would be read as the held-out set."""
+    split = cfg.split if role == "train" else cfg.eval_split or cfg.split
+    splits = folder_splits(source) if split is None and role == "eval" else []
+    if len(splits) > 1:
+        raise ValueError(
+            f"data.eval: {source} holds the splits {', '.join(splits)}; name the held-out one "
+            "with data.eval_split (its train split would be read otherwise)"
+        )
+    return split
+
+
 def read_examples(
-    cfg: DataConfig | SFTDataConfig, source: str, *, limit: int | None, fields: str | None = None
+    cfg: DataConfig | SFTDataConfig,
+    source: str,
+    *,
+    limit: int | None,
+    fields: str | None = None,
+    role: str = "train",
 ) -> list:
-    """The rows of ``source`` as a run reads them: with the named mapping ``fields``, else the
-    config's field keys, which a missing field's error then names."""
+    """The rows of ``source`` as a run reads them as ``data.<role>``: with the named mapping
+    ``fields``, else the config's field keys, which a missing field's error then names."""
     if isinstance(cfg, SFTDataConfig):
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
         keys, options = "data.prompt_field / data.response_field", {"check": _text_response(cfg)}
     else:
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
         keys = "data.prompt_field / data.answer_field (or a named mapping with data.fields)"
-        options = {"split": cfg.split, "template": cfg.template}
+        options = {"split": _split(cfg, source, role), "template": cfg.template}
     try:
         return load_examples(source, fields=fields or mapping, limit=limit, **options)
     except MissingField as err:
@@ -219,7 +238,7 @@ def check_local_data(cfg: DataConfig | SFTDataConfig) -> None:
             read_examples(cfg, source, limit=cfg.max_examples if role == "train" else None)
         else:
             limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
-            read_examples(cfg, source, limit=limit, fields=cfg.fields)
+            read_examples(cfg, source, limit=limit, fields=cfg.fields, role=role)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,18 @@ def test_tokens_ignore_case_space_latex_spacing_and_punctuation():
     assert normalized("What is 3.5?") != normalized("What is 35?")
 
 
-def test_index_matches_nine_not_eight():
+def test_chinese_and_japanese_characters_are_tokens_of_their_own():
+    """A run of Han characters was one token (there are no spaces), so a Chinese problem copied
+    whole from an evaluation set shared no 9-gram with it and was kept by decontamination."""
+    problem = "求一个正多边形的边数，其内角为150度。"
+    assert tokens(problem)[:3] == ["求", "一", "个"] and tokens(problem)[-2:] == ["150", "度"]
+    assert tokens("ひらがなとカタカナ、漢字") == list("ひらがなとカタカナ漢字")
+    assert tokens("café naïve 한국어") == ["café", "naïve", "한국어"]  # spaced scripts: words
+    index = NgramIndex(9)
+    index.add("eval", "eval.jsonl:1", problem)
+    assert index.match("请回答：" + problem).ngram == "求 一 个 正 多 边 形 的 边"
+    assert index.match("正多边形的边长其内角") is None  # one character differs: no 9 in a row
+
     index = NgramIndex(9)
     index.add("eval", "eval.jsonl:1", EVAL)
     hit = index.match(NINE)

@@ -7,10 +7,11 @@ only in layout compare equal:
    forms), then lower case;
 2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
    ``~`` ``\left`` ``\right``, and the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
-3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, LaTeX
-   command names (``\frac``), and each remaining symbol (``+``, ``^``, ``=``, ``(``);
-   whitespace and the punctuation ``. , ; : ? ! ' "`` and braces ``{ }`` separate tokens
-   and are not tokens themselves.
+3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, each Han or
+   kana character (Chinese and Japanese put no spaces between words), LaTeX command names
+   (``\frac``), and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
+   punctuation ``. , ; : ? ! ' "`` (and ``。 、``) and braces ``{ }`` separate tokens and are
+   not tokens themselves.
 
 So ``"Find $x^2 + 1$."``, ``"find x^2+1"`` and ``"FIND  $x ^{2}+1$ ."`` all give
 ``["find", "x", "^", "2", "+", "1"]``. A chat prompt's text is its user messages' contents,
@@ -24,7 +25,9 @@ import unicodedata
 from typing import Any
 
 _LATEX_NOISE = re.compile(r"\\(?:quad|qquad|left|right)(?![a-z])|\\[,;:! ()\[\]]|[~$]")
-_TOKEN = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+|\\[a-z]+|[^\s.,;:?!'\"{}\w]|_")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+"""Kana and Han characters: scripts without spaces between words, one token per character."""
+_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_CJK}]|[^\W\d_{_CJK}]+|\\[a-z]+|[^\s.,;:?!'\"{{}}\w。、]|_")
 
 
 def tokens(text: str) -> list[str]:

@@ -48,6 +48,19 @@ def test_a_chat_template_that_raises_is_one_value_error(tiny_model):
         format_prompt(tokenizer, "Hi", system_prompt="Be brief.")
 
 
+def test_the_system_prompt_key_says_what_a_model_without_a_chat_template_gets(tiny_model):
+    """data.system_prompt was documented as placed "when the tokenizer has a chat template";
+    without one it is given too, as text before a blank line."""
+    from rlvr.train.config import DataConfig, SFTDataConfig
+    from rlvr.train.config_keys import field_docs
+
+    _, tokenizer = tiny_model
+    tokenizer.chat_template = None
+    assert format_prompt(tokenizer, "Hi", system_prompt="Be brief.") == "Be brief.\n\nHi"
+    for cls in (DataConfig, SFTDataConfig):
+        assert field_docs(cls)["system_prompt"].endswith("without one its text and a blank line.")
+
+
 def test_to_messages_keeps_multi_turn_prompts():
     turns = [
         {"role": "user", "content": "a"},

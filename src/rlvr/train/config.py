@@ -119,7 +119,7 @@ class DataConfig:
     template: str | None = None
     """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
     system_prompt: str | None = None
-    """System message placed before each prompt when the tokenizer has a chat template."""
+    """System message before each prompt: through the chat template, or without one its text and a blank line."""
     max_prompt_tokens: int = 512
     """Longest prompt in tokens; longer ones are skipped or truncated (see ``long_prompts``)."""
     long_prompts: Literal["skip", "truncate"] = "skip"
@@ -558,7 +558,7 @@ class SFTDataConfig:
     response_field: str = "response"
     """Column holding the target response."""
     system_prompt: str | None = None
-    """System message placed before each prompt when the tokenizer has a chat template."""
+    """System message before each prompt: through the chat template, or without one its text and a blank line."""
     max_tokens: int = 1024
     """Longest prompt + response in tokens; longer rows are skipped (counted)."""
     max_examples: int | None = None

@@ -410,6 +410,25 @@ def test_a_split_on_one_file_is_refused(tmp_path):
         load_examples(str(path), split="test")  # it read every row as the test split
 
 
+def test_a_split_other_than_a_saved_dataset_s_own_is_refused(tmp_path):
+    """A `Dataset.save_to_disk` folder holds one split; asked for another (`--split test` on a
+    saved train split) it was read whole as that split, so training rows were scored as
+    held-out ones. Its own split, no split, or a dataset that records none still load."""
+    import datasets
+
+    for split in ("train", None):
+        datasets.Dataset.from_list(MATH500_ROWS, split=split).save_to_disk(
+            str(tmp_path / str(split))
+        )
+    with pytest.raises(
+        ValueError, match=r"a saved dataset of the split 'train' only, not 'test'; name"
+    ):
+        load_examples(str(tmp_path / "train"), fields="math500", split="test")
+    assert len(load_examples(str(tmp_path / "train"), fields="math500", split="train")) == 2
+    assert len(load_examples(str(tmp_path / "train"), fields="math500")) == 2
+    assert len(load_examples(str(tmp_path / "None"), fields="math500", split="test")) == 2
+
+
 def test_a_chat_prompt_ending_with_the_answer_is_refused(tmp_path):
     """A `messages` column holding the assistant's reply was formatted whole as the prompt,
     so the model was shown the answer it was then rewarded for; it is now refused, naming

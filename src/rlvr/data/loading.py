@@ -398,7 +398,19 @@ def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[
         return read_file(path), path.stem
     if looks_like_path(source) and not path.exists():
         raise ValueError(f"{source}: no such file")
+    saved = _saved_split(path)
+    if split is not None and saved not in (None, split):  # it was read whole as that split
+        raise ValueError(
+            f"{source}: a saved dataset of the split {saved!r} only, not {split!r}; name "
+            f"{saved!r} or no split"
+        )
     return read_hf(source, split=split or "train", configs=(config,)), path.name or source
+
+
+def _saved_split(path: Path) -> str | None:
+    """The split a ``Dataset.save_to_disk`` folder records (``None``: none, or not one)."""
+    state = path / "state.json"
+    return json.loads(state.read_text()).get("_split") if state.is_file() else None
 
 
 def load_examples(

@@ -59,6 +59,7 @@ from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, to_dict
 from rlvr.train.preflight import preflight
+from rlvr.train.prompts import check_local_data
 from rlvr.train.run_dir import TIME_FORMAT
 
 KINDS = ("sft", "train", "data")
@@ -444,6 +445,7 @@ def check_pipeline(
         cfg = stage_config(pipeline, stage, first, by_stage[stage.name])
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
+            check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rlvr.cli.pipeline import main as pipeline_main
-from rlvr.pipeline import parse_pipeline, read_pipeline, run_pipeline
+from rlvr.pipeline import check_pipeline, parse_pipeline, read_pipeline, run_pipeline
 from rlvr.train.harness import Callback
 from rlvr.train.metrics import read_metrics
 
@@ -164,7 +164,7 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
 
 def _two_stages(tmp_path, *later: str) -> dict:
     """An SFT stage on an existing file, then an RL stage with the overrides ``later``."""
-    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "completion": "2"}\n')
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "response": "2"}\n')
     first = ["data.train=" + str(tmp_path / "a.jsonl")]
     return {
         "output_dir": str(tmp_path / "pipe"),
@@ -194,6 +194,24 @@ def test_a_later_stage_that_could_not_start_stops_the_pipeline_before_it_starts(
     with pytest.raises(ValueError, match="stage 'b': .*reward.allow_unconfined=true"):
         run_pipeline(parse_pipeline(_two_stages(tmp_path, "reward.verifier=code"), source="p"))
     assert not (tmp_path / "pipe").exists()  # stage a never started
+
+
+def test_a_later_stage_s_field_typo_stops_the_pipeline_before_it_starts(tmp_path):
+    """The check found a later stage's missing data file but read none: a misspelt
+    data.prompt_field (which `rlvr train --dry-run` finds) failed only once the earlier
+    stages had run. Files an earlier data stage writes are not read before they exist."""
+    rows = tmp_path / "q.jsonl"
+    rows.write_text('{"question": "1 + 1", "answer": "2"}\n')
+    typo = _two_stages(tmp_path, f"data.train={rows}", "data.prompt_field=questoin")
+    with pytest.raises(ValueError, match=r"stage 'b': .*q\.jsonl:1: missing field 'questoin'"):
+        run_pipeline(parse_pipeline(typo, source="p"))
+    assert not (tmp_path / "pipe").exists()  # stage a never started
+    produced = _two_stages(tmp_path, "data.train=@clean", "data.prompt_field=question")
+    produced["stages"].insert(
+        0, {"name": "clean", "kind": "data", "config": "dedup", "overrides": [f"input={rows}"]}
+    )
+    configs = check_pipeline(parse_pipeline(produced, source="p"))  # @clean is not read yet
+    assert configs[-1].data.train == str((tmp_path / "pipe" / "clean" / "data.jsonl").absolute())
 
 
 @pytest.mark.parametrize(

@@ -227,12 +227,15 @@ def read_examples(
         raise MissingField(f"{err}; name the file's fields with {keys}") from None
 
 
-def check_local_data(cfg: DataConfig | SFTDataConfig) -> None:
+def check_local_data(
+    cfg: DataConfig | SFTDataConfig, *, produced: frozenset[str] = frozenset()
+) -> None:
     """Read the local ``data.train`` / ``data.eval`` files as the run will, without a tokenizer:
-    ``--dry-run`` finds a malformed row or a missing field before anything loads."""
+    ``--dry-run`` finds a malformed row or a missing field before anything loads.
+    ``produced``: files an earlier pipeline stage will write (not read)."""
     for role in ("train", "eval"):
         source = getattr(cfg, role)
-        if not source or _generated(source) or not looks_like_path(source):
+        if not source or _generated(source) or not looks_like_path(source) or source in produced:
             continue
         if isinstance(cfg, SFTDataConfig):
             read_examples(cfg, source, limit=cfg.max_examples if role == "train" else None)

@@ -109,3 +109,19 @@ def test_a_folder_of_splits_gives_data_eval_its_own_split(tiny_model, tmp_path):
         prompts.check_local_data(refused)
     split = DataConfig(train=str(folder), eval=str(folder), split="test")  # both, as before
     assert len(prompts.load_prompt_set(tokenizer, split, role="eval").prompts) == 1
+
+
+def test_a_task_verifier_beside_your_own_training_data_is_warned_about():
+    """A config on the demo base that set only the data kept its reasoning_gym:chain_sum
+    verifier, which reads answers as chain sums (\\frac{1}{2} against 1/2 scores wrong), and
+    the run said nothing; it now warns. Generated or reasoning-gym rows pass."""
+    match = r"reward.verifier is reasoning_gym:chain_sum while data.train is mine.jsonl"
+    with pytest.warns(UserWarning, match=match):
+        assert prompts.warn_task_verifier(DataConfig(train="mine.jsonl"), "reasoning_gym:chain_sum")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym = "reasoning_gym:chain_sum"
+        assert not prompts.warn_task_verifier(DataConfig(train=gym), gym)
+        rows = DataConfig(train="gen.jsonl", fields="reasoning_gym")
+        assert not prompts.warn_task_verifier(rows, gym)
+        assert not prompts.warn_task_verifier(DataConfig(train="mine.jsonl"), "math")

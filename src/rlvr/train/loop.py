@@ -43,6 +43,7 @@ from rlvr.train.prompts import (
     load_prompt_set,
     warn_generated_held_out,
     warn_shared_prompts,
+    warn_task_verifier,
 )
 from rlvr.train.rollout import (
     Rounds,
@@ -144,6 +145,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
             reference.requires_grad_(False).eval()
     data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
+    warn_task_verifier(data, cfg.reward.verifier)
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
     if eval_set is not None:
         warn_generated_held_out(data)

@@ -161,6 +161,22 @@ def warn_generated_held_out(cfg: DataConfig) -> bool:
     return other
 
 
+def warn_task_verifier(cfg: DataConfig, verifier: str) -> bool:
+    """Warn when the verifier scores one reasoning-gym task (the ``demo`` base's
+    ``reasoning_gym:chain_sum``, kept by a config that set only the data) while the training
+    data is yours: it reads answers as that task's, so a fraction or an expression scores wrong."""
+    yours = _generated(cfg.train) is None and cfg.fields != GENERATED[GYM_PREFIX]
+    other = verifier.startswith(GYM_PREFIX) and yours
+    if other:
+        warnings.warn(
+            f"reward.verifier is {verifier} while data.train is {cfg.train}: it scores answers "
+            "as that task's (1/2 against \\frac{1}{2} scores wrong); for math answers set "
+            "reward.verifier=math",
+            stacklevel=2,
+        )
+    return other
+
+
 def warn_shared_prompts(train_set: PromptSet, eval_set: PromptSet) -> int:
     """Warn when held-out prompts are also training prompts (same tokens); returns how many are."""
     trained = {p.ids for p in train_set.prompts}

@@ -4,7 +4,7 @@ import warnings
 import pytest
 
 from rlvr.train import prompts
-from rlvr.train.config import DataConfig, GymConfig
+from rlvr.train.config import DataConfig, GymConfig, SFTDataConfig
 from rlvr.train.prompts import IndexSampler, gym_files, warn_generated_held_out
 
 
@@ -125,3 +125,21 @@ def test_a_task_verifier_beside_your_own_training_data_is_warned_about():
         rows = DataConfig(train="gen.jsonl", fields="reasoning_gym")
         assert not prompts.warn_task_verifier(rows, gym)
         assert not prompts.warn_task_verifier(DataConfig(train="mine.jsonl"), "math")
+
+
+def test_sft_reads_the_splits_of_a_folder_as_training_does(tiny_model, tmp_path):
+    """SFT had no split keys: a folder of train and test splits as data.eval was read as its
+    train split, so the held-out NLL was the training rows'. It now takes data.split and
+    data.eval_split, and refuses such a folder as data.eval without one."""
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+    for split, prompts_ in {"train": ["1 + 2 =", "3 + 4 ="], "test": ["5 + 6 ="]}.items():
+        rows = [{"prompt": p, "response": "0"} for p in prompts_]
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = tiny_model[1]
+    cfg = SFTDataConfig(train=str(folder), eval=str(folder), eval_split="test")
+    train = prompts.load_sft_examples(str(folder), tokenizer, cfg, limit=None)
+    held_out = prompts.load_sft_examples(str(folder), tokenizer, cfg, limit=None, role="eval")
+    assert (len(train.examples), len(held_out.examples)) == (2, 1)
+    with pytest.raises(ValueError, match="holds the splits train, test; name the held-out one"):
+        prompts.check_local_data(SFTDataConfig(train=str(folder), eval=str(folder)))

@@ -557,6 +557,10 @@ class SFTDataConfig:
     """Column holding the prompt."""
     response_field: str = "response"
     """Column holding the target response."""
+    split: str | None = None
+    """Split of dataset directories and hub datasets (``None``: ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
+    eval_split: str | None = None
+    """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
     system_prompt: str | None = None
     """System message before each prompt: through the chat template, or without one its text and a blank line."""
     max_tokens: int = 1024

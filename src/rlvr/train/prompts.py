@@ -204,7 +204,7 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 
 
-def _split(cfg: DataConfig, source: str, role: str) -> str | None:
+def _split(cfg: DataConfig | SFTDataConfig, source: str, role: str) -> str | None:
     """The split ``role``'s source is read with: ``data.split``, for ``eval`` ``data.eval_split``
     first; a local folder of several splits read as ``eval`` without one is refused, since its
     ``train`` split would be read as the held-out set."""
@@ -230,11 +230,13 @@ def read_examples(
     ``fields``, else the config's field keys, which a missing field's error then names."""
     if isinstance(cfg, SFTDataConfig):
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-        keys, options = "data.prompt_field / data.response_field", {"check": _text_response(cfg)}
+        keys = "data.prompt_field / data.response_field"
+        options: dict[str, Any] = {"check": _text_response(cfg)}
     else:
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
         keys = "data.prompt_field / data.answer_field (or a named mapping with data.fields)"
-        options = {"split": _split(cfg, source, role), "template": cfg.template}
+        options = {"template": cfg.template}
+    options["split"] = _split(cfg, source, role)
     try:
         return load_examples(source, fields=fields or mapping, limit=limit, **options)
     except MissingField as err:
@@ -254,7 +256,8 @@ def check_local_data(
         if not source or _generated(source) or not looks_like_path(source) or source in produced:
             continue
         if isinstance(cfg, SFTDataConfig):
-            read_examples(cfg, source, limit=cfg.max_examples if role == "train" else None)
+            limit = cfg.max_examples if role == "train" else None
+            read_examples(cfg, source, limit=limit, role=role)
         else:
             limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
             read_examples(cfg, source, limit=limit, fields=cfg.fields, role=role)
@@ -280,11 +283,11 @@ class SFTExamples(NamedTuple):
 
 
 def load_sft_examples(
-    source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None
+    source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None, role: str = "train"
 ) -> SFTExamples:
-    """Prompt/response pairs tokenised, each response ending with one EOS; rows over
-    ``max_tokens`` are skipped (counted)."""
-    rows = read_examples(cfg, source, limit=limit)
+    """Prompt/response pairs of ``data.<role>`` tokenised, each response ending with one EOS;
+    rows over ``max_tokens`` are skipped (counted)."""
+    rows = read_examples(cfg, source, limit=limit, role=role)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (

@@ -110,7 +110,11 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
     model, tokenizer = load_policy(cfg.model, str(checkpoint) if checkpoint else None)
     data = cfg.data
     examples, skipped = load_sft_examples(data.train, tokenizer, data, limit=data.max_examples)
-    held_out = load_sft_examples(data.eval, tokenizer, data, limit=None)[0] if data.eval else []
+    held_out = (
+        load_sft_examples(data.eval, tokenizer, data, limit=None, role="eval")[0]
+        if data.eval
+        else []
+    )
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.steps or cfg.epochs * per_epoch)
     return SFTRun(

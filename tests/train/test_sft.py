@@ -2,6 +2,7 @@ import copy
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 from rlvr.train.batch import pack
 from rlvr.train.config import ModelConfig, OptimConfig, SFTConfig, SFTDataConfig
 from rlvr.train.metrics import read_metrics
-from rlvr.train.prompts import load_sft_examples
+from rlvr.train.prompts import load_sft_examples, read_examples
 from rlvr.train.supervised import eval_nll, sft, sft_step
 
 
@@ -228,3 +229,18 @@ def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_
     with pytest.raises(ValueError, match=rf"^data\.{key}: {source} is a generated problem set"):
         sft(cfg)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"prompt": "2+2?", "completion": "4"}, "missing field 'response' (the response field)"),
+        ({"prompt": "2+2?", "response": " "}, "field 'response' (the response) is empty"),
+    ],
+)
+def test_a_missing_or_empty_response_is_called_the_response(tmp_path, row, message):
+    """SFT's errors called the response "the answer" (the name of the field mapping's slot)."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"pairs.jsonl:1: {message}")):
+        read_examples(SFTDataConfig(train=str(path)), str(path), limit=None)

@@ -239,10 +239,16 @@ def read_examples(
     options["split"] = _split(cfg, source, role)
     try:
         return load_examples(source, fields=fields or mapping, limit=limit, **options)
-    except MissingField as err:
-        if fields:
+    except ValueError as err:
+        text = str(err)
+        if isinstance(cfg, SFTDataConfig):  # the mapping's answer is SFT's response
+            text = text.replace("(the answer field)", "(the response field)")
+            text = text.replace("(the answer)", "(the response)")
+        if isinstance(err, MissingField) and not fields:
+            raise MissingField(f"{text}; name the file's fields with {keys}") from None
+        if text == str(err):
             raise
-        raise MissingField(f"{err}; name the file's fields with {keys}") from None
+        raise (MissingField if isinstance(err, MissingField) else ValueError)(text) from None
 
 
 def check_local_data(

@@ -143,3 +143,18 @@ def test_sft_reads_the_splits_of_a_folder_as_training_does(tiny_model, tmp_path)
     assert (len(train.examples), len(held_out.examples)) == (2, 1)
     with pytest.raises(ValueError, match="holds the splits train, test; name the held-out one"):
         prompts.check_local_data(SFTDataConfig(train=str(folder), eval=str(folder)))
+
+
+def test_a_dry_run_reads_a_local_folder_named_without_dot_slash(tmp_path, monkeypatch):
+    """`data.train=data/mine` (a folder, named as a hub dataset would be) was not read by
+    --dry-run, so a misspelt field was found only when the run loaded it."""
+    folder = tmp_path / "data" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text('{"question": "1 + 1", "answer": "2"}\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"missing field 'questoin'"):
+        prompts.check_local_data(DataConfig(train="data/mine", prompt_field="questoin"))
+    prompts.check_local_data(DataConfig(train="data/mine", prompt_field="question"))
+    prompts.check_local_data(DataConfig(train="someorg/someset"))  # a hub name: not read here
+    (tmp_path / "math500").mkdir()  # a folder named as a named set: the set, read when run
+    prompts.check_local_data(DataConfig(train="math500"))

@@ -13,7 +13,15 @@ from typing import Any, NamedTuple
 import torch
 
 from rlvr.atomic import atomic_path
-from rlvr.data import FieldMap, format_prompt, gym_rows, load_examples, questions_in, write_jsonl
+from rlvr.data import (
+    DATASETS,
+    FieldMap,
+    format_prompt,
+    gym_rows,
+    load_examples,
+    questions_in,
+    write_jsonl,
+)
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
 from rlvr.data.loading import MissingField, folder_splits, looks_like_path
@@ -259,8 +267,10 @@ def check_local_data(
     ``produced``: files an earlier pipeline stage will write (not read)."""
     for role in ("train", "eval"):
         source = getattr(cfg, role)
-        if not source or _generated(source) or not looks_like_path(source) or source in produced:
+        if not source or _generated(source) or source in produced:
             continue
+        if source in DATASETS or not (looks_like_path(source) or Path(source).exists()):
+            continue  # a named set or hub name (a folder named data/mine is read: it exists)
         if isinstance(cfg, SFTDataConfig):
             limit = cfg.max_examples if role == "train" else None
             read_examples(cfg, source, limit=limit, role=role)

@@ -232,3 +232,31 @@ def test_lora_without_peft_is_refused_before_anything_loads(monkeypatch, tmp_pat
     )
     with pytest.raises(ValueError, match=r"model.lora.rank: LoRA adapters need peft \(pip install"):
         preflight(cfg)
+
+
+def test_a_plain_verifier_without_correct_and_wrong_options_trains(tmp_path):
+    """docs/rewards.md: a verifier is a plain `(completion, reference) -> float`; the trainer
+    passed reward.correct and reward.wrong to every verifier, so a plain one was refused
+    ("has no option(s) ['correct', 'wrong']"). It now runs on its own 1/0 scale, and
+    values the function cannot apply are one line naming the keys."""
+    from rlvr.rewards import register
+    from rlvr.train.config import RewardConfig
+    from rlvr.train.preflight import preflight
+
+    register("plain_last_word")(lambda completion, reference: float(completion.endswith(reference)))
+    data = tmp_path / "p.jsonl"
+    data.write_text('{"prompt": "1 + 1?", "answer": "2"}\n')
+    cfg = from_dict(
+        TrainConfig, {"data": {"train": str(data)}, "reward": {"verifier": "plain_last_word"}}
+    )
+    preflight(cfg, device=False)  # refused here before
+    from rlvr.train.preflight import run_verifier  # what the trainer's scorer runs
+
+    verifier = run_verifier(cfg.reward)
+    assert (verifier("so 2", "2"), verifier("so 3", "2")) == (1.0, 0.0)
+    assert (verifier.correct_value, verifier.failure_value) == (1.0, 0.0)
+    with pytest.raises(ValueError, match=r"takes no options correct and wrong, so reward.correct"):
+        run_verifier(RewardConfig(verifier="plain_last_word", wrong=-1.0))
+    with pytest.raises(ValueError, match=r"has no option\(s\) \['nope'\]"):
+        run_verifier(RewardConfig(verifier="plain_last_word", options={"nope": 1}))
+    assert run_verifier(RewardConfig(verifier="math", wrong=-1.0)).failure_value == -1.0

@@ -24,7 +24,7 @@ from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
 from rlvr.objectives.contrast import PREFIX as CONTRAST_PREFIX
-from rlvr.rewards import Scorer, ScoringConfig, get_verifier
+from rlvr.rewards import Scorer, ScoringConfig
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.sandbox import isolation_level
 from rlvr.train.async_rollout import RolloutStream
@@ -35,7 +35,7 @@ from rlvr.train.lora import adapter_notes, has_adapters
 from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
 from rlvr.train.optim import build_optimizer
 from rlvr.train.policy import load_policy
-from rlvr.train.preflight import UNCONFINED, preflight
+from rlvr.train.preflight import UNCONFINED, preflight, run_verifier
 from rlvr.train.progress import Headline
 from rlvr.train.prompts import (
     IndexSampler,
@@ -203,8 +203,7 @@ def sandbox_notes(mode: str | None) -> list[str]:
 
 def open_scorer(cfg: RewardConfig) -> Scorer:
     """The run's scorer (a context manager; owns worker processes when ``workers >= 1``)."""
-    verifier = get_verifier(cfg.verifier, correct=cfg.correct, wrong=cfg.wrong, **cfg.options)
-    return Scorer(verifier, ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
+    return Scorer(run_verifier(cfg), ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
 def fit_context(cfg: TrainConfig, model) -> DataConfig:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 
-from rlvr.rewards import get_verifier
+from rlvr.rewards import Verifier, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
-from rlvr.train.config import ModelConfig, SFTConfig, TrainConfig
+from rlvr.train.config import ModelConfig, RewardConfig, SFTConfig, TrainConfig
 
 
 def preflight(
@@ -47,13 +48,38 @@ def preflight(
     reward = getattr(config, "reward", None) if verifier else None
     if reward is not None:
         try:
-            get_verifier(
-                reward.verifier, correct=reward.correct, wrong=reward.wrong, **reward.options
-            )
+            run_verifier(reward)
         except (TypeError, ValueError) as err:
             raise ValueError(f"reward.verifier: {err}") from None
         if device:  # this machine's sandbox: a dry run is written for another
             refuse_unconfined(sandbox_isolation(reward.verifier), reward.allow_unconfined)
+
+
+def run_verifier(reward: RewardConfig) -> Verifier:
+    """The run's verifier: ``reward.correct`` and ``reward.wrong`` go to its ``correct`` and
+    ``wrong`` options. A plain ``(completion, reference) -> score`` function, which takes
+    neither, scores on its own scale: it runs with the defaults 1.0 and 0.0, and other values
+    are an error naming the keys."""
+    try:
+        return get_verifier(
+            reward.verifier, correct=reward.correct, wrong=reward.wrong, **reward.options
+        )
+    except ValueError as err:
+        refused = err
+    plain = get_verifier(reward.verifier, **reward.options)  # its error names only yours
+    inner = plain
+    while isinstance(inner.options.get("inner"), Verifier):  # a +format wrapper's verifier
+        inner = inner.options["inner"]
+    if {"correct", "wrong"} & set(inspect.signature(inner.fn).parameters):
+        raise refused
+    if (reward.correct, reward.wrong) != (plain.correct_value, plain.failure_value):
+        raise ValueError(
+            f"{reward.verifier!r} takes no options correct and wrong, so reward.correct="
+            f"{reward.correct} and reward.wrong={reward.wrong} cannot apply: leave them at "
+            f"{plain.correct_value} and {plain.failure_value}, or give the function keyword "
+            "options correct and wrong"
+        )
+    return plain
 
 
 def _check_model(model: ModelConfig, device: bool) -> None:

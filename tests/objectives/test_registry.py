@@ -198,3 +198,77 @@ def test_register_objective_adds_a_spec_and_refuses_a_config_that_is_no_dataclas
         registry.register_objective(
             "bad", config=GrpoConfig, advantage="group_std", loss_agg="mean", paper="p"
         )
+
+
+OWN_OBJECTIVE = """
+from dataclasses import dataclass
+
+from rlvr.objectives import ClipInfo, ObjectiveOutput, register_objective
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    mine_eps: float = 0.2
+    \"\"\"Clip width.\"\"\"
+
+
+@register_objective("mine_{tag}", config=MineConfig, advantage="group_mean",
+                    loss_agg="token-mean", paper="mine")
+def mine_loss(batch, cfg):
+    ratio = batch.ratio.clamp(1 - cfg.mine_eps, 1 + cfg.mine_eps)
+    none = batch.ratio < 0
+    return ObjectiveOutput(-ratio * batch.advantages, ClipInfo(batch.ratio, 0.8, 1.2, none, none), {{}})
+"""
+
+
+def test_a_dotted_name_imports_your_objective_module(tmp_path, monkeypatch):
+    """`objective.name=my_objectives.mine` reaches an objective your own module registers
+    (a file in the working directory, not on sys.path), as `reward.verifier=module.name`
+    does: `rlvr train` and study runs had no way to import it ("unknown objective")."""
+    import sys
+
+    from rlvr.objectives import registry
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import load_config
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    tag = tmp_path.name.replace("-", "_")
+    (tmp_path / f"objs_{tag}.py").write_text(OWN_OBJECTIVE.format(tag=tag))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", ".")])
+    name = f"objs_{tag}.mine_{tag}"
+    cfg = load_config(TrainConfig, "demo", [f"objective.name={name}", "objective.mine_eps=0.3"])
+    assert cfg.objective.name == name and cfg.objective.params.mine_eps == 0.3
+    assert cfg.objective.advantage_mode == "group_mean" and cfg.objective.agg_mode == "token-mean"
+    with pytest.raises(
+        ValueError,
+        match=rf"registers no 'mine_{tag[:-1]}'; registered: .*\(did you mean mine_{tag}\?\)",
+    ):
+        objective_spec(f"objs_{tag}.mine_{tag[:-1]}")
+    with pytest.raises(ValueError, match="no module 'not_here_at_all' to import"):
+        objective_spec("not_here_at_all.mine")
+    with pytest.raises(
+        ValueError, match=r"unknown objective 'abc_grp'; .* registers \(did you mean abc_grpo\?\)$"
+    ):
+        objective_spec("abc_grp")
+
+
+def test_a_taken_objective_name_is_refused(monkeypatch):
+    """A second objective under a taken name replaced it silently: a module of yours that
+    registered `grpo` changed what every `grpo` run trains."""
+    from rlvr.objectives import registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    with pytest.raises(ValueError, match=r"objective 'grpo' is already registered \(rlvr.obj"):
+        registry.register_objective(
+            "grpo", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+        )(lambda batch, cfg: None)
+    assert registry.OBJECTIVES["grpo"].config_cls is GrpoConfig
+    same = registry.OBJECTIVES["grpo"].loss_fn  # the same function again (a reload): allowed
+    registry.register_objective(
+        "grpo", config=GrpoConfig, advantage="group_std", loss_agg="seq-mean-token-mean", paper="p"
+    )(same)
+    with pytest.raises(ValueError, match="objective name must be non-empty without '.'"):
+        registry.register_objective(
+            "my.mine", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+        )

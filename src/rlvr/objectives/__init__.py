@@ -16,6 +16,7 @@ step's ``StepCounts``) and the keyword wrapper :func:`policy_loss`. Each module 
 
 from rlvr.objectives.abc import AbcConfig
 from rlvr.objectives.aggregation import LOSS_AGG_MODES, StepCounts, aggregate, step_counts
+from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch
 from rlvr.objectives.cispo import CispoConfig
 from rlvr.objectives.config import ObjectiveConfig, group_stats_for
 from rlvr.objectives.etr import EtrConfig
@@ -26,7 +27,13 @@ from rlvr.objectives.loss import LossInputs, LossOutput, objective_loss, policy_
 from rlvr.objectives.metrics import metric_weight_tensors, metric_weights
 from rlvr.objectives.pmpo import ApmpoConfig, PmpoConfig
 from rlvr.objectives.ppo_clip import DapoConfig, DrGrpoConfig, GrpoConfig
-from rlvr.objectives.registry import OBJECTIVES, ObjectiveSpec, make_config, objective_spec
+from rlvr.objectives.registry import (
+    OBJECTIVES,
+    ObjectiveSpec,
+    make_config,
+    objective_spec,
+    register_objective,
+)
 from rlvr.objectives.regularizers import KL_ESTIMATORS, RegularizerConfig, kl_penalty
 
 __all__ = [
@@ -36,6 +43,7 @@ __all__ = [
     "AbcConfig",
     "ApmpoConfig",
     "CispoConfig",
+    "ClipInfo",
     "DapoConfig",
     "DrGrpoConfig",
     "EtrConfig",
@@ -46,8 +54,10 @@ __all__ = [
     "LossInputs",
     "LossOutput",
     "ObjectiveConfig",
+    "ObjectiveOutput",
     "ObjectiveSpec",
     "PmpoConfig",
+    "PolicyBatch",
     "RegularizerConfig",
     "StepCounts",
     "aggregate",
@@ -59,5 +69,6 @@ __all__ = [
     "objective_loss",
     "objective_spec",
     "policy_loss",
+    "register_objective",
     "step_counts",
 ]

@@ -31,7 +31,7 @@ class ObjectiveConfig:
     """In YAML the hyperparameters sit directly in the section (``objective.eps3=0.3``)."""
 
     name: str = "grpo"
-    """Registered objective, e.g. ``grpo``, ``abc_grpo``, ``etr``, ``gppo``, ``apmpo``."""
+    """Registered objective, e.g. ``grpo``, ``abc_grpo``, ``etr``, ``gppo``, ``apmpo``; ``my_module.name`` for one your module registers."""
     params: Any = field(default=None)
     """The objective's own config (``AbcConfig``, ...), by its ALGORITHMS.md names; ``None``: its defaults."""
     advantage: str | None = None

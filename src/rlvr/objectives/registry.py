@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from rlvr.advantages import ADVANTAGE_MODES
+from rlvr.builtins import did_you_mean, import_own
 from rlvr.objectives.aggregation import LOSS_AGG_MODES
 from rlvr.objectives.base import ObjectiveOutput, PolicyBatch
 
@@ -66,8 +67,12 @@ def register_objective(
                             loss_agg="token-mean", paper="Mine et al. eq. 3")
         def mine_loss(batch: PolicyBatch, cfg: MineConfig) -> ObjectiveOutput: ...
 
-    One loss may serve several names (stacked decorators, one config class each).
+    One loss may serve several names (stacked decorators, one config class each). A name is
+    registered once: another function under a taken name is refused (the same function again,
+    its module reloaded, is not), and a name holds no ``.`` (``module.name`` finds yours).
     """
+    if not name or "." in name:
+        raise ValueError(f"objective name must be non-empty without '.', got {name!r}")
     if not dataclasses.is_dataclass(config):
         raise ValueError(f"objective {name!r}: config must be a dataclass, got {config!r}")
     if advantage not in ADVANTAGE_MODES:
@@ -76,6 +81,12 @@ def register_objective(
         raise ValueError(f"objective {name!r}: unknown loss_agg {loss_agg!r}")
 
     def wrap(loss_fn: Callable[[PolicyBatch, Any], ObjectiveOutput]) -> Callable:
+        taken = OBJECTIVES.get(name)
+        if taken is not None and _where(taken.loss_fn) != _where(loss_fn):
+            raise ValueError(
+                f"objective {name!r} is already registered ({_where(taken.loss_fn)}); "
+                f"register {_where(loss_fn)} under another name"
+            )
         OBJECTIVES[name] = ObjectiveSpec(
             name, config, loss_fn, advantage, loss_agg, group_stats, sequence_level, paper
         )
@@ -84,12 +95,33 @@ def register_objective(
     return wrap
 
 
+def _where(fn: Callable) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+
+
 def objective_spec(name: str) -> ObjectiveSpec:
-    """The spec of objective ``name``; an unknown name lists the valid ones."""
-    try:
+    """The spec of objective ``name``; a dotted name ``module.objective`` imports ``module``
+    (yours, from ``PYTHONPATH`` or the working directory) and takes what it registers. An
+    unknown name lists the valid ones."""
+    if isinstance(name, str) and name in OBJECTIVES:
         return OBJECTIVES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown objective {name!r}; valid: {', '.join(OBJECTIVES)}") from None
+    if isinstance(name, str) and "." in name:
+        module, _, registered = name.rpartition(".")
+        if not import_own(module):
+            raise ValueError(
+                f"objective {name!r}: no module {module!r} to import (a file {module}.py in the "
+                "working directory or on PYTHONPATH)"
+            )
+        if registered not in OBJECTIVES:
+            raise ValueError(
+                f"objective {name!r}: module {module!r} registers no {registered!r}; registered: "
+                f"{', '.join(OBJECTIVES)}{did_you_mean(registered, OBJECTIVES)}"
+            )
+        return OBJECTIVES[registered]
+    raise ValueError(
+        f"unknown objective {name!r}; valid: {', '.join(OBJECTIVES)}, or module.name for one "
+        f"your own module registers{did_you_mean(str(name), OBJECTIVES)}"
+    )
 
 
 def make_config(name: str, **hparams: Any) -> Any:

@@ -32,6 +32,7 @@ def small_study(tiny_model_dir, tmp_path, monkeypatch):
     # a verifier the worker processes import (about half the completions score 1)
     (tmp_path / "parity_verifier.py").write_text(VERIFIER)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))  # as PYTHONPATH does for rlvr compare itself
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps(r) + "\n" for r in PROMPTS))
     recipe = {

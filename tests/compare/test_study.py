@@ -484,3 +484,36 @@ def test_overrides_change_the_study_file_over_its_includes():
         load_study("evidence-hard", ["nope=1"])
     with pytest.raises(ValueError, match="seeds must be a non-empty list of distinct integers"):
         load_study("abc", ["seeds=[1, 1]"])
+
+
+def test_a_studys_imports_register_an_objective_its_arms_name(tmp_path, monkeypatch):
+    """`imports: [my_objectives]` with an arm `objective.name=mine`: the runs import the
+    module, but `rlvr compare` resolved the arms without it ("unknown objective 'mine'")."""
+    import sys
+
+    from rlvr.objectives import registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    tag = tmp_path.name.replace("-", "_")
+    (tmp_path / f"objs_{tag}.py").write_text(
+        "from rlvr.objectives import GrpoConfig, register_objective\n"
+        "from rlvr.objectives.ppo_clip import grpo_loss\n"
+        f"register_objective('mine_{tag}', config=GrpoConfig, advantage='group_mean',\n"
+        "                   loss_agg='token-mean', paper='mine')(grpo_loss)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", ".")])
+    study = {
+        "name": "own",
+        "steps": 2,
+        "seeds": [0],
+        "arms": [
+            {"recipe": "abc/grpo", "name": "grpo"},
+            {"recipe": "abc/grpo", "name": "mine", "overrides": [f"objective.name=mine_{tag}"]},
+        ],
+        "imports": [f"objs_{tag}"],
+    }
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    specs = plan(load_study(str(tmp_path / "study.yaml")), tmp_path / "runs")
+    assert [s.config.objective.name for s in specs] == ["grpo", f"mine_{tag}"]
+    monkeypatch.delitem(sys.modules, f"objs_{tag}")

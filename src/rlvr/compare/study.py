@@ -15,7 +15,7 @@ A study is a YAML mapping (a bundled name such as ``abc`` or ``all``, or a file)
     claims: [abc]               # bundled claim files or paths
     confirms: []                # optional: ids of claims fixed before the runs as its questions
     include: []                 # other studies whose arms and claims are added
-    imports: []                 # modules each run imports first (e.g. registering a verifier)
+    imports: []                 # modules imported first (e.g. registering a verifier or objective)
     regimes:                    # optional: every arm x seed runs once per regime
       paper: {seeds: [0, 1, 2]} # a regime's own seeds (default: the study's)
       off-policy: {rollout: {minibatches: 16, epochs: 2}}
@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from rlvr.builtins import import_own
 from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.worker import RUN_FILE
 from rlvr.train.config import TrainConfig
@@ -128,7 +129,7 @@ class Study:
     source: str = ""
     """Where the study was read from."""
     imports: tuple[str, ...] = ()
-    """Python modules every run imports before training (custom verifiers register themselves)."""
+    """Python modules every run imports before training, and ``rlvr compare`` before it reads the arms (custom verifiers and objectives register themselves)."""
     regimes: tuple[Regime, ...] = ()
     """Settings every arm runs under, each in its own runs (empty: one regime, ``default``)."""
     overrides: tuple[str, ...] = ()
@@ -405,6 +406,12 @@ def arm_config(
     where = f"study {study.name!r}, arm {arm.name!r}" + (
         f", regime {regime.name!r}" if regime else ""
     )
+    for module in study.imports:  # what they register (an objective) is read here too
+        if not import_own(module):
+            raise ValueError(
+                f"study {study.name!r}: imports {module}, which a run cannot import (not in "
+                "the working folder or on PYTHONPATH)"
+            )
     try:
         return from_dict(TrainConfig, data)
     except ValueError as err:

@@ -144,3 +144,51 @@ def test_sequence_objectives_reject_sign_changes_within_a_row():
     adv = torch.tensor([[1.0, -1.0, 1.0]] * 4)
     with pytest.raises(ValueError, match="advantages: gmpo is a sequence-level objective"):
         policy_loss("gmpo", **args(advantages=adv), validate=True)
+
+
+def _returning(make):
+    """An objective (GRPO's config) whose loss function returns ``make(batch)``."""
+
+    def loss_fn(batch, cfg):
+        return make(batch)
+
+    return loss_fn
+
+
+def _output(loss=None, metrics=None):
+    from rlvr.objectives import ClipInfo, ObjectiveOutput
+
+    def make(batch):
+        none = torch.zeros_like(batch.mask)
+        per_token = -batch.ratio * batch.advantages if loss is None else loss(batch)
+        clip = ClipInfo(batch.ratio, 0.8, 1.2, none, none)
+        return ObjectiveOutput(per_token, clip, {} if metrics is None else metrics(batch))
+
+    return make
+
+
+BAD_OUTPUTS = [
+    (lambda b: -b.ratio * b.advantages, "a Tensor, not an ObjectiveOutput", False),
+    (_output(loss=lambda b: (b.ratio * b.advantages).sum(-1)), r"of shape \(4,\); needs", False),
+    (_output(loss=lambda b: b.mask.long()), "dtype torch.int64; needs a float one", False),
+    (_output(metrics=lambda b: {"mine/x": 0.5}), "metric 'mine/x' as float; needs a 0-dim", False),
+    (_output(metrics=lambda b: {"mine/r": b.ratio}), r"'mine/r' as shape \(4, 3\)", False),
+    (_output(loss=lambda b: b.ratio * float("nan")), "NaN or inf on response tokens", True),
+]
+
+
+@pytest.mark.parametrize(("make", "match", "validate"), BAD_OUTPUTS)
+def test_an_objective_returning_the_wrong_thing_is_named(monkeypatch, make, match, validate):
+    """An objective of your own that returned a bare tensor, a [B] loss, a float metric or a
+    [B, T] one failed deep in the trainer with a traceback (AttributeError, a reshape
+    error); a NaN loss was left out of every update with a warning, training nothing."""
+    from rlvr.objectives import GrpoConfig, registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    registry.register_objective(
+        "bad_out", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+    )(_returning(make))
+    with pytest.raises(ValueError, match=f"objective 'bad_out' returned .*{match}"):
+        policy_loss("bad_out", **args(), validate=validate)
+    if validate:  # a value check: without validate the NaN is the trainer's to count
+        policy_loss("bad_out", **args())

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from rlvr.advantages import GroupStats
-from rlvr.objectives.base import PolicyBatch
+from rlvr.objectives.base import ClipInfo, ObjectiveOutput, PolicyBatch
 
 
 def check_mask(mask: Any, validate: bool = False) -> torch.Tensor:
@@ -106,6 +106,33 @@ def check_weights(weights: Any, mask: torch.Tensor, validate: bool = False) -> t
     if validate and bool((weights < 0).any()):
         raise ValueError("token_weights must be >= 0 on response tokens")
     return weights
+
+
+def check_output(name: str, out: Any, mask: torch.Tensor, validate: bool = False) -> None:
+    """What objective ``name`` returned: an ``ObjectiveOutput`` with a floating ``[B, T]``
+    per-token loss, a ``ClipInfo`` and metrics of detached 0-dim tensors; with ``validate``,
+    a loss finite on response tokens. A loss of your own that breaks this failed deep in
+    the trainer, or (NaN) skipped every update."""
+    where = f"objective {name!r} returned"
+    if not isinstance(out, ObjectiveOutput):
+        raise ValueError(f"{where} a {type(out).__name__}, not an ObjectiveOutput")
+    loss = out.per_token_loss
+    if not isinstance(loss, torch.Tensor) or loss.shape != mask.shape:
+        raise ValueError(
+            f"{where} a per-token loss of {_describe(loss)}; needs the mask's [B, T] "
+            f"{tuple(mask.shape)}"
+        )
+    if not loss.is_floating_point():
+        raise ValueError(f"{where} a per-token loss of dtype {loss.dtype}; needs a float one")
+    if not isinstance(out.clip, ClipInfo):
+        raise ValueError(f"{where} clip as a {type(out.clip).__name__}, not a ClipInfo")
+    if not isinstance(out.metrics, dict):
+        raise ValueError(f"{where} metrics as a {type(out.metrics).__name__}, not a dict")
+    for key, value in out.metrics.items():
+        if not isinstance(value, torch.Tensor) or value.dim() != 0:
+            raise ValueError(f"{where} metric {key!r} as {_describe(value)}; needs a 0-dim tensor")
+    if validate and not finite_on(loss, mask):
+        raise ValueError(f"{where} a per-token loss with NaN or inf on response tokens")
 
 
 def check_signs(adv: torch.Tensor, mask: torch.Tensor, objective: str) -> None:

@@ -21,6 +21,7 @@ from rlvr.objectives.base import PolicyBatch, masked_mean
 from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.inputs import (
     build_batch,
+    check_output,
     check_rewards,
     check_signs,
     check_stats,
@@ -105,6 +106,7 @@ def objective_loss(
         stats = check_stats(spec.name, batch.group_stats, size)
         policy = dataclasses.replace(policy, stats=stats.to(policy.mask.device))
     out = spec.loss_fn(policy, cfg.params)
+    check_output(cfg.name, out, policy.mask, validate)
     per_token = out.per_token_loss
     if batch.token_weights is not None:
         weights = check_weights(batch.token_weights, policy.mask, validate)

@@ -154,3 +154,21 @@ def test_resume_of_the_other_commands_run_says_which_command(tmp_path, cls, save
     (run / "config.yaml").write_text(saved)
     with pytest.raises(ValueError, match=rf"is an? {other} run: resume it with {other} --resume"):
         _parse(cls, ["--resume", str(run)], None)
+
+
+def test_train_help_says_why_the_command_lines_configuration_does_not_load(capsys):
+    """`rlvr train objective.name=abc_grp --help` listed GRPO's keys and defaults as if the
+    name were fine; it now ends saying the configuration does not load, and why."""
+    from rlvr.cli import main as rlvr
+
+    with pytest.raises(SystemExit):
+        rlvr(["train", "objective.name=abc_grp", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.endswith(
+        "the configuration of this command line does not load: objective: unknown objective "
+        "'abc_grp'; valid: grpo, dapo, dr_grpo, abc_grpo, cispo, etr, gmpo, gppo, gspo, pmpo, "
+        "apmpo, or module.name for one your own module registers (did you mean abc_grpo?)"
+    )
+    with pytest.raises(SystemExit):
+        rlvr(["sft", "--help"])  # nothing named, no default: no note
+    assert "does not load" not in capsys.readouterr().out

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -136,7 +137,8 @@ def _config_help(cls, argv: list[str]) -> str:
 
 def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[Any, str]:
     """The configuration ``argv`` would run (``--config`` or the default, and the overrides)
-    and how it was named, for ``--help``; ``(None, "")`` when it does not load."""
+    and how it was named, for ``--help``; ``(None, why)`` when what the command line names
+    does not load (``(None, "")`` for a command with no default and nothing named)."""
     from rlvr.train.overrides import load_config
 
     parser = argparse.ArgumentParser(add_help=False)  # as the real parser reads these two
@@ -147,8 +149,9 @@ def _config_for_help(cls, argv: list[str], default_config: str | None) -> tuple[
     try:
         source, overrides, _ = _run_source(known.config, known.resume, given, cls, default_config)
         config = load_config(cls, source, overrides)
-    except Exception:  # noqa: BLE001 - --help still lists the keys with the class defaults
-        return None, ""
+    except Exception as err:  # noqa: BLE001 - --help still lists the keys with the class defaults
+        named = known.config or known.resume or given or default_config
+        return None, one_line(err) if named else ""
     named = f"--config {source}" if source else "the defaults"
     return config, named + (" + " + " ".join(given) if given else "")
 
@@ -211,9 +214,10 @@ def parse_run_args(
 
         config, source = _config_for_help(cls, argv, default_config)
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        parser.epilog = "\n\n".join(
-            filter(None, (parser.epilog, keys_help(cls, config=config, source=source)))
-        )
+        keys = keys_help(cls, config=config, source=source) if config else keys_help(cls)
+        why = f"the configuration of this command line does not load: {source}"
+        note = textwrap.fill(why, 100, subsequent_indent="  ") if config is None and source else ""
+        parser.epilog = "\n\n".join(filter(None, (parser.epilog, keys, note)))
     parser.add_argument("--config", help=_config_help(cls, argv))
     parser.add_argument(
         "--resume",

@@ -61,6 +61,8 @@ class Round:
     """[n * G] bool: hit ``max_new_tokens`` without EOS."""
     verifier: dict[str, float] = field(default_factory=dict)
     """Verifier counts (``verifier/failures``, ``verifier/timeouts``, events; ``Scores.metrics``)."""
+    verifier_error: str | None = None
+    """The round's first verifier error or timeout message (``None``: none)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """``generate`` wall time, and ``score``: the rest of the round (scoring not hidden behind generation)."""
     rollout_logp: torch.Tensor | None = None
@@ -122,6 +124,7 @@ def sample_round(
         rewards=torch.tensor([float(v) for s in scores for v in s.values], dtype=torch.float32),
         truncated=torch.cat([gen.truncated.cpu() for gen in parts]),
         verifier=_summed(s.metrics() for s in scores),
+        verifier_error=next((e for s in scores for e in s.errors if e), None),
         seconds={"generate": generating, "score": waited},
         rollout_logp=pad_logp([gen.logprobs for gen in parts], seqs.response_width),
     )
@@ -316,8 +319,10 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
             stacklevel=2,
         )
     if failures or timeouts:
+        first = next((r.verifier_error for r in sampled if r.verifier_error), None)
         warnings.warn(
-            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, verifier/timeouts)",
+            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, "
+            "verifier/timeouts)" + (f"; first: {first[:300]}" if first else ""),
             stacklevel=2,
         )
     if bool(identical.any()):

@@ -233,3 +233,33 @@ def test_a_one_seed_study_with_claims_warns_before_any_run(small_study, tmp_path
         "study 'small' has 1 seed: no claim can be judged (a paired interval needs 2); "
         "give more, e.g. seeds=[0,1,2,3,4,5,6]"
     ]
+
+
+def test_finished_runs_made_with_other_code_of_your_module_are_flagged(small_study, tmp_path):
+    """Editing your module (in `imports`, or named as `objective.name=my_module.mine`) reused
+    its finished runs without a word: `rlvr compare` and `--dry-run` now warn."""
+    from rlvr.compare import plan
+    from rlvr.compare.run import stale_modules
+    from rlvr.compare.worker import code_hash, module_hashes, own_modules
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import load_config
+
+    out = tmp_path / "o"
+    specs = plan(load_study(small_study()), out / "runs")
+    assert own_modules(specs[0].config, ("parity_verifier",)) == ("parity_verifier",)
+    cfg = load_config(TrainConfig, "demo", ["reward.verifier=checks.exact:answer+format"])
+    assert own_modules(cfg, ("a",)) == ("a", "checks")
+    now = module_hashes(["parity_verifier"])
+    assert len(now["parity_verifier"]) == 12 and module_hashes(["not_here"]) == {"not_here": ""}
+    specs[0].run_dir.mkdir(parents=True)
+    final = {"code": code_hash(), "modules": now}
+    (specs[0].run_dir / "final.json").write_text(json.dumps(final))
+    assert stale_modules(specs) == ""
+    final["modules"] = {"parity_verifier": "0123456789ab"}
+    (specs[0].run_dir / "final.json").write_text(json.dumps(final))
+    assert stale_modules(specs) == (
+        "1 of the study's 1 finished runs were made by other code of parity_verifier than its "
+        "file now; they are reused as they are (--fresh runs them again)"
+    )
+    with pytest.warns(UserWarning, match="^1 of the study's 1 .* other code of parity_verifier"):
+        assert rlvr(["compare", small_study(), "--out", str(out), "--dry-run"]) == 0

@@ -15,7 +15,7 @@ from rlvr.compare.render import to_markdown
 from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.runner import RunState, _reap, default_jobs, initial_states, worker_env
-from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash
+from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
@@ -45,6 +45,7 @@ def test_small_study_runs_reuses_and_reports(small_study, tmp_path):
         final = json.loads((state.spec.run_dir / FINAL_FILE).read_text())
         assert final["step"] == 2 and len(final["final_eval"]["problems"]) == 8
         assert final["code"] == code_hash()
+        assert final["modules"] == module_hashes(["parity_verifier"])  # the study's imports
         rows = read_metrics(state.spec.run_dir / "metrics.jsonl")
         assert [r["step"] for r in rows] == [0, 1, 2]
         assert not (state.spec.run_dir / "checkpoints").exists()  # checkpoint.every=1 wrote some

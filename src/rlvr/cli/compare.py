@@ -54,7 +54,13 @@ def _list(names: list[str]) -> None:
 
 def _dry_run(study, out: str, fresh: bool) -> None:
     from rlvr.compare import plan
-    from rlvr.compare.run import check_claims, check_imports, check_runs, mixed_code
+    from rlvr.compare.run import (
+        check_claims,
+        check_imports,
+        check_runs,
+        mixed_code,
+        stale_modules,
+    )
     from rlvr.compare.runner import is_finished
 
     specs = plan(study, Path(out) / "runs")
@@ -66,6 +72,8 @@ def _dry_run(study, out: str, fresh: bool) -> None:
         print(f"{'run' if fresh else what:<7} {spec.key:<34} {spec.run_dir}")
     if not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
+    if not fresh and (stale := stale_modules(specs)):
+        warnings.warn(stale, stacklevel=2)
 
 
 @command

@@ -24,7 +24,7 @@ from rlvr.compare.runner import (
 )
 from rlvr.compare.stats import MIN_SEEDS
 from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
-from rlvr.compare.worker import FINAL_FILE, code_hash
+from rlvr.compare.worker import FINAL_FILE, code_hash, module_hashes
 
 RUNS_DIR = "runs"
 
@@ -69,6 +69,8 @@ def run_study(
         check_runs(study, specs, fresh=fresh)
     if run and not fresh and (mixed := mixed_code(specs)):
         warnings.warn(mixed, stacklevel=2)
+    if not fresh and (stale := stale_modules(specs)):
+        warnings.warn(stale, stacklevel=2)
     states = initial_states(specs, fresh=fresh)
     if run:
         jobs = jobs or default_jobs(specs[0].config.threads)
@@ -103,6 +105,24 @@ def mixed_code(specs: list[RunSpec]) -> str:
         f"{sum(other.values())} of the study's {len(finished)} finished runs were made by other "
         f"rlvr code ({made}) than this copy ({now}), so the {len(specs) - len(finished)} runs "
         "made now would mix code: run from a checkout of the code that made them, or --fresh"
+    )
+
+
+def stale_modules(specs: list[RunSpec]) -> str:
+    """What is wrong when finished runs of ``specs`` were made with other source of your
+    modules (``imports``, ``objective.name=my_module.name``) than the files now: they are
+    reused as they are. ``""`` when none were."""
+    finished, stale, modules = [s for s in specs if is_finished(s)], 0, set()
+    for spec in finished:
+        made = json.loads((spec.run_dir / FINAL_FILE).read_text()).get("modules") or {}
+        changed = {m for m, h in module_hashes(list(made)).items() if h != made[m]}
+        stale, modules = stale + bool(changed), modules | changed
+    if not stale:
+        return ""
+    return (
+        f"{stale} of the study's {len(finished)} finished runs were made by other code of "
+        f"{', '.join(sorted(modules))} than its file now; they are reused as they are (--fresh "
+        "runs them again)"
     )
 
 

@@ -10,8 +10,9 @@ that writes what the report needs and the trainer does not keep:
 - ``evals/step_NNNNNN.json`` after every evaluation: each held-out problem's ``n``, ``c``
   and answer diversity (the paired interval counts the problems' variance);
 - ``final.json`` at the end (written last, atomically): the run is finished when it exists;
-  it names the rlvr source that made the run (:func:`code_hash`), since a finished run is
-  reused whatever the code does now.
+  it names the rlvr source that made the run (:func:`code_hash`) and the source of your
+  modules it imported (:func:`module_hashes`), since a finished run is reused whatever the
+  code does now.
 
 A worker started by the runner stops when the runner is gone (:func:`stop_with_runner`), as it
 does when the runner stops it: a runner killed with SIGKILL cannot stop its workers, and a
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +56,33 @@ def code_hash() -> str:
     return digest.hexdigest()[:12]
 
 
+def own_modules(config: Any, imports: Sequence[str] = ()) -> tuple[str, ...]:
+    """The modules of yours a run of ``config`` imports: the study's ``imports`` and the module
+    of a dotted objective, verifier or contrast name (``objective.name=my_module.mine``)."""
+    names = (
+        config.objective.name,
+        config.reward.verifier.split("+")[0].split(":")[0],
+        *(str(c).split(":")[0] for c in config.log.contrast),
+    )
+    return tuple(dict.fromkeys([*imports, *(n.rpartition(".")[0] for n in names if "." in n)]))
+
+
+def module_hashes(modules: Sequence[str]) -> dict[str, str]:
+    """12 hex digits of each module's source file as it is now (``""``: not found)."""
+    hashes = {}
+    for module in modules:
+        try:  # as the worker (python -m) finds it: on sys.path or in the working folder
+            spec = importlib.util.find_spec(module)
+            if spec is None and "." not in module:
+                spec = importlib.machinery.PathFinder.find_spec(module, [os.getcwd()])
+        except (ImportError, ValueError):
+            spec = None
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        found = origin is not None and origin.is_file()
+        hashes[module] = hashlib.sha256(origin.read_bytes()).hexdigest()[:12] if found else ""
+    return hashes
+
+
 def problem_rows(report: Any) -> list[dict[str, Any]]:
     """Per-problem ``id``, ``n``, ``c`` and diversity of an evaluation report."""
     return [
@@ -68,8 +99,10 @@ def problem_rows(report: Any) -> list[dict[str, Any]]:
 class StudyRecorder(Callback):
     """Writes progress, per-problem held-out results and the final marker of a study run."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, modules: Sequence[str] = ()) -> None:
         self.run_dir = Path(run_dir)
+        self.modules = tuple(modules)
+        """Modules of yours the run imports, whose source ``final.json`` records."""
 
     def on_start(self, job, start_step: int) -> None:
         (self.run_dir / EVALS_DIR).mkdir(exist_ok=True)
@@ -92,6 +125,7 @@ class StudyRecorder(Callback):
             "evals": {str(k): v for k, v in result.evals.items()},
             "final_eval": last,
             "code": code_hash(),
+            "modules": module_hashes(self.modules),
         }
         write_json(self.run_dir / FINAL_FILE, final)
 
@@ -99,7 +133,7 @@ class StudyRecorder(Callback):
         write_json(self.run_dir / PROGRESS_FILE, {"step": step, "total": total})
 
 
-def run(run_dir: Path) -> None:
+def run(run_dir: Path, imports: Sequence[str] = ()) -> None:
     """Train the configuration in ``run_dir/run.yaml`` there, resuming if it was started."""
     from rlvr.train.checkpoint import CHECKPOINTS_DIR
     from rlvr.train.config import TrainConfig
@@ -108,7 +142,7 @@ def run(run_dir: Path) -> None:
 
     cfg = load_config(TrainConfig, str(run_dir / RUN_FILE), [f"log.output_dir={run_dir}"])
     started = (run_dir / "metrics.jsonl").exists() or (run_dir / CHECKPOINTS_DIR).exists()
-    train(cfg, resume=started, callbacks=[StudyRecorder(run_dir)])
+    train(cfg, resume=started, callbacks=[StudyRecorder(run_dir, own_modules(cfg, imports))])
 
 
 def stop_with_runner(runner_pid: int, poll_s: float = 1.0) -> threading.Thread:
@@ -135,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in args[1:]:
         importlib.import_module(module)
     try:
-        run(Path(args[0]))
+        run(Path(args[0]), args[1:])
     except KeyboardInterrupt:  # stopped by the runner: after its step, with a checkpoint
         print(
             "rlvr: interrupted; the same `rlvr compare` command resumes this run", file=sys.stderr

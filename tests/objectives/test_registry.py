@@ -272,3 +272,20 @@ def test_a_taken_objective_name_is_refused(monkeypatch):
         registry.register_objective(
             "my.mine", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
         )
+
+
+def test_group_stats_needs_a_config_that_says_which(monkeypatch):
+    """`group_stats=True` with a config lacking `stats_options()` registered, and the first
+    step failed with AttributeError: 'MineConfig' object has no attribute 'stats_options'."""
+    from rlvr.objectives import registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    with pytest.raises(ValueError, match=r"group_stats=True needs a method GrpoConfig.stats_opt"):
+        registry.register_objective(
+            "mine", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p",
+            group_stats=True,
+        )  # fmt: skip
+    registry.register_objective(
+        "mine", config=type(make_config("etr")), advantage="group_std", loss_agg="token-mean",
+        paper="p", group_stats=True,
+    )(lambda batch, cfg: None)  # fmt: skip

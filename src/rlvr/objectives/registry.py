@@ -67,7 +67,9 @@ def register_objective(
                             loss_agg="token-mean", paper="Mine et al. eq. 3")
         def mine_loss(batch: PolicyBatch, cfg: MineConfig) -> ObjectiveOutput: ...
 
-    One loss may serve several names (stacked decorators, one config class each). A name is
+    ``group_stats=True``: the loss reads per-sample group statistics (``batch.stats``), with
+    the options ``config.stats_options()`` returns; ``sequence_level=True``: its loss is per
+    sequence, repeated on the row's tokens. One loss may serve several names (stacked decorators, one config class each). A name is
     registered once: another function under a taken name is refused (the same function again,
     its module reloaded, is not), and a name holds no ``.`` (``module.name`` finds yours).
     """
@@ -75,6 +77,11 @@ def register_objective(
         raise ValueError(f"objective name must be non-empty without '.', got {name!r}")
     if not dataclasses.is_dataclass(config):
         raise ValueError(f"objective {name!r}: config must be a dataclass, got {config!r}")
+    if group_stats and not callable(getattr(config, "stats_options", None)):
+        raise ValueError(
+            f"objective {name!r}: group_stats=True needs a method {config.__name__}."
+            "stats_options() returning the rlvr.advantages.StatsOptions it reads"
+        )
     if advantage not in ADVANTAGE_MODES:
         raise ValueError(f"objective {name!r}: unknown advantage mode {advantage!r}")
     if loss_agg not in LOSS_AGG_MODES:

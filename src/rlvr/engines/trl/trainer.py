@@ -112,7 +112,8 @@ class RlvrGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose loss is rlvr's ``objective`` (``docs/engines.md``).
 
     Arguments are ``GRPOTrainer``'s, plus: ``objective`` (a name from
-    ``rlvr.objectives.OBJECTIVES``), ``objective_kwargs`` (its hyperparameters by their
+    ``rlvr.objectives.OBJECTIVES``, or ``my_module.name`` for one your module registers),
+    ``objective_kwargs`` (its hyperparameters by their
     ``ALGORITHMS.md`` names), ``advantage`` and ``loss_agg`` (``None``: the objective's
     defaults), ``kl_estimator``, ``sft_coef`` and ``sft_threshold`` (Klear's SFT term on
     positives). ``args.beta`` is the KL weight and ``args.entropy_coef`` the entropy bonus.

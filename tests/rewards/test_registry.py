@@ -16,6 +16,8 @@ def test_builtin_names_are_listed():
 def test_unknown_verifier_lists_valid_ones():
     with pytest.raises(ValueError, match="unknown verifier 'maths'.*math"):
         get_verifier("maths")
+    with pytest.raises(ValueError, match=r"registers \(did you mean reasoning_gym\?\)$"):
+        get_verifier("reasoning_gm:chain_sum")  # as the objectives' registry suggests
 
 
 def test_unknown_option_lists_valid_ones():

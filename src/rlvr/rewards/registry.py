@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.builtins import available, load_builtin, module_exists
+from rlvr.builtins import available, did_you_mean, load_builtin, module_exists
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
@@ -96,7 +96,7 @@ def _lookup(name: str) -> VerifierEntry:
     if name not in VERIFIERS:
         raise ValueError(
             f"unknown verifier {name!r}; valid: {', '.join(available_verifiers())}, or "
-            "module.name for one your own module registers"
+            f"module.name for one your own module registers{did_you_mean(name, BUILTIN_MODULES)}"
         )
     return VERIFIERS[name]
 

@@ -289,3 +289,26 @@ def test_group_stats_needs_a_config_that_says_which(monkeypatch):
         "mine", config=type(make_config("etr")), advantage="group_std", loss_agg="token-mean",
         paper="p", group_stats=True,
     )(lambda batch, cfg: None)  # fmt: skip
+
+
+def test_a_hyperparameter_named_as_a_section_key_is_refused(monkeypatch):
+    """A config field `kl_coef` was shadowed: `objective.kl_coef=0.3` set the KL weight (and
+    loaded a reference model) while the objective kept its own 0.5, without a word."""
+    import torch
+
+    from rlvr.objectives import ObjectiveConfig, policy_loss, registry
+
+    @dataclasses.dataclass(frozen=True)
+    class Clash:
+        kl_coef: float = 0.5
+        """Clashes with the section's own key."""
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    registry.register_objective(
+        "clash", config=Clash, advantage="group_std", loss_agg="token-mean", paper="p"
+    )(lambda batch, cfg: None)
+    with pytest.raises(ValueError, match=r"hyperparameter\(s\) kl_coef of Clash share a name"):
+        ObjectiveConfig("clash")
+    ones = torch.ones(2, 3)
+    with pytest.raises(ValueError, match="share a name with the objective section's own keys"):
+        policy_loss("clash", logp=ones, old_logp=ones, advantages=ones[:, 0], mask=ones)

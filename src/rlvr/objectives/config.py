@@ -12,7 +12,7 @@ nothing is rebuilt from a dictionary per micro-batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import torch
@@ -51,6 +51,12 @@ class ObjectiveConfig:
 
     def __post_init__(self) -> None:
         spec = self.spec
+        if clash := [n for n in spec.hyperparameters if n in _OWN_KEYS]:
+            raise ValueError(
+                f"objective {self.name!r}: hyperparameter(s) {', '.join(clash)} of "
+                f"{spec.config_cls.__name__} share a name with the objective section's own keys "
+                f"({', '.join(_OWN_KEYS)}): rename them"
+            )
         if self.params is None:
             object.__setattr__(self, "params", spec.config_cls())
         elif type(self.params) is not spec.config_cls:
@@ -117,6 +123,10 @@ class ObjectiveConfig:
             scope=options.scope,
             validate=validate,
         )
+
+
+_OWN_KEYS = tuple(f.name for f in fields(ObjectiveConfig))
+"""Keys of the ``objective`` section itself; an objective's hyperparameter may not take one."""
 
 
 def group_stats_for(

@@ -174,6 +174,7 @@ BAD_OUTPUTS = [
     (_output(metrics=lambda b: {"mine/x": 0.5}), "metric 'mine/x' as float; needs a 0-dim", False),
     (_output(metrics=lambda b: {"mine/r": b.ratio}), r"'mine/r' as shape \(4, 3\)", False),
     (_output(loss=lambda b: b.ratio * float("nan")), "NaN or inf on response tokens", True),
+    (_output(metrics=lambda b: {"clip/frac": b.ratio.sum()}), "metric.s. clip/frac, which", False),
 ]
 
 

@@ -118,6 +118,11 @@ def objective_loss(
             **ratio_metrics(policy),
             **clip_metrics(out.clip, policy.advantages, policy.mask),
         }
+        if shadowed := sorted(metrics.keys() & out.metrics.keys()):
+            raise ValueError(
+                f"objective {cfg.name!r} returned metric(s) {', '.join(shadowed)}, which rlvr "
+                "computes from its ratio and ClipInfo: give yours a name of its own"
+            )
         metrics.update(out.metrics)
     extra, reg_metrics = regularization(
         cfg.regularizers, policy, cfg.agg_mode, counts, batch, validate

@@ -312,3 +312,34 @@ def test_a_hyperparameter_named_as_a_section_key_is_refused(monkeypatch):
     ones = torch.ones(2, 3)
     with pytest.raises(ValueError, match="share a name with the objective section's own keys"):
         policy_loss("clash", logp=ones, old_logp=ones, advantages=ones[:, 0], mask=ones)
+
+
+def test_a_hyperparameter_named_as_a_policy_loss_argument_is_refused_as_a_keyword(monkeypatch):
+    """`policy_loss("x", ..., validate=0.3)` for a hyperparameter `validate` took the 0.3 as
+    policy_loss's own `validate` and ran the objective with its default, without a word."""
+    import torch
+
+    from rlvr.objectives import policy_loss, registry
+
+    @dataclasses.dataclass(frozen=True)
+    class Scaled:
+        validate: float = 0.5
+        """Clashes with policy_loss's `validate`."""
+
+    def scaled(batch, cfg):
+        from rlvr.objectives import ClipInfo, ObjectiveOutput
+
+        none = torch.zeros_like(batch.mask)
+        clip = ClipInfo(batch.ratio, 0.8, 1.2, none, none)
+        return ObjectiveOutput(-batch.ratio * batch.advantages * cfg.validate, clip, {})
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    registry.register_objective(
+        "scaled", config=Scaled, advantage="group_std", loss_agg="token-mean", paper="p"
+    )(scaled)
+    zeros = torch.zeros(2, 3)
+    tensors = {"logp": zeros, "old_logp": zeros, "advantages": torch.ones(2), "mask": zeros + 1}
+    with pytest.raises(ValueError, match=r"hyperparameter\(s\) validate share a name with poli"):
+        policy_loss("scaled", **tensors, validate=0.3)
+    loss, _ = policy_loss("scaled", **tensors, config=Scaled(0.3))
+    assert float(loss) == pytest.approx(-0.3)

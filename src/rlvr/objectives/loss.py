@@ -10,6 +10,7 @@ the same three things from keywords.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -195,6 +196,11 @@ def policy_loss(
     response tokens, an all-zero mask and the other value checks.
     """
     spec = objective_spec(name)
+    if config is None and (clash := sorted(set(spec.hyperparameters) & _KEYWORDS)):
+        raise ValueError(  # policy_loss(validate=0.3) cannot tell whose it is
+            f"objective {name!r}: hyperparameter(s) {', '.join(clash)} share a name with "
+            f"policy_loss's own arguments: pass config=make_config({name!r}, ...) instead"
+        )
     cfg = ObjectiveConfig(
         name,
         params=resolve_config(spec, config, hparams),
@@ -217,6 +223,14 @@ def policy_loss(
     )
     counts = StepCounts(num_tokens, num_seqs, num_sft_tokens, max_len)
     return objective_loss(batch, cfg, counts, validate=validate)
+
+
+_KEYWORDS = frozenset(inspect.signature(policy_loss).parameters) - {
+    "hparams",
+    *(f.name for f in dataclasses.fields(ObjectiveConfig)),  # refused by ObjectiveConfig itself
+}
+"""``policy_loss``'s own arguments, which an objective's hyperparameters given as keywords may
+not share."""
 
 
 def _rows(mask: Any) -> int:

@@ -263,3 +263,21 @@ def test_finished_runs_made_with_other_code_of_your_module_are_flagged(small_stu
     )
     with pytest.warns(UserWarning, match="^1 of the study's 1 .* other code of parity_verifier"):
         assert rlvr(["compare", small_study(), "--out", str(out), "--dry-run"]) == 0
+
+
+def test_a_misspelt_verifier_of_a_study_with_imports_is_one_line_before_any_run(
+    small_study, tmp_path, capsys
+):
+    """A study with `imports` left its verifiers to the runs: `reward.verifier=parity_tst`
+    passed --dry-run and every seed of the arm failed at its start."""
+    base = str(tmp_path / "base.yaml")
+    arms = [
+        {"recipe": base, "name": "grpo"},
+        {"recipe": base, "name": "typo", "overrides": ["reward.verifier=parity_tst"]},
+    ]
+    out = tmp_path / "o"
+    assert rlvr(["compare", small_study(arms=arms), "--out", str(out), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "rlvr: error: arm typo: reward.verifier: unknown verifier 'parity_tst'; valid: "
+    )
+    assert not (out / "runs").exists()

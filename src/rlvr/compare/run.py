@@ -162,8 +162,8 @@ def check_runs(
     """Refuse, before any run starts, an arm whose run would stop at its own start (a model
     or data file that is not there, an unknown verifier: :func:`~rlvr.train.preflight.preflight`);
     every seed of it failed in turn. Only arms with runs to make are checked (all with
-    ``fresh``). ``device=False`` for a dry run, as ``rlvr train``'s; the verifiers of a study
-    with ``imports`` are left to the runs, which import them."""
+    ``fresh``). ``device=False`` for a dry run, as ``rlvr train``'s. A verifier one of the
+    study's ``imports`` registers is found: reading the arms imported them."""
     from rlvr.train.preflight import preflight
 
     checked = set()
@@ -171,7 +171,7 @@ def check_runs(
         if (spec.arm.name, spec.regime) not in checked:  # seeds differ only in the seed
             checked.add((spec.arm.name, spec.regime))
             try:
-                preflight(spec.config, device=device, verifier=not study.imports)
+                preflight(spec.config, device=device)
             except ValueError as err:
                 where = "" if spec.regime == DEFAULT_REGIME else f" [{spec.regime}]"
                 raise ValueError(f"arm {spec.arm.name}{where}: {err}") from None

@@ -15,7 +15,6 @@ def preflight(
     *,
     device: bool = True,
     produced: frozenset[str] = frozenset(),
-    verifier: bool = True,
 ) -> None:
     """What can be checked before anything loads (a preset build can take minutes).
 
@@ -23,8 +22,7 @@ def preflight(
     holds no model, a device this machine lacks, LoRA adapters without peft, or a code
     sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
     for another machine) and an unknown verifier are reported first, each naming its key.
-    ``produced``: data files an earlier pipeline stage will write (not checked for existence);
-    ``verifier=False`` leaves the verifier to a process that imports the modules registering it.
+    ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
     from rlvr.train.prompts import GENERATED
@@ -45,7 +43,7 @@ def preflight(
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
     _check_model(config.model, device)
-    reward = getattr(config, "reward", None) if verifier else None
+    reward = getattr(config, "reward", None)
     if reward is not None:
         try:
             run_verifier(reward)

@@ -169,6 +169,10 @@ def test_objective_validation_names_the_bad_hyperparameter():
 
     with pytest.raises(ValueError, match="objective: unknown hyperparameter.*eps_hihg"):
         objective("objective.eps_hihg=0.3")
+    with pytest.raises(ValueError, match=r"entropy_coef\) \(did you mean eps_high\?\)$"):
+        objective("objective.eps_hihg=0.3")  # the nearest key, a hyperparameter or the section's
+    with pytest.raises(ValueError, match=r"\(did you mean kl_coef\?\)$"):
+        objective("objective.kl_coeff=0.1")
     with pytest.raises(ValueError, match="unknown objective 'grpp'"):
         objective("objective.name=grpp")
     with pytest.raises(ValueError, match="objective: unknown loss_agg 'mean'; valid: token-mean"):

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from rlvr.builtins import did_you_mean
 from rlvr.bundled import bundled_names, read_source
 from rlvr.objectives.config import ObjectiveConfig
 
@@ -301,6 +302,7 @@ def _extra_section(cls: type, kwargs: dict, extra: dict, path: str, fields: dict
             f"{where}: unknown hyperparameter(s) {', '.join(unknown)} for {name!r} "
             f"({', '.join(f'{path}.{k}' if path else k for k in unknown)}); valid: "
             f"{', '.join(known) or 'none'} (and the section's own keys: {own})"
+            + did_you_mean(unknown[0], [*known, *(k for k in fields if k != cls.EXTRA_KEYS)])
         )
     try:
         return from_dict(params_cls, extra, path)

@@ -230,3 +230,24 @@ def test_a_held_out_score_of_the_last_step_only_is_drawn_as_points(tmp_path, mon
     assert [(seg[0][1], seg[1][1]) for seg in ranges] == [(0.5, 0.7), (0.4, 0.6)]  # min-max
     lines = axes["reward/accuracy"].get_lines()  # several steps: still a line per arm
     assert [list(line.get_xdata()) for line in lines] == [[1, 2, 3], [1, 2, 3]]
+
+
+def test_a_short_runs_curves_are_drawn_as_logged_and_a_missing_value_drops_one_seed_only():
+    """A trailing mean over 5 steps drew a 6-step study's last training accuracy as the mean of
+    steps 2-6 (0.49 where the runs logged 0.74), and one seed without an entropy at a step
+    (no update there) removed that step from the arm's curve."""
+    from rlvr.compare.figures import band, smooth_window
+
+    assert [smooth_window(n) for n in (6, 39, 40, 100)] == [1, 1, 2, 5]
+    arm = ArmData("a")
+    for seed, last in enumerate([0.7, 0.9, None]):
+        rows = [{"step": s, "reward/accuracy": 0.1 * s, "policy/entropy": 1.0} for s in (1, 2, 3)]
+        rows[-1]["policy/entropy"] = last
+        arm.runs[seed] = RunData(seed, rows, {})
+    steps, mean, low, high = band(arm, "reward/accuracy", smooth_window(3))
+    assert steps.tolist() == [1, 2, 3] and mean == pytest.approx([0.1, 0.2, 0.3])
+    steps, mean, low, high = band(arm, "policy/entropy")
+    assert steps.tolist() == [1, 2, 3]
+    assert (mean[-1], low[-1], high[-1]) == (pytest.approx(0.8), 0.7, 0.9)  # the two that logged
+    arm.runs[1].rows[-1]["policy/entropy"] = None  # now one of three: the step is left out
+    assert band(arm, "policy/entropy")[0].tolist() == [1, 2]

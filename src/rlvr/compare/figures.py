@@ -1,12 +1,15 @@
 """The study's figures: curves with the mean and a band over seeds, and quadrant shares.
 
-Training curves are smoothed per run with a trailing mean over :data:`SMOOTH` steps before
-the mean and the band (minimum to maximum over seeds) are taken; held-out curves (steps
-where the evaluation ran) are not smoothed.
+Training curves are smoothed per run with a trailing mean over a twentieth of the run's steps
+(:func:`smooth_window`: none under 40 steps, 5 over 100) before the mean and the band (minimum
+to maximum over seeds) are taken; held-out curves (steps where the evaluation ran) are not
+smoothed. A step is drawn where at least half of an arm's runs logged the metric (a step
+without an update logs no entropy), as the mean over those runs.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import matplotlib
@@ -14,10 +17,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from rlvr.compare.results import ArmData  # noqa: E402
 
-SMOOTH = 5
+SMOOTH_FRACTION = 20
 CURVES = (
     ("reward/accuracy", "training accuracy"),
     ("eval/avg@*", "held-out avg@k"),
@@ -46,7 +50,13 @@ def resolve(pattern: str, arms: list[ArmData]) -> str | None:
     return max(found, key=lambda k: int(k[len(stem) :])) if found else None
 
 
-def smoothed(values: np.ndarray, window: int = SMOOTH) -> np.ndarray:
+def smooth_window(steps: int) -> int:
+    """Trailing-mean window for runs of ``steps`` steps: a twentieth of them, at least 1 (a
+    short run's curve is drawn as logged: 5 of 6 steps would hide its shape)."""
+    return max(1, steps // SMOOTH_FRACTION)
+
+
+def smoothed(values: np.ndarray, window: int) -> np.ndarray:
     """Trailing mean over ``window`` points (fewer at the start).
 
     >>> smoothed(np.array([1.0, 3.0, 5.0]), 2).tolist()
@@ -58,21 +68,26 @@ def smoothed(values: np.ndarray, window: int = SMOOTH) -> np.ndarray:
     return (cumsum[idx] - cumsum[lo]) / (idx - lo)
 
 
-def band(arm: ArmData, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(steps, mean, low, high)`` over the arm's seeds, on the steps every run logged."""
+def band(
+    arm: ArmData, metric: str, window: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(steps, mean, low, high)`` over the arm's seeds, on the steps at least half of its
+    runs logged (each run's training curve first smoothed over ``window`` steps)."""
     curves = [run.curve(metric) for run in arm.runs.values()]
     curves = [c for c in curves if c[0].size]
-    if not curves:
-        return None
-    steps = sorted(set.intersection(*(set(c[0].tolist()) for c in curves)))
+    counts = Counter(x for steps, _ in curves for x in steps.tolist())
+    steps = sorted(x for x, n in counts.items() if 2 * n >= len(curves))
     if not steps:
         return None
-    rows = []
-    for s, v in curves:
-        picked = np.asarray([v[s == x][0] for x in steps])
-        rows.append(picked if metric.startswith("eval/") else smoothed(picked))
-    stack = np.stack(rows)
-    return np.asarray(steps), stack.mean(0), stack.min(0), stack.max(0)
+    column = {x: k for k, x in enumerate(steps)}
+    stack = np.full((len(curves), len(steps)), np.nan)
+    for row, (run_steps, values) in enumerate(curves):
+        if window > 1 and not metric.startswith("eval/"):
+            values = smoothed(values, window)
+        for x, value in zip(run_steps.tolist(), values, strict=True):
+            if x in column:
+                stack[row, column[x]] = value
+    return np.asarray(steps), np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0)
 
 
 def _draw_band(ax, data: tuple, color: str, label: str, slot: float) -> None:
@@ -95,24 +110,29 @@ def curves_figure(
     metrics = [(m, label) for pattern, label in CURVES if (m := resolve(pattern, arms))]
     if not metrics:
         return None
+    window = smooth_window(
+        max(int(r["step"]) for a in arms for run in a.runs.values() for r in run.rows)
+    )
     cols = 3
     rows = -(-len(metrics) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.9 * rows), squeeze=False)
     for ax, (metric, label) in zip(axes.flat, metrics, strict=False):
         for i, arm in enumerate(arms):
-            data = band(arm, metric)
+            data = band(arm, metric, window)
             if data is None:
                 continue
             _draw_band(ax, data, f"C{i}", labels.get(arm.name, arm.name), i - (len(arms) - 1) / 2)
         ax.set_title(f"{label}\n{metric}", fontsize=9)
         ax.set_xlabel("step", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # no step 5.96
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     handles, names = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 4), fontsize=8)
-    fig.suptitle(f"{title}: mean over seeds, band min-max", fontsize=10)
+    smoothing = f"; training curves a trailing mean over {window} steps" if window > 1 else ""
+    fig.suptitle(f"{title}: mean over seeds, band min-max{smoothing}", fontsize=10)
     fig.tight_layout(rect=(0, 0.06 + 0.02 * (len(names) > 4), 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -135,3 +135,19 @@ def test_a_run_directory_named_like_a_hub_model_is_refused_as_a_run(tmp_path, mo
         "its checkpoints, e.g. runs/sft/checkpoints/step_000002"
     )
     assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize(("stop", "status"), [(KeyboardInterrupt(), 130), ("SIGTERM", 143)])
+def test_a_stopped_command_exits_as_the_signal_would(stop, status, capsys):
+    """A run stopped by SIGTERM (a cluster's pre-emption) exited 130, as after Ctrl-C; a
+    scheduler reads 143 (128 + SIGTERM), the status the signal's default action gives."""
+    import signal
+
+    from rlvr.cli.common import command
+    from rlvr.train.interrupt import Stopped
+
+    def body(argv):
+        raise Stopped(signal.SIGTERM) if stop == "SIGTERM" else stop
+
+    assert command(body)([]) == status
+    assert capsys.readouterr().err == "rlvr: interrupted\n"

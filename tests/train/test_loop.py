@@ -175,8 +175,9 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint(train_config, capsys):
 
     full = train(train_config("steps=4", out="full"))
     cfg = train_config("steps=4", out="cut")
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         train(cfg, callbacks=[Term()])
+    assert stopped.value.signum == signal.SIGTERM  # the command line exits 143
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     assert [p.name for p in list_checkpoints(cfg.log.output_dir)] == ["step_000002"]
     assert "SIGTERM: stopping after the step in flight with a checkpoint" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import signal
 import sys
 import textwrap
 import warnings
@@ -22,7 +23,7 @@ def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | No
     """Wrap a sub-command's ``body(argv)``: user errors print ``rlvr: error: ...`` and return 2.
 
     ``--debug`` anywhere in ``argv`` (or ``RLVR_DEBUG=1``) lets the exception through with its
-    traceback. Ctrl-C returns 130 with one line; a reader that closed the pipe
+    traceback. Ctrl-C returns 130 with one line (a run stopped by SIGTERM 143); a reader that closed the pipe
     (``rlvr data tasks | head``) ends the command quietly with 141, as SIGPIPE would.
     """
 
@@ -41,11 +42,11 @@ def command(body: Callable[[list[str]], int | None]) -> Callable[[list[str] | No
                 raise
             print(f"rlvr: error: {one_line(err)}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
             if debug:
                 raise
             print("rlvr: interrupted", file=sys.stderr)
-            return 130
+            return 128 + getattr(err, "signum", signal.SIGINT)  # a run stopped by SIGTERM: 143
 
     return main
 

@@ -44,7 +44,7 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
-from rlvr.train.interrupt import StopRequest
+from rlvr.train.interrupt import Stopped, StopRequest
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -288,7 +288,7 @@ class _Loop:
                 if stopping or due(step, job.total_steps, self.config.checkpoint):
                     model_dir = self._checkpoint(step)
                 if stopping:
-                    raise KeyboardInterrupt
+                    raise Stopped(stop.signum)
         return row, model_dir
 
     def _open_sinks(self) -> None:

@@ -5,7 +5,8 @@ cluster's pre-emption, ``kill`` or a container's stop sends before SIGKILL) only
 step loop to stop once the step in flight has finished (and been logged); the loop then saves
 a checkpoint, whatever ``checkpoint.every`` says, and raises ``KeyboardInterrupt`` so that
 ``--resume`` continues from that step. A second signal raises ``KeyboardInterrupt`` at once,
-without a checkpoint. The handlers are installed only on the main thread and only over
+without a checkpoint. Either is a :class:`Stopped` naming the signal, so that the command line
+exits as the signal's default action would have (130 for SIGINT, 143 for SIGTERM). The handlers are installed only on the main thread and only over
 Python's own (``signal.default_int_handler`` for SIGINT, the default action for SIGTERM): a
 caller that handles either signal itself keeps it.
 """
@@ -25,11 +26,21 @@ _PYTHONS_OWN = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signa
 """The handler each signal has unless someone installed another: only those are replaced."""
 
 
+class Stopped(KeyboardInterrupt):
+    """A run stopped by the signal ``signum`` (SIGINT or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 class StopRequest:
     """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C or SIGTERM came once."""
 
     def __init__(self) -> None:
         self.asked = False
+        self.signum: int = signal.SIGINT
+        """The signal that asked (the last one)."""
         self._installed: list[signal.Signals] = []
 
     def __enter__(self) -> StopRequest:
@@ -42,8 +53,9 @@ class StopRequest:
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.signum = signum
         if self.asked:
-            raise KeyboardInterrupt
+            raise Stopped(signum)
         self.asked = True
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         print(ASKED.format(name=name), file=sys.stderr, flush=True)

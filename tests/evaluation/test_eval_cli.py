@@ -296,3 +296,44 @@ def test_a_dry_run_refuses_a_model_directory_that_does_not_exist(tmp_path, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"rlvr: error: --model {missing}: no such directory"
+
+
+def test_an_interrupted_evaluation_continues_and_its_kept_samples_go(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """Ctrl-C lost every sampled batch; the rerun with the same --output now continues from
+    them (same numbers as a whole run), refuses other settings in one line, and the kept file
+    goes once the report is written."""
+    import rlvr.evaluation.harness as harness
+
+    out = tmp_path / "eval.json"
+    argv = [
+        "--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+        "-n", "2", "--max-tokens", "6", "--temperature", "1.0", "--batch-size", "1",
+        "--limit", "3", "--output",
+    ]  # fmt: skip
+    assert main([*argv, str(tmp_path / "whole.json")]) == 0
+    whole = json.loads((tmp_path / "whole.json").read_text())
+    real = harness.sample
+
+    def killed_after_one_batch(sampler, prompt_ids, config, *, done=None, on_batch=None):
+        def then_stop(samples):
+            on_batch(samples)
+            raise KeyboardInterrupt
+
+        return real(sampler, prompt_ids, config, done=done, on_batch=then_stop)
+
+    monkeypatch.setattr(harness, "sample", killed_after_one_batch)
+    assert main([*argv, str(out)]) == 130
+    err = capsys.readouterr().err
+    assert (
+        f"interrupted after sampling 1 of 3 problems: the same command with --output {out}" in err
+    )
+    assert (tmp_path / "eval.partial.pt").exists() and not out.exists()
+    monkeypatch.setattr(harness, "sample", real)
+    assert main([*argv, str(out), "--seed", "5"]) == 2  # other settings: not mixed in
+    assert "an interrupted evaluation with other settings (seed)" in capsys.readouterr().err
+    assert main([*argv, str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert again["problems"] == whole["problems"] and again["metrics"] == whole["metrics"]
+    assert not (tmp_path / "eval.partial.pt").exists()

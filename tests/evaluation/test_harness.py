@@ -26,7 +26,7 @@ TEXTS = {
 }
 
 
-def fake_sample(sampler, prompt_ids, config):
+def fake_sample(sampler, prompt_ids, config, **_):
     texts = [t for ex in EXAMPLES for t in TEXTS[ex.id]]
     return harness.Samples(texts, [len(t) for t in texts], [t == "" for t in texts])
 
@@ -131,3 +131,38 @@ def test_prompts_past_the_context_are_warned(tiny_model):
     with pytest.warns(UserWarning, match=r"^1 of 2 prompts \(the longest \d+ tokens\) plus "
                       rf"max_new_tokens=4 pass the model's context of {context} tokens"):  # fmt: skip
         evaluate(model, tokenizer, [EXAMPLES[0], long], "math", config)
+
+
+def test_a_killed_evaluation_continues_from_its_kept_batches_with_the_same_numbers(
+    tiny_model, tmp_path
+):
+    """Ctrl-C (or a pre-emption) lost every sampled batch: the evaluation started over."""
+    from rlvr.evaluation.partial import PartialSamples
+    from rlvr.generation import make_sampler
+
+    model, tokenizer = tiny_model
+    config = EvalConfig(n=2, ks=(1, 2), sampling=SamplingConfig(max_new_tokens=6), batch_size=1)
+    whole = evaluate(model, tokenizer, EXAMPLES, "math", config)
+
+    class KilledAtSecondBatch:
+        def __init__(self):
+            self.inner, self.calls = make_sampler("lean", model, tokenizer), 0
+
+        def generate(self, *args, **kwargs):
+            self.calls += 1
+            if self.calls == 2:
+                raise KeyboardInterrupt
+            return self.inner.generate(*args, **kwargs)
+
+    keep = PartialSamples(tmp_path / "eval.partial.pt", {"model": "tiny"})
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(
+            model, tokenizer, EXAMPLES, "math", config, sampler=KilledAtSecondBatch(), keep=keep
+        )
+    kept, _ = keep.load()
+    assert len(kept["texts"]) == 2  # the first problem's two completions
+    torch.rand(5)  # the caller's RNG moved on meanwhile
+    again = evaluate(model, tokenizer, EXAMPLES, "math", config, keep=keep)
+    assert again.to_dict() == whole.to_dict()
+    with pytest.raises(ValueError, match=r"other settings \(model\); run it with its own"):
+        PartialSamples(keep.path, {"model": "other"}).load()

@@ -15,8 +15,10 @@ problem's completions, scores and verifier status.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shlex
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -25,6 +27,7 @@ from rlvr.atomic import write_json
 from rlvr.cli.common import DRY_RUN_HELP, command, note_device
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
+from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
 
@@ -399,9 +402,15 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         _dry_run(args, config)
         return 0
+    keep = PartialSamples(partial_path(output), _settings(args))
+    keep.load()  # made with other settings, or damaged: one line before anything loads
     examples = _load(args)
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
-    report = evaluate(model, tokenizer, examples, verifier, config)
+    try:
+        report = evaluate(model, tokenizer, examples, verifier, config, keep=keep)
+    except KeyboardInterrupt:
+        _say_how_to_continue(keep, output, len(examples), config.n)
+        raise
     write_json(
         output,
         {
@@ -419,5 +428,31 @@ def main(argv: list[str]) -> int:
         report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"
     )
     warn_unverified(report)
+    keep.remove()
     print(f"wrote {output}")
     return 0
+
+
+_NOT_SAMPLING = (
+    *("output", "no_completions", "k", "dry_run"),
+    *("verifier", "correct", "wrong", "extract", "timeout", "workers"),
+)
+"""Options the completions do not depend on: how they are scored and where the report goes."""
+
+
+def _settings(args: argparse.Namespace) -> dict[str, object]:
+    """What an evaluation's completions depend on (a kept partial evaluation continues only
+    under the same): the model, data and sampling options, not how they are scored."""
+    kept = {k: v for k, v in vars(args).items() if k not in _NOT_SAMPLING}
+    return json.loads(json.dumps(kept, default=str))
+
+
+def _say_how_to_continue(keep: PartialSamples, output: Path, problems: int, n: int) -> None:
+    """After Ctrl-C: how far sampling came, and the option that continues it."""
+    saved = keep.load() if keep.path.exists() else None
+    done = len(saved[0]["texts"]) // n if saved else 0
+    print(
+        f"interrupted after sampling {done} of {problems} problems: the same command with "
+        f"--output {output} continues from there",
+        file=sys.stderr,
+    )

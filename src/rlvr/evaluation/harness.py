@@ -10,6 +10,7 @@ were. A completion counts as correct when its score reaches the verifier's
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections import defaultdict
@@ -23,6 +24,7 @@ from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
 from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
 from rlvr.evaluation.metrics import standard_errors, summarize
+from rlvr.evaluation.partial import PartialSamples, rng_state, set_rng_state
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
@@ -210,15 +212,25 @@ def warn_past_context(model, prompt_ids: Sequence[Sequence[int]], budget: int) -
         )
 
 
-def sample(sampler: Sampler, prompt_ids: Sequence[Sequence[int]], config: EvalConfig) -> Samples:
-    """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time."""
-    texts, lengths, truncated = [], [], []
-    for start in range(0, len(prompt_ids), config.batch_size):
+def sample(
+    sampler: Sampler,
+    prompt_ids: Sequence[Sequence[int]],
+    config: EvalConfig,
+    *,
+    done: Samples | None = None,
+    on_batch: Callable[[Samples], None] | None = None,
+) -> Samples:
+    """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time, after the
+    whole batches ``done`` already holds; ``on_batch`` sees the samples after each batch."""
+    texts, lengths, truncated = (list(x) for x in (done or Samples([], [], [])))
+    for start in range(len(texts) // config.n, len(prompt_ids), config.batch_size):
         ids = [list(p) for p in prompt_ids[start : start + config.batch_size]]
         out = sampler.generate(ids, n=config.n, sampling=config.sampling)
         texts += out.texts
         lengths += [int(x) for x in out.response_lengths.tolist()]
         truncated += [bool(x) for x in out.truncated.tolist()]
+        if on_batch is not None:
+            on_batch(Samples(texts, lengths, truncated))
     return Samples(texts, lengths, truncated)
 
 
@@ -233,20 +245,39 @@ def sample_seeded(
     prompt_ids: Sequence[Sequence[int]],
     config: EvalConfig,
     sampler: Sampler | None = None,
+    keep: PartialSamples | None = None,
 ) -> Samples:
     """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``.
 
     ``sampler``: the one to sample with (the trainer's); default the ``lean`` sampler on ``model``.
+    ``keep``: where the samples so far and the RNG state after them are kept after each batch,
+    and taken up from when a killed evaluation is run again (the numbers are unchanged).
     """
     sampler = sampler or make_sampler("lean", model, tokenizer)
+    devices = _rng_devices(model)
     was_training = model.training
     model.eval()
     try:
-        with torch.random.fork_rng(devices=_rng_devices(model)):
+        with torch.random.fork_rng(devices=devices):
             torch.manual_seed(config.seed)
-            return sample(sampler, prompt_ids, config)
+            done = _resume(keep, devices)
+            on_batch = None if keep is None else functools.partial(_keep, keep, devices)
+            return sample(sampler, prompt_ids, config, done=done, on_batch=on_batch)
     finally:
         model.train(was_training)
+
+
+def _resume(keep: PartialSamples | None, devices: list[int]) -> Samples | None:
+    """The samples ``keep`` holds, with the RNG set to its state after them (None: none)."""
+    saved = keep.load() if keep is not None else None
+    if saved is None:
+        return None
+    set_rng_state(saved[1], devices)
+    return Samples(**saved[0])
+
+
+def _keep(keep: PartialSamples, devices: list[int], samples: Samples) -> None:
+    keep.save(samples._asdict(), rng_state(devices))
 
 
 def score_problems(
@@ -296,6 +327,7 @@ def evaluate(
     scorer: Callable[[Sequence[str], Sequence[Any]], Scores] | None = None,
     sampler: Sampler | None = None,
     prompt_ids: Sequence[Sequence[int]] | None = None,
+    keep: PartialSamples | None = None,
 ) -> EvalReport:
     """Sample ``config.n`` completions per example, verify them, and report.
 
@@ -304,7 +336,8 @@ def evaluate(
     reuses the trainer's sampler (so training reward and evaluation score come from the
     same one); by default the ``lean`` sampler on ``model``. ``prompt_ids``: the examples'
     prompts already tokenised (the trainer's, cut to ``data.max_prompt_tokens``); by
-    default each prompt is formatted with the chat template and tokenised here.
+    default each prompt is formatted with the chat template and tokenised here. ``keep``:
+    see :func:`sample_seeded` (``rlvr eval`` continues a killed evaluation with it).
     """
     if not examples:
         raise ValueError("examples is empty")
@@ -319,5 +352,5 @@ def evaluate(
     if prompt_ids is None:
         prompt_ids = encode_prompts(tokenizer, examples, config)
         warn_past_context(model, prompt_ids, config.sampling.max_new_tokens)
-    samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler)
+    samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler, keep)
     return build_report(score_problems(examples, verifier, samples, config, scorer), config)

@@ -69,9 +69,10 @@ def register_objective(
 
     ``group_stats=True``: the loss reads per-sample group statistics (``batch.stats``), with
     the options ``config.stats_options()`` returns; ``sequence_level=True``: its loss is per
-    sequence, repeated on the row's tokens. One loss may serve several names (stacked decorators, one config class each). A name is
-    registered once: another function under a taken name is refused (the same function again,
-    its module reloaded, is not), and a name holds no ``.`` (``module.name`` finds yours).
+    sequence, repeated on the row's tokens. One loss may serve several names (stacked
+    decorators, one config class each). A name is registered once: another function under a
+    taken name is refused (the same function again, its module reloaded, is not), and a name
+    holds no ``.`` (``module.name`` finds yours).
     """
     if not name or "." in name:
         raise ValueError(f"objective name must be non-empty without '.', got {name!r}")

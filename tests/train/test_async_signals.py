@@ -93,7 +93,7 @@ def test_ctrl_c_ends_both_processes(train_config, tmp_path, group):
         _, alive = psutil.wait_procs(children, timeout=30)
         assert alive == []
         err = run.stderr.read().decode()
-        assert "KeyboardInterrupt" in err and "stopping after the step in flight" in err
+        assert "Stopped: SIGINT" in err and "stopping after the step in flight" in err
         assert list_checkpoints(cfg.log.output_dir)  # the step in flight finished and was kept
     finally:
         if run.poll() is None:

@@ -446,3 +446,22 @@ def test_a_chat_prompt_ending_with_the_answer_is_refused(tmp_path):
     assert (
         load_examples(str(path), fields=FieldMap(prompt="messages"), limit=1)[0].prompt == few_shot
     )
+
+
+@pytest.mark.parametrize("suffix, sep", [(".csv", ","), (".tsv", "\t")])
+def test_a_folder_of_csv_files_keeps_text_as_text(tmp_path, suffix, sep):
+    """A folder of CSV splits had its column types guessed by ``datasets``: answers
+    ``007, 0.50, 12`` loaded as ``7.0, 0.5, 12.0``, the references silently changed."""
+    folder = tmp_path / "splits"
+    folder.mkdir()
+    rows = ["1 + 6 =", "007"], ["1 / 2 =", "0.50"], ["6 + 6 =", "12"], ["Which?", "None"]
+    (folder / f"test{suffix}").write_text(
+        sep.join(["prompt", "answer"]) + "\n" + "".join(sep.join(r) + "\n" for r in rows)
+    )
+    (folder / f"train{suffix}").write_text(f"prompt{sep}answer\n2 + 2 ={sep}4\n")
+    examples = load_examples(str(folder), split="test")
+    assert [e.reference for e in examples] == ["007", "0.50", "12", "None"]
+    assert [e.reference for e in load_examples(str(folder), split="train")] == ["4"]
+    (folder / f"train{suffix}").write_text(f"question{sep}answer\n2 + 2 ={sep}4\n")
+    with pytest.raises(ValueError, match=r"splits: its files have different columns \(test"):
+        load_examples(str(folder), split="test")

@@ -194,12 +194,11 @@ def _load_hf(source: str, split: str, config: str | None):
                 raise ValueError(f"{source}: no split {split!r}; splits: {', '.join(loaded)}")
             return loaded[split]
         return loaded
-    if path.is_dir():
-        _check_one_kind(path)
+    text_columns = _csv_as_text(path) if path.is_dir() else {}
     from huggingface_hub import constants
 
     try:
-        return datasets.load_dataset(source, config, split=split)
+        return datasets.load_dataset(source, config, split=split, **text_columns)
     except datasets.exceptions.DatasetsError as err:  # files that do not make one table
         cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
         told = cause[0] if len(cause) == 1 else f"{cause[0]} ... {cause[-1]}"
@@ -220,19 +219,44 @@ _ROW_KINDS |= {".parquet": "parquet", ".arrow": "arrow"}
 """Row files ``datasets`` reads from a folder, by the reader it uses for them."""
 
 
-def _check_one_kind(folder: Path) -> None:
-    """Refuse a data folder mixing kinds of row files (``a.jsonl`` and ``b.csv``): ``datasets``
-    would read only the commonest kind and drop the others without a word."""
-    suffixes: dict[str, str] = {}
+def _row_files(folder: Path) -> list[Path]:
+    """The row files of a data folder; one mixing kinds (``a.jsonl`` and ``b.csv``) is refused:
+    ``datasets`` would read only the commonest kind and drop the others without a word."""
+    files, suffixes = [], {}
     for file in sorted(folder.rglob("*")):
         hidden = any(part.startswith(".") for part in file.relative_to(folder).parts)
         if file.suffix in _ROW_KINDS and file.is_file() and not hidden:
             suffixes.setdefault(_ROW_KINDS[file.suffix], file.suffix)
+            files.append(file)
     if len(suffixes) > 1:
         raise ValueError(
             f"{folder}: holds {' and '.join(sorted(suffixes.values()))} files; only one kind "
             "would be read (the others dropped): keep one kind of file in the folder"
         )
+    return files
+
+
+def _csv_as_text(folder: Path) -> dict[str, Any]:
+    """For a folder of CSV/TSV files: ``load_dataset`` options reading every column as text
+    (its header names them), so an answer ``007`` or ``0.50`` is not guessed to be a number
+    (``7.0``, ``0.5``), nor ``NA`` or ``None`` a missing value; ``{}`` for other folders."""
+    import csv
+
+    import datasets
+
+    files = _row_files(folder)
+    if not files or _ROW_KINDS[files[0].suffix] != "csv":
+        return {}
+    headers = {}
+    for file in files:
+        with file.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
+            delimiter = "\t" if file.suffix == ".tsv" else ","
+            headers[file] = next(csv.reader(handle, delimiter=delimiter), [])
+    if len({tuple(h) for h in headers.values()}) > 1:  # datasets cannot make one table of them
+        told = "; ".join(f"{f.relative_to(folder)}: {', '.join(h)}" for f, h in headers.items())
+        raise ValueError(f"{folder}: its files have different columns ({told})")
+    features = datasets.Features({name: datasets.Value("string") for name in headers[files[0]]})
+    return {"features": features, "keep_default_na": False}
 
 
 def _not_named(source: str) -> str:

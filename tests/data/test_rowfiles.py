@@ -107,3 +107,32 @@ def test_a_folder_as_input_is_called_a_folder(tmp_path, step):
 
 def json_lines(rows):
     return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_parquet_values_json_has_no_type_for_are_written_faithfully(tmp_path):
+    """JSON lines written from Parquet held Python reprs (``default=str``): bytes became the
+    text ``"b'\\x00ab'"``, a timestamp ``"2024-01-02 03:04:05"``. Now timestamps, dates and
+    times are ISO 8601, decimals their exact text, and bytes base64 (as docs/data.md says);
+    a value of another such type (a duration) is one error naming its column."""
+    import base64
+    import datetime
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5, 6)
+    row = {"prompt": "1 + 1 =", "blob": b"\x00ab\xff", "ts": when, "day": when.date()}
+    row |= {"utc": when.replace(tzinfo=datetime.timezone.utc), "cost": decimal.Decimal("1.50")}
+    source = tmp_path / "typed.parquet"
+    pq.write_table(pa.Table.from_pylist([row, dict(row)]), source)
+    assert _run(["dedup", str(source), "-o", str(tmp_path / "kept.jsonl")]) is None
+    kept = json.loads((tmp_path / "kept.jsonl").read_text())
+    assert base64.b64decode(kept["blob"]) == b"\x00ab\xff"
+    assert kept["ts"] == "2024-01-02T03:04:05.000006" and kept["day"] == "2024-01-02"
+    assert kept["utc"] == "2024-01-02T03:04:05.000006+00:00" and kept["cost"] == "1.50"
+    dropped = json.loads((tmp_path / "kept.dropped.jsonl").read_text())
+    assert dropped["row"] == kept
+    pq.write_table(pa.Table.from_pylist([{"prompt": "a", "took": datetime.timedelta(1)}]), source)
+    error = _run(["dedup", str(source), "-o", str(tmp_path / "kept.jsonl")])
+    assert "column 'took'" in error and "timedelta" in error

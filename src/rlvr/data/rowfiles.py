@@ -9,6 +9,9 @@ mapping's ``prompt`` in :data:`~rlvr.data.fields.FIELD_MAPS`), else the first of
 
 from __future__ import annotations
 
+import base64
+import datetime
+import decimal
 import json
 import os
 from collections.abc import Iterable
@@ -80,11 +83,44 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
         else:
             with tmp.open("w", encoding="utf-8") as handle:
                 for row in rows:
-                    handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    handle.write(_json_line(row, path) + "\n")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return len(rows)
+
+
+def _json_line(row: dict[str, Any], path: Path) -> str:
+    """``row`` as one JSON line, the Parquet values JSON has no type for written as
+    :func:`_json_value` does; another such value is one error naming ``path`` and its column."""
+    try:
+        return json.dumps(row, ensure_ascii=False, default=_json_value)
+    except TypeError as err:
+        column = next(k for k, v in row.items() if not _json_ok(v))
+        raise ValueError(
+            f"{path}: column {column!r} holds a {err} value, which JSON lines cannot hold; "
+            "convert or drop the column first"
+        ) from None
+
+
+def _json_value(value: Any) -> Any:
+    """Timestamps, dates and times as ISO 8601 text, decimals as their exact text, bytes as
+    base64 text; ``TypeError`` (the type's name) for anything else."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(type(value).__name__)
+
+
+def _json_ok(value: Any) -> bool:
+    try:
+        json.dumps(value, default=_json_value)
+    except TypeError:
+        return False
+    return True
 
 
 def _write_parquet(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:

@@ -409,3 +409,24 @@ def test_the_summary_counts_completions_that_could_not_be_verified(tmp_path):
     assert "; 10 of 20 completions could not be verified (error or timeout" in report.summary()
     clean = _run(tmp_path, "mean>=0", KnownSampler(), out="clean.jsonl")
     assert clean.unverified == 0 and "could not be verified" not in clean.summary()
+
+
+def test_filtering_filtered_rows_keeps_the_earlier_result(tmp_path):
+    """A second filter (another model, another rule) replaced the rows' ``filter`` field from
+    the first without a word; the earlier results now move to ``earlier_filters`` (oldest
+    first), and each result names the model and rule that gave it."""
+    _run(tmp_path, "mean>=0.25", KnownSampler(), out="first.jsonl")
+    first = [json.loads(x) for x in (tmp_path / "first.jsonl").read_text().splitlines()]
+    assert first[0]["filter"]["model"] == "stub" and first[0]["filter"]["rule"] == "mean>=0.25"
+    _run(tmp_path, "mean>=0.5", KnownSampler(), out="second.jsonl", rows=first)
+    second = [json.loads(x) for x in (tmp_path / "second.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in second] == ["p2", "p3", "p4"]
+    assert [r["earlier_filters"] for r in second] == [[r["filter"]] for r in first[1:]]
+    assert second[0]["filter"]["rule"] == "mean>=0.5" and "earlier_filters" not in first[0]
+    _run(tmp_path, "mean>=0.75", KnownSampler(), out="third.jsonl", rows=second)
+    third = [json.loads(x) for x in (tmp_path / "third.jsonl").read_text().splitlines()]
+    rules = [f["rule"] for f in third[0]["earlier_filters"]]
+    assert rules == ["mean>=0.25", "mean>=0.5"] and third[0]["filter"]["rule"] == "mean>=0.75"
+    clash = [{**row, "earlier_filters": "mine"} for row in ROWS]
+    with pytest.raises(ValueError, match=r"in\.jsonl:1: field 'earlier_filters' is 'mine'"):
+        _run(tmp_path, "mean>=0.5", KnownSampler(), out="fourth.jsonl", rows=clash)

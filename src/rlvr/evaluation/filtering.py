@@ -99,6 +99,7 @@ def prepare_filter(
     that can fail on the user's input, before a model is loaded."""
     check_step_output(output, [source], also=[passrates_file(output)])
     rows = read_rows(source)
+    _check_earlier(rows)
     mapping, name = field_map(job.fields), Path(source).stem
     examples = [
         row_to_example(row, where, mapping, dataset=name, index=i)
@@ -347,6 +348,28 @@ def _record(key: str, example: Example, result: ProblemResult) -> dict[str, Any]
     }
 
 
+EARLIER = "earlier_filters"
+"""The field of a kept row holding the ``filter`` results of earlier filters, oldest first."""
+
+
+def _with_earlier(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with a ``filter`` field it carries (an earlier filter's result) appended to its
+    :data:`EARLIER` list, so the new result replaces none."""
+    if "filter" not in row:
+        return row
+    return {**row, EARLIER: [*row.get(EARLIER, []), row["filter"]]}
+
+
+def _check_earlier(rows: list[Row]) -> None:
+    """Refuse a row whose :data:`EARLIER` field is not the list a filter writes there."""
+    for where, row in rows:
+        if not isinstance(row.get(EARLIER, []), list):
+            raise ValueError(
+                f"{where}: field {EARLIER!r} is {row[EARLIER]!r:.40}, not the list of earlier "
+                "results a filter keeps there; rename the field"
+            )
+
+
 def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepReport:
     kept, dropped, statuses = [], [], []
     for i, (where, row) in enumerate(prepared.rows):
@@ -360,6 +383,8 @@ def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepRep
         n, correct, score = record["n"], record["correct"], sum(record["scores"]) / record["n"]
         value = rule.measured(n, correct, score)
         stats = {
+            "model": prepared.settings["model"],
+            "rule": rule.text,
             "n": n,
             "correct": correct,
             "pass_rate": correct / n,
@@ -367,11 +392,9 @@ def _write(prepared: FilterInput, rule: KeepRule, output: str | Path) -> StepRep
             "value": value,
         }
         if rule.keeps(value):
-            kept.append({**row, "filter": stats})
+            kept.append({**_with_earlier(row), "filter": stats})
         else:
-            dropped.append(
-                {"reason": "rule", "rule": rule.text, **stats, "where": where, "row": row}
-            )
+            dropped.append({"reason": "rule", **stats, "where": where, "row": row})
     unverified = sum(status != "ok" for status in statuses)
     return replace(
         write_step(kept, dropped, output), unverified=unverified, completions=len(statuses)

@@ -465,3 +465,16 @@ def test_a_folder_of_csv_files_keeps_text_as_text(tmp_path, suffix, sep):
     (folder / f"train{suffix}").write_text(f"question{sep}answer\n2 + 2 ={sep}4\n")
     with pytest.raises(ValueError, match=r"splits: its files have different columns \(test"):
         load_examples(str(folder), split="test")
+
+
+def test_a_split_a_folder_lacks_names_the_splits_it_has(tmp_path, capsys):
+    """``rlvr data show FOLDER`` of a folder holding only test.jsonl gave datasets' ``Unknown
+    split "train". Should be one of ['test']``, naming no option."""
+    from rlvr.cli.data import main as data_main
+
+    write_jsonl(tmp_path / "test.jsonl", [{"prompt": "1 + 1 =", "answer": "2"}])
+    with pytest.raises(ValueError, match=r"no split 'train'; its splits: test$"):
+        load_examples(str(tmp_path))
+    assert data_main(["show", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(": no split 'train'; its splits: test; name one with --split")

@@ -251,6 +251,9 @@ def test_a_folder_of_several_splits_needs_split(tmp_path, capsys):
     assert err == f"rlvr: error: {folder}: holds the splits train, test; name one with --split"
     assert main([*argv, "--split", "test"]) == 0
     assert f"{folder}: 2 problems" in capsys.readouterr().out
+    assert main([*argv, "--split", "dev"]) == 2  # datasets' "Unknown split" named no option
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(": no split 'dev'; its splits: train, test; name one with --split")
 
 
 @pytest.mark.parametrize(

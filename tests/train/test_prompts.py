@@ -109,6 +109,15 @@ def test_a_folder_of_splits_gives_data_eval_its_own_split(tiny_model, tmp_path):
         prompts.check_local_data(refused)
     split = DataConfig(train=str(folder), eval=str(folder), split="test")  # both, as before
     assert len(prompts.load_prompt_set(tokenizer, split, role="eval").prompts) == 1
+    # a split the folder lacks named no key (datasets' "Unknown split")
+    missing = DataConfig(train=str(folder), eval=str(folder), eval_split="dev")
+    with pytest.raises(ValueError) as err:
+        prompts.check_local_data(missing)
+    assert str(err.value).endswith("no split 'dev'; its splits: train, test; name one with "
+                                   "data.eval_split")  # fmt: skip
+    (folder / "train.jsonl").unlink()
+    with pytest.raises(ValueError, match=r"no split 'train'; its splits: test; .* data.split$"):
+        prompts.check_local_data(DataConfig(train=str(folder)))
 
 
 def test_a_task_verifier_beside_your_own_training_data_is_warned_about():

@@ -212,15 +212,16 @@ def _clean(args: argparse.Namespace) -> None:
     if args.command == "dedup":
         report = dedup_file(args.input, args.output, field=args.field)
     else:
-        report = decontaminate_file(
-            args.input,
-            args.output,
-            args.against,
-            n=args.ngram,
-            common=args.common,
-            field=args.field,
-            split=args.split,
-        )
+        with _field_hint():
+            report = decontaminate_file(
+                args.input,
+                args.output,
+                args.against,
+                n=args.ngram,
+                common=args.common,
+                field=args.field,
+                split=args.split,
+            )
     print(f"{args.command}: {report.summary()}; dropped rows in {report.dropped_file}")
 
 
@@ -253,8 +254,9 @@ def _filter(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _field_hint():
-    """A row missing a mapped field: the error also names the flags that rename the fields."""
-    from rlvr.data.loading import MissingField
+    """A row missing a mapped field, or a folder missing the split: the error also names the
+    flags that name them."""
+    from rlvr.data.loading import MissingField, MissingSplit
 
     try:
         yield
@@ -263,6 +265,8 @@ def _field_hint():
             f"{err}; name the file's fields with --prompt-field / --answer-field "
             "(or a named mapping with --fields)"
         ) from None
+    except MissingSplit as err:
+        raise MissingSplit(f"{err}; name one with --split") from None
 
 
 @contextlib.contextmanager

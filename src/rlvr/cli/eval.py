@@ -193,7 +193,7 @@ def _source_key(item: str) -> str:
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
-    from rlvr.data.loading import MissingField, folder_splits, load_examples
+    from rlvr.data.loading import MissingField, MissingSplit, folder_splits, load_examples
 
     default = _named_fields(args) or _fields(args)
     source, _, own = item.partition("::")
@@ -210,6 +210,8 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
             limit=args.limit,
             name=name,
         )
+    except MissingSplit as err:
+        raise MissingSplit(f"{err}; name one with --split") from None
     except MissingField as err:
         if fields is not None and not isinstance(fields, FieldMap):
             raise

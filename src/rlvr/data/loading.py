@@ -191,9 +191,12 @@ def _load_hf(source: str, split: str, config: str | None):
         loaded = datasets.load_from_disk(str(path))
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
-                raise ValueError(f"{source}: no split {split!r}; splits: {', '.join(loaded)}")
+                raise MissingSplit(f"{source}: no split {split!r}; its splits: {', '.join(loaded)}")
             return loaded[split]
         return loaded
+    splits = folder_splits(source) if path.is_dir() else []
+    if splits and split not in splits:  # datasets' own error names no option
+        raise MissingSplit(f"{source}: no split {split!r}; its splits: {', '.join(splits)}")
     text_columns = _csv_as_text(path) if path.is_dir() else {}
     from huggingface_hub import constants
 
@@ -279,6 +282,10 @@ def _generated_hint(row: Any) -> str:
             " (a reasoning-gym row, as rlvr data gen writes: use the field mapping reasoning_gym)"
         )
     return ""
+
+
+class MissingSplit(ValueError):
+    """A local folder lacks the split asked for (callers add the option that names the split)."""
 
 
 class MissingField(ValueError):

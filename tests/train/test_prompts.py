@@ -167,3 +167,28 @@ def test_a_dry_run_reads_a_local_folder_named_without_dot_slash(tmp_path, monkey
     prompts.check_local_data(DataConfig(train="someorg/someset"))  # a hub name: not read here
     (tmp_path / "math500").mkdir()  # a folder named as a named set: the set, read when run
     prompts.check_local_data(DataConfig(train="math500"))
+
+
+def test_a_training_set_smaller_than_a_step_is_warned_about(train_config):
+    """Six training prompts with rollout.prompts_per_step=16 repeated prompts within each step
+    without a word; the run now warns once at start, saying how many distinct prompts a step
+    gets at most. A step that fits in the set warns nothing."""
+    from rlvr.train.loop import build_run
+    from rlvr.train.run_dir import prepare_run_dir
+
+    cfg = train_config("rollout.prompts_per_step=16")
+    match = (
+        r"data.train has 6 prompts, fewer than rollout.prompts_per_step=16: a step's 16 "
+        r"prompts are at most 6 distinct ones, repeated \(about 2.7 times each\); add prompts "
+        r"or set rollout.prompts_per_step=6 or less"
+    )
+    with pytest.warns(UserWarning, match=match) as caught:
+        build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None).close()
+    assert sum("fewer than rollout.prompts_per_step" in str(w.message) for w in caught) == 1
+    with pytest.warns(UserWarning, match=r"6 prompts, fewer than .*=12: .*about 2 times each"):
+        prompts.warn_few_prompts(6, 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not prompts.warn_few_prompts(6, 6)
+        cfg = train_config("data.eval=null", out="fits")
+        build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None).close()

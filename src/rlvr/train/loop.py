@@ -41,6 +41,7 @@ from rlvr.train.prompts import (
     IndexSampler,
     PromptSet,
     load_prompt_set,
+    warn_few_prompts,
     warn_generated_held_out,
     warn_shared_prompts,
     warn_task_verifier,
@@ -146,6 +147,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     data = fit_context(cfg, policy)
     train_set = load_prompt_set(tokenizer, data, role="train")
     warn_task_verifier(data, cfg.reward.verifier)
+    warn_few_prompts(len(train_set.prompts), cfg.rollout.prompts_per_step)
     eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
     if eval_set is not None:
         warn_generated_held_out(data)

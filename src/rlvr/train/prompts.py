@@ -185,6 +185,21 @@ def warn_task_verifier(cfg: DataConfig, verifier: str) -> bool:
     return other
 
 
+def warn_few_prompts(count: int, prompts_per_step: int) -> bool:
+    """Warn when the training set has fewer prompts than a step draws, so that every step
+    samples the same prompts, several times over."""
+    few = count < prompts_per_step
+    if few:
+        warnings.warn(
+            f"data.train has {count} prompts, fewer than rollout.prompts_per_step="
+            f"{prompts_per_step}: a step's {prompts_per_step} prompts are at most {count} "
+            f"distinct ones, repeated (about {prompts_per_step / count:.2g} times each); add "
+            f"prompts or set rollout.prompts_per_step={count} or less",
+            stacklevel=2,
+        )
+    return few
+
+
 def warn_shared_prompts(train_set: PromptSet, eval_set: PromptSet) -> int:
     """Warn when held-out prompts are also training prompts (same tokens); returns how many are."""
     trained = {p.ids for p in train_set.prompts}

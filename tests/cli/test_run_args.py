@@ -13,7 +13,7 @@ def _parse(cls, argv, default_config="demo"):
 
 
 def test_overrides_before_and_after_config():
-    cfg, resume, _ = _parse(TrainConfig, ["steps=3", "--config", "abc_grpo", "seed=2"])
+    cfg, resume, _, _ = _parse(TrainConfig, ["steps=3", "--config", "abc_grpo", "seed=2"])
     assert (cfg.steps, cfg.seed, cfg.objective.name, resume) == (3, 2, "abc_grpo", False)
 
 
@@ -21,12 +21,12 @@ def test_overrides_around_resume_of_a_run_directory(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text("base: demo\nsteps: 2\n")
-    cfg, resume, _ = _parse(TrainConfig, ["seed=5", "--resume", str(run), "steps=7"])
+    cfg, resume, _, _ = _parse(TrainConfig, ["seed=5", "--resume", str(run), "steps=7"])
     assert (cfg.steps, cfg.seed, cfg.log.output_dir, resume) == (7, 5, str(run), True)
 
 
 def test_sft_overrides_after_config(tmp_path):
-    cfg, _, _ = _parse(SFTConfig, ["epochs=3", "--config", "sft", "data.train=x.jsonl"], None)
+    cfg, _, _, _ = _parse(SFTConfig, ["epochs=3", "--config", "sft", "data.train=x.jsonl"], None)
     assert (cfg.epochs, cfg.data.train) == (3, "x.jsonl")
 
 
@@ -46,7 +46,7 @@ def test_a_key_written_as_an_option_is_shown_as_key_value(capsys, argv):
 
 
 def test_an_abbreviated_option_still_reaches_argparse():
-    cfg, _, dry = _parse(TrainConfig, ["--conf", "abc_grpo", "--dry"])
+    cfg, _, dry, _ = _parse(TrainConfig, ["--conf", "abc_grpo", "--dry"])
     assert cfg.objective.name == "abc_grpo" and dry
 
 

@@ -360,12 +360,12 @@ def test_prompt_limit_fits_the_models_context(train_config, tiny_model):
 
     model, _ = tiny_model
     context = model.config.max_position_embeddings
-    assert fit_context(train_config(), model).max_prompt_tokens == 64
+    assert fit_context(train_config(), model.config).max_prompt_tokens == 64
     cfg = train_config(f"data.max_prompt_tokens={context}", "rollout.max_new_tokens=24")
     with pytest.warns(UserWarning, match="exceeds the model's context"):
-        assert fit_context(cfg, model).max_prompt_tokens == context - 24
+        assert fit_context(cfg, model.config).max_prompt_tokens == context - 24
     with pytest.raises(ValueError, match="leaves no room"):
-        fit_context(train_config(f"rollout.max_new_tokens={context}"), model)
+        fit_context(train_config(f"rollout.max_new_tokens={context}"), model.config)
 
 
 def test_prompt_limit_leaves_room_for_a_larger_eval_budget(train_config, tiny_model):
@@ -380,14 +380,16 @@ def test_prompt_limit_leaves_room_for_a_larger_eval_budget(train_config, tiny_mo
         "eval.max_new_tokens=40",
     )
     with pytest.warns(UserWarning, match="eval.max_new_tokens=40 exceeds the model's context"):
-        assert fit_context(cfg, model).max_prompt_tokens == context - 40
+        assert fit_context(cfg, model.config).max_prompt_tokens == context - 40
     no_eval = train_config(
         f"data.max_prompt_tokens={context - 24}",
         "rollout.max_new_tokens=24",
         "eval.max_new_tokens=40",
         "data.eval=null",
     )
-    assert fit_context(no_eval, model).max_prompt_tokens == context - 24  # nothing is evaluated
+    assert (
+        fit_context(no_eval, model.config).max_prompt_tokens == context - 24
+    )  # nothing is evaluated
 
 
 def test_reward_range_must_hold_the_rewards(train_config):

@@ -95,6 +95,8 @@ class RunArgs(NamedTuple):
     """``--resume`` was given."""
     dry_run: bool
     """``--dry-run`` was given: check and print the configuration, run nothing."""
+    show_prompts: int | None = None
+    """``--show-prompts N``: print the first ``N`` training prompts as the model gets them."""
 
 
 DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print it; run nothing"
@@ -203,10 +205,12 @@ def parse_run_args(
     *,
     default_config: str | None,
     example: str = "objective.name=abc_grpo rollout.group_size=8",
+    show_prompts: bool = False,
 ) -> RunArgs:
     """The configuration from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides.
 
-    ``example`` shows overrides of ``cls`` in ``--help``.
+    ``example`` shows overrides of ``cls`` in ``--help``; ``show_prompts``: take
+    ``--show-prompts N``.
     """
     from rlvr.train.overrides import load_config, read_yaml
 
@@ -229,6 +233,15 @@ def parse_run_args(
         help="continue from the latest checkpoint (of DIR, or of log.output_dir)",
     )
     parser.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
+    if show_prompts:
+        parser.add_argument(
+            "--show-prompts",
+            type=_positive,
+            metavar="N",
+            help="print the first N prompts of data.train exactly as the model gets them "
+            "(chat template, data.system_prompt, data.template, tokenised and decoded); "
+            "loads the tokenizer, not the weights, and runs nothing",
+        )
     parser.add_argument(
         "overrides",
         nargs="*",
@@ -242,7 +255,19 @@ def parse_run_args(
     )
     if source is not None:
         read_yaml(source)  # a clear error for a missing file before anything else
-    return RunArgs(load_config(cls, source, overrides), resume, args.dry_run)
+    shown = getattr(args, "show_prompts", None)
+    return RunArgs(load_config(cls, source, overrides), resume, args.dry_run, shown)
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def _saved_config(run_dir: str, cls) -> str:

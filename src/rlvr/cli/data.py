@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         "--exclude", action="append", default=[], metavar="FILE", help="skip questions in FILE"
     )
     sub.add_parser("tasks", help="list reasoning-gym tasks and code task families")
-    show = sub.add_parser("show", help="print the first examples of a prompt set as JSON")
+    show = sub.add_parser(
+        "show",
+        help="print the first examples of a prompt set as JSON, as loaded (the prompt a run "
+        "feeds the model: rlvr train ... --show-prompts N)",
+    )
     show.add_argument("source", help="named dataset, .jsonl/.parquet file, directory or hub name")
     show.add_argument(
         "--fields", default=None, help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"

@@ -18,7 +18,7 @@ def main(argv: list[str]) -> int:
         description="Supervised fine-tuning: token-mean NLL of responses, prompt tokens masked.",
         epilog="example: rlvr sft data.train=pairs.jsonl model=tiny optim.lr=3e-4 epochs=2",
     )
-    cfg, resume, dry = parse_run_args(
+    cfg, resume, dry, _ = parse_run_args(
         parser, SFTConfig, argv, default_config=None, example="data.train=pairs.jsonl epochs=2"
     )
     if dry:

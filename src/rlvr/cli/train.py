@@ -23,12 +23,40 @@ def main(argv: list[str]) -> int:
         description="RL with verifiable rewards. With no config, runs the embedded demo.",
         epilog="example: rlvr train --config demo objective.name=abc_grpo objective.eps3=0.3 model=smollm2-135m",
     )
-    cfg, resume, dry = parse_run_args(parser, TrainConfig, argv, default_config="demo")
+    cfg, resume, dry, shown = parse_run_args(
+        parser, TrainConfig, argv, default_config="demo", show_prompts=True
+    )
     if dry:
         return dry_run(cfg, resume=resume)
+    if shown:
+        return show_prompts(cfg, shown)
     result = train(cfg, resume=resume)
     for line in result.summary_lines():
         print(line)
     options = "".join(f", {k}={v}" for k, v in sorted(cfg.reward.options.items()))
     print(f"{'verifier:':<18}{cfg.reward.verifier}{options} (reward section of config.yaml)")
+    return 0
+
+
+def show_prompts(cfg, count: int) -> int:
+    """``--show-prompts N``: the first ``count`` prompts of ``data.train`` as the run formats and
+    tokenises them (its tokenizer, the model's context limit), decoded from their token ids."""
+    import sys
+
+    from rlvr.models import model_tokenizer_and_config
+    from rlvr.train.loop import fit_context
+    from rlvr.train.prompts import load_prompt_set
+
+    tokenizer, model_config = model_tokenizer_and_config(cfg.model.name)
+    prompt_set = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="train")
+    shown = prompt_set.prompts[:count]
+    for i, prompt in enumerate(shown, start=1):
+        text = tokenizer.decode(
+            prompt.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
+        reference = repr(prompt.reference)
+        reference = reference if len(reference) <= 60 else reference[:57] + "..."
+        head = f"id {prompt.example.id}, {len(prompt.ids)} tokens, reference {reference}"
+        print(f"=== data.train prompt {i} of {len(prompt_set.prompts)} ({head}) ===")
+        sys.stdout.write(text + "\n")
     return 0

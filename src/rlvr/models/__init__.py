@@ -229,3 +229,24 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.to(device).eval(), tokenizer
+
+
+def model_tokenizer_and_config(name_or_path: str):
+    """``(tokenizer, config)`` as :func:`load_model` gives them with the model, without loading
+    its weights (a folder of adapters: its base model's config, its own tokenizer if it has one)."""
+    from transformers import AutoConfig
+
+    path = resolve_model_path(name_or_path)
+    try:
+        check_model_dir(path)
+        base = adapter_base(path)
+    except ValueError as err:
+        raise ValueError(f"could not load model {err}") from None
+    if base is not None:
+        tokenizer, config = model_tokenizer_and_config(base)
+        return (load_tokenizer(path) if _has_tokenizer_files(path) else tokenizer), config
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"could not load the config of model {name_or_path!r}: {err}") from err
+    return load_tokenizer(name_or_path), config

@@ -144,7 +144,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         else:
             reference, _ = load_policy(cfg.model)
             reference.requires_grad_(False).eval()
-    data = fit_context(cfg, policy)
+    data = fit_context(cfg, policy.config)
     train_set = load_prompt_set(tokenizer, data, role="train")
     warn_task_verifier(data, cfg.reward.verifier)
     warn_few_prompts(len(train_set.prompts), cfg.rollout.prompts_per_step)
@@ -208,10 +208,11 @@ def open_scorer(cfg: RewardConfig) -> Scorer:
     return Scorer(run_verifier(cfg), ScoringConfig(timeout_s=cfg.timeout_s, workers=cfg.workers))
 
 
-def fit_context(cfg: TrainConfig, model) -> DataConfig:
+def fit_context(cfg: TrainConfig, model_config) -> DataConfig:
     """``cfg.data`` with ``max_prompt_tokens`` lowered (and a warning) so prompt + completion
-    fit the model's context, for the rollout's budget and, with held-out data, the evaluation's."""
-    context = getattr(model.config, "max_position_embeddings", None)
+    fit the context of the model (``model_config``: its ``config``), for the rollout's budget
+    and, with held-out data, the evaluation's."""
+    context = getattr(model_config, "max_position_embeddings", None)
     data, (key, budget) = cfg.data, _largest_budget(cfg)
     if context is None or data.max_prompt_tokens + budget <= context:
         return data

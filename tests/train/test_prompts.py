@@ -192,3 +192,31 @@ def test_a_training_set_smaller_than_a_step_is_warned_about(train_config):
         assert not prompts.warn_few_prompts(6, 6)
         cfg = train_config("data.eval=null", out="fits")
         build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None).close()
+
+
+def test_a_held_out_set_with_other_field_names_has_its_own_keys(tiny_model, tmp_path):
+    """data.prompt_field / data.answer_field mapped data.train and data.eval both, so a held-out
+    set whose columns differ from the training set's could not be used. data.eval_prompt_field /
+    data.eval_answer_field (or data.eval_fields) map data.eval alone; unset, it is read as
+    data.train is."""
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"prompt": "1 + 2 =", "answer": "3"}) + "\n")
+    held = tmp_path / "held.jsonl"
+    row = {"problem": "5 + 6 =", "solution": "11", "answer": "x", "unique_id": "t/1"}
+    held.write_text(json.dumps(row) + "\n")
+    tokenizer = tiny_model[1]
+    with pytest.raises(ValueError, match=r"missing field 'prompt'.* data.eval_prompt_field /"):
+        prompts.check_local_data(DataConfig(train=str(train), eval=str(held)))
+    own = DataConfig(
+        train=str(train), eval=str(held), eval_prompt_field="problem", eval_answer_field="solution"
+    )
+    prompts.check_local_data(own)
+    held_out = prompts.load_prompt_set(tokenizer, own, role="eval").prompts
+    assert [(p.example.prompt, p.reference) for p in held_out] == [("5 + 6 =", "11")]
+    trained = prompts.load_prompt_set(tokenizer, own, role="train").prompts
+    assert [(p.example.prompt, p.reference) for p in trained] == [("1 + 2 =", "3")]
+    named = DataConfig(train=str(train), eval=str(held), eval_fields="math500")
+    (held_out,) = prompts.load_prompt_set(tokenizer, named, role="eval").prompts
+    assert (held_out.example.prompt, held_out.reference) == ("5 + 6 =", "x")
+    with pytest.raises(ValueError, match="data.eval_fields or data.eval_prompt_field"):
+        DataConfig(train=str(train), eval_fields="math500", eval_prompt_field="problem")

@@ -116,6 +116,12 @@ class DataConfig:
     """Split of hub datasets and dataset directories (``None``: a named dataset's own split, else ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
     eval_split: str | None = None
     """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
+    eval_fields: str | None = None
+    """Named field mapping of ``data.eval`` (``None``: as ``data.train``'s, unless ``eval_prompt_field``/``eval_answer_field`` are set)."""
+    eval_prompt_field: str | None = None
+    """Column holding ``data.eval``'s question (``None``: ``prompt_field``); with this or ``eval_answer_field`` set, ``fields`` maps only ``data.train``."""
+    eval_answer_field: str | None = None
+    """Column holding ``data.eval``'s reference answer (``None``: ``answer_field``)."""
     template: str | None = None
     """Wraps each prompt; ``{prompt}`` marks where (``None``: the dataset's own or none)."""
     system_prompt: str | None = None
@@ -141,6 +147,26 @@ class DataConfig:
         for name in ("max_train_examples", "max_eval_examples"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"data.{name} must be >= 1 or null, got {value}")
+        _check(
+            self.eval_fields is None
+            or (self.eval_prompt_field is None and self.eval_answer_field is None),
+            "give data.eval_fields or data.eval_prompt_field / data.eval_answer_field, not both",
+        )
+
+    def held_out(self) -> DataConfig:
+        """This config with ``data.eval``'s own field keys in place of ``data.train``'s (itself
+        when none is set), as ``data.eval`` is read."""
+        if self.eval_fields is not None:
+            return dataclasses.replace(self, fields=self.eval_fields)
+        if self.eval_prompt_field is None and self.eval_answer_field is None:
+            return self
+        prompt = self.eval_prompt_field or self.prompt_field
+        return dataclasses.replace(
+            self,
+            fields=None,
+            prompt_field=prompt,
+            answer_field=self.eval_answer_field or self.answer_field,
+        )
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,7 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
     if source is None:
         raise ValueError(f"data.{role} is not set")
+    cfg = cfg.held_out() if role == "eval" else cfg
     fields_name = cfg.fields
     prefix = _generated(source)
     if prefix is not None:
@@ -257,7 +258,11 @@ def read_examples(
         options: dict[str, Any] = {"check": _text_response(cfg)}
     else:
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
-        keys = "data.prompt_field / data.answer_field (or a named mapping with data.fields)"
+        own = "eval_" if role == "eval" else ""  # data.eval's own keys
+        keys = (
+            f"data.{own}prompt_field / data.{own}answer_field (or a named mapping with "
+            f"data.{own}fields)"
+        )
         options = {"template": cfg.template}
     options["split"] = _split(cfg, source, role)
     try:
@@ -294,7 +299,8 @@ def check_local_data(
             read_examples(cfg, source, limit=limit, role=role)
         else:
             limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
-            read_examples(cfg, source, limit=limit, fields=cfg.fields, role=role)
+            mapped = cfg.held_out() if role == "eval" else cfg
+            read_examples(mapped, source, limit=limit, fields=mapped.fields, role=role)
 
 
 @dataclass(frozen=True)

@@ -813,3 +813,24 @@ def test_a_filter_stage_without_a_rule_is_told_the_majority_rule():
     with pytest.raises(ValueError, match=None) as err:
         data_step(pipeline, pipeline.stages[0])
     assert "stage 'f': filter needs keep=RULE, e.g. keep=mean>0.5 (a majority" in str(err.value)
+
+
+def test_a_decontaminate_stage_against_a_folder_without_its_split_names_the_option(tmp_path):
+    """A folder of one train split as ``against`` gave datasets' ``Unknown split "test"``
+    naming no option; in a pipeline the option is the stage's ``split=``."""
+    from rlvr.evaluation.data_steps import run_step, step_options
+
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "train.jsonl").write_text(json.dumps({"problem": EVAL_PROBLEM}) + "\n")
+    src = tmp_path / "raw.jsonl"
+    src.write_text(json.dumps({"prompt": "what is one plus one"}) + "\n")
+    options = step_options("decontaminate", {"against": [str(evals)]})
+    with pytest.raises(ValueError) as err:
+        run_step(options, src, tmp_path / "out.jsonl", model=None)
+    assert str(err.value) == (
+        f"{evals}: no split 'test'; its splits: train; name one with split=NAME in the "
+        "stage's overrides"
+    )
+    options = step_options("decontaminate", {"against": [str(evals)], "split": "train"})
+    assert run_step(options, src, tmp_path / "out.jsonl", model=None).kept == 1

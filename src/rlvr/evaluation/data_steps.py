@@ -211,16 +211,22 @@ def run_step(
         return dedup_file(source, output, field=options.field)
     if isinstance(options, DecontaminateOptions):
         from rlvr.data.contamination import decontaminate_file
+        from rlvr.data.loading import MissingSplit
 
-        return decontaminate_file(
-            source,
-            output,
-            options.against,
-            n=options.ngram,
-            common=options.common,
-            field=options.field,
-            split=options.split,
-        )
+        try:
+            return decontaminate_file(
+                source,
+                output,
+                options.against,
+                n=options.ngram,
+                common=options.common,
+                field=options.field,
+                split=options.split,
+            )
+        except MissingSplit as err:
+            raise MissingSplit(
+                f"{err}; name one with split=NAME in the stage's overrides"
+            ) from None
     if model is None:
         raise ValueError("filter samples with a model: set the pipeline's model (or model=...)")
     return filter_step(options, source, output, model)

@@ -220,3 +220,28 @@ def test_a_held_out_set_with_other_field_names_has_its_own_keys(tiny_model, tmp_
     assert (held_out.example.prompt, held_out.reference) == ("5 + 6 =", "x")
     with pytest.raises(ValueError, match="data.eval_fields or data.eval_prompt_field"):
         DataConfig(train=str(train), eval_fields="math500", eval_prompt_field="problem")
+
+
+def test_sft_held_out_pairs_with_other_field_names_have_their_own_keys(tiny_model, tmp_path):
+    """As for rlvr train: SFT's data.prompt_field / data.response_field mapped data.eval too;
+    data.eval_prompt_field / data.eval_response_field map it alone."""
+    train = tmp_path / "pairs.jsonl"
+    train.write_text(json.dumps({"prompt": "1 + 2 =", "response": "3"}) + "\n")
+    held = tmp_path / "held.jsonl"
+    held.write_text(json.dumps({"question": "5 + 6 =", "solution": "11"}) + "\n")
+    cfg = SFTDataConfig(train=str(train), eval=str(held))
+    with pytest.raises(ValueError, match=r"data.eval_prompt_field / data.eval_response_field$"):
+        prompts.check_local_data(cfg)
+    own = SFTDataConfig(
+        train=str(train),
+        eval=str(held),
+        eval_prompt_field="question",
+        eval_response_field="solution",
+    )
+    prompts.check_local_data(own)
+    tokenizer = tiny_model[1]
+    held_out = prompts.load_sft_examples(str(held), tokenizer, own, limit=None, role="eval")
+    train_set = prompts.load_sft_examples(str(train), tokenizer, own, limit=None)
+    assert (len(held_out.examples), len(train_set.examples)) == (1, 1)
+    response = tokenizer.decode(held_out.examples[0].response_ids, skip_special_tokens=True)
+    assert response == "11"

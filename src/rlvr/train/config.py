@@ -587,6 +587,10 @@ class SFTDataConfig:
     """Split of dataset directories and hub datasets (``None``: ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
     eval_split: str | None = None
     """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
+    eval_prompt_field: str | None = None
+    """Column holding ``data.eval``'s prompt (``None``: ``prompt_field``)."""
+    eval_response_field: str | None = None
+    """Column holding ``data.eval``'s target response (``None``: ``response_field``)."""
     system_prompt: str | None = None
     """System message before each prompt: through the chat template, or without one its text and a blank line."""
     max_tokens: int = 1024
@@ -600,6 +604,14 @@ class SFTDataConfig:
         _check(
             self.max_examples is None or self.max_examples >= 1,
             f"data.max_examples must be >= 1 or null, got {self.max_examples}",
+        )
+
+    def held_out(self) -> SFTDataConfig:
+        """This config with ``data.eval``'s own field keys in place of ``data.train``'s."""
+        return dataclasses.replace(
+            self,
+            prompt_field=self.eval_prompt_field or self.prompt_field,
+            response_field=self.eval_response_field or self.response_field,
         )
 
 

@@ -252,13 +252,14 @@ def read_examples(
 ) -> list:
     """The rows of ``source`` as a run reads them as ``data.<role>``: with the named mapping
     ``fields``, else the config's field keys, which a missing field's error then names."""
+    own = "eval_" if role == "eval" else ""  # data.eval's own keys
     if isinstance(cfg, SFTDataConfig):
+        cfg = cfg.held_out() if role == "eval" else cfg
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
-        keys = "data.prompt_field / data.response_field"
+        keys = f"data.{own}prompt_field / data.{own}response_field"
         options: dict[str, Any] = {"check": _text_response(cfg)}
-    else:
+    else:  # data.eval's own keys are applied by the caller (they pick ``fields`` too)
         mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field)
-        own = "eval_" if role == "eval" else ""  # data.eval's own keys
         keys = (
             f"data.{own}prompt_field / data.{own}answer_field (or a named mapping with "
             f"data.{own}fields)"

@@ -399,6 +399,44 @@ def test_reward_range_must_hold_the_rewards(train_config):
         train_config("objective.name=apmpo", "reward.wrong=-1")
     train_config("objective.name=apmpo", "objective.reward_range=[-1, 1]", "reward.wrong=-1")
     train_config("objective.name=etr", "reward.wrong=-1")
+    penalised = ("reward.verifier=math+format", "reward.options={format_penalty: -0.5}")
+    with pytest.raises(ValueError, match=r"must hold reward.options.format_penalty=-0.5"):
+        train_config("objective.name=apmpo", *penalised)  # refused at its first malformed answer
+    train_config("objective.name=apmpo", "objective.reward_range=[-0.5, 1]", *penalised)
+
+
+@pytest.mark.parametrize("score", [5.0, -3.0])
+def test_a_score_outside_wrong_to_correct_stops_the_run_on_its_first_step(
+    train_config, score, tmp_path
+):
+    """A verifier of one's own that returned 5 or -3 trained on that scale without a word, and
+    reward/accuracy counted every score >= reward.correct as correct."""
+    from rlvr.rewards import register
+
+    register(f"scores_{score:g}")(lambda completion, reference: score)
+    cfg = train_config(f"reward.verifier=scores_{score:g}", "eval.at_start=true")
+    with pytest.raises(
+        ValueError, match=rf"'scores_{score:g}' scored a completion {score:g}, outside \[0, 1\]"
+    ):
+        train(cfg)
+    assert read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl") == []  # not even the eval
+
+
+def test_scores_between_wrong_and_correct_and_a_lower_format_penalty_train(train_config):
+    from rlvr.rewards import register
+    from rlvr.train.config import RewardConfig
+    from rlvr.train.rollout import check_scores
+
+    register("half_or_wrong")(
+        lambda completion, reference, *, correct=1.0, wrong=0.0: (correct + wrong) / 2
+    )
+    result = train(train_config("reward.verifier=half_or_wrong", "reward.wrong=-1", "steps=1"))
+    assert result.metrics["reward/mean"] == 0.0 and result.metrics["reward/accuracy"] == 0.0
+    penalised = RewardConfig(verifier="math+format", options={"format_penalty": -2})
+    assert penalised.score_range == (-2.0, 1.0)
+    check_scores([-2.0, 0.0, 1.0], penalised)
+    with pytest.raises(ValueError, match=r"scored a completion -2.5, outside \[-2, 1\]"):
+        check_scores([1.0, -2.5], penalised)
 
 
 @pytest.mark.parametrize(

@@ -199,6 +199,13 @@ class RewardConfig:
         )
         _check(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
 
+    @property
+    def score_range(self) -> tuple[float, float]:
+        """The scores a completion may get: ``wrong`` (or a lower ``format_penalty``) to ``correct``."""
+        penalty = self.options.get("format_penalty")
+        number = isinstance(penalty, (int, float)) and not isinstance(penalty, bool)
+        return (min(self.wrong, penalty) if number else self.wrong), self.correct
+
 
 @dataclass(frozen=True)
 class RolloutConfig:
@@ -556,11 +563,15 @@ class TrainConfig:
 
     def _check_reward_range(self) -> None:
         """An objective that maps rewards through ``reward_range`` must see every reward in it."""
-        span, reward = getattr(self.objective.params, "reward_range", None), self.reward
-        if span is not None and not span[0] <= reward.wrong < reward.correct <= span[1]:
+        span, (low, high) = (
+            getattr(self.objective.params, "reward_range", None),
+            self.reward.score_range,
+        )
+        if span is not None and not span[0] <= low < high <= span[1]:
+            lowest = "reward.wrong" if low == self.reward.wrong else "reward.options.format_penalty"
             raise ValueError(
-                f"objective.reward_range={list(span)} must hold reward.wrong={reward.wrong} and "
-                f"reward.correct={reward.correct} (e.g. objective.reward_range=[{reward.wrong}, {reward.correct}])"
+                f"objective.reward_range={list(span)} must hold {lowest}={low} and "
+                f"reward.correct={high} (e.g. objective.reward_range=[{low}, {high}])"
             )
 
     @property

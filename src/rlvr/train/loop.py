@@ -24,7 +24,7 @@ from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.objectives import ObjectiveConfig
 from rlvr.objectives.contrast import PREFIX as CONTRAST_PREFIX
-from rlvr.rewards import Scorer, ScoringConfig
+from rlvr.rewards import Scorer, Scores, ScoringConfig
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.sandbox import isolation_level
 from rlvr.train.async_rollout import RolloutStream
@@ -50,6 +50,7 @@ from rlvr.train.rollout import (
     Rounds,
     assemble,
     behaviour_logp,
+    check_scores,
     collect_rounds,
     rollout_metrics,
     samples,
@@ -239,6 +240,7 @@ def train_step(run: RLRun, step: int) -> StepRecord:
     cfg, t0 = run.cfg, time.perf_counter()
     _mode(run, training=False)
     rounds, lag = _rollout(run, step)
+    check_scores(torch.cat([r.rewards for r in rounds.sampled]).tolist(), cfg.reward)
     batch, metrics = assemble(rounds.kept, run.tokenizer.pad_token_id, cfg)
     metrics.update(rollout_metrics(rounds.sampled, cfg))
     metrics.update(lag)
@@ -306,7 +308,7 @@ def evaluate(run: RLRun) -> EvalRecord:
             examples,
             run.scorer.verifier,
             harness,
-            scorer=run.scorer,
+            scorer=functools.partial(_checked, run.scorer, cfg.reward),
             sampler=run.generator,
             prompt_ids=[p.ids for p in run.eval_set.prompts],
         )
@@ -315,6 +317,13 @@ def evaluate(run: RLRun) -> EvalRecord:
     metrics["time/eval"] = time.perf_counter() - t0
     headline = {k: v for k, v in scores.items() if "@" in k}
     return EvalRecord(metrics, headline, report)
+
+
+def _checked(scorer: Scorer, reward: RewardConfig, texts, references) -> Scores:
+    """The scorer's scores, refused outside the reward's range (:func:`check_scores`)."""
+    scores = scorer(texts, references)
+    check_scores(scores.values, reward)
+    return scores
 
 
 def _eval_due(run: RLRun, step: int) -> bool:

@@ -39,7 +39,7 @@ from rlvr.train.batch import (
     micro_batches,
     pad_logp,
 )
-from rlvr.train.config import TrainConfig
+from rlvr.train.config import RewardConfig, TrainConfig
 from rlvr.train.logprobs import forward_context, response_stats
 from rlvr.train.lora import adapters_off
 from rlvr.train.prompts import IndexSampler, Prompt
@@ -300,6 +300,21 @@ def _summed(counts: Iterable[dict[str, float]]) -> dict[str, float]:
         for name, value in part.items():
             total[name] = total.get(name, 0.0) + value
     return total
+
+
+def check_scores(scores: Iterable[float], reward: RewardConfig) -> None:
+    """Refuse a score outside ``reward.score_range``: it would train on another scale than
+    ``reward.correct`` and ``reward.wrong`` say, and count in ``reward/accuracy`` and pass@k
+    as correct (above ``reward.correct``) or be an unusually large penalty (below)."""
+    (low, high), tol = reward.score_range, 1e-9
+    bad = next((s for s in scores if not low - tol <= s <= high + tol), None)
+    if bad is not None:
+        rule = "a function without options correct and wrong scores 0 to 1"
+        raise ValueError(
+            f"reward.verifier {reward.verifier!r} scored a completion {bad:g}, outside "
+            f"[{low:g}, {high:g}] (reward.wrong to reward.correct); {rule}, one with them "
+            "scores from wrong to correct (docs/rewards.md)"
+        )
 
 
 def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:

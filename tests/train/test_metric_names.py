@@ -39,6 +39,16 @@ def test_the_documented_patterns_cover_ranges_and_placeholders():
     assert not any(p.fullmatch("contrast/grpo/q5_frac") for p in patterns)
 
 
+def test_no_metric_rlvr_logs_itself_is_taken_for_an_objectives(tmp_path):
+    """Every name docs/metrics.md lists is under a prefix of rlvr's own, except the
+    objectives' (etr, apmpo, pmpo, gppo): a new prefix of rlvr's would be drawn as one."""
+    from rlvr.train.plots import objective_metrics
+
+    names = [p.pattern.replace("\\", "") for p in documented() if "/" in p.pattern]
+    own = objective_metrics([{name: 0.0 for name in names}])
+    assert sorted(own) == ["apmpo", "etr", "gppo", "pmpo"]
+
+
 def _undocumented(keys, patterns):
     return sorted(k for k in keys if k != "step" and not any(p.fullmatch(k) for p in patterns))
 

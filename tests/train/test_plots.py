@@ -154,3 +154,31 @@ def test_more_than_ten_runs_keep_a_colour_each(tmp_path, drawn):
     plot_runs({f"seed{i}": rows for i in range(12)}, tmp_path)
     (ax,) = drawn["entropy.png"].axes
     assert len({to_hex(line.get_color()) for line in ax.get_lines()}) == 12
+
+
+def test_each_objectives_own_metrics_get_a_figure(tmp_path, drawn):
+    """``etr/*``, ``apmpo/*`` and a registered objective's ``mine/*`` were in no figure."""
+    etr = [
+        {"step": s, "etr/eps_mean": 0.2, "etr/eps_max": 0.1 * s, "reward/mean": 0.5} for s in (1, 2)
+    ]
+    mine = [{"step": s, "mine/width": 3.0 * s, "policy/entropy": 1.0} for s in (1, 2, 3)]
+    written = plot_runs({"etr": etr, "mine": mine}, tmp_path)
+    assert {"objective-etr.png", "objective-mine.png"} <= {p.name for p in written}
+    assert not any(
+        name.startswith("objective-") and name not in {"objective-etr.png", "objective-mine.png"}
+        for name in drawn
+    )
+    axes = drawn["objective-etr.png"].axes
+    assert [ax.get_title() for ax in axes] == ["etr/eps_max", "etr/eps_mean"]  # one axes each
+    (line,) = axes[0].get_lines()
+    assert line.get_label() == "etr: etr/eps_max" and list(line.get_ydata()) == [0.1, 0.2]
+    (ax,) = [a for a in drawn["objective-mine.png"].axes if a.get_lines()]
+    assert list(ax.get_lines()[0].get_xdata()) == [1, 2, 3]
+
+
+def test_an_objective_metric_that_is_no_number_is_one_line(tmp_path):
+    from rlvr.train.plots import load_runs
+
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "mine/width": "wide"}\n')
+    with pytest.raises(ValueError, match=r"row 1: mine/width is 'wide', not a number"):
+        load_runs([str(tmp_path)])

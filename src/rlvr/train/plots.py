@@ -1,7 +1,10 @@
 """PNG curves of one or more runs' ``metrics.jsonl`` (``rlvr plot``).
 
 One figure per panel (reward, entropy, clip fractions, quadrant shares, the objective
-contrast, response length, held-out scores), one line per run and metric: with several
+contrast, response length, held-out scores), and one per prefix of the objectives' own
+metrics (``objective-etr.png`` for ``etr/*``, ``objective-mine.png`` for a registered
+objective's ``mine/*``: every metric under a prefix rlvr does not log itself, one axes each),
+one line per run and metric: with several
 runs each run has one colour and each metric one line style, and the legend sits beside
 the axes. Panels whose metrics no run logged are skipped. A step whose value was not finite
 (``null`` in ``metrics.jsonl``) breaks the line there and is marked by a dotted vertical
@@ -51,6 +54,46 @@ PANELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "sft": ("SFT loss", "NLL per response token (nats)", ("sft/loss", "sft/eval_loss")),
 }
 
+RLVR_PREFIXES = frozenset(
+    [
+        "batch",
+        "clip",
+        "contrast",
+        "data",
+        "decoupled",
+        "eval",
+        "groups",
+        "kl",
+        "log",
+        "loss",
+        "optim",
+        "perf",
+        "policy",
+        "ratio",
+        "response",
+        "reward",
+        "rollout",
+        "sampling",
+        "sandbox",
+        "sft",
+        "time",
+        "update",
+        "verifier",
+    ]
+)
+"""First parts of the names of the metrics rlvr logs itself (docs/metrics.md); a metric under
+any other is an objective's own (``etr/eps_mean``, ``apmpo/p``, ``mine/width``)."""
+
+
+def objective_metrics(rows: list[dict]) -> dict[str, list[str]]:
+    """``{prefix: names}`` of the objectives' own metrics in ``rows``, sorted."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted({k for row in rows for k in row if k != "step"}):
+        prefix = name.split("/", 1)[0]
+        if prefix not in RLVR_PREFIXES:
+            groups.setdefault(prefix, []).append(name)
+    return groups
+
 
 def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
     """``{label: rows}`` for run directories or ``metrics.jsonl`` files."""
@@ -87,8 +130,11 @@ def _checked(source: str, rows: list) -> list[dict]:
     for i, row in enumerate(rows, start=1):
         if not isinstance(row, dict):
             raise ValueError(f"{source}: row {i} is a {type(row).__name__}, not a JSON object")
-        step = row.get("step")
-        for name in filter(plotted.fullmatch, row):
+        step, own = (
+            row.get("step"),
+            {n for names in objective_metrics([row]).values() for n in names},
+        )
+        for name in (n for n in row if plotted.fullmatch(n) or n in own):
             if not isinstance(step, int) or isinstance(step, bool):
                 raise ValueError(f'{source}: row {i} has {name} but no whole-number "step"')
             value = row[name]
@@ -139,7 +185,35 @@ def plot_runs(runs: dict[str, list[dict]], out_dir: Path) -> list[Path]:
             fig.savefig(out_dir / f"{panel}.png", dpi=120, bbox_inches="tight")
             written.append(out_dir / f"{panel}.png")
         plt.close(fig)
+    for prefix, names in objective_metrics([r for rows in runs.values() for r in rows]).items():
+        written.append(_objective_figure(plt, runs, prefix, names, out_dir))
     return written
+
+
+def _objective_figure(plt, runs: dict[str, list[dict]], prefix: str, names, out_dir) -> Path:
+    """One figure of the metrics under ``prefix``, one axes per metric (their scales differ:
+    ``apmpo/p`` against ``apmpo/eps_ada``); written as ``objective-<prefix>.png``."""
+    from matplotlib.ticker import MaxNLocator
+
+    cols = min(len(names), 2)
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(6.4 * cols, 4.0 * rows), squeeze=False, layout="constrained"
+    )
+    for ax, name in zip(axes.flat, names, strict=False):
+        _draw_panel(ax, runs, (re.escape(name),))
+        ax.set(title=name, xlabel="step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.grid(alpha=0.3)
+        if ax.get_lines():
+            _legend(ax, several=len(runs) > 1)
+    for ax in axes.flat[len(names) :]:
+        ax.set_axis_off()
+    fig.suptitle(f"The objective's own metrics: {prefix}/*")
+    path = out_dir / f"objective-{re.sub(r'[^A-Za-z0-9_.-]', '_', prefix)}.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def _draw_panel(ax, runs: dict[str, list[dict]], patterns: Sequence[str]) -> int:

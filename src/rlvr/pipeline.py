@@ -57,7 +57,7 @@ from rlvr.evaluation.filtering import passrates_file
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback, RunResult
-from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, to_dict
+from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, read_beside, to_dict
 from rlvr.train.preflight import preflight
 from rlvr.train.prompts import check_local_data
 from rlvr.train.run_dir import TIME_FORMAT
@@ -80,7 +80,7 @@ KEEP_HINT = (
 PRODUCED = "<an earlier stage's model>"
 """Stands for a model an earlier stage makes, in the checks before the first stage runs."""
 PATH_KEYS = ("data.train", "data.eval")
-"""Override keys whose relative values (``./``, ``../``) are read from the pipeline's folder."""
+"""Override keys whose relative values are read from the pipeline's folder (:func:`_local`)."""
 
 
 @dataclass(frozen=True)
@@ -184,12 +184,15 @@ def parse_pipeline(
 ) -> Pipeline:
     """A :class:`Pipeline` from its YAML mapping (errors start with ``source``)."""
     pipeline = from_file(Pipeline, data, source)
-    return replace(pipeline, source=source, folder=folder or Path.cwd())
+    folder = folder or Path.cwd()
+    model = pipeline.model and _local(pipeline.model, folder, model=True)
+    return replace(pipeline, source=source, folder=folder, model=model)
 
 
-def _local(value: str, folder: Path) -> str:
-    """``value`` read from ``folder`` when it is a relative path (``./``, ``../``)."""
-    return str((folder / value).resolve()) if value.startswith(("./", "../")) else value
+def _local(value: str, folder: Path, *, model: bool = False) -> str:
+    """``value`` read from ``folder`` as a run configuration's YAML file reads its paths
+    (:func:`~rlvr.train.overrides.read_beside`); ``./`` and ``../`` ones made absolute."""
+    return read_beside(folder, value, model=model, absolute=value.startswith(("./", "../")))
 
 
 def _file(value: str, folder: Path) -> str:
@@ -224,7 +227,9 @@ def stage_config(
     overrides = []
     for item in stage.overrides:
         key, _, value = item.partition("=")
-        if key in PATH_KEYS:
+        if _names_model(key, value):
+            item = f"{key}={_local(value, pipeline.folder, model=True)}"
+        elif key in PATH_KEYS:
             item = f"{key}={_data_path(pipeline, stage, value, pipeline.folder)}"
         overrides.append(item)
     for item in extra:

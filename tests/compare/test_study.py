@@ -340,6 +340,12 @@ def test_paths_in_a_study_file_are_read_beside_it(tmp_path, monkeypatch):
     assert loaded.replicates == "studies/inner.yaml"
     same = {s.fingerprint for s in plan(loaded, tmp_path / "runs")}
     assert same == {s.fingerprint for s in plan(load_study("abc"), tmp_path / "runs")}
+    (folder / "qa.jsonl").write_text('{"prompt": "1 + 1?", "answer": "2"}\n')
+    (folder / "data.yaml").write_text(
+        yaml.safe_dump(study | {"settings": {"data": {"train": "./qa.jsonl"}}})
+    )
+    (spec, *_) = plan(load_study("studies/data.yaml"), tmp_path / "runs")
+    assert spec.config.data.train == str(folder / "qa.jsonl")  # read from here before
 
 
 def test_a_misspelt_replicates_is_one_line_before_any_run():

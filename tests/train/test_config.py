@@ -149,6 +149,45 @@ def test_yaml_base_is_read_beside_the_file(tmp_path, monkeypatch):
     assert load_config(TrainConfig, "conf/cwd.yaml").steps == 9
 
 
+def test_paths_in_a_yaml_file_are_read_beside_it(tmp_path, monkeypatch, tiny_model_dir):
+    """``rlvr train --config conf/run.yaml`` read its ``data.train: ./qa.jsonl`` and
+    ``model.name: ./m`` from the current folder (``base:`` was already read beside the file);
+    command-line overrides stay relative to the current folder."""
+    import shutil
+
+    conf, elsewhere = tmp_path / "conf", tmp_path / "elsewhere"
+    conf.mkdir()
+    elsewhere.mkdir()
+    shutil.copytree(tiny_model_dir, conf / "m")
+    for name in ("qa.jsonl", "held.jsonl", "base.jsonl"):
+        (conf / name).write_text('{"prompt": "1 + 1?", "answer": "2"}\n')
+    (conf / "common.yaml").write_text("base: demo\ndata: {eval: ./base.jsonl}\n")
+    (conf / "run.yaml").write_text(
+        "base: common.yaml\nmodel: {name: ./m}\ndata: {train: ./qa.jsonl}\n"
+    )
+    (conf / "bare.yaml").write_text(
+        "base: demo\nmodel: tiny\ndata: {train: qa.jsonl, eval: math500}\n"
+    )
+    monkeypatch.chdir(elsewhere)
+    cfg = load_config(TrainConfig, "../conf/run.yaml")
+    assert (cfg.model.name, cfg.data.train) == (str(conf / "m"), str(conf / "qa.jsonl"))
+    assert cfg.data.eval == str(conf / "base.jsonl")  # beside the base file that names it
+    bare = load_config(TrainConfig, str(conf / "bare.yaml"))
+    assert (bare.model.name, bare.data.train, bare.data.eval) == (
+        "tiny",
+        str(conf / "qa.jsonl"),
+        "math500",
+    )
+    (elsewhere / "mine.jsonl").write_text('{"prompt": "2 + 2?", "answer": "4"}\n')
+    given = load_config(TrainConfig, "../conf/run.yaml", ["data.train=./mine.jsonl"])
+    assert given.data.train == "./mine.jsonl"  # the command line's: from the current folder
+    monkeypatch.chdir(conf)  # from the file's own folder the values are kept as written
+    assert load_config(TrainConfig, "run.yaml").data.train == "./qa.jsonl"
+    (conf / "gone.yaml").write_text("base: demo\ndata: {train: ./gone.jsonl}\n")
+    monkeypatch.chdir(elsewhere)  # nowhere: the error names where it was looked for
+    assert load_config(TrainConfig, "../conf/gone.yaml").data.train == str(conf / "gone.jsonl")
+
+
 def test_embedded_configs_load():
     names = embedded_configs()
     assert "demo" in names

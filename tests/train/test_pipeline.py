@@ -335,6 +335,28 @@ def test_a_bare_input_file_is_read_from_the_pipeline_files_folder(tmp_path, monk
     assert given == str(tmp_path / "here" / "mine.jsonl")
 
 
+def test_the_files_model_and_stage_configs_are_read_beside_it(
+    tmp_path, monkeypatch, tiny_model_dir
+):
+    """``model: ./model-chat`` was read from the current folder while ``data.train`` was read
+    from the pipeline file's: ``cd /; rlvr pipeline /x/pipe.yaml`` gave "no such directory"."""
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copytree(tiny_model_dir, files / "model-chat")
+    (files / "qa.jsonl").write_text('{"prompt": "1 + 1?", "answer": "2"}\n')
+    (files / "rl.yaml").write_text("base: demo\ndata: {train: qa.jsonl, eval: null}\n")
+    stage = {"name": "rl", "kind": "train", "config": "rl.yaml", "overrides": ["steps=1"]}
+    data = {"output_dir": str(tmp_path / "pipe"), "model": "./model-chat", "stages": [stage]}
+    (files / "pipe.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir("/")
+    (cfg,) = check_pipeline(read_pipeline(str(files / "pipe.yaml")), device=True)
+    assert (cfg.model.name, cfg.data.train) == (str(files / "model-chat"), str(files / "qa.jsonl"))
+    del data["model"]
+    stage["overrides"].append("model.name=./model-chat")  # the first stage's own model
+    (cfg,) = check_pipeline(parse_pipeline(data, folder=files))
+    assert cfg.model.name == str(files / "model-chat")
+
+
 def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
     """``stage.json`` records the final model as an absolute path: a pipeline whose output
     directory was given relative to one folder continues from any other (``-o`` absolute)."""

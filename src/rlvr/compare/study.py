@@ -60,6 +60,7 @@ from rlvr.train.overrides import (
     deep_merge,
     from_dict,
     from_file,
+    paths_beside,
     read_yaml,
     to_dict,
 )
@@ -307,11 +308,14 @@ def load_study(
 
 def _paths_beside(file: StudyFile, where: str) -> StudyFile:
     """``file`` with each relative path it names (an include, a claim file, a YAML recipe, the
-    study it replicates) read beside it when there is such a file, as ``base:`` in a run
-    configuration (:func:`rlvr.train.overrides.base_source`); else as given."""
+    study it replicates, the data and model of its ``settings``) read beside it when there is
+    such a file, as ``base:`` in a run configuration (:func:`rlvr.train.overrides.base_source`,
+    :func:`~rlvr.train.overrides.read_beside`); else as given."""
     beside = functools.partial(base_source, where)
+    folder = Path(where).parent if Path(where).is_file() else None  # a bundled study: none
     return dataclasses.replace(
         file,
+        settings=file.settings if folder is None else paths_beside(file.settings, folder),
         include=tuple(map(beside, file.include)),
         claims=tuple(map(beside, file.claims)),
         arms=tuple(dataclasses.replace(a, recipe=beside(a.recipe)) for a in file.arms),

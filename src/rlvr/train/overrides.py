@@ -83,8 +83,12 @@ def configs_of(cls: type) -> list[str]:
 
 def read_yaml(name_or_path: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """The mapping in a YAML file or embedded config, merged over its ``base:`` config if it
-    names one (a relative path beside the file that names it, as :func:`base_source` finds it)."""
+    names one (a relative path beside the file that names it, as :func:`base_source` finds it).
+    A file's relative ``data.train``, ``data.eval`` and ``model.name`` are read beside it too
+    (:func:`read_beside`)."""
     data = _read_one(name_or_path)
+    if Path(name_or_path).is_file():
+        data = paths_beside(data, Path(name_or_path).parent)
     base = data.pop("base", None)
     if base is None:
         return data
@@ -110,6 +114,49 @@ def base_source(including: str, base: str) -> str:
     if here.is_file() and not path.is_absolute() and beside.is_file():
         return str(beside)
     return base
+
+
+def read_beside(folder: Path, value: str, *, model: bool = False, absolute: bool = False) -> str:
+    """``value``, named in a YAML file in ``folder``: the file or folder there when there is
+    one (``./`` and ``../`` ones also when it is nowhere, so an error names where it was
+    looked for), else as given (from the current folder, or a data set, preset or Hub name).
+    Kept as given when it names the same path from the current folder, unless ``absolute``.
+    ``model``: a preset name stays one.
+
+    ``conf/run.yaml`` with ``data: {train: qa.jsonl}`` trains on ``conf/qa.jsonl`` from any folder.
+    """
+    path = Path(value).expanduser()
+    if path.is_absolute() or value.startswith("@"):
+        return value
+    if model:
+        from rlvr.models import preset_names
+
+        if value in preset_names():
+            return value
+    there = (folder / path).resolve()
+    nowhere = value.startswith(("./", "../")) and not path.exists()
+    if not (there.exists() or nowhere):
+        return value
+    if not absolute and path.exists() and path.resolve() == there:
+        return value
+    return str(there)
+
+
+def paths_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A run configuration's mapping with its data and model paths read beside its file."""
+    out = dict(data)
+    section = out.get("data")
+    if isinstance(section, dict):
+        out["data"] = {
+            k: read_beside(folder, v) if k in ("train", "eval") and isinstance(v, str) else v
+            for k, v in section.items()
+        }
+    model = out.get("model")
+    if isinstance(model, str):
+        out["model"] = read_beside(folder, model, model=True)
+    elif isinstance(model, dict) and isinstance(model.get("name"), str):
+        out["model"] = {**model, "name": read_beside(folder, model["name"], model=True)}
+    return out
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

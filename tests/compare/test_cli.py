@@ -90,6 +90,32 @@ def test_an_import_no_run_can_find_is_one_line_before_any_run(small_study, tmp_p
     assert not (out / "runs").exists()
 
 
+def test_report_only_needs_no_import_the_arms_can_be_read_without(small_study, tmp_path, capsys):
+    """A study's report could not be written again once its ``imports`` module was gone
+    ("imports myrl, which a run cannot import"), though nothing is run or read from it."""
+    study, out = small_study(imports=["parity_verifier", "gone_module_x"]), tmp_path / "o"
+    assert rlvr(["compare", study, "--out", str(out), "--report-only"]) == 0
+    assert (out / "small" / "report.md").is_file()
+    assert rlvr(["compare", study, "--out", str(out), "--dry-run"]) == 2  # a run needs it
+    assert "imports gone_module_x, which a run cannot import" in capsys.readouterr().err
+    arm = {"recipe": "abc/grpo", "name": "mine", "overrides": ["objective.name=mine_x"]}
+    study = small_study(imports=["gone_module_x"], arms=[arm], claims=[])
+    assert rlvr(["compare", study, "--out", str(out), "--report-only"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr: error: study 'small', arm 'mine': objective: unknown objective")
+    assert err.endswith("(imports gone_module_x: not in the working folder or on PYTHONPATH)")
+    assert "\n" not in err
+
+
+def test_a_module_gone_since_the_runs_is_said_to_be_gone(small_study, tmp_path):
+    from rlvr.compare.run import stale_modules
+
+    study, out = small_study(), tmp_path / "o"
+    final = _a_finished_run(study, out)
+    final.write_text(json.dumps({"modules": {"gone_module_x": "0123456789ab"}}))
+    assert "(gone_module_x: no file now)" in stale_modules(plan(load_study(study), out / "runs"))
+
+
 def test_a_failed_run_is_named_with_its_error(small_study, tmp_path, capsys):
     """A failed run was named with its log only: the error was one file away."""
     bad = tmp_path / "bad.jsonl"

@@ -112,17 +112,21 @@ def stale_modules(specs: list[RunSpec]) -> str:
     """What is wrong when finished runs of ``specs`` were made with other source of your
     modules (``imports``, ``objective.name=my_module.name``) than the files now: they are
     reused as they are. ``""`` when none were."""
-    finished, stale, modules = [s for s in specs if is_finished(s)], 0, set()
+    finished, stale, modules, gone = [s for s in specs if is_finished(s)], 0, set(), set()
     for spec in finished:
         made = json.loads((spec.run_dir / FINAL_FILE).read_text()).get("modules") or {}
-        changed = {m for m, h in module_hashes(list(made)).items() if h != made[m]}
+        now = module_hashes(list(made))
+        changed = {m for m, h in now.items() if h != made[m]}
         stale, modules = stale + bool(changed), modules | changed
+        gone |= {m for m in changed if not now[m]}
     if not stale:
         return ""
+    what = f"{', '.join(sorted(modules))} than its file now" + (
+        f" ({', '.join(sorted(gone))}: no file now)" if gone else ""
+    )
     return (
         f"{stale} of the study's {len(finished)} finished runs were made by other code of "
-        f"{', '.join(sorted(modules))} than its file now; they are reused as they are (--fresh "
-        "runs them again)"
+        f"{what}; they are reused as they are (--fresh runs them again)"
     )
 
 

@@ -410,16 +410,16 @@ def arm_config(
     where = f"study {study.name!r}, arm {arm.name!r}" + (
         f", regime {regime.name!r}" if regime else ""
     )
-    for module in study.imports:  # what they register (an objective) is read here too
-        if not import_own(module):
-            raise ValueError(
-                f"study {study.name!r}: imports {module}, which a run cannot import (not in "
-                "the working folder or on PYTHONPATH)"
-            )
+    # What they register (an objective) is read here too; one that is gone matters only to an
+    # arm that cannot be read without it (a report of finished runs needs none; a run is
+    # refused by check_imports).
+    missing = [module for module in study.imports if not import_own(module)]
     try:
         return from_dict(TrainConfig, data)
     except ValueError as err:
-        raise ValueError(f"{where}: {err}") from err
+        gone = [module for module in missing if module not in str(err)]
+        hint = f" (imports {', '.join(gone)}: not in the working folder or on PYTHONPATH)"
+        raise ValueError(f"{where}: {err}{hint if gone else ''}") from err
 
 
 def fingerprint(config: TrainConfig) -> str:

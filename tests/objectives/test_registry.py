@@ -268,6 +268,12 @@ def test_a_taken_objective_name_is_refused(monkeypatch):
     registry.register_objective(
         "grpo", config=GrpoConfig, advantage="group_std", loss_agg="seq-mean-token-mean", paper="p"
     )(same)
+    register = registry.register_objective(
+        "lam", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+    )
+    register(lambda batch, cfg: None)
+    with pytest.raises(ValueError, match=r"'lam' is already registered \(.*<lambda>:\d+\)"):
+        register(lambda batch, cfg: 0)  # another lambda: every one is named <lambda>
     with pytest.raises(ValueError, match="objective name must be non-empty without '.'"):
         registry.register_objective(
             "my.mine", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"

@@ -104,7 +104,10 @@ def register_objective(
 
 
 def _where(fn: Callable) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+    """``module.qualname`` of ``fn``, with the line of a lambda (every lambda is ``<lambda>``)."""
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+    code = getattr(fn, "__code__", None)
+    return f"{name}:{code.co_firstlineno}" if "<lambda>" in name and code else name
 
 
 def objective_spec(name: str) -> ObjectiveSpec:

@@ -179,6 +179,6 @@ def test_each_objectives_own_metrics_get_a_figure(tmp_path, drawn):
 def test_an_objective_metric_that_is_no_number_is_one_line(tmp_path):
     from rlvr.train.plots import load_runs
 
-    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "mine/width": "wide"}\n')
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "mine/width": "wide", "note": "x"}\n')
     with pytest.raises(ValueError, match=r"row 1: mine/width is 'wide', not a number"):
         load_runs([str(tmp_path)])

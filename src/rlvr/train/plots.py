@@ -86,9 +86,9 @@ any other is an objective's own (``etr/eps_mean``, ``apmpo/p``, ``mine/width``).
 
 
 def objective_metrics(rows: list[dict]) -> dict[str, list[str]]:
-    """``{prefix: names}`` of the objectives' own metrics in ``rows``, sorted."""
+    """``{prefix: names}`` of the objectives' own metrics in ``rows`` (``prefix/name``), sorted."""
     groups: dict[str, list[str]] = {}
-    for name in sorted({k for row in rows for k in row if k != "step"}):
+    for name in sorted({k for row in rows for k in row if "/" in k}):
         prefix = name.split("/", 1)[0]
         if prefix not in RLVR_PREFIXES:
             groups.setdefault(prefix, []).append(name)

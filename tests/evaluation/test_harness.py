@@ -121,6 +121,24 @@ def test_a_partial_test_pass_rate_is_a_score_not_a_solved_problem():
     assert report.metrics["score/mean"] == pytest.approx(0.9, abs=1e-12)
 
 
+def test_a_score_above_the_correct_score_is_refused_not_counted_correct():
+    """`rlvr eval --verifier mymod.five` (a plain verifier returning 5) gave avg@1 1.0 with
+    score/mean 5.0."""
+    from rlvr.rewards import Scores
+
+    examples = [Example(prompt="1+1?", reference="2", id="p", dataset="d")]
+    samples = harness.Samples(["a", "b"], [1, 1], [False, False])
+    config = EvalConfig(n=2, ks=(1,))
+
+    def scorer(texts, references):
+        return Scores(values=[5.0, -3.0], status=["ok", "ok"])
+
+    with pytest.raises(
+        ValueError, match=r"'math' scored a completion 5, above its correct score 1"
+    ):
+        harness.score_problems(examples, get_verifier("math"), samples, config, scorer)
+
+
 def test_prompts_past_the_context_are_warned(tiny_model):
     """A prompt longer than the model's context was sampled past it without a word."""
     model, tokenizer = tiny_model

@@ -294,6 +294,13 @@ def score_problems(
             scores = own(samples.texts, references)
     else:
         scores = scorer(samples.texts, references)
+    above = next((v for v in scores.values if v > verifier.correct_value + 1e-9), None)
+    if above is not None:  # it would count as correct in avg@k and pass@k
+        raise ValueError(
+            f"verifier {verifier.spec!r} scored a completion {above:g}, above its correct "
+            f"score {verifier.correct_value:g} (a function without options correct and wrong "
+            "scores 0 to 1)"
+        )
     problems = []
     for i, ex in enumerate(examples):
         rows = slice(i * config.n, (i + 1) * config.n)

@@ -186,6 +186,9 @@ def test_paths_in_a_yaml_file_are_read_beside_it(tmp_path, monkeypatch, tiny_mod
     (conf / "gone.yaml").write_text("base: demo\ndata: {train: ./gone.jsonl}\n")
     monkeypatch.chdir(elsewhere)  # nowhere: the error names where it was looked for
     assert load_config(TrainConfig, "../conf/gone.yaml").data.train == str(conf / "gone.jsonl")
+    (conf / "empty.yaml").write_text('base: demo\ndata: {train: ""}\n')  # not the folder
+    with pytest.raises(ValueError, match="data.train must name the training prompts"):
+        load_config(TrainConfig, "../conf/empty.yaml")
 
 
 def test_embedded_configs_load():

@@ -126,7 +126,7 @@ def read_beside(folder: Path, value: str, *, model: bool = False, absolute: bool
     ``conf/run.yaml`` with ``data: {train: qa.jsonl}`` trains on ``conf/qa.jsonl`` from any folder.
     """
     path = Path(value).expanduser()
-    if path.is_absolute() or value.startswith("@"):
+    if not value or path.is_absolute() or value.startswith("@"):
         return value
     if model:
         from rlvr.models import preset_names

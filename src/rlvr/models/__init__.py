@@ -192,17 +192,23 @@ def quiet_hf_progress():
             hf_logging.enable_progress_bar()
 
 
+def _model_folder(name_or_path: str) -> tuple[str, str | None]:
+    """``(path, base)``: where the model is, checked, and the base model of a folder of
+    adapters (``None``: the folder holds a whole model, or the name is a Hub one)."""
+    path = resolve_model_path(name_or_path)
+    try:
+        check_model_dir(path)
+        return path, adapter_base(path)
+    except ValueError as err:
+        raise ValueError(f"could not load model {err}") from None
+
+
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
 
     torch_device(device)
-    path = resolve_model_path(name_or_path)
-    try:
-        check_model_dir(path)
-        base = adapter_base(path)
-    except ValueError as err:
-        raise ValueError(f"could not load model {err}") from None
+    path, base = _model_folder(name_or_path)
     if base is not None:  # its base model, the adapters merged; its own tokenizer if it has one
         model, tokenizer = load_model(base, dtype=dtype, device=device)
         if _has_tokenizer_files(path):
@@ -236,12 +242,7 @@ def model_tokenizer_and_config(name_or_path: str):
     its weights (a folder of adapters: its base model's config, its own tokenizer if it has one)."""
     from transformers import AutoConfig
 
-    path = resolve_model_path(name_or_path)
-    try:
-        check_model_dir(path)
-        base = adapter_base(path)
-    except ValueError as err:
-        raise ValueError(f"could not load model {err}") from None
+    path, base = _model_folder(name_or_path)
     if base is not None:
         tokenizer, config = model_tokenizer_and_config(base)
         return (load_tokenizer(path) if _has_tokenizer_files(path) else tokenizer), config

@@ -149,3 +149,20 @@ def test_cli_gen_refuses_to_write_over_an_exclude_file(tmp_path, capsys):
     (line,) = capsys.readouterr().err.splitlines()
     assert "would overwrite --exclude" in line
     assert train.read_text() == before
+
+
+def test_show_writes_bytes_and_timestamps_as_the_data_steps_do(tmp_path, capsys):
+    """`rlvr data show` printed a bytes reference as Python's repr, "b'\\x00ab'", where the
+    data steps write base64; a timestamp as "2024-01-02 03:04:05", not ISO 8601."""
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "typed.parquet"
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5)
+    pq.write_table(pa.table({"prompt": ["p"], "answer": [b"\x00ab"], "ts": [when]}), data)
+    assert main(["show", str(data), "--limit", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["reference"] == "AGFi"
+    assert main(["show", str(data), "--answer-field", "ts"]) == 0
+    assert json.loads(capsys.readouterr().out)["reference"] == "2024-01-02T03:04:05"

@@ -185,7 +185,18 @@ def _show(args: argparse.Namespace) -> None:
     with _field_hint():
         examples = load_examples(args.source, fields=fields, split=args.split, limit=args.limit)
     for example in examples:
-        print(json.dumps(asdict(example), ensure_ascii=False, default=str))
+        print(json.dumps(asdict(example), ensure_ascii=False, default=_shown))
+
+
+def _shown(value: object) -> object:
+    """A value JSON has no type for, as the data steps write it (bytes as base64, timestamps
+    as ISO 8601, :func:`~rlvr.data.rowfiles.json_value`), else as its text."""
+    from rlvr.data.rowfiles import json_value
+
+    try:
+        return json_value(value)
+    except TypeError:
+        return str(value)
 
 
 @command

@@ -92,9 +92,9 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
 
 def _json_line(row: dict[str, Any], path: Path) -> str:
     """``row`` as one JSON line, the Parquet values JSON has no type for written as
-    :func:`_json_value` does; another such value is one error naming ``path`` and its column."""
+    :func:`json_value` does; another such value is one error naming ``path`` and its column."""
     try:
-        return json.dumps(row, ensure_ascii=False, default=_json_value)
+        return json.dumps(row, ensure_ascii=False, default=json_value)
     except TypeError as err:
         column = next(k for k, v in row.items() if not _json_ok(v))
         raise ValueError(
@@ -103,7 +103,7 @@ def _json_line(row: dict[str, Any], path: Path) -> str:
         ) from None
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """Timestamps, dates and times as ISO 8601 text, decimals as their exact text, bytes as
     base64 text; ``TypeError`` (the type's name) for anything else."""
     if isinstance(value, (datetime.date, datetime.time)):
@@ -117,7 +117,7 @@ def _json_value(value: Any) -> Any:
 
 def _json_ok(value: Any) -> bool:
     try:
-        json.dumps(value, default=_json_value)
+        json.dumps(value, default=json_value)
     except TypeError:
         return False
     return True

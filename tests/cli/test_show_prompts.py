@@ -33,13 +33,22 @@ def test_show_prompts_prints_the_formatted_prompts_and_runs_nothing(
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
     argv = ["train", f"model={model}", f"data.train={data}", "data.system_prompt=Be brief.",
-            "data.template='Q: {prompt}'", f"log.output_dir={out}", "--show-prompts", "1"]  # fmt: skip
+            "data.template='Q: {prompt}'", f"log.output_dir={out}", "data.eval=null", "--show-prompts", "1"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     head, text = printed.split("\n", 1)
     assert head.startswith("=== data.train prompt 1 of 2 (id rows-0, ") and "reference '2'" in head
     assert text == "<|system|>Be brief.\n<|user|>Q: 1 + 1 =\n<|assistant|>\n"
     assert not out.exists()
+    held = tmp_path / "held.jsonl"  # data.eval's prompts follow, each read as the run reads it
+    held.write_text(json.dumps({"q": "7 - 4 =", "a": "3"}) + "\n")
+    keys = [f"data.eval={held}", "data.eval_prompt_field=q", "data.eval_answer_field=a"]
+    assert main([*argv[:-3], *keys, *argv[-2:]]) == 0
+    printed = capsys.readouterr().out
+    eval_head, eval_text = printed[printed.index("=== data.eval") :].split("\n", 1)
+    assert eval_head.startswith("=== data.eval prompt 1 of 1 (id held-0, ")
+    assert "reference '3'" in eval_head
+    assert eval_text == "<|system|>Be brief.\n<|user|>Q: 7 - 4 =\n<|assistant|>\n"
     with pytest.raises(SystemExit, match="2"):  # argparse's own error
         main([*argv[:-1], "0"])
     assert "--show-prompts: expected a whole number >= 1, got '0'" in capsys.readouterr().err

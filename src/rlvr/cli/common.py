@@ -96,7 +96,8 @@ class RunArgs(NamedTuple):
     dry_run: bool
     """``--dry-run`` was given: check and print the configuration, run nothing."""
     show_prompts: int | None = None
-    """``--show-prompts N``: print the first ``N`` training prompts as the model gets them."""
+    """``--show-prompts N``: print the first ``N`` training (and held-out) prompts as the model
+    gets them."""
 
 
 DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print it; run nothing"
@@ -238,7 +239,7 @@ def parse_run_args(
             "--show-prompts",
             type=_positive,
             metavar="N",
-            help="print the first N prompts of data.train exactly as the model gets them "
+            help="print the first N prompts of data.train (then data.eval) exactly as the model gets them "
             "(chat template, data.system_prompt, data.template, tokenised and decoded); "
             "loads the tokenizer, not the weights, and runs nothing",
         )

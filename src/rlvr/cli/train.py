@@ -8,6 +8,7 @@ given on the command line still apply, e.g. ``steps=200`` to extend a run).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rlvr.cli.common import command, dry_run, parse_run_args
 
@@ -39,24 +40,24 @@ def main(argv: list[str]) -> int:
 
 
 def show_prompts(cfg, count: int) -> int:
-    """``--show-prompts N``: the first ``count`` prompts of ``data.train`` as the run formats and
-    tokenises them (its tokenizer, the model's context limit), decoded from their token ids."""
-    import sys
-
+    """``--show-prompts N``: the first ``count`` prompts of ``data.train`` (then of ``data.eval``)
+    as the run formats and tokenises them (its tokenizer, the model's context limit), decoded
+    from their token ids."""
     from rlvr.models import model_tokenizer_and_config
     from rlvr.train.loop import fit_context
     from rlvr.train.prompts import load_prompt_set
 
     tokenizer, model_config = model_tokenizer_and_config(cfg.model.name)
-    prompt_set = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="train")
-    shown = prompt_set.prompts[:count]
-    for i, prompt in enumerate(shown, start=1):
-        text = tokenizer.decode(
-            prompt.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
-        )
-        reference = repr(prompt.reference)
-        reference = reference if len(reference) <= 60 else reference[:57] + "..."
-        head = f"id {prompt.example.id}, {len(prompt.ids)} tokens, reference {reference}"
-        print(f"=== data.train prompt {i} of {len(prompt_set.prompts)} ({head}) ===")
-        sys.stdout.write(text + "\n")
+    data = fit_context(cfg, model_config)
+    for role in ("train", "eval") if data.eval else ("train",):
+        prompts = load_prompt_set(tokenizer, data, role=role).prompts
+        for i, prompt in enumerate(prompts[:count], start=1):
+            text = tokenizer.decode(
+                prompt.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+            reference = repr(prompt.reference)
+            reference = reference if len(reference) <= 60 else reference[:57] + "..."
+            head = f"id {prompt.example.id}, {len(prompt.ids)} tokens, reference {reference}"
+            print(f"=== data.{role} prompt {i} of {len(prompts)} ({head}) ===")
+            sys.stdout.write(text + "\n")
     return 0

@@ -17,7 +17,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 
 def module_exists(module: str) -> bool:
@@ -61,3 +61,21 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """
     near = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {near[0]}?)" if near else ""
+
+
+def origin(fn: Callable) -> str:
+    """``module.qualname`` of ``fn``, with the line of a lambda (every lambda is ``<lambda>``)."""
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
+    code = getattr(fn, "__code__", None)
+    return f"{name}:{code.co_firstlineno}" if "<lambda>" in name and code else name
+
+
+def same_function(a: Callable, b: Callable) -> bool:
+    """Whether ``a`` and ``b`` are one definition (a registry refuses another function under a
+    taken name): the same file, line and qualname, so a module reloaded, or one file imported
+    under two module names, is the same; without code objects, the same :func:`origin`."""
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    if code_a is None or code_b is None:
+        return origin(a) == origin(b)
+    where = (code_a.co_filename, code_a.co_firstlineno, getattr(a, "__qualname__", ""))
+    return where == (code_b.co_filename, code_b.co_firstlineno, getattr(b, "__qualname__", ""))

@@ -61,6 +61,20 @@ def test_register_a_new_verifier():
         VERIFIERS.pop("length_test")
 
 
+def test_another_function_under_a_taken_verifier_name_is_refused():
+    """A module registering its own ``math`` silently replaced the built-in verifier, which
+    every run naming ``math`` then trained and was evaluated with."""
+    get_verifier("math")  # the built-in one is registered
+    with pytest.raises(ValueError, match=r"verifier 'math' is already registered \(rlvr\."):
+        register("math")(lambda completion, reference: 1.0)
+    assert get_verifier("math")("\\boxed{3}", "4") == 0.0  # still the built-in
+    fn = register("same_test")(lambda completion, reference: 1.0)
+    try:
+        register("same_test")(fn)  # the same function again (its module reloaded) is fine
+    finally:
+        VERIFIERS.pop("same_test")
+
+
 def test_register_rejects_bad_declarations():
     with pytest.raises(ValueError, match="without ':' or '\\+'"):
         register("a:b")

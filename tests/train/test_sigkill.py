@@ -20,7 +20,7 @@ from rlvr.train.config import TrainConfig
 from rlvr.train.loop import train
 from rlvr.train.overrides import load_config
 
-@register("even_len")
+@register("even_len_sigkill")
 def even_len(completion, reference, *, correct=1.0, wrong=0.0):
     return correct if len(completion) % 2 == 0 else wrong
 
@@ -53,7 +53,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(train_config, tmp_path):
     cfg = train_config(
         "steps=8",
         "threads=1",
-        "reward.verifier=even_len",
+        "reward.verifier=even_len_sigkill",
         "checkpoint.every=2",
         "checkpoint.keep_last=1",
         out="full",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from rlvr.advantages import ADVANTAGE_MODES
-from rlvr.builtins import did_you_mean, import_own
+from rlvr.builtins import did_you_mean, import_own, origin, same_function
 from rlvr.objectives.aggregation import LOSS_AGG_MODES
 from rlvr.objectives.base import ObjectiveOutput, PolicyBatch
 
@@ -90,10 +90,10 @@ def register_objective(
 
     def wrap(loss_fn: Callable[[PolicyBatch, Any], ObjectiveOutput]) -> Callable:
         taken = OBJECTIVES.get(name)
-        if taken is not None and _where(taken.loss_fn) != _where(loss_fn):
+        if taken is not None and not same_function(taken.loss_fn, loss_fn):
             raise ValueError(
-                f"objective {name!r} is already registered ({_where(taken.loss_fn)}); "
-                f"register {_where(loss_fn)} under another name"
+                f"objective {name!r} is already registered ({origin(taken.loss_fn)}); "
+                f"register {origin(loss_fn)} under another name"
             )
         OBJECTIVES[name] = ObjectiveSpec(
             name, config, loss_fn, advantage, loss_agg, group_stats, sequence_level, paper
@@ -101,13 +101,6 @@ def register_objective(
         return loss_fn
 
     return wrap
-
-
-def _where(fn: Callable) -> str:
-    """``module.qualname`` of ``fn``, with the line of a lambda (every lambda is ``<lambda>``)."""
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
-    code = getattr(fn, "__code__", None)
-    return f"{name}:{code.co_firstlineno}" if "<lambda>" in name and code else name
 
 
 def objective_spec(name: str) -> ObjectiveSpec:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.builtins import available, did_you_mean, load_builtin, module_exists
+from rlvr.builtins import available, did_you_mean, load_builtin, module_exists, same_function
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
@@ -65,6 +65,9 @@ def register(
             raise ValueError(
                 f"verifier {name!r}: spec_arg {spec_arg!r} is not a keyword option of {fn.__name__}"
             )
+        taken = VERIFIERS.get(name)
+        if taken is not None and not same_function(taken.fn, fn):  # it would score in its place
+            raise ValueError(f"verifier {name!r} is already registered ({taken.fn.__module__})")
         VERIFIERS[name] = VerifierEntry(fn, spec_arg, check, sandboxed)
         return fn
 

@@ -451,8 +451,7 @@ def _settings(args: argparse.Namespace) -> dict[str, object]:
 
 def _say_how_to_continue(keep: PartialSamples, output: Path, problems: int, n: int) -> None:
     """After Ctrl-C: how far sampling came, and the option that continues it."""
-    saved = keep.load() if keep.path.exists() else None
-    done = len(saved[0]["texts"]) // n if saved else 0
+    done = keep.kept // n
     print(
         f"interrupted after sampling {done} of {problems} problems: the same command with "
         f"--output {output} continues from there",

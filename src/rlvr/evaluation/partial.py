@@ -33,12 +33,19 @@ class PartialSamples:
     def __init__(self, path: Path, settings: Mapping[str, Any]) -> None:
         self.path = path
         self.settings = dict(settings)
+        self.kept = 0
+        """Completions in the file, as the last :meth:`load` or :meth:`save` left it."""
+        self._loaded: tuple[dict[str, list], dict[str, Any]] | None = None
 
     def load(self) -> tuple[dict[str, list], dict[str, Any]] | None:
         """``(samples, rng_state)`` kept, or None when nothing is; ValueError (one line) when
-        the file is damaged or was made with other settings."""
-        if not self.path.exists():
-            return None
+        the file is damaged or was made with other settings. The file is read once."""
+        if self._loaded is None and self.path.exists():
+            self._loaded = self._read()
+            self.kept = len(self._loaded[0]["texts"])
+        return self._loaded
+
+    def _read(self) -> tuple[dict[str, list], dict[str, Any]]:
         try:
             saved = torch.load(self.path, weights_only=True)
         except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
@@ -60,9 +67,11 @@ class PartialSamples:
         data = {"settings": self.settings, "samples": dict(samples), "rng": rng}
         with atomic_path(self.path) as tmp:
             torch.save(data, tmp)
+        self._loaded, self.kept = (data["samples"], rng), len(samples["texts"])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        self._loaded, self.kept = None, 0
 
 
 def rng_state(devices: list[int]) -> dict[str, Any]:

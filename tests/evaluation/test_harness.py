@@ -133,10 +133,35 @@ def test_a_score_above_the_correct_score_is_refused_not_counted_correct():
     def scorer(texts, references):
         return Scores(values=[5.0, -3.0], status=["ok", "ok"])
 
-    with pytest.raises(
-        ValueError, match=r"'math' scored a completion 5, above its correct score 1"
-    ):
+    with pytest.raises(ValueError, match=r"'math' scored a completion 5, outside \[0, 1\]"):
         harness.score_problems(examples, get_verifier("math"), samples, config, scorer)
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "low", "accepted"),
+    [
+        ("math", {}, -0.5, False),  # below wrong: it skewed score/mean
+        ("math", {"wrong": -1.0}, -1.0, True),
+        ("math+format", {"format_penalty": -2.0}, -2.0, True),  # the penalty is a score it gives
+        ("math+format", {"format_penalty": -2.0}, -2.5, False),
+    ],
+)
+def test_a_score_below_the_lowest_score_is_refused(spec, options, low, accepted):
+    from rlvr.rewards import Scores
+
+    examples = [Example(prompt="1+1?", reference="2", id="p", dataset="d")]
+    samples = harness.Samples(["a", "b"], [1, 1], [False, False])
+    config = EvalConfig(n=2, ks=(1,))
+
+    def scorer(texts, references):
+        return Scores(values=[1.0, low], status=["ok", "ok"])
+
+    verifier = get_verifier(spec, **options)
+    if accepted:
+        harness.score_problems(examples, verifier, samples, config, scorer)
+    else:
+        with pytest.raises(ValueError, match=f"scored a completion {low:g}, outside"):
+            harness.score_problems(examples, verifier, samples, config, scorer)
 
 
 def test_prompts_past_the_context_are_warned(tiny_model):

@@ -280,6 +280,19 @@ def _keep(keep: PartialSamples, devices: list[int], samples: Samples) -> None:
     keep.save(samples._asdict(), rng_state(devices))
 
 
+def _check_range(values: Sequence[float], verifier: Verifier) -> None:
+    """Refuse a score outside the verifier's range: above its correct score it would count as
+    correct in avg@k and pass@k, below its lowest it would skew ``score/mean``."""
+    (low, high), tol = verifier.score_range, 1e-9
+    bad = next((v for v in values if not low - tol <= v <= high + tol), None)
+    if bad is not None:
+        raise ValueError(
+            f"verifier {verifier.spec!r} scored a completion {bad:g}, outside [{low:g}, {high:g}] "
+            "(its wrong to correct score; a function without options correct and wrong scores "
+            "0 to 1)"
+        )
+
+
 def score_problems(
     examples: Sequence[Example],
     verifier: Verifier,
@@ -294,13 +307,7 @@ def score_problems(
             scores = own(samples.texts, references)
     else:
         scores = scorer(samples.texts, references)
-    above = next((v for v in scores.values if v > verifier.correct_value + 1e-9), None)
-    if above is not None:  # it would count as correct in avg@k and pass@k
-        raise ValueError(
-            f"verifier {verifier.spec!r} scored a completion {above:g}, above its correct "
-            f"score {verifier.correct_value:g} (a function without options correct and wrong "
-            "scores 0 to 1)"
-        )
+    _check_range(scores.values, verifier)
     problems = []
     for i, ex in enumerate(examples):
         rows = slice(i * config.n, (i + 1) * config.n)

@@ -78,4 +78,7 @@ def with_format(
     """
     _check_options(inner, penalty, think_in_prompt)
     options = {"inner": inner, "penalty": penalty, "think_in_prompt": think_in_prompt}
-    return replace(inner, spec=inner.spec + "+format", fn=formatted, options=options)
+    low = inner.score_range[0] if penalty is None else min(inner.score_range[0], float(penalty))
+    return replace(
+        inner, spec=inner.spec + "+format", fn=formatted, options=options, lowest_value=low
+    )

@@ -30,6 +30,14 @@ class Verifier:
     """Score of a fully correct completion."""
     failure_value: float = 0.0
     """Score of a wrong completion, and of one whose verification failed or timed out."""
+    lowest_value: float | None = None
+    """The lowest score it gives when below ``failure_value`` (a ``+format`` penalty)."""
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        """The scores it may give, lowest to ``correct_value``."""
+        low = self.failure_value if self.lowest_value is None else self.lowest_value
+        return min(low, self.failure_value), self.correct_value
 
     def __call__(self, completion: str, reference: Any) -> float:
         score = self.fn(completion, reference, **self.options)

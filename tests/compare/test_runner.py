@@ -16,6 +16,7 @@ from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.runner import RunState, _reap, default_jobs, initial_states, worker_env
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
+from rlvr.train.interrupt import Stopped
 from rlvr.train.metrics import read_metrics
 from rlvr.train.overrides import dump_yaml
 
@@ -182,6 +183,21 @@ def test_ctrl_c_stops_each_run_after_its_step_with_a_checkpoint(small_study, tmp
     assert saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"  # rows 0 .. the last step
     log = (run_dir / "worker.log").read_text()
     assert "Traceback" not in log and "the same `rlvr compare` command resumes" in log, log
+
+
+@pytest.mark.parametrize(
+    ("stop", "code"), [(KeyboardInterrupt(), 130), (Stopped(signal.SIGTERM), 143)]
+)
+def test_a_stopped_worker_exits_with_its_signal(monkeypatch, tmp_path, capsys, stop, code):
+    """A worker stopped by SIGTERM (its runner gone) exited 130, as after Ctrl-C."""
+    from rlvr.compare import worker
+
+    def stopped(*_):
+        raise stop
+
+    monkeypatch.setattr(worker, "run", stopped)
+    assert worker.main([str(tmp_path)]) == code
+    assert "the same `rlvr compare` command resumes" in capsys.readouterr().err
 
 
 def _steps_logged(run_dir: Path) -> int:

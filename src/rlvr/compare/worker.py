@@ -170,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         importlib.import_module(module)
     try:
         run(Path(args[0]), args[1:])
-    except KeyboardInterrupt:  # stopped by the runner: after its step, with a checkpoint
+    except KeyboardInterrupt as stop:  # after its step, with a checkpoint
         print(
             "rlvr: interrupted; the same `rlvr compare` command resumes this run", file=sys.stderr
         )
-        return 130
+        return 128 + getattr(stop, "signum", signal.SIGINT)  # SIGTERM (runner gone): 143
     return 0
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from rlvr.cli.data import main as data_main
-from rlvr.data.rowfiles import write_rows
+from rlvr.data.rowfiles import dropped_file, write_rows, write_step
 
 ROWS = [{"prompt": "one two"}, {"prompt": "One  two."}, {"prompt": "three"}]
 
@@ -136,3 +136,13 @@ def test_parquet_values_json_has_no_type_for_are_written_faithfully(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"prompt": "a", "took": datetime.timedelta(1)}]), source)
     error = _run(["dedup", str(source), "-o", str(tmp_path / "kept.jsonl")])
     assert "column 'took'" in error and "timedelta" in error
+
+
+def test_an_output_is_not_written_when_its_dropped_rows_cannot_be(tmp_path):
+    """The kept rows were written first: a failing `.dropped.jsonl` left an output that looked
+    finished without the record of what was dropped."""
+    output = tmp_path / "kept.jsonl"
+    dropped_file(output).mkdir()  # the dropped rows' file cannot be written
+    with pytest.raises(OSError):
+        write_step([{"q": "1"}], [{"reason": "rule", "row": {"q": "2"}}], output)
+    assert not output.exists()

@@ -242,10 +242,15 @@ def write_step(
     kept: list[dict[str, Any]], dropped: list[dict[str, Any]], output: str | Path
 ) -> StepReport:
     """Write the kept rows to ``output`` and the dropped ones (each ``{"reason": ..., "row": ...,
-    ...}``) beside it; returns the :class:`StepReport`."""
-    write_rows(kept, output)
+    ...}``) beside it; returns the :class:`StepReport`. Both or neither: an output is never
+    there without its record of what was dropped."""
     audit = dropped_file(output)
     write_rows(dropped, audit)
+    try:
+        write_rows(kept, output)
+    except BaseException:
+        audit.unlink(missing_ok=True)
+        raise
     reasons: dict[str, int] = {}
     for item in dropped:
         reasons[item["reason"]] = reasons.get(item["reason"], 0) + 1

@@ -1,4 +1,4 @@
-"""``rlvr train --show-prompts N``: the prompts exactly as the model gets them, nothing run."""
+"""``rlvr train/eval --show-prompts N``: the prompts exactly as the model gets them, nothing run."""
 
 from __future__ import annotations
 
@@ -15,11 +15,7 @@ TEMPLATE = (
 )
 
 
-def test_show_prompts_prints_the_formatted_prompts_and_runs_nothing(
-    tiny_model_dir, tmp_path, capsys
-):
-    """Nothing showed the prompt a run feeds the model (chat template, data.system_prompt and
-    data.template applied); --dry-run prints the configuration, `rlvr data show` the rows."""
+def _templated_model_without_weights(tiny_model_dir, tmp_path):
     from transformers import PreTrainedTokenizerFast
 
     model = tmp_path / "model"
@@ -28,6 +24,15 @@ def test_show_prompts_prints_the_formatted_prompts_and_runs_nothing(
     tokenizer.chat_template = TEMPLATE
     tokenizer.save_pretrained(model)
     (model / "model.safetensors").unlink()  # the weights are not loaded
+    return model
+
+
+def test_show_prompts_prints_the_formatted_prompts_and_runs_nothing(
+    tiny_model_dir, tmp_path, capsys
+):
+    """Nothing showed the prompt a run feeds the model (chat template, data.system_prompt and
+    data.template applied); --dry-run prints the configuration, `rlvr data show` the rows."""
+    model = _templated_model_without_weights(tiny_model_dir, tmp_path)
     rows = [{"prompt": "1 + 1 =", "answer": "2"}, {"prompt": "2 + 3 =", "answer": "5"}]
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -52,3 +57,26 @@ def test_show_prompts_prints_the_formatted_prompts_and_runs_nothing(
     with pytest.raises(SystemExit, match="2"):  # argparse's own error
         main([*argv[:-1], "0"])
     assert "--show-prompts: expected a whole number >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_eval_show_prompts_prints_each_sources_prompts_and_samples_nothing(
+    tiny_model_dir, tmp_path, capsys
+):
+    """`rlvr eval` had no way to show the prompts it samples from (`rlvr train` had)."""
+    model = _templated_model_without_weights(tiny_model_dir, tmp_path)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(
+        "".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n" for i in range(3))
+    )
+    second.write_text(json.dumps({"prompt": "7 - 4 =", "answer": "3"}) + "\n")
+    output = tmp_path / "eval.json"
+    argv = ["eval", "--model", str(model), "--data", str(first), "--data", str(second),
+            "--system-prompt", "Be brief.", "--template", "Q: {prompt}", "--output", str(output),
+            "--show-prompts", "2"]  # fmt: skip
+    assert main(argv) == 0
+    blocks = capsys.readouterr().out.split("=== ")[1:]
+    heads = [block.split(" (")[0] for block in blocks]
+    assert heads == ["first prompt 1 of 3", "first prompt 2 of 3", "second prompt 1 of 1"]
+    assert "reference '3')" in blocks[2]
+    assert blocks[2].split("\n", 1)[1] == "<|system|>Be brief.\n<|user|>Q: 7 - 4 =\n<|assistant|>\n"
+    assert not output.exists() and not list(tmp_path.glob("*.partial.pt"))

@@ -237,7 +237,7 @@ def parse_run_args(
     if show_prompts:
         parser.add_argument(
             "--show-prompts",
-            type=_positive,
+            type=positive,
             metavar="N",
             help="print the first N prompts of data.train (then data.eval) exactly as the model gets them "
             "(chat template, data.system_prompt, data.template, tokenised and decoded); "
@@ -260,7 +260,17 @@ def parse_run_args(
     return RunArgs(load_config(cls, source, overrides), resume, args.dry_run, shown)
 
 
-def _positive(text: str) -> int:
+def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, reference) -> None:
+    """One prompt as ``--show-prompts`` prints it: a header line (``label``, id, token count,
+    reference), then the text decoded from ``ids`` with its special tokens."""
+    text = tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    shown = repr(reference)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    print(f"=== {label} (id {example_id}, {len(ids)} tokens, reference {shown}) ===")
+    sys.stdout.write(text + "\n")
+
+
+def positive(text: str) -> int:
     """An argparse type: a whole number >= 1."""
     try:
         value = int(text)

@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 from rlvr.atomic import write_json
-from rlvr.cli.common import DRY_RUN_HELP, command, note_device
+from rlvr.cli.common import DRY_RUN_HELP, command, note_device, positive, print_prompt
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
 from rlvr.evaluation.partial import PartialSamples, partial_path
@@ -114,6 +114,14 @@ def _parser() -> argparse.ArgumentParser:
         "--no-completions", action="store_true", help="leave completion texts out of the JSON"
     )
     p.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
+    p.add_argument(
+        "--show-prompts",
+        type=positive,
+        metavar="N",
+        help="print the first N prompts of each --data exactly as the model gets them (chat "
+        "template, --system-prompt, --template, tokenised and decoded); loads the tokenizer, "
+        "not the weights, and samples nothing",
+    )
     return p
 
 
@@ -404,6 +412,8 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         _dry_run(args, config)
         return 0
+    if args.show_prompts:
+        return _show_prompts(args, config)
     keep = PartialSamples(partial_path(output), _settings(args))
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples = _load(args)
@@ -435,8 +445,27 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _show_prompts(args: argparse.Namespace, config: EvalConfig) -> int:
+    """``--show-prompts N``: the first N prompts of each ``--data`` source as sampling gets
+    them (:func:`~rlvr.evaluation.harness.encode_prompts`), decoded from their token ids."""
+    from rlvr.evaluation.harness import encode_prompts
+    from rlvr.models import model_tokenizer_and_config
+
+    tokenizer = model_tokenizer_and_config(args.model)[0]
+    examples = _load(args)
+    for dataset in dict.fromkeys(ex.dataset for ex in examples):
+        own = [ex for ex in examples if ex.dataset == dataset]
+        shown = own[: args.show_prompts]
+        for i, (ex, ids) in enumerate(
+            zip(shown, encode_prompts(tokenizer, shown, config), strict=True)
+        ):
+            label = f"{dataset} prompt {i + 1} of {len(own)}"
+            print_prompt(tokenizer, label, ids, ex.id, ex.reference)
+    return 0
+
+
 _NOT_SAMPLING = (
-    *("output", "no_completions", "k", "dry_run"),
+    *("output", "no_completions", "k", "dry_run", "show_prompts"),
     *("verifier", "correct", "wrong", "extract", "timeout", "workers"),
 )
 """Options the completions do not depend on: how they are scored and where the report goes."""

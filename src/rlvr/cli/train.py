@@ -8,9 +8,8 @@ given on the command line still apply, e.g. ``steps=200`` to extend a run).
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rlvr.cli.common import command, dry_run, parse_run_args
+from rlvr.cli.common import command, dry_run, parse_run_args, print_prompt
 
 
 @command
@@ -52,12 +51,6 @@ def show_prompts(cfg, count: int) -> int:
     for role in ("train", "eval") if data.eval else ("train",):
         prompts = load_prompt_set(tokenizer, data, role=role).prompts
         for i, prompt in enumerate(prompts[:count], start=1):
-            text = tokenizer.decode(
-                prompt.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
-            )
-            reference = repr(prompt.reference)
-            reference = reference if len(reference) <= 60 else reference[:57] + "..."
-            head = f"id {prompt.example.id}, {len(prompt.ids)} tokens, reference {reference}"
-            print(f"=== data.{role} prompt {i} of {len(prompts)} ({head}) ===")
-            sys.stdout.write(text + "\n")
+            label = f"data.{role} prompt {i} of {len(prompts)}"
+            print_prompt(tokenizer, label, prompt.ids, prompt.example.id, prompt.reference)
     return 0

@@ -1,4 +1,4 @@
-"""``rlvr train/eval --show-prompts N``: the prompts exactly as the model gets them, nothing run."""
+"""``rlvr train/sft/eval --show-prompts N``: the prompts exactly as the model gets them, nothing run."""
 
 from __future__ import annotations
 
@@ -80,3 +80,24 @@ def test_eval_show_prompts_prints_each_sources_prompts_and_samples_nothing(
     assert "reference '3')" in blocks[2]
     assert blocks[2].split("\n", 1)[1] == "<|system|>Be brief.\n<|user|>Q: 7 - 4 =\n<|assistant|>\n"
     assert not output.exists() and not list(tmp_path.glob("*.partial.pt"))
+
+
+def test_sft_show_prompts_prints_prompt_and_response_apart_and_trains_nothing(
+    tiny_model_dir, tmp_path, capsys
+):
+    """`rlvr sft` had no way to show the text it trains on, nor where the loss starts."""
+    model = _templated_model_without_weights(tiny_model_dir, tmp_path)
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "response": "2"}) + "\n")
+    out = tmp_path / "run"
+    argv = ["sft", f"model={model}", f"data.train={data}", "data.system_prompt=Be brief.",
+            f"log.output_dir={out}", "--show-prompts", "3"]  # fmt: skip
+    assert main(argv) == 0
+    blocks = capsys.readouterr().out.split("=== ")[1:]
+    assert [b.split(" (")[0] for b in blocks] == [
+        "data.train example 1 of 1: prompt, no loss",
+        "data.train example 1 of 1: response, the loss",
+    ]
+    assert blocks[0].split("\n", 1)[1] == "<|system|>Be brief.\n<|user|>1 + 1 =\n<|assistant|>\n"
+    assert blocks[1].split("\n", 1)[1].startswith("2")
+    assert not out.exists()

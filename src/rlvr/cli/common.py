@@ -206,12 +206,12 @@ def parse_run_args(
     *,
     default_config: str | None,
     example: str = "objective.name=abc_grpo rollout.group_size=8",
-    show_prompts: bool = False,
+    show_prompts: str = "",
 ) -> RunArgs:
     """The configuration from ``--config``, ``--resume [DIR]`` and ``key=value`` overrides.
 
-    ``example`` shows overrides of ``cls`` in ``--help``; ``show_prompts``: take
-    ``--show-prompts N``.
+    ``example`` shows overrides of ``cls`` in ``--help``; ``show_prompts``: what
+    ``--show-prompts N`` prints, when the command takes it.
     """
     from rlvr.train.overrides import load_config, read_yaml
 
@@ -239,9 +239,9 @@ def parse_run_args(
             "--show-prompts",
             type=positive,
             metavar="N",
-            help="print the first N prompts of data.train (then data.eval) exactly as the model gets them "
-            "(chat template, data.system_prompt, data.template, tokenised and decoded); "
-            "loads the tokenizer, not the weights, and runs nothing",
+            help=f"print the first N {show_prompts} of data.train (then data.eval) exactly as the "
+            "model gets them, tokenised and decoded; loads the tokenizer, not the weights, and "
+            "runs nothing",
         )
     parser.add_argument(
         "overrides",

@@ -11,6 +11,8 @@ import argparse
 
 from rlvr.cli.common import command, dry_run, parse_run_args, print_prompt
 
+_SHOWN = "prompts (chat template, data.system_prompt and data.template applied)"
+
 
 @command
 def main(argv: list[str]) -> int:
@@ -24,7 +26,7 @@ def main(argv: list[str]) -> int:
         epilog="example: rlvr train --config demo objective.name=abc_grpo objective.eps3=0.3 model=smollm2-135m",
     )
     cfg, resume, dry, shown = parse_run_args(
-        parser, TrainConfig, argv, default_config="demo", show_prompts=True
+        parser, TrainConfig, argv, default_config="demo", show_prompts=_SHOWN
     )
     if dry:
         return dry_run(cfg, resume=resume)

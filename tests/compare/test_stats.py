@@ -103,6 +103,8 @@ def test_bad_input():
         paired_interval(np.zeros((3, 2)), np.zeros((3, 1)))
     with pytest.raises(ValueError, match="finite"):
         paired_interval(np.array([[np.nan], [0.0]]), np.array([[0.0], [0.0]]))
+    with pytest.raises(ValueError, match="finite"):  # not an interval of NaNs, inconclusive
+        paired_interval(np.array([[np.inf], [0.0]]), np.array([[0.0], [0.0]]))
     with pytest.raises(ValueError, match="2 seeds"):
         paired_interval(np.array([[1.0]]), np.array([[0.0]]))
 

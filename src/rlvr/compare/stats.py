@@ -73,7 +73,7 @@ def paired_interval(arm: np.ndarray, base: np.ndarray, *, level: float = LEVEL) 
     if arm.shape != base.shape:
         raise ValueError(f"paired arrays differ in shape: {arm.shape} vs {base.shape}")
     diff = arm - base  # [S, P]
-    if diff.size == 0 or np.isnan(diff).any():
+    if diff.size == 0 or not np.isfinite(diff).all():
         raise ValueError("a paired interval needs complete, finite values for every seed")
     seeds, problems = diff.shape
     if seeds < MIN_SEEDS:

@@ -126,3 +126,17 @@ def test_the_report_states_the_degrees_of_freedom_the_interval_uses():
     assert (ci.high - ci.mean) / se < t_quantile(0.975, 2) - 1  # not t(S - 1) = 4.30
     text = " ".join(RULES_TEXT)
     assert "t(S - 1)" not in text and "Welch-Satterthwaite's for held-out scores" in text
+
+
+def test_fewer_problems_than_seeds_can_give_fewer_degrees_of_freedom_than_seeds():
+    """The docs put Welch-Satterthwaite's df between S - 1 and S + P - 2; its lower end is
+    min(S, P) - 1. 6 seeds that agree, 3 problems that differ: df = P - 1 = 2, not S - 1 = 5."""
+    from rlvr.compare.report import RULES_TEXT
+
+    diff = np.tile(np.array([0.0, 0.5, 1.0]), (6, 1))
+    ci = paired_interval(diff, np.zeros_like(diff))
+    assert ci.df == pytest.approx(2.0) and ci.se == pytest.approx(0.5 / math.sqrt(3))
+    assert (ci.low, ci.high) == pytest.approx((0.5 - 4.302653 * ci.se, 0.5 + 4.302653 * ci.se))
+    text = " ".join(RULES_TEXT)
+    assert "between min(S, P) - 1 and S + P - 2" in text
+    assert "between S - 1 and S + P - 2" not in text

@@ -246,7 +246,7 @@ RULES_TEXT = [
     "over S plus, for held-out scores, the sample variance of the per-problem mean differences "
     "over the P problems (conservative: the evaluation's sampling noise is counted in both). "
     "t has S - 1 degrees of freedom for a per-run summary and Welch-Satterthwaite's for held-out "
-    "scores (between S - 1 and S + P - 2). With 3 seeds t(2) = 4.30, so an interval of a per-run "
+    "scores (between min(S, P) - 1 and S + P - 2). With 3 seeds t(2) = 4.30, so an interval of a per-run "
     "summary excludes 0 only when the seeds agree closely.",
     "**Many claims, one test each, then read together**: every verdict is its own 95% test. With "
     "no true difference anywhere, about 2.5% of the direction claims would still come out "

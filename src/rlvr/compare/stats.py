@@ -14,8 +14,9 @@ mean of ``d``; its variance is estimated as
 with sample variances (``ddof = 1``), and the interval is ``mean -+ t(df) * sqrt(var)`` at
 ``level`` (default 0.95). For ``P = 1`` this is the paired t interval over seeds (``df = S - 1``),
 the textbook test for a handful of seeds. For ``P > 1`` ``df`` is Welch-Satterthwaite's for the
-two terms (between ``S - 1`` and ``S + P - 2``: near ``S - 1`` when the seeds dominate the
-variance, larger when the problems do); the sum is slightly conservative, since the
+two terms (between ``min(S, P) - 1`` and ``S + P - 2``: near ``S - 1`` when the seeds dominate
+the variance, near ``P - 1`` when the problems do, so below ``S - 1`` when there are fewer
+problems than seeds); the sum is slightly conservative, since the
 evaluation's sampling noise is counted in both terms, while Satterthwaite's df, estimated
 from the same few seeds, is slightly liberal: simulated with 3 seeds and 200 problems and no
 true difference, the interval excluded 0 in 2-7% of trials depending on which term dominates. With 3 seeds and a per-run summary

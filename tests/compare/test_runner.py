@@ -336,3 +336,18 @@ def test_a_claim_on_an_arm_not_in_the_study_is_named_not_dropped_silently():
     with pytest.warns(UserWarning, match="klear-gppo-cispo"):
         check_claims(study, plan(study, Path("unused")))
     assert line in [b.content for b in _header(study, [], {}, [], "rlvr compare")]
+
+
+def test_the_final_tables_interval_names_its_seeds_when_fewer_than_an_arms():
+    """Each arm's mean ± std uses its own seeds, the Δ interval only the seeds both arms ran,
+    and the table did not say so: an arm with 3 seeds beside a baseline with 2 read as 3."""
+    from types import SimpleNamespace
+
+    from rlvr.compare.report import _delta
+
+    arm = SimpleNamespace(name="abc", baseline="grpo")
+    grpo = _held_out("grpo", [[2, 1], [2, 1]])
+    both = {"grpo": grpo, "abc": _held_out("abc", [[4, 1], [2, 2]])}
+    assert _delta(arm, both, "eval/avg@4").endswith("vs `grpo`")
+    more = {"grpo": grpo, "abc": _held_out("abc", [[4, 1], [2, 2], [3, 3]])}
+    assert _delta(arm, more, "eval/avg@4").endswith("vs `grpo` (the 2 seeds both ran)")

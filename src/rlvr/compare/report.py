@@ -178,10 +178,14 @@ def _delta_interval(arm, data: dict[str, ArmData], key: str) -> Interval | str |
 
 
 def _delta(arm, data: dict[str, ArmData], key: str) -> str:
+    """The final-score table's Δ cell; it names its seeds when they are fewer than an arm's
+    own (the mean ± std columns use each arm's own seeds, the interval the shared ones)."""
     delta = _delta_interval(arm, data, key)
     if delta is None or isinstance(delta, str):
         return delta or ""
-    return f"{delta.text(3)} vs `{arm.baseline}`"
+    own = max(len(data[arm.name].runs), len(data[arm.baseline].runs))
+    shared = f" (the {delta.seeds} seeds both ran)" if delta.seeds < own else ""
+    return f"{delta.text(3)} vs `{arm.baseline}`{shared}"
 
 
 def _regime_cell(v: Verdict, regimes: bool) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -81,12 +82,15 @@ def test_kl_ratio_correction_and_misaligned_steps_are_refused(tmp_path):
         RlvrGRPOTrainer("never-loaded", length_reward, args)
 
 
+@pytest.mark.parametrize("value", [-0.1, "0.1", None])
 @pytest.mark.parametrize("field", ["beta", "entropy_coef"])
-def test_a_bad_regulariser_weight_names_the_grpo_config_field(tmp_path, field):
-    """The weights are set through ``GRPOConfig``: the error names its field, not rlvr's."""
-    args = grpo_args(tmp_path, **{field: -0.1}, use_bias_correction_kl=False)
+def test_a_bad_regulariser_weight_names_the_grpo_config_field(tmp_path, field, value):
+    """The weights are set through ``GRPOConfig``: the error names its field, not rlvr's,
+    also for a value that is not a number (a string was a bare TypeError)."""
+    args = grpo_args(tmp_path, **{field: value}, use_bias_correction_kl=False)
     with pytest.raises(
-        ValueError, match=rf"^GRPOConfig.{field}=-0.1 .*must be a finite number >= 0"
+        ValueError,
+        match=rf"^GRPOConfig.{field}={re.escape(repr(value))} .*must be a finite number >= 0",
     ):
         RlvrGRPOTrainer("never-loaded", length_reward, args)
 

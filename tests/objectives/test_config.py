@@ -50,6 +50,9 @@ def test_defaults_and_resolved_modes():
         ({"loss_agg": "sum"}, "unknown loss_agg 'sum'; valid: token-mean"),
         ({"kl_estimator": "k9"}, "unknown kl_estimator 'k9'"),
         ({"kl_coef": -0.1}, "kl_coef must be a finite number >= 0"),
+        ({"sft_coef": "0.1"}, "sft_coef must be a number, got '0.1'"),
+        ({"entropy_coef": None}, "entropy_coef must be a number, got None"),
+        ({"sft_threshold": "1"}, "sft_threshold must be a number, got '1'"),
     ],
 )
 def test_invalid_configs_name_the_field(kwargs, match):

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -45,6 +46,10 @@ class RegularizerConfig:
             raise ValueError(
                 f"unknown kl_estimator {self.kl_estimator!r}; valid: {', '.join(KL_ESTIMATORS)}"
             )
+        for name in ("kl_coef", "sft_coef", "entropy_coef", "sft_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise ValueError(f"{name} must be a number, got {value!r}")
         for name in ("kl_coef", "sft_coef", "entropy_coef"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):

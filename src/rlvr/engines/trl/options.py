@@ -13,6 +13,7 @@ is honoured: the ratios become the objective's per-token weights.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -88,7 +89,8 @@ def check_args(args: Any) -> None:
             )
     for field, weight in (("beta", "the KL weight"), ("entropy_coef", "the entropy bonus")):
         value = getattr(args, field)
-        if not (math.isfinite(value) and value >= 0):
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and value >= 0):
             raise ValueError(
                 f"GRPOConfig.{field}={value!r} ({weight}) must be a finite number >= 0"
             )

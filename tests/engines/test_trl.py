@@ -118,6 +118,20 @@ def test_unknown_objective_or_hyperparameter(tmp_path):
         )
 
 
+@pytest.mark.parametrize("kwargs", ["eps3=0.3", [("eps3", 0.3)], {3: 0.3}])
+def test_objective_kwargs_that_are_not_a_dict_of_names_are_refused(tmp_path, kwargs):
+    """One line naming ``objective_kwargs``; a string was 'dictionary update sequence
+    element #0 has length 1; 2 is required'."""
+    with pytest.raises(ValueError, match=r"^objective_kwargs must be a dict .*'eps3': 0.3"):
+        RlvrGRPOTrainer(
+            "never-loaded",
+            length_reward,
+            grpo_args(tmp_path),
+            objective="abc_grpo",
+            objective_kwargs=kwargs,
+        )
+
+
 def test_a_trl_without_a_hook_the_trainer_overrides_is_refused():
     """Another TRL that renamed ``_compute_loss`` would train with its own loss under rlvr's
     name: refused; a version other than the tested one only warns."""

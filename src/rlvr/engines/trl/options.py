@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from rlvr.objectives import ObjectiveConfig, make_config
@@ -135,9 +135,15 @@ def objective_config(
     """The :class:`ObjectiveConfig` of the trainer: the objective, its advantage mode and
     aggregation (``None``: its defaults) and the regularisers (``beta`` -> ``kl_coef``,
     ``entropy_coef`` from ``args``)."""
+    kwargs = {} if objective_kwargs is None else objective_kwargs
+    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+        raise ValueError(
+            f"objective_kwargs must be a dict of the objective's hyperparameters by name, "
+            f"e.g. {{'eps3': 0.3}}; got {objective_kwargs!r}"
+        )
     return ObjectiveConfig(
         objective,
-        params=make_config(objective, **dict(objective_kwargs or {})),
+        params=make_config(objective, **kwargs),
         advantage=advantage,
         loss_agg=loss_agg,
         kl_coef=float(args.beta),

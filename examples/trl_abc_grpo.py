@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 
 import torch
 from datasets import Dataset
@@ -39,6 +40,7 @@ from rlvr.engines.trl import RlvrGRPOTrainer
 from rlvr.evaluation import evaluate
 from rlvr.generation import SamplingConfig
 from rlvr.models import load_tokenizer, resolve_model_path
+from rlvr.objectives import ObjectiveConfig, make_config
 from rlvr.rewards import get_verifier
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import load_config
@@ -119,10 +121,36 @@ def objective_kwargs(args: argparse.Namespace) -> dict | None:
     return {"eps1": 0.2, "eps2": 0.2, "eps3": eps3, "eps4": 0.2}
 
 
+def positive(kind: type) -> Callable[[str], int | float]:
+    """An argparse type: a number of ``kind`` above 0 (TRL reads ``max_steps <= 0`` as
+    "train for the epochs instead", 3 passes over the data)."""
+
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid int value"
+    return parse
+
+
+def check_objective(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an unknown objective or advantage mode, or a bad width, in one line before
+    anything loads (``RlvrGRPOTrainer`` would raise the same after the tokenizer and data)."""
+    try:
+        params = make_config(args.objective, **(objective_kwargs(args) or {}))
+        ObjectiveConfig(args.objective, params=params, advantage=args.advantage)
+    except ValueError as err:
+        parser.error(str(err))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
-    parser.add_argument("--steps", type=int, default=80, help="optimiser steps (4 per rollout)")
+    parser.add_argument(
+        "--steps", type=positive(int), default=80, help="optimiser steps (4 per rollout)"
+    )
     parser.add_argument("--out", default="runs/trl-abc-grpo")
     parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
     parser.add_argument("--objective", default="abc_grpo", help="an rlvr objective (grpo, etr...)")
@@ -131,12 +159,13 @@ def main() -> None:
     )
     parser.add_argument("--eps3", type=float, help="ABC-GRPO's upper width for A <= 0 (0.2)")
     parser.add_argument(
-        "--lr", type=float, help="learning rate (default: 5e-5 for tiny, else 1e-5)"
+        "--lr", type=positive(float), help="learning rate (default: 5e-5 for tiny, else 1e-5)"
     )
     parser.add_argument("--no-eval", action="store_true", help="skip the held-out scores")
     args = parser.parse_args()
     if args.eps3 is not None and args.objective != "abc_grpo":
         parser.error(f"--eps3 is ABC-GRPO's; --objective {args.objective} has no eps3")
+    check_objective(parser, args)
     gpu = torch.cuda.is_available()
     if args.vllm and not gpu:
         parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")

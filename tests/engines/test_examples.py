@@ -126,6 +126,36 @@ def test_trl_example_refuses_vllm_without_a_gpu(monkeypatch, capsys):
     assert "--vllm needs a GPU" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--steps", "-3"], "argument --steps: must be above 0, got -3"),
+        (["--steps", "0"], "argument --steps: must be above 0, got 0"),
+        (["--lr", "0"], "argument --lr: must be above 0, got 0"),
+        (["--advantage", "group-mean"], "unknown advantage mode 'group-mean'; valid: group_std"),
+        (["--objective", "abc-grpo"], "unknown objective 'abc-grpo'; valid: grpo"),
+        (["--eps3", "-0.1"], "eps3 must be >= 0, got -0.1"),
+    ],
+)
+def test_trl_example_refuses_bad_arguments_before_loading(monkeypatch, capsys, argv, message):
+    """One line, before the tokenizer, data and model load. ``--steps -3`` trained TRL's
+    default 3 epochs (3000 steps: ``max_steps <= 0`` means "use the epochs"); a misspelt
+    objective or advantage mode was a traceback after the tokenizer and data loaded."""
+    pytest.importorskip("trl")
+    example = load(ROOT / "examples/trl_abc_grpo.py")
+
+    def never(*_):
+        raise AssertionError("loaded a model")
+
+    monkeypatch.setattr(example, "resolve_model_path", never)
+    monkeypatch.setattr(sys, "argv", ["trl_abc_grpo.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        example.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert message in err[-1] and err[-1].startswith("trl_abc_grpo.py: error: ")
+
+
 @pytest.mark.parametrize(("eps3", "expected"), [(None, 0.2), (0.3, 0.3), (0.0, 0.0)])
 def test_trl_example_passes_eps3_as_given(eps3, expected):
     """``--eps3 0`` is a width like any other: it reaches ABC-GRPO, not the default 0.2."""

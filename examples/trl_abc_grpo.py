@@ -13,7 +13,9 @@ and shapes each rollout batch as the demo does: 16 prompts x 8 completions, spli
 optimiser steps (the later ones off-policy, so ABC's clips act). It prints the held-out
 score (the demo's 200 problems, 4 samples each) before and after training and the reward of
 every rollout batch; rlvr's metrics (``clip/q1_share``... ``docs/metrics.md``) are in TRL's
-log next to its own and in TensorBoard under ``--out``.
+log next to its own and in TensorBoard under ``--out``. Its default,
+``runs/trl-<model>-<objective>`` (with ``--advantage`` and ``--eps3`` when given), keeps each
+run apart: the baseline does not overwrite ABC-GRPO's checkpoint and logs.
 
 Where a GPU is visible it trains there (bf16 where supported), with or without ``--vllm``.
 ``--model`` is a hub name, a local directory or an rlvr preset (``tiny``, ``smollm2-135m``).
@@ -135,6 +137,18 @@ def positive(kind: type) -> Callable[[str], int | float]:
     return parse
 
 
+def default_out(args: argparse.Namespace) -> str:
+    """``runs/trl-<model>-<objective>``, with ``--advantage`` and ``--eps3`` when given: the
+    baseline and the ABC-GRPO run of the docs each get their own folder (checkpoints,
+    TensorBoard); ``<model>`` is the last part of ``--model``."""
+    parts = [args.model.rstrip("/").split("/")[-1], args.objective]
+    if args.advantage is not None:
+        parts.append(args.advantage)
+    if args.eps3 is not None:
+        parts.append(f"eps3-{args.eps3:g}")
+    return "runs/trl-" + "-".join(parts)
+
+
 def check_objective(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse an unknown objective or advantage mode, or a bad width, in one line before
     anything loads (``RlvrGRPOTrainer`` would raise the same after the tokenizer and data)."""
@@ -145,13 +159,17 @@ def check_objective(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(str(err))
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (one line and exit 2 for a bad value), ``--out`` filled in."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
     parser.add_argument(
         "--steps", type=positive(int), default=80, help="optimiser steps (4 per rollout)"
     )
-    parser.add_argument("--out", default="runs/trl-abc-grpo")
+    parser.add_argument(
+        "--out",
+        help="output folder (default: runs/trl-<model>-<objective>[-<advantage>][-eps3-<eps3>])",
+    )
     parser.add_argument("--vllm", action="store_true", help="vLLM rollouts, colocated (GPU)")
     parser.add_argument("--objective", default="abc_grpo", help="an rlvr objective (grpo, etr...)")
     parser.add_argument(
@@ -162,13 +180,19 @@ def main() -> None:
         "--lr", type=positive(float), help="learning rate (default: 5e-5 for tiny, else 1e-5)"
     )
     parser.add_argument("--no-eval", action="store_true", help="skip the held-out scores")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.eps3 is not None and args.objective != "abc_grpo":
         parser.error(f"--eps3 is ABC-GRPO's; --objective {args.objective} has no eps3")
     check_objective(parser, args)
-    gpu = torch.cuda.is_available()
-    if args.vllm and not gpu:
+    args.out = args.out or default_out(args)
+    if args.vllm and not torch.cuda.is_available():
         parser.error("--vllm needs a GPU (TRL's colocated vLLM); run without it on a CPU")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    gpu = torch.cuda.is_available()
     if not gpu:
         torch.set_num_threads(DEMO.threads)  # the demo's 1 thread a process: 2 cores, 2 processes
 

@@ -156,6 +156,22 @@ def test_trl_example_refuses_bad_arguments_before_loading(monkeypatch, capsys, a
     assert message in err[-1] and err[-1].startswith("trl_abc_grpo.py: error: ")
 
 
+def test_trl_example_runs_of_the_docs_get_their_own_folders():
+    """The documented ABC-GRPO run and its GRPO baseline wrote to one default folder
+    (runs/trl-abc-grpo): the baseline's checkpoint-80 replaced ABC-GRPO's."""
+    pytest.importorskip("trl")
+    example = load(ROOT / "examples/trl_abc_grpo.py")
+    commands = {
+        (): "runs/trl-tiny-abc_grpo",
+        ("--objective", "grpo", "--advantage", "group_mean"): "runs/trl-tiny-grpo-group_mean",
+        ("--eps3", "0.3"): "runs/trl-tiny-abc_grpo-eps3-0.3",
+        ("--model", "/models/Qwen2.5-0.5B-Instruct/"): "runs/trl-Qwen2.5-0.5B-Instruct-abc_grpo",
+        ("--out", "mine"): "mine",
+    }
+    for argv, out in commands.items():
+        assert example.parse_args(list(argv)).out == out
+
+
 @pytest.mark.parametrize(("eps3", "expected"), [(None, 0.2), (0.3, 0.3), (0.0, 0.0)])
 def test_trl_example_passes_eps3_as_given(eps3, expected):
     """``--eps3 0`` is a width like any other: it reaches ABC-GRPO, not the default 0.2."""

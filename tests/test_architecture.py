@@ -4,6 +4,7 @@ module imports itself back through others (function-level imports count too)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rlvr"
@@ -99,3 +100,20 @@ def test_no_import_circles_between_modules():
         if node not in state:
             visit(node, [node])
     assert circles == []
+
+
+def test_the_paths_where_a_new_piece_goes_are_the_layout_of_the_package():
+    """Each ``rlvr/...`` path of docs/architecture.md exists; a ``<placeholder>.py`` names a
+    folder of modules, a ``<placeholder>/`` one of packages (engine adapters are packages,
+    ``rlvr/engines/<engine>/``; the page said ``<engine>.py``)."""
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    paths = set(re.findall(r"`(rlvr/[^`]*)`", text))
+    assert "rlvr/engines/<engine>/" in paths
+    for path in sorted(paths):
+        folder, _, last = path.rstrip("/").rpartition("/")
+        where = SRC.parent / (folder if last.startswith("<") else path)
+        assert where.exists(), path
+        if last.startswith("<") and path.endswith("/"):
+            assert any((d / "__init__.py").exists() for d in where.iterdir()), path
+        elif last.startswith("<"):
+            assert [m for m in where.glob("*.py") if m.name != "__init__.py"], path

@@ -84,6 +84,9 @@ def train_one_step(model_dir, out_dir, name, processes):
         bf16=False,
         dataloader_num_workers=0,
         use_bias_correction_kl=False,
+        eval_strategy="steps",
+        eval_steps=1,
+        per_device_eval_batch_size=ROWS // processes,
         **options,
     )
     prompts = ["What is 3 + 4?", "Sum 1 + 2 + 3.", "What is 9 + 9?", "Calculate 7 - 2."]
@@ -93,6 +96,7 @@ def train_one_step(model_dir, out_dir, name, processes):
         odd_length,
         args,
         train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
+        eval_dataset=Dataset.from_dict({"prompt": prompts[:3]}),  # 12 rows, as in training
         objective=name,
         sft_coef=sft_coef,
         rollout_func=rollout,
@@ -100,7 +104,9 @@ def train_one_step(model_dir, out_dir, name, processes):
     )
     trainer.train()
     logged = trainer.state.log_history[0]
-    return {"logged": logged, "grads": grads.grads, "processes": trainer.accelerator.num_processes}
+    evaluated = next(row for row in trainer.state.log_history if "eval_loss" in row)
+    processes = trainer.accelerator.num_processes
+    return {"logged": logged, "evaluated": evaluated, "grads": grads.grads, "processes": processes}
 
 
 def worker(rank, model_dir, out_dir, port):
@@ -139,10 +145,16 @@ def two_process_results(tiny_model_dir, tmp_path_factory):
 RLVR_PREFIXES = ("clip/", "ratio/", "kl/", "policy/entropy", "sft/", "etr/", "apmpo/")
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_two_process_step_equals_one_process(name, two_process_results, tiny_model_dir, tmp_path):
+@pytest.fixture(scope="module")
+def one_process_results(tiny_model_dir, tmp_path_factory):
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    one = train_one_step(tiny_model_dir, tmp_path, name, 1)
+    out = tmp_path_factory.mktemp("one-process")
+    return {name: train_one_step(tiny_model_dir, out / name, name, 1) for name in CASES}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_two_process_step_equals_one_process(name, two_process_results, one_process_results):
+    one = one_process_results[name]
     ranks = [results[name] for results in two_process_results]
     assert one["processes"] == 1 and all(r["processes"] == 2 for r in ranks)
     two = ranks[0]
@@ -158,3 +170,17 @@ def test_two_process_step_equals_one_process(name, two_process_results, tiny_mod
         assert two["logged"][metric] == pytest.approx(one["logged"][metric], rel=1e-5, abs=1e-7), (
             metric
         )
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_two_process_evaluation_equals_one_process(name, two_process_results, one_process_results):
+    """The evaluation after that step, on the same 12 rows: ``eval_loss`` is the whole batch's
+    (it was the main process's half: transformers keeps one process's value) and so is every
+    logged rlvr metric."""
+    one = one_process_results[name]["evaluated"]
+    two = two_process_results[0][name]["evaluated"]
+    assert two["eval_loss"] == pytest.approx(one["eval_loss"], rel=1e-5, abs=1e-7)
+    names = {k for k in one if k.removeprefix("eval_").startswith(RLVR_PREFIXES)}
+    assert names and names == {k for k in two if k.removeprefix("eval_").startswith(RLVR_PREFIXES)}
+    for metric in names:
+        assert two[metric] == pytest.approx(one[metric], rel=1e-5, abs=1e-7), metric

@@ -17,7 +17,10 @@ What it changes in ``GRPOTrainer`` (TRL 1.16), and nothing else:
 3. **The loss** (``_compute_loss``): :func:`rlvr.objectives.objective_loss` on TRL's per-token
    log-probs and entropies, with TRL's vLLM importance-sampling ratios as per-token weights,
    the reference log-probs for the KL term.
-4. **Metrics** (``log``): rlvr's metrics (``clip/q1_share``..., ``docs/metrics.md``), reduced
+4. **Evaluation loss** (``prediction_step``): each process's loss divides by the evaluation
+   batch's counts summed over processes, and the losses are summed over processes, so
+   ``eval_loss`` is the whole batch's (transformers keeps only one process's value).
+5. **Metrics** (``log``): rlvr's metrics (``clip/q1_share``..., ``docs/metrics.md``), reduced
    over the logging window's micro-batches and processes as ``rlvr train`` reduces them
    (:mod:`.metrics`), join TRL's log (TensorBoard, W&B).
 
@@ -62,6 +65,7 @@ HOOKS = (
     "_generate_and_score_completions",
     "_prepare_inputs",
     "_compute_loss",
+    "prediction_step",
     "log",
 )
 """``GRPOTrainer`` methods this trainer overrides (TRL 1.16's names)."""
@@ -207,10 +211,17 @@ class RlvrGRPOTrainer(GRPOTrainer):
 
     def _step_counts(self, inputs: dict[str, Any], mask: torch.Tensor) -> tuple[StepCounts, int]:
         """``(counts, scale)``: the step's counts and the process count DDP divides by (train);
-        this call's own counts, at least 1 (evaluation). Device tensors: never read on the host."""
+        the evaluation batch's counts summed over all processes (collective), so the processes'
+        losses add up to the whole batch's (:meth:`prediction_step`). Device tensors: never read
+        on the host."""
         max_len = self.max_completion_length
         counts = inputs.get("rlvr_step_counts")
-        if not self.model.training or counts is None:
+        if not self.model.training:
+            threshold = self.rlvr_objective.regularizers.sft_threshold
+            counts = self.accelerator.reduce(_counts(inputs, threshold), reduction="sum")
+            tokens, seqs, sft_tokens = counts.clamp(min=1).unbind()
+            return StepCounts(tokens, seqs, sft_tokens, max_len), 1
+        if counts is None:
             rows = mask.sum(dim=1)  # [B]
             own = (rows.sum().clamp(min=1), (rows > 0).sum().clamp(min=1))
             return StepCounts(*own, max_len=max_len), 1
@@ -266,6 +277,16 @@ class RlvrGRPOTrainer(GRPOTrainer):
             accumulation = self.current_gradient_accumulation_steps if model.training else 1
             loss = loss + self.router_aux_loss_coef * aux_loss / accumulation
         return loss
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """TRL's evaluation step, its loss summed over the processes: every process returns the
+        whole evaluation batch's loss. transformers keeps only the main process's value of a
+        batch (``gather_for_metrics`` drops the rest as padding of the repeated prompts), so a
+        process's own share made ``eval_loss`` that of half the batch under two processes."""
+        loss, logits, labels = super().prediction_step(
+            model, inputs, prediction_loss_only, ignore_keys
+        )
+        return self.accelerator.reduce(loss, reduction="sum"), logits, labels
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """TRL's log, with rlvr's metrics of the window reduced over micro-batches and processes."""

@@ -260,14 +260,20 @@ def parse_run_args(
     return RunArgs(load_config(cls, source, overrides), resume, args.dry_run, shown)
 
 
-def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, reference) -> None:
-    """One prompt as ``--show-prompts`` prints it: a header line (``label``, id, token count,
-    reference), then the text decoded from ``ids`` with its special tokens."""
+def print_tokens(tokenizer, head: str, ids: list[int]) -> None:
+    """``--show-prompts``' block: ``=== head ===``, then the text decoded from ``ids`` exactly,
+    special tokens included."""
     text = tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    print(f"=== {head} ===")
+    sys.stdout.write(text + "\n")
+
+
+def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, reference) -> None:
+    """One prompt as ``--show-prompts`` prints it: :func:`print_tokens` with ``label``, the id,
+    token count and reference in the head."""
     shown = repr(reference)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    print(f"=== {label} (id {example_id}, {len(ids)} tokens, reference {shown}) ===")
-    sys.stdout.write(text + "\n")
+    print_tokens(tokenizer, f"{label} (id {example_id}, {len(ids)} tokens, reference {shown})", ids)
 
 
 def positive(text: str) -> int:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rlvr.cli.common import command, dry_run, parse_run_args
+from rlvr.cli.common import command, dry_run, parse_run_args, print_tokens
 
 
 @command
@@ -57,9 +56,5 @@ def show_examples(cfg, count: int) -> int:
                 ("prompt, no loss", example.prompt_ids),
                 ("response, the loss", example.response_ids),
             ):
-                text = tokenizer.decode(
-                    ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
-                )
-                print(f"=== {label}: {part} ({len(ids)} tokens) ===")
-                sys.stdout.write(text + "\n")
+                print_tokens(tokenizer, f"{label}: {part} ({len(ids)} tokens)", list(ids))
     return 0

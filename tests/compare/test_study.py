@@ -34,6 +34,7 @@ def test_bundled_studies_and_all_is_their_union():
         "evidence-smollm2-bounds",
         "evidence-smollm2-bounds-confirm",
         "evidence-smollm2-klear-confirm",
+        "evidence-smollm2-abc-paper-confirm",
     }
     parts = [load_study(n) for n in ("abc", "etr", "klear", "apmpo")]
     whole = load_study("all")

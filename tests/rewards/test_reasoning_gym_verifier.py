@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -125,3 +126,16 @@ def test_coin_flip_does_not_pay_zero_for_a_small_probability():
         assert verifier(f"<answer>{answer}</answer>", entry) == 1.0
     for answer in ("0", "0.00005", "1/16384", "0.00003"):  # 1.7% off and worse
         assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
+
+
+def test_an_entry_stored_as_json_text_is_read_not_scored_as_the_answer():
+    # A dataset column holding the entry as text (a Parquet string column, a TRL reward's
+    # ``reference``) scored every answer 0, the whole text taken as the gold answer.
+    entry = {"question": "4 - 1 - 7 =", "answer": "-4", "metadata": {"source_dataset": "chain_sum"}}
+    text = json.dumps(entry)
+    verifier = get_verifier("reasoning_gym")  # the task from the entry's metadata
+    assert verifier("<answer>-4</answer>", text) == 1.0
+    assert verifier("<answer>4</answer>", text) == 0.0
+    # Text that is not an entry's JSON stays a bare answer (and pays the same answer).
+    assert reasoning_gym_verifier("<answer>{1}</answer>", "{1}", task="chain_sum") == 1.0
+    assert reasoning_gym_verifier('<answer>{"a": 1}</answer>', '{"a": 1}', task="chain_sum") == 1.0

@@ -1,7 +1,7 @@
 r"""``reasoning_gym:<task>`` verifiers: reasoning-gym's own scorers, offline.
 
-The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``) or the answer
-alone; the task comes from the spec or from ``metadata["source_dataset"]``. The answer is
+The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``), its JSON
+text, or the answer alone; the task comes from the spec or from ``metadata["source_dataset"]``. The answer is
 found as for ``math``, else the text after ``</think>``. ``binary=True`` pays only a full
 score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. Two scorers
 of reasoning-gym 0.1.25 that pay wrong answers in full are replaced
@@ -10,7 +10,9 @@ of reasoning-gym 0.1.25 that pay wrong answers in full are replaced
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 from collections.abc import Callable
 from fractions import Fraction
@@ -74,7 +76,13 @@ def _score_fn(task: str):
 
 
 def _entry(reference: Any) -> dict[str, Any]:
-    """The reasoning-gym entry behind ``reference`` (a bare answer becomes a minimal entry)."""
+    """The reasoning-gym entry behind ``reference``: an entry, its JSON text (a dataset column
+    stored as text; read, not scored as the answer) or a bare answer, made a minimal entry."""
+    if isinstance(reference, str) and reference.lstrip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(reference)
+            if isinstance(parsed, dict) and "answer" in parsed:
+                reference = parsed
     if isinstance(reference, dict):
         if "answer" not in reference:
             raise ValueError(f"reasoning-gym reference has no 'answer' key: {sorted(reference)}")

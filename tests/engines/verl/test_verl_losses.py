@@ -287,3 +287,41 @@ def test_dr_grpo_split_over_micro_batches_of_their_own_width(scale):
         assert not torch.allclose(total, whole, **TOL)
     else:
         torch.testing.assert_close(total, whole, **TOL)
+
+
+OWN_OBJECTIVE = """
+from rlvr.objectives import register_objective
+from rlvr.objectives.ppo_clip import GrpoConfig, grpo_loss
+
+register_objective(
+    "own_grpo", config=GrpoConfig, advantage="group_std", loss_agg="seq-mean-token-mean",
+    paper="GRPO under another name",
+)(grpo_loss)
+"""
+
+
+def test_an_objective_of_your_own_is_a_verl_loss_mode(tmp_path, monkeypatch):
+    # verl registers rlvr's loss modes when it imports the plugin, before a module of yours is
+    # imported; the worker then looked up rlvr_my_module.name in vain after the driver's check
+    # passed. Building the policy_loss section (driver and worker alike) registers it.
+    from verl.trainer.ppo import core_algos
+
+    from rlvr.engines.verl import losses
+    from rlvr.objectives import registry
+
+    for module, name in (
+        (registry, "OBJECTIVES"),
+        (core_algos, "POLICY_LOSS_REGISTRY"),
+        (losses, "LOSSES"),
+    ):
+        monkeypatch.setattr(module, name, dict(getattr(module, name)))  # other tests see none of it
+    (tmp_path / "verl_own_objectives.py").write_text(OWN_OBJECTIVE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mode = "rlvr_verl_own_objectives.own_grpo"
+    ours = actor(mode, "seq-mean-token-mean", clip_ratio_high=0.28)
+    theirs = actor("rlvr_grpo", "seq-mean-token-mean", clip_ratio_high=0.28)
+    loss, grad, metrics = loss_and_grad(mode, ours)
+    want_loss, want_grad, want_metrics = loss_and_grad("rlvr_grpo", theirs)
+    torch.testing.assert_close(loss, want_loss, **TOL)
+    torch.testing.assert_close(grad, want_grad, **TOL)
+    assert metrics == want_metrics

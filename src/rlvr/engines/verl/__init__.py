@@ -41,8 +41,14 @@ with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # a checkout
     check_verl(importlib.metadata.version("verl"))
 
 from rlvr.engines.verl.advantages import ESTIMATORS  # noqa: E402
-from rlvr.engines.verl.config import PolicyLossConfig, objective_config  # noqa: E402
-from rlvr.engines.verl.losses import EXACT_ROUTE, LOSSES, row_stats, step_counts  # noqa: E402
+from rlvr.engines.verl.config import objective_config  # noqa: E402
+from rlvr.engines.verl.losses import (  # noqa: E402
+    EXACT_ROUTE,
+    LOSSES,
+    PolicyLossConfig,
+    row_stats,
+    step_counts,
+)
 
 __all__ = [
     "ESTIMATORS",

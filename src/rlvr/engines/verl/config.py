@@ -10,7 +10,7 @@ travels with the rest of verl's config to every Ray worker. So:
   ``pmpo``, ``apmpo``). The aggregation is verl's ``loss_agg_mode``.
 - The rest (``eps1..eps4``, ``lam1``, ``gamma``, ...) go in one extra section,
   ``actor_rollout_ref.actor.policy_loss.rlvr``, which verl's config accepts once
-  ``policy_loss._target_`` names :class:`PolicyLossConfig` below::
+  ``policy_loss._target_`` names :class:`rlvr.engines.verl.PolicyLossConfig`::
 
       actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig
       +actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3
@@ -25,10 +25,7 @@ a dual clip: nothing the user set is silently ignored.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
-
-from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
 
 from rlvr.objectives import ApmpoConfig, ObjectiveConfig, make_config, objective_spec
 
@@ -43,17 +40,6 @@ VERL_DEFAULT_CLIP = 0.2
 
 VERL_DEFAULT_CLIP_C = 3.0
 """verl's default ``clip_ratio_c`` (the dual clip)."""
-
-
-@dataclass
-class PolicyLossConfig(VerlPolicyLossConfig):
-    """verl's ``policy_loss`` section plus ``rlvr``: the objective's own hyperparameters."""
-
-    rlvr: dict = field(default_factory=dict)
-    """Hyperparameters of the rlvr objective by their ``ALGORITHMS.md`` names (``eps3``, ``lam1``...)."""
-
-    def __post_init__(self) -> None:
-        check_section(self.loss_mode, self.rlvr)
 
 
 def check_section(loss_mode: str, section: Any) -> None:

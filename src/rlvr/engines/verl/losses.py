@@ -39,13 +39,15 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from verl.trainer.ppo.core_algos import register_policy_loss
+from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
 
 from rlvr.advantages import GroupStats
-from rlvr.engines.verl.config import PREFIX, objective_config
+from rlvr.engines.verl.config import PREFIX, check_section, objective_config, objective_name
 from rlvr.objectives import OBJECTIVES, LossInputs, StepCounts, objective_loss, objective_spec
 
 EXACT_ROUTE = "trainer.v1.trainer_mode=rlvr"
@@ -163,3 +165,28 @@ LOSSES = {
     for name in OBJECTIVES
 }
 """The registered verl loss modes, ``rlvr_<objective>`` -> function."""
+
+
+def register_loss(loss_mode: str) -> None:
+    """Register ``loss_mode`` (``rlvr_<objective>``) in verl's registry when it is not there: an
+    objective of your own (``rlvr_my_module.name``), which verl's import of this package, before
+    your module was imported, could not know."""
+    if loss_mode not in LOSSES:
+        LOSSES[loss_mode] = register_policy_loss(loss_mode)(_loss_for(loss_mode[len(PREFIX) :]))
+
+
+@dataclass
+class PolicyLossConfig(VerlPolicyLossConfig):
+    """verl's ``policy_loss`` section plus ``rlvr``: the objective's own hyperparameters.
+
+    verl builds it on the driver (``validate_config``) and in each worker before the worker
+    looks up its loss, so here the section is checked (:func:`check_section`) and an rlvr loss
+    mode naming an objective of your own is registered (:func:`register_loss`)."""
+
+    rlvr: dict = field(default_factory=dict)
+    """Hyperparameters of the rlvr objective by their ``ALGORITHMS.md`` names (``eps3``, ``lam1``...)."""
+
+    def __post_init__(self) -> None:
+        check_section(self.loss_mode, self.rlvr)
+        if objective_name(self.loss_mode) is not None:
+            register_loss(self.loss_mode)

@@ -40,6 +40,17 @@ def test_a_clip_ratio_the_objective_cannot_use_is_an_error():
         objective_config("abc_grpo", actor("rlvr_abc_grpo", clip_ratio_high=0.28))
 
 
+@pytest.mark.parametrize("name", ["grpo", "abc_grpo"])
+def test_a_clip_ratio_no_objective_reads_is_an_error(name):
+    """verl's config sets clip_ratio_low and clip_ratio_high (0.2), so clip_ratio, their
+    fallback, is read by no loss, verl's own included: setting it changed nothing."""
+    with pytest.raises(ValueError, match="actor.clip_ratio=0.3 is not read"):
+        objective_config(name, actor(f"rlvr_{name}", clip_ratio=0.3))
+    unset = actor("rlvr_grpo", clip_ratio=0.3, clip_ratio_low=None, clip_ratio_high=0.28)
+    assert objective_config("grpo", unset).params.eps_low == 0.3  # the fallback, when it is one
+    assert objective_config(name, actor(f"rlvr_{name}", clip_ratio=0.2)).name == name
+
+
 def test_a_clip_ratio_apmpo_does_not_read_is_an_error():
     """apmpo's upper width is eps_ada (eps_min..eps_max), so verl's clip_ratio_high would be
     ignored; with adaptive_lower so would clip_ratio_low."""

@@ -5,7 +5,7 @@ travels with the rest of verl's config to every Ray worker. So:
 
 - Hyperparameters verl already has come from verl's own fields: ``eps_low`` from
   ``clip_ratio_low``, ``eps_high`` from ``clip_ratio_high`` (each falling back to
-  ``clip_ratio``), the dual clip ``clip_c`` from ``clip_ratio_c``, for the objectives that
+  ``clip_ratio`` when ``null``; verl's config sets both), the dual clip ``clip_c`` from ``clip_ratio_c``, for the objectives that
   have them (``grpo``, ``dapo``, ``dr_grpo``, ``gppo``, ``cispo``, ``gspo``, ``gmpo``,
   ``pmpo``, ``apmpo``). The aggregation is verl's ``loss_agg_mode``.
 - The rest (``eps1..eps4``, ``lam1``, ``gamma``, ...) go in one extra section,
@@ -120,6 +120,7 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     own = own_hyperparameters(actor)
     verl = {k: v for k, v in verl_hyperparameters(actor).items() if k in spec.hyperparameters}
     _refuse_verl_fields(own)
+    _refuse_unread_clip_ratio(actor)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)
     if "clip_c" not in spec.hyperparameters:
@@ -143,6 +144,17 @@ def _refuse_ignored_widths(name: str, ignored: tuple[str, ...], verl: dict[str, 
                 f"{PREFIX}{name} does not read actor.{VERL_FIELDS[key]} (got {verl[key]}): its "
                 "adaptive width eps_ada is set by policy_loss.rlvr.eps_min and eps_max"
             )
+
+
+def _refuse_unread_clip_ratio(actor: Any) -> None:
+    """``clip_ratio`` only stands in for an unset ``clip_ratio_low``/``high``, and verl's config
+    sets both (to 0.2): there, as in verl's own losses, it is read by no objective."""
+    clip, low, high = (_get(actor, k) for k in ("clip_ratio", "clip_ratio_low", "clip_ratio_high"))
+    if clip not in (None, VERL_DEFAULT_CLIP) and low is not None and high is not None:
+        raise ValueError(
+            f"actor.clip_ratio={clip} is not read: actor.clip_ratio_low and clip_ratio_high are "
+            f"set ({low}, {high}; verl's defaults); set those instead"
+        )
 
 
 def _refuse_dual_clip(name: str, actor: Any) -> None:

@@ -96,6 +96,9 @@ def test_report_only_needs_no_import_the_arms_can_be_read_without(small_study, t
     study, out = small_study(imports=["parity_verifier", "gone_module_x"]), tmp_path / "o"
     assert rlvr(["compare", study, "--out", str(out), "--report-only"]) == 0
     assert (out / "small" / "report.md").is_file()
+    assert (out / "small" / "runs.csv").read_text().splitlines() == [
+        "regime,arm,label,seed,code,minutes"  # no finished run: no row, no held-out key
+    ]
     assert rlvr(["compare", study, "--out", str(out), "--dry-run"]) == 2  # a run needs it
     assert "imports gone_module_x, which a run cannot import" in capsys.readouterr().err
     arm = {"recipe": "abc/grpo", "name": "mine", "overrides": ["objective.name=mine_x"]}

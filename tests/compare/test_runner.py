@@ -255,6 +255,36 @@ def test_results_json_has_each_arms_interval_against_its_baseline(small_study):
     assert arms["abc"]["vs_baseline"]["eval/pass@4"]["mean"] == 0.0  # every problem passed
 
 
+def test_runs_csv_has_one_row_per_finished_run(small_study, tmp_path):
+    """Per-seed final scores for a table of one's own (pandas, R, a paper) without parsing the
+    nested results.json."""
+    import csv
+
+    from rlvr.compare.report import runs_table
+
+    study = load_study(small_study())
+    data = {"grpo": _held_out("grpo", [[2, 1], [2, 1]]), "abc": _held_out("abc", [[4, 1]])}
+    data["abc"].runs[0].rows[0]["time/step"] = 90.0
+    rows = runs_table(study, {"default": data})
+    assert rows[0] == [
+        "regime",
+        "arm",
+        "label",
+        "seed",
+        "code",
+        "minutes",
+        "eval/avg@4",
+        "eval/pass@4",
+    ]
+    assert [r[1:4:2] for r in rows[1:]] == [["grpo", 0], ["grpo", 1], ["abc", 0]]
+    assert rows[1][4:] == ["unknown", 0.0, 0.375, 1.0] and rows[3][5:7] == [1.5, 0.625]
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    read = list(csv.DictReader(path.open()))
+    assert read[2]["arm"] == "abc" and float(read[2]["eval/avg@4"]) == 0.625
+
+
 @pytest.mark.parametrize(
     ("code", "final", "keep", "status", "kept"),
     [

@@ -7,6 +7,7 @@ the same thing.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import difflib
 import json
@@ -53,6 +54,8 @@ class ReportFiles:
     markdown: Path
     html: Path
     results: Path
+    runs: Path
+    """``runs.csv``: one row per finished run (:func:`runs_table`)."""
     figures: list[Path]
     verdicts: list[Verdict]
 
@@ -529,6 +532,21 @@ def _arms_json(study: Study, data: dict[str, ArmData]) -> dict:
     return arms
 
 
+def runs_table(study: Study, by_regime: dict[str, dict[str, ArmData]]) -> list[list]:
+    """A header and one row per finished run: regime, arm, label, seed, the rlvr source hash,
+    minutes, and each final held-out score (empty where the run did not log it)."""
+    keys = list(dict.fromkeys(k for data in by_regime.values() for k in held_out_keys(data)))
+    rows: list[list] = [["regime", "arm", "label", "seed", "code", "minutes", *keys]]
+    for regime, data in by_regime.items():
+        for arm in study.arms:
+            runs = data[arm.name].runs if arm.name in data else {}
+            for seed, run in sorted(runs.items()):
+                scores = [run.summary(k, "final") for k in keys]
+                head = [regime, arm.name, arm.label, seed, run.code, round(run.seconds / 60, 2)]
+                rows.append(head + ["" if np.isnan(x) else x for x in scores])
+    return rows
+
+
 def _delta_json(arm, data: dict[str, ArmData], key: str) -> dict | str | None:
     delta = _delta_interval(arm, data, key)
     return delta._asdict() if isinstance(delta, Interval) else delta
@@ -628,8 +646,11 @@ def write_report(
     results.write_text(
         json.dumps(_results_json(study, by_regime, verdicts, rows), indent=1, default=_plain)
     )
+    table = out / "runs.csv"
+    with table.open("w", newline="") as f:
+        csv.writer(f).writerows(runs_table(study, by_regime))
     all_figures = [p for paths in figure_files.values() for p in paths]
-    return ReportFiles(md, page, results, all_figures, verdicts)
+    return ReportFiles(md, page, results, table, all_figures, verdicts)
 
 
 def _plain(value):

@@ -67,3 +67,39 @@ def test_the_docs_name_the_quantisation_the_preset_comes_from():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "training.md").read_text()
     quantisation = smollm2.SMOLLM2_GGUF.removesuffix(".gguf").rsplit(".", 1)[1]  # "Q4_1"
     assert f"`{smollm2.SMOLLM2_GGUF}`" in docs and f"(`{quantisation}`)" in docs
+
+
+def _tiny_llama_marked_gguf():
+    config = transformers.LlamaConfig(
+        vocab_size=32,
+        hidden_size=8,
+        intermediate_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
+    model = transformers.LlamaForCausalLM(config)
+    model.config.quantization_config = {"quant_method": "gguf"}  # as GGUF loading marks it
+    return model
+
+
+def test_the_converted_config_has_no_quantization_config(tmp_path, monkeypatch):
+    """It was saved as ``null``, which transformers 5.10 (verl's pin) reads as a quantised model:
+    the preset failed to load there with an AttributeError; a copy already cached is mended."""
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: _Saved("tokenizer.json")
+    )
+    monkeypatch.setattr(
+        transformers.AutoModelForCausalLM,
+        "from_pretrained",
+        lambda *a, **k: _tiny_llama_marked_gguf(),
+    )
+    smollm2._convert(tmp_path / "model.gguf", tmp_path / "out")
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert "quantization_config" not in config and config["hidden_size"] == 8
+
+    cached = tmp_path / "cache" / "smollm2-135m"
+    cached.mkdir(parents=True)
+    (cached / "config.json").write_text(json.dumps({**config, "quantization_config": None}))
+    assert smollm2.build_smollm2(tmp_path / "cache") == cached
+    assert json.loads((cached / "config.json").read_text()) == config

@@ -7,6 +7,7 @@ dequantised 4-bit model, close to but not the released weights (docs/training.md
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -31,6 +32,7 @@ def build_smollm2(cache: Path) -> Path:
     """SmolLM2-135M-Instruct, dequantised from the packaged GGUF and saved once (float32)."""
     target = cache / "smollm2-135m"
     if (target / "config.json").exists():
+        _drop_null_quantization(target / "config.json")
         return target
     gguf = _smollm2_gguf()
     # A directory of this process's own: runs started together (``rlvr compare --jobs``)
@@ -49,6 +51,15 @@ def build_smollm2(cache: Path) -> Path:
     return target
 
 
+def _drop_null_quantization(config_file: Path) -> None:
+    """Remove the ``"quantization_config": null`` that copies converted before 2026-11-28 hold:
+    transformers 5.10 (verl's pin) reads it as a quantised model and fails to load it."""
+    config = json.loads(config_file.read_text())
+    if "quantization_config" in config and config["quantization_config"] is None:
+        del config["quantization_config"]
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def _convert(gguf: Path, out: Path) -> None:
     """Dequantise ``gguf`` into a plain float32 Hugging Face directory ``out``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -58,7 +69,8 @@ def _convert(gguf: Path, out: Path) -> None:
     # The loaded model is marked as GGUF-quantised and refuses to save: copy its
     # dequantised weights into a plain model of the same config.
     config = loaded.config
-    config.quantization_config = None
+    # Dropped, not set to None: saved as null, transformers 5.10 reads the copy as quantised.
+    vars(config).pop("quantization_config", None)
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(loaded.state_dict())
     plain.generation_config = loaded.generation_config

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.cli import main as rlvr_main
 from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
 
@@ -260,14 +261,23 @@ def test_a_folder_of_several_splits_needs_split(tmp_path, capsys):
     ("source", "gen"),
     [("reasoning_gym:chain_sum", "chain_sum"), ("code_tasks:all", "code_tasks:all")],
 )
-def test_a_generated_training_source_says_how_to_write_it(source, gen, capsys):
+def test_a_generated_training_source_says_how_to_write_it(
+    source, gen, capsys, tiny_model_dir, tmp_path, monkeypatch
+):
     """`--data reasoning_gym:chain_sum`, as in a training config, passed the dry run and then
-    failed as a hub dataset that could not be reached."""
+    failed as a hub dataset that could not be reached. The advice is followed to the letter:
+    the file it has written is evaluated (it said "give the file", whose fields then failed)."""
     for extra in ([], ["--dry-run"]):
         assert main(["--model", "m", "--data", source, *extra]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"rlvr: error: --data {source}: a generated set is a training")
         assert f"(rlvr data gen {gen} --size 200 -o heldout.jsonl)" in err
+    monkeypatch.chdir(tmp_path)
+    gen_args, _, use = err.removesuffix(")").partition("(rlvr data gen ")[2].partition(") ")
+    assert rlvr_main(["data", "gen", *gen_args.replace("200", "4").split()]) == 0
+    advised = use.partition("(")[2].split()
+    small = ["--limit", "2", "--max-tokens", "4", "-n", "1"]
+    assert main(["--model", str(tiny_model_dir), *advised, *small]) == 0, capsys.readouterr().err
 
 
 def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, capsys):

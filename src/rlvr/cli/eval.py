@@ -182,9 +182,12 @@ def _check_sources(data: list[str]) -> None:
         source = item.partition("::")[0]
         if source.startswith(("reasoning_gym:", "code_tasks:")) and not Path(source).exists():
             task = source.removeprefix("reasoning_gym:")
+            code = source.startswith("code_tasks:")
+            use = "heldout.jsonl::code_tasks --verifier code" if code else "heldout.jsonl"
             raise ValueError(
                 f"--data {item}: a generated set is a training source; write it as a file "
-                f"(rlvr data gen {task} --size 200 -o heldout.jsonl) and give the file"
+                f"(rlvr data gen {task} --size 200 -o heldout.jsonl) and give the file with its "
+                f"verifier (--data {use}{'' if code else ' --verifier reasoning_gym'})"
             )
     keys = [_source_key(item) for item in data]
     repeated = [item for item, key in zip(data, keys, strict=True) if keys.count(key) > 1]

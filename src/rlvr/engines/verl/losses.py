@@ -15,6 +15,9 @@ data-parallel all-reduce averages over ranks, so the step's gradient is the full
 mini-batch's. Here that is :class:`~rlvr.objectives.StepCounts` with ``N/d`` tokens and
 ``S/d`` sequences (one rank's share), and ``token-sum`` scaled by ``d``.
 
+:class:`PolicyLossConfig` (verl's ``policy_loss`` section with rlvr's own) registers, in each
+process that builds it, the loss mode of an objective of your own (:func:`register_loss`).
+
 ``rollout_is_weights`` (verl's rollout correction) become the objective's per-token weights:
 both multiply the per-token objective loss before aggregation.
 

@@ -614,3 +614,29 @@ def test_only_a_one_element_list_is_read_as_a_wrapper():
     assert run_tests(first_only, reference, config=FAST).passed == (False, True)
     right = "def primes(n):\n    return [p for p in range(2, n) if all(p % d for d in range(2, p))]"
     assert run_tests(right, reference, config=FAST).passed == (True, True)
+
+
+@pytest.mark.parametrize(
+    "checking",
+    [
+        "        if candidate(x) != 2 * x:\n            raise AssertionError(x)\n",
+        "        assert_equal(candidate(x), 2 * x)\n",  # EvalPlus's assertion(out, exp, atol)
+    ],
+    ids=["raise", "helper"],
+)
+def test_a_humaneval_remainder_that_checks_without_assert_is_a_test(checking):
+    """A loop that fails by ``raise`` or through a helper is a test: dropping it paid a program
+    right on ``candidate(0)`` alone 1.0."""
+    reference = {
+        "entry_point": "double",
+        "test": (
+            "def assert_equal(out, exp):\n    assert out == exp, (out, exp)\n\n"
+            "def check(candidate):\n"
+            "    assert candidate(0) == 0\n"
+            "    for x in range(1, 4):\n" + checking
+        ),
+    }
+    assert parse_reference(reference).inputs == ("assert candidate(0) == 0", "check(candidate)")
+    zero = "def double(x):\n    return 0"
+    assert run_tests(zero, reference, config=FAST).passed == (True, False)
+    assert run_tests("def double(x):\n    return 2 * x", reference, config=FAST).pass_rate == 1.0

@@ -212,15 +212,23 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
     return own, rest
 
 
+def _can_fail(node: ast.AST) -> bool:
+    """An assert that is not always true, a ``raise``, or a call made for its effect other than
+    ``candidate``'s or a builtin's (a checking helper: EvalPlus's ``assertion(out, exp, 0)``)."""
+    if isinstance(node, ast.Assert):
+        return not (isinstance(node.test, ast.Constant) and node.test.value)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        return not (isinstance(func, ast.Name) and func.id in _BUILTINS | {"candidate"})
+    return isinstance(node, ast.Raise)
+
+
 def _tests_candidate(statements: list[ast.stmt]) -> bool:
-    """True when ``statements`` use ``candidate`` and hold an assert that can fail: a remainder
-    of HumanEval's ``assert True, "This prints if this assert fails"`` lines passes any program."""
+    """True when ``statements`` use ``candidate`` and can fail: a remainder of HumanEval's
+    ``assert True, "This prints if this assert fails"`` lines passes any program."""
     nodes = [n for statement in statements for n in ast.walk(statement)]
     uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
-    return uses and any(
-        isinstance(n, ast.Assert) and not (isinstance(n.test, ast.Constant) and n.test.value)
-        for n in nodes
-    )
+    return uses and any(_can_fail(n) for n in nodes)
 
 
 def _prompt_helpers(prompt: Any, entry: str) -> str:

@@ -640,3 +640,28 @@ def test_a_humaneval_remainder_that_checks_without_assert_is_a_test(checking):
     zero = "def double(x):\n    return 0"
     assert run_tests(zero, reference, config=FAST).passed == (True, False)
     assert run_tests("def double(x):\n    return 2 * x", reference, config=FAST).pass_rate == 1.0
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "from math import *",
+        "try:\n    from math import isclose\nexcept ImportError:\n    pass",
+        "if True:\n    def isclose(a, b, rel_tol):\n        return abs(a - b) <= rel_tol * abs(b)",
+    ],
+    ids=["star-import", "import-in-try", "def-in-if"],
+)
+def test_a_helper_the_setup_binds_out_of_sight_stays_the_tests(setup):
+    """Names the set-up binds are the test's even where the static scan of its top level does
+    not see them: a program defining ``isclose`` to say True was paid 1.0 for a wrong area."""
+    reference = {
+        "test_list": [
+            "assert isclose(area(2), 12.566, rel_tol=1e-3)",
+            "assert isclose(area(1), 3.1416, rel_tol=1e-3)",
+        ],
+        "test_setup_code": setup,
+    }
+    liar = "def isclose(*args, **kwargs):\n    return True\ndef area(r):\n    return 0\n"
+    assert run_tests(liar, reference, config=FAST).passed == (False, False)
+    right = "import math\ndef area(r):\n    return math.pi * r * r\n"
+    assert run_tests(right, reference, config=FAST).passed == (True, True)

@@ -8,6 +8,8 @@ through ``call_program`` (plain data in and out); the verdict goes to ``report``
 the program does not hold. The bootstrap puts both names in this module's globals.
 """
 
+_UNBOUND = object()
+
 
 def _stub(target):
     def program_function(*args, **kwargs):
@@ -19,12 +21,16 @@ def _stub(target):
 
 def run(prelude, setup, statement, stubs):
     """Run ``statement`` after ``prelude`` and ``setup``, each name in ``stubs`` (test name ->
-    program name) calling the program; report ``pass`` or ``fail <exception>``."""
+    program name) that ``setup`` did not bind calling the program (a star import or a ``def``
+    under ``if`` binds names the caller's reading of it misses); report ``pass`` or ``fail
+    <exception>``."""
     namespace = {"__name__": "tests"}
     exec(prelude, namespace)
+    before = dict(namespace)
     exec(setup, namespace)
     for name, target in stubs.items():
-        namespace[name] = _stub(target)
+        if namespace.get(name, _UNBOUND) is before.get(name, _UNBOUND):  # setup left it alone
+            namespace[name] = _stub(target)
     try:
         exec(compile(statement, "test.py", "exec"), namespace)
     except Exception as exc:  # the test failed, however it failed

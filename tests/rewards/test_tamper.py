@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr.rewards.code import CodeConfig, run_tests
-from rlvr.sandbox import SandboxLimits, SandboxPolicy
+from rlvr.sandbox import SandboxLimits, SandboxPolicy, isolation_mode
 
 LIMITS = SandboxLimits(wall_time_s=4.0, cpu_time_s=2.0, memory_mb=256, output_bytes=50_000)
 DEFAULT = CodeConfig(limits=LIMITS, workers=2, total_time_s=60.0)
@@ -168,3 +168,44 @@ def test_tampering_pays_nothing_without_the_audit_hook(tampering: str, reference
 def test_assert_tests_are_judged_by_the_driver_and_counted() -> None:
     verdict = run_tests(CORRECT, HUMANEVAL, config=DEFAULT)
     assert (verdict.judged, verdict.unsupported, verdict.in_process) == (len(verdict.passed), 0, 0)
+
+
+# The run's other processes (the driver, the program's parent, and the bootstrap's) run as the
+# program's uid; the audit hook's open event omits dir_fd, so only the kernel (not dumpable; as
+# root, pipes the program's uid does not own) keeps their descriptors shut. Without both, this
+# program was paid 1.0 on every assert reference.
+REOPEN_DRIVER_FDS = (
+    "import os\n"
+    "def links(pid):\n"
+    "    found = {}\n"
+    "    try:\n"
+    "        fds = os.listdir(f'/proc/{pid}/fd')\n"
+    "    except OSError:\n"
+    "        return found\n"
+    "    for fd in fds:\n"
+    "        try:\n"
+    "            found[os.readlink(f'/proc/{pid}/fd/{fd}')] = (pid, fd)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    return found\n"
+    "def double(x):\n"
+    "    mine, theirs = links(os.getpid()), {}\n"
+    "    for pid in {os.getppid(), *range(1, 8)} - {os.getpid()}:\n"
+    "        theirs.update(links(pid))\n"
+    "    for target, (pid, fd) in theirs.items():  # each pipe the program lacks, once\n"
+    "        if target.startswith('pipe:') and target not in mine:\n"
+    "            try:  # a relative path under dir_fd: the audit hook's open event omits it\n"
+    "                where = os.open(f'/proc/{pid}/fd', os.O_RDONLY)\n"
+    "                os.write(os.open(fd, os.O_WRONLY, dir_fd=where), b'pass\\n')\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "    os._exit(0)  # the driver then leaves with status 0, reporting nothing more\n"
+)
+
+
+@pytest.mark.parametrize("reference", ["humaneval", "mbpp", "assert-list"])
+def test_reopening_the_drivers_descriptors_pays_nothing(reference: str) -> None:
+    if isolation_mode(DEFAULT.policy) == "fallback-minimal":
+        pytest.skip("fallback-minimal does not guarantee the verdict's channel (docs/sandbox.md)")
+    verdict = run_tests(REOPEN_DRIVER_FDS, REFERENCES[reference], config=DEFAULT)
+    assert verdict.passed == (False,) * len(verdict.passed), verdict.statuses

@@ -665,3 +665,24 @@ def test_a_helper_the_setup_binds_out_of_sight_stays_the_tests(setup):
     assert run_tests(liar, reference, config=FAST).passed == (False, False)
     right = "import math\ndef area(r):\n    return math.pi * r * r\n"
     assert run_tests(right, reference, config=FAST).passed == (True, True)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"test_list": ["assert f(2) == 4"], "test_setup_code": "import numpy as np"},
+        {  # EvalPlus's shape: a checking helper on numpy
+            "prompt": "def f(x):\n    pass\n",
+            "entry_point": "f",
+            "test": "import numpy as np\ndef assertion(out, exp, atol):\n"
+            "    assert np.allclose(out, exp)\ndef check(candidate):\n"
+            "    for x in range(3):\n        assertion(candidate(x), 2 * x, 0)\n",
+        },
+        {"test_list": ["assert f(2) == 4"], "test_setup_code": "1 / 0"},
+    ],
+)
+def test_a_set_up_no_program_can_pass_is_an_error_not_a_zero(reference):
+    """A test whose set-up fails in the sandbox (numpy, which it does not hold) scored every
+    program 0, the correct one included, with nothing to say why: a reward of no signal."""
+    with pytest.raises(ValueError, match=r"reference: the test's set-up fails in the sandbox \("):
+        code_verifier("def f(x):\n    return 2 * x", reference)

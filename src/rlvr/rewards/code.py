@@ -629,6 +629,12 @@ class _Run:
                 how, result = "in_process", self._sandboxed(index, nonce, in_process=True)
         if result is None:
             return _Outcome(False, SKIPPED, how)
+        if how and result.report.startswith("setup "):  # no program could pass: not a score
+            self.stop.set()
+            raise ValueError(
+                f"reference: the test's set-up fails in the sandbox ({result.report[6:].strip()}; "
+                "it has Python's standard library only)"
+            )
         passed = how != "unsupported" and _judge(self.suite, index, result, nonce, self.cfg)
         if result.status is SandboxStatus.SYNTAX_ERROR or not (passed or self.soft):
             self.stop.set()

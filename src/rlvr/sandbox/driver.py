@@ -22,12 +22,16 @@ def _stub(target):
 def run(prelude, setup, statement, stubs):
     """Run ``statement`` after ``prelude`` and ``setup``, each name in ``stubs`` (test name ->
     program name) that ``setup`` did not bind calling the program (a star import or a ``def``
-    under ``if`` binds names the caller's reading of it misses); report ``pass`` or ``fail
-    <exception>``."""
+    under ``if`` binds names the caller's reading of it misses); report ``pass``, ``fail
+    <exception>``, or ``setup <exception>: <message>`` when the set-up itself fails."""
     namespace = {"__name__": "tests"}
     exec(prelude, namespace)
     before = dict(namespace)
-    exec(setup, namespace)
+    try:
+        exec(setup, namespace)
+    except Exception as exc:  # the test's own fault: no program code has run here yet
+        report(f"setup {type(exc).__name__}: {exc}")  # noqa: F821
+        return
     for name, target in stubs.items():
         if namespace.get(name, _UNBOUND) is before.get(name, _UNBOUND):  # setup left it alone
             namespace[name] = _stub(target)

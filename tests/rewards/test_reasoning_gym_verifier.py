@@ -139,3 +139,106 @@ def test_an_entry_stored_as_json_text_is_read_not_scored_as_the_answer():
     # Text that is not an entry's JSON stays a bare answer (and pays the same answer).
     assert reasoning_gym_verifier("<answer>{1}</answer>", "{1}", task="chain_sum") == 1.0
     assert reasoning_gym_verifier('<answer>{"a": 1}</answer>', '{"a": 1}', task="chain_sum") == 1.0
+
+
+def _arithmetic_entry(task: str, numbers: list[int], target: int) -> dict:
+    metadata = {"source_dataset": task, "numbers": numbers, "target": target}
+    return {"question": "?", "answer": "?", "metadata": metadata}
+
+
+@pytest.mark.parametrize(
+    ("task", "numbers", "target", "answer"),
+    [
+        ("countdown", [6, 61, 94, 4], 309, "94*4 - 61 - 6*len('a')"),  # Python functions
+        ("countdown", [6, 61, 94, 4], 309, "6*61*94*4*(E-E) + len('" + "a" * 309 + "')"),
+        ("countdown", [2, 3, 10], 80, "10*2**3"),  # a power, not among + - * /
+        ("countdown", [999, 999, 1000], 1000, "999 + 999/1000"),  # within np.isclose's rtol
+        ("puzzle24", [8, 5, 10, 6], 24, "6*4*1*1"),  # any four numbers from 1 to 10 were paid
+        ("puzzle24", [3, 4, 7, 9], 24, "(3+(4/9))*7"),  # 217/9, truncated to 24 by int()
+        ("puzzle24", [3, 4, 7, 9], 24, "3*(9-7//4)"),  # floor division
+    ],
+)
+def test_arithmetic_games_pay_only_an_exact_expression_of_the_given_numbers(
+    task, numbers, target, answer
+):
+    """reasoning-gym's countdown and puzzle24 scorers run the answer through sympy's
+    parse_expr (any Python call), compare within a tolerance or after int(), and puzzle24 never
+    checks which numbers were used: each answer here scored 1.0."""
+    entry = _arithmetic_entry(task, numbers, target)
+    assert get_verifier(f"reasoning_gym:{task}")(f"<answer>{answer}</answer>", entry) == 0.0
+
+
+def test_arithmetic_games_still_pay_right_expressions():
+    verifier = get_verifier("reasoning_gym")
+    assert (
+        verifier(
+            "<answer>94*4 - 61 - 6</answer>", _arithmetic_entry("countdown", [6, 61, 94, 4], 309)
+        )
+        == 1.0
+    )
+    assert (
+        verifier(
+            "<answer>(8 - 5) * 10 - 6</answer>", _arithmetic_entry("puzzle24", [8, 5, 10, 6], 24)
+        )
+        == 1.0
+    )
+    assert (
+        verifier("<answer>6 / (1 - 3/4)</answer>", _arithmetic_entry("puzzle24", [3, 4, 6, 1], 24))
+        == 1.0
+    )
+    for task in ("countdown", "puzzle24"):
+        for row in gym_rows(task, size=20, seed=5):
+            assert verifier(f"<think>ok</think><answer>{row['answer']}</answer>", row) == 1.0
+
+
+EVALUATING_TASKS = [
+    "binary_matrix",
+    "countdown",
+    "intermediate_integration",
+    "n_queens",
+    "polynomial_multiplication",
+    "puzzle24",
+    "simple_integration",
+    "spiral_matrix",
+    "string_insertion",
+]
+
+
+@pytest.mark.parametrize("task", EVALUATING_TASKS)
+def test_a_completion_is_never_run_as_python(task, tmp_path):
+    """These tasks' reasoning-gym scorers hand the answer to eval() or sympy's parse_expr:
+    the code in a completion ran in the verifier's process."""
+    flag = tmp_path / "ran"
+    row = gym_rows(task, size=1, seed=1)[0]
+    completion = f"<answer>__import__('pathlib').Path({str(flag)!r}).touch()</answer>"
+    assert get_verifier("reasoning_gym", binary=False)(completion, row) <= 0.01
+    assert not flag.exists()
+    assert get_verifier("reasoning_gym")(f"<answer>{row['answer']}</answer>", row) == 1.0
+
+
+def test_an_eval_scorer_does_not_read_its_own_answer():
+    # spiral_matrix's eval() saw its locals: "oracle_answer.split()" earned 0.1 under binary=False
+    row = gym_rows("spiral_matrix", size=1, seed=1)[0]
+    partial = get_verifier("reasoning_gym", binary=False)
+    assert partial("<answer>oracle_answer.split()</answer>", row) == 0.0
+    as_list = "[" + ", ".join(row["answer"].split()) + "]"  # the answer as a Python list
+    assert partial(f"<answer>{as_list}</answer>", row) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("task", ["simple_integration", "intermediate_integration"])
+def test_integration_does_not_pay_the_question_restated(task):
+    verifier = get_verifier(f"reasoning_gym:{task}")
+    for row in gym_rows(task, size=5, seed=2):
+        integrand, x = row["metadata"]["integrand"], row["metadata"]["variable"]
+        for answer in (f"Integral({integrand}, {x}) + C", f"integrate({integrand}, {x}) + C"):
+            assert verifier(f"<answer>{answer}</answer>", row) == 0.0
+        if "Integral" not in row["answer"]:  # some gold answers are sympy's unevaluated Integral
+            assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0
+
+
+def test_polynomial_multiplication_does_not_pay_expand():
+    verifier = get_verifier("reasoning_gym:polynomial_multiplication")
+    for row in gym_rows("polynomial_multiplication", size=5, seed=2):
+        product = row["metadata"]["polynomial_expr"]
+        assert verifier(f"<answer>expand({product})</answer>", row) == 0.0
+        assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0

@@ -3,23 +3,27 @@ r"""``reasoning_gym:<task>`` verifiers: reasoning-gym's own scorers, offline.
 The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``), its JSON
 text, or the answer alone; the task comes from the spec or from ``metadata["source_dataset"]``. The answer is
 found as for ``math``, else the text after ``</think>``. ``binary=True`` pays only a full
-score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. Two scorers
-of reasoning-gym 0.1.25 that pay wrong answers in full are replaced
-(:data:`REPLACED_SCORERS`; ``docs/rewards.md`` says how).
+score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. Scorers of
+reasoning-gym 0.1.25 that pay wrong answers in full are replaced (:data:`REPLACED_SCORERS`),
+and none is let run a completion as Python (``docs/rewards.md`` says how).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import json
 import os
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import reasoning_gym
+from reasoning_gym.algorithmic import binary_matrix, spiral_matrix, string_insertion
 from reasoning_gym.factory import DATASETS
+from reasoning_gym.games import n_queens
 
 from rlvr.rewards.extract import after_think, check_extract, extract_with
 from rlvr.rewards.registry import register
@@ -60,11 +64,50 @@ def _coin_flip_score(answer: str | None, entry: dict[str, Any]) -> float:
     return len(os.path.commonprefix(texts)) / max(map(len, texts))
 
 
+_ARITHMETIC_RE = re.compile(r"(?:[0-9 ()+-]|\*(?!\s*\*)|/(?!\s*/))+")  # no ** or //
+
+
+def _arithmetic_score(answer: str | None, numbers: list[int], target: int) -> float:
+    """1 when ``answer`` is an expression of ``+ - * /`` and parentheses that uses each of
+    ``numbers`` once and equals ``target`` exactly (computed in fractions), else 0."""
+    if answer is None or not _ARITHMETIC_RE.fullmatch(answer.strip()):
+        return 0.0
+    if sorted(int(n) for n in re.findall(r"[0-9]+", answer)) != sorted(numbers):
+        return 0.0
+    exact = re.sub(r"[0-9]+", r"F(\g<0>)", answer.strip())  # nothing but F can be called
+    try:
+        return float(eval(exact, {"__builtins__": {}}, {"F": Fraction}) == target)
+    except (SyntaxError, ZeroDivisionError, MemoryError, RecursionError):
+        return 0.0
+
+
 REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
     "game_of_life_halting": _halting_score,
     "coin_flip": _coin_flip_score,
+    "countdown": lambda a, e: _arithmetic_score(
+        a, e["metadata"]["numbers"], e["metadata"]["target"]
+    ),
+    "puzzle24": lambda a, e: _arithmetic_score(a, e["metadata"]["numbers"], 24),
 }
 """Tasks whose reasoning-gym scorer pays wrong answers in full -> the scorer used instead."""
+
+for _module in (binary_matrix, n_queens, spiral_matrix, string_insertion):
+    _module.eval = ast.literal_eval  # their scorers eval() an answer: a completion's code ran
+
+SYMPY_PARSED = ("intermediate_integration", "polynomial_multiplication", "simple_integration")
+"""Tasks whose scorer runs the answer through ``sympy.parse_expr`` (Python's ``eval``)."""
+ELEMENTARY = {"sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "sinh", "cosh"}
+ELEMENTARY |= {"tanh", "exp", "log", "ln", "sqrt"}
+_EXPRESSION_RE = re.compile(r"(?:[A-Za-z0-9 +*/()-]|\.(?=[0-9]))*")  # "." in numbers only
+
+
+def _elementary(answer: str | None) -> bool:
+    """Whether ``answer`` is written with numbers, one-letter symbols, :data:`ELEMENTARY`
+    functions, ``+ - * / **`` and parentheses: no code, nor ``integrate``/``Integral``/``expand``
+    (which restate the question as its answer)."""
+    if answer is None or not _EXPRESSION_RE.fullmatch(answer):
+        return False
+    return all(len(name) == 1 or name in ELEMENTARY for name in re.findall(r"[A-Za-z]+", answer))
 
 
 @functools.cache
@@ -72,7 +115,10 @@ def _score_fn(task: str):
     """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
     if task not in DATASETS:
         raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
-    return REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
+    scorer = REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
+    if task in SYMPY_PARSED:
+        return lambda answer, entry: scorer(answer, entry) if _elementary(answer) else 0.0
+    return scorer
 
 
 def _entry(reference: Any) -> dict[str, Any]:

@@ -242,3 +242,23 @@ def test_polynomial_multiplication_does_not_pay_expand():
         product = row["metadata"]["polynomial_expr"]
         assert verifier(f"<answer>expand({product})</answer>", row) == 0.0
         assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [r"\boxed{-127} or \boxed{-128}", "<answer>-127</answer> <answer>-128</answer>"],
+)
+def test_several_different_answers_are_a_hedge_as_for_math(completion):
+    # the last box or tag was scored, so a wrong answer then the right one was paid
+    entry = {"answer": "-128", "metadata": {"source_dataset": "chain_sum"}}
+    assert get_verifier("reasoning_gym", binary=False)(completion, entry) == 0.0
+    assert get_verifier("reasoning_gym")(completion.replace("127", "128"), entry) == 1.0
+
+
+def test_complex_arithmetic_does_not_pay_nan():
+    # reasoning-gym scores min(1, exp(-distance)): 1 when the distance is NaN
+    verifier = get_verifier("reasoning_gym")
+    for row in gym_rows("complex_arithmetic", size=3, seed=7):
+        for answer in ("nan", "NaN", "nan + 1i", "inf"):
+            assert verifier(f"<answer>{answer}</answer>", row) == 0.0
+        assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0

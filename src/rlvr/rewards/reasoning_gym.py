@@ -11,6 +11,7 @@ and none is let run a completion as Python (``docs/rewards.md`` says how).
 from __future__ import annotations
 
 import ast
+import cmath
 import contextlib
 import functools
 import json
@@ -21,11 +22,12 @@ from fractions import Fraction
 from typing import Any
 
 import reasoning_gym
+from reasoning_gym.algebra.complex_arithmetic import ComplexArithmeticDataset
 from reasoning_gym.algorithmic import binary_matrix, spiral_matrix, string_insertion
 from reasoning_gym.factory import DATASETS
 from reasoning_gym.games import n_queens
 
-from rlvr.rewards.extract import after_think, check_extract, extract_with
+from rlvr.rewards.extract import after_think, check_extract, extract_with, final_answers
 from rlvr.rewards.registry import register
 
 
@@ -110,14 +112,29 @@ def _elementary(answer: str | None) -> bool:
     return all(len(name) == 1 or name in ELEMENTARY for name in re.findall(r"[A-Za-z]+", answer))
 
 
+def _finite_complex(answer: str | None) -> bool:
+    """Whether ``complex_arithmetic`` reads ``answer`` as a finite number: its score
+    ``min(1, exp(-distance))`` is 1 for a NaN distance, so ``nan`` was paid for every entry."""
+    number = ComplexArithmeticDataset.parse_string_to_complex(answer)
+    return number is not None and cmath.isfinite(number)
+
+
+ANSWER_GUARDS: dict[str, Callable[[str | None], bool]] = {
+    **dict.fromkeys(SYMPY_PARSED, _elementary),
+    "complex_arithmetic": _finite_complex,
+}
+"""Tasks -> which answers reach reasoning-gym's scorer; any other answer scores 0."""
+
+
 @functools.cache
 def _score_fn(task: str):
     """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
     if task not in DATASETS:
         raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
     scorer = REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
-    if task in SYMPY_PARSED:
-        return lambda answer, entry: scorer(answer, entry) if _elementary(answer) else 0.0
+    guard = ANSWER_GUARDS.get(task)
+    if guard is not None:
+        return lambda answer, entry: scorer(answer, entry) if guard(answer) else 0.0
     return scorer
 
 
@@ -149,7 +166,10 @@ def _task_of(entry: dict[str, Any], task: str | None) -> str:
 
 
 def gym_answer(completion: str, extract: str = "strict") -> str | None:
-    """The answer string given to reasoning-gym's scorer (``None``: flexible found no number)."""
+    """The answer string given to reasoning-gym's scorer (``None``: flexible found no number, or
+    the completion states several different answers, a hedge as for ``math``)."""
+    if extract == "strict" and len({a for a in final_answers(completion) if a}) > 1:
+        return None
     found = extract_with(completion, extract)
     if found is None and extract == "strict":
         return after_think(completion).strip()

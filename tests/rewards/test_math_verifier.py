@@ -341,11 +341,16 @@ def test_math_flexible_extract():
     assert flexible("no digits", "3") == 0.0
 
 
-@pytest.mark.parametrize("reference", [["2"], ("2", "two"), True, {"value": "2"}])
+@pytest.mark.parametrize(
+    "reference",
+    [["2"], ("2", "two"), True, {"value": "2"}, None, {"answer": None}, {"answer": ["2"]}],
+)
 def test_a_reference_that_is_not_one_answer_is_an_error(reference):
     """A list answer column (`["2"]`) was compared as its text, "['2']", so every completion
     scored wrong and a run trained on zero rewards without a word; it is now a verifier
     error, which `rlvr eval` and training report."""
     with pytest.raises(ValueError, match="is not one answer"):
         math_verifier(r"\boxed{2}", reference)
+    with pytest.raises(ValueError, match="is not one answer"):  # str(None) paid \boxed{None}
+        math_verifier(r"\boxed{None}", reference)
     assert math_verifier(r"\boxed{2}", {"answer": "2"}) == 1.0

@@ -304,9 +304,9 @@ def math_verifier(
     >>> math_verifier("8 is what I would guess, or 8.0", "8", extract="flexible")
     1.0
     """
-    if isinstance(reference, (list, tuple, bool)) or (
-        isinstance(reference, dict) and "answer" not in reference
-    ):  # its str() matches no answer: every completion would be wrong without a word
+    gold = reference.get("answer") if isinstance(reference, dict) else reference
+    if gold is None or isinstance(gold, (list, tuple, bool, dict)):
+        # its str() matches no honest answer ("None" matched \boxed{None}): an error, not a score
         raise ValueError(f"the reference {reference!r:.60} is not one answer (text or a number)")
     answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
     if answer is None:

@@ -54,6 +54,8 @@ EQUIVALENT = [
     (r"\boxed{4503599627370496.0}", "4503599627370496"),
     (r"\boxed{3\%}", "3"),
     (r"\boxed{3\%}", "0.03"),
+    (r"\boxed{12.5\%}", r"\frac18"),
+    (r"\boxed{0.0001\%}", r"\frac{1}{10^6}"),
     (r"\boxed{\infty}", r"\infty"),
 ]
 
@@ -73,6 +75,9 @@ WRONG = [
     (r"\boxed{18446744073709551615 + 0.0}", "18446744073709551616"),
     (r"\boxed{2^{64} + 1000 + 0.0}", "2^{64}"),
     (r"\boxed{20! + 1.0}", "2432902008176640000"),
+    # ... a percentage sign skipped the check that closes those two (it is read both ways now)
+    (r"\boxed{18446744073709551615 + 0.0 + 0\%}", "18446744073709551616"),
+    (r"\boxed{0.00001\%}", r"\frac{1}{2^{30}}"),
 ]
 
 NO_ANSWER = [

@@ -78,8 +78,11 @@ def answers_match(predicted: str, reference: Any) -> bool:
     guess = parse_answer(predicted)
     if not gold or not guess:
         return False
-    return bool(verify(gold, guess, timeout_seconds=None)) and (
-        "%" in predicted or _close_as_numbers(gold[0], guess[0])
+    if not verify(gold, guess, timeout_seconds=None):
+        return False
+    # a percentage may stand for its fraction or its number: 3\% is right for 0.03 and for 3
+    return _close_as_numbers(gold[0], guess[0]) or (
+        "%" in predicted and _close_as_numbers(gold[0], guess[0] * 100)
     )
 
 
@@ -88,7 +91,7 @@ def _close_as_numbers(gold: Any, guess: Any) -> bool:
     places, so ``0.0`` equalled ``\frac{1}{2^{30}}``, and a decimal holds 15 digits, so
     ``2^{64} - 1 + 0.0`` equalled ``2^{64}``. Here a decimal stands for no integer beyond
     2^53, and a number is within 1% of a nonzero gold one (which never binds above 1e-3).
-    Anything but two numbers passes; percentages are not asked (``3\%`` is right for 3).
+    Anything but two numbers passes.
 
     >>> answers_match("0.0", r"\frac{1}{2^{30}}"), answers_match("0.3333333", r"\frac13")
     (False, True)
@@ -98,7 +101,9 @@ def _close_as_numbers(gold: Any, guess: Any) -> bool:
     try:
         if guess.has(sympy.Float) and not gold.has(sympy.Float) and gold.is_integer:
             return abs(gold) <= 2**53
-        want, got = complex(gold.evalf(30)), complex(guess.evalf(30))
+        want, got = (
+            complex(x.doit().evalf(30)) for x in (gold, guess)
+        )  # doit: a percentage is x*(1/100) unevaluated
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return True  # not a complex number: math-verify's verdict stands
     if want == 0 or not math.isfinite(abs(want) + abs(got)):

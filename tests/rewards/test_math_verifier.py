@@ -55,6 +55,8 @@ EQUIVALENT = [
     (r"\boxed{3\%}", "3"),
     (r"\boxed{3\%}", "0.03"),
     (r"\boxed{12.5\%}", r"\frac18"),
+    (r"\boxed{50}", r"50\%"),
+    (r"\boxed{0.5}", r"50\%"),
     (r"\boxed{0.0001\%}", r"\frac{1}{10^6}"),
     (r"\boxed{\infty}", r"\infty"),
 ]

@@ -80,10 +80,11 @@ def answers_match(predicted: str, reference: Any) -> bool:
         return False
     if not verify(gold, guess, timeout_seconds=None):
         return False
+    if _close_as_numbers(gold[0], guess[0]):
+        return True
     # a percentage may stand for its fraction or its number: 3\% is right for 0.03 and for 3
-    return _close_as_numbers(gold[0], guess[0]) or (
-        "%" in predicted and _close_as_numbers(gold[0], guess[0] * 100)
-    )
+    scaled = (gold[0], guess[0] * 100) if "%" in predicted else (gold[0] * 100, guess[0])
+    return "%" in predicted + str(gold[-1]) and _close_as_numbers(*scaled)
 
 
 def _close_as_numbers(gold: Any, guess: Any) -> bool:

@@ -102,9 +102,8 @@ def _close_as_numbers(gold: Any, guess: Any) -> bool:
     try:
         if guess.has(sympy.Float) and not gold.has(sympy.Float) and gold.is_integer:
             return abs(gold) <= 2**53
-        want, got = (
-            complex(x.doit().evalf(30)) for x in (gold, guess)
-        )  # doit: a percentage is x*(1/100) unevaluated
+        # doit(): a percentage is x * (1/100), left unevaluated
+        want, got = (complex(x.doit().evalf(30)) for x in (gold, guess))
     except (TypeError, ValueError, OverflowError, ArithmeticError):
         return True  # not a complex number: math-verify's verdict stands
     if want == 0 or not math.isfinite(abs(want) + abs(got)):

@@ -262,3 +262,10 @@ def test_complex_arithmetic_does_not_pay_nan():
         for answer in ("nan", "NaN", "nan + 1i", "inf"):
             assert verifier(f"<answer>{answer}</answer>", row) == 0.0
         assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0
+
+
+def test_an_antiderivative_written_with_pi_is_paid():
+    # the answer check let only one-letter names and a list of functions through; pi was not one
+    row = gym_rows("simple_integration", size=1, seed=2)[0]
+    verifier = get_verifier("reasoning_gym:simple_integration")
+    assert verifier(f"<answer>{row['answer']} + pi</answer>", row) == 1.0

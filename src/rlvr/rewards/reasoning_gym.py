@@ -99,7 +99,7 @@ for _module in (binary_matrix, n_queens, spiral_matrix, string_insertion):
 SYMPY_PARSED = ("intermediate_integration", "polynomial_multiplication", "simple_integration")
 """Tasks whose scorer runs the answer through ``sympy.parse_expr`` (Python's ``eval``)."""
 ELEMENTARY = {"sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "sinh", "cosh"}
-ELEMENTARY |= {"tanh", "exp", "log", "ln", "sqrt"}
+ELEMENTARY |= {"tanh", "exp", "log", "ln", "sqrt", "pi"}
 _EXPRESSION_RE = re.compile(r"(?:[A-Za-z0-9 +*/()-]|\.(?=[0-9]))*")  # "." in numbers only
 
 

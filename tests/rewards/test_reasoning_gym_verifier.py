@@ -269,3 +269,15 @@ def test_an_antiderivative_written_with_pi_is_paid():
     row = gym_rows("simple_integration", size=1, seed=2)[0]
     verifier = get_verifier("reasoning_gym:simple_integration")
     assert verifier(f"<answer>{row['answer']} + pi</answer>", row) == 1.0
+
+
+@pytest.mark.parametrize("task", ["simple_integration", "polynomial_multiplication"])
+def test_an_answer_sympy_cannot_finish_is_wrong_not_a_hang(task):
+    # x**9**9**9 kept sympy's parse_expr busy past any patience (60 s and counting) in the
+    # verifier's own process; math's size screen now applies
+    row = gym_rows(task, size=1, seed=2)[0]
+    verifier = get_verifier(f"reasoning_gym:{task}")
+    started = time.monotonic()
+    assert verifier("<answer>x**9**9**9</answer>", row) == 0.0
+    assert verifier("<answer>x**99999999</answer>", row) == 0.0
+    assert time.monotonic() - started < 5

@@ -28,6 +28,7 @@ from reasoning_gym.factory import DATASETS
 from reasoning_gym.games import n_queens
 
 from rlvr.rewards.extract import after_think, check_extract, extract_with, final_answers
+from rlvr.rewards.math import screen_answer
 from rlvr.rewards.registry import register
 
 
@@ -106,8 +107,9 @@ _EXPRESSION_RE = re.compile(r"(?:[A-Za-z0-9 +*/()-]|\.(?=[0-9]))*")  # "." in nu
 def _elementary(answer: str | None) -> bool:
     """Whether ``answer`` is written with numbers, one-letter symbols, :data:`ELEMENTARY`
     functions, ``+ - * / **`` and parentheses: no code, nor ``integrate``/``Integral``/``expand``
-    (which restate the question as its answer)."""
-    if answer is None or not _EXPRESSION_RE.fullmatch(answer):
+    (which restate the question as its answer), nor a size sympy cannot finish (``x**9**9**9``,
+    as for ``math``: :func:`rlvr.rewards.math.screen_answer`)."""
+    if answer is None or not _EXPRESSION_RE.fullmatch(answer) or screen_answer(answer):
         return False
     return all(len(name) == 1 or name in ELEMENTARY for name in re.findall(r"[A-Za-z]+", answer))
 

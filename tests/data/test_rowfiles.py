@@ -146,3 +146,22 @@ def test_an_output_is_not_written_when_its_dropped_rows_cannot_be(tmp_path):
     with pytest.raises(OSError):
         write_step([{"q": "1"}], [{"reason": "rule", "row": {"q": "2"}}], output)
     assert not output.exists()
+
+
+def test_a_failed_rerun_leaves_the_earlier_output_and_its_dropped_rows(tmp_path):
+    """The dropped rows were written before the kept ones and deleted when those failed: an
+    earlier run's output was left without its record of what was dropped."""
+    out = tmp_path / "out.parquet"
+    good = _write(tmp_path / "good.jsonl", [{"prompt": "a b", "x": 1}, {"prompt": "A  b", "x": 2}])
+    assert _run(["dedup", str(good), "-o", str(out)]) is None
+    before = out.read_bytes(), dropped_file(out).read_text()
+    mixed = [{"prompt": "c", "x": 1}, {"prompt": "d", "x": "two"}, {"prompt": "C", "x": 3}]
+    error = _run(["dedup", str(_write(tmp_path / "mixed.jsonl", mixed)), "-o", str(out)])
+    assert "cannot write these rows as Parquet (column 'x')" in error
+    assert (out.read_bytes(), dropped_file(out).read_text()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "good.jsonl",
+        "mixed.jsonl",
+        "out.dropped.jsonl",
+        "out.parquet",
+    ]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr.atomic import atomic_path
 from rlvr.data.fields import FIELD_MAPS
 from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, read_file
 from rlvr.data.text import prompt_text
@@ -74,20 +75,20 @@ def write_rows(rows: Iterable[dict[str, Any]], path: str | Path) -> int:
 
     A temporary file beside ``path`` is renamed over it; it is removed if the writing fails."""
     path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = list(rows)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        if path.suffix == ".parquet":
-            _write_parquet(rows, tmp, path)
-        else:
-            with tmp.open("w", encoding="utf-8") as handle:
-                for row in rows:
-                    handle.write(_json_line(row, path) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp:
+        _write_file(rows, tmp, path)
     return len(rows)
+
+
+def _write_file(rows: list[dict[str, Any]], tmp: Path, path: Path) -> None:
+    """Write ``rows`` to ``tmp`` in the format ``path``'s suffix names (errors name ``path``)."""
+    if path.suffix == ".parquet":
+        _write_parquet(rows, tmp, path)
+    else:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(_json_line(row, path) + "\n")
 
 
 def _json_line(row: dict[str, Any], path: Path) -> str:
@@ -242,16 +243,15 @@ def write_step(
     kept: list[dict[str, Any]], dropped: list[dict[str, Any]], output: str | Path
 ) -> StepReport:
     """Write the kept rows to ``output`` and the dropped ones (each ``{"reason": ..., "row": ...,
-    ...}``) beside it; returns the :class:`StepReport`. Both or neither: an output is never
-    there without its record of what was dropped."""
-    audit = dropped_file(output)
-    write_rows(dropped, audit)
-    try:
-        write_rows(kept, output)
-    except BaseException:
-        audit.unlink(missing_ok=True)
-        raise
+    ...}``) beside it; returns the :class:`StepReport`. Both or neither: both are written to
+    temporary files first and renamed over the outputs only once both are complete (the
+    dropped rows first), so a failed write leaves the files an earlier run wrote as they were,
+    and an output is never there without its record of what was dropped."""
+    audit, output = dropped_file(output), Path(output).expanduser()
+    with atomic_path(output) as kept_tmp, atomic_path(audit) as audit_tmp:
+        _write_file(dropped, audit_tmp, audit)
+        _write_file(kept, kept_tmp, output)
     reasons: dict[str, int] = {}
     for item in dropped:
         reasons[item["reason"]] = reasons.get(item["reason"], 0) + 1
-    return StepReport(len(kept), reasons, Path(output).expanduser(), audit)
+    return StepReport(len(kept), reasons, output, audit)

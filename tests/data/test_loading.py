@@ -148,6 +148,19 @@ def test_malformed_jsonl_names_file_and_line(tmp_path):
         load_examples(str(path))
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_cut_off_string_reads_starting_at_column_once(tmp_path, suffix):
+    """It read 'Unterminated string starting at at column 12' (json's message ends in 'at')."""
+    path = tmp_path / f"cut{suffix}"
+    path.write_text(('[{"prompt": "a"},\n' if suffix == ".json" else "") + ' {"prompt": "b')
+    with pytest.raises(ValueError) as err:
+        load_examples(str(path))
+    line = 2 if suffix == ".json" else 1
+    assert str(err.value) == (
+        f"{path}:{line}: invalid JSON (Unterminated string starting at column 13)"
+    )
+
+
 def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(b'{"prompt": "a", "answer": "1"}\n{"prompt": "caf\xe9", "answer": "2"}\n')

@@ -77,9 +77,7 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise ValueError(
-                    f"{path}:{lineno}: invalid JSON ({err.msg} at column {err.colno})"
-                ) from None
+                raise ValueError(_invalid_json(f"{path}:{lineno}", err)) from None
             yield f"{path}:{lineno}", _as_object(row, f"{path}:{lineno}")
 
 
@@ -134,11 +132,15 @@ def _json_array(path: Path, text: str) -> Iterator[Row]:
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(
-            f"{path}:{err.lineno}: invalid JSON ({err.msg} at column {err.colno})"
-        ) from None
+        raise ValueError(_invalid_json(f"{path}:{err.lineno}", err)) from None
     for i, row in enumerate(rows):
         yield f"{path} item {i}", _as_object(row, f"{path} item {i}")
+
+
+def _invalid_json(where: str, err: json.JSONDecodeError) -> str:
+    """One line naming where the JSON breaks; ``json``'s messages that end in "at" ("Unterminated
+    string starting at") get the column, not a second "at"."""
+    return f"{where}: invalid JSON ({err.msg.removesuffix(' at')} at column {err.colno})"
 
 
 def _as_object(row: Any, where: str) -> dict[str, Any]:

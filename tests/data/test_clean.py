@@ -30,6 +30,16 @@ def test_tokens_ignore_case_space_latex_spacing_and_punctuation():
     assert normalized("What is 3.5?") != normalized("What is 35?")
 
 
+def test_typographic_quotes_separate_tokens_as_straight_ones_do():
+    """‘ ’ “ ” were tokens: "Let’s" and "Let's" were different prompts to dedup, and a problem
+    copied with curly quotes from a set written with straight ones shared no 9-gram with it."""
+    assert normalized("Let’s call “it” Bob’s") == normalized("Let's call \"it\" Bob's")
+    index = NgramIndex(9)
+    index.add("eval", "eval.jsonl:1", 'Bob\'s "lucky" number is the sum of 7 and 8.')
+    hit = index.match("Q: Bob’s “lucky” number is the sum of 7 and 9?")
+    assert hit.ngram == "bob s lucky number is the sum of 7"
+
+
 def test_chinese_and_japanese_characters_are_tokens_of_their_own():
     """A run of Han characters was one token (there are no spaces), so a Chinese problem copied
     whole from an evaluation set shared no 9-gram with it and was kept by decontamination."""

@@ -10,7 +10,7 @@ only in layout compare equal:
 3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, each Han or
    kana character (Chinese and Japanese put no spaces between words), LaTeX command names
    (``\frac``), and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
-   punctuation ``. , ; : ? ! ' "`` (and ``。 、``) and braces ``{ }`` separate tokens and are
+   punctuation ``. , ; : ? ! ' "`` (and ``‘ ’ “ ” 。 、``) and braces ``{ }`` separate tokens and are
    not tokens themselves.
 
 So ``"Find $x^2 + 1$."``, ``"find x^2+1"`` and ``"FIND  $x ^{2}+1$ ."`` all give
@@ -27,7 +27,9 @@ from typing import Any
 _LATEX_NOISE = re.compile(r"\\(?:quad|qquad|left|right)(?![a-z])|\\[,;:! ()\[\]]|[~$]")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Kana and Han characters: scripts without spaces between words, one token per character."""
-_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_CJK}]|[^\W\d_{_CJK}]+|\\[a-z]+|[^\s.,;:?!'\"{{}}\w。、]|_")
+_TOKEN = re.compile(
+    rf"\d+(?:\.\d+)?|[{_CJK}]|[^\W\d_{_CJK}]+|\\[a-z]+|[^\s.,;:?!'\"‘’“”{{}}\w。、]|_"
+)
 
 
 def tokens(text: str) -> list[str]:

@@ -253,6 +253,11 @@ def test_several_different_answers_are_a_hedge_as_for_math(completion):
     entry = {"answer": "-128", "metadata": {"source_dataset": "chain_sum"}}
     assert get_verifier("reasoning_gym", binary=False)(completion, entry) == 0.0
     assert get_verifier("reasoning_gym")(completion.replace("127", "128"), entry) == 1.0
+    scores = Scorer(get_verifier("reasoning_gym"))(
+        [completion, "<answer>-128</answer>"], [entry] * 2
+    )
+    assert scores.values == [0.0, 1.0]
+    assert scores.metrics()["verifier/reasoning_gym_hedged"] == 1.0
 
 
 def test_complex_arithmetic_does_not_pay_nan():

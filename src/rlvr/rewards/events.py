@@ -20,6 +20,7 @@ EVENTS: dict[str, str] = {
     "math_rejected": "math answers cut off before or during comparison (too long, too deeply "
     "nested, exponent towers, huge numbers, or past the comparison's time or memory limit)",
     "math_hedged": "math completions with several different final answers",
+    "reasoning_gym_hedged": "reasoning_gym completions with several different final answers",
     "asserts_judged": "assert tests judged by a test driver the program cannot reach",
     "asserts_unsupported": "assert tests the driver could not judge (the program's answer was "
     "not plain data, or a class): failed and not paid",

@@ -27,6 +27,7 @@ from reasoning_gym.algorithmic import binary_matrix, spiral_matrix, string_inser
 from reasoning_gym.factory import DATASETS
 from reasoning_gym.games import n_queens
 
+from rlvr.rewards.events import record
 from rlvr.rewards.extract import after_think, check_extract, extract_with, final_answers
 from rlvr.rewards.math import screen_answer
 from rlvr.rewards.registry import register
@@ -169,8 +170,10 @@ def _task_of(entry: dict[str, Any], task: str | None) -> str:
 
 def gym_answer(completion: str, extract: str = "strict") -> str | None:
     """The answer string given to reasoning-gym's scorer (``None``: flexible found no number, or
-    the completion states several different answers, a hedge as for ``math``)."""
+    the completion states several different answers, a hedge as for ``math``, counted as
+    ``reasoning_gym_hedged``)."""
     if extract == "strict" and len({a for a in final_answers(completion) if a}) > 1:
+        record("reasoning_gym_hedged")
         return None
     found = extract_with(completion, extract)
     if found is None and extract == "strict":

@@ -302,6 +302,33 @@ def test_a_regime_name_yaml_reads_as_false_is_one_line(tmp_path):
     assert [r.name for r in load_study(str(path)).regimes] == ["paper", "off"]
 
 
+def test_a_regimes_seeds_are_checked_and_its_settings_may_be_key_value_strings(tmp_path):
+    """A regime's ``seeds: [1.5]`` ran seed 1 and ``[true]`` seed 1, ``[x]`` failed with
+    int()'s message and ``seeds: 3`` with a traceback; ``off-policy: [rollout.epochs=2]``,
+    the form the study file's docs allow, failed with dict()'s message."""
+    path = tmp_path / "s.yaml"
+    for seeds, why in (
+        ("[1.5]", "[0] must be int, got 1.5"),
+        ("[true]", "[0] must be int, got True"),
+        ("[x]", "[0] must be int, got 'x'"),
+    ):
+        path.write_text(
+            f"include: [abc]\nregimes: {{off: {{seeds: {seeds}}}}}\n".replace("off", "'off'")
+        )
+        with pytest.raises(ValueError) as err:
+            load_study(str(path))
+        assert str(err.value) == f"{path} regime off: seeds{why}"
+    path.write_text("include: [abc]\nregimes: {paper: {seeds: 3}}\n")
+    assert load_study(str(path)).regimes[0].seeds == (3,)
+    path.write_text("include: [abc]\nregimes: {paper: 3}\n")
+    with pytest.raises(ValueError, match="regime paper: settings must be a mapping or a list"):
+        load_study(str(path))
+    path.write_text("include: [abc]\nregimes: {paper: [rollout.epochs=2]}\n")
+    as_list = load_study(str(path))
+    path.write_text("include: [abc]\nregimes: {paper: {rollout: {epochs: 2}}}\n")
+    assert as_list.regimes == load_study(str(path)).regimes
+
+
 def test_a_claim_id_two_claim_files_share_is_one_line(tmp_path):
     """abc's claims named twice (bundled, and a copy by path) were each judged twice and
     counted twice in the study's Holm and BH corrections."""

@@ -57,6 +57,7 @@ from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import (
     apply_overrides,
     base_source,
+    coerce,
     deep_merge,
     from_dict,
     from_file,
@@ -335,9 +336,15 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
                 f"{where}: regime name {name} is not text (YAML reads a bare off, on, yes, no "
                 "or null so): quote it"
             )
+        here = f"{where} regime {name}"
+        if isinstance(settings, (list, tuple)):  # key=value strings, as an arm's overrides
+            regimes.append(Regime(str(name), _overrides(settings, here)))
+            continue
+        if settings is not None and not isinstance(settings, dict):
+            raise ValueError(f"{here}: settings must be a mapping or a list of key=value strings")
         settings = dict(settings or {})
-        seeds = tuple(int(s) for s in settings.pop("seeds", None) or ())
-        regimes.append(Regime(str(name), _overrides(settings, f"{where} regime {name}"), seeds))
+        seeds = coerce(settings.pop("seeds", None) or (), tuple[int, ...], f"{here}: seeds")
+        regimes.append(Regime(str(name), _overrides(settings, here), seeds))
     return tuple(regimes)
 
 

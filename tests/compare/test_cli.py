@@ -310,3 +310,31 @@ def test_a_misspelt_verifier_of_a_study_with_imports_is_one_line_before_any_run(
         "rlvr: error: arm typo: reward.verifier: unknown verifier 'parity_tst'; valid: "
     )
     assert not (out / "runs").exists()
+
+
+def test_the_printed_verdicts_name_their_regime(tmp_path, monkeypatch, capsys):
+    """A study with regimes printed each claim once per regime with nothing to tell the lines
+    apart ("inconclusive  abc-avg ..." twice)."""
+    from types import SimpleNamespace
+
+    def verdict(regime: str) -> SimpleNamespace:
+        claim = SimpleNamespace(id="abc-avg")
+        return SimpleNamespace(
+            status="inconclusive", claim=claim, regime=regime, role="", p_holm=None, numbers="n"
+        )
+
+    report = SimpleNamespace(
+        verdicts=[verdict("paper"), verdict("off-policy")], markdown="m", html="h", runs="r"
+    )
+    fake = SimpleNamespace(report=report, failed=[])
+    monkeypatch.setattr("rlvr.compare.run_study", lambda *args, **kwargs: fake)
+    regimes = "regimes={paper: {}, off-policy: {rollout: {minibatches: 16}}}"
+    assert rlvr(["compare", "abc", regimes, "--out", str(tmp_path), "--report-only"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines[:2]] == [
+        ["inconclusive", "abc-avg"],
+        ["inconclusive", "abc-avg"],
+    ]
+    assert "[paper]" in lines[0] and "[off-policy]" in lines[1]
+    assert rlvr(["compare", "abc", "--out", str(tmp_path), "--report-only"]) == 0
+    assert "[" not in capsys.readouterr().out.splitlines()[0]  # one regime: none named

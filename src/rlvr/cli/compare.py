@@ -115,7 +115,8 @@ def main(argv: list[str]) -> int:
     for v in result.report.verdicts:
         holm = "" if v.p_holm is None else f"Holm p {p_text(v.p_holm)}; "
         role = f"{v.role}; " if v.role else ""
-        print(f"{v.status:<15} {v.claim.id:<22} {role}{holm}{v.numbers}")
+        claim = f"{v.claim.id} [{v.regime}]" if study.regimes else v.claim.id
+        print(f"{v.status:<15} {claim:<22} {role}{holm}{v.numbers}")
     print(f"report: {result.report.markdown}  {result.report.html}  {result.report.runs}")
     for state in result.failed:
         why = f": {state.last_log_line}" if state.last_log_line else ""

@@ -8,8 +8,10 @@ import time
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from rlvr.compare.runner import PLAIN_EVERY_S, RunState
+from rlvr.compare.study import DEFAULT_REGIME
 
 STYLE = {"done": "dim", "finished": "green", "failed": "red", "running": "bold", "queued": ""}
 
@@ -35,12 +37,15 @@ class StudyDisplay:
         table = Table(
             title=f"{done}/{len(states)} runs finished, {_minutes(time.monotonic() - self.start)} elapsed"
         )
-        for name in ("arm", "seed", "status", "step", "time"):
+        regimes = any(s.spec.regime != DEFAULT_REGIME for s in states)
+        columns = ("arm", "regime") if regimes else ("arm",)
+        for name in (*columns, "seed", "status", "step", "time"):
             table.add_column(name, justify="right" if name in ("seed", "step", "time") else "left")
         for s in states:
             elapsed = _minutes(s.elapsed) if s.status in ("running", "finished", "failed") else ""
-            row = (s.spec.arm.name, str(s.spec.seed), s.status, f"{s.step}/{s.total}", elapsed)
-            table.add_row(*row, style=STYLE.get(s.status, ""))
+            where = (s.spec.arm.name, s.spec.regime) if regimes else (s.spec.arm.name,)
+            row = (*where, str(s.spec.seed), s.status, f"{s.step}/{s.total}", elapsed)
+            table.add_row(*(Text(cell) for cell in row), style=STYLE.get(s.status, ""))
         return table
 
     def event(self, state: RunState, what: str) -> None:
@@ -49,7 +54,10 @@ class StudyDisplay:
         extra = f" in {_minutes(state.elapsed)}" if what in ("finished", "failed") else ""
         hint = f" (log: {state.log})" if what == "failed" else ""
         self.console.print(
-            f"{state.spec.key:<32} {what}{extra}{hint}", highlight=False, soft_wrap=True
+            f"{state.spec.key:<32} {what}{extra}{hint}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,  # a regime's "[off-policy]" is text, not a rich style tag
         )
 
     def refresh(self, states: list[RunState]) -> None:
@@ -63,7 +71,10 @@ class StudyDisplay:
         running = [s for s in states if s.status == "running"]
         text = "; ".join(f"{s.spec.key} step {s.step}/{s.total}" for s in running)
         self.console.print(
-            f"{done}/{len(states)} runs finished; running: {text}", highlight=False, soft_wrap=True
+            f"{done}/{len(states)} runs finished; running: {text or 'none'}",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
         )
 
     def close(self, states: list[RunState]) -> None:

@@ -254,6 +254,24 @@ def test_confirms_names_claims_of_the_study_and_is_not_included(tmp_path):
         load_study(str(path))
 
 
+def test_confirms_of_a_claim_whose_arm_is_not_in_the_study_is_one_line(tmp_path):
+    """A confirmatory claim whose arm was misspelt (or left out) only warned, as any claim
+    shared with a larger study does, and the study ran without judging its one question."""
+    path = tmp_path / "s.yaml"
+    arms = [{"recipe": "abc/grpo"}, {"recipe": "abc/abc_grpo", "name": "abc-grpo"}]
+    study = {"steps": 2, "seeds": [0, 1], "arms": arms, "claims": ["abc"], "confirms": ["abc-avg"]}
+    path.write_text(yaml.safe_dump(study))
+    with pytest.raises(ValueError) as err:
+        load_study(str(path))
+    assert str(err.value) == (
+        f"{path}: confirms abc-avg, whose arm abc/abc_grpo is not an arm of the study, so it "
+        "would not be judged; arms: abc/grpo, abc-grpo"
+    )
+    study["confirms"] = ["abc-q4-largest"]  # GRPO's own quadrants: its one arm is there
+    path.write_text(yaml.safe_dump(study))
+    assert load_study(str(path)).confirms == ("abc-q4-largest",)
+
+
 def test_all_reuses_the_runs_of_the_paper_studies(tmp_path):
     whole = {(s.arm.name, s.seed): s.run_dir for s in plan(load_study("all"), tmp_path)}
     for name in ("abc", "etr", "klear", "apmpo"):

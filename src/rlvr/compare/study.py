@@ -364,19 +364,26 @@ def _check(study: Study, where: str) -> None:
             raise ValueError(f"{where}: arm {arm.name!r} has baseline {arm.baseline!r}, not an arm")
     if study.replicates is not None:
         _read(study.replicates)  # a misspelt name stopped the report after every run
-    ids = _claim_ids(study, where)
-    if unknown := [c for c in study.confirms if c not in ids]:
+    claims = _claims_by_id(study, where)
+    if unknown := [c for c in study.confirms if c not in claims]:
         raise ValueError(
             f"{where}: confirms names {', '.join(unknown)}, not a claim of the study; "
-            f"claims: {', '.join(ids)}"
+            f"claims: {', '.join(claims)}"
         )
+    for claim_id in study.confirms:  # else only a warning, and the question goes unjudged
+        if missing := [a for a in claims[claim_id].arms_needed if a not in names]:
+            raise ValueError(
+                f"{where}: confirms {claim_id}, whose arm {', '.join(missing)} is not an arm "
+                f"of the study, so it would not be judged; arms: {', '.join(names)}"
+            )
 
 
-def _claim_ids(study: Study, where: str) -> list[str]:
-    """The ids of the study's claims; a ``ValueError`` naming an id two of them share (each
+def _claims_by_id(study: Study, where: str) -> dict[str, Any]:
+    """The study's claims by id; a ``ValueError`` naming an id two of them share (each
     would be judged, and counted in the study's correction, twice)."""
     from rlvr.compare.claims import load_claims
 
+    claims: dict[str, Any] = {}
     files: dict[str, str] = {}
     for name in study.claims:
         for claim in load_claims(name):
@@ -385,8 +392,8 @@ def _claim_ids(study: Study, where: str) -> list[str]:
                     f"{where}: claim id {claim.id!r} is in {files[claim.id]} and in {name}: "
                     "a study's claim ids must differ"
                 )
-            files[claim.id] = name
-    return list(files)
+            files[claim.id], claims[claim.id] = name, claim
+    return claims
 
 
 RUN_SETTINGS = {

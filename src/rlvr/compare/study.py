@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
@@ -65,6 +65,9 @@ from rlvr.train.overrides import (
     read_yaml,
     to_dict,
 )
+
+if TYPE_CHECKING:
+    from rlvr.compare.claims import Claim
 
 DEFAULT_REGIME = "default"
 
@@ -378,12 +381,12 @@ def _check(study: Study, where: str) -> None:
             )
 
 
-def _claims_by_id(study: Study, where: str) -> dict[str, Any]:
+def _claims_by_id(study: Study, where: str) -> dict[str, Claim]:
     """The study's claims by id; a ``ValueError`` naming an id two of them share (each
     would be judged, and counted in the study's correction, twice)."""
     from rlvr.compare.claims import load_claims
 
-    claims: dict[str, Any] = {}
+    claims: dict[str, Claim] = {}
     files: dict[str, str] = {}
     for name in study.claims:
         for claim in load_claims(name):

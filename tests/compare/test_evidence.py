@@ -96,6 +96,7 @@ def test_identical_arms_are_untestable_not_inconclusive(tmp_path):
     names = {k: objective_name(c) for k, c in configs.items()}
     judged = assess(verdict, data, configs, names)
     assert judged.status == UNTESTABLE and "bit-identical runs" in judged.numbers
+    assert "detectable" not in judged.evidence  # no spread: 0 would read as exquisite power
 
 
 def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):

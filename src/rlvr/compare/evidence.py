@@ -172,10 +172,11 @@ def assess(
     claim, seeds = verdict.claim, verdict.seeds
     if not seeds:
         return verdict
-    parts, reasons = [], []
+    parts, reasons, identical = [], [], []
     for a, b in claim.pairs:
         ev = pair_evidence(data, configs, names, a, b, seeds)
         reasons.append(ev.untestable)
+        identical.append(ev.identical)
         contrast = (
             "contrast not logged"
             if ev.token_frac is None
@@ -185,7 +186,7 @@ def assess(
     arms = dict.fromkeys(claim.arms_needed)
     parts += [f"out of band: {', '.join(f'{n} {out_of_band(data[n], seeds):.3%}' for n in arms)}"]
     mde = [detectable(ci) for ci in verdict.intervals.values()]
-    if mde and all(math.isfinite(m) for m in mde):
+    if mde and all(math.isfinite(m) for m in mde) and not all(identical):  # else no spread: 0
         parts.append(f"detectable at 80% power: {max(mde):.3g}")
     if reasons and all(reasons):
         why = "; ".join(sorted(set(reasons)))

@@ -280,6 +280,35 @@ def test_a_taken_objective_name_is_refused(monkeypatch):
         )
 
 
+def test_a_loss_that_cannot_take_batch_and_config_is_refused_when_registered(monkeypatch):
+    """`def mine(batch)` registered, and `rlvr train` ran a whole held-out evaluation before
+    its first step ended in a traceback: TypeError: mine() takes 1 positional argument."""
+    from rlvr.objectives import registry
+
+    monkeypatch.setattr(registry, "OBJECTIVES", dict(registry.OBJECTIVES))
+    register = registry.register_objective(
+        "mine", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+    )
+
+    def one(batch):
+        return None
+
+    def three(batch, cfg, extra):
+        return None
+
+    for loss_fn, shown in ((one, r"\(batch\)"), (three, r"\(batch, cfg, extra\)")):
+        with pytest.raises(
+            ValueError, match=rf"objective 'mine': .*\.{loss_fn.__name__} takes {shown}; "
+        ):
+            register(loss_fn)
+    assert "mine" not in registry.OBJECTIVES
+    register(lambda batch, cfg, extra=None: None)  # a defaulted third argument is fine
+    register_star = registry.register_objective(
+        "star", config=GrpoConfig, advantage="group_std", loss_agg="token-mean", paper="p"
+    )
+    register_star(lambda *args: None)
+
+
 def test_group_stats_needs_a_config_that_says_which(monkeypatch):
     """`group_stats=True` with a config lacking `stats_options()` registered, and the first
     step failed with AttributeError: 'MineConfig' object has no attribute 'stats_options'."""

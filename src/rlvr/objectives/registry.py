@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -89,6 +90,7 @@ def register_objective(
         raise ValueError(f"objective {name!r}: unknown loss_agg {loss_agg!r}")
 
     def wrap(loss_fn: Callable[[PolicyBatch, Any], ObjectiveOutput]) -> Callable:
+        check_signature(name, loss_fn)
         taken = OBJECTIVES.get(name)
         if taken is not None and not same_function(taken.loss_fn, loss_fn):
             raise ValueError(
@@ -101,6 +103,22 @@ def register_objective(
         return loss_fn
 
     return wrap
+
+
+def check_signature(name: str, loss_fn: Callable) -> None:
+    """Refuse a loss that cannot be called as ``loss_fn(batch, config)``, at registration
+    rather than on the first optimiser step."""
+    try:
+        signature = inspect.signature(loss_fn)
+    except (TypeError, ValueError):  # a callable without a readable signature: left to the call
+        return
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ValueError(
+            f"objective {name!r}: {origin(loss_fn)} takes {signature}; an objective is called "
+            "as loss_fn(batch, config)"
+        ) from None
 
 
 def objective_spec(name: str) -> ObjectiveSpec:

@@ -142,6 +142,19 @@ def test_an_evaluation_file_without_a_prompt_field_is_named_with_set_field(tmp_p
     assert data_main([*argv, f"{evals}::q"]) == 0
 
 
+def test_a_missing_named_field_points_to_decontaminates_own_flags(tmp_path, capsys):
+    """A field named with --field or SET::FIELD but missing pointed to --prompt-field /
+    --answer-field / --fields, flags only `filter` has."""
+    src = _write(tmp_path / "t.jsonl", [{"prompt": NINE}])
+    evals = _write(tmp_path / "e.jsonl", [{"prompt": EVAL}])
+    argv = ["decontaminate", str(src), "-o", str(tmp_path / "o.jsonl"), "--against"]
+    for extra in ([f"{evals}::nofield"], [str(evals), "--field", "nofield"]):
+        assert data_main([*argv, *extra]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert "missing field 'nofield'" in line and "--prompt-field" not in line
+        assert line.endswith("--field (the input's) or SET::FIELD (an --against set's)")
+
+
 def test_an_output_inside_an_evaluation_folder_is_refused(tmp_path, capsys):
     """'--against evals -o evals/test.jsonl' replaced the folder's test split with the kept
     rows (and the dropped rows joined it as a second test file)."""

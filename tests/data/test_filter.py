@@ -166,6 +166,11 @@ def test_other_settings_are_refused(tmp_path):
         ("__import__('os')", "expected MEASURE OP NUMBER"),
         ("1>mean>0", "a window reads"),
         ("pass@8>0.5", r"k must be in \[1, n=4\]"),
+        ("mean>1.5", r"can keep no prompt \(mean lies in \[0, 1\]\)"),
+        ("mean>1", "can keep no prompt"),
+        ("pass@2<0", "can keep no prompt"),
+        ("0.6<mean<0.2", "can keep no prompt"),
+        ("0.5<=score<0.5", r"can keep no prompt \(no number satisfies it\)"),
     ],
 )
 def test_bad_rules_are_refused(text, error):
@@ -177,6 +182,8 @@ def test_rule_windows():
     rule = parse_rule(" 0.2 <= mean <= 0.8 ")
     assert [rule.keeps(v) for v in (0.1, 0.2, 0.8, 0.9)] == [False, True, True, False]
     assert parse_rule("score>0").measured(4, 0, 0.25) == 0.25
+    assert parse_rule("mean>=1").keeps(1.0) and parse_rule("score>2").keeps(3.0)
+    assert parse_rule("0.5<=mean<=0.5").keeps(0.5)
 
 
 def test_min_tests_drops_code_problems_with_few_tests(tmp_path):

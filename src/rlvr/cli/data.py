@@ -227,7 +227,7 @@ def _clean(args: argparse.Namespace) -> None:
     if args.command == "dedup":
         report = dedup_file(args.input, args.output, field=args.field)
     else:
-        with _field_hint():
+        with _field_hint("--field (the input's) or SET::FIELD (an --against set's)"):
             report = decontaminate_file(
                 args.input,
                 args.output,
@@ -268,18 +268,15 @@ def _filter(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def _field_hint():
+def _field_hint(flags: str = "--prompt-field / --answer-field (or a named mapping with --fields)"):
     """A row missing a mapped field, or a folder missing the split: the error also names the
-    flags that name them."""
+    flags that name them (``flags``: the command's flags for fields)."""
     from rlvr.data.loading import MissingField, MissingSplit
 
     try:
         yield
     except MissingField as err:
-        raise MissingField(
-            f"{err}; name the file's fields with --prompt-field / --answer-field "
-            "(or a named mapping with --fields)"
-        ) from None
+        raise MissingField(f"{err}; name the file's fields with {flags}") from None
     except MissingSplit as err:
         raise MissingSplit(f"{err}; name one with --split") from None
 

@@ -103,4 +103,24 @@ def parse_rule(text: str, n: int | None = None) -> KeepRule:
     )
     if rule.k is not None and not 1 <= rule.k <= (n or rule.k):
         raise ValueError(f"--keep {text!r}: k must be in [1, n={n}]")
+    bounded = rule.measure != "score"
+    if _keeps_nothing(rule, bounded):
+        why = f"{rule.measure} lies in [0, 1]" if bounded else "no number satisfies it"
+        raise ValueError(f"--keep {text!r} can keep no prompt ({why})")
     return rule
+
+
+def _keeps_nothing(rule: KeepRule, bounded: bool) -> bool:
+    """Whether no value (in [0, 1] when ``bounded``: a pass rate or pass@k) meets the rule."""
+    lo, lo_open, hi, hi_open = (
+        (0.0, False, 1.0, False) if bounded else (-1e308, False, 1e308, False)
+    )
+    limits = [(rule.op, rule.value)]
+    if rule.lower is not None:
+        limits.append(({"<": ">", "<=": ">="}[rule.lower_op], rule.lower))
+    for op, value in limits:
+        if op in (">", ">=", "==") and (value > lo or (value == lo and op == ">")):
+            lo, lo_open = value, op == ">"
+        if op in ("<", "<=", "==") and (value < hi or (value == hi and op == "<")):
+            hi, hi_open = value, op == "<"
+    return lo > hi or (lo == hi and (lo_open or hi_open))

@@ -149,6 +149,7 @@ def test_cli_runs_a_pipeline_and_reports_bad_files(
     assert pipeline_main([str(path), "-o", str(tmp_path / "cli"), "more:steps=1"]) == 0
     out = capsys.readouterr().out
     assert "more" in out and "pipeline.json" in out
+    assert "to continue" not in out  # every stage finished: nothing to continue
     assert _model_name(tmp_path / "cli" / "more").endswith("step_000003")
     assert read_metrics(tmp_path / "cli" / "more" / "metrics.jsonl")[-1]["step"] == 1
     bad = tmp_path / "bad.yaml"

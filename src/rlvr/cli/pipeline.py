@@ -64,5 +64,5 @@ def main(argv: list[str]) -> int:
             shown = "  ".join(f"{k} {v}" for k, v in r.counts.items())
         where = r.output if r.output is not None else r.model_dir
         print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
-    print(f"pipeline:    {out}/pipeline.json  (rerun with -o {out} to continue)")
+    print(f"pipeline:    {out}/pipeline.json  (every stage finished)")
     return 0

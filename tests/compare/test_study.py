@@ -337,7 +337,8 @@ def test_a_regimes_seeds_are_checked_and_its_settings_may_be_key_value_strings(t
             load_study(str(path))
         assert str(err.value) == f"{path} regime off: seeds{why}"
     path.write_text("include: [abc]\nregimes: {paper: {seeds: 3}}\n")
-    assert load_study(str(path)).regimes[0].seeds == (3,)
+    with pytest.raises(ValueError, match=r"regime paper: seeds: 3 would run the one seed 3; wr"):
+        load_study(str(path))
     path.write_text("include: [abc]\nregimes: {paper: 3}\n")
     with pytest.raises(ValueError, match="regime paper: settings must be a mapping or a list"):
         load_study(str(path))
@@ -569,3 +570,15 @@ def test_a_studys_imports_register_an_objective_its_arms_name(tmp_path, monkeypa
     specs = plan(load_study(str(tmp_path / "study.yaml")), tmp_path / "runs")
     assert [s.config.objective.name for s in specs] == ["grpo", f"mine_{tag}"]
     monkeypatch.delitem(sys.modules, f"objs_{tag}")
+
+
+def test_seeds_written_as_one_number_is_refused_not_read_as_that_one_seed(tmp_path):
+    """``seeds: 3`` (or ``seeds=3`` on the command line) ran the single seed 3, with only a
+    warning, where three seeds were likely meant."""
+    with pytest.raises(ValueError, match=r"with seeds=3: seeds: 3 would run the one seed 3"):
+        load_study("abc", ["seeds=3"])
+    path = tmp_path / "s.yaml"
+    path.write_text("include: [abc]\nseeds: 5\n")
+    with pytest.raises(ValueError, match=r"s.yaml: seeds: 5 would run the one seed 5; write \[5\]"):
+        load_study(str(path))
+    assert load_study("abc", ["seeds=[3]"]).seeds == (3,)

@@ -234,9 +234,24 @@ def _read(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[StudyFile, 
         choices=bundled_studies,
     )
     if not overrides:
+        _seed_list(
+            source.data.get("seeds") if isinstance(source.data, dict) else None, source.where
+        )
         return from_file(StudyFile, source.data, source.where), source.where
     data = apply_overrides(source.data, list(overrides))
-    return from_file(StudyFile, data, f"{source.where} with {' '.join(overrides)}"), source.where
+    where = f"{source.where} with {' '.join(overrides)}"
+    _seed_list(data.get("seeds") if isinstance(data, dict) else None, where)
+    return from_file(StudyFile, data, where), source.where
+
+
+def _seed_list(seeds: Any, where: str) -> None:
+    """Refuse ``seeds: 3``: a config scalar is a one-item list, so it would run the one seed 3
+    where three seeds were likely meant."""
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        raise ValueError(
+            f"{where}: seeds: {seeds} would run the one seed {seeds}; write [{seeds}] for it, "
+            "or a list such as [0, 1, 2] for three seeds"
+        )
 
 
 def _overrides(value: Any, where: str) -> tuple[str, ...]:
@@ -346,6 +361,7 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
         if settings is not None and not isinstance(settings, dict):
             raise ValueError(f"{here}: settings must be a mapping or a list of key=value strings")
         settings = dict(settings or {})
+        _seed_list(settings.get("seeds"), here)
         seeds = coerce(settings.pop("seeds", None) or (), tuple[int, ...], f"{here}: seeds")
         regimes.append(Regime(str(name), _overrides(settings, here), seeds))
     return tuple(regimes)

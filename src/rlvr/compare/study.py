@@ -233,13 +233,10 @@ def _read(name_or_path: str, overrides: Sequence[str] = ()) -> tuple[StudyFile, 
         kind="a bundled study",
         choices=bundled_studies,
     )
-    if not overrides:
-        _seed_list(
-            source.data.get("seeds") if isinstance(source.data, dict) else None, source.where
-        )
-        return from_file(StudyFile, source.data, source.where), source.where
-    data = apply_overrides(source.data, list(overrides))
-    where = f"{source.where} with {' '.join(overrides)}"
+    data, where = source.data, source.where
+    if overrides:
+        data = apply_overrides(data, list(overrides))
+        where = f"{where} with {' '.join(overrides)}"
     _seed_list(data.get("seeds") if isinstance(data, dict) else None, where)
     return from_file(StudyFile, data, where), source.where
 

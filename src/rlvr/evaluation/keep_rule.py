@@ -21,6 +21,7 @@ window is ``NUMBER OP MEASURE OP NUMBER`` with ``<`` or ``<=`` on both sides.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -112,9 +113,8 @@ def parse_rule(text: str, n: int | None = None) -> KeepRule:
 
 def _keeps_nothing(rule: KeepRule, bounded: bool) -> bool:
     """Whether no value (in [0, 1] when ``bounded``: a pass rate or pass@k) meets the rule."""
-    lo, lo_open, hi, hi_open = (
-        (0.0, False, 1.0, False) if bounded else (-1e308, False, 1e308, False)
-    )
+    lo, hi = (0.0, 1.0) if bounded else (-math.inf, math.inf)
+    lo_open = hi_open = False
     limits = [(rule.op, rule.value)]
     if rule.lower is not None:
         limits.append(({"<": ">", "<=": ">="}[rule.lower_op], rule.lower))

@@ -19,3 +19,23 @@ def test_load_builtin_imports_only_unregistered_present_modules(monkeypatch):
     builtins.load_builtin("colours", {}, table)
     assert "colorsys" in sys.modules
     assert builtins.available(["mine"], table) == ["colours", "mine"]
+
+
+def test_an_own_module_that_does_not_parse_is_one_line_naming_its_file(tmp_path, monkeypatch):
+    """A syntax error in your own objective or verifier module printed Python's traceback
+    through importlib's frames; it is a ``ValueError`` naming the file and line (the CLI's one
+    line), the ``SyntaxError`` chained for ``--debug``."""
+    import pytest
+
+    from rlvr.objectives.registry import objective_spec
+    from rlvr.rewards.registry import get_verifier
+
+    tag = tmp_path.name.replace("-", "_")
+    (tmp_path / f"broken_{tag}.py").write_text("x = 1\ndef mine(batch config):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", ".")])
+    for lookup in (objective_spec, get_verifier):
+        with pytest.raises(ValueError, match=rf"module 'broken_{tag}' does not parse: ") as caught:
+            lookup(f"broken_{tag}.mine")
+        assert f"broken_{tag}.py, line 2)" in str(caught.value)
+        assert isinstance(caught.value.__cause__, SyntaxError)

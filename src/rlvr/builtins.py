@@ -43,13 +43,17 @@ def available(registered: Iterable[str], builtins: Mapping[str, str]) -> list[st
 def import_own(module: str) -> bool:
     """Import the user's ``module`` from ``PYTHONPATH`` or, as ``python -m`` would find it, the
     working directory (which then stays on ``sys.path``, for worker processes to inherit);
-    False when there is no such module."""
+    False when there is no such module. A file that does not parse raises ``ValueError``."""
     if not module_exists(module) and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
         importlib.invalidate_caches()
     if not module_exists(module):
         return False
-    importlib.import_module(module)
+    try:
+        importlib.import_module(module)
+    except SyntaxError as err:  # the user's file: where, in one line (--debug shows the rest)
+        where = f"{err.filename}, line {err.lineno}" if err.filename else f"line {err.lineno}"
+        raise ValueError(f"module {module!r} does not parse: {err.msg} ({where})") from err
     return True
 
 

@@ -8,15 +8,12 @@ verifier") has the options every verifier takes and what ``check`` and ``sandbox
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.builtins import available, did_you_mean, load_builtin, module_exists, same_function
+from rlvr.builtins import available, did_you_mean, import_own, load_builtin, same_function
 from rlvr.rewards.format import with_format
 from rlvr.rewards.verifier import Verifier, VerifierFn
 
@@ -92,7 +89,11 @@ def _lookup(name: str) -> VerifierEntry:
     load_builtin(name, VERIFIERS, BUILTIN_MODULES)
     if name not in VERIFIERS and "." in name:
         module, _, registered = name.rpartition(".")
-        _import_own(module, name)
+        if not import_own(module):  # the folder stays on sys.path, which workers inherit
+            raise ValueError(
+                f"verifier {name!r}: no module {module!r} to import (a file {module}.py in the "
+                "working directory or on PYTHONPATH)"
+            )
         if registered not in VERIFIERS:
             raise ValueError(f"verifier {name!r}: module {module!r} registers no {registered!r}")
         return VERIFIERS[registered]
@@ -102,20 +103,6 @@ def _lookup(name: str) -> VerifierEntry:
             f"module.name for one your own module registers{did_you_mean(name, BUILTIN_MODULES)}"
         )
     return VERIFIERS[name]
-
-
-def _import_own(module: str, name: str) -> None:
-    """Import the user's ``module``, from the working directory too (as ``python -m`` would
-    find it); the folder stays on ``sys.path``, which verifier workers inherit."""
-    if not module_exists(module) and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-        importlib.invalidate_caches()
-    if not module_exists(module):
-        raise ValueError(
-            f"verifier {name!r}: no module {module!r} to import (a file {module}.py in the "
-            "working directory or on PYTHONPATH)"
-        )
-    importlib.import_module(module)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None, tuple[str, ...]]:

@@ -330,19 +330,20 @@ def _run_data(
             f"(the dropped rows, with why: {report.dropped_file})"
         )
     counts = {"kept": report.kept, **report.dropped}
+    output = report.output.absolute()  # as recorded: pipeline.json the same when it is skipped
     done = {
         "name": stage.name,
         "kind": stage.kind,
         "config": stage.config,
         "input": source,
-        "output": str(report.output.absolute()),
+        "output": str(output),
         "counts": counts,
         "options": made,
     }
     write_json(run_dir / STAGE_FILE, done)
     model_dir = Path(model) if model else None
     status = "resumed" if resumed else "ran"
-    return StageResult(stage.name, run_dir, model_dir, status, output=report.output, counts=counts)
+    return StageResult(stage.name, run_dir, model_dir, status, output=output, counts=counts)
 
 
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):

@@ -546,18 +546,26 @@ def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model
     assert again[2].counts == kept.counts and again[3].model_dir == sft.model_dir
 
 
-def test_an_interrupted_filter_stage_is_resumed_from_its_scores(tmp_path, tiny_model_dir):
-    """pipeline.json said 'ran' for a filter stage that went on from its recorded scores."""
+def test_an_interrupted_filter_stage_is_resumed_from_its_scores(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """pipeline.json said 'ran' for a filter stage that went on from its recorded scores, and
+    gave a data stage's output relative (``output_dir: pipe``) when it ran, absolute when skipped."""
     data = yaml.safe_load(_data_pipeline(tmp_path, tiny_model_dir).read_text())
     data["stages"] = data["stages"][:3]  # the data stages
+    data["output_dir"] = "pipe"
+    monkeypatch.chdir(tmp_path)
     pipeline = parse_pipeline(data, folder=tmp_path)
     first = run_pipeline(pipeline, announce=lambda _: None)
+    ran = json.loads((tmp_path / "pipe" / "pipeline.json").read_text())["stages"]
     (tmp_path / "pipe" / "filter" / "stage.json").unlink()  # stopped after its last batch
     again = run_pipeline(pipeline, announce=lambda _: None)
     assert [r.status for r in again] == ["skipped", "skipped", "resumed"]
     assert again[2].counts == first[2].counts
     summary = json.loads((tmp_path / "pipe" / "pipeline.json").read_text())
     assert summary["stages"][2]["status"] == "resumed"
+    assert [r["output"] for r in summary["stages"]] == [r["output"] for r in ran]
+    assert ran[0]["output"] == str(tmp_path / "pipe" / "dedup" / "data.jsonl")
 
 
 def test_bad_data_stages_are_refused(tmp_path, tiny_model_dir):

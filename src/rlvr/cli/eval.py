@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 def _config(args: argparse.Namespace) -> EvalConfig:
     wrong = [k for k in args.k or [] if not 1 <= k <= args.n]
     if wrong and args.n >= 1:  # EvalConfig would name ks=(...), not the flags
-        raise ValueError(f"-k {wrong[0]}: every k must be in [1, -n {args.n}]")
+        raise ValueError(f"-k {wrong[0]}: k must be between 1 and -n ({args.n})")
     sampling = SamplingConfig(
         max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
     )

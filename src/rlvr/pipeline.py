@@ -315,10 +315,15 @@ def _yaml_value(where: str, item: str, value: str) -> Any:
 
 
 def _run_data(
-    pipeline: Pipeline, stage: Stage, extra: Sequence[str], model: str | None, run_dir: Path
+    pipeline: Pipeline,
+    stage: Stage,
+    extra: Sequence[str],
+    model: str | None,
+    run_dir: Path,
+    announce: Callable[[str], None],
 ) -> StageResult:
-    """Run a data stage into ``run_dir/data.jsonl`` and mark it finished (``stage.json``);
-    one that keeps no rows is refused, unmarked."""
+    """Run a data stage into ``run_dir/data.jsonl``, announce what it kept, and mark it finished
+    (``stage.json``); one that keeps no rows is refused, unmarked."""
     options, source = data_step(pipeline, stage, extra)
     made = _data_made_from(stage, options, source, model)  # before the step: its input's digest
     # an interrupted filter goes on from the scores it recorded
@@ -329,6 +334,7 @@ def _run_data(
             f"{report.summary()}: a stage that keeps no rows leaves nothing to train on "
             f"(the dropped rows, with why: {report.dropped_file})"
         )
+    announce(f"  {report.summary()}")
     counts = {"kept": report.kept, **report.dropped}
     output = report.output.absolute()  # as recorded: pipeline.json the same when it is skipped
     done = {
@@ -412,7 +418,7 @@ def _run_one(
         return _skipped(stage, run_dir, done, model)
     if stage.kind == "data":
         announce(f"{label} (data, {stage.config})")
-        return _run_data(pipeline, stage, extra, model, run_dir)
+        return _run_data(pipeline, stage, extra, model, run_dir, announce)
     cfg = stage_config(pipeline, stage, model, extra)
     resume = run_dir.is_dir() and any(run_dir.iterdir())
     verb = "resuming" if resume else "starting"

@@ -525,8 +525,11 @@ def _data_pipeline(tmp_path, tiny_model_dir):
 def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model_dir):
     pipeline = read_pipeline(str(_data_pipeline(tmp_path, tiny_model_dir)))
     out = tmp_path / "pipe"
-    results = run_pipeline(pipeline, overrides=["threads=1"], announce=lambda _: None)
+    lines = []
+    results = run_pipeline(pipeline, overrides=["threads=1"], announce=lines.append)
     dedup, clean, kept, sft = results
+    # each data stage says what it kept as it finishes, as `rlvr data` does
+    assert lines[1] == f"  kept 7 of 8 (dropped 1 duplicate) -> {out / 'dedup' / 'data.jsonl'}"
     assert dedup.counts == {"kept": 7, "duplicate": 1}
     assert clean.counts == {"kept": 6, "contaminated": 1}
     assert kept.counts == {"kept": 6} and kept.output == out / "filter" / "data.jsonl"

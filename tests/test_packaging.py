@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,22 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
+
+
+def test_no_module_needs_a_newer_python_than_pyproject_allows() -> None:
+    """The tests run on one Python; pyproject promises every Python from ``requires-python``.
+    ``vermin`` (a dev dependency) reads each module for the newest syntax and standard-library
+    names it uses: ``hashlib.file_digest`` (3.11) broke ``rlvr pipeline``'s data stages on 3.10.
+    ``long`` is left out: vermin takes ``torch.long`` for Python 2's builtin."""
+    script = Path(sysconfig.get_path("scripts")) / "vermin"
+    if not script.exists():
+        pytest.skip("vermin is not installed (pip install -e '.[dev]')")
+    oldest = re.search(r'requires-python = ">=(3\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert oldest is not None, 'pyproject.toml: requires-python = ">=3.N" expected'
+    argv = [str(script), f"-t={oldest[1]}-", "--eval-annotations", "--exclude", "long"]
+    argv += ["--no-tips", "--violations", "-q", "src", "tests", "bench"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"needs a newer Python than {oldest[1]}:\n{done.stdout}"
 
 
 @pytest.mark.slow

@@ -489,8 +489,12 @@ def _data_made_from(stage: Stage, options: Any, source: str, model: str | None) 
 
 
 def _sha256(path: str | Path) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks (``hashlib.file_digest`` needs Python 3.11)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _digest(source: str) -> str | None:

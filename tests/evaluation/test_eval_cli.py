@@ -99,7 +99,9 @@ def test_eval_reports_bad_input(tiny_model_dir, tmp_path, capsys):
     assert main(["--model", str(tiny_model_dir), "--data", str(bad), "--verifier", "nope"]) == 2
     assert main(["--model", str(tiny_model_dir), "--data", str(bad), "-n", "2", "-k", "4"]) == 2
     assert (
-        capsys.readouterr().err.strip().endswith("rlvr: error: -k 4: k must be between 1 and -n (2)")
+        capsys.readouterr()
+        .err.strip()
+        .endswith("rlvr: error: -k 4: k must be between 1 and -n (2)")
     )
 
 

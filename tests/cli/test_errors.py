@@ -137,6 +137,38 @@ def test_a_run_directory_named_like_a_hub_model_is_refused_as_a_run(tmp_path, mo
     assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()
 
 
+_INTERRUPTED_COMMAND = """
+import sys
+from rlvr import cli
+from rlvr.cli.common import command
+
+@command
+def stopped(argv):
+    raise KeyboardInterrupt
+
+sys.modules["stopped_command"] = type(sys)("stopped_command")
+sys.modules["stopped_command"].main = stopped
+cli.COMMANDS["stopped"] = ("stopped_command", "a command stopped by Ctrl-C")
+sys.argv = ["rlvr", "stopped"]
+sys.exit(cli.main())
+"""
+
+
+def test_a_command_stopped_by_ctrl_c_ends_its_process_by_sigint():
+    """A command line stopped by Ctrl-C exited with status 130, so a shell script that ran
+    it (and got the same Ctrl-C) went on to its next line; the process now ends by SIGINT,
+    as Python does for an uncaught KeyboardInterrupt, with no traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_COMMAND], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == -signal.SIGINT, done.stderr
+    assert done.stderr == "rlvr: interrupted\n"
+
+
 @pytest.mark.parametrize(("stop", "status"), [(KeyboardInterrupt(), 130), ("SIGTERM", 143)])
 def test_a_stopped_command_exits_as_the_signal_would(stop, status, capsys):
     """A run stopped by SIGTERM (a cluster's pre-emption) exited 130, as after Ctrl-C; a

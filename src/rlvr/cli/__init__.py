@@ -10,6 +10,7 @@ error (missing file, malformed row, bad model path, bad value) prints one line
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -42,7 +43,34 @@ def _usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``rlvr <command> ...``; returns the process exit status."""
+    """Run ``rlvr <command> ...``; returns the process exit status.
+
+    With no ``argv`` (the process's own command line: the ``rlvr`` script, ``python -m
+    rlvr``) a command stopped by Ctrl-C ends the process by SIGINT, as Python does for an
+    uncaught ``KeyboardInterrupt``: a shell script that ran it then stops too, where an exit
+    status of 130 would let it go on to its next line.
+    """
+    status = _run(argv)
+    if argv is None and status == 128 + signal.SIGINT:
+        _end_by_sigint()
+    return status
+
+
+def _end_by_sigint() -> None:
+    """Raise ``KeyboardInterrupt`` out of the process, printing nothing more: the interpreter
+    finalises, then kills itself with SIGINT (Python >= 3.8)."""
+    hook = sys.excepthook
+
+    def quiet(kind, value, traceback) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            hook(kind, value, traceback)
+
+    sys.excepthook = quiet
+    raise KeyboardInterrupt
+
+
+def _run(argv: list[str] | None) -> int:
+    """The command's exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
     words = [a for a in args if a != "--debug"]
     if not words or words[0] in {"-h", "--help", "help"}:

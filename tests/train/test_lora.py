@@ -202,6 +202,43 @@ def test_resuming_adapters_from_a_checkpoint_without_them_is_refused(train_confi
         load_policy(lora, str(list_checkpoints(result.run_dir)[-1]))
 
 
+@pytest.mark.parametrize(
+    ("trained", "resumed", "asked"),
+    [
+        ("model.lora.rank=4", "model.lora.rank=0", "model.lora.rank=0"),
+        ("model.lora.rank=4", "model.lora.alpha=8", "model.lora.alpha=8.0"),
+        ("model.lora.rank=4", "model.lora.targets=[q_proj]", "model.lora.targets=[q_proj]"),
+        ("model.lora.rank=0", "model.lora.rank=4", "model.lora.rank=4"),
+    ],
+)
+def test_resuming_with_other_adapters_is_refused_before_anything_loads(
+    train_config, trained, resumed, asked
+):
+    """A resume with another model.lora failed in torch's optimiser (rank 0: "loaded state
+    dict contains a parameter group that doesn't match ...") or, with another alpha, trained
+    on as a rescaled model; it is refused in one line naming what the run trained."""
+    from rlvr.train.run_dir import locate_run_dir
+
+    cfg = train_config("steps=1", "checkpoint.every=1", trained, out="lora")
+    train(cfg)
+    before = (cfg.log.output_dir, read_metrics(f"{cfg.log.output_dir}/metrics.jsonl"))
+    with pytest.raises(ValueError) as err:
+        locate_run_dir(train_config("steps=2", trained, resumed, out="lora"), resume=True)
+    message = str(err.value)
+    assert message.startswith(f"{asked}: the run in {cfg.log.output_dir} trained "), message
+    assert "\n" not in message and "model.name=" in message
+    assert before[1] == read_metrics(f"{before[0]}/metrics.jsonl")
+
+
+def test_resuming_the_same_adapters_is_accepted(train_config):
+    from rlvr.train.run_dir import locate_run_dir
+
+    cfg = train_config("steps=1", "checkpoint.every=1", "model.lora.rank=4", out="lora")
+    train(cfg)
+    same = train_config("steps=2", "model.lora.rank=4", "model.lora.alpha=32", out="lora")
+    assert locate_run_dir(same, resume=True).checkpoint is not None
+
+
 def test_sft_with_adapters_learns_and_saves_the_merged_model(tiny_model_dir, sft_file, tmp_path):
     from rlvr.train.config import LogConfig, OptimConfig, SFTConfig, SFTDataConfig
     from rlvr.train.supervised import sft

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from rlvr.train.config import LoraConfig
 from rlvr.train.run_dir import _check_same_model, expand_output_dir
 
 
@@ -65,12 +66,14 @@ def test_a_resume_takes_another_spelling_of_the_same_model_directory(tmp_path, m
     @dataclass
     class Model:
         name: str
+        lora: LoraConfig = field(default_factory=LoraConfig)
 
     @dataclass
     class Config:
         model: Model
 
+    checkpoint = tmp_path / "run" / "checkpoints" / "step_000001"
     for name in ("./my-llama", "my-llama", str(tmp_path / "my-llama")):
-        _check_same_model(Config(Model(name)), tmp_path / "run")
+        _check_same_model(Config(Model(name)), tmp_path / "run", checkpoint)
     with pytest.raises(ValueError, match="started from './my-llama'"):
-        _check_same_model(Config(Model("other")), tmp_path / "run")
+        _check_same_model(Config(Model("other")), tmp_path / "run", checkpoint)

@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
-from rlvr.train.config import LogConfig, RunConfig
+from rlvr.train.config import LogConfig, LoraConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, read_metrics, truncate_after
 from rlvr.train.overrides import dump_yaml, read_yaml, to_dict
 
@@ -78,7 +78,7 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
         why = "no checkpoint in" if run_dir.exists() else "no run yet in"
         warnings.warn(f"--resume: {why} {run_dir}; starting from scratch", stacklevel=2)
     if checkpoint is not None:
-        _check_same_model(config, run_dir)
+        _check_same_model(config, run_dir, checkpoint)
         print(f"--resume: {run_dir} from {checkpoint.name}", file=sys.stderr)
     return RunDir(run_dir, checkpoint, resume)
 
@@ -101,18 +101,54 @@ def _refuse_finished_without_checkpoint(run_dir: Path) -> None:
         )
 
 
-def _check_same_model(config: RunConfig, run_dir: Path) -> None:
+def _check_same_model(config: RunConfig, run_dir: Path, checkpoint: Path) -> None:
     """A resumed run's weights come from its checkpoint: refuse a ``model.name`` other than
-    the one the run started from (its tokenizer and reference model would come from it)."""
+    the one the run started from (its tokenizer and reference model would come from it), and
+    a ``model.lora`` other than the run's (:func:`_check_same_adapters`)."""
     model, saved = getattr(config, "model", None), run_dir / CONFIG_FILE
     if model is None or not saved.is_file():
         return
-    started = (read_yaml(str(saved)).get("model") or {}).get("name")
+    saved_model = read_yaml(str(saved)).get("model") or {}
+    started = saved_model.get("name")
     if started is not None and not _same_model(started, model.name):
         raise ValueError(
             f"model.name={model.name!r}: the run in {run_dir} started from {started!r} and "
             "resumes from its checkpoint; to train another model, start a new run"
         )
+    _check_same_adapters(model.lora, saved_model.get("lora") or {}, run_dir, checkpoint)
+
+
+def _check_same_adapters(lora: LoraConfig, saved: dict, run_dir: Path, checkpoint: Path) -> None:
+    """What a resumed run trains is what its checkpoint holds: LoRA adapters of the run's rank,
+    scale and targets, or every weight. Another ``model.lora`` is refused before anything
+    loads: a rank of 0 would meet the adapters' optimiser state, another rank or targets the
+    saved adapters' shapes, and another alpha would rescale them into another model."""
+    now = {"rank": lora.rank, "alpha": lora.alpha, "targets": list(lora.targets)}
+    defaults = LoraConfig()
+    was = {"rank": defaults.rank, "alpha": defaults.alpha, "targets": list(defaults.targets)}
+    was.update({k: v for k, v in saved.items() if k in was})
+    if now["rank"] == was["rank"] == 0:
+        return
+    changed = [key for key in now if now[key] != was[key]]
+    if not changed:
+        return
+    asked = ", ".join(f"model.lora.{key}={_shown(now[key])}" for key in changed)
+    trained = (
+        f"LoRA adapters (rank {was['rank']}, alpha {was['alpha']}, targets "
+        f"{_shown(was['targets'])})"
+        if was["rank"]
+        else "every weight (model.lora.rank=0)"
+    )
+    raise ValueError(
+        f"{asked}: the run in {run_dir} trained {trained}, and its checkpoint holds them; "
+        "resume with the run's model.lora, or start a new run from the checkpoint "
+        f"(model.name={checkpoint})"
+    )
+
+
+def _shown(value) -> str:
+    """A ``model.lora`` value as it is written on the command line (``[q_proj, v_proj]``)."""
+    return f"[{', '.join(value)}]" if isinstance(value, list) else str(value)
 
 
 def _same_model(started: str, name: str) -> bool:

@@ -306,3 +306,26 @@ def test_a_plain_verifier_without_correct_and_wrong_options_trains(tmp_path):
     with pytest.raises(ValueError, match=r"has no option\(s\) \['nope'\]"):
         run_verifier(RewardConfig(verifier="plain_last_word", options={"nope": 1}))
     assert run_verifier(RewardConfig(verifier="math", wrong=-1.0)).failure_value == -1.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "inert"),
+    [
+        (["model.lora.targets=[q_proj, v_proj]"], ["model.lora.targets"]),
+        (["model.lora.alpha=8"], ["model.lora.alpha"]),
+        (["rollout.generation_threads=2"], ["rollout.generation_threads"]),
+        (["model.lora.rank=16", "model.lora.targets=[q_proj]", "model.lora.alpha=8"], []),
+        (["rollout.staleness=1", "rollout.generation_threads=2"], []),
+        ([], []),
+    ],
+)
+def test_a_key_whose_switch_is_off_is_warned(overrides, inert, recwarn):
+    """``model.lora.targets=[q_proj]`` without a rank trained every weight, and
+    ``rollout.generation_threads`` without staleness ran no worker, both without a word."""
+    from rlvr.train.preflight import warn_inert_settings
+
+    cfg = from_dict(TrainConfig, apply_overrides(BASE, overrides))
+    assert warn_inert_settings(cfg) == inert
+    messages = [str(w.message) for w in recwarn]
+    assert len(messages) == len(inert)
+    assert all(" set, but " in m and "is 0" in m for m in messages)

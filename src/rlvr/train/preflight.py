@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import warnings
 
 from rlvr.rewards import Verifier, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
-from rlvr.train.config import ModelConfig, RewardConfig, SFTConfig, TrainConfig
+from rlvr.train.config import LoraConfig, ModelConfig, RewardConfig, SFTConfig, TrainConfig
 
 
 def preflight(
@@ -51,6 +52,37 @@ def preflight(
             raise ValueError(f"reward.verifier: {err}") from None
         if device:  # this machine's sandbox: a dry run is written for another
             refuse_unconfined(sandbox_isolation(reward.verifier), reward.allow_unconfined)
+    warn_inert_settings(config)
+
+
+def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
+    """Warn about keys set to what changes nothing in this run, because the switch they
+    belong to is off: ``model.lora.targets`` or ``alpha`` with ``model.lora.rank=0`` (every
+    weight trains, no adapters), ``rollout.generation_threads`` with ``rollout.staleness=0``
+    (no generation worker). Returns the keys warned about."""
+    lora, default = config.model.lora, LoraConfig()
+    inert = []
+    if not lora.rank:
+        inert += [
+            f"model.lora.{key}"
+            for key in ("targets", "alpha")
+            if getattr(lora, key) != getattr(default, key)
+        ]
+    if inert:
+        warnings.warn(
+            f"{' and '.join(inert)} set, but model.lora.rank is 0: no adapters, every weight "
+            "trains (model.lora.rank=16 trains adapters)",
+            stacklevel=2,
+        )
+    rollout = getattr(config, "rollout", None)
+    if rollout is not None and rollout.generation_threads and not rollout.staleness:
+        inert.append("rollout.generation_threads")
+        warnings.warn(
+            "rollout.generation_threads set, but rollout.staleness is 0: there is no "
+            "generation worker; the run samples and updates in one process",
+            stacklevel=2,
+        )
+    return inert
 
 
 def run_verifier(reward: RewardConfig) -> Verifier:

@@ -188,10 +188,38 @@ def test_the_kl_reference_of_a_lora_run_is_its_base_model(train_config):
     assert (adapted[mask] - on_base[mask]).abs().max() > 1e-3
 
 
-def test_a_target_the_model_lacks_is_named(tiny_model_dir):
+def test_a_target_the_model_lacks_is_named_with_the_names_it_has(tiny_model_dir):
     with pytest.raises(ValueError, match="model.lora.targets") as err:
         _adapted(tiny_model_dir, targets=("no_such_proj",))
-    assert "\n" not in str(err.value)
+    assert str(err.value) == (
+        "model.lora.targets: this model has no layer named 'no_such_proj'; its linear layers "
+        "and embeddings are embed_tokens, q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+        "down_proj, lm_head (or all-linear for every linear layer but the output head)"
+    )
+
+
+@pytest.mark.parametrize(("target", "kind"), [("self_attn", "Qwen2Attention"), ("norm", "RMSNorm")])
+def test_a_target_that_is_no_linear_layer_is_named_in_one_line(tiny_model_dir, target, kind):
+    """peft's message prints the module, so its first line was all the error said:
+    ``model.lora.targets: Target module Qwen2Attention(``."""
+    with pytest.raises(ValueError) as err:
+        _adapted(tiny_model_dir, targets=(target,))
+    message = str(err.value)
+    assert message.startswith(f"model.lora.targets: {target!r} is a ") and kind in message
+    assert "not a linear layer or embedding" in message and "\n" not in message
+
+
+def test_all_linear_stands_alone():
+    """``[all-linear, lm_head]`` was read as two module names, so only ``lm_head`` got one."""
+    with pytest.raises(ValueError, match="all-linear stands alone"):
+        LoraConfig(rank=4, targets=("all-linear", "lm_head"))
+    with pytest.raises(ValueError, match="each by a name"):
+        LoraConfig(rank=4, targets=("",))
+
+
+def test_one_adapted_layer_is_one_layer(tiny_model_dir):
+    model = _adapted(tiny_model_dir, targets=("model.layers.0.self_attn.q_proj",))
+    assert adapter_notes(model)[0].startswith("LoRA adapters on 1 layer: ")
 
 
 def test_resuming_adapters_from_a_checkpoint_without_them_is_refused(train_config):

@@ -40,7 +40,15 @@ class LoraConfig:
     def __post_init__(self) -> None:
         _check(self.rank >= 0, f"model.lora.rank must be >= 0, got {self.rank}")
         _check(self.alpha > 0, f"model.lora.alpha must be > 0, got {self.alpha}")
-        _check(bool(self.targets), "model.lora.targets must name at least one layer")
+        _check(
+            bool(self.targets) and all(self.targets),
+            f"model.lora.targets must name at least one layer, each by a name; got {list(self.targets)}",
+        )
+        _check(
+            "all-linear" not in self.targets or len(self.targets) == 1,
+            f"model.lora.targets: all-linear stands alone (every linear layer but the output "
+            f"head); got [{', '.join(self.targets)}]",
+        )
 
 
 @dataclass(frozen=True)

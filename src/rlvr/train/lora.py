@@ -52,13 +52,42 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
     from peft import inject_adapter_in_model
 
     targets = "all-linear" if cfg.targets == ("all-linear",) else list(cfg.targets)
+    if targets != "all-linear":
+        _check_targets(model, cfg.targets)
     peft_cfg = PeftLoraConfig(
         r=cfg.rank, lora_alpha=cfg.alpha, target_modules=targets, lora_dropout=0.0, bias="none"
     )
     try:
         inject_adapter_in_model(peft_cfg, model)
-    except ValueError as err:  # a target the model does not have
-        raise ValueError(f"model.lora.targets: {str(err).splitlines()[0]}") from err
+    except ValueError as err:  # anything else peft refuses, on one line
+        raise ValueError(f"model.lora.targets: {' '.join(str(err).split())}") from err
+
+
+_ADAPTABLE = (torch.nn.Linear, torch.nn.Embedding)
+
+
+def _check_targets(model: torch.nn.Module, targets: tuple[str, ...]) -> None:
+    """Each target names layers of ``model`` (as peft matches them: a module whose name is the
+    target or ends with ``.<target>``) that are linear layers or embeddings; else one line
+    listing the names the model's layers have."""
+    names = [name for name, m in model.named_modules() if isinstance(m, _ADAPTABLE)]
+    kinds = ", ".join(dict.fromkeys(name.rpartition(".")[2] for name in names))
+    for target in targets:
+        matched = [
+            m for name, m in model.named_modules() if name == target or name.endswith(f".{target}")
+        ]
+        if not matched:
+            raise ValueError(
+                f"model.lora.targets: this model has no layer named {target!r}; its linear "
+                f"layers and embeddings are {kinds} (or all-linear for every linear layer but "
+                "the output head)"
+            )
+        other = next((m for m in matched if not isinstance(m, _ADAPTABLE)), None)
+        if other is not None:
+            raise ValueError(
+                f"model.lora.targets: {target!r} is a {type(other).__name__}, not a linear "
+                f"layer or embedding; this model's are {kinds}"
+            )
 
 
 def adapted_layers(model: torch.nn.Module) -> dict[str, torch.nn.Module]:
@@ -82,7 +111,8 @@ def adapter_notes(model: torch.nn.Module) -> list[str]:
     trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
     return [
-        f"LoRA adapters on {len(layers)} layers: {trained:,} parameters train, the model's "
+        f"LoRA adapters on {len(layers)} layer{'s' if len(layers) > 1 else ''}: {trained:,} "
+        "parameters train, the model's "
         f"{frozen:,} stay frozen"
     ]
 

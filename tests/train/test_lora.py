@@ -149,6 +149,23 @@ def test_a_lora_checkpoint_is_the_merged_model(train_config):
     assert torch.equal(plain_state["model.norm.weight"], base_state["model.norm.weight"])
 
 
+@pytest.mark.parametrize(
+    ("targets", "tied"), [("[lm_head]", False), ("[embed_tokens]", False), ("[q_proj]", True)]
+)
+def test_a_checkpoint_whose_adapters_part_the_tied_head_unties_it(train_config, targets, tied):
+    """The tiny model ties its output head to its input embedding. An adapter on either one
+    trains them apart, but the checkpoint's config.json still said tie_word_embeddings: true,
+    so a loader that follows it (vLLM, older transformers) tied the saved head back to the
+    embedding: not the model the run trained."""
+    overrides = ("steps=1", "model.lora.rank=4", f"model.lora.targets={targets}", "optim.lr=0.05")
+    cfg = train_config(*overrides, "checkpoint.every=1", out="head")
+    last = list_checkpoints(train(cfg).run_dir)[-1]
+    assert json.loads((last / "config.json").read_text())["tie_word_embeddings"] is tied
+    plain, _ = load_model(str(last))
+    adapted, _ = load_policy(cfg.model, str(last))
+    torch.testing.assert_close(_logits(plain), _logits(adapted), rtol=1e-5, atol=1e-5)
+
+
 def test_a_lora_checkpoints_adapters_load_with_peft(train_config):
     """``adapter/`` is a PEFT adapter folder: PeftModel puts it on the base named in its
     config and computes the merged model."""

@@ -12,6 +12,7 @@ SIGKILL) leaves only complete checkpoints.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import random
@@ -26,7 +27,7 @@ import torch
 
 from rlvr.models import quiet_hf_progress
 from rlvr.train.config import CheckpointConfig
-from rlvr.train.lora import has_adapters, merged_state_dict, save_adapters
+from rlvr.train.lora import has_adapters, heads_apart, merged_state_dict, save_adapters
 
 STATE_FILE = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
@@ -162,11 +163,23 @@ def _remove_leftovers(root: Path) -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
 
+def _untie_embeddings(config_file: Path) -> None:
+    """Set ``tie_word_embeddings`` false in a saved ``config.json`` (its text config's too)."""
+    config = json.loads(config_file.read_text())
+    config["tie_word_embeddings"] = False
+    if isinstance(config.get("text_config"), dict):
+        config["text_config"]["tie_word_embeddings"] = False
+    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def _write_files(tmp: Path, model, tokenizer, optimizer, scheduler, state: TrainerState) -> None:
     """A checkpoint's files, written into ``tmp`` and flushed to disk."""
     with quiet_hf_progress():
         if has_adapters(model):  # the merged model for any tool, the adapters for --resume
-            model.save_pretrained(tmp, state_dict=merged_state_dict(model), safe_serialization=True)
+            merged = merged_state_dict(model)
+            model.save_pretrained(tmp, state_dict=merged, safe_serialization=True)
+            if heads_apart(model, merged):  # else a loader would tie the head to the embedding
+                _untie_embeddings(tmp / "config.json")
             save_adapters(model, tmp)
         else:
             model.save_pretrained(tmp, safe_serialization=True)

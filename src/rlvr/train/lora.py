@@ -137,6 +137,20 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return dict(plain_tensors(model, model.state_dict().items(), device="cpu"))
 
 
+def heads_apart(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> bool:
+    """Whether ``model`` ties its output head to its input embedding (``tie_word_embeddings``)
+    while the merged ``state`` holds the two apart: an adapter on either one (``targets:
+    [lm_head]`` or ``[embed_tokens]``) changes it alone, so the adapted model no longer ties them."""
+    if not getattr(model.config, "tie_word_embeddings", False):
+        return False
+    names = {id(m): name for name, m in model.named_modules()}
+    inp, out = model.get_input_embeddings(), model.get_output_embeddings()
+    if inp is None or out is None:
+        return False
+    a, b = state.get(f"{names[id(inp)]}.weight"), state.get(f"{names[id(out)]}.weight")
+    return a is not None and b is not None and not torch.equal(a, b)
+
+
 def adapter_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The adapters' tensors under PEFT's names (the model's, without the adapter's name)."""
     from peft import get_peft_model_state_dict

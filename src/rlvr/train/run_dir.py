@@ -141,8 +141,8 @@ def _check_same_adapters(lora: LoraConfig, saved: dict, run_dir: Path, checkpoin
     )
     raise ValueError(
         f"{asked}: the run in {run_dir} trained {trained}, and its checkpoint holds them; "
-        "resume with the run's model.lora, or start a new run from the checkpoint "
-        f"(model.name={checkpoint})"
+        f"resume with the run's model.lora (--resume {run_dir} reads the run's configuration), "
+        f"or start a new run from the checkpoint (model.name={checkpoint})"
     )
 
 

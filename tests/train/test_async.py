@@ -201,6 +201,11 @@ def test_refused_settings(train_config, override, message):
         train_config("rollout.staleness=1", override)
 
 
+def test_a_cpu_device_with_an_index_is_a_cpu(train_config):
+    """``model.device=cpu:0`` is the CPU torch names with an index; staleness refused it."""
+    assert train_config("rollout.staleness=1", "model.device=cpu:0").rollout.staleness == 1
+
+
 def test_negative_staleness_is_refused(train_config):
     with pytest.raises(ValueError, match="rollout.staleness must be >= 0"):
         train_config("rollout.staleness=-1")

@@ -556,7 +556,7 @@ class TrainConfig:
         self._check_reward_range()
         if self.rollout.staleness:
             _check(
-                self.model.device == "cpu" and self.rollout.sampler != "vllm",
+                self.model.device.partition(":")[0] == "cpu" and self.rollout.sampler != "vllm",
                 f"rollout.staleness={self.rollout.staleness} runs the generation worker as a CPU "
                 f"process sampling from its own copy of the model (lean, hf); got "
                 f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "

@@ -3,6 +3,7 @@ plain model, and the KL reference is the base model. A killed LoRA run resuming 
 tested with the full-weight one in test_loop.py."""
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -303,3 +304,16 @@ def test_sft_with_adapters_learns_and_saves_the_merged_model(tiny_model_dir, sft
     plain, _ = load_model(str(result.model_dir))
     adapted, _ = load_policy(cfg.model, str(result.model_dir))
     torch.testing.assert_close(_logits(plain), _logits(adapted), rtol=1e-5, atol=1e-5)
+
+
+def test_a_rank_that_reaches_a_layers_side_is_warned(tiny_model_dir):
+    """``model.lora.rank=4096`` on a 64-wide model was accepted without a word, with more
+    adapter parameters than the model has."""
+    model, _ = load_model(str(tiny_model_dir))
+    linear = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    side = min(min(m.in_features, m.out_features) for m in linear if m is not model.lm_head)
+    with pytest.warns(UserWarning, match=rf"model.lora.rank={side} reaches the smaller side of "):
+        _adapted(tiny_model_dir, rank=side)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _adapted(tiny_model_dir, rank=side - 1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,27 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
         inject_adapter_in_model(peft_cfg, model)
     except ValueError as err:  # anything else peft refuses, on one line
         raise ValueError(f"model.lora.targets: {' '.join(str(err).split())}") from err
+    _warn_full_rank(adapted_layers(model), cfg.rank)
+
+
+def _warn_full_rank(layers: dict[str, torch.nn.Module], rank: int) -> None:
+    """Warn when ``rank`` reaches a linear layer's smaller side: its ``B @ A`` can then be any
+    update of the weight, with more parameters than the weight has (eq. 3 assumes
+    ``r << min(d, k)``)."""
+    sides = {
+        name: min(layer.in_features, layer.out_features)
+        for name, layer in layers.items()
+        if isinstance(getattr(layer, "in_features", None), int)
+    }
+    full = [name for name, side in sides.items() if rank >= side]
+    if full:
+        warnings.warn(
+            f"model.lora.rank={rank} reaches the smaller side of {len(full)} of the "
+            f"{len(layers)} adapted layers ({full[0]}: {sides[full[0]]}): their adapters have "
+            "more parameters than their weights and restrict nothing; use a lower rank, or "
+            "rank 0 to train the weights themselves",
+            stacklevel=3,
+        )
 
 
 _ADAPTABLE = (torch.nn.Linear, torch.nn.Embedding)

@@ -39,3 +39,30 @@ def test_an_own_module_that_does_not_parse_is_one_line_naming_its_file(tmp_path,
             lookup(f"broken_{tag}.mine")
         assert f"broken_{tag}.py, line 2)" in str(caught.value)
         assert isinstance(caught.value.__cause__, SyntaxError)
+
+
+def test_an_own_module_that_raises_on_import_is_one_line_naming_its_file(tmp_path, monkeypatch):
+    """A verifier or objective module whose code raised while imported (a missing package, a
+    bad constant) printed Python's traceback; it is a ``ValueError`` naming the module, the
+    error and the line that raised, the error chained for ``--debug``."""
+    import pytest
+
+    from rlvr.objectives.registry import objective_spec
+    from rlvr.rewards.registry import get_verifier
+
+    tag = tmp_path.name.replace("-", "_")
+    body = "x = 1\nraise RuntimeError('no weights here')\n"
+    (tmp_path / f"raising_{tag}.py").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", ".")])
+    for lookup in (objective_spec, get_verifier):
+        sys.modules.pop(f"raising_{tag}", None)
+        with pytest.raises(
+            ValueError, match=rf"module 'raising_{tag}' failed to import: "
+        ) as caught:
+            lookup(f"raising_{tag}.mine")
+        message = str(caught.value)
+        assert "RuntimeError: no weights here" in message
+        assert f"raising_{tag}.py, line 2)" in message
+        assert "\n" not in message
+        assert isinstance(caught.value.__cause__, RuntimeError)

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 
 
@@ -43,7 +44,8 @@ def available(registered: Iterable[str], builtins: Mapping[str, str]) -> list[st
 def import_own(module: str) -> bool:
     """Import the user's ``module`` from ``PYTHONPATH`` or, as ``python -m`` would find it, the
     working directory (which then stays on ``sys.path``, for worker processes to inherit);
-    False when there is no such module. A file that does not parse raises ``ValueError``."""
+    False when there is no such module. A file that does not parse, or whose code raises while
+    it is imported, raises ``ValueError`` naming the file and line (the error chained)."""
     if not module_exists(module) and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
         importlib.invalidate_caches()
@@ -54,6 +56,12 @@ def import_own(module: str) -> bool:
     except SyntaxError as err:  # the user's file: where, in one line (--debug shows the rest)
         where = f"{err.filename}, line {err.lineno}" if err.filename else f"line {err.lineno}"
         raise ValueError(f"module {module!r} does not parse: {err.msg} ({where})") from err
+    except Exception as err:  # its own code failed: the error and the line it came from
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        raise ValueError(
+            f"module {module!r} failed to import: {type(err).__name__}: {err} "
+            f"({frame.filename}, line {frame.lineno})"
+        ) from err
     return True
 
 

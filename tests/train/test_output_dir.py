@@ -77,3 +77,41 @@ def test_a_resume_takes_another_spelling_of_the_same_model_directory(tmp_path, m
         _check_same_model(Config(Model(name)), tmp_path / "run", checkpoint)
     with pytest.raises(ValueError, match="started from './my-llama'"):
         _check_same_model(Config(Model("other")), tmp_path / "run", checkpoint)
+
+
+def test_config_yaml_names_local_files_so_a_resume_from_another_folder_reads_them(
+    tmp_path, monkeypatch
+):
+    """A run started in the folder of its data and model wrote ``data.train: qa.jsonl`` and
+    ``model.name: ./m`` into ``config.yaml``: ``--resume DIR`` from another folder then found
+    no file (or another folder's ``qa.jsonl``). They are written as absolute paths; names
+    that are not local paths (a preset, a generated set) stay as they are."""
+    import yaml
+
+    from rlvr.train import TrainConfig, load_config
+    from rlvr.train.run_dir import RunDir, _keep_changed_config, open_run_dir
+
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / "m").mkdir(parents=True)
+    (home / "qa.jsonl").write_text('{"question": "1 + 1", "solution": "2"}\n')
+    elsewhere.mkdir()
+    monkeypatch.chdir(home)
+    overrides = ["model.name=./m", "data.train=qa.jsonl", "log.output_dir=run"]
+    cfg = load_config(TrainConfig, "demo", overrides)
+    open_run_dir(cfg, RunDir(home / "run", None))
+    saved = yaml.safe_load((home / "run" / "config.yaml").read_text())
+    assert saved["model"]["name"] == str(home / "m")
+    assert saved["data"]["train"] == str(home / "qa.jsonl")
+    assert saved["data"]["eval"] == "reasoning_gym:chain_sum"  # not a path: as given
+
+    monkeypatch.chdir(elsewhere)
+    again = load_config(TrainConfig, str(home / "run" / "config.yaml"), ["steps=5"])
+    assert (again.model.name, again.data.train) == (str(home / "m"), str(home / "qa.jsonl"))
+
+    # a run that wrote relative paths (before), resumed from its folder: nothing changed
+    monkeypatch.chdir(home)
+    saved["model"]["name"], saved["data"]["train"] = "./m", "qa.jsonl"
+    (home / "run" / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    checkpoint = home / "run" / "checkpoints" / "step_000001"
+    _keep_changed_config(cfg, RunDir(home / "run", checkpoint, resume=True))
+    assert not (home / "run" / "config.step_000001.yaml").exists()

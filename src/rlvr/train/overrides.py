@@ -142,20 +142,24 @@ def read_beside(folder: Path, value: str, *, model: bool = False, absolute: bool
     return str(there)
 
 
-def paths_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """A run configuration's mapping with its data and model paths read beside its file."""
+def paths_beside(data: dict[str, Any], folder: Path, *, absolute: bool = False) -> dict[str, Any]:
+    """A run configuration's mapping with its data and model paths read beside its file
+    (``absolute``: each one found there written as an absolute path)."""
     out = dict(data)
     section = out.get("data")
     if isinstance(section, dict):
         out["data"] = {
-            k: read_beside(folder, v) if k in ("train", "eval") and isinstance(v, str) else v
+            k: read_beside(folder, v, absolute=absolute)
+            if k in ("train", "eval") and isinstance(v, str)
+            else v
             for k, v in section.items()
         }
     model = out.get("model")
     if isinstance(model, str):
-        out["model"] = read_beside(folder, model, model=True)
+        out["model"] = read_beside(folder, model, model=True, absolute=absolute)
     elif isinstance(model, dict) and isinstance(model.get("name"), str):
-        out["model"] = {**model, "name": read_beside(folder, model["name"], model=True)}
+        name = read_beside(folder, model["name"], model=True, absolute=absolute)
+        out["model"] = {**model, "name": name}
     return out
 
 

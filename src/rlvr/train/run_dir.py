@@ -12,12 +12,14 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+import yaml
+
 from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, LoraConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, read_metrics, truncate_after
-from rlvr.train.overrides import dump_yaml, read_yaml, to_dict
+from rlvr.train.overrides import paths_beside, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
 
@@ -180,7 +182,16 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
     run.path.mkdir(parents=True, exist_ok=True)
     if run.checkpoint is not None:
         _keep_changed_config(config, run)
-    write_text(run.path / CONFIG_FILE, dump_yaml(config))  # a full disk leaves the old one
+    saved = yaml.safe_dump(saved_form(config), sort_keys=False)
+    write_text(run.path / CONFIG_FILE, saved)  # a full disk leaves the old one
+
+
+def saved_form(config: RunConfig | dict) -> dict:
+    """``config`` as ``config.yaml`` records it: its local data files and model directory as
+    absolute paths, so that ``--resume DIR`` from any folder reads the files the run read
+    (a relative path would be looked for beside ``config.yaml``, then in that folder)."""
+    data = config if isinstance(config, dict) else to_dict(config)
+    return paths_beside(data, Path.cwd(), absolute=True)
 
 
 _BOOKKEEPING = ("log.", "eval.", "checkpoint.", "threads")
@@ -196,8 +207,8 @@ def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
     saved_file = run.path / CONFIG_FILE
     if not saved_file.is_file() or run.checkpoint is None:
         return
-    saved = flatten(read_yaml(str(saved_file)))
-    now = flatten(to_dict(config))
+    saved = flatten(saved_form(read_yaml(str(saved_file))))  # one written relative: as it was
+    now = flatten(saved_form(config))
     changed = changed_keys(saved, now, ignore=("log.output_dir",))
     shown = ", ".join(f"{k} {saved.get(k, '-')!r} -> {now.get(k, '-')!r}" for k in changed[:4])
     more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""

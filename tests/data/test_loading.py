@@ -491,3 +491,19 @@ def test_a_split_a_folder_lacks_names_the_splits_it_has(tmp_path, capsys):
     assert data_main(["show", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith(": no split 'train'; its splits: test; name one with --split")
+
+
+@pytest.mark.parametrize(
+    ("suffix", "end"), [(".jsonl", "line"), (".json", "file")], ids=["jsonl", "json"]
+)
+def test_a_row_cut_off_at_its_end_says_so_not_column_1(tmp_path, suffix, end):
+    """A row missing its closing brace read 'Expecting ',' delimiter at column 1': json counts
+    the break after the line's newline, on the line below; it is at the end of the line."""
+    path = tmp_path / f"cut{suffix}"
+    path.write_text('{"question": "x", "solution": "2"\n' if suffix == ".jsonl" else '[{"a": 1}\n')
+    with pytest.raises(ValueError) as err:
+        load_examples(str(path), fields="default")
+    assert str(err.value).endswith(
+        f"invalid JSON (Expecting ',' delimiter at the end of the {end})"
+    )
+    assert str(err.value).startswith(f"{path}:1: " if end == "line" else f"{path}: ")

@@ -507,3 +507,20 @@ def test_a_row_cut_off_at_its_end_says_so_not_column_1(tmp_path, suffix, end):
         f"invalid JSON (Expecting ',' delimiter at the end of the {end})"
     )
     assert str(err.value).startswith(f"{path}:1: " if end == "line" else f"{path}: ")
+
+
+def test_a_saved_dataset_dict_with_an_empty_split(tmp_path):
+    """``save_to_disk`` of a ``DatasetDict`` whose test split is empty: reading it failed with
+    ``IndexError: list index out of range`` inside ``datasets`` whichever split was asked for,
+    since every split was loaded. The train split reads; the empty one has no rows."""
+    import datasets
+
+    saved = tmp_path / "saved"
+    empty = datasets.Dataset.from_dict({"problem": [], "answer": []})
+    dd = datasets.DatasetDict({"train": datasets.Dataset.from_list(MATH500_ROWS), "test": empty})
+    dd.save_to_disk(str(saved))
+    assert len(load_examples(str(saved), fields="math500", split="train")) == 2
+    with pytest.raises(ValueError, match=r"saved split 'test': no rows$"):
+        load_examples(str(saved), fields="math500", split="test")
+    with pytest.raises(ValueError, match="no split 'dev'; its splits: train, test"):
+        load_examples(str(saved), fields="math500", split="dev")

@@ -194,12 +194,7 @@ def _load_hf(source: str, split: str, config: str | None):
 
     path = Path(source)
     if path.is_dir() and ((path / "state.json").exists() or (path / "dataset_dict.json").exists()):
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise MissingSplit(f"{source}: no split {split!r}; its splits: {', '.join(loaded)}")
-            return loaded[split]
-        return loaded
+        return _load_saved(path, source, split)
     splits = folder_splits(source) if path.is_dir() else []
     if splits and split not in splits:  # datasets' own error names no option
         raise MissingSplit(f"{source}: no split {split!r}; its splits: {', '.join(splits)}")
@@ -221,6 +216,22 @@ def _load_hf(source: str, split: str, config: str | None):
             + (offline if constants.HF_HUB_OFFLINE and not path.exists() else "")
             + _not_named(source)
         ) from err
+
+
+def _load_saved(path: Path, source: str, split: str) -> Iterable[Any]:
+    """The rows of ``save_to_disk`` output: a ``DatasetDict``'s ``split`` alone (``datasets``
+    reads every split, and fails with an ``IndexError`` on one saved empty), or a ``Dataset``;
+    an empty one (no data files) has no rows."""
+    import datasets
+
+    if (path / "dataset_dict.json").exists():
+        splits = folder_splits(str(path))
+        if split not in splits:
+            raise MissingSplit(f"{source}: no split {split!r}; its splits: {', '.join(splits)}")
+        path = path / split
+    if not json.loads((path / "state.json").read_text()).get("_data_files"):
+        return []
+    return datasets.Dataset.load_from_disk(str(path))
 
 
 _ROW_KINDS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
@@ -500,5 +511,5 @@ def load_examples(
         if len(examples) == limit:
             break
     if not examples:
-        raise ValueError(f"{source}: no rows")
+        raise ValueError(f"{source}{f' split {split!r}' if split else ''}: no rows")
     return examples

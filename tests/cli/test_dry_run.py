@@ -144,3 +144,23 @@ def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(tmp_path, capsys
         "math500: not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
         in out
     )
+
+
+def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(tmp_path):
+    """A config on ``base: demo`` that sets only ``data.train`` keeps the demo's generated
+    held-out set and its task's verifier: the run warned about both, ``--dry-run`` (where a
+    configuration is checked) said nothing."""
+    import warnings
+
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    argv = ["train", "--dry-run", "model=Org/Model", f"data.train={data}"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+        said = " | ".join(str(w.message) for w in caught)
+        assert "reward.verifier is reasoning_gym:chain_sum while data.train is" in said
+        assert "data.eval is the generated set reasoning_gym:chain_sum while" in said
+        caught.clear()
+        assert main([*argv, "data.eval=null", "reward.verifier=math"]) == 0
+        assert not caught

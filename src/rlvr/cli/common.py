@@ -115,9 +115,23 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
     check_local_data(config.data)
+    warn_as_run(config)
     note_device(config.model.device)
     print(dump_yaml(config), end="")
     return 0
+
+
+def warn_as_run(config: Any) -> None:
+    """The warnings an RL run gives on its configuration's data and verifier (a held-out set or
+    a verifier of the ``demo`` base's task beside your data), which need no data loaded."""
+    from rlvr.train.prompts import warn_generated_held_out, warn_task_verifier
+
+    reward = getattr(config, "reward", None)  # rlvr sft has none
+    if reward is None:
+        return
+    warn_task_verifier(config.data, reward.verifier)
+    if config.data.eval:
+        warn_generated_held_out(config.data)
 
 
 def note_device(name: str, key: str = "model.device") -> None:

@@ -352,3 +352,30 @@ def test_an_interrupted_evaluation_continues_and_its_kept_samples_go(
     again = json.loads(out.read_text())
     assert again["problems"] == whole["problems"] and again["metrics"] == whole["metrics"]
     assert not (tmp_path / "eval.partial.pt").exists()
+
+
+def test_a_checkpoint_of_a_run_with_another_verifier_is_warned_of(tmp_path, capsys):
+    """`rlvr eval --model <run>/checkpoints/step_N` without --verifier scored with `math`
+    without a word when the run trained with another verifier (your own `mine.exact`), so its
+    numbers were not the run's; it warns, naming the verifier to give."""
+    import warnings
+
+    checkpoint = tmp_path / "run" / "checkpoints" / "step_000003"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text("{}")
+    (checkpoint / "tokenizer.json").write_text("{}")
+    (tmp_path / "run" / "config.yaml").write_text("reward: {verifier: mine.exact}\n")
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    argv = ["--model", str(checkpoint), "--data", str(data), "--dry-run"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+        said = [str(w.message) for w in caught]
+        assert len(said) == 1 and "trained with reward.verifier=mine.exact" in said[0], said
+        assert "give --verifier mine.exact" in said[0]
+        caught.clear()
+        assert main([*argv, "--verifier", "math"]) == 0  # chosen: no warning
+        (tmp_path / "run" / "config.yaml").write_text("reward: {verifier: math}\n")
+        assert main(argv) == 0
+        assert not caught

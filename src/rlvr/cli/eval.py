@@ -62,7 +62,7 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verifier",
-        default="math",
+        default=None,
         help="spec: math, math+format, reasoning_gym[:task], code, or module.name of your own",
     )
     p.add_argument(
@@ -386,6 +386,38 @@ def _check_placement(dtype: str, device: str, *, dry_run: bool) -> None:
         raise ValueError(f"--device: {err}") from None
 
 
+def _run_of(model: str) -> Path | None:
+    """The run directory whose checkpoint ``model`` is (``<run>/checkpoints/step_N``, or its
+    ``adapter/``), else ``None``."""
+    from rlvr.models.adapters import ADAPTER_CONFIG
+
+    path = Path(model.rstrip("/"))
+    if (path / ADAPTER_CONFIG).is_file():
+        path = path.parent
+    return path.parent.parent if path.parent.name == "checkpoints" else None
+
+
+def _warn_other_verifier(model: str, verifier: str) -> None:
+    """Warn when ``--model`` is a checkpoint of a run whose ``config.yaml`` trained with another
+    verifier than ``verifier``, the default this evaluation scores with."""
+    from rlvr.train.overrides import read_yaml
+
+    run = _run_of(model)
+    if run is None or not (run / "config.yaml").is_file():
+        return
+    try:
+        trained = (read_yaml(str(run / "config.yaml")).get("reward") or {}).get("verifier")
+    except ValueError:  # not a run's configuration: nothing to compare
+        return
+    if isinstance(trained, str) and trained != verifier:
+        warnings.warn(
+            f"--model is a checkpoint of {run}, which trained with reward.verifier={trained}; "
+            f"this scores with --verifier {verifier} (the default): give --verifier {trained} "
+            "to score as the run did",
+            stacklevel=2,
+        )
+
+
 def _default_output(model: str) -> Path:
     from rlvr.models.adapters import ADAPTER_CONFIG
 
@@ -406,6 +438,9 @@ def main(argv: list[str]) -> int:
     from rlvr.rewards.registry import get_verifier
 
     args = _parser().parse_args(argv)
+    if args.verifier is None:  # the default: say so when the model's run trained with another
+        args.verifier = "math"
+        _warn_other_verifier(args.model, args.verifier)
     config = _config(args)
     options = _reward_options(args)
     verifier = get_verifier(args.verifier, **options)

@@ -164,3 +164,26 @@ def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(
         caught.clear()
         assert main([*argv, "data.eval=null", "reward.verifier=math"]) == 0
         assert not caught
+
+
+def test_a_dry_run_names_what_the_run_fetches_from_the_hub(tmp_path, capsys, monkeypatch):
+    """`rlvr train --dry-run data.train=my-set` (no such file: a hub name) passed in silence
+    under HF_HUB_OFFLINE, and the run then stopped; it says, as `rlvr eval --dry-run` does,
+    what it did not read and that the run needs a cached copy. Local files and generated
+    sets are not named."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    out = f"log.output_dir={tmp_path / 'r'}"
+    assert main(["train", "--dry-run", "model=Org/Model", "data.train=my-set", out]) == 0
+    err = capsys.readouterr().err.splitlines()
+    needs = "not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
+    assert f"--dry-run: data.train: my-set: {needs}" in err
+    assert f"--dry-run: model.name: Org/Model: {needs}" in err
+    argv = ["train", "--dry-run", f"model={tmp_path}", f"data.train={data}", out]
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    assert main([*argv, "data.eval=null", "reward.verifier=math"]) == 0
+    assert "--dry-run" not in capsys.readouterr().err

@@ -117,6 +117,7 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
     check_local_data(config.data)
     warn_as_run(config)
     note_device(config.model.device)
+    note_hub(config)
     print(dump_yaml(config), end="")
     return 0
 
@@ -132,6 +133,32 @@ def warn_as_run(config: Any) -> None:
     warn_task_verifier(config.data, reward.verifier)
     if config.data.eval:
         warn_generated_held_out(config.data)
+
+
+def note_hub(config: Any) -> None:
+    """Say which data sets and model the run fetches from the Hub (not read by the dry run),
+    and that with ``HF_HUB_OFFLINE`` set it needs a cached copy of each."""
+    from huggingface_hub import constants
+
+    from rlvr.data.loading import looks_like_path
+    from rlvr.models import preset_names
+    from rlvr.train.prompts import GENERATED
+
+    def fetched(source: str) -> bool:
+        local = looks_like_path(source) or Path(source).expanduser().exists()
+        return not local and not source.startswith(tuple(GENERATED))
+
+    named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
+    named = [(key, source) for key, source in named if source and fetched(source)]
+    if config.model.name not in preset_names() and fetched(config.model.name):
+        named.append(("model.name", config.model.name))
+    offline = (
+        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
+    )
+    for key, source in named:
+        print(
+            f"--dry-run: {key}: {source}: not read (fetched by the run{offline})", file=sys.stderr
+        )
 
 
 def note_device(name: str, key: str = "model.device") -> None:

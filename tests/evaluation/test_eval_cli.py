@@ -379,3 +379,17 @@ def test_a_checkpoint_of_a_run_with_another_verifier_is_warned_of(tmp_path, caps
         (tmp_path / "run" / "config.yaml").write_text("reward: {verifier: math}\n")
         assert main(argv) == 0
         assert not caught
+
+
+def test_one_sample_per_problem_reads_in_the_singular(tmp_path, capsys):
+    """`rlvr eval -n 1` printed '1 samples per problem'."""
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "tokenizer.json").write_text("{}")
+    assert main(["--model", str(model), "--data", str(data), "-n", "1", "--dry-run"]) == 0
+    assert f"{model}: not loaded; 1 sample per problem, k [1]" in capsys.readouterr().out
+    assert main(["--model", str(model), "--data", str(data), "-n", "2", "--dry-run"]) == 0
+    assert "2 samples per problem" in capsys.readouterr().out

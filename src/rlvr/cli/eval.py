@@ -262,7 +262,12 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
         check_source(source)
         local = looks_like_path(source) or Path(source).expanduser().exists()
         print(f"{item}: {len(_load_one(args, item))} problems" if local else _not_read(item))
-    print(f"{args.model}: not loaded; {config.n} samples per problem, k {list(config.ks)}")
+    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}")
+
+
+def _per_problem(n: int) -> str:
+    """``"4 samples per problem"``, ``"1 sample per problem"``."""
+    return f"{n} sample{'' if n == 1 else 's'} per problem"
 
 
 def _not_read(item: str) -> str:
@@ -474,9 +479,7 @@ def main(argv: list[str]) -> int:
             **report.to_dict(),
         },
     )
-    print_table(
-        report, f"{args.model}: {config.n} samples per problem, T={config.sampling.temperature}"
-    )
+    print_table(report, f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}")
     warn_unverified(report)
     keep.remove()
     print(f"wrote {output}")

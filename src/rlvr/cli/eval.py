@@ -62,7 +62,7 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 def _reward_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verifier",
-        default=None,
+        default="math",
         help="spec: math, math+format, reasoning_gym[:task], code, or module.name of your own",
     )
     p.add_argument(
@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _data_args(p)
     _reward_args(p)
+    p.set_defaults(verifier=None)  # main() takes math, warning when the run trained with another
     _sampling_args(p)
     p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")
     p.add_argument(

@@ -140,13 +140,12 @@ def note_hub(config: Any) -> None:
     and that with ``HF_HUB_OFFLINE`` set it needs a cached copy of each."""
     from huggingface_hub import constants
 
-    from rlvr.data.loading import looks_like_path
+    from rlvr.data.loading import is_local
     from rlvr.models import preset_names
     from rlvr.train.prompts import GENERATED
 
     def fetched(source: str) -> bool:
-        local = looks_like_path(source) or Path(source).expanduser().exists()
-        return not local and not source.startswith(tuple(GENERATED))
+        return not is_local(source) and not source.startswith(tuple(GENERATED))
 
     named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
     named = [(key, source) for key, source in named if source and fetched(source)]

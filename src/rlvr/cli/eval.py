@@ -254,14 +254,14 @@ def _named_fields(args: argparse.Namespace) -> FieldMap | None:
 def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
     """Local ``--data`` files read (a missing file or field fails here), named and hub sets
     only named; the model is not loaded (a local directory must exist)."""
-    from rlvr.data.loading import check_source, looks_like_path
+    from rlvr.data.loading import check_source, is_local
 
     _check_model(args.model)
     _check_sources(args.data)
     for item in args.data:
         source = item.partition("::")[0]
         check_source(source)
-        local = looks_like_path(source) or Path(source).expanduser().exists()
+        local = is_local(source)
         print(f"{item}: {len(_load_one(args, item))} problems" if local else _not_read(item))
     print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}")
 
@@ -430,9 +430,10 @@ def _default_output(model: str) -> Path:
     path = Path(model.rstrip("/"))
     stem = path.name or "model"
     if (path / ADAPTER_CONFIG).is_file():  # a LoRA checkpoint's adapter/: named by its step too
-        stem, path = f"{path.parent.name}-{stem}", path.parent
-    if path.parent.name == "checkpoints":  # <run>/checkpoints/step_N: named by its run too
-        stem = f"{path.parent.parent.name}-{stem}"
+        stem = f"{path.parent.name}-{stem}"
+    run = _run_of(model)
+    if run is not None:  # <run>/checkpoints/step_N: named by its run too
+        stem = f"{run.name}-{stem}"
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 

@@ -409,6 +409,11 @@ def looks_like_path(source: str) -> bool:
     )
 
 
+def is_local(source: str) -> bool:
+    """Whether ``source`` is read from this machine: it looks like a path, or one exists."""
+    return looks_like_path(source) or Path(source).expanduser().exists()
+
+
 def check_source(source: str) -> None:
     """A cheap check before anything loads: a local path that does not exist is an error.
 

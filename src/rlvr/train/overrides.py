@@ -485,8 +485,9 @@ def _plain(value: Any) -> Any:
 
 
 def dump_yaml(config: Any) -> str:
-    """``config`` as YAML text (round-trips through :func:`load_config`)."""
-    return yaml.safe_dump(to_dict(config), sort_keys=False)
+    """``config`` (a config or its :func:`to_dict` mapping) as YAML text (round-trips through
+    :func:`load_config`)."""
+    return yaml.safe_dump(config if isinstance(config, dict) else to_dict(config), sort_keys=False)
 
 
 def _deep_copy(data: Any) -> Any:

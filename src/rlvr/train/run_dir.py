@@ -12,14 +12,12 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-import yaml
-
 from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, LoraConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, read_metrics, truncate_after
-from rlvr.train.overrides import paths_beside, read_yaml, to_dict
+from rlvr.train.overrides import dump_yaml, paths_beside, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
 
@@ -125,9 +123,7 @@ def _check_same_adapters(lora: LoraConfig, saved: dict, run_dir: Path, checkpoin
     scale and targets, or every weight. Another ``model.lora`` is refused before anything
     loads: a rank of 0 would meet the adapters' optimiser state, another rank or targets the
     saved adapters' shapes, and another alpha would rescale them into another model."""
-    now = {"rank": lora.rank, "alpha": lora.alpha, "targets": list(lora.targets)}
-    defaults = LoraConfig()
-    was = {"rank": defaults.rank, "alpha": defaults.alpha, "targets": list(defaults.targets)}
+    now, was = _lora_fields(lora), _lora_fields(LoraConfig())
     was.update({k: v for k, v in saved.items() if k in was})
     if now["rank"] == was["rank"] == 0:
         return
@@ -146,6 +142,11 @@ def _check_same_adapters(lora: LoraConfig, saved: dict, run_dir: Path, checkpoin
         f"resume with the run's model.lora (--resume {run_dir} reads the run's configuration), "
         f"or start a new run from the checkpoint (model.name={checkpoint})"
     )
+
+
+def _lora_fields(lora: LoraConfig) -> dict:
+    """The ``model.lora`` keys a checkpoint depends on, as ``config.yaml`` writes them."""
+    return {"rank": lora.rank, "alpha": lora.alpha, "targets": list(lora.targets)}
 
 
 def _shown(value) -> str:
@@ -182,8 +183,9 @@ def open_run_dir(config: RunConfig, run: RunDir) -> None:
     run.path.mkdir(parents=True, exist_ok=True)
     if run.checkpoint is not None:
         _keep_changed_config(config, run)
-    saved = yaml.safe_dump(saved_form(config), sort_keys=False)
-    write_text(run.path / CONFIG_FILE, saved)  # a full disk leaves the old one
+    write_text(
+        run.path / CONFIG_FILE, dump_yaml(saved_form(config))
+    )  # a full disk leaves the old one
 
 
 def saved_form(config: RunConfig | dict) -> dict:

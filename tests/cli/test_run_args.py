@@ -25,6 +25,42 @@ def test_overrides_around_resume_of_a_run_directory(tmp_path):
     assert (cfg.steps, cfg.seed, cfg.log.output_dir, resume) == (7, 5, str(run), True)
 
 
+def test_resume_without_a_directory_reads_the_saved_config_of_the_run_it_continues(
+    tmp_path, monkeypatch
+):
+    """A bare `rlvr train --resume` continued the newest runs/demo-<time> with the demo's
+    configuration (and the overrides), not the one the run was started with."""
+    monkeypatch.chdir(tmp_path)
+    for name, steps in (("demo-20260101-000000", 4), ("demo-20260102-000000", 2)):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        saved = f"base: demo\nsteps: {steps}\nobjective: {{name: abc_grpo}}\n"
+        (tmp_path / "runs" / name / "config.yaml").write_text(saved)
+    cfg, resume, _, _ = _parse(TrainConfig, ["--resume", "seed=5"])
+    got = (cfg.steps, cfg.objective.name, cfg.seed, cfg.log.output_dir, resume)
+    assert got == (2, "abc_grpo", 5, "runs/demo-20260102-000000", True)
+
+
+def test_resume_of_a_log_output_dir_reads_its_saved_config(tmp_path):
+    """`--resume log.output_dir=DIR` (no --config) read the default (or class default)
+    configuration, where `--resume DIR` reads the run's; the two are the same now."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("epochs: 3\ndata: {train: x.jsonl}\n")
+    cfg, _, _, _ = _parse(SFTConfig, ["--resume", f"log.output_dir={run}", "seed=4"], None)
+    assert (cfg.epochs, cfg.data.train, cfg.seed, cfg.log.output_dir) == (3, "x.jsonl", 4, str(run))
+
+
+def test_resume_with_no_earlier_run_starts_the_default_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg, resume, _, _ = _parse(TrainConfig, ["--resume", "steps=7"])
+    assert (cfg.steps, cfg.objective.name, cfg.log.output_dir, resume) == (
+        7,
+        "grpo",
+        "runs/demo-{time}",
+        True,
+    )
+
+
 def test_sft_overrides_after_config(tmp_path):
     cfg, _, _, _ = _parse(SFTConfig, ["epochs=3", "--config", "sft", "data.train=x.jsonl"], None)
     assert (cfg.epochs, cfg.data.train) == (3, "x.jsonl")

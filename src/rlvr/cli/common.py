@@ -209,11 +209,14 @@ def _run_source(
 ) -> tuple[str | None, list[str], bool]:
     """``(config source, overrides, resuming)`` of ``--config``, ``--resume [DIR]`` and the
     ``key=value`` overrides ``given``: ``--resume DIR`` reads the run's saved configuration
-    and writes into DIR; ``--resume steps=200`` is an override, not a directory."""
+    and writes into DIR, as does a ``--resume`` with no DIR nor ``--config`` of the run it
+    continues (:func:`_run_continued`); ``--resume steps=200`` is an override, not a directory."""
     overrides = list(given)
     if isinstance(resume, str) and "=" in resume and not Path(resume).exists():
         overrides.insert(0, resume)
         resume = True
+    if resume is True and config is None:
+        resume = _run_continued(overrides, cls, default_config) or True
     if isinstance(resume, str):
         config = config or _saved_config(resume, cls)
         overrides.append(f"log.output_dir={resume}")
@@ -224,6 +227,24 @@ def _run_source(
             "with the log.output_dir the run was started with"
         )
     return config or default_config, overrides, resume is not None
+
+
+def _run_continued(overrides: list[str], cls, default_config: str | None) -> str | None:
+    """The run a ``--resume`` with no DIR nor ``--config`` continues, when it has a saved
+    ``config.yaml``: the ``log.output_dir`` of ``overrides``, else the default config's (one
+    with ``{time}``: the newest run it names); ``None`` when there is none yet."""
+    from rlvr.train.overrides import load_config
+    from rlvr.train.run_dir import CONFIG_FILE, newest_run
+
+    named = [o.split("=", 1)[1] for o in overrides if o.startswith("log.output_dir=")]
+    if named:
+        out = named[-1]
+    elif default_config is not None:
+        out = load_config(cls, default_config).log.output_dir
+    else:
+        return None
+    run = newest_run(out) if "{time}" in out else out
+    return run if run and (Path(run) / CONFIG_FILE).is_file() else None
 
 
 def _refuse_option_style_keys(parser: argparse.ArgumentParser, argv: list[str]) -> None:

@@ -36,13 +36,19 @@ def expand_output_dir(config: C, *, resume: bool = False) -> C:
     out = config.log.output_dir
     if "{time}" not in out:
         return config
-    runs = sorted(glob.glob(glob.escape(out).replace("{time}", _TIME_GLOB))) if resume else []
-    if runs:
-        print(f"--resume: continuing {runs[-1]}", file=sys.stderr)
+    newest = newest_run(out) if resume else None
+    if newest:
+        print(f"--resume: continuing {newest}", file=sys.stderr)
     elif resume:
         print(f"--resume: no earlier run matches {out}; starting a new one", file=sys.stderr)
-    expanded = runs[-1] if runs else out.replace("{time}", time.strftime(TIME_FORMAT))
+    expanded = newest or out.replace("{time}", time.strftime(TIME_FORMAT))
     return dataclasses.replace(config, log=dataclasses.replace(config.log, output_dir=expanded))
+
+
+def newest_run(output_dir: str) -> str | None:
+    """The newest existing directory the ``{time}`` pattern ``output_dir`` names, else ``None``."""
+    runs = sorted(glob.glob(glob.escape(output_dir).replace("{time}", _TIME_GLOB)))
+    return runs[-1] if runs else None
 
 
 class RunDir(NamedTuple):

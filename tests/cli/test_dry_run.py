@@ -187,3 +187,37 @@ def test_a_dry_run_names_what_the_run_fetches_from_the_hub(tmp_path, capsys, mon
     (tmp_path / "tokenizer.json").write_text("{}")
     assert main([*argv, "data.eval=null", "reward.verifier=math"]) == 0
     assert "--dry-run" not in capsys.readouterr().err
+
+
+def test_a_dry_run_checks_lora_targets_on_the_models_layers(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """`--dry-run model.lora.targets=[nosuch]` passed; the run then refused the target. The
+    layers are read without weights: the `tiny` preset's from its shape, unbuilt."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "1 + 1 =", "answer": "2", "response": "2"}\n')
+    lora = ["model.lora.rank=4", "model.lora.targets=[nosuch]"]
+    out = f"log.output_dir={tmp_path / 'run'}"
+    for argv in (
+        ["train", "--dry-run", out, *lora],  # the demo's model: the tiny preset
+        ["sft", "--dry-run", out, f"model={tiny_model_dir}", f"data.train={pairs}", *lora],
+    ):
+        assert main(argv) == 2
+        line = capsys.readouterr().err.strip()
+        assert line.startswith(
+            "rlvr: error: model.lora.targets: this model has no layer named 'nosuch'; its linear "
+            "layers and embeddings are embed_tokens, q_proj,"
+        )
+        assert main([*argv[:-1], "model.lora.targets=[q_proj]"]) == 0
+    assert not (tmp_path / "cache").exists()  # the preset was not built
+
+
+def test_a_dry_run_notes_lora_targets_it_cannot_check(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    argv = ["train", "--dry-run", f"log.output_dir={tmp_path / 'run'}"]
+    lora = ["model.lora.rank=4", "model.lora.targets=[nosuch]"]  # after model=, which resets them
+    assert main([*argv, "model=smollm2-135m", *lora]) == 0  # not built in this RLVR_CACHE
+    assert "model.lora: not checked against the layers of smollm2-135m" in capsys.readouterr().err
+    assert main([*argv, "model=Org/Model", *lora]) == 0  # a Hub model not cached: note_hub says so
+    assert "model.name: Org/Model: not read" in capsys.readouterr().err

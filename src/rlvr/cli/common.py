@@ -115,6 +115,7 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
     check_local_data(config.data)
+    note_adapters(config.model)
     warn_as_run(config)
     note_device(config.model.device)
     note_hub(config)
@@ -133,6 +134,20 @@ def warn_as_run(config: Any) -> None:
     warn_task_verifier(config.data, reward.verifier)
     if config.data.eval:
         warn_generated_held_out(config.data)
+
+
+def note_adapters(model: Any) -> None:
+    """``model.lora`` checked against the model's layers, read without its weights; a preset
+    not built yet is noted (a Hub model not cached is, by :func:`note_hub`)."""
+    from rlvr.models import preset_names
+    from rlvr.train.lora import check_adapters
+
+    if not check_adapters(model) and model.name in preset_names():
+        print(
+            f"--dry-run: model.lora: not checked against the layers of {model.name} "
+            "(the run builds the preset first)",
+            file=sys.stderr,
+        )
 
 
 def note_hub(config: Any) -> None:

@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,6 +27,10 @@ from rlvr.models.adapters import ADAPTER_CONFIG, adapter_base, merge_adapters
 
 # name -> builder(cache_root) that returns a local HF model directory (building it once).
 PRESETS: dict[str, Callable[[Path], Path]] = {}
+
+PRESET_CONFIGS: dict[str, Callable[[Path], Any]] = {}
+"""Preset name -> ``config(cache_root)``: the transformers config of the model the preset
+builds, read without building it (``None`` when only the build tells)."""
 
 BUILTIN_PRESETS: dict[str, str] = {
     "tiny": "rlvr.presets.tiny",
@@ -47,11 +52,16 @@ _TOKENIZER_FILES = (
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def register_preset(name: str) -> Callable[[Callable[[Path], Path]], Callable[[Path], Path]]:
-    """Decorator: register ``builder(cache_root) -> model_dir`` under ``name``."""
+def register_preset(
+    name: str, *, config: Callable[[Path], Any] | None = None
+) -> Callable[[Callable[[Path], Path]], Callable[[Path], Path]]:
+    """Decorator: register ``builder(cache_root) -> model_dir`` under ``name``; ``config``:
+    see :data:`PRESET_CONFIGS` (without it, checks of the model's layers wait for the build)."""
 
     def wrap(builder: Callable[[Path], Path]) -> Callable[[Path], Path]:
         PRESETS[name] = builder
+        if config is not None:
+            PRESET_CONFIGS[name] = config
         return builder
 
     return wrap
@@ -251,3 +261,32 @@ def model_tokenizer_and_config(name_or_path: str):
     except (OSError, ValueError) as err:
         raise ValueError(f"could not load the config of model {name_or_path!r}: {err}") from err
     return load_tokenizer(name_or_path), config
+
+
+def empty_model(name_or_path: str):
+    """The layers of the model :func:`load_model` would load, without weights (on the meta
+    device), or ``None`` when that takes a build or a download: read from a local directory's
+    config (a folder of adapters: its base model's), a Hub model's cached one, or a preset's
+    :data:`PRESET_CONFIGS`."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    load_builtin(name_or_path, PRESETS, BUILTIN_PRESETS)
+    if name_or_path in PRESETS:
+        known = PRESET_CONFIGS.get(name_or_path)
+        config = known(cache_root()) if known else None
+    else:
+        path = resolve_model_path(name_or_path)
+        base = adapter_base(path)
+        if base is not None:
+            return empty_model(base)
+        try:
+            config = AutoConfig.from_pretrained(path, local_files_only=True)
+        except (OSError, ValueError):  # not cached, or a model transformers cannot build
+            return None
+    if config is None:
+        return None
+    try:
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(config)
+    except ValueError:  # no causal LM for this config: the run's load says so
+        return None

@@ -27,10 +27,22 @@ def _smollm2_gguf() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
 
 
-@register_preset("smollm2-135m")
+def _cached_dir(cache: Path) -> Path:
+    return cache / "smollm2-135m"
+
+
+def _built_config(cache: Path):
+    """The converted model's config once it is built (the GGUF file alone does not say it)."""
+    from transformers import AutoConfig
+
+    target = _cached_dir(cache)
+    return AutoConfig.from_pretrained(target) if (target / "config.json").exists() else None
+
+
+@register_preset("smollm2-135m", config=_built_config)
 def build_smollm2(cache: Path) -> Path:
     """SmolLM2-135M-Instruct, dequantised from the packaged GGUF and saved once (float32)."""
-    target = cache / "smollm2-135m"
+    target = _cached_dir(cache)
     if (target / "config.json").exists():
         _drop_null_quantization(target / "config.json")
         return target

@@ -76,13 +76,18 @@ def build_tokenizer(corpus: Iterable[str], vocab_size: int = 512, *, split_words
     return tokenizer
 
 
-def random_model(tokenizer, size: TinySize = TinySize(), seed: int = 0):
-    """A randomly initialised ``Qwen2ForCausalLM`` sized for ``tokenizer``."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def tiny_config(
+    vocab_size: int,
+    size: TinySize = TinySize(),
+    *,
+    eos_token_id: int | None = None,
+    pad_token_id: int | None = None,
+):
+    """The ``Qwen2Config`` of a tiny model of ``size`` over ``vocab_size`` tokens."""
+    from transformers import Qwen2Config
 
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
+    return Qwen2Config(
+        vocab_size=vocab_size,
         hidden_size=size.hidden_size,
         intermediate_size=size.intermediate_size,
         num_hidden_layers=size.num_layers,
@@ -91,9 +96,18 @@ def random_model(tokenizer, size: TinySize = TinySize(), seed: int = 0):
         max_position_embeddings=size.max_position_embeddings,
         tie_word_embeddings=True,
         bos_token_id=None,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos_token_id,
+        pad_token_id=pad_token_id,
     )
+
+
+def random_model(tokenizer, size: TinySize = TinySize(), seed: int = 0):
+    """A randomly initialised ``Qwen2ForCausalLM`` sized for ``tokenizer``."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    ids = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    config = tiny_config(len(tokenizer), size, **ids)
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id

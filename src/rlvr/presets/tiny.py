@@ -28,7 +28,7 @@ from pathlib import Path
 from rlvr.data.worked import WorkedPair, worked_pairs, write_jsonl
 from rlvr.generation.base import thread_count
 from rlvr.models import register_preset
-from rlvr.models.tiny import TinySize, build_task_tokenizer, random_model
+from rlvr.models.tiny import TinySize, build_task_tokenizer, random_model, tiny_config
 from rlvr.train.checkpoint import STATE_FILE, latest_checkpoint
 from rlvr.train.config import (
     CheckpointConfig,
@@ -224,7 +224,7 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
     return result.model_dir or latest_checkpoint(run_dir)
 
 
-@register_preset("tiny")
+@register_preset("tiny", config=lambda cache: tiny_config(TINY.vocab_size, TINY.size))
 def build_tiny(cache: Path) -> Path:
     """The ``tiny`` preset: built on first use (a few minutes on 2 CPU cores), then cached."""
     target = tiny_dir(cache, TINY)

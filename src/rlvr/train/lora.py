@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import torch
 
 from rlvr.ops.merged import plain_tensors
-from rlvr.train.config import LoraConfig
+from rlvr.train.config import LoraConfig, ModelConfig
 
 ADAPTER_DIR = "adapter"
 """The adapters in a checkpoint directory, next to the merged model, as PEFT saves them
@@ -63,6 +64,24 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
     except ValueError as err:  # anything else peft refuses, on one line
         raise ValueError(f"model.lora.targets: {' '.join(str(err).split())}") from err
     _warn_full_rank(adapted_layers(model), cfg.rank)
+
+
+def check_adapters(model: ModelConfig) -> bool:
+    """What :func:`add_adapters` refuses or warns about in ``model.lora``, checked on the
+    model's layers without its weights (:func:`rlvr.models.empty_model`): for a dry run.
+    False when the layers are not known here (a preset not built, a Hub model not cached)."""
+    from rlvr.models import empty_model
+
+    if not model.lora.rank:
+        return True
+    layers = empty_model(model.name)
+    if layers is None:
+        return False
+    if importlib.util.find_spec("peft") is not None:
+        add_adapters(layers, model.lora)
+    elif model.lora.targets != ("all-linear",):  # a dry run for a machine that has peft
+        _check_targets(layers, model.lora.targets)
+    return True
 
 
 def _warn_full_rank(layers: dict[str, torch.nn.Module], rank: int) -> None:

@@ -183,3 +183,41 @@ def test_a_stopped_command_exits_as_the_signal_would(stop, status, capsys):
 
     assert command(body)([]) == status
     assert capsys.readouterr().err == "rlvr: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "data.train={empty}"], "data.train: {empty}: no rows"),
+        (["train", "--dry-run", "data.train={empty}"], "data.train: {empty}: no rows"),
+        (
+            ["train", "--dry-run", "data.train={one}", "data.eval={empty}"],
+            "data.eval: {empty}: no rows",
+        ),
+        (["sft", "data.train={empty}"], "data.train: {empty}: no rows"),
+        (["eval", "--data", "{empty}"], "--data {empty}: no rows"),
+        (["eval", "--dry-run", "--data", "{empty}"], "--data {empty}: no rows"),
+        (
+            ["train", "--dry-run", "data.template=Question"],
+            "data.template must contain '{{prompt}}', got 'Question'",
+        ),
+        (
+            ["eval", "--dry-run", "--data", "{one}", "--template", "Question"],
+            "--template must contain '{{prompt}}', got 'Question'",
+        ),
+    ],
+)
+def test_an_empty_data_file_and_a_template_without_its_place_name_the_key(
+    argv, message, tiny_model_dir, tmp_path, capsys
+):
+    """`empty.jsonl: no rows` and `template must contain '{prompt}'` named no key, as other
+    errors do; the template was found only once the run read its data (not by --dry-run)."""
+    files = {"empty": tmp_path / "empty.jsonl", "one": tmp_path / "one.jsonl"}
+    files["empty"].write_text("")
+    files["one"].write_text('{"prompt": "1 + 1 =", "answer": "2", "response": "2"}\n')
+    if argv[0] == "eval":
+        rest = ["--model", str(tiny_model_dir), "--output", str(tmp_path / "eval.json")]
+    else:
+        rest = [f"model={tiny_model_dir}", f"log.output_dir={tmp_path / 'run'}"]
+    assert rlvr([a.format(**files) for a in argv] + rest) == 2
+    assert _one_error_line(capsys) == "rlvr: error: " + message.format(**files)

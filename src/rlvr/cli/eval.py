@@ -130,6 +130,8 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     wrong = [k for k in args.k or [] if not 1 <= k <= args.n]
     if wrong and args.n >= 1:  # EvalConfig would name ks=(...), not the flags
         raise ValueError(f"-k {wrong[0]}: k must be between 1 and -n ({args.n})")
+    if args.template is not None and "{prompt}" not in args.template:
+        raise ValueError(f"--template must contain '{{prompt}}', got {args.template!r}")
     sampling = SamplingConfig(
         max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
     )
@@ -205,7 +207,7 @@ def _source_key(item: str) -> str:
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
-    from rlvr.data.loading import MissingField, MissingSplit, folder_splits, load_examples
+    from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, load_examples
 
     default = _named_fields(args) or _fields(args)
     source, _, own = item.partition("::")
@@ -224,6 +226,8 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
         )
     except MissingSplit as err:
         raise MissingSplit(f"{err}; name one with --split") from None
+    except NoRows as err:
+        raise NoRows(f"--data {err}") from None
     except MissingField as err:
         if fields is not None and not isinstance(fields, FieldMap):
             raise

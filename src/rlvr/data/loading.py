@@ -305,6 +305,10 @@ class MissingSplit(ValueError):
     """A local folder lacks the split asked for (callers add the option that names the split)."""
 
 
+class NoRows(ValueError):
+    """A source holds no rows (callers add the option that names the source)."""
+
+
 class MissingField(ValueError):
     """A row lacks a field its mapping names (callers add the option that renames the fields)."""
 
@@ -516,5 +520,5 @@ def load_examples(
         if len(examples) == limit:
             break
     if not examples:
-        raise ValueError(f"{source}{f' split {split!r}' if split else ''}: no rows")
+        raise NoRows(f"{source}{f' split {split!r}' if split else ''}: no rows")
     return examples

@@ -152,6 +152,10 @@ class DataConfig:
             f"data.max_prompt_tokens must be >= 1, got {self.max_prompt_tokens}",
         )
         _one_of("data.long_prompts", self.long_prompts, ("skip", "truncate"))
+        _check(
+            self.template is None or "{prompt}" in self.template,
+            f"data.template must contain '{{prompt}}', got {self.template!r}",
+        )
         for name in ("max_train_examples", "max_eval_examples"):
             value = getattr(self, name)
             _check(value is None or value >= 1, f"data.{name} must be >= 1 or null, got {value}")

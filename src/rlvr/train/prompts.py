@@ -24,7 +24,7 @@ from rlvr.data import (
 )
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField, MissingSplit, folder_splits, looks_like_path
+from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, looks_like_path
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -278,6 +278,8 @@ def read_examples(
         if isinstance(err, MissingSplit):
             key = "data.eval_split" if role == "eval" else "data.split"
             raise MissingSplit(f"{text}; name one with {key}") from None
+        if isinstance(err, NoRows):
+            raise NoRows(f"data.{role}: {text}") from None
         if text == str(err):
             raise
         raise (MissingField if isinstance(err, MissingField) else ValueError)(text) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import yaml
@@ -150,8 +151,6 @@ def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(
     """A config on ``base: demo`` that sets only ``data.train`` keeps the demo's generated
     held-out set and its task's verifier: the run warned about both, ``--dry-run`` (where a
     configuration is checked) said nothing."""
-    import warnings
-
     data = tmp_path / "qa.jsonl"
     data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
     argv = ["train", "--dry-run", "model=Org/Model", f"data.train={data}"]
@@ -162,7 +161,8 @@ def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(
         assert "reward.verifier is reasoning_gym:chain_sum while data.train is" in said
         assert "data.eval is the generated set reasoning_gym:chain_sum while" in said
         caught.clear()
-        assert main([*argv, "data.eval=null", "reward.verifier=math"]) == 0
+        one = "rollout.prompts_per_step=1"  # the file's one row: not fewer than a step draws
+        assert main([*argv, "data.eval=null", "reward.verifier=math", one]) == 0
         assert not caught
 
 
@@ -221,3 +221,23 @@ def test_a_dry_run_notes_lora_targets_it_cannot_check(tmp_path, capsys, monkeypa
     assert "model.lora: not checked against the layers of smollm2-135m" in capsys.readouterr().err
     assert main([*argv, "model=Org/Model", *lora]) == 0  # a Hub model not cached: note_hub says so
     assert "model.name: Org/Model: not read" in capsys.readouterr().err
+
+
+def test_a_dry_run_warns_of_fewer_training_prompts_than_a_step_draws(tmp_path, monkeypatch):
+    """The run warned that data.train has fewer prompts than rollout.prompts_per_step; the dry
+    run, which reads the file (or knows a generated set's size), did not."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(f'{{"prompt": "{i} + 1 =", "answer": "{i + 1}"}}\n' for i in range(3)))
+    out = f"log.output_dir={tmp_path / 'run'}"
+    mine = [f"data.train={rows}", "data.eval=null", "reward.verifier=math"]
+    for argv, count in (
+        ([*mine, "rollout.prompts_per_step=4"], 3),
+        (["data.gym.train_size=8", "data.max_train_examples=2"], 2),  # generated: not generated
+    ):
+        with pytest.warns(UserWarning, match=rf"^data.train has {count} prompts, fewer than rol"):
+            assert main(["train", "--dry-run", out, *argv]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["train", "--dry-run", out, *mine, "rollout.prompts_per_step=3"]) == 0
+    assert not (tmp_path / "cache").exists()

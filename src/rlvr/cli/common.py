@@ -114,24 +114,34 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
 
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
-    check_local_data(config.data)
+    read = check_local_data(config.data)
     note_adapters(config.model)
-    warn_as_run(config)
+    warn_as_run(config, read)
     note_device(config.model.device)
     note_hub(config)
     print(dump_yaml(config), end="")
     return 0
 
 
-def warn_as_run(config: Any) -> None:
+def warn_as_run(config: Any, read: dict[str, int]) -> None:
     """The warnings an RL run gives on its configuration's data and verifier (a held-out set or
-    a verifier of the ``demo`` base's task beside your data), which need no data loaded."""
-    from rlvr.train.prompts import warn_generated_held_out, warn_task_verifier
+    a verifier of the ``demo`` base's task beside your data), which need no data loaded, and
+    on a training set with fewer prompts than a step draws, when its rows are counted without
+    loading (``read``: the rows :func:`~rlvr.train.prompts.check_local_data` read)."""
+    from rlvr.train.prompts import (
+        train_rows,
+        warn_few_prompts,
+        warn_generated_held_out,
+        warn_task_verifier,
+    )
 
     reward = getattr(config, "reward", None)  # rlvr sft has none
     if reward is None:
         return
     warn_task_verifier(config.data, reward.verifier)
+    rows = train_rows(config.data, read)
+    if rows is not None:  # the run's prompts are at most these rows
+        warn_few_prompts(rows, config.rollout.prompts_per_step)
     if config.data.eval:
         warn_generated_held_out(config.data)
 

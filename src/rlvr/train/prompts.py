@@ -287,10 +287,12 @@ def read_examples(
 
 def check_local_data(
     cfg: DataConfig | SFTDataConfig, *, produced: frozenset[str] = frozenset()
-) -> None:
+) -> dict[str, int]:
     """Read the local ``data.train`` / ``data.eval`` files as the run will, without a tokenizer:
     ``--dry-run`` finds a malformed row or a missing field before anything loads.
-    ``produced``: files an earlier pipeline stage will write (not read)."""
+    ``produced``: files an earlier pipeline stage will write (not read). Returns the rows
+    read, by role (``train``, ``eval``; a role not read is left out)."""
+    read = {}
     for role in ("train", "eval"):
         source = getattr(cfg, role)
         if not source or _generated(source) or source in produced:
@@ -299,11 +301,23 @@ def check_local_data(
             continue  # a named set or hub name (a folder named data/mine is read: it exists)
         if isinstance(cfg, SFTDataConfig):
             limit = cfg.max_examples if role == "train" else None
-            read_examples(cfg, source, limit=limit, role=role)
+            read[role] = len(read_examples(cfg, source, limit=limit, role=role))
         else:
             limit = cfg.max_train_examples if role == "train" else cfg.max_eval_examples
             mapped = cfg.held_out() if role == "eval" else cfg
-            read_examples(mapped, source, limit=limit, fields=mapped.fields, role=role)
+            rows = read_examples(mapped, source, limit=limit, fields=mapped.fields, role=role)
+            read[role] = len(rows)
+    return read
+
+
+def train_rows(cfg: DataConfig, read: dict[str, int]) -> int | None:
+    """How many training rows the run will read, known without loading anything: a generated
+    set's ``data.gym.train_size`` (at most ``data.max_train_examples``), or the count ``read``
+    from a local file by :func:`check_local_data`; ``None`` for a named or Hub set. The run's
+    prompts are at most these (it also drops prompts over ``data.max_prompt_tokens``)."""
+    if _generated(cfg.train):
+        return min(cfg.gym.train_size, cfg.max_train_examples or cfg.gym.train_size)
+    return read.get("train")
 
 
 @dataclass(frozen=True)

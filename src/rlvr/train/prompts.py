@@ -24,7 +24,7 @@ from rlvr.data import (
 )
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, looks_like_path
+from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, is_local
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -297,7 +297,7 @@ def check_local_data(
         source = getattr(cfg, role)
         if not source or _generated(source) or source in produced:
             continue
-        if source in DATASETS or not (looks_like_path(source) or Path(source).exists()):
+        if source in DATASETS or not is_local(source):
             continue  # a named set or hub name (a folder named data/mine is read: it exists)
         if isinstance(cfg, SFTDataConfig):
             limit = cfg.max_examples if role == "train" else None

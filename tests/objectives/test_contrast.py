@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -104,3 +105,17 @@ def test_parse_contrast_settings_and_errors():
         parse_contrast("grpo:eps3=1", run)
     with pytest.raises(ValueError, match="expected name:key=value"):
         parse_contrast("grpo:eps", run)
+
+
+def test_the_runs_entropy_bonus_is_kept_and_adds_nothing_to_the_weights():
+    """docs/metrics.md: the run's entropy term is kept in both objectives. With
+    ``objective.entropy_coef > 0`` the trainer's entropy carries a gradient (to the model, not
+    to the log-probs), so the weights ``dL/dlogp`` are those of the run without the bonus
+    (the contrast once refused the detached entropy it made: 'entropy must carry a gradient')."""
+    inputs = _inputs([[1.5, 0.5, 1.0, 1.1], [0.7, 1.3, 1.0, 2.0]], [-1.0, 0.5])
+    scale = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)  # stands for the model
+    entropy = scale * torch.full_like(inputs.logp, 0.7)
+    with_entropy = dataclasses.replace(inputs, entropy=entropy)
+    plain = _reduced(inputs, ObjectiveConfig("grpo"), ["abc_grpo"])
+    bonus = _reduced(with_entropy, ObjectiveConfig("grpo", entropy_coef=0.01), ["abc_grpo"])
+    assert bonus == plain and plain["contrast/abc_grpo/token_frac"] == 0.25

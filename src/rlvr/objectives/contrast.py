@@ -96,7 +96,9 @@ def token_weights(
 ) -> torch.Tensor:
     """[B, T] ``dL/dlogp_t`` of ``objective``'s loss on ``inputs`` (no gradient reaches the model)."""
     leaf = inputs.logp.detach().requires_grad_()
-    entropy = None if inputs.entropy is None else inputs.entropy.detach()
+    # The entropy bonus is kept as the run builds it, on a leaf of its own: it reaches the
+    # model through the entropy, not the log-probs, so it adds nothing to dL/dlogp.
+    entropy = None if inputs.entropy is None else inputs.entropy.detach().requires_grad_()
     with torch.enable_grad():
         batch = dataclasses.replace(inputs, logp=leaf, entropy=entropy)
         loss, _ = objective_loss(batch, objective, counts)

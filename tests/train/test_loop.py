@@ -405,6 +405,18 @@ def test_reward_range_must_hold_the_rewards(train_config):
     train_config("objective.name=apmpo", "objective.reward_range=[-0.5, 1]", *penalised)
 
 
+def test_a_contrasts_reward_range_must_hold_the_rewards(train_config):
+    """An objective of ``log.contrast`` reads the rewards through its ``reward_range`` too: one
+    that cannot hold them is a configuration error, not a stop at the first update."""
+    with pytest.raises(
+        ValueError,
+        match=r"^log.contrast 'apmpo': reward_range=\[0.0, 1.0\] must hold reward.wrong=-1.0 "
+        r"and reward.correct=1.0 \(e.g. 'apmpo:reward_range=\[-1.0, 1.0\]'\)$",
+    ):
+        train_config("objective.name=etr", "reward.wrong=-1", "log.contrast=[grpo, apmpo]")
+    train_config("reward.wrong=-1", "log.contrast=['apmpo:reward_range=[-1, 1]']")
+
+
 @pytest.mark.parametrize("score", [5.0, -3.0])
 def test_a_score_outside_wrong_to_correct_stops_the_run_on_its_first_step(
     train_config, score, tmp_path

@@ -566,24 +566,33 @@ class TrainConfig:
                 f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
                 "(use rollout.staleness=0)",
             )
-        self.contrasts  # noqa: B018 - each log.contrast entry must name an objective
+        for contrast in self.contrasts:  # each log.contrast entry must name an objective
+            self._check_reward_range(contrast)
 
     @property
     def contrasts(self) -> tuple[Contrast, ...]:
         """The objectives of ``log.contrast``, each with this run's regularisers."""
         return tuple(parse_contrast(spec, self.loss_config) for spec in self.log.contrast)
 
-    def _check_reward_range(self) -> None:
-        """An objective that maps rewards through ``reward_range`` must see every reward in it."""
+    def _check_reward_range(self, contrast: Contrast | None = None) -> None:
+        """An objective that maps rewards through ``reward_range`` (the run's, or one of
+        ``log.contrast``) must see every reward in it."""
+        objective = self.objective if contrast is None else contrast.objective
         span, (low, high) = (
-            getattr(self.objective.params, "reward_range", None),
+            getattr(objective.params, "reward_range", None),
             self.reward.score_range,
         )
         if span is not None and not span[0] <= low < high <= span[1]:
             lowest = "reward.wrong" if low == self.reward.wrong else "reward.options.format_penalty"
+            fix = f"reward_range=[{low}, {high}]"
+            where, example = (
+                ("objective.", f"objective.{fix}")
+                if contrast is None
+                else (f"log.contrast {contrast.label!r}: ", f"'{objective.name}:{fix}'")
+            )
             raise ValueError(
-                f"objective.reward_range={list(span)} must hold {lowest}={low} and "
-                f"reward.correct={high} (e.g. objective.reward_range=[{low}, {high}])"
+                f"{where}reward_range={list(span)} must hold {lowest}={low} and "
+                f"reward.correct={high} (e.g. {example})"
             )
 
     @property

@@ -254,3 +254,59 @@ def test_every_option_the_docs_give_a_command_exists():
             given = re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", span[m.end() :])
             wrong += [f"{where}: {span}" for o in given if o not in options[m.group(1)]]
     assert wrong == []
+
+
+# ------------------------------------------------------------------ option tables
+
+
+def _table_rows(doc: str, after: str) -> list[list[str]]:
+    """The cells of each row of the first table in ``doc`` after the line holding ``after``."""
+    lines = (ROOT / doc).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line)
+    head = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
+    rows = []
+    for line in lines[head + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_vllm_options_table_has_every_option_with_its_default():
+    """docs/training.md's table of ``rollout.sampler_options`` for ``vllm``: one row per field
+    of ``VllmOptions``, in order, with its default as YAML writes it."""
+    from rlvr.generation.vllm import VllmOptions
+
+    rows = _table_rows("docs/training.md", "the fields of `rlvr.generation.vllm.VllmOptions`")
+    expected = [
+        (f"`{f.name}`", f"`{yaml.safe_dump(f.default).splitlines()[0]}`")
+        for f in dataclasses.fields(VllmOptions)
+    ]
+    assert [(key, default) for key, default, _ in rows] == expected
+
+
+def _stated_default(cell: str, name: str) -> str | None:
+    """The default ``cell`` gives option ``name`` as ``name (VALUE...)``: a number or a
+    backticked value; ``None`` when it gives none or words (``required``, ``unset``)."""
+    m = re.search(rf"`{name}` \((`[^`]+`|-?[\d.]+)[),:]", cell)
+    return None if m is None else m.group(1).strip("`")
+
+
+def test_the_data_stage_table_names_every_option_with_its_default():
+    """docs/pipelines.md's table of data-stage options: every field of a step's options class,
+    and where a default is given in parentheses, the class's."""
+    from rlvr.evaluation.data_steps import STEPS
+
+    table = _table_rows("docs/pipelines.md", "### Data stages")
+    rows = {step.strip("`"): cell for step, cell in table}
+    assert sorted(rows) == sorted(STEPS)
+    wrong = []
+    for step, cls in STEPS.items():
+        for f in dataclasses.fields(cls):
+            stated = _stated_default(rows[step], f.name)
+            if f"`{f.name}`" not in rows[step]:
+                wrong.append(f"{step}: {f.name} missing")
+            elif stated is not None and yaml.safe_load(stated) != f.default:
+                wrong.append(f"{step}: {f.name} ({stated}), default {f.default!r}")
+    assert wrong == []
+    assert _stated_default(rows["filter"], "n") == "16"  # the pattern reads the table

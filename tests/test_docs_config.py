@@ -157,7 +157,7 @@ def _named_keys() -> list[tuple[str, str]]:
     for path in DOCS:
         for where, span in _spans(path):
             for word in span.split():
-                name = word.partition("=")[0]
+                name = word.partition("=")[0].removesuffix(":")  # `eval.n: 2` as YAML
                 if key.fullmatch(name) and name.rsplit(".", 1)[1] not in FILES:
                     named.append((where, name))
     return named

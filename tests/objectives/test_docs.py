@@ -1,6 +1,7 @@
 """The module docstrings' examples run, and docs/objectives.md covers every objective."""
 
 import doctest
+import re
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,51 @@ def test_the_own_objective_example_runs_as_the_docs_say(tmp_path, monkeypatch):
     assert float(metrics["wide_q4/capped_frac"]) == pytest.approx(1 / 6)
     assert float(metrics["clip/frac"]) == pytest.approx(4 / 6)  # both bounds in both rows
     monkeypatch.delitem(sys.modules, "my_objectives")
+
+
+def _row_defaults(cell: str, rows: dict[str, list[str]]) -> dict[str, object]:
+    """The hyperparameter defaults a row's defaults cell gives: ``a = b = 0.2`` sets both,
+    ``rest as `pmpo``` takes the named row's for those it does not set."""
+    import ast
+
+    out: dict[str, object] = {}
+    inherited: dict[str, object] = {}
+    for span in re.findall(r"`([^`]+)`", cell):
+        if "=" not in span:
+            if span in rows and "rest as" in cell:
+                inherited = _row_defaults(rows[span][3], rows)
+            continue
+        for item in re.split(r",\s*(?=[a-z_]\w*\s*=)", span):
+            *names, value = (part.strip() for part in item.split("="))
+            text = {"false": "False", "true": "True"}.get(value, value)
+            for name in names:
+                out[name] = ast.literal_eval(text)
+    return {**inherited, **out}
+
+
+def test_each_rows_defaults_and_modes_are_the_objectives():
+    """docs/objectives.md's table: each objective's row names every hyperparameter with its
+    default (a dual clip's ``clip_c`` included), and its advantage and aggregation modes."""
+    import dataclasses
+
+    table = DOC.read_text().split("## The objectives", 1)[1]
+    rows = {
+        cells[0].strip("` "): cells
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+        if len(cells) == 8  # the table of objectives (name ... departures)
+    }
+    wrong = []
+    for name in OBJECTIVES:
+        spec = objective_spec(name)
+        stated = _row_defaults(rows[name][3], rows)
+        for f in dataclasses.fields(spec.config_cls):
+            if f.name not in stated:
+                wrong.append(f"{name}: {f.name} not in its row")
+            elif stated[f.name] != f.default:
+                wrong.append(f"{name}: {f.name} = {stated[f.name]!r}, default {f.default!r}")
+        modes = re.findall(r"`([^`]+)`", rows[name][4])
+        if modes != [spec.advantage_mode, spec.loss_agg]:
+            wrong.append(f"{name}: modes {modes}, code {[spec.advantage_mode, spec.loss_agg]}")
+    assert wrong == []

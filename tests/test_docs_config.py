@@ -204,9 +204,8 @@ class _Shown(BaseException):
     """Raised in place of printing a parser's help: carries the parser."""
 
 
-def _options(command: str) -> list[tuple[str, ...]]:
-    """The option strings of ``rlvr COMMAND`` (``("-o", "--output-dir")``), ``--help`` aside,
-    read from the parser that would print its help."""
+def _parser(command: str) -> argparse.ArgumentParser:
+    """The parser of ``rlvr COMMAND``: the one that would print its ``--help``."""
     from rlvr.cli import main
 
     def shown(parser, file=None):
@@ -219,9 +218,14 @@ def _options(command: str) -> list[tuple[str, ...]]:
         main([*command.split(), "--help"])
     parser = caught.value.args[0]
     assert parser.prog == f"rlvr {command}"
+    return parser
+
+
+def _options(command: str) -> list[tuple[str, ...]]:
+    """The option strings of ``rlvr COMMAND`` (``("-o", "--output-dir")``), ``--help`` aside."""
     return [
         tuple(a.option_strings)
-        for a in parser._actions
+        for a in _parser(command)._actions
         if a.option_strings and not isinstance(a, argparse._HelpAction)
     ]
 
@@ -310,3 +314,18 @@ def test_the_data_stage_table_names_every_option_with_its_default():
                 wrong.append(f"{step}: {f.name} ({stated}), default {f.default!r}")
     assert wrong == []
     assert _stated_default(rows["filter"], "n") == "16"  # the pattern reads the table
+
+
+def test_the_eval_options_table_gives_the_parsers_defaults():
+    """docs/evaluation.md's table of ``rlvr eval`` options: a default given in parentheses
+    after an option (``--temperature`` (0.6), ``--dtype`` (``float32``)) is the parser's."""
+    defaults = {s: a.default for a in _parser("eval")._actions for s in a.option_strings}
+    cells = " ".join(option for option, _ in _table_rows("docs/evaluation.md", "## `rlvr eval`"))
+    stated = re.findall(r"`(--?[a-z-]+)` \((`[^`]+`|-?[\d.]+)", cells)
+    assert len(stated) >= 8, stated
+    wrong = [
+        f"{flag} ({value}), default {defaults[flag]!r}"
+        for flag, value in stated
+        if yaml.safe_load(value.strip("`")) != defaults[flag]
+    ]
+    assert wrong == []

@@ -82,10 +82,8 @@ def _load_block(data: dict, file: Path) -> None:
     elif "claims" in data:
         load_claims(str(file))
     elif set(data) <= {f.name for f in dataclasses.fields(TrainConfig)} | {"base"}:
-        load_config(TrainConfig, str(file) if "base" in data else "demo", [])
-        if "base" not in data:
-            file.write_text(yaml.safe_dump({"base": "demo", **data}))
-            load_config(TrainConfig, str(file))
+        file.write_text(yaml.safe_dump({"base": "demo", **data}))  # a part: over the demo
+        load_config(TrainConfig, str(file))
     else:
         raise AssertionError(f"a YAML block of no kind this test knows, keys {sorted(data)}")
 

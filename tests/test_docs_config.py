@@ -60,6 +60,10 @@ def _yaml_blocks() -> list[tuple[str, str]]:
     return blocks
 
 
+DATA = ["data.train=pairs.jsonl"]
+"""Stands for the SFT data a block leaves to the reader (nothing reads it)."""
+
+
 def _load_block(data: dict, file: Path) -> None:
     """Load ``data``, written to ``file``, as the kind of file its keys say it is."""
     from rlvr.compare.claims import load_claims
@@ -84,6 +88,9 @@ def _load_block(data: dict, file: Path) -> None:
     elif set(data) <= {f.name for f in dataclasses.fields(TrainConfig)} | {"base"}:
         file.write_text(yaml.safe_dump({"base": "demo", **data}))  # a part: over the demo
         load_config(TrainConfig, str(file))
+    elif set(data) <= {f.name for f in dataclasses.fields(SFTConfig)} | {"base"}:
+        file.write_text(yaml.safe_dump({"base": "sft", **data}))
+        load_config(SFTConfig, str(file), [] if "train" in data.get("data", {}) else DATA)
     else:
         raise AssertionError(f"a YAML block of no kind this test knows, keys {sorted(data)}")
 

@@ -59,6 +59,12 @@ EQUIVALENT = [
     (r"\boxed{0.5}", r"50\%"),
     (r"\boxed{0.0001\%}", r"\frac{1}{10^6}"),
     (r"\boxed{\infty}", r"\infty"),
+    (r"\boxed{x = 3\%}", "3"),
+    (r"\boxed{\left(0.333333, 1\right)}", r"\left(\frac13, 1\right)"),
+    (
+        r"\boxed{\begin{pmatrix} 0.5 \\ 1 \end{pmatrix}}",
+        r"\begin{pmatrix} \frac12 \\ 1 \end{pmatrix}",
+    ),
 ]
 
 WRONG = [
@@ -80,6 +86,15 @@ WRONG = [
     # ... a percentage sign skipped the check that closes those two (it is read both ways now)
     (r"\boxed{18446744073709551615 + 0.0 + 0\%}", "18446744073709551616"),
     (r"\boxed{0.00001\%}", r"\frac{1}{2^{30}}"),
+    # ... and inside an equation, a set, an interval or a matrix (math-verify compares each pair)
+    (r"\boxed{p = 0.0}", r"\frac{1}{2^{30}}"),
+    (r"\boxed{\{0.0\}}", r"\frac{1}{2^{30}}"),
+    (r"\boxed{(0.0, 1)}", r"\left(\frac{1}{2^{30}}, 1\right)"),
+    (
+        r"\boxed{\begin{pmatrix} 0.0 \\ 1 \end{pmatrix}}",
+        r"\begin{pmatrix} 2^{-30} \\ 1 \end{pmatrix}",
+    ),
+    (r"\boxed{x = 18446744073709551615 + 0.0}", "18446744073709551616"),
 ]
 
 NO_ANSWER = [

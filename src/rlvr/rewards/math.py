@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 import sympy
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, grader, parse, verify
 
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
@@ -78,13 +78,7 @@ def answers_match(predicted: str, reference: Any) -> bool:
     guess = parse_answer(predicted)
     if not gold or not guess:
         return False
-    if not verify(gold, guess, timeout_seconds=None):
-        return False
-    if _close_as_numbers(gold[0], guess[0]):
-        return True
-    # a percentage may stand for its fraction or its number: 3\% is right for 0.03 and for 3
-    scaled = (gold[0], guess[0] * 100) if "%" in predicted else (gold[0] * 100, guess[0])
-    return "%" in predicted + str(gold[-1]) and _close_as_numbers(*scaled)
+    return verify(gold, guess, timeout_seconds=None)
 
 
 def _close_as_numbers(gold: Any, guess: Any) -> bool:
@@ -92,7 +86,8 @@ def _close_as_numbers(gold: Any, guess: Any) -> bool:
     places, so ``0.0`` equalled ``\frac{1}{2^{30}}``, and a decimal holds 15 digits, so
     ``2^{64} - 1 + 0.0`` equalled ``2^{64}``. Here a decimal stands for no integer beyond
     2^53, and a number is within 1% of a nonzero gold one (which never binds above 1e-3).
-    Anything but two numbers passes.
+    Anything but two numbers passes; :func:`_strictly` asks this of each pair ``math-verify``
+    compares.
 
     >>> answers_match("0.0", r"\frac{1}{2^{30}}"), answers_match("0.3333333", r"\frac13")
     (False, True)
@@ -109,6 +104,25 @@ def _close_as_numbers(gold: Any, guess: Any) -> bool:
     if want == 0 or not math.isfinite(abs(want) + abs(got)):
         return True  # infinities, too
     return abs(got - want) <= 0.01 * abs(want)
+
+
+def _strictly(compare: Any) -> Any:
+    r"""``math-verify``'s ``compare(gold, guess, ...)``, true only when :func:`_close_as_numbers`
+    agrees, a percentage read as its fraction or its number (``3\%`` is right for 0.03 and 3).
+    It replaces the comparisons ``math-verify`` makes of each pair of values, inside sets,
+    tuples, intervals, matrices and equations too (``x = 0.0`` was paid for ``2^{-30}``)."""
+
+    def compare_strictly(gold: Any, guess: Any, *args: Any) -> bool:
+        if not compare(gold, guess, *args):
+            return False
+        readings = [(x, grader.get_pct_val(x, x)) for x in (gold, guess)]
+        return any(_close_as_numbers(g, p) for g in readings[0] for p in readings[1])
+
+    return compare_strictly
+
+
+for _name in ("sympy_numeric_eq", "sympy_symbolic_eq"):
+    setattr(grader, _name, _strictly(getattr(grader, _name)))
 
 
 _POWER_RE = re.compile(r"\^|\*\*")

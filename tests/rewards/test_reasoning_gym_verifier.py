@@ -286,3 +286,24 @@ def test_an_answer_sympy_cannot_finish_is_wrong_not_a_hang(task):
     assert verifier("<answer>x**9**9**9</answer>", row) == 0.0
     assert verifier("<answer>x**99999999</answer>", row) == 0.0
     assert time.monotonic() - started < 5
+
+
+def test_number_sorting_pays_only_the_given_numbers_in_order():
+    # reasoning-gym's scorer let each number be off by 1: numbers rounded, or all alike, were paid
+    entry = {
+        "question": "Sort these numbers in ascending order: 2.0, 52.2, 1.0, 3.0",
+        "answer": "['1.0', '2.0', '3.0', '52.2']",
+        "metadata": {"source_dataset": "number_sorting", "direction": "ascending"},
+    }
+    verifier = get_verifier("reasoning_gym")
+    for answer in ("['1.0', '2.0', '3.0', '52.2']", '["1", "2", "3", "52.20"]', "[1, 2, 3, 52.2]"):
+        assert verifier(f"<answer>{answer}</answer>", entry) == 1.0
+    for answer in (
+        "['1', '2', '3', '52']",
+        "['2', '2', '2', '52.2']",
+        "['1.0', '2.0', '3.0']",
+        "x",
+    ):
+        assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
+    for row in gym_rows("number_sorting", size=3, seed=1):
+        assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0

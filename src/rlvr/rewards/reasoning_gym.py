@@ -85,6 +85,17 @@ def _arithmetic_score(answer: str | None, numbers: list[int], target: int) -> fl
         return 0.0
 
 
+def _sorting_score(answer: str | None, entry: dict[str, Any]) -> float:
+    """``number_sorting``: 1 when the answer is the gold list, each number equal as a number
+    (``'30'`` for ``'30.0'``); reasoning-gym's let each be off by 1 (``['52', '30']`` was paid
+    for ``['52.2', '30.0']``, ``['2', '2', '2']`` for ``['1', '2', '3']``)."""
+    try:
+        got, want = (json.loads(str(s).replace("'", '"')) for s in (answer, entry["answer"]))
+        return float(type(got) is list and [float(x) for x in got] == [float(x) for x in want])
+    except (ValueError, TypeError, RecursionError):
+        return 0.0
+
+
 REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
     "game_of_life_halting": _halting_score,
     "coin_flip": _coin_flip_score,
@@ -92,6 +103,7 @@ REPLACED_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
         a, e["metadata"]["numbers"], e["metadata"]["target"]
     ),
     "puzzle24": lambda a, e: _arithmetic_score(a, e["metadata"]["numbers"], 24),
+    "number_sorting": _sorting_score,
 }
 """Tasks whose reasoning-gym scorer pays wrong answers in full -> the scorer used instead."""
 

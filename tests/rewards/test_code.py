@@ -276,6 +276,10 @@ def test_values_match(actual: object, expected: object, match: bool) -> None:
         ("0101", "00101", False),
         ("00000101", "00000101", True),
         ("1e99999999999999999999", "7", False),  # beyond what decimals hold: no error
+        ("0", "2.5e400", False),  # beyond float range: any number was within its tolerance
+        ("5", "7" * 320 + ".5", False),
+        ("2.5000001e400", "2.5e400", True),
+        ("+" + "1" * 400, "1" * 400, True),  # an integer beyond float range, written otherwise
     ],
 )
 def test_an_integer_answer_must_be_that_integer(actual: str, expected: str, match: bool) -> None:

@@ -395,21 +395,19 @@ def _driver(suite: TestSuite, statement: str) -> str:
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
-    """Numeric tokens within the tolerance; an integer ``b`` needs ``a`` to round to it exactly
-    (compared as decimals: no float rounding, no limit on the digits), and one written with
-    leading zeros (``00000101``, a fixed width) needs ``a`` written the same."""
-    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
-        return False
-    if _INTEGER.fullmatch(b):
-        if _PADDED.fullmatch(b):
-            return False  # the caller compared the texts
-        try:
-            if Decimal(a).to_integral_value(ROUND_HALF_EVEN) != Decimal(b):
-                return False
-        except ArithmeticError:  # an exponent beyond what decimals hold
+    """Numeric tokens within the tolerance, compared as decimals (no float rounding, no overflow:
+    as floats, ``b = 1e400`` was infinite and any number was within its tolerance); an integer
+    ``b`` needs ``a`` to round to it exactly, and one written with leading zeros (``00000101``,
+    a fixed width) needs ``a`` written the same."""
+    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)) or _PADDED.fullmatch(b):
+        return False  # for a padded b, the caller compared the texts
+    try:
+        x, y = Decimal(a), Decimal(b)
+        if _INTEGER.fullmatch(b) and x.to_integral_value(ROUND_HALF_EVEN) != y:
             return False
-    x, y = float(a), float(b)
-    return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
+        return abs(x - y) <= Decimal(cfg.abs_tol) + Decimal(cfg.rel_tol) * abs(y)
+    except ArithmeticError:  # an exponent beyond what decimals hold
+        return False
 
 
 def _reals_close(a: int | float, b: int | float, cfg: CodeConfig) -> bool:

@@ -109,7 +109,7 @@ def test_coin_flip_does_not_pay_a_prefix_of_the_probability():
     verifier = get_verifier("reasoning_gym")
     for answer in ("0.109375", "7/64", "0.1094"):  # within reasoning-gym's 1e-4
         assert verifier(f"<answer>{answer}</answer>", entry) == 1.0
-    for answer in ("0", "0.1", "0.10", "banana", ""):
+    for answer in ("0", "0.1", "0.10", "banana", "", "1e309", "1/0"):  # 1e309: no OverflowError
         assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
     partial = get_verifier("reasoning_gym", binary=False)
     assert partial("<answer>0</answer>", entry) == pytest.approx(

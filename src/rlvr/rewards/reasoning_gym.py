@@ -60,7 +60,7 @@ def _coin_flip_score(answer: str | None, entry: dict[str, Any]) -> float:
         got, want = (
             float(Fraction(str(s).replace(",", "").strip())) for s in (answer, entry["answer"])
         )
-    except (ValueError, ZeroDivisionError):
+    except (ValueError, ArithmeticError):  # not a number, 1/0, beyond float range (1e309)
         return 0.0
     if abs(got - want) <= min(COIN_FLIP_TOLERANCE, COIN_FLIP_RELATIVE * abs(want)):
         return 1.0

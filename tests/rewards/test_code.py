@@ -408,6 +408,8 @@ def test_benchmark_formats(program, reference, rate, judged):
         ({"test_list": ["assert f(1)"], "test_setup_code": 3}, "test_setup_code"),
         ({"test_list": ["assert f(1) = 1"]}, r"MBPP test_list\[0\] does not parse"),
         ({"test_list": ["assert f(1)"], "test_setup_code": "import ("}, "test_setup_code.* parse"),
+        (["import math", "assert True"], "no assert test uses a name of the program"),
+        ({"test_list": ["assert 1 + 1 == 2"]}, "no MBPP test_list uses a name of the program"),
     ],
 )
 def test_benchmark_reference_errors(reference, message):
@@ -690,3 +692,21 @@ def test_a_set_up_no_program_can_pass_is_an_error_not_a_zero(reference):
     program 0, the correct one included, with nothing to say why: a reward of no signal."""
     with pytest.raises(ValueError, match=r"reference: the test's set-up fails in the sandbox \("):
         code_verifier("def f(x):\n    return 2 * x", reference)
+
+
+HELPER = "def helper():\n    return 1"
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        ["import math", "assert f(1) == 2"],
+        ["assert True", "assert f(1) == 2"],
+        {"test_list": ["from typing import List", "assert f(1) == 2"]},
+        {"test_list": ["assert helper() == 1", "assert f(1) == 2"], "test_setup_code": HELPER},
+    ],
+)
+def test_an_entry_that_tests_no_name_of_the_program_is_not_a_free_test(reference):
+    # it passed any program that ran: `pass` scored 0.5 on each of these
+    assert run_tests("pass", reference, config=FAST).passed == (False,)
+    assert run_tests("def f(x):\n    return 2 * x", reference, config=FAST).passed == (True,)

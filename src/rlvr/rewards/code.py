@@ -289,15 +289,25 @@ def _parses(sources: Iterable[str], what: str) -> None:
             raise ValueError(f"reference: {what}[{i}] does not parse ({exc})") from None
 
 
+def _assert_suite(tests: Sequence[str], what: str, setup: str = "") -> TestSuite:
+    """Assert tests that parse, less those that use no name of the program (``import math``,
+    ``assert True``): any program that ran passed them. ``ValueError`` when none is left."""
+    _parses(tests, what)
+    suite = TestSuite("assert", tuple(tests), (), setup=setup)
+    kept = tuple(t for t in tests if _program_names(t, suite))
+    if not kept:
+        raise ValueError(f"reference: no {what} uses a name of the program")
+    return replace(suite, inputs=kept)
+
+
 def _mbpp_suite(reference: Mapping[str, Any]) -> TestSuite:
     tests, setup = reference.get("test_list"), reference.get("test_setup_code") or ""
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
         raise ValueError("reference: MBPP 'test_list' must be a non-empty list of strings")
     if not isinstance(setup, str):
         raise ValueError("reference: MBPP 'test_setup_code' must be a string")
-    _parses(tests, "MBPP test_list")
     _parses([setup], "MBPP test_setup_code")
-    return TestSuite("assert", tuple(tests), (), setup=setup)
+    return _assert_suite(tests, "MBPP test_list", setup)
 
 
 def parse_reference(reference: Any) -> TestSuite:
@@ -326,8 +336,7 @@ def parse_reference(reference: Any) -> TestSuite:
             return _humaneval_suite(reference)  # to say which of the two is missing
         return _io_suite(reference)
     if isinstance(reference, Sequence) and reference and all(isinstance(s, str) for s in reference):
-        _parses(reference, "assert test")
-        return TestSuite("assert", tuple(reference), ())
+        return _assert_suite(reference, "assert test")
     raise ValueError(
         "reference: expected {'inputs': [...], 'outputs': [...]} (optionally with 'fn_name'), "
         "a HumanEval or MBPP row, or a non-empty list of assert statements, "

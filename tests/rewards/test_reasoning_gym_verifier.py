@@ -168,6 +168,19 @@ def test_arithmetic_games_pay_only_an_exact_expression_of_the_given_numbers(
     assert get_verifier(f"reasoning_gym:{task}")(f"<answer>{answer}</answer>", entry) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("task", "numbers", "answer"),
+    [
+        ("puzzle24", [6, 4, 1, 1], "(6)(4)(1)(1)"),  # calls a Fraction
+        ("countdown", [6, 61], "6 + 61 + " + "9" * 5000),  # beyond int()'s 4300 digits
+    ],
+)
+def test_arithmetic_games_score_an_unreadable_expression_zero(task, numbers, answer):
+    # rlvr's own scorer raised (TypeError, ValueError): a verifier failure, not a score
+    entry = _arithmetic_entry(task, numbers, 24 if task == "puzzle24" else 67)
+    assert get_verifier(f"reasoning_gym:{task}")(f"<answer>{answer}</answer>", entry) == 0.0
+
+
 def test_arithmetic_games_still_pay_right_expressions():
     verifier = get_verifier("reasoning_gym")
     assert (

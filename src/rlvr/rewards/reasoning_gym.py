@@ -76,12 +76,12 @@ def _arithmetic_score(answer: str | None, numbers: list[int], target: int) -> fl
     ``numbers`` once and equals ``target`` exactly (computed in fractions), else 0."""
     if answer is None or not _ARITHMETIC_RE.fullmatch(answer.strip()):
         return 0.0
-    if sorted(int(n) for n in re.findall(r"[0-9]+", answer)) != sorted(numbers):
-        return 0.0
     exact = re.sub(r"[0-9]+", r"F(\g<0>)", answer.strip())  # nothing but F can be called
-    try:
+    try:  # "(6)(4)" calls a Fraction; a number of 5000 digits is beyond int()'s limit
+        if sorted(int(n) for n in re.findall(r"[0-9]+", answer)) != sorted(numbers):
+            return 0.0
         return float(eval(exact, {"__builtins__": {}}, {"F": Fraction}) == target)
-    except (SyntaxError, ZeroDivisionError, MemoryError, RecursionError):
+    except (SyntaxError, TypeError, ValueError, ArithmeticError, MemoryError, RecursionError):
         return 0.0
 
 

@@ -316,6 +316,7 @@ def test_number_sorting_pays_only_the_given_numbers_in_order():
         "['2', '2', '2', '52.2']",
         "['1.0', '2.0', '3.0']",
         "x",
+        "[1, 2, 3, 1" + "0" * 400 + "]",  # beyond float range: no OverflowError
     ):
         assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
     for row in gym_rows("number_sorting", size=3, seed=1):

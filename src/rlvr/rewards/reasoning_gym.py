@@ -92,7 +92,7 @@ def _sorting_score(answer: str | None, entry: dict[str, Any]) -> float:
     try:
         got, want = (json.loads(str(s).replace("'", '"')) for s in (answer, entry["answer"]))
         return float(type(got) is list and [float(x) for x in got] == [float(x) for x in want])
-    except (ValueError, TypeError, RecursionError):
+    except (ValueError, TypeError, ArithmeticError, RecursionError):
         return 0.0
 
 

@@ -47,6 +47,16 @@ def test_objective_hyperparameters_and_section_shorthand():
     assert cfg.model.name == "smollm2-135m" and cfg.model.dtype == "bfloat16"
 
 
+def test_a_model_name_keeps_the_models_other_keys_in_any_order():
+    base = {**BASE, "model": {"name": "tiny", "dtype": "bfloat16"}}
+    for overrides in (
+        ["model.lora.rank=4", "model=smollm2-135m"],
+        ["model=smollm2-135m", "model.lora.rank=4"],
+    ):
+        model = from_dict(TrainConfig, apply_overrides(base, overrides)).model
+        assert (model.name, model.lora.rank, model.dtype) == ("smollm2-135m", 4, "bfloat16")
+
+
 def test_new_objective_name_drops_the_old_objectives_hyperparameters():
     base = {**BASE, "objective": {"name": "grpo", "eps_high": 0.28, "kl_coef": 0.01}}
     cfg = from_dict(

@@ -5,8 +5,9 @@ reads an embedded config (``src/rlvr/configs/demo.yaml``) or a YAML file, applie
 dotted overrides (values parsed as YAML scalars), and builds the frozen dataclasses,
 naming the offending key on any error. Two conveniences:
 
-- a scalar given for a section sets its ``name`` (``model=smollm2-135m``), or the field
-  its class names in ``SCALAR_KEY`` (a study's arm given as its recipe);
+- a scalar given for a section sets its ``name`` (``model=smollm2-135m``, keeping the
+  section's other keys in any order of overrides), or the field its class names in
+  ``SCALAR_KEY`` (a study's arm given as its recipe);
 - keys of ``objective`` that are not its fields are the objective's hyperparameters
   (``objective.eps3=0.3``): they are built into the objective's own config dataclass
   (``objective.params``, an ``AbcConfig``...), with the same type checks as every key.
@@ -44,6 +45,9 @@ NOT_A_KEY = {"key": False}
 
 # Top-level sections whose extra keys belong to the named thing: a new name drops them.
 _NAME_SCOPED: dict[str, type] = {"objective": ObjectiveConfig}
+# Sections an override names by a scalar (``model=smollm2-135m``): the name is set first and
+# the section's other keys kept, so ``model.lora.rank=4 model=x`` keeps the rank.
+_NAMED = (*_NAME_SCOPED, "model")
 # Older spellings of a section's nested extra-keys mapping, still read.
 _EXTRA_ALIASES = ("hparams",)
 
@@ -200,11 +204,11 @@ def _read_one(name_or_path: str) -> dict[str, Any]:
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """A copy of ``data`` with each ``a.b.c=value`` set (value parsed as YAML)."""
     out = _deep_copy(data)
-    # A new objective name first, so `objective.eps3=0.3 objective.name=abc_grpo` keeps eps3.
+    # A new name first, so `objective.eps3=0.3 objective.name=abc_grpo` keeps eps3.
     renames = [
         o
         for o in overrides
-        if o.partition("=")[0] in {f"{k}{s}" for k in _NAME_SCOPED for s in ("", ".name")}
+        if o.partition("=")[0] in {f"{k}{s}" for k in _NAMED for s in ("", ".name")}
     ]
     for item in renames + [o for o in overrides if o not in renames]:
         key, sep, raw = item.partition("=")
@@ -218,7 +222,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
                 f"\"{key}='...'\"): {err}"
             ) from err
         parts = key.split(".")
-        if parts[0] in _NAME_SCOPED and (
+        if parts[0] in _NAMED and (
             len(parts) == 1 and isinstance(value, str) or parts[1:] == ["name"]
         ):
             section = out.get(parts[0])

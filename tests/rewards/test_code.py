@@ -710,3 +710,30 @@ def test_an_entry_that_tests_no_name_of_the_program_is_not_a_free_test(reference
     # it passed any program that ran: `pass` scored 0.5 on each of these
     assert run_tests("pass", reference, config=FAST).passed == (False,)
     assert run_tests("def f(x):\n    return 2 * x", reference, config=FAST).passed == (True,)
+
+
+HUMANEVAL_CALLABLE = {
+    "entry_point": "f",
+    "test": "def check(candidate):\n    assert callable(candidate)\n    assert candidate(1) == 2\n",
+}
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        ["assert callable(f)", "assert f(1) == 2"],
+        ["assert f is not None", "assert f(1) == 2"],
+        ["assert f.__name__ == 'f'", "assert f(1) == 2"],
+        HUMANEVAL_CALLABLE,
+    ],
+)
+def test_a_test_that_only_inspects_the_program_is_not_a_free_test(reference):
+    # the driver's stand-in for f passed these for any program: `pass` scored 0.5
+    assert run_tests("f = None", reference, config=FAST).passed == (False,)
+    assert run_tests("def f(x):\n    return 2 * x", reference, config=FAST).passed == (True,)
+
+
+def test_a_test_calling_the_program_through_another_function_is_kept():
+    tests = ["assert list(map(f, [1])) == [2]", "assert f.__call__(1) == 2"]
+    assert run_tests("def f(x):\n    return 2 * x", tests, config=FAST).passed == (True, True)
+    assert run_tests("f = None", tests, config=FAST).passed == (False, False)

@@ -73,6 +73,8 @@ def test_format_options_need_the_modifier():
         ({"format_penalty": "high"}, "format penalty must be a number"),
         ({"format_penalty": 1.0}, "below the correct score"),  # malformed would count as correct
         ({"format_penalty": 2.0}, "below the correct score"),
+        ({"format_penalty": 0.5}, "at most the wrong score 0.0"),  # malformed paid over wrong
+        ({"format_penalty": 0.5, "wrong": -1.0}, "at most the wrong score -1.0"),
         ({"format_think_in_prompt": "false"}, "think_in_prompt must be True or False"),
     ],
 )

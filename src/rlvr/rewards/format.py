@@ -51,16 +51,18 @@ def formatted(
 
 
 def _check_options(inner: Verifier, penalty: float | None, think_in_prompt: bool) -> None:
-    """Refuse a penalty that is not a number or not below the correct score (a malformed
-    completion would then count as correct in pass@k), and a non-boolean ``think_in_prompt``."""
+    """Refuse a penalty that is not a number, or above the wrong score (a malformed completion
+    would be paid more than a wrong one), or not below the correct score (it would count as
+    correct in pass@k), and a non-boolean ``think_in_prompt``."""
     if penalty is not None:
         try:
             value = float(penalty)  # as the score is read at each call
         except (TypeError, ValueError):
             raise ValueError(f"format penalty must be a number, got {penalty!r}") from None
-        if not value < inner.correct_value:
+        if not value < inner.correct_value or value > inner.failure_value:
             raise ValueError(
-                f"format penalty must be below the correct score {inner.correct_value}, got {penalty}"
+                f"format penalty must be at most the wrong score {inner.failure_value} and below "
+                f"the correct score {inner.correct_value}, got {penalty}"
             )
     if not isinstance(think_in_prompt, bool):
         raise ValueError(f"format think_in_prompt must be True or False, got {think_in_prompt!r}")

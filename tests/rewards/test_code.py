@@ -201,6 +201,8 @@ def test_parse_reference_formats() -> None:
     assert lines == TestSuite("stdio", ("1 2\n3",), ("x\ny",))
     call = parse_reference(json.dumps({"fn_name": "f", "inputs": [[1, 2], 5], "outputs": [3, 5]}))
     assert call == TestSuite("call", ((1, 2), (5,)), (3, 5), "f")
+    some_none = parse_reference({"fn_name": "f", "inputs": [[0], [1]], "outputs": [None, 1]})
+    assert some_none.outputs == (None, 1)
     asserts = parse_reference(["assert f(1) == 1", "assert f(2) == 4"])
     assert (asserts.style, len(asserts)) == ("assert", 2)
 
@@ -214,6 +216,10 @@ def test_parse_reference_formats() -> None:
         ({"inputs": "1", "outputs": "2"}, "must both be lists"),
         ({"inputs": [1], "outputs": ["1"]}, r"inputs\[0\]"),
         ({"fn_name": "not valid", "inputs": [[1]], "outputs": [1]}, "identifier"),
+        # expected what a program doing nothing gives: no test of it (one None among others is)
+        ({"fn_name": "f", "inputs": [[1], [2]], "outputs": [None, None]}, "every output is None"),
+        ({"fn_name": "f", "inputs": [[1]], "outputs": [[None]]}, "every output is None"),
+        ({"inputs": ["1\n", "2\n"], "outputs": ["", " \n"]}, "every output is empty"),
         ([], "non-empty list"),
         (42, "got int"),
         (["assert f(1) == 1", "assert f(2) =="], r"assert test\[1\] does not parse"),

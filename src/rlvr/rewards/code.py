@@ -193,9 +193,13 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
     if fn_name is None:
         texts_in = tuple(_as_text(x, f"inputs[{i}]") for i, x in enumerate(inputs))
         texts_out = tuple(_as_text(y, f"outputs[{i}]") for i, y in enumerate(outputs))
+        if not any(y.strip() for y in texts_out):
+            raise ValueError("reference: every output is empty; a program printing nothing passes")
         return TestSuite("stdio", texts_in, texts_out)
     if not isinstance(fn_name, str) or not fn_name.isidentifier():
         raise ValueError(f"reference: 'fn_name' must be an identifier, got {fn_name!r}")
+    if all(y is None or y == [None] for y in outputs):
+        raise ValueError("reference: every output is None; a function doing nothing passes")
     args = tuple(tuple(x) if isinstance(x, list) else (x,) for x in inputs)
     return TestSuite("call", args, tuple(outputs), fn_name)
 

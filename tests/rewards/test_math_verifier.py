@@ -65,6 +65,11 @@ EQUIVALENT = [
         r"\boxed{\begin{pmatrix} 0.5 \\ 1 \end{pmatrix}}",
         r"\begin{pmatrix} \frac12 \\ 1 \end{pmatrix}",
     ),
+    # values listed in the order the gold names its unknowns; roots of one unknown in any order
+    (r"\boxed{(5, 6)}", "x = 5, y = 6"),
+    (r"\boxed{\{5, 6\}}", "x = 5, y = 6"),
+    (r"\boxed{y = 6, x = 5}", "x = 5, y = 6"),
+    (r"\boxed{\{3, 2\}}", "x = 2, x = 3"),
 ]
 
 WRONG = [
@@ -95,6 +100,14 @@ WRONG = [
         r"\begin{pmatrix} 2^{-30} \\ 1 \end{pmatrix}",
     ),
     (r"\boxed{x = 18446744073709551615 + 0.0}", "18446744073709551616"),
+    (r"\boxed{\{2^{64} - 1 + 0.0\}}", r"\{2^{64}\}"),  # SymPy's set equality rounded too
+    (r"\boxed{\{2^{64} - 1 + 0.0, 1\}}", "2^{64}, 1"),
+    (r"\boxed{\{2^{64} - 1 + 0.0\}}", "2^{64}"),
+    # swapped coordinates: math-verify sorted both lists before pairing them
+    (r"\boxed{(6, 5)}", "x = 5, y = 6"),
+    (r"\boxed{6, 5}", "x = 5, y = 6"),
+    (r"\boxed{x = 6, y = 5}", "x = 5, y = 6"),
+    (r"\boxed{(1, 3, 2)}", "a = 1, b = 2, c = 3"),
 ]
 
 NO_ANSWER = [

@@ -121,8 +121,43 @@ def _strictly(compare: Any) -> Any:
     return compare_strictly
 
 
+def _pairwise(compare_sets: Any) -> Any:
+    r"""``math-verify``'s set comparison, two finite sets (or tuples) compared only pair by pair:
+    SymPy's set equality let ``\{2^{64} - 1 + 0.0\}`` equal ``\{2^{64}\}`` unchecked."""
+
+    def compare(gold: Any, guess: Any, *args: Any) -> bool:
+        sets = [
+            x if isinstance(x, (sympy.Set, sympy.Tuple)) else sympy.FiniteSet(x)
+            for x in (gold, guess)
+        ]
+        if all(isinstance(x, (sympy.FiniteSet, sympy.Tuple)) for x in sets):
+            return grader.sympy_deep_compare_set_and_tuple(*sets, *args)
+        return compare_sets(gold, guess, *args)
+
+    return compare
+
+
+def _in_written_order(deep_compare: Any) -> Any:
+    """``math-verify``'s pairwise comparison, plain values read in the order the gold names its
+    unknowns (``x = 5, y = 6``): it sorted both lists, so ``(6, 5)`` was paid for that gold."""
+
+    def compare(gold: Any, guess: Any, *args: Any) -> bool:
+        written = [getattr(x, "_unsorted_args", x.args) for x in (gold, guess)]  # latex2sympy's
+        unknowns = [getattr(x, "lhs", None) for x in written[0]]
+        named = len(set(unknowns)) == len(unknowns) > 1 and all(
+            isinstance(x, sympy.Symbol) for x in unknowns
+        )
+        if named and not any(isinstance(x, sympy.Eq) for x in written[1]):
+            gold, guess = (sympy.Tuple(*x) for x in written)
+        return deep_compare(gold, guess, *args)
+
+    return compare
+
+
 for _name in ("sympy_numeric_eq", "sympy_symbolic_eq"):
     setattr(grader, _name, _strictly(getattr(grader, _name)))
+grader.sympy_compare_sets = _pairwise(grader.sympy_compare_sets)
+grader.sympy_deep_compare_set_and_tuple = _in_written_order(grader.sympy_deep_compare_set_and_tuple)
 
 
 _POWER_RE = re.compile(r"\^|\*\*")

@@ -165,6 +165,27 @@ def test_a_dry_run_with_fresh_lists_finished_runs_as_run_again(small_study, tmp_
     assert final.is_file()
 
 
+def test_a_claim_metric_a_finished_run_did_not_log_is_one_line_before_more_runs(
+    small_study, tmp_path, capsys
+):
+    """A misspelt claim metric (policy/entropy written policy/entrpy) was found by the
+    report, after every run had finished; a finished run of its arm now finds it."""
+    claims = yaml.safe_load((tmp_path / "claims.yaml").read_text())
+    claims["claims"][0]["metric"] = "policy/entrpy"  # entropy: abc against grpo
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(claims))
+    study, out = small_study(), tmp_path / "o"
+    final = _a_finished_run(study, out)  # grpo seed 0
+    rows = [{"step": 0}, {"step": 1, "update/skipped": 0.0, "policy/entropy": 1.0}]
+    (final.parent / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert rlvr(["compare", study, "--out", str(out), "--dry-run"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlvr: error: study 'small': claim entropy reads policy/entrpy, which the finished run "
+        "grpo seed 0 did not log (did you mean policy/entropy?); fix the claim and run again "
+        "(finished runs are kept and reused)"
+    )
+    assert final.is_file()
+
+
 @pytest.mark.slow
 def test_report_only_runs_nothing(small_study, tmp_path, capsys):
     out = tmp_path / "o"

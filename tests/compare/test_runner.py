@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlvr.compare import load_study, plan, run_study
 from rlvr.compare.render import to_markdown
 from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
+from rlvr.compare.run import metric_check
 from rlvr.compare.runner import RunState, _reap, default_jobs, initial_states, worker_env
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
 from rlvr.train.interrupt import Stopped
@@ -381,3 +383,65 @@ def test_the_final_tables_interval_names_its_seeds_when_fewer_than_an_arms():
     assert _delta(arm, both, "eval/avg@4").endswith("vs `grpo`")
     more = {"grpo": grpo, "abc": _held_out("abc", [[4, 1], [2, 2], [3, 3]])}
     assert _delta(arm, more, "eval/avg@4").endswith("vs `grpo` (the 2 seeds both ran)")
+
+
+def _claims_file(tmp_path: Path, *claims: dict) -> str:
+    path = tmp_path / "metric-claims.yaml"
+    base = {"source": "here", "text": "a claim"}
+    path.write_text(yaml.safe_dump({"paper": "test", "claims": [base | c for c in claims]}))
+    return str(path)
+
+
+TYPO = {
+    "id": "typo",
+    "rule": "direction",
+    "metric": "policy/entrpy",
+    "arm": "abc",
+    "baseline": "grpo",
+}
+
+
+def _finish(spec, rows: list[dict]) -> None:
+    """A finished run of ``spec`` that logged ``rows`` (step 0 first)."""
+    spec.run_dir.mkdir(parents=True)
+    (spec.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (spec.run_dir / FINAL_FILE).write_text("{}")
+
+
+def test_a_claim_metric_is_checked_on_the_first_finished_run_of_each_arm_it_reads(
+    small_study, tmp_path
+):
+    """A misspelt claim metric was found by the report, after every run had finished."""
+    kl_only = {"id": "kl", "rule": "largest", "arm": "abc", "metrics": ["kl/ref_k3", "kl/ref_k1"]}
+    kl_only["expect"] = "kl/ref_k3"
+    study = load_study(small_study(claims=[_claims_file(tmp_path, kl_only, TYPO)]))
+    grpo0, abc0, grpo1, abc1 = plan(study, tmp_path / "runs")
+    check = metric_check(study)
+    updated = {"step": 1, "update/skipped": 0.0, "policy/entropy": 1.0}
+    _finish(grpo0, [{"step": 0}, {"step": 1, "update/skipped": 1.0}])  # no update: decides nothing
+    check(grpo0)
+    _finish(grpo1, [{"step": 0}, {**updated, "kl/ref_k3": 0.1}])  # grpo reads no kl metric
+    with pytest.raises(ValueError, match="claim typo reads policy/entrpy") as err:
+        check(grpo1)
+    assert "run grpo seed 1 did not log (did you mean policy/entropy?)" in str(err.value)
+    assert "\n" not in str(err.value)
+    _finish(abc0, [{"step": 0}, {**updated, "policy/entrpy": 0.0, "kl/ref_k3": 0.1}])
+    with pytest.raises(ValueError, match="claim kl reads kl/ref_k1, .* abc seed 0 did not log"):
+        check(abc0)
+    check(abc0)  # each arm's first finished run decides: once
+    check(abc1)  # not finished
+
+
+@pytest.mark.slow
+def test_a_misspelt_claim_metric_stops_the_study_after_the_first_run(small_study, tmp_path):
+    """The misspelt name was found by the report, after every run had finished."""
+    study = load_study(small_study(claims=[_claims_file(tmp_path, TYPO)]))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"claim typo reads policy/entrpy, .*grpo seed 0"):
+        run_study(study, out, jobs=1, live=False)
+    finished = sorted(p.parent.parent.name.split("-")[0] for p in out.glob("runs/*/*/final.json"))
+    assert finished == ["grpo"]  # kept; the three other runs never started
+    assert len(list(out.glob("runs/*/*"))) == 1
+    with pytest.raises(ValueError, match="claim typo reads policy/entrpy"):  # at once, on start
+        run_study(study, out, jobs=1, live=False)
+    assert len(list(out.glob("runs/*/*"))) == 1

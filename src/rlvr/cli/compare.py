@@ -57,7 +57,9 @@ def _dry_run(study, out: str, fresh: bool) -> None:
     from rlvr.compare.run import (
         check_claims,
         check_imports,
+        check_reused,
         check_runs,
+        metric_check,
         mixed_code,
         stale_modules,
     )
@@ -67,6 +69,8 @@ def _dry_run(study, out: str, fresh: bool) -> None:
     check_claims(study, specs)
     check_imports(study)
     check_runs(study, specs, fresh=fresh, device=False)
+    if not fresh:
+        check_reused(specs, metric_check(study))
     for spec in specs:
         what = "reuse" if is_finished(spec) else "resume" if spec.run_dir.exists() else "run"
         print(f"{'run' if fresh else what:<7} {spec.key:<34} {spec.run_dir}")

@@ -8,9 +8,11 @@ import subprocess
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr.builtins import did_you_mean
 from rlvr.compare.claims import load_claims, unmeasured
 from rlvr.compare.progress import StudyDisplay
 from rlvr.compare.report import ReportFiles, claims_left_out, write_report
@@ -25,6 +27,7 @@ from rlvr.compare.runner import (
 from rlvr.compare.stats import MIN_SEEDS
 from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
 from rlvr.compare.worker import FINAL_FILE, code_hash, module_hashes
+from rlvr.train.metrics import METRICS_FILE, read_metrics
 
 RUNS_DIR = "runs"
 
@@ -71,12 +74,15 @@ def run_study(
         warnings.warn(mixed, stacklevel=2)
     if not fresh and (stale := stale_modules(specs)):
         warnings.warn(stale, stacklevel=2)
+    check_logged = metric_check(study)
+    if run and not fresh:
+        check_reused(specs, check_logged)
     states = initial_states(specs, fresh=fresh)
     if run:
         jobs = jobs or default_jobs(specs[0].config.threads)
         display = StudyDisplay(states, live=live)
         try:
-            execute(states, jobs, display, study.imports, keep_checkpoints)
+            execute(states, jobs, display, study.imports, keep_checkpoints, check_logged)
         finally:
             display.close(states)
     command = command or shlex.join(
@@ -201,3 +207,46 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
                 raise ValueError(
                     f"study {study.name!r}: claim {claim.id} cannot be judged: {'; '.join(problems)}"
                 )
+
+
+def check_reused(specs: list[RunSpec], check: Callable[[RunSpec], None]) -> None:
+    """``check`` (:func:`metric_check`) each finished run of ``specs`` when some run is left to
+    make (with none left, the report names a metric no run logged)."""
+    if not all(map(is_finished, specs)):
+        for spec in filter(is_finished, specs):
+            check(spec)
+
+
+def metric_check(study: Study) -> Callable[[RunSpec], None]:
+    """A check of a finished run: ``ValueError`` when it did not log a metric that a claim reads
+    of its arm (a misspelt name), naming the claim, the metric and the nearest logged name.
+
+    Metric names are not known before a run: each objective logs its own. A claim cannot be
+    judged when one run of its arms never logged its metric (that seed has no value), so the
+    first finished run of each arm (and regime) decides, before the remaining runs. A run
+    whose every update was skipped logged no update metric and decides nothing."""
+    reads: dict[str, list[tuple[str, str]]] = {}
+    for name in study.claims:
+        for claim in load_claims(name):
+            for arm, metric in dict.fromkeys(claim.reads):
+                reads.setdefault(arm, []).append((claim.id, metric))
+    checked: set[tuple[str, str]] = set()
+
+    def check(spec: RunSpec) -> None:
+        if (spec.arm.name, spec.regime) in checked or spec.arm.name not in reads:
+            return
+        metrics = spec.run_dir / METRICS_FILE
+        rows = read_metrics(metrics) if is_finished(spec) and metrics.is_file() else []
+        if not any(row.get("update/skipped") == 0 for row in rows):
+            return
+        checked.add((spec.arm.name, spec.regime))
+        logged = {key for row in rows for key in row} - {"step"}
+        for claim_id, metric in reads[spec.arm.name]:
+            if metric not in logged:
+                raise ValueError(
+                    f"study {study.name!r}: claim {claim_id} reads {metric}, which the finished "
+                    f"run {spec.key} did not log{did_you_mean(metric, logged)}; fix the claim "
+                    "and run again (finished runs are kept and reused)"
+                )
+
+    return check

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,8 +157,11 @@ def execute(
     display,
     imports: tuple[str, ...] = (),
     keep_checkpoints: bool = False,
+    on_finished: Callable[[RunSpec], None] | None = None,
 ) -> list[RunState]:
-    """Run the queued states, ``jobs`` at a time, telling ``display`` what happens."""
+    """Run the queued states, ``jobs`` at a time, telling ``display`` what happens and
+    ``on_finished`` each run that finishes: an error it raises starts no more runs and stops
+    each running one after its step in flight, with a checkpoint (:func:`_terminate`)."""
     queue = [s for s in states if s.status == "queued"]
     running: list[RunState] = []
     try:
@@ -172,6 +176,8 @@ def execute(
                 if _reap(state, keep_checkpoints):
                     running.remove(state)
                     display.event(state, state.status)
+                    if on_finished is not None and state.status == "finished":
+                        on_finished(state.spec)
             display.refresh(states)
     except KeyboardInterrupt:
         _stop(running)

@@ -39,6 +39,20 @@ def test_dry_runs_refuse_what_a_run_would_refuse(tmp_path, capsys):
     assert "missing.jsonl" in err[0] and "nope" in err[1] and "missing.jsonl" in err[2]
 
 
+@pytest.mark.parametrize("flag", [["--dry-run"], []])
+def test_tis_with_the_lean_sampler_is_refused_before_anything_loads(tmp_path, capsys, flag):
+    """``rollout.importance_correction=tis`` with ``lean`` passed --dry-run; the run stopped
+    at its first update, after loading the model and the held-out evaluation."""
+    out = tmp_path / "run"
+    argv = ["train", *flag, "rollout.importance_correction=tis", f"log.output_dir={out}"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlvr: error: rollout.importance_correction=tis needs a sampler that reports log-probs "
+        "(rollout.sampler=vllm); 'lean' reports none"
+    )
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("command", "row", "message"),
     [

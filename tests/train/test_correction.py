@@ -22,7 +22,7 @@ OFFSET = 0.25
 """What the test sampler adds to every log-prob it reports."""
 
 
-@register_sampler("offset_logprobs", options=LeanOptions)
+@register_sampler("offset_logprobs", options=LeanOptions, logprobs=True)
 class OffsetLogprobs(LeanSampler):
     """``lean``, reporting the exact log-probs plus ``OFFSET`` (a sampler with a known mismatch)."""
 
@@ -41,11 +41,14 @@ class OffsetLogprobs(LeanSampler):
         return gen
 
 
+register_sampler("undeclared", options=LeanOptions)(LeanSampler)  # says nothing of log-probs
+
+
 def test_hand_worked_mismatch_and_weights():
     train_logp = torch.tensor([[-1.0, -2.0, -0.5, -9.0]])
     rollout_logp = torch.tensor([[-1.5, -1.9, -0.5, 0.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])  # diffs 0.5, -0.1, 0 on the real tokens
-    cfg = RolloutConfig(importance_correction="tis", importance_cap=1.5)
+    cfg = RolloutConfig(importance_correction="tis", importance_cap=1.5, sampler="offset_logprobs")
     weights, metrics = rollout_correction(train_logp, rollout_logp, mask, cfg)
     assert float(metrics["rollout/logp_diff_mean"]) == pytest.approx(0.6 / 3, abs=1e-7)
     assert float(metrics["rollout/logp_diff_max"]) == pytest.approx(0.5, abs=1e-7)
@@ -64,10 +67,25 @@ def test_no_correction_keeps_metrics_only():
 
 
 def test_a_sampler_without_logprobs():
+    """A sampler that does not declare whether it reports log-probs is found at the update."""
     logp, mask = torch.tensor([[-1.0]]), torch.ones(1, 1)
     assert rollout_correction(logp, None, mask, RolloutConfig()) == (None, {})
+    cfg = RolloutConfig(importance_correction="tis", sampler="undeclared")
     with pytest.raises(ValueError, match="rollout.importance_correction=tis needs a sampler"):
-        rollout_correction(logp, None, mask, RolloutConfig(importance_correction="tis"))
+        rollout_correction(logp, None, mask, cfg)
+
+
+@pytest.mark.parametrize("sampler", ["lean", "hf"])
+def test_tis_with_a_sampler_that_reports_no_logprobs_is_refused_by_the_config(sampler):
+    """It passed rlvr train --dry-run and stopped the run at its first update."""
+    with pytest.raises(ValueError) as err:
+        RolloutConfig(importance_correction="tis", sampler=sampler)
+    assert str(err.value) == (
+        "rollout.importance_correction=tis needs a sampler that reports log-probs "
+        f"(rollout.sampler=vllm); {sampler!r} reports none"
+    )
+    for other in ("vllm", "offset_logprobs", "undeclared"):
+        assert RolloutConfig(importance_correction="tis", sampler=other).sampler == other
 
 
 def test_config_checks():
@@ -113,7 +131,11 @@ def test_tis_scales_the_on_policy_loss(tiny_model, train_config, shift, cap, fac
     mask = base.seqs.response_mask
     counts = step_counts(mask, base.rewards, 1.0, max_len=3)
     plain_cfg = train_config()
-    tis_cfg = train_config("rollout.importance_correction=tis", f"rollout.importance_cap={cap}")
+    tis_cfg = train_config(
+        "rollout.sampler=offset_logprobs",
+        "rollout.importance_correction=tis",
+        f"rollout.importance_cap={cap}",
+    )
     objective = plain_cfg.loss_config
     plain = micro_loss(model, base, plain_cfg, objective, counts)
     shifted = _batch((logp + shift) * mask)  # train - rollout = -shift on every token

@@ -29,7 +29,7 @@ class HFOptions:
     ``n`` rows; ``generate`` continues from that cache and draws the same tokens."""
 
 
-@register_sampler("hf", options=HFOptions)
+@register_sampler("hf", options=HFOptions, logprobs=False)
 class HFSampler(PolicySampler):
     """``model.generate`` (works for any causal LM; slower than ``lean`` on a CPU)."""
 

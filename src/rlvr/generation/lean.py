@@ -48,7 +48,7 @@ class LeanOptions:
 DRAWS = ("cdf", "multinomial")
 
 
-@register_sampler("lean", options=LeanOptions)
+@register_sampler("lean", options=LeanOptions, logprobs=False)
 class LeanSampler(PolicySampler):
     """KV-cached sampling loop; see the module docstring."""
 

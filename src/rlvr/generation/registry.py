@@ -62,6 +62,10 @@ class SamplerEntry:
     """``factory(model, tokenizer, options) -> Sampler``."""
     options: type
     """Frozen dataclass of its options (``rollout.sampler_options``)."""
+    logprobs: bool | None = None
+    """Whether its :class:`Generation` carries the sampled tokens' log-probs: ``False`` is
+    refused with ``rollout.importance_correction=tis`` before the run; ``None`` (not declared)
+    leaves that to the first update."""
 
 
 SAMPLERS: dict[str, SamplerEntry] = {}
@@ -75,13 +79,16 @@ BUILTIN_MODULES: dict[str, str] = {
 """Samplers shipped with rlvr, imported (and so registered) on first use."""
 
 
-def register_sampler(name: str, *, options: type = NoOptions) -> Callable:
-    """Decorator: register ``factory(model, tokenizer, options)`` (usually a class) as ``name``."""
+def register_sampler(
+    name: str, *, options: type = NoOptions, logprobs: bool | None = None
+) -> Callable:
+    """Decorator: register ``factory(model, tokenizer, options)`` (usually a class) as ``name``;
+    ``logprobs``: whether it reports the sampled tokens' log-probs (``None``: not declared)."""
     if not dataclasses.is_dataclass(options):
         raise ValueError(f"sampler {name!r}: options must be a dataclass, got {options!r}")
 
     def wrap(factory):
-        SAMPLERS[name] = SamplerEntry(factory, options)
+        SAMPLERS[name] = SamplerEntry(factory, options, logprobs)
         return factory
 
     return wrap

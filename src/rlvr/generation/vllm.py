@@ -109,7 +109,7 @@ class VllmOptions:
             raise ValueError(f"max_model_len must be >= 1 or null, got {self.max_model_len}")
 
 
-@register_sampler("vllm", options=VllmOptions)
+@register_sampler("vllm", options=VllmOptions, logprobs=True)
 class VllmSampler:
     """Samples on an in-process vLLM engine; see the module docstring."""
 

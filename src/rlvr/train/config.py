@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from rlvr.evaluation.harness import EvalConfig as HarnessConfig
 from rlvr.generation import SamplingConfig, sampler_options
+from rlvr.generation.registry import sampler_entry
 from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.contrast import Contrast, parse_contrast
 
@@ -299,6 +300,12 @@ class RolloutConfig:
             sampler_options(self.sampler, **self.sampler_options)
         except (TypeError, ValueError) as err:
             raise ValueError(f"rollout.sampler: {err}") from err
+        _check(
+            self.importance_correction == "none"
+            or sampler_entry(self.sampler).logprobs is not False,
+            f"rollout.importance_correction={self.importance_correction} needs a sampler that "
+            f"reports log-probs (rollout.sampler=vllm); {self.sampler!r} reports none",
+        )
         _check(
             self.temperature > 0,
             f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",

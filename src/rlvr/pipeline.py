@@ -435,14 +435,20 @@ def check_pipeline(
     machine's device and code sandbox too, as :func:`~rlvr.train.preflight.preflight` does),
     and every data stage's options, the local files it reads (but not those an earlier stage
     writes) and, for ``filter``, its model (``None`` in its place: a data stage has no run
-    configuration); and that the stages the output directory holds as finished are what this
-    run would make (:func:`stage_options`). Nothing runs."""
+    configuration); each model stage's ``model.lora`` on the layers of the first model stage's
+    model, read without its weights when it can be (every later stage starts from that
+    model's architecture: :func:`~rlvr.train.lora.check_adapters`); and that the stages the
+    output directory holds as finished are what this run would make (:func:`stage_options`).
+    Nothing runs."""
+    from rlvr.train.lora import check_adapters
+
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(rest, names, skip=data)
     configs, produced = [], set()
     model = first  # a filter stage's model: this, until a model stage makes one
+    layers = None  # the first model stage's model: every later one has its layers
     for stage in pipeline.stages:
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
             if _finished(Path(pipeline.output_dir) / stage.name) is None:  # else only skipped
@@ -455,9 +461,11 @@ def check_pipeline(
         model = PRODUCED
         # the first model stands in for a later stage's, which the stages before it produce
         cfg = stage_config(pipeline, stage, first, by_stage[stage.name])
+        layers = layers or cfg.model.name
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
             check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
+            check_adapters(replace(cfg.model, name=layers))
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)

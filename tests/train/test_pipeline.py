@@ -868,3 +868,44 @@ def test_a_decontaminate_stage_against_a_folder_without_its_split_names_the_opti
     )
     options = step_options("decontaminate", {"against": [str(evals)], "split": "train"})
     assert run_step(options, src, tmp_path / "out.jsonl", model=None).kept == 1
+
+
+def test_a_dry_run_checks_each_stages_lora_targets_on_the_models_layers(
+    tmp_path, tiny_model_dir, prompt_file, capsys
+):
+    """`rlvr pipeline --dry-run` passed a stage's `model.lora.targets=[nosuch]` (which
+    `rlvr train --dry-run` refuses); the run stopped at that stage, after the ones before it.
+    A later stage is checked on the first stage's model, whose architecture it starts from
+    (here GPT-NeoX's layer names, where its own config names the `tiny` preset's Qwen2)."""
+    import transformers
+
+    neox = tmp_path / "neox"
+    config = transformers.GPTNeoXConfig(
+        num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=32
+    )
+    config.vocab_size, config.bos_token_id, config.eos_token_id = 300, 0, 0
+    transformers.GPTNeoXForCausalLM(config).save_pretrained(neox)
+    transformers.AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(neox)
+    data = _two_stages(tmp_path, f"data.train={prompt_file}", "data.eval=null")
+    data["stages"][0]["overrides"].append(f"model={neox}")  # stage b: the demo's tiny preset
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    lora = ["b:model.lora.rank=2"]
+    assert (
+        pipeline_main([str(path), "--dry-run", *lora, "b:model.lora.targets=[query_key_value]"])
+        == 0
+    )
+    capsys.readouterr()
+    for stage in ("a", "b"):
+        argv = [str(path), "--dry-run", f"{stage}:model.lora.rank=2"]
+        assert pipeline_main([*argv, f"{stage}:model.lora.targets=[q_proj]"]) == 2
+        line = capsys.readouterr().err.strip()
+        assert line.startswith(
+            f"rlvr: error: {path}: stage '{stage}': model.lora.targets: this model has no "
+            "layer named 'q_proj'; its linear layers and embeddings are embed_in, query_key_value,"
+        ), line
+    with pytest.raises(ValueError, match="stage 'b': model.lora.targets: .* no layer named 'q_"):
+        run_pipeline(
+            parse_pipeline(data, source="p"), overrides=[*lora, "b:model.lora.targets=[q_proj]"]
+        )
+    assert not (tmp_path / "pipe").exists()  # stage a never started

@@ -459,13 +459,14 @@ def check_pipeline(
             configs.append(None)
             continue
         model = PRODUCED
-        # the first model stands in for a later stage's, which the stages before it produce
-        cfg = stage_config(pipeline, stage, first, by_stage[stage.name])
+        # the first model stage's model stands in for a later stage's (not its config's own,
+        # which its run never reads), made by the stages before it
+        cfg = stage_config(pipeline, stage, layers or first, by_stage[stage.name])
         layers = layers or cfg.model.name
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
             check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
-            check_adapters(replace(cfg.model, name=layers))
+            check_adapters(cfg.model)  # on the layers of the first model stage's model
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
         configs.append(cfg)

@@ -436,6 +436,28 @@ def test_the_files_model_replaces_a_missing_model_of_a_stage_config_in_the_check
         )
 
 
+def test_a_later_stages_config_model_is_not_checked_when_the_file_names_none(
+    tmp_path, tiny_model_dir, sft_file
+):
+    """With no ``model`` in the file, the check read a later stage with the model its own
+    config names, which its run never uses (it starts from the earlier stage's): a local
+    model there that does not exist stopped the pipeline before its first stage."""
+    (tmp_path / "mine.yaml").write_text("base: sft\nmodel: {name: ./no-such-model}\n")
+    first = [f"model={tiny_model_dir}", f"data.train={sft_file}"]
+    data = {
+        "output_dir": str(tmp_path / "pipe"),
+        "stages": [
+            {"name": "a", "kind": "sft", "config": "sft", "overrides": first},
+            {"name": "b", "kind": "sft", "config": "./mine.yaml", "overrides": first[1:]},
+        ],
+    }
+    pipeline = parse_pipeline(data, source="p.yaml", folder=tmp_path)
+    _, later = check_pipeline(pipeline)
+    assert later.model.name == str(tiny_model_dir)  # stands in for stage a's final model
+    with pytest.raises(Killed):  # stage a started: the check passed
+        run_pipeline(pipeline, overrides=LOG, callbacks=lambda s: [StopAtStart()])
+
+
 def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
     data = {
         "output_dir": str(tmp_path / "pipe"),

@@ -428,7 +428,11 @@ def _run_one(
 
 
 def check_pipeline(
-    pipeline: Pipeline, overrides: Sequence[str] = (), *, device: bool = False
+    pipeline: Pipeline,
+    overrides: Sequence[str] = (),
+    *,
+    device: bool = False,
+    note: Callable[[str], None] | None = None,
 ) -> list[TrainConfig | SFTConfig | None]:
     """Every training stage's configuration with ``overrides`` applied (as :func:`run_pipeline`
     takes them), checked as a run checks it before loading anything (with ``device``, this
@@ -437,10 +441,12 @@ def check_pipeline(
     writes) and, for ``filter``, its model (``None`` in its place: a data stage has no run
     configuration); each model stage's ``model.lora`` on the layers of the first model stage's
     model, read without its weights when it can be (every later stage starts from that
-    model's architecture: :func:`~rlvr.train.lora.check_adapters`); and that the stages the
-    output directory holds as finished are what this run would make (:func:`stage_options`).
-    Nothing runs."""
-    from rlvr.train.lora import check_adapters
+    model's architecture: :func:`~rlvr.train.lora.check_adapters`; ``note`` is given a line
+    for each stage whose adapters are not checked, on a preset not built yet); and that the
+    stages the output directory holds as finished are what this run would make
+    (:func:`stage_options`). Nothing runs."""
+    from rlvr.models import preset_names
+    from rlvr.train.lora import UNBUILT_PRESET, check_adapters
 
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
@@ -466,9 +472,11 @@ def check_pipeline(
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
             check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
-            check_adapters(cfg.model)  # on the layers of the first model stage's model
+            checked = check_adapters(cfg.model)  # on the layers of the first model stage's model
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+        if not checked and note and layers in preset_names():
+            note(f"stage {stage.name!r}: {UNBUILT_PRESET.format(layers)}")
         configs.append(cfg)
     _check_finished(pipeline, by_stage, first)
     return configs

@@ -931,3 +931,21 @@ def test_a_dry_run_checks_each_stages_lora_targets_on_the_models_layers(
             parse_pipeline(data, source="p"), overrides=[*lora, "b:model.lora.targets=[q_proj]"]
         )
     assert not (tmp_path / "pipe").exists()  # stage a never started
+
+
+def test_a_dry_run_notes_lora_targets_it_cannot_check_as_rlvr_train_does(
+    tmp_path, prompt_file, capsys, monkeypatch
+):
+    """On a preset not built yet, `rlvr train --dry-run` notes that the targets are not
+    checked; `rlvr pipeline --dry-run` passed them without a word."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    data = _two_stages(tmp_path, f"data.train={prompt_file}", "data.eval=null")
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data | {"model": "smollm2-135m"}))  # not built in this cache
+    lora = ["b:model.lora.rank=4", "b:model.lora.targets=[nosuch]"]
+    assert pipeline_main([str(path), "--dry-run", *lora]) == 0
+    assert capsys.readouterr().err == (
+        "--dry-run: stage 'b': model.lora: not checked against the layers of smollm2-135m "
+        "(the run builds the preset first)\n"
+    )
+    assert not (tmp_path / "cache").exists()  # the preset was not built

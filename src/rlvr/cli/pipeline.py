@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
@@ -47,11 +48,15 @@ def main(argv: list[str]) -> int:
         help="applied to every stage; STAGE:key=value applies to one",
     )
     args = parser.parse_intermixed_args(argv)
+
+    def note(line: str) -> None:  # what the dry run could not check, as rlvr train's says it
+        print(f"--dry-run: {line}", file=sys.stderr)
+
     pipeline = read_pipeline(args.pipeline)
     out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime(TIME_FORMAT))
     pipeline = dataclasses.replace(pipeline, output_dir=out)
     if args.dry_run:
-        configs = check_pipeline(pipeline, args.overrides)
+        configs = check_pipeline(pipeline, args.overrides, note=note)
         for stage, cfg in zip(pipeline.stages, configs, strict=True):
             where = Path(out) / stage.name if cfg is None else cfg.log.output_dir
             print(f"{stage.name:<12} {stage.kind:<4} {stage.config}  {where}")

@@ -66,6 +66,12 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
     _warn_full_rank(adapted_layers(model), cfg.rank)
 
 
+UNBUILT_PRESET = (
+    "model.lora: not checked against the layers of {} (the run builds the preset first)"
+)
+"""What a dry run says of adapters on a preset not built yet (:func:`check_adapters`)."""
+
+
 def check_adapters(model: ModelConfig) -> bool:
     """What :func:`add_adapters` refuses or warns about in ``model.lora``, checked on the
     model's layers without its weights (:func:`rlvr.models.empty_model`): for a dry run.

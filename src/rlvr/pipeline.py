@@ -40,7 +40,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -372,7 +374,8 @@ def run_pipeline(
     """Run (or continue) every stage in order; returns each stage's result.
 
     ``overrides`` apply to every stage (``key=value``) or to one (``NAME:key=value``); every
-    stage's configuration is checked before the first runs (or is skipped as finished);
+    stage's configuration is checked before the first runs (or is skipped as finished), and
+    a warning that check gives is not given again as a stage starts;
     ``callbacks(stage)`` gives the callbacks of a stage's run. ``{time}`` in the output
     directory becomes the start time (continue such a pipeline by passing the expanded
     directory: ``dataclasses.replace(pipeline, output_dir=...)``).
@@ -380,25 +383,43 @@ def run_pipeline(
     if "{time}" in pipeline.output_dir:
         stamp = time.strftime(TIME_FORMAT)
         pipeline = replace(pipeline, output_dir=pipeline.output_dir.replace("{time}", stamp))
-    check_pipeline(pipeline, overrides, device=True)  # every stage, before any stage runs
+    said = _check_before_running(pipeline, overrides)  # every stage, before any stage runs
     names = [s.name for s in pipeline.stages]
     first_model, overrides = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
     by_stage = _split_overrides(overrides, names, skip=data)
     results: list[StageResult] = []
     model = first_model
-    for index, stage in enumerate(pipeline.stages, 1):
-        label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
-        try:
-            result = _run_one(
-                pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
-            )
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{label}: {err}") from err
-        results.append(result)
-        _write_summary(pipeline, results)
-        model = _model_of(result)
+    with warnings.catch_warnings():
+        for w in said:  # said once: not again as a stage checks itself (a full-rank LoRA)
+            warnings.filterwarnings("ignore", re.escape(str(w.message)) + r"\Z", w.category)
+        for index, stage in enumerate(pipeline.stages, 1):
+            label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
+            try:
+                result = _run_one(
+                    pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
+                )
+            except (ValueError, OSError) as err:
+                raise ValueError(f"{label}: {err}") from err
+            results.append(result)
+            _write_summary(pipeline, results)
+            model = _model_of(result)
     return results
+
+
+def _check_before_running(
+    pipeline: Pipeline, overrides: Sequence[str]
+) -> list[warnings.WarningMessage]:
+    """:func:`check_pipeline` with this machine's device; its warnings are shown (also when it
+    refuses the pipeline) and returned, for the stages not to give them again."""
+    said: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as said:
+            check_pipeline(pipeline, overrides, device=True)
+    finally:
+        for w in said:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return said
 
 
 def _run_one(

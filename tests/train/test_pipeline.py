@@ -949,3 +949,19 @@ def test_a_dry_run_notes_lora_targets_it_cannot_check_as_rlvr_train_does(
         "(the run builds the preset first)\n"
     )
     assert not (tmp_path / "cache").exists()  # the preset was not built
+
+
+def test_a_warning_of_the_check_before_the_first_stage_is_not_given_again_by_the_stage(
+    tmp_path, tiny_model_dir, prompt_file, recwarn
+):
+    """A full-rank `model.lora.rank` (32 on the tiny model's 32-wide layers) was warned about
+    twice in a one-stage run: by the check before the first stage, and as the stage loaded."""
+    train = [f"data.train={prompt_file}", "data.eval=null", "reward.verifier=math"]
+    train += ["rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4"]
+    stage = {"name": "rl", "kind": "train", "config": "demo", "overrides": ["steps=1", *train]}
+    data = {"output_dir": str(tmp_path / "pipe"), "model": str(tiny_model_dir), "stages": [stage]}
+    lora = ["model.lora.rank=32", "threads=1", *LOG]
+    (result,) = run_pipeline(parse_pipeline(data), overrides=lora, announce=lambda line: None)
+    assert result.status == "ran"
+    said = [str(w.message) for w in recwarn if "reaches the smaller side" in str(w.message)]
+    assert len(said) == 1, said

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rlvr.data import gym_rows, load_examples, write_jsonl
-from rlvr.rewards import Scorer, get_verifier
+from rlvr.rewards import Scorer, ScoringConfig, get_verifier
 from rlvr.rewards.reasoning_gym import reasoning_gym_verifier
 
 TASKS = ["chain_sum", "basic_arithmetic", "gsm_symbolic", "countdown", "leg_counting"]
@@ -52,6 +52,34 @@ def test_missing_task_is_a_counted_failure():
     assert scores.status == ["error"] and "no task" in scores.errors[0]
     with pytest.raises(ValueError, match="unknown reasoning-gym task"):
         get_verifier("reasoning_gym:no_such_task")("x", "1")
+
+
+BIG = "1" + "0" * 400  # a count of days past float range: 0.1.25's scorers divide by it
+
+
+@pytest.mark.parametrize(
+    ("task", "kind", "answer"),
+    [
+        ("boxnet", None, "5"),  # TypeError: 'int' object is not iterable
+        ("prime_factorization", None, "abc"),  # ValueError: int('abc')
+        ("calendar_arithmetic", ("task", "count_days"), BIG),  # OverflowError
+        ("time_intervals", ("task_type", "date"), f"{BIG} days"),  # OverflowError
+    ],
+)
+def test_an_answer_the_scorer_raises_on_is_wrong_not_a_verifier_failure(task, kind, answer):
+    """reasoning-gym's scorer raising on the policy's answer was counted in verifier/failures
+    (and warned about as the verifier failing); the entry's own answer scores, so the answer
+    is at fault: it scores wrong, counted as verifier/reasoning_gym_unreadable."""
+    rows = gym_rows(task, size=30, seed=1)
+    entry = next(r for r in rows if kind is None or r["metadata"][kind[0]] == kind[1])
+    scores = Scorer(get_verifier("reasoning_gym", wrong=-1.0), ScoringConfig(workers=0))(
+        [f"<answer>{answer}</answer>"], [entry]
+    )
+    assert (scores.values, scores.status) == ([-1.0], ["ok"]), scores.errors
+    metrics = scores.metrics()
+    assert (metrics["verifier/failures"], metrics["verifier/reasoning_gym_unreadable"]) == (0, 1)
+    bare = Scorer("reasoning_gym:calendar_arithmetic", ScoringConfig(workers=0))(["12"], ["12"])
+    assert bare.errors == ["KeyError: 'task'"]  # the reference is at fault: still a failure
 
 
 def test_flexible_extract_scores_the_last_number_and_strict_stays_default():

@@ -26,6 +26,7 @@ def test_inline_errors_and_non_finite_scores_are_counted():
         "verifier/math_rejected": 0.0,
         "verifier/math_hedged": 0.0,
         "verifier/reasoning_gym_hedged": 0.0,
+        "verifier/reasoning_gym_unreadable": 0.0,
         "verifier/asserts_judged": 0.0,
         "verifier/asserts_in_process": 0.0,
         "verifier/asserts_unsupported": 0.0,

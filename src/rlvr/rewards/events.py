@@ -21,6 +21,8 @@ EVENTS: dict[str, str] = {
     "nested, exponent towers, huge numbers, or past the comparison's time or memory limit)",
     "math_hedged": "math completions with several different final answers",
     "reasoning_gym_hedged": "reasoning_gym completions with several different final answers",
+    "reasoning_gym_unreadable": "reasoning_gym answers the task's scorer raised on (it scores "
+    "the entry's own answer, so the answer is at fault, not the verifier): scored wrong",
     "asserts_judged": "assert tests judged by a test driver the program cannot reach",
     "asserts_unsupported": "assert tests the driver could not judge (the program's answer was "
     "not plain data, or a class): failed and not paid",

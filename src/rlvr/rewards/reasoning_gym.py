@@ -3,7 +3,9 @@ r"""``reasoning_gym:<task>`` verifiers: reasoning-gym's own scorers, offline.
 The reference is a reasoning-gym entry (``{"question", "answer", "metadata"}``), its JSON
 text, or the answer alone; the task comes from the spec or from ``metadata["source_dataset"]``. The answer is
 found as for ``math``, else the text after ``</think>``. ``binary=True`` pays only a full
-score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. Scorers of
+score; ``binary=False`` maps the score ``s`` to ``wrong + (correct - wrong) * s``. An answer the
+scorer raises on scores ``wrong``, counted as ``reasoning_gym_unreadable`` when the entry's
+own answer scores (else it is a failure of the verifier). Scorers of
 reasoning-gym 0.1.25 that pay wrong answers in full are replaced (:data:`REPLACED_SCORERS`),
 and none is let run a completion as Python (``docs/rewards.md`` says how).
 """
@@ -230,7 +232,15 @@ def reasoning_gym_verifier(
     answer = gym_answer(completion, extract)
     if answer is None:
         return wrong
-    raw = float(_score_fn(_task_of(entry, task))(answer, entry))
+    score = _score_fn(_task_of(entry, task))
+    try:
+        raw = float(score(answer, entry))
+    except Exception:  # the answer's fault if the entry's own answer scores, else a failure
+        with contextlib.suppress(Exception):
+            float(score(entry["answer"], entry))
+            record("reasoning_gym_unreadable")
+            return wrong
+        raise
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)

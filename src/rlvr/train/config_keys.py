@@ -108,10 +108,9 @@ def keys_help(cls: type, width: int = 100, config: Any = None, source: str = "")
     for key in config_keys(cls, defaults=config):
         head = f"  {key.key}={key.default}"
         doc = " ".join(re.sub(r":\w+:`~?([^`]*)`", r"\1", key.doc).replace("``", "").split())
-        lines += textwrap.wrap(
-            doc,
-            width,
-            initial_indent=f"{head:<40} " if len(head) < 40 else head + "\n" + " " * 41,
-            subsequent_indent=" " * 41,
-        ) or [head]
+        if len(head) >= 40:  # the key on a line of its own, its text wrapped below it
+            lines.append(head)
+            head = ""
+        text = textwrap.wrap(doc, width, initial_indent=f"{head:<41}", subsequent_indent=" " * 41)
+        lines += text or [head] * bool(head)
     return "\n".join(lines)

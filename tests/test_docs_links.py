@@ -1,5 +1,5 @@
 """Every relative link and image in README.md, CHANGELOG.md, ALGORITHMS.md and docs/ points at
-a file or folder of the checkout."""
+a file or folder of the checkout, and every table there ends before the text under it."""
 
 from __future__ import annotations
 
@@ -33,3 +33,21 @@ def test_the_link_pattern_finds_links_and_images():
         "docs/x.md#y",
         "figures/f.png",
     ]
+
+
+def _rows_run_into_text(page: Path) -> list[str]:
+    """Lines of text right under a table's last row: GitHub renders each as one more row."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    lines = text.splitlines()
+    return [
+        below
+        for row, below in zip(lines, lines[1:], strict=False)
+        if row.startswith("|") and below.strip() and not below.startswith("|")
+    ]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_blank_line_ends_every_table(page):
+    """docs/objectives.md's table of papers ran into the paragraph under it."""
+    joined = _rows_run_into_text(page)
+    assert not joined, f"{page.relative_to(ROOT)}: text right under a table: {joined}"

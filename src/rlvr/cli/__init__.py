@@ -37,8 +37,11 @@ def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     rows = "\n".join(f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items())
     return (
-        f"usage: rlvr <command> [options] [--debug]\n\ncommands:\n{rows}\n\n"
-        "'rlvr <command> --help' for options; --debug shows tracebacks."
+        f"usage: rlvr <command> [options] [--debug]\n       rlvr --version\n\n"
+        f"commands:\n{rows}\n\n"
+        "Start with 'rlvr train': the demo, GRPO on a tiny model (about a minute; 5 the first\n"
+        "time, when its model is built). 'rlvr <command> --help' for options; --debug shows\n"
+        "tracebacks."
     )
 
 

@@ -221,3 +221,19 @@ def test_an_empty_data_file_and_a_template_without_its_place_name_the_key(
         rest = [f"model={tiny_model_dir}", f"log.output_dir={tmp_path / 'run'}"]
     assert rlvr([a.format(**files) for a in argv] + rest) == 2
     assert _one_error_line(capsys) == "rlvr: error: " + message.format(**files)
+
+
+@pytest.mark.parametrize("argv", [["sft"], ["sft", "model=tiny", "epochs=2"]])
+def test_sft_without_data_names_the_key_to_give(argv, capsys):
+    """With no config file the error pointed at a YAML file: "missing required key(s) data (or
+    inherit them: base: klear/sft in the YAML file)"."""
+    assert rlvr(argv) == 2
+    assert _one_error_line(capsys) == (
+        "rlvr: error: config: missing required key(s) data.train: give them as key=value "
+        "(data.train=...) or in a config file"
+    )
+
+
+def test_a_misspelt_required_key_is_still_named_as_unknown(capsys):
+    assert rlvr(["sft", "data.trian=pairs.jsonl"]) == 2
+    assert "unknown key 'data.trian'; valid keys of data: train," in _one_error_line(capsys)

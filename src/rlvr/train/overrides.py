@@ -243,8 +243,26 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 def load_config(cls: type[T], name_or_path: str | None, overrides: list[str] = ()) -> T:  # type: ignore[assignment]
     """Build ``cls`` from a YAML file / embedded config (or nothing) plus overrides."""
-    data = read_yaml(name_or_path) if name_or_path else {}
-    return from_dict(cls, apply_overrides(data, list(overrides)))
+    data = apply_overrides(read_yaml(name_or_path) if name_or_path else {}, list(overrides))
+    if not name_or_path:
+        _check_required_keys_given(cls, data)
+    return from_dict(cls, data)
+
+
+def _check_required_keys_given(cls: type, data: dict) -> None:
+    """With no config file (``rlvr sft data.train=...``), a required section nothing set is
+    named by its required keys, as the ``key=value`` to give: a file's hint (``base:``) does
+    not apply. A section that is set is checked by :func:`from_dict` (unknown keys first)."""
+    from rlvr.train.config_keys import config_keys
+
+    required = [k.key for k in config_keys(cls) if k.default == "required"]
+    missing = [k for k in required if k.split(".")[0] not in data]
+    if missing:
+        where = getattr(cls, "LABEL", "config")
+        raise ValueError(
+            f"{where}: missing required key(s) {', '.join(missing)}: give them as key=value "
+            f"({missing[0]}=...) or in a config file"
+        )
 
 
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:

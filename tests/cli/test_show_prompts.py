@@ -101,3 +101,21 @@ def test_sft_show_prompts_prints_prompt_and_response_apart_and_trains_nothing(
     assert blocks[0].split("\n", 1)[1] == "<|system|>Be brief.\n<|user|>1 + 1 =\n<|assistant|>\n"
     assert blocks[1].split("\n", 1)[1].startswith("2")
     assert not out.exists()
+
+
+def test_a_reasoning_gym_entry_shows_its_answer(capsys):
+    """The head showed the entry's repr cut at 60 characters, "{'id': 'chain_sum-0-0',
+    'question': 'State the final answ...": never the answer."""
+    from rlvr.cli.common import print_prompt
+
+    class Decoder:
+        def decode(self, ids, **_):
+            return "0 - 4 - 8 - 7 + 6 ="
+
+    entry = {"id": "chain_sum-0-0", "question": "State the final answer to: 0 - 4 - 8 - 7 + 6 =",
+             "answer": "-13", "metadata": {"num_terms": 5}}  # fmt: skip
+    print_prompt(Decoder(), "data.train prompt 1 of 4000", [1, 2], entry["id"], entry)
+    head = capsys.readouterr().out.splitlines()[0]
+    assert (
+        head == "=== data.train prompt 1 of 4000 (id chain_sum-0-0, 2 tokens, reference '-13') ==="
+    )

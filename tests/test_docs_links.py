@@ -51,3 +51,10 @@ def test_a_blank_line_ends_every_table(page):
     """docs/objectives.md's table of papers ran into the paragraph under it."""
     joined = _rows_run_into_text(page)
     assert not joined, f"{page.relative_to(ROOT)}: text right under a table: {joined}"
+
+
+def test_the_readme_links_every_page_of_docs():
+    """docs/data.md (`rlvr data`) was missing from the README's list of documentation."""
+    linked = set(_targets(ROOT / "README.md"))
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/*.md"))
+    assert [p for p in pages if not any(t.split("#")[0] == p for t in linked)] == []

@@ -393,3 +393,75 @@ def test_one_sample_per_problem_reads_in_the_singular(tmp_path, capsys):
     assert f"{model}: not loaded; 1 sample per problem, k [1]" in capsys.readouterr().out
     assert main(["--model", str(model), "--data", str(data), "-n", "2", "--dry-run"]) == 0
     assert "2 samples per problem" in capsys.readouterr().out
+
+
+def _checkpoint_and_data(tmp_path: Path, config: str) -> tuple[Path, Path]:
+    """A run folder with ``config`` as its config.yaml and an empty step_000004, and a file."""
+    checkpoint = tmp_path / "run" / "checkpoints" / "step_000004"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text("{}")
+    (checkpoint / "tokenizer.json").write_text("{}")
+    (tmp_path / "run" / "config.yaml").write_text(config)
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    return checkpoint, data
+
+
+def _sampling(argv: list[str]):
+    """The evaluation settings ``rlvr eval argv`` samples with."""
+    from rlvr.cli.eval import _config, _parser, _resolve_sampling
+
+    args = _parser().parse_args(argv)
+    _resolve_sampling(args)
+    return _config(args)
+
+
+RUN_EVAL = (
+    "rollout: {max_new_tokens: 64}\n"
+    "eval: {n: 2, ks: [1, 2], temperature: 1.0, top_p: 0.9, seed: 77, batch_size: 3}\n"
+)
+
+
+def test_a_checkpoint_samples_as_its_run_evaluated(tmp_path, capsys):
+    """`rlvr eval --model <run>/checkpoints/step_N` sampled with rlvr eval's defaults (T 0.6,
+    256 tokens, -n 4, seed 0), not the run's eval settings, so it did not give the run's
+    held-out numbers and said nothing; it now takes each option not given from the run's
+    config.yaml (max tokens: eval.max_new_tokens, else the rollout's) and says so."""
+    checkpoint, data = _checkpoint_and_data(tmp_path, RUN_EVAL)
+    argv = ["--model", str(checkpoint), "--data", str(data)]
+    assert main([*argv, "--dry-run"]) == 0
+    line, *_ = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"rlvr eval: sampling as the run evaluated ({tmp_path / 'run'}")
+    assert "n=2, k 1 2, T=1.0, top p 0.9, max tokens 64, seed 77, batch size 3; give -n" in line
+    config = _sampling(argv)
+    assert (config.n, config.ks, config.seed, config.batch_size) == (2, (1, 2), 77, 3)
+    assert config.sampling.temperature == 1.0 and config.sampling.top_p == 0.9
+    assert config.sampling.max_new_tokens == 64
+
+
+def test_a_flag_given_beats_the_runs_setting(tmp_path, capsys):
+    """A sampling flag given is used, and the line no longer names it; -n given drops the
+    run's k values (they belong to its n)."""
+    checkpoint, data = _checkpoint_and_data(tmp_path, RUN_EVAL)
+    base = ["--model", str(checkpoint), "--data", str(data)]
+    config = _sampling([*base, "--temperature", "0.3", "--seed", "0", "-n", "1"])
+    assert config.sampling.temperature == 0.3 and config.seed == 0
+    assert (config.n, config.ks, config.sampling.max_new_tokens) == (1, (1,), 64)
+    line = capsys.readouterr().out
+    assert "T=" not in line and "seed" not in line and "max tokens 64" in line
+    explicit = ["-n", "4", "-k", "1", "--temperature", "0.6", "--top-p", "1.0"]
+    explicit += ["--max-tokens", "256", "--seed", "0", "--batch-size", "8"]
+    _sampling([*base, *explicit])
+    assert capsys.readouterr().out == ""  # every option given: nothing taken, nothing said
+
+
+def test_a_plain_model_directory_keeps_the_defaults(tmp_path, capsys):
+    """A model that is no run's checkpoint (or a run without an eval section) samples with
+    rlvr eval's own defaults, silently."""
+    checkpoint, data = _checkpoint_and_data(tmp_path, "reward: {verifier: math}\n")
+    for model in (checkpoint, tmp_path / "run" / "checkpoints"):
+        config = _sampling(["--model", str(model), "--data", str(data)])
+        assert (config.n, config.ks, config.seed, config.batch_size) == (4, (1, 4), 0, 8)
+        assert config.sampling.temperature == 0.6 and config.sampling.max_new_tokens == 256
+        assert config.sampling.top_p == 1.0
+    assert capsys.readouterr().out == ""

@@ -110,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     _reward_args(p)
     p.set_defaults(verifier=None)  # main() takes math, warning when the run trained with another
     _sampling_args(p)
+    p.set_defaults(**dict.fromkeys(_RUN_SAMPLING))  # main() takes the run's, else the defaults
     p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")
     p.add_argument(
         "--no-completions", action="store_true", help="leave completion texts out of the JSON"
@@ -441,6 +442,83 @@ def _default_output(model: str) -> Path:
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
+_RUN_SAMPLING = {
+    "n": "-n",
+    "k": "-k",
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_tokens": "--max-tokens",
+    "seed": "--seed",
+    "batch_size": "--batch-size",
+}
+"""The sampling options a run's checkpoint takes from its run's ``eval`` settings when not given."""
+
+
+def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
+    """The ``config.yaml`` of the run whose checkpoint ``model`` is, and the sampling options
+    its held-out evaluation used (as :func:`rlvr.train.loop.evaluate` builds them); ``None``
+    for a model that is no run's checkpoint, or a run without an ``eval`` section (SFT)."""
+    from rlvr.train.config import EvalConfig as RunEval
+    from rlvr.train.config import RolloutConfig
+    from rlvr.train.overrides import from_dict, read_yaml
+
+    run = _run_of(model)
+    path = None if run is None else run / "config.yaml"
+    if path is None or not path.is_file():
+        return None
+    try:
+        saved = read_yaml(str(path))
+        if not isinstance(saved.get("eval"), dict):
+            return None
+        ev = from_dict(RunEval, saved["eval"], "eval")
+        rollout = from_dict(RolloutConfig, saved.get("rollout") or {}, "rollout")
+    except (ValueError, TypeError):  # not a run's configuration: keep rlvr eval's defaults
+        return None
+    options = {
+        "n": ev.n,
+        "k": list(ev.ks),
+        "temperature": ev.temperature,
+        "top_p": ev.top_p,
+        "max_tokens": ev.max_new_tokens or rollout.max_new_tokens,
+        "seed": ev.seed,
+        "batch_size": ev.batch_size,
+    }
+    return path, options
+
+
+def _resolve_sampling(args: argparse.Namespace) -> None:
+    """Fill the sampling options not given: from the run's ``eval`` settings when ``--model``
+    is a run's checkpoint (one line says so), else rlvr eval's defaults."""
+    defaults = argparse.ArgumentParser(add_help=False)
+    _sampling_args(defaults)
+    missing = [key for key in _RUN_SAMPLING if getattr(args, key) is None]
+    found = _run_sampling(args.model) if missing else None
+    taken = {} if found is None else found[1]
+    if "n" not in missing:  # the run's k values belong to its n
+        taken.pop("k", None)
+    for key in missing:
+        setattr(args, key, taken.get(key, defaults.get_default(key)))
+    shown = [key for key in missing if key in taken]
+    if found is None or not shown:
+        return
+    print(
+        f"rlvr eval: sampling as the run evaluated ({found[0]}): "
+        + ", ".join(_shown(key, taken[key]) for key in shown)
+        + f"; give {', '.join(_RUN_SAMPLING[key] for key in shown)} to change"
+    )
+
+
+def _shown(key: str, value: object) -> str:
+    """One taken option as the line shows it: ``T=1.0``, ``max tokens 64``, ``k 1 4``."""
+    if key == "temperature":
+        return f"T={value}"
+    if key == "n":
+        return f"n={value}"
+    if key == "k":
+        return "k " + " ".join(map(str, value))
+    return f"{key.replace('_', ' ')} {value}"
+
+
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr eval ...``; returns the exit status."""
@@ -449,6 +527,7 @@ def main(argv: list[str]) -> int:
     from rlvr.rewards.registry import get_verifier
 
     args = _parser().parse_args(argv)
+    _resolve_sampling(args)
     if args.verifier is None:  # the default: say so when the model's run trained with another
         args.verifier = "math"
         _warn_other_verifier(args.model, args.verifier)

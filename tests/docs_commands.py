@@ -133,7 +133,8 @@ def stray_commands(path: Path) -> list[str]:
             continue
         for offset, line in enumerate(body):
             words = [w for w in line.lstrip("$ ").split() if not _ENV_WORD.match(w)]
-            if info in ("", "text") and words and program(words[0]) in PROGRAMS:
+            said = len(words) > 1 and words[1].endswith(":")  # output: "rlvr eval: sampling ..."
+            if info in ("", "text") and words and program(words[0]) in PROGRAMS and not said:
                 out.append(f"{name}:{first + offset}: {line.strip()}")
     return out
 

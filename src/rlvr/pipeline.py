@@ -466,8 +466,7 @@ def check_pipeline(
     for each stage whose adapters are not checked, on a preset not built yet); and that the
     stages the output directory holds as finished are what this run would make
     (:func:`stage_options`). Nothing runs."""
-    from rlvr.models import preset_names
-    from rlvr.train.lora import UNBUILT_PRESET, check_adapters
+    from rlvr.train.lora import check_adapters
 
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
@@ -493,11 +492,11 @@ def check_pipeline(
         try:
             preflight(cfg, device=device, produced=frozenset(produced))
             check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
-            checked = check_adapters(cfg.model)  # on the layers of the first model stage's model
+            unchecked = check_adapters(cfg.model)  # on the layers of the first model stage's model
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
-        if not checked and note and layers in preset_names():
-            note(f"stage {stage.name!r}: {UNBUILT_PRESET.format(layers)}")
+        if unchecked and note:
+            note(f"stage {stage.name!r}: {unchecked}")
         configs.append(cfg)
     _check_finished(pipeline, by_stage, first)
     return configs

@@ -149,11 +149,10 @@ def warn_as_run(config: Any, read: dict[str, int]) -> None:
 def note_adapters(model: Any) -> None:
     """``model.lora`` checked against the model's layers, read without its weights; a preset
     not built yet is noted (a Hub model not cached is, by :func:`note_hub`)."""
-    from rlvr.models import preset_names
-    from rlvr.train.lora import UNBUILT_PRESET, check_adapters
+    from rlvr.train.lora import check_adapters
 
-    if not check_adapters(model) and model.name in preset_names():
-        print(f"--dry-run: {UNBUILT_PRESET.format(model.name)}", file=sys.stderr)
+    if unchecked := check_adapters(model):
+        print(f"--dry-run: {unchecked}", file=sys.stderr)
 
 
 def note_hub(config: Any) -> None:

@@ -66,28 +66,26 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
     _warn_full_rank(adapted_layers(model), cfg.rank)
 
 
-UNBUILT_PRESET = (
-    "model.lora: not checked against the layers of {} (the run builds the preset first)"
-)
-"""What a dry run says of adapters on a preset not built yet (:func:`check_adapters`)."""
-
-
-def check_adapters(model: ModelConfig) -> bool:
+def check_adapters(model: ModelConfig) -> str | None:
     """What :func:`add_adapters` refuses or warns about in ``model.lora``, checked on the
     model's layers without its weights (:func:`rlvr.models.empty_model`): for a dry run.
-    False when the layers are not known here (a preset not built, a Hub model not cached)."""
-    from rlvr.models import empty_model
+    Returns the note to give when the layers are not known here for a preset not built yet
+    (a Hub model not cached is noted where the dry run names what it does not read)."""
+    from rlvr.models import empty_model, preset_names
 
     if not model.lora.rank:
-        return True
+        return None
     layers = empty_model(model.name)
+    if layers is None and model.name in preset_names():
+        built = "the run builds the preset first"
+        return f"model.lora: not checked against the layers of {model.name} ({built})"
     if layers is None:
-        return False
+        return None
     if importlib.util.find_spec("peft") is not None:
         add_adapters(layers, model.lora)
     elif model.lora.targets != ("all-linear",):  # a dry run for a machine that has peft
         _check_targets(layers, model.lora.targets)
-    return True
+    return None
 
 
 def _warn_full_rank(layers: dict[str, torch.nn.Module], rank: int) -> None:

@@ -408,21 +408,32 @@ def _run_of(model: str) -> Path | None:
     return path.parent.parent if path.parent.name == "checkpoints" else None
 
 
-def _warn_other_verifier(model: str, verifier: str) -> None:
-    """Warn when ``--model`` is a checkpoint of a run whose ``config.yaml`` trained with another
-    verifier than ``verifier``, the default this evaluation scores with."""
+def _saved_config(model: str) -> tuple[Path, dict] | None:
+    """The ``config.yaml`` of the run whose checkpoint ``model`` is, and its mapping; ``None``
+    for a model that is no run's checkpoint, or a file that is not a run's configuration."""
     from rlvr.train.overrides import read_yaml
 
     run = _run_of(model)
-    if run is None or not (run / "config.yaml").is_file():
-        return
+    path = None if run is None else run / "config.yaml"
+    if path is None or not path.is_file():
+        return None
     try:
-        trained = (read_yaml(str(run / "config.yaml")).get("reward") or {}).get("verifier")
-    except ValueError:  # not a run's configuration: nothing to compare
+        return path, read_yaml(str(path))
+    except ValueError:  # not a run's configuration
+        return None
+
+
+def _warn_other_verifier(model: str, verifier: str) -> None:
+    """Warn when ``--model`` is a checkpoint of a run whose ``config.yaml`` trained with another
+    verifier than ``verifier``, the default this evaluation scores with."""
+    found = _saved_config(model)
+    if found is None:
         return
+    trained = (found[1].get("reward") or {}).get("verifier")
     if isinstance(trained, str) and trained != verifier:
         warnings.warn(
-            f"--model is a checkpoint of {run}, which trained with reward.verifier={trained}; "
+            f"--model is a checkpoint of {found[0].parent}, which trained with "
+            f"reward.verifier={trained}; "
             f"this scores with --verifier {verifier} (the default): give --verifier {trained} "
             "to score as the run did",
             stacklevel=2,
@@ -460,16 +471,13 @@ def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     for a model that is no run's checkpoint, or a run without an ``eval`` section (SFT)."""
     from rlvr.train.config import EvalConfig as RunEval
     from rlvr.train.config import RolloutConfig
-    from rlvr.train.overrides import from_dict, read_yaml
+    from rlvr.train.overrides import from_dict
 
-    run = _run_of(model)
-    path = None if run is None else run / "config.yaml"
-    if path is None or not path.is_file():
+    found = _saved_config(model)
+    if found is None or not isinstance(found[1].get("eval"), dict):
         return None
+    path, saved = found
     try:
-        saved = read_yaml(str(path))
-        if not isinstance(saved.get("eval"), dict):
-            return None
         ev = from_dict(RunEval, saved["eval"], "eval")
         rollout = from_dict(RolloutConfig, saved.get("rollout") or {}, "rollout")
     except (ValueError, TypeError):  # not a run's configuration: keep rlvr eval's defaults

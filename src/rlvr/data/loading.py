@@ -132,8 +132,7 @@ def _json_array(path: Path, text: str) -> Iterator[Row]:
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as err:
-        at_end = err.pos >= len(text.rstrip())  # no line to name: the file stops too soon
-        where = str(path) if at_end else f"{path}:{err.lineno}"
+        where = str(path) if _past_end(err) else f"{path}:{err.lineno}"  # no line to name
         raise ValueError(_invalid_json(where, err, "file")) from None
     for i, row in enumerate(rows):
         yield f"{path} item {i}", _as_object(row, f"{path} item {i}")
@@ -143,8 +142,14 @@ def _invalid_json(where: str, err: json.JSONDecodeError, text: str = "line") -> 
     """One line naming where the JSON breaks; ``json``'s messages that end in "at" ("Unterminated
     string starting at") get the column, not a second "at". A break past the last character
     (a row cut off) is "at the end of the ``text``": ``json`` counts it on the line after."""
-    at = f"the end of the {text}" if err.pos >= len(err.doc.rstrip()) else f"column {err.colno}"
+    at = f"the end of the {text}" if _past_end(err) else f"column {err.colno}"
     return f"{where}: invalid JSON ({err.msg.removesuffix(' at')} at {at})"
+
+
+def _past_end(err: json.JSONDecodeError) -> bool:
+    """The text stops before the JSON does (a row cut off): ``json`` puts the break on a line
+    after the last."""
+    return err.pos >= len(err.doc.rstrip())
 
 
 def _as_object(row: Any, where: str) -> dict[str, Any]:

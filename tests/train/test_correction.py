@@ -162,7 +162,7 @@ RUNS = {
 }
 
 
-@pytest.mark.filterwarnings("ignore:groups with identical rewards")  # dynamic sampling drops them
+@pytest.mark.filterwarnings("ignore:a step whose every group")  # dynamic sampling drops them
 @pytest.mark.parametrize("run", sorted(RUNS))
 def test_training_reports_the_mismatch(train_config, run):
     from test_metric_names import _undocumented, documented

@@ -631,3 +631,29 @@ def test_samples_come_from_every_round_of_the_step():
     assert [r["completion"] for r in rows] == ["a", "b", "c"]
     assert [r["reward"] for r in rows] == [0.0, 0.0, 1.0] and rows[2]["reference"] == "c"
     assert len(rollout.samples(sampled, 100)) == 4 and rollout.samples(sampled, 0) == []
+
+
+@pytest.mark.parametrize("rewards", [[1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0], [0.0] * 8])
+def test_only_a_step_without_signal_warns(train_config, rewards):
+    """Groups that score alike are normal (the demo has 39%) and go unwarned; a step made only
+    of them has advantages all 0, which is worth a warning (it printed for any such group)."""
+    import types
+    import warnings
+
+    from rlvr.train.rollout import Round, rollout_metrics
+
+    cfg = train_config()  # group_size 4: two groups
+    rnd = Round(
+        prompts=[],
+        seqs=types.SimpleNamespace(response_mask=torch.ones(8, 3)),
+        texts=["x"] * 8,
+        rewards=torch.tensor(rewards),
+        truncated=torch.zeros(8, dtype=torch.bool),
+        seconds={"generate": 0.0, "score": 0.0},
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = rollout_metrics([rnd], cfg)
+    signal_less = [w for w in caught if "no learning signal" in str(w.message)]
+    assert metrics["groups/identical_frac"] == (0.5 if rewards[0] else 1.0)
+    assert len(signal_less) == (0 if rewards[0] else 1)

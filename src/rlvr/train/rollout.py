@@ -340,9 +340,10 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
             "verifier/timeouts)" + (f"; first: {first[:300]}" if first else ""),
             stacklevel=2,
         )
-    if bool(identical.any()):
+    if bool(identical.all()):  # some such groups are normal; a step of only them learns nothing
         warnings.warn(
-            "groups with identical rewards carry no learning signal (counted in groups/identical_frac)",
+            "a step whose every group scored its completions alike: it has no learning signal "
+            "(advantages all 0; counted in groups/identical_frac)",
             stacklevel=2,
         )
     return {

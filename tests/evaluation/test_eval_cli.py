@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,9 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "config",
         "problems",
     }
+    # the installed distribution's, not reasoning_gym.__version__ (0.1.19 on 0.1.25)
+    assert data["versions"]["reasoning-gym"] == importlib.metadata.version("reasoning-gym")
+    assert data["versions"]["math-verify"] == importlib.metadata.version("math-verify")
     assert set(data["per_dataset"]) == {"math-mini", "chain_sum-mini"}
     assert set(data["per_dataset_stderr"]) == {"math-mini", "chain_sum-mini"}
     assert len(data["problems"]) == 6

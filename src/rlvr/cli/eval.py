@@ -15,6 +15,7 @@ problem's completions, scores and verifier status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shlex
@@ -343,17 +344,24 @@ def _loading(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _versions() -> dict[str, str]:
-    """The versions that decide the numbers: rlvr, torch, transformers."""
+    """The versions that decide the numbers: rlvr, torch, transformers, and the scorers'
+    math-verify and reasoning-gym (as installed: ``reasoning_gym.__version__`` can lag)."""
+    import importlib.metadata
+
     import torch
     import transformers
 
     from rlvr import __version__
 
+    scorers = {}
+    for name in ("math-verify", "reasoning-gym"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            scorers[name] = importlib.metadata.version(name)
     return {
         "rlvr": __version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
-    }
+    } | scorers
 
 
 def check_writable(path: Path) -> None:

@@ -64,7 +64,8 @@ def test_sft_pairs_never_show_a_held_out_question():
 def test_build_saves_a_loadable_model_and_is_reused(tmp_path, monkeypatch):
     path = cached_tiny(tmp_path, MICRO)
     assert path.name == f"tiny-{tiny_cache_key(MICRO)}"
-    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # the work directory is gone
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [f".{path.name}.lock", path.name]  # the work directory is gone
     summary = json.loads((path / "tiny_preset.json").read_text())
     assert summary["settings"]["sft"]["steps"] == 4
     assert sum(1 for _ in (path / "sft.jsonl").open()) == summary["sft_pairs"]
@@ -153,3 +154,40 @@ def test_saved_tokenizer_tokenizes_like_the_trained_one(tmp_path):
     assert loaded(text)["input_ids"] == trained(text)["input_ids"]
     # merges cross spaces: the fixed prompt phrase is one token
     assert len(trained(pairs[0][0])["input_ids"]) < len(pairs[0][0].split())
+
+
+def test_processes_started_together_build_once(tmp_path, monkeypatch, capsys):
+    """A study's first two runs on a fresh machine each built into the same work directory,
+    and one failed (its files removed under it); now one builds and the other waits."""
+    import threading
+    import time
+
+    builds, inside = [], threading.Lock()
+
+    def slow_build(work, settings):
+        assert inside.acquire(blocking=False), "two builds at once"
+        builds.append(work)
+        time.sleep(0.5)
+        (work / "model").mkdir(parents=True)
+        (work / "model" / "config.json").write_text("{}")
+        inside.release()
+        return work / "model"
+
+    monkeypatch.setattr(tiny_preset, "build_tiny_into", slow_build)
+    start, errors, results = threading.Barrier(2), [], []
+
+    def run():
+        start.wait()
+        try:
+            results.append(cached_tiny(tmp_path, MICRO))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(builds) == 1
+    assert results[0] == results[1] and (results[0] / "config.json").exists()
+    assert "waiting for another process building tiny-" in capsys.readouterr().err

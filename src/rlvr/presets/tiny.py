@@ -17,13 +17,17 @@ data), ``sft-run/`` (its metrics) and ``tiny_preset.json`` (settings, timings).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from rlvr.data.worked import WorkedPair, worked_pairs, write_jsonl
 from rlvr.generation.base import thread_count
@@ -141,20 +145,36 @@ def cached_tiny(cache: Path, settings: TinyPresetSettings = TINY) -> Path:
 
     The build works in ``cache/.tiny-<key>.build`` and renames its result into place, so
     a finished directory is always whole; a killed build leaves its work directory
-    behind and the next call resumes the warm start from its last checkpoint.
+    behind and the next call resumes the warm start from its last checkpoint. One process
+    builds at a time (a file lock; the others wait and take its result): two runs of a
+    study started together on a fresh machine each built into the same work directory.
     """
     target = tiny_dir(cache, settings)
     if (target / "config.json").exists():
         return target
-    work = cache / f".{target.name}.build"
-    result = build_tiny_into(work, settings)
-    try:
-        result.rename(target)
-    except OSError:  # built meanwhile by another process: keep theirs
-        if not (target / "config.json").exists():
-            raise
-    shutil.rmtree(work, ignore_errors=True)
+    with _one_builder(cache / f".{target.name}.lock", target.name):
+        if not (target / "config.json").exists():  # else built while this one waited
+            work = cache / f".{target.name}.build"
+            build_tiny_into(work, settings).rename(target)
+            shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+@contextlib.contextmanager
+def _one_builder(path: Path, what: str) -> Iterator[None]:
+    """Hold the file lock ``path`` (its folder made), saying on stderr when this process
+    waits for another that builds ``what``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"waiting for another process building {what}", file=sys.stderr)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def build_tiny_into(work: Path, settings: TinyPresetSettings) -> Path:

@@ -70,6 +70,12 @@ EQUIVALENT = [
     (r"\boxed{\{5, 6\}}", "x = 5, y = 6"),
     (r"\boxed{y = 6, x = 5}", "x = 5, y = 6"),
     (r"\boxed{\{3, 2\}}", "x = 2, x = 3"),
+    # a declared order, (x, y) = ...: named answers in any order, plain values in that order
+    (r"\boxed{y = 6, x = 5}", "(x, y) = (5, 6)"),
+    (r"\boxed{(5, 6)}", "(x, y) = (5, 6)"),
+    (r"\boxed{(y, x) = (6, 5)}", "(x, y) = (5, 6)"),
+    (r"\boxed{(x, y) = (5, 6)}", "y = 6, x = 5"),
+    (r"\boxed{x = 5, y = 6}", "(5, 6)"),
 ]
 
 WRONG = [
@@ -108,6 +114,11 @@ WRONG = [
     (r"\boxed{6, 5}", "x = 5, y = 6"),
     (r"\boxed{x = 6, y = 5}", "x = 5, y = 6"),
     (r"\boxed{(1, 3, 2)}", "a = 1, b = 2, c = 3"),
+    # ... and (x, y) = (5, 6) was an equation whose sides were compared in written order
+    (r"\boxed{y = 5, x = 6}", "(x, y) = (5, 6)"),
+    (r"\boxed{(6, 5)}", "y = 6, x = 5"),  # y = 6, x = 5 listed as the gold writes it, or x, y?
+    (r"\boxed{(5, 6)}", "y = 6, x = 5"),
+    (r"\boxed{x = 6, y = 5}", "(5, 6)"),
 ]
 
 NO_ANSWER = [

@@ -78,7 +78,8 @@ def answers_match(predicted: str, reference: Any) -> bool:
     guess = parse_answer(predicted)
     if not gold or not guess:
         return False
-    return verify(gold, guess, timeout_seconds=None)
+    named = _named_verdict(gold[0], guess[0])
+    return verify(gold, guess, timeout_seconds=None) if named is None else named
 
 
 def _close_as_numbers(gold: Any, guess: Any) -> bool:
@@ -137,27 +138,76 @@ def _pairwise(compare_sets: Any) -> Any:
     return compare
 
 
-def _in_written_order(deep_compare: Any) -> Any:
-    """``math-verify``'s pairwise comparison, plain values read in the order the gold names its
-    unknowns (``x = 5, y = 6``): it sorted both lists, so ``(6, 5)`` was paid for that gold."""
+def _named(value: Any) -> tuple[tuple, tuple, bool] | None:
+    """``(unknowns, values, declared)`` of an answer naming two or more distinct unknowns:
+    ``x = 5, y = 6`` (in the written order; ``declared`` False) or ``(x, y) = (5, 6)``
+    (``declared`` True); ``None`` for any other answer."""
+    if isinstance(value, sympy.Eq) and isinstance(value.lhs, sympy.Tuple):
+        names, values, declared = tuple(value.lhs), _listed(value.rhs), True
+    elif isinstance(value, sympy.FiniteSet):
+        equations = getattr(value, "_unsorted_args", value.args)  # latex2sympy's written order
+        if not all(isinstance(e, sympy.Eq) for e in equations):
+            return None
+        names = tuple(e.lhs for e in equations)
+        values, declared = tuple(e.rhs for e in equations), False
+    else:
+        return None
+    distinct = len(set(names)) == len(names) > 1 and all(isinstance(n, sympy.Symbol) for n in names)
+    return (names, values, declared) if distinct and len(values or ()) == len(names) else None
 
-    def compare(gold: Any, guess: Any, *args: Any) -> bool:
-        written = [getattr(x, "_unsorted_args", x.args) for x in (gold, guess)]  # latex2sympy's
-        unknowns = [getattr(x, "lhs", None) for x in written[0]]
-        named = len(set(unknowns)) == len(unknowns) > 1 and all(
-            isinstance(x, sympy.Symbol) for x in unknowns
+
+def _listed(value: Any) -> tuple | None:
+    """The values of a plain list, in the order written: ``(5, 6)`` (parsed as an open
+    interval), ``(6, 5)`` (a tuple), ``5, 6`` or ``\\{5, 6\\}`` (a set); else ``None``."""
+    if isinstance(value, sympy.Tuple):
+        return tuple(value)
+    if isinstance(value, sympy.Interval) and value.left_open and value.right_open:
+        return (value.start, value.end)
+    if isinstance(value, sympy.FiniteSet):
+        items = tuple(getattr(value, "_unsorted_args", value.args))
+        return None if any(isinstance(x, sympy.Eq) for x in items) else items
+    return None
+
+
+def _named_verdict(gold: Any, guess: Any) -> bool | None:
+    """Whether ``guess`` gives each unknown its gold value, when either answer names its
+    unknowns (:func:`_named`); ``None`` when neither does (``math-verify`` decides).
+
+    Named against named matches by name, in any order. Plain values against named ones are
+    read in the declared order of ``(x, y) = ...``; against ``y = 6, x = 5`` they must match
+    in the written order and in alphabetical order both (a list does not say which it
+    follows). ``math-verify`` sorted both lists, paying ``(6, 5)`` for ``x = 5, y = 6``, and
+    read ``(x, y) = (5, 6)`` as an equation, paying ``y = 5, x = 6`` for it.
+    """
+    want, got = _named(gold), _named(guess)
+    if want is None and got is None:
+        return None
+    if want is not None and got is not None:
+        values = dict(zip(got[0], got[1], strict=True))
+        return set(want[0]) == set(values) and all(
+            _same(v, values[n]) for n, v in zip(want[0], want[1], strict=True)
         )
-        if named and not any(isinstance(x, sympy.Eq) for x in written[1]):
-            gold, guess = (sympy.Tuple(*x) for x in written)
-        return deep_compare(gold, guess, *args)
+    (names, values, declared), listed = want or got, _listed(guess if want else gold)
+    if listed is None or len(listed) != len(names):
+        return None
+    by_name = dict(zip(names, values, strict=True))
+    orders = {names} if declared else {names, tuple(sorted(names, key=str))}
+    pairs = [
+        (by_name[n], x) if want else (x, by_name[n])
+        for o in orders
+        for n, x in zip(o, listed, strict=True)
+    ]
+    return all(_same(g, p) for g, p in pairs)
 
-    return compare
+
+def _same(gold: Any, guess: Any) -> bool:
+    """``math-verify``'s verdict on two parsed values (strict: :func:`_strictly`)."""
+    return verify(gold, guess, timeout_seconds=None)
 
 
 for _name in ("sympy_numeric_eq", "sympy_symbolic_eq"):
     setattr(grader, _name, _strictly(getattr(grader, _name)))
 grader.sympy_compare_sets = _pairwise(grader.sympy_compare_sets)
-grader.sympy_deep_compare_set_and_tuple = _in_written_order(grader.sympy_deep_compare_set_and_tuple)
 
 
 _POWER_RE = re.compile(r"\^|\*\*")

@@ -105,89 +105,28 @@ DRY_RUN_HELP = "check the configuration (keys, values, files it names) and print
 
 def dry_run(config: Any, *, resume: bool = False) -> int:
     """``--dry-run``: the checks a run makes before loading anything (the run directory too;
-    a device missing here is only noted), and the local data files read, then the resolved
-    configuration as YAML."""
+    a device missing here is only noted), then those of
+    :func:`~rlvr.train.dry_run.dry_run_checks` (the local data files read, the run's warnings,
+    a ``--dry-run: ...`` line for each thing not checked), then the resolved configuration
+    as YAML."""
+    from rlvr.train.dry_run import dry_run_checks
     from rlvr.train.overrides import dump_yaml
     from rlvr.train.preflight import preflight
-    from rlvr.train.prompts import check_local_data
     from rlvr.train.run_dir import expand_output_dir, locate_run_dir
 
     preflight(config, device=False)
     locate_run_dir(expand_output_dir(config, resume=resume), resume=resume)
-    read = check_local_data(config.data)
-    note_adapters(config.model)
-    warn_as_run(config, read)
-    note_device(config.model.device)
-    note_hub(config)
+    dry_run_checks(config, lambda line: print(f"--dry-run: {line}", file=sys.stderr))
     print(dump_yaml(config), end="")
     return 0
 
 
-def warn_as_run(config: Any, read: dict[str, int]) -> None:
-    """The warnings an RL run gives on its configuration's data and verifier (a held-out set or
-    a verifier of the ``demo`` base's task beside your data), which need no data loaded, and
-    on a training set with fewer prompts than a step draws, when its rows are counted without
-    loading (``read``: the rows :func:`~rlvr.train.prompts.check_local_data` read)."""
-    from rlvr.train.prompts import (
-        train_rows,
-        warn_few_prompts,
-        warn_generated_held_out,
-        warn_task_verifier,
-    )
-
-    reward = getattr(config, "reward", None)  # rlvr sft has none
-    if reward is None:
-        return
-    warn_task_verifier(config.data, reward.verifier)
-    rows = train_rows(config.data, read)
-    if rows is not None:  # the run's prompts are at most these rows
-        warn_few_prompts(rows, config.rollout.prompts_per_step)
-    if config.data.eval:
-        warn_generated_held_out(config.data)
-
-
-def note_adapters(model: Any) -> None:
-    """``model.lora`` checked against the model's layers, read without its weights; a preset
-    not built yet is noted (a Hub model not cached is, by :func:`note_hub`)."""
-    from rlvr.train.lora import check_adapters
-
-    if unchecked := check_adapters(model):
-        print(f"--dry-run: {unchecked}", file=sys.stderr)
-
-
-def note_hub(config: Any) -> None:
-    """Say which data sets and model the run fetches from the Hub (not read by the dry run),
-    and that with ``HF_HUB_OFFLINE`` set it needs a cached copy of each."""
-    from huggingface_hub import constants
-
-    from rlvr.data.loading import is_local
-    from rlvr.models import preset_names
-    from rlvr.train.prompts import GENERATED
-
-    def fetched(source: str) -> bool:
-        return not is_local(source) and not source.startswith(tuple(GENERATED))
-
-    named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
-    named = [(key, source) for key, source in named if source and fetched(source)]
-    if config.model.name not in preset_names() and fetched(config.model.name):
-        named.append(("model.name", config.model.name))
-    offline = (
-        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
-    )
-    for key, source in named:
-        print(
-            f"--dry-run: {key}: {source}: not read (fetched by the run{offline})", file=sys.stderr
-        )
-
-
 def note_device(name: str, key: str = "model.device") -> None:
     """Say when the device is missing here: not an error, the dry run may be for another machine."""
-    from rlvr.models import torch_device
+    from rlvr.train.dry_run import device_missing
 
-    try:
-        torch_device(name)
-    except ValueError as err:
-        print(f"--dry-run: {key}: {err} (a run here would stop)", file=sys.stderr)
+    if missing := device_missing(name):
+        print(f"--dry-run: {key}: {missing} (a run here would stop)", file=sys.stderr)
 
 
 def _config_help(cls, argv: list[str]) -> str:

@@ -1,0 +1,98 @@
+"""What ``--dry-run`` checks and says of a run configuration past
+:func:`~rlvr.train.preflight.preflight`: one function for ``rlvr train`` / ``rlvr sft`` and
+for each model stage of ``rlvr pipeline``, so that both dry runs say the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def dry_run_checks(
+    config: Any,
+    note: Callable[[str], None],
+    *,
+    produced: frozenset[str] = frozenset(),
+    own_model: bool = True,
+) -> None:
+    """Check a run configuration (``TrainConfig`` / ``SFTConfig``, already preflighted) as a
+    dry run does: its local data files read as the run reads them, ``model.lora`` on the
+    model's layers read without its weights, and the warnings the run gives on its data and
+    verifier (:func:`warn_as_run`). ``note`` is given one line for each thing the dry run does
+    not check: the layers of a preset not built yet or of a Hub model not read, a device this
+    machine lacks (the dry run may be for another), each data set and model the run fetches
+    from the Hub.
+
+    ``produced``: data files an earlier pipeline stage writes (not read). ``own_model`` false:
+    ``model.name`` stands for a model an earlier pipeline stage makes, which has its layers:
+    ``model.lora`` is checked on them, but the run does not fetch that model (no Hub note).
+    """
+    from rlvr.train.lora import check_adapters
+    from rlvr.train.prompts import check_local_data
+
+    read = check_local_data(config.data, produced=produced)
+    if unchecked := check_adapters(config.model):
+        note(unchecked)
+    warn_as_run(config, read)
+    if missing := device_missing(config.model.device):
+        note(f"model.device: {missing} (a run here would stop)")
+    for line in hub_notes(config, model=own_model):
+        note(line)
+
+
+def warn_as_run(config: Any, read: dict[str, int]) -> None:
+    """The warnings an RL run gives on its configuration's data and verifier (a held-out set or
+    a verifier of the ``demo`` base's task beside your data), which need no data loaded, and
+    on a training set with fewer prompts than a step draws, when its rows are counted without
+    loading (``read``: the rows :func:`~rlvr.train.prompts.check_local_data` read); none for
+    an SFT configuration."""
+    from rlvr.train.prompts import (
+        train_rows,
+        warn_few_prompts,
+        warn_generated_held_out,
+        warn_task_verifier,
+    )
+
+    reward = getattr(config, "reward", None)  # rlvr sft has none
+    if reward is None:
+        return
+    warn_task_verifier(config.data, reward.verifier)
+    rows = train_rows(config.data, read)
+    if rows is not None:  # the run's prompts are at most these rows
+        warn_few_prompts(rows, config.rollout.prompts_per_step)
+    if config.data.eval:
+        warn_generated_held_out(config.data)
+
+
+def hub_notes(config: Any, *, model: bool = True) -> list[str]:
+    """A line for each data set (and, with ``model``, the model) the run fetches from the Hub,
+    which a dry run does not read; with ``HF_HUB_OFFLINE`` set, it says the run needs a
+    cached copy."""
+    from huggingface_hub import constants
+
+    from rlvr.data.loading import is_local
+    from rlvr.models import preset_names
+    from rlvr.train.prompts import GENERATED
+
+    def fetched(source: str) -> bool:
+        return not is_local(source) and not source.startswith(tuple(GENERATED))
+
+    named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
+    named = [(key, source) for key, source in named if source and fetched(source)]
+    if model and config.model.name not in preset_names() and fetched(config.model.name):
+        named.append(("model.name", config.model.name))
+    offline = (
+        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
+    )
+    return [f"{key}: {source}: not read (fetched by the run{offline})" for key, source in named]
+
+
+def device_missing(name: str) -> str | None:
+    """Why the device ``name`` is missing on this machine, or ``None`` when it is here."""
+    from rlvr.models import torch_device
+
+    try:
+        torch_device(name)
+    except ValueError as err:
+        return str(err)
+    return None

@@ -37,13 +37,14 @@ directory lists each stage's run directory, final model and held-out scores.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import re
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,10 +59,10 @@ from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.evaluation.filtering import passrates_file
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
+from rlvr.train.dry_run import dry_run_checks
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, read_beside, to_dict
 from rlvr.train.preflight import preflight
-from rlvr.train.prompts import check_local_data
 from rlvr.train.run_dir import TIME_FORMAT
 
 KINDS = ("sft", "train", "data")
@@ -390,21 +391,32 @@ def run_pipeline(
     by_stage = _split_overrides(overrides, names, skip=data)
     results: list[StageResult] = []
     model = first_model
-    with warnings.catch_warnings():
-        for w in said:  # said once: not again as a stage checks itself (a full-rank LoRA)
-            warnings.filterwarnings("ignore", re.escape(str(w.message)) + r"\Z", w.category)
-        for index, stage in enumerate(pipeline.stages, 1):
-            label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
-            try:
+    for index, stage in enumerate(pipeline.stages, 1):
+        label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
+        try:
+            with _not_again(said, stage):  # said once: not as the stage checks itself
                 result = _run_one(
                     pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
                 )
-            except (ValueError, OSError) as err:
-                raise ValueError(f"{label}: {err}") from err
-            results.append(result)
-            _write_summary(pipeline, results)
-            model = _model_of(result)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{label}: {err}") from err
+        results.append(result)
+        _write_summary(pipeline, results)
+        model = _model_of(result)
     return results
+
+
+@contextlib.contextmanager
+def _not_again(said: Sequence[warnings.WarningMessage], stage: Stage) -> Iterator[None]:
+    """Within the block (``stage``'s run), the warnings the check before the first stage
+    ``said`` of it (``stage 'NAME': ...``: a full-rank LoRA, few prompts) are not given again."""
+    prefix = f"stage {stage.name!r}: "
+    with warnings.catch_warnings():
+        for w in said:
+            text = str(w.message)
+            text = text[len(prefix) :] if text.startswith(prefix) else text
+            warnings.filterwarnings("ignore", re.escape(text) + r"\Z", w.category)
+        yield
 
 
 def _check_before_running(
@@ -460,14 +472,15 @@ def check_pipeline(
     machine's device and code sandbox too, as :func:`~rlvr.train.preflight.preflight` does),
     and every data stage's options, the local files it reads (but not those an earlier stage
     writes) and, for ``filter``, its model (``None`` in its place: a data stage has no run
-    configuration); each model stage's ``model.lora`` on the layers of the first model stage's
-    model, read without its weights when it can be (every later stage starts from that
-    model's architecture: :func:`~rlvr.train.lora.check_adapters`; ``note`` is given a line
-    for each stage whose adapters are not checked, on a preset not built yet); and that the
-    stages the output directory holds as finished are what this run would make
-    (:func:`stage_options`). Nothing runs."""
-    from rlvr.train.lora import check_adapters
-
+    configuration); each model stage as ``rlvr train --dry-run`` checks its configuration
+    (:func:`~rlvr.train.dry_run.dry_run_checks`: its data files read, the run's warnings on
+    its data and verifier, ``model.lora`` on the layers of the first model stage's model, read
+    without its weights when it can be: every later stage starts from that model's
+    architecture), each warning with ``stage 'NAME': `` before it, and ``note`` given a line
+    ``stage 'NAME': ...`` for each thing not checked (a device this machine lacks, the Hub
+    data sets and, of the first model stage only, the Hub model the run fetches, adapters on
+    layers not read here); and that the stages the output directory holds as finished are
+    what this run would make (:func:`stage_options`). Nothing runs."""
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
@@ -488,18 +501,44 @@ def check_pipeline(
         # the first model stage's model stands in for a later stage's (not its config's own,
         # which its run never reads), made by the stages before it
         cfg = stage_config(pipeline, stage, layers or first, by_stage[stage.name])
+        own = layers is None  # the first model stage's model is its own; a later one's is made
         layers = layers or cfg.model.name
         try:
-            preflight(cfg, device=device, produced=frozenset(produced))
-            check_local_data(cfg.data, produced=frozenset(produced))  # rows and fields
-            unchecked = check_adapters(cfg.model)  # on the layers of the first model stage's model
+            with _named_warnings(stage):
+                preflight(cfg, device=device, produced=frozenset(produced))
+                said = _stage_note(note, stage)
+                dry_run_checks(cfg, said, produced=frozenset(produced), own_model=own)
         except ValueError as err:
             raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
-        if unchecked and note:
-            note(f"stage {stage.name!r}: {unchecked}")
         configs.append(cfg)
     _check_finished(pipeline, by_stage, first)
     return configs
+
+
+def _stage_note(note: Callable[[str], None] | None, stage: Stage) -> Callable[[str], None]:
+    """``note`` of a line with ``stage 'NAME': `` before it; none (the check before a real
+    run, which gives no dry run's notes): a ``note`` that says nothing."""
+
+    def said(line: str) -> None:
+        if note is not None:
+            note(f"stage {stage.name!r}: {line}")
+
+    return said
+
+
+@contextlib.contextmanager
+def _named_warnings(stage: Stage) -> Iterator[None]:
+    """Within the block, each warning is given with ``stage 'NAME': `` before its message, for
+    the user to know which stage it concerns (also when the block raises)."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # the caller's filters see it, as given again below
+            yield
+    finally:
+        for w in caught:
+            text = f"stage {stage.name!r}: {w.message}"
+            warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
 def stage_options(

@@ -233,8 +233,13 @@ def test_a_dry_run_notes_lora_targets_it_cannot_check(tmp_path, capsys, monkeypa
     lora = ["model.lora.rank=4", "model.lora.targets=[nosuch]"]  # after model=, which resets them
     assert main([*argv, "model=smollm2-135m", *lora]) == 0  # not built in this RLVR_CACHE
     assert "model.lora: not checked against the layers of smollm2-135m" in capsys.readouterr().err
-    assert main([*argv, "model=Org/Model", *lora]) == 0  # a Hub model not cached: note_hub says so
-    assert "model.name: Org/Model: not read" in capsys.readouterr().err
+    assert main([*argv, "model=Org/Model", *lora]) == 0  # a Hub model not cached
+    err = capsys.readouterr().err
+    assert "model.name: Org/Model: not read" in err
+    assert (
+        "model.lora: not checked against the layers of Org/Model (a Hub model not read here: "
+        "the run fetches it)" in err
+    )
 
 
 def test_a_dry_run_warns_of_fewer_training_prompts_than_a_step_draws(tmp_path, monkeypatch):
@@ -255,3 +260,77 @@ def test_a_dry_run_warns_of_fewer_training_prompts_than_a_step_draws(tmp_path, m
         warnings.simplefilter("error")
         assert main(["train", "--dry-run", out, *mine, "rollout.prompts_per_step=3"]) == 0
     assert not (tmp_path / "cache").exists()
+
+
+def _said(argv: list[str], capsys) -> tuple[list[str], list[str]]:
+    """``rlvr ARGV`` (exit 0): its ``--dry-run: ...`` lines and its warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("--dry-")]
+    return notes, [str(w.message) for w in caught]
+
+
+def _pipeline(tmp_path, *stages: dict) -> str:
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"output_dir": str(tmp_path / "pipe"), "stages": list(stages)}))
+    return str(path)
+
+
+def test_a_pipeline_dry_run_gives_each_stage_what_rlvr_train_s_gives(tmp_path, capsys, monkeypatch):
+    """`rlvr pipeline --dry-run` checked a stage's configuration but said nothing of a Hub model
+    or data set the run fetches (under HF_HUB_OFFLINE: that it needs a cached copy), a device
+    this machine lacks, a training set with fewer prompts than a step draws, or a verifier of
+    the demo's task beside the stage's own data, all of which `rlvr train --dry-run` says of
+    the same configuration. It says each now, naming the stage."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(f'{{"prompt": "{i} + 1 =", "answer": "{i + 1}"}}\n' for i in range(3)))
+    given = ["model=Org/Model", "model.device=cuda:99", f"data.train={rows}"]
+    given += ["data.eval=my-set", "rollout.prompts_per_step=4"]
+    train = _said(["train", "--dry-run", *given, f"log.output_dir={tmp_path / 'r'}"], capsys)
+    stage = {"name": "rl", "kind": "train", "config": "demo", "overrides": given}
+    notes, said = _said(["pipeline", _pipeline(tmp_path, stage), "--dry-run"], capsys)
+    assert notes == [line.replace("--dry-run: ", "--dry-run: stage 'rl': ") for line in train[0]]
+    assert said == [f"stage 'rl': {message}" for message in train[1]]
+    needs = "not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
+    assert f"--dry-run: stage 'rl': model.name: Org/Model: {needs}" in notes
+    assert f"--dry-run: stage 'rl': data.eval: my-set: {needs}" in notes
+    assert any(n.startswith("--dry-run: stage 'rl': model.device: device 'cuda:99'") for n in notes)
+    assert any(s.startswith("stage 'rl': data.train has 3 prompts, fewer than rol") for s in said)
+    assert any(s.startswith("stage 'rl': reward.verifier is reasoning_gym:chain") for s in said)
+
+
+def test_a_pipeline_dry_run_notes_the_model_only_of_the_stage_that_starts_from_it(tmp_path, capsys):
+    """A later stage starts from the final model of the stage before it, which the dry run
+    does not make: the Hub model the first stage starts from is noted for that stage only, the
+    later stage's line says where its model comes from, and its `model.lora`, checked on the
+    layers of the first stage's model, is noted as not checked when those are not read here.
+    An SFT stage gets `rlvr sft --dry-run`'s notes (no RL warnings: it has no verifier)."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"prompt": "1 + 1 =", "answer": "2", "response": "2"}\n' * 4)
+    sft = ["model=Org/Model", f"data.train={pairs}", "model.device=cuda:99"]
+    train = _said(["sft", "--dry-run", *sft, f"log.output_dir={tmp_path / 'r'}"], capsys)
+    rl = [f"data.train={pairs}", "data.eval=null", "reward.verifier=math", "model.lora.rank=4"]
+    path = _pipeline(
+        tmp_path,
+        {"name": "warm", "kind": "sft", "config": "sft", "overrides": sft},
+        {"name": "rl", "kind": "train", "config": "demo", "overrides": rl},
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["pipeline", path, "--dry-run", "rl:rollout.prompts_per_step=4"]) == 0
+    out, err = capsys.readouterr()
+    assert not caught
+    stage = [line.replace("--dry-run: ", "--dry-run: stage 'warm': ") for line in train[0]]
+    assert err.splitlines() == [
+        *stage,
+        "--dry-run: stage 'rl': model.lora: not checked against the layers of Org/Model "
+        "(a Hub model not read here: the run fetches it)",
+    ]
+    assert any("model.name: Org/Model: not read" in line for line in stage)
+    lines = out.splitlines()
+    assert lines[0].endswith(f"{tmp_path / 'pipe' / 'warm'}  from Org/Model")
+    assert lines[1].endswith(f"{tmp_path / 'pipe' / 'rl'}  from the final model of stage 'warm'")

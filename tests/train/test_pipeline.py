@@ -955,13 +955,16 @@ def test_a_warning_of_the_check_before_the_first_stage_is_not_given_again_by_the
     tmp_path, tiny_model_dir, prompt_file, recwarn
 ):
     """A full-rank `model.lora.rank` (32 on the tiny model's 32-wide layers) was warned about
-    twice in a one-stage run: by the check before the first stage, and as the stage loaded."""
+    twice in a one-stage run: by the check before the first stage, and as the stage loaded.
+    The check gives it once, naming the stage, as it does the run's warnings on the stage's
+    data (6 prompts, fewer than a step's 8), which the stage does not give again."""
     train = [f"data.train={prompt_file}", "data.eval=null", "reward.verifier=math"]
-    train += ["rollout.prompts_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4"]
+    train += ["rollout.prompts_per_step=8", "rollout.group_size=2", "rollout.max_new_tokens=4"]
     stage = {"name": "rl", "kind": "train", "config": "demo", "overrides": ["steps=1", *train]}
     data = {"output_dir": str(tmp_path / "pipe"), "model": str(tiny_model_dir), "stages": [stage]}
     lora = ["model.lora.rank=32", "threads=1", *LOG]
     (result,) = run_pipeline(parse_pipeline(data), overrides=lora, announce=lambda line: None)
     assert result.status == "ran"
-    said = [str(w.message) for w in recwarn if "reaches the smaller side" in str(w.message)]
-    assert len(said) == 1, said
+    for warned in ("reaches the smaller side", "data.train has 6 prompts, fewer than"):
+        said = [str(w.message) for w in recwarn if warned in str(w.message)]
+        assert len(said) == 1 and said[0].startswith("stage 'rl': "), said

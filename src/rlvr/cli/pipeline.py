@@ -57,9 +57,8 @@ def main(argv: list[str]) -> int:
     pipeline = dataclasses.replace(pipeline, output_dir=out)
     if args.dry_run:
         configs = check_pipeline(pipeline, args.overrides, note=note)
-        for stage, cfg in zip(pipeline.stages, configs, strict=True):
-            where = Path(out) / stage.name if cfg is None else cfg.log.output_dir
-            print(f"{stage.name:<12} {stage.kind:<4} {stage.config}  {where}")
+        for line in _stage_lines(pipeline, configs):
+            print(line)
         return 0
     results = run_pipeline(pipeline, overrides=args.overrides)
     for r in results:
@@ -71,3 +70,18 @@ def main(argv: list[str]) -> int:
         print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
     print(f"pipeline:    {out}/pipeline.json  (every stage finished)")
     return 0
+
+
+def _stage_lines(pipeline, configs: list) -> list[str]:
+    """The dry run's line for each stage: name, kind, config, run directory and, for a model
+    stage, the model it starts from (a later one's: the previous model stage's final model,
+    which the run makes, so that the dry run reads nothing of it)."""
+    lines, before = [], None
+    for stage, cfg in zip(pipeline.stages, configs, strict=True):
+        where = Path(pipeline.output_dir) / stage.name if cfg is None else cfg.log.output_dir
+        line = f"{stage.name:<12} {stage.kind:<4} {stage.config}  {where}"
+        if cfg is not None:
+            start = cfg.model.name if before is None else f"the final model of stage {before!r}"
+            line, before = f"{line}  from {start}", stage.name
+        lines.append(line)
+    return lines

@@ -69,17 +69,21 @@ def add_adapters(model: torch.nn.Module, cfg: LoraConfig) -> None:
 def check_adapters(model: ModelConfig) -> str | None:
     """What :func:`add_adapters` refuses or warns about in ``model.lora``, checked on the
     model's layers without its weights (:func:`rlvr.models.empty_model`): for a dry run.
-    Returns the note to give when the layers are not known here for a preset not built yet
-    (a Hub model not cached is noted where the dry run names what it does not read)."""
+    Returns the note to give when the layers are not known here: a preset not built yet, or
+    a Hub model whose configuration is not cached."""
+    from rlvr.data.loading import is_local
     from rlvr.models import empty_model, preset_names
 
     if not model.lora.rank:
         return None
     layers = empty_model(model.name)
     if layers is None and model.name in preset_names():
-        built = "the run builds the preset first"
-        return f"model.lora: not checked against the layers of {model.name} ({built})"
-    if layers is None:
+        why = "the run builds the preset first"
+        return f"model.lora: not checked against the layers of {model.name} ({why})"
+    if layers is None and not is_local(model.name):
+        why = "a Hub model not read here: the run fetches it"
+        return f"model.lora: not checked against the layers of {model.name} ({why})"
+    if layers is None:  # a local model transformers cannot build: its load says so
         return None
     if importlib.util.find_spec("peft") is not None:
         add_adapters(layers, model.lora)

@@ -77,9 +77,11 @@ def _stage_lines(pipeline, configs: list) -> list[str]:
     stage, the model it starts from (a later one's: the previous model stage's final model,
     which the run makes, so that the dry run reads nothing of it)."""
     lines, before = [], None
+    name_w = max(len(s.name) for s in pipeline.stages)
+    config_w = max(len(str(s.config)) for s in pipeline.stages)
     for stage, cfg in zip(pipeline.stages, configs, strict=True):
         where = Path(pipeline.output_dir) / stage.name if cfg is None else cfg.log.output_dir
-        line = f"{stage.name:<12} {stage.kind:<4} {stage.config}  {where}"
+        line = f"{stage.name:<{name_w}}  {stage.kind:<5}  {stage.config!s:<{config_w}}  {where}"
         if cfg is not None:
             start = cfg.model.name if before is None else f"the final model of stage {before!r}"
             line, before = f"{line}  from {start}", stage.name

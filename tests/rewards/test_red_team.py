@@ -36,6 +36,8 @@ from rlvr.sandbox.process import CALLER_MARK, marked_pids
 
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(2, 5) == 7", "assert add(-4, 1) == -3"]
 TOLERANCE_TESTS = ["assert abs(add(0.1, 0.2) - 0.3) < 1e-9", "assert add(2, 5) == 7"]
+# A task named like a builtin: only the name every test reads is the program's.
+BUILTIN_NAMED_TESTS = ["assert max([1, 2]) == len([1, 2])", "assert max([4, 1]) == abs(-4)"]
 SHADOWED_TESTS = [
     "assert abs(add(0.1, 0.2) - 0.3) < 1e-9",
     "assert math.isclose(add(2, 5), 7)",
@@ -184,6 +186,13 @@ REWARD_HACKS = [
             "def add(a, b):\n    return Yes()\n"
         ),
         reference=TOLERANCE_TESTS,
+    ),
+    Attack(  # a task named like a builtin: the test's other builtins were the program's too
+        "define-the-tests-builtins",
+        _fixed(
+            "def len(xs):\n    return 7\ndef abs(x):\n    return 7\ndef max(xs):\n    return 7\n"
+        ),
+        reference=BUILTIN_NAMED_TESTS,
     ),
     Attack("exit-before-tests", _fixed("import sys\ndef add(a, b):\n    return 0\nsys.exit(0)\n")),
     Attack("os-exit-in-function", _fixed("import os\ndef add(a, b):\n    os._exit(0)\n")),
@@ -506,8 +515,19 @@ def test_hostile_completion_scores_zero(
             SHADOWED_TESTS,
         ),
         ("def sorted(xs):\n    return [min(xs), max(xs)]\n", ["assert sorted([3, 1]) == [1, 3]"]),
+        ("def max(xs):\n    return sorted(xs)[-1]\n", BUILTIN_NAMED_TESTS),
     ],
-    ids=["asserts", "tolerance", "call", "stdio", "humaneval", "mbpp", "own-abs", "own-sorted"],
+    ids=[
+        "asserts",
+        "tolerance",
+        "call",
+        "stdio",
+        "humaneval",
+        "mbpp",
+        "own-abs",
+        "own-sorted",
+        "own-max",
+    ],  # fmt: skip
 )
 def test_correct_program_still_scores_one(program, reference, policy_name: str) -> None:
     config = CodeConfig(limits=LIMITS, policy=POLICIES[policy_name], workers=1)

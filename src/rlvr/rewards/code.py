@@ -591,10 +591,32 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
     >>> _program_names("assert gcd(4, 6) == max(2, 1)", TestSuite("assert", (), ()))
     ('gcd',)
     """
+    test, own = _read_and_own(statement, suite)
+    names = own or _read_by_every_test((test & _prelude().keys()) or test, suite)
+    return tuple(sorted(names - {"candidate"}))
+
+
+def _read_and_own(statement: str, suite: TestSuite) -> tuple[frozenset[str], frozenset[str]]:
+    """The names a test reads that neither it nor its set-up binds, and those of them (and of
+    the set-up's) that are no builtin's and not the prelude's."""
     test = _names(statement).free - _names(suite.setup).top - _prelude_fixed()
     free = (test | _names(suite.setup).free) - _prelude_fixed()
-    names = (free - _BUILTINS - _prelude().keys()) or (test & _prelude().keys()) or test
-    return tuple(sorted(names - {"candidate"}))
+    return test, free - _BUILTINS - _prelude().keys()
+
+
+def _read_by_every_test(names: frozenset[str], suite: TestSuite) -> frozenset[str]:
+    """The one of ``names`` (builtins' or the prelude's) that every test of ``suite`` reading
+    only such names reads; none when not exactly one, and the test then pays nothing. A task
+    named ``max`` is tested through ``max``; were ``len`` in ``assert max(x) == len(x)`` the
+    program's too, a program defining both would compute both sides.
+
+    >>> tests = ("assert max([1, 2]) == len([1, 2])", "assert max([3]) == 3")
+    >>> sorted(_read_by_every_test(frozenset({"max", "len"}), TestSuite("assert", tests, ())))
+    ['max']
+    """
+    read = [_read_and_own(t, suite) for t in suite.inputs]
+    shared = names.intersection(*(test for test, own in read if test and not own))
+    return shared if len(shared) == 1 else frozenset()
 
 
 def _judge(

@@ -69,6 +69,7 @@ _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
 _BUILTINS = frozenset(dir(builtins))
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # statements that bind a .name
 
 
 @dataclass(frozen=True)
@@ -271,8 +272,7 @@ def _prompt_helpers(prompt: Any, entry: str) -> str:
         module = None
     if module is None:
         return ""
-    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return ast.unparse([s for s in module.body if not (isinstance(s, named) and s.name == entry)])
+    return ast.unparse([s for s in module.body if not (isinstance(s, _DEFS) and s.name == entry)])
 
 
 def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
@@ -566,9 +566,8 @@ def _names(source: str) -> _Names:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _Names()
-    named = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    top = _imported(module.body) | {n.name for n in module.body if isinstance(n, named)}
-    top |= _stored(n for s in module.body if not isinstance(s, named) for n in ast.walk(s))
+    top = _imported(module.body) | {n.name for n in module.body if isinstance(n, _DEFS)}
+    top |= _stored(n for s in module.body if not isinstance(s, _DEFS) for n in ast.walk(s))
     nodes = list(ast.walk(module))
     names = [n for n in nodes if isinstance(n, ast.Name)]
     bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)

@@ -19,6 +19,7 @@ import marshal
 import os
 import resource
 import sys
+from types import SimpleNamespace
 
 EXIT_MEMORY = 251  # the parent (rlvr.sandbox) imports these three
 EXIT_SETUP = 252
@@ -357,15 +358,8 @@ def _run_program(source):
     return main.__dict__
 
 
-class _Config:
-    """The parent's ``ChildConfig`` (:mod:`rlvr.sandbox`), its fields as attributes."""
-
-    def __init__(self, fields):
-        self.__dict__.update(fields)
-
-
 def main():
-    cfg = _Config(marshal.loads(bytes.fromhex(sys.argv[2])))
+    cfg = SimpleNamespace(**marshal.loads(bytes.fromhex(sys.argv[2])))  # the parent's ChildConfig
     os.write(cfg.report_fd, b"1")
     report_fd = cfg.report_fd
     source = _read_all(cfg.code_fd)

@@ -48,12 +48,9 @@ def marked_pids(marker: str = "") -> list[int]:
     for entry in entries:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                if any(arg.startswith(needle) for arg in f.read().split(b"\0")):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
+        with contextlib.suppress(OSError), open(f"/proc/{entry.name}/cmdline", "rb") as f:
+            if any(arg.startswith(needle) for arg in f.read().split(b"\0")):
+                found.append(int(entry.name))
     return found
 
 

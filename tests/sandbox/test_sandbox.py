@@ -335,6 +335,12 @@ def test_works_without_pidfd(monkeypatch) -> None:
     assert slow.status is SandboxStatus.TIMEOUT
 
 
+def test_wall_time_is_the_runs_own() -> None:
+    before = time.monotonic()
+    result = run_untrusted("import time\ntime.sleep(0.2)", limits=FAST)
+    assert 0.2 <= result.wall_time_s <= time.monotonic() - before
+
+
 @BOTH
 def test_a_program_may_leave_with_any_code_without_faking_a_sandbox_error(policy) -> None:
     """The bootstrap says when the program starts: ``EXIT_SETUP`` after that is the program's."""

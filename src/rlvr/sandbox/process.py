@@ -205,14 +205,14 @@ def _finish(
     # bubblewrap, the supervisor's wait status and CPU microseconds of the program (bubblewrap
     # reports neither faithfully).
     report = read_available(report_fd, 64)
-    started = report[:1] == b"1"
+    bootstrapped = report[:1] == b"1"
     ran = report[1:2] == b"2" and len(report) in (2, 14)
     supervisor = report[2:] if ran else report[1:]
     if len(supervisor) == 12:
         status = int.from_bytes(supervisor[:4], "little")
         cpu_s = int.from_bytes(supervisor[4:], "little") / 1e6
     verdict, exit_code, sig = _classify(reason, status, cpu_s, limits)
-    if not started and reason is None:  # the bootstrap never ran: the sandbox failed
+    if not bootstrapped and reason is None:  # the bootstrap never ran: the sandbox failed
         verdict = SandboxStatus.SANDBOX_ERROR
     elif ran and verdict is SandboxStatus.SANDBOX_ERROR:  # the program left with EXIT_SETUP
         verdict = SandboxStatus.ERROR

@@ -572,7 +572,7 @@ def _names(source: str) -> _Names:
     names = [n for n in nodes if isinstance(n, ast.Name)]
     bound = {n.id for n in names if not isinstance(n.ctx, ast.Load)} | _imported(nodes)
     bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
-    bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound |= {n.name for n in nodes if isinstance(n, _DEFS)}
     loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
     return _Names(frozenset(top), frozenset(n.id for n in names), frozenset(loaded - bound))
 

@@ -39,9 +39,9 @@ def _create(task: str, size: int, seed: int, config: Mapping[str, Any]):
     from reasoning_gym.factory import DATASETS
 
     if task not in DATASETS:
-        raise ValueError(
-            f"unknown reasoning-gym task {task!r}; valid: {', '.join(sorted(DATASETS))}"
-        )
+        from rlvr.rewards.reasoning_gym import unknown_task
+
+        raise ValueError(unknown_task(task))
     valid = {f.name for f in dataclasses.fields(DATASETS[task][1])} - {"seed", "size"}
     unknown = sorted(set(config) - valid)
     if unknown:

@@ -29,6 +29,7 @@ from reasoning_gym.algorithmic import binary_matrix, spiral_matrix, string_inser
 from reasoning_gym.factory import DATASETS
 from reasoning_gym.games import n_queens
 
+from rlvr.builtins import did_you_mean
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import after_think, check_extract, extract_with, final_answers
 from rlvr.rewards.math import screen_answer
@@ -143,11 +144,24 @@ ANSWER_GUARDS: dict[str, Callable[[str | None], bool]] = {
 """Tasks -> which answers reach reasoning-gym's scorer; any other answer scores 0."""
 
 
+def unknown_task(task: str) -> str:
+    """The one-line error for a name that is no reasoning-gym task.
+
+    >>> unknown_task("chainsum")[:62]
+    "unknown reasoning-gym task 'chainsum' (did you mean chain_sum?)"
+    """
+    names = task_names()
+    return (
+        f"unknown reasoning-gym task {task!r}{did_you_mean(task, names)}; "
+        f"rlvr data tasks lists all {len(names)}"
+    )
+
+
 @functools.cache
 def _score_fn(task: str):
     """The task's ``score_answer(answer, entry) -> float`` (one scorer object per process)."""
     if task not in DATASETS:
-        raise ValueError(f"unknown reasoning-gym task {task!r}; valid: {', '.join(task_names())}")
+        raise ValueError(unknown_task(task))
     scorer = REPLACED_SCORERS.get(task) or reasoning_gym.get_score_answer_fn(task)
     guard = ANSWER_GUARDS.get(task)
     if guard is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.atomic import atomic_path
+from rlvr.builtins import did_you_mean
 
 MAX_DRAWS_PER_ROW = 20
 
@@ -39,9 +40,10 @@ def _create(task: str, size: int, seed: int, config: Mapping[str, Any]):
     from reasoning_gym.factory import DATASETS
 
     if task not in DATASETS:
-        from rlvr.rewards.reasoning_gym import unknown_task
-
-        raise ValueError(unknown_task(task))
+        raise ValueError(  # as rlvr.rewards.reasoning_gym.unknown_task says it
+            f"unknown reasoning-gym task {task!r}{did_you_mean(task, DATASETS)}; "
+            f"rlvr data tasks lists all {len(DATASETS)}"
+        )
     valid = {f.name for f in dataclasses.fields(DATASETS[task][1])} - {"seed", "size"}
     unknown = sorted(set(config) - valid)
     if unknown:

@@ -469,3 +469,177 @@ def test_a_plain_model_directory_keeps_the_defaults(tmp_path, capsys):
         assert config.sampling.temperature == 0.6 and config.sampling.max_new_tokens == 256
         assert config.sampling.top_p == 1.0
     assert capsys.readouterr().out == ""
+
+
+def _even_length(completion, reference, *, correct=1.0, wrong=0.0):
+    """Test verifier: ``correct`` for completions of even length (about half of them)."""
+    return correct if len(completion) % 2 == 0 else wrong
+
+
+def _register_even_length() -> None:
+    from rlvr.rewards import register
+
+    register("eval_cli_even")(_even_length)
+
+
+_register_even_length()
+
+HELD_OUT = [{"question": f"What is {a} + {b}?", "solution": str(a + b)} for a in range(4) for b in range(3)]  # fmt: skip
+
+TINY_RUN = """\
+steps: 1
+threads: 1
+model: {{name: {model}}}
+data:
+  train: {held}
+  eval: held.jsonl
+  eval_prompt_field: question
+  eval_answer_field: solution
+  template: "Q: {{prompt}}"
+  system_prompt: Answer briefly.
+  max_eval_examples: 10
+  max_prompt_tokens: 64
+reward: {{verifier: eval_cli_even, wrong: -1.0}}
+rollout: {{prompts_per_step: 2, group_size: 4, max_new_tokens: 8}}
+optim: {{lr: 0.001}}
+log: {{output_dir: {out}, tensorboard: false, progress: "off", plots: false}}
+eval: {{n: 3, ks: [1, 3], at_start: false, temperature: 1.0, seed: 5, batch_size: 4}}
+"""
+
+
+def _tiny_run(tiny_model_dir: Path, tmp_path: Path) -> Path:
+    """A one-step ``rlvr train`` run of the tiny random model whose held-out evaluation has its
+    own fields, limit, template, system prompt, verifier and wrong score; its checkpoint."""
+    held = tmp_path / "held.jsonl"
+    held.write_text("".join(json.dumps(row) + "\n" for row in HELD_OUT))
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"prompt": r["question"], "answer": "1"}) + "\n" for r in HELD_OUT))  # fmt: skip
+    config = tmp_path / "run.yaml"
+    out = tmp_path / "run"
+    config.write_text(TINY_RUN.format(model=tiny_model_dir, held=train, out=out))
+    assert rlvr_main(["train", "--config", str(config)]) == 0
+    return out / "checkpoints" / "step_000001"
+
+
+def test_a_checkpoint_alone_evaluates_its_runs_held_out_set_as_the_run_did(
+    tiny_model_dir, tmp_path, capsys
+):
+    """`rlvr eval --model <run>/checkpoints/step_N` without --data was refused (--data is
+    required): the run's held-out set, fields, limit, template, system prompt, verifier and
+    scores had to be typed again. It now takes them from the run's config.yaml, says so in
+    one line, and gives the numbers the run printed at its last evaluation."""
+    checkpoint = _tiny_run(tiny_model_dir, tmp_path)
+    capsys.readouterr()
+    out = tmp_path / "eval.json"
+    assert main(["--model", str(checkpoint), "--output", str(out)]) == 0
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith("rlvr eval: problems and verifier as the run evaluated (")
+    for taken in (f"data.eval {tmp_path / 'held.jsonl'}", "data.max_eval_examples 10",
+                  "fields question/solution", "data.template 'Q: {prompt}'",
+                  "data.system_prompt 'Answer briefly.'", "reward.verifier eval_cli_even",
+                  "reward.wrong -1.0; give --data, --limit, --fields, --template"):  # fmt: skip
+        assert taken in line, (taken, line)
+    written = json.loads(out.read_text())
+    *_, last = (json.loads(row) for row in (tmp_path / "run" / "metrics.jsonl").open())
+    run = {key.removeprefix("eval/"): v for key, v in last.items() if key.startswith("eval/")}
+    assert run["num_problems"] == 10 and 0 < run["avg@1"] < 1 and run["score/mean"] < 0.5
+    assert {key: written["metrics"][key] for key in run} == run
+    assert written["data"] == [str(tmp_path / "held.jsonl")]
+    assert written["verifier"] == "eval_cli_even"
+    assert written["verifier_options"] == {"correct": 1.0, "wrong": -1.0}
+    assert written["loading"]["template"] == "Q: {prompt}" and written["loading"]["limit"] == 10
+    assert written["problems"][0]["prompt"] == "Q: What is 0 + 0?"
+    assert written["config"]["system_prompt"] == "Answer briefly."
+
+
+RUN_WITH_HELD_OUT = """\
+data: {train: ../qa.jsonl, eval: ../qa.jsonl, max_eval_examples: 1, template: "Q: {prompt}"}
+reward: {verifier: math+format, options: {format_penalty: -0.5}}
+"""
+
+
+def _from_run(argv: list[str]):
+    """What ``rlvr eval argv`` takes from the run (``None``: nothing), and its arguments."""
+    from rlvr.cli.eval import _from_run, _parser
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    return _from_run(args, parser), args
+
+
+def test_a_flag_given_beats_the_runs_data_and_verifier(tmp_path, capsys):
+    """Each flag given replaces the run's value (the line then leaves it out); --verifier also
+    drops the run's verifier options, which belong to its verifier."""
+    checkpoint, data = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
+    data.write_text("".join(json.dumps({"q": f"{i} + 1 =", "a": str(i + 1)}) + "\n" for i in range(3)))  # fmt: skip
+    run, args = _from_run(
+        ["--model", str(checkpoint), "--prompt-field", "q", "--answer-field", "a"]
+    )
+    assert run.reward.verifier == "math+format" and run.reward.options == {"format_penalty": -0.5}
+    assert run.config.data.template == "Q: {prompt}" and args.template == "Q: {prompt}"
+    line = capsys.readouterr().err
+    assert "data.max_eval_examples 1" in line and "fields" not in line
+    given = ["--limit", "2", "--template", "{prompt} =", "--system-prompt", "Be brief."]
+    given += ["--verifier", "math", "--wrong", "-1", "--fields", "default", "--split", "train"]
+    run, args = _from_run(["--model", str(checkpoint), *given])
+    held = run.config.data.held_out()
+    assert (held.fields, held.max_eval_examples, held.eval_split) == ("default", 2, "train")
+    assert (held.template, held.system_prompt) == ("{prompt} =", "Be brief.")
+    assert (run.reward.verifier, run.reward.wrong, run.reward.options) == ("math", -1.0, {})
+    assert (args.data, args.limit, args.split) == ([str(data)], 2, "train")
+    line = capsys.readouterr().err
+    assert line.endswith(
+        f"data.eval {data}, reward.correct 1.0; give --data, --correct to change\n"
+    )
+    assert main(["--model", str(checkpoint), "--dry-run", "--prompt-field", "q", "--answer-field", "a"]) == 0  # fmt: skip
+    assert f"{data}: 1 problems\n" in capsys.readouterr().out  # the run's limit
+    assert main(["--model", str(checkpoint), "--dry-run", "--limit", "9"]) == 2  # its own fields
+    assert "missing field 'prompt'" in capsys.readouterr().err
+
+
+def test_a_model_that_is_no_runs_checkpoint_still_needs_data(tmp_path, capsys):
+    """Without --data, a model that is no run's checkpoint is refused as argparse refused it."""
+    checkpoint, _ = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
+    with pytest.raises(SystemExit) as stop:
+        main(["--model", str(checkpoint.parent), "--dry-run"])
+    assert stop.value.code == 2
+    assert (
+        "rlvr eval: error: the following arguments are required: --data" in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ("data: {train: qa.jsonl}\n", "its run ({run}) had no held-out set (data.eval is not set): give --data"),
+        ("data: {train: qa.jsonl, response_field: r}\n", "{run} is an rlvr sft run, with no problems to verify; give --data"),
+        ("data: {train: qa.jsonl, eval: qa.jsonl}\nsteps: 0\n", "config.yaml: steps must be >= 1, got 0; give --data"),
+    ],
+)  # fmt: skip
+def test_a_run_without_a_held_out_set_asks_for_data(tmp_path, capsys, config, said):
+    checkpoint, _ = _checkpoint_and_data(tmp_path, config)
+    assert main(["--model", str(checkpoint), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said.format(run=tmp_path / "run") in err, err
+
+
+def test_with_data_the_runs_prompt_options_are_warned_of(tmp_path, capsys):
+    """With --data on a run's checkpoint the prompts stay as given (as the verifier does), and a
+    warning names the run's template and system prompt that no flag gives."""
+    import warnings
+
+    config = 'data: {train: qa.jsonl, template: "Q: {prompt}", system_prompt: Be brief.}\n'
+    checkpoint, data = _checkpoint_and_data(tmp_path, config)
+    argv = ["--model", str(checkpoint), "--data", str(data), "--verifier", "math", "--dry-run"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+        said = [str(w.message) for w in caught]
+        assert len(said) == 1, said
+        assert (
+            "prompted with data.template='Q: {prompt}', data.system_prompt='Be brief.'" in said[0]
+        )
+        assert "give --template, --system-prompt to prompt as the run did" in said[0]
+        caught.clear()
+        assert main([*argv, "--template", "{prompt}", "--system-prompt", "Hi."]) == 0
+        assert not caught

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import shlex
@@ -23,6 +24,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from rlvr.atomic import write_json
 from rlvr.cli.common import DRY_RUN_HELP, command, note_device, positive, print_prompt
@@ -32,6 +34,11 @@ from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
 
+if TYPE_CHECKING:
+    from rlvr.rewards.verifier import Verifier
+    from rlvr.train.config import DataConfig, RewardConfig, TrainConfig
+    from rlvr.train.prompts import PromptSet
+
 
 def _data_args(p: argparse.ArgumentParser) -> None:
     sets = ", ".join(DATASETS)
@@ -39,9 +46,10 @@ def _data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--data",
         action="append",
-        required=True,
         metavar="SOURCE[::FIELDS]",
-        help=f"prompt set, repeatable: {sets}, a .jsonl/.json/.parquet file, a directory or a hub name",
+        help=f"prompt set, repeatable: {sets}, a .jsonl/.json/.parquet file, a directory or a hub "
+        "name; required unless --model is a checkpoint of an rlvr train run, whose held-out set "
+        "(data.eval) it then evaluates with the run's prompt options and verifier",
     )
     p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
     p.add_argument(
@@ -109,7 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     _data_args(p)
     _reward_args(p)
-    p.set_defaults(verifier=None)  # main() takes math, warning when the run trained with another
+    # main() takes the run's without --data, else math (a warning when the run trained with
+    # another) and the scores 1 and 0
+    p.set_defaults(verifier=None, correct=None, wrong=None)
     _sampling_args(p)
     p.set_defaults(**dict.fromkeys(_RUN_SAMPLING))  # main() takes the run's, else the defaults
     p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")
@@ -132,8 +142,7 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     wrong = [k for k in args.k or [] if not 1 <= k <= args.n]
     if wrong and args.n >= 1:  # EvalConfig would name ks=(...), not the flags
         raise ValueError(f"-k {wrong[0]}: k must be between 1 and -n ({args.n})")
-    if args.template is not None and "{prompt}" not in args.template:
-        raise ValueError(f"--template must contain '{{prompt}}', got {args.template!r}")
+    _check_template(args.template)
     sampling = SamplingConfig(
         max_new_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p
     )
@@ -149,13 +158,24 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     )
 
 
-def _reward_options(args: argparse.Namespace) -> dict[str, object]:
-    """``correct`` / ``wrong`` / ``extract`` options, passed only when given or not the defaults."""
-    if args.correct <= args.wrong:
+def _check_template(template: str | None) -> None:
+    """Refuse a ``--template`` without ``{prompt}`` (every problem would read the same)."""
+    if template is not None and "{prompt}" not in template:
+        raise ValueError(f"--template must contain '{{prompt}}', got {template!r}")
+
+
+def _check_scores(correct: float, wrong: float) -> None:
+    """Refuse a correct score not above the wrong one."""
+    if correct <= wrong:
         raise ValueError(
-            f"--correct ({args.correct}) must exceed --wrong ({args.wrong}); otherwise every "
+            f"--correct ({correct}) must exceed --wrong ({wrong}); otherwise every "
             "wrong completion counts as correct"
         )
+
+
+def _reward_options(args: argparse.Namespace) -> dict[str, object]:
+    """``correct`` / ``wrong`` / ``extract`` options, passed only when given or not the defaults."""
+    _check_scores(args.correct, args.wrong)
     options = {"correct": args.correct} if args.correct != 1.0 else {}
     options |= {"extract": args.extract} if args.extract else {}
     return options | ({"wrong": args.wrong} if args.wrong != 0.0 else {})
@@ -257,19 +277,28 @@ def _named_fields(args: argparse.Namespace) -> FieldMap | None:
     return FieldMap(prompt=args.prompt_field or "prompt", answer=args.answer_field or "answer")
 
 
-def _dry_run(args: argparse.Namespace, config: EvalConfig) -> None:
-    """Local ``--data`` files read (a missing file or field fails here), named and hub sets
-    only named; the model is not loaded (a local directory must exist)."""
+def _dry_run(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) -> None:
+    """What would be evaluated: each ``--data`` source (:func:`_source_line`), or the run's
+    held-out set (:func:`_run_dry_run`); the model is not loaded (a local directory must
+    exist)."""
+    _check_model(args.model)
+    if run is not None:
+        print(_run_dry_run(run))
+    else:
+        _check_sources(args.data)
+        for item in args.data:
+            print(_source_line(args, item))
+    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}")
+
+
+def _source_line(args: argparse.Namespace, item: str) -> str:
+    """The dry run's line of one ``--data`` source: a local one read (a missing file or field
+    fails here) with its count of problems, a named or hub set only named."""
     from rlvr.data.loading import check_source, is_local
 
-    _check_model(args.model)
-    _check_sources(args.data)
-    for item in args.data:
-        source = item.partition("::")[0]
-        check_source(source)
-        local = is_local(source)
-        print(f"{item}: {len(_load_one(args, item))} problems" if local else _not_read(item))
-    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}")
+    source = item.partition("::")[0]
+    check_source(source)
+    return f"{item}: {len(_load_one(args, item))} problems" if is_local(source) else _not_read(item)
 
 
 def _per_problem(n: int) -> str:
@@ -535,35 +564,253 @@ def _shown(key: str, value: object) -> str:
     return f"{key.replace('_', ' ')} {value}"
 
 
+class FromRun(NamedTuple):
+    """What ``rlvr eval`` without ``--data`` takes from the run whose checkpoint ``--model`` is."""
+
+    path: Path
+    """The run's ``config.yaml``."""
+    config: TrainConfig
+    """The run's configuration, ``data`` with the flags given in place of its held-out keys."""
+    reward: RewardConfig
+    """The run's ``reward`` section with the flags given (``--verifier``, ``--correct``, ...)."""
+
+
+def _from_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> FromRun | None:
+    """Without ``--data``, the run whose checkpoint ``--model`` is: its configuration with the
+    flags given laid over it, ``args`` filled from it (the JSON and a kept partial evaluation
+    record them), and one line to stderr naming what came from it; without a run,
+    argparse's error that ``--data`` is required. ``None`` when ``--data`` is given."""
+    if args.data is not None:
+        return None
+    found = _saved_config(args.model)
+    if found is None:
+        parser.error("the following arguments are required: --data")
+    _check_template(args.template)
+    path, cfg = found[0], _run_config(args.model, *found)
+    taken = _taken(cfg, args)
+    data, reward = _given_data(cfg.data, args), _given_reward(cfg.reward, args)
+    run = FromRun(path, dataclasses.replace(cfg, data=data), reward)
+    _fill_args(args, run)
+    flags = ", ".join(dict.fromkeys(flag for _, flag in taken))
+    print(
+        f"rlvr eval: problems and verifier as the run evaluated ({path}): "
+        + ", ".join(text for text, _ in taken)
+        + f"; give {flags} to change",
+        file=sys.stderr,
+    )
+    return run
+
+
+def _run_config(model: str, path: Path, saved: dict) -> TrainConfig:
+    """The run's ``config.yaml`` as the trainer reads it; one line asks for ``--data`` when
+    it is no ``rlvr train`` configuration or holds no held-out set."""
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import from_file
+
+    try:
+        cfg = from_file(TrainConfig, saved, str(path))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"--model {model}: {_not_train(path, saved, err)}; give --data") from None
+    if cfg.data.eval is None:
+        raise ValueError(
+            f"--model {model}: its run ({path.parent}) had no held-out set (data.eval is not "
+            "set): give --data"
+        )
+    return cfg
+
+
+def _not_train(path: Path, saved: dict, err: Exception) -> str:
+    """Why a run's ``config.yaml`` is no ``rlvr train`` configuration: an ``rlvr sft`` run's,
+    else ``err``, the error reading it as one."""
+    from rlvr.train.config import SFTConfig
+    from rlvr.train.overrides import from_file
+
+    try:
+        from_file(SFTConfig, saved, str(path))
+    except (TypeError, ValueError):
+        return str(err)
+    return f"{path.parent} is an rlvr sft run, with no problems to verify"
+
+
+def _taken(cfg: TrainConfig, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """What the run gives that no flag does, as the line names it, each with its flag."""
+    data, reward, held = cfg.data, cfg.reward, cfg.data.held_out()
+    fields = held.fields or (
+        None
+        if (held.prompt_field, held.answer_field) == ("prompt", "answer")
+        else f"{held.prompt_field}/{held.answer_field}"
+    )
+    no_fields = args.fields is None and args.prompt_field is None and args.answer_field is None
+    rows = [
+        ("data.eval", data.eval, True, "--data"),
+        ("split", data.eval_split or data.split, args.split is None, "--split"),
+        ("data.max_eval_examples", data.max_eval_examples, args.limit is None, "--limit"),
+        ("fields", fields, no_fields, "--fields"),
+        ("data.template", data.template, args.template is None, "--template"),
+        ("data.system_prompt", data.system_prompt, args.system_prompt is None, "--system-prompt"),
+        ("reward.verifier", reward.verifier, args.verifier is None, "--verifier"),
+        ("reward.options", reward.options or None, args.verifier is None, "--verifier"),
+        ("reward.correct", reward.correct, args.correct is None, "--correct"),
+        ("reward.wrong", reward.wrong, args.wrong is None, "--wrong"),
+    ]
+    return [
+        (f"{key} {_quoted(value)}", flag)
+        for key, value, free, flag in rows
+        if free and value is not None
+    ]
+
+
+def _quoted(value: object) -> str:
+    """A value as the line shows it: text with spaces or escapes quoted (a prompt's text cut
+    past 60 characters), a path or number as it is.
+
+    >>> _quoted("math"), _quoted("Think first."), _quoted(-1.0), _quoted("Be brief. " * 9)[-8:]
+    ('math', "'Think first.'", '-1.0', "e br...'")
+    """
+    if not isinstance(value, str) or (" " not in value and value.isprintable()):
+        return str(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:56] + "...'"
+
+
+def _given_data(data: DataConfig, args: argparse.Namespace) -> DataConfig:
+    """The run's ``data`` section with the data flags given in place of its held-out keys."""
+    given: dict[str, object] = {}
+    if args.split is not None:
+        given["eval_split"] = args.split
+    if args.limit is not None:
+        given["max_eval_examples"] = args.limit
+    named = _named_fields(args)  # also refuses --fields with --prompt-field / --answer-field
+    if args.fields is not None:
+        given |= {"eval_fields": args.fields, "eval_prompt_field": None, "eval_answer_field": None}
+    elif named is not None:
+        given |= {"eval_fields": None, "eval_prompt_field": args.prompt_field}
+        given["eval_answer_field"] = args.answer_field
+    if args.template is not None:
+        given["template"] = args.template
+    if args.system_prompt is not None:
+        given["system_prompt"] = args.system_prompt
+    return dataclasses.replace(data, **given)
+
+
+def _given_reward(reward: RewardConfig, args: argparse.Namespace) -> RewardConfig:
+    """The run's ``reward`` section with ``--verifier``, ``--correct``, ``--wrong`` and
+    ``--extract`` given in its place; ``--verifier`` drops the run's verifier options (they
+    are its verifier's)."""
+    options = {} if args.verifier is not None else dict(reward.options)
+    options |= {"extract": args.extract} if args.extract else {}
+    given = {k: getattr(args, k) for k in ("verifier", "correct", "wrong")}
+    given = {k: v for k, v in given.items() if v is not None}
+    _check_scores(given.get("correct", reward.correct), given.get("wrong", reward.wrong))
+    return dataclasses.replace(reward, options=options, **given)
+
+
+def _fill_args(args: argparse.Namespace, run: FromRun) -> None:
+    """Set the data and scoring flags to what the run's held-out evaluation reads and scores
+    with, for the JSON's ``data``, ``verifier`` and ``loading`` and a kept partial evaluation."""
+    from rlvr.train.prompts import GENERATED
+
+    data, held, reward = run.config.data, run.config.data.held_out(), run.reward
+    args.data, args.limit = [data.eval], data.max_eval_examples
+    args.split = data.eval_split or data.split
+    args.template, args.system_prompt = data.template, data.system_prompt
+    generated = next((m for p, m in GENERATED.items() if data.eval.startswith(p)), None)
+    args.fields = held.fields or generated
+    if args.fields is None:
+        args.prompt_field, args.answer_field = held.prompt_field, held.answer_field
+    args.verifier, args.correct, args.wrong = reward.verifier, reward.correct, reward.wrong
+
+
+def _held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
+    """The run's held-out prompts as its evaluation read them
+    (:func:`rlvr.train.prompts.load_prompt_set`: ``data.eval`` with its split, limit, fields
+    and template, a generated set from the run's cache, the system prompt applied, prompts
+    over ``data.max_prompt_tokens`` skipped or cut), fitted to the model's context with room
+    for ``--max-tokens`` (:func:`rlvr.train.loop.fit_context`)."""
+    from rlvr.models import model_tokenizer_and_config
+    from rlvr.train.loop import fit_context
+    from rlvr.train.prompts import load_prompt_set
+
+    tokenizer, model_config = model_tokenizer_and_config(args.model)
+    cfg = run.config
+    cfg = dataclasses.replace(
+        cfg, eval=dataclasses.replace(cfg.eval, max_new_tokens=args.max_tokens)
+    )
+    return load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
+
+
+def _run_dry_run(run: FromRun) -> str:
+    """The dry run's line of the run's held-out set: a local one read as the run reads it (a
+    missing file or field fails here), a generated one's size and seed, a named or hub set
+    only named."""
+    from rlvr.data.loading import check_source, is_local
+    from rlvr.train.prompts import GENERATED, read_examples
+
+    data = run.config.data
+    source, limit = data.eval, data.max_eval_examples
+    if source.startswith(tuple(GENERATED)):
+        size = min(data.gym.eval_size, limit or data.gym.eval_size)
+        return f"{source}: {size} problems, generated as the run's (seed {data.gym.held_out_seed})"
+    check_source(source)
+    if source in DATASETS or not is_local(source):
+        return _not_read(source)
+    held = data.held_out()
+    rows = read_examples(held, source, limit=limit, fields=held.fields, role="eval")
+    return f"{source}: {len(rows)} problems"
+
+
+def _warn_other_prompts(args: argparse.Namespace) -> None:
+    """With ``--data`` on a run's checkpoint: warn when the run prompted with a
+    ``data.template`` or ``data.system_prompt`` that no flag gives this evaluation."""
+    found = _saved_config(args.model)
+    data = (found[1].get("data") if found else None) or {}
+    if not isinstance(data, dict):
+        return
+    keys = [("template", "--template"), ("system_prompt", "--system-prompt")]
+    missed = [
+        (key, flag)
+        for key, flag in keys
+        if isinstance(data.get(key), str) and getattr(args, key) is None
+    ]
+    if not missed:
+        return
+    warnings.warn(
+        f"--model is a checkpoint of {found[0].parent}, which prompted with "
+        + ", ".join(f"data.{key}={data[key]!r}" for key, _ in missed)
+        + f"; this evaluation's prompts go without: give {', '.join(f for _, f in missed)} to "
+        "prompt as the run did (or leave --data out to evaluate the run's held-out set)",
+        stacklevel=2,
+    )
+
+
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr eval ...``; returns the exit status."""
     from rlvr.evaluation.harness import evaluate
     from rlvr.models import load_model
-    from rlvr.rewards.registry import get_verifier
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     _resolve_sampling(args)
-    if args.verifier is None:  # the default: say so when the model's run trained with another
-        args.verifier = "math"
-        _warn_other_verifier(args.model, args.verifier)
+    run = _from_run(args, parser)
+    verifier, options = _scoring(args, run)
     config = _config(args)
-    options = _reward_options(args)
-    verifier = get_verifier(args.verifier, **options)
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
     _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     if args.dry_run:
-        _dry_run(args, config)
+        _dry_run(args, config, run)
         return 0
     if args.show_prompts:
-        return _show_prompts(args, config)
+        return _show_prompts(args, config, run)
     keep = PartialSamples(partial_path(output), _settings(args))
     keep.load()  # made with other settings, or damaged: one line before anything loads
-    examples = _load(args)
+    examples, prompt_ids = _problems(args, run)
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     try:
-        report = evaluate(model, tokenizer, examples, verifier, config, keep=keep)
+        report = evaluate(
+            model, tokenizer, examples, verifier, config, prompt_ids=prompt_ids, keep=keep
+        )
     except KeyboardInterrupt:
         _say_how_to_continue(keep, output, len(examples), config.n)
         raise
@@ -587,20 +834,53 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _show_prompts(args: argparse.Namespace, config: EvalConfig) -> int:
-    """``--show-prompts N``: the first N prompts of each ``--data`` source as sampling gets
-    them (:func:`~rlvr.evaluation.harness.encode_prompts`), decoded from their token ids."""
+def _scoring(args: argparse.Namespace, run: FromRun | None) -> tuple[Verifier, dict]:
+    """The verifier and the options it is built with: the run's, as its trainer builds it
+    (:func:`rlvr.train.preflight.run_verifier`), when ``run`` is set; else the flags' (``math``
+    and the scores 1 and 0 by default, with warnings when the model's run scored or prompted
+    otherwise)."""
+    from rlvr.rewards.registry import get_verifier
+    from rlvr.train.preflight import run_verifier
+
+    if run is not None:
+        reward = run.reward
+        options = {"correct": reward.correct, "wrong": reward.wrong, **reward.options}
+        return run_verifier(reward), options
+    if args.verifier is None:  # the default: say so when the model's run trained with another
+        args.verifier = "math"
+        _warn_other_verifier(args.model, args.verifier)
+    _warn_other_prompts(args)
+    args.correct = 1.0 if args.correct is None else args.correct
+    args.wrong = 0.0 if args.wrong is None else args.wrong
+    options = _reward_options(args)
+    return get_verifier(args.verifier, **options), options
+
+
+def _problems(args: argparse.Namespace, run: FromRun | None) -> tuple[list, list | None]:
+    """The examples to evaluate, and with ``run`` their prompts tokenised as the run's
+    evaluation tokenised them (``None``: the harness formats and tokenises them)."""
+    if run is None:
+        return _load(args), None
+    prompts = _held_out(run, args).prompts
+    return [p.example for p in prompts], [list(p.ids) for p in prompts]
+
+
+def _show_prompts(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) -> int:
+    """``--show-prompts N``: the first N prompts of each ``--data`` source (or the run's
+    held-out set) as sampling gets them (:func:`~rlvr.evaluation.harness.encode_prompts`, or
+    the run's tokenised prompts), decoded from their token ids."""
     from rlvr.evaluation.harness import encode_prompts
     from rlvr.models import model_tokenizer_and_config
 
     tokenizer = model_tokenizer_and_config(args.model)[0]
-    examples = _load(args)
+    examples, prompt_ids = _problems(args, run)
+    if prompt_ids is None:
+        prompt_ids = encode_prompts(tokenizer, examples, config)
     for dataset in dict.fromkeys(ex.dataset for ex in examples):
-        own = [ex for ex in examples if ex.dataset == dataset]
-        shown = own[: args.show_prompts]
-        for i, (ex, ids) in enumerate(
-            zip(shown, encode_prompts(tokenizer, shown, config), strict=True)
-        ):
+        own = [
+            (ex, ids) for ex, ids in zip(examples, prompt_ids, strict=True) if ex.dataset == dataset
+        ]
+        for i, (ex, ids) in enumerate(own[: args.show_prompts]):
             label = f"{dataset} prompt {i + 1} of {len(own)}"
             print_prompt(tokenizer, label, ids, ex.id, ex.reference)
     return 0

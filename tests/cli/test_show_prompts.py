@@ -119,3 +119,29 @@ def test_a_reasoning_gym_entry_shows_its_answer(capsys):
     assert (
         head == "=== data.train prompt 1 of 4000 (id chain_sum-0-0, 2 tokens, reference '-13') ==="
     )
+
+
+def test_eval_shows_a_runs_held_out_prompts_as_the_run_prompted(tiny_model_dir, tmp_path, capsys):
+    """`rlvr eval --model <run>/checkpoints/step_N --show-prompts N` without --data shows the
+    run's held-out prompts: its data.eval with its field keys, template and system prompt,
+    one over data.max_prompt_tokens skipped as the run skipped it."""
+    model = _templated_model_without_weights(tiny_model_dir, tmp_path)
+    checkpoint = tmp_path / "run" / "checkpoints" / "step_000002"
+    shutil.copytree(model, checkpoint)
+    held = tmp_path / "held.jsonl"
+    rows = [
+        {"q": "7 - 4 =", "a": "3"},
+        {"q": "1 + " * 40 + "1 =", "a": "41"},
+        {"q": "2 =", "a": "2"},
+    ]
+    held.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run" / "config.yaml").write_text(
+        f"data: {{train: {held}, eval: {held}, eval_prompt_field: q, eval_answer_field: a,\n"
+        "  template: 'Q: {prompt}', system_prompt: Be brief., max_prompt_tokens: 80}\n"
+    )
+    assert main(["eval", "--model", str(checkpoint), "--show-prompts", "5"]) == 0
+    printed = capsys.readouterr().out
+    heads = [line for line in printed.splitlines() if line.startswith("===")]
+    assert [h.split(" (")[0] for h in heads] == ["=== held prompt 1 of 2", "=== held prompt 2 of 2"]
+    assert "<|system|>Be brief.\n<|user|>Q: 7 - 4 =\n<|assistant|>\n" in printed
+    assert "reference '3'" in heads[0] and "reference '2'" in heads[1]

@@ -643,3 +643,19 @@ def test_with_data_the_runs_prompt_options_are_warned_of(tmp_path, capsys):
         caught.clear()
         assert main([*argv, "--template", "{prompt}", "--system-prompt", "Hi."]) == 0
         assert not caught
+
+
+def test_a_dry_run_names_the_runs_generated_held_out_set(tmp_path, capsys):
+    """A run whose data.eval is a generated set: the dry run names its size and seed (the
+    run's data.gym), and generates nothing."""
+    config = (
+        "data: {train: reasoning_gym:chain_sum, eval: reasoning_gym:chain_sum,\n"
+        "  gym: {eval_size: 50, eval_seed: 7}, max_eval_examples: 20}\n"
+        "reward: {verifier: 'reasoning_gym:chain_sum'}\n"
+    )
+    checkpoint, _ = _checkpoint_and_data(tmp_path, config)
+    assert main(["--model", str(checkpoint), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert "reasoning_gym:chain_sum: 20 problems, generated as the run's (seed 7)\n" in out
+    assert "data.eval reasoning_gym:chain_sum, data.max_eval_examples 20" in err
+    assert "reward.verifier reasoning_gym:chain_sum, reward.correct 1.0" in err

@@ -209,7 +209,7 @@ class _Shown(BaseException):
     """Raised in place of printing a parser's help: carries the parser."""
 
 
-def _parser(command: str) -> argparse.ArgumentParser:
+def eval_parser(command: str) -> argparse.ArgumentParser:
     """The parser of ``rlvr COMMAND``: the one that would print its ``--help``."""
     from rlvr.cli import main
 
@@ -230,7 +230,7 @@ def _options(command: str) -> list[tuple[str, ...]]:
     """The option strings of ``rlvr COMMAND`` (``("-o", "--output-dir")``), ``--help`` aside."""
     return [
         tuple(a.option_strings)
-        for a in _parser(command)._actions
+        for a in eval_parser(command)._actions
         if a.option_strings and not isinstance(a, argparse._HelpAction)
     ]
 
@@ -324,12 +324,12 @@ def test_the_data_stage_table_names_every_option_with_its_default():
 def test_the_eval_options_table_gives_the_parsers_defaults():
     """docs/evaluation.md's table of ``rlvr eval`` options: a default given in parentheses
     after an option (``--temperature`` (0.6), ``--dtype`` (``float32``)) is the parser's."""
-    from rlvr.cli.eval import _sampling_args
+    from rlvr.cli.eval_args import sampling_args
 
     sampling = argparse.ArgumentParser(add_help=False)
-    _sampling_args(sampling)  # eval's parser leaves these None: a run's checkpoint takes its own
+    sampling_args(sampling)  # eval's parser leaves these None: a run's checkpoint takes its own
     resolved = {s: a.default for a in sampling._actions for s in a.option_strings}
-    defaults = {s: a.default for a in _parser("eval")._actions for s in a.option_strings}
+    defaults = {s: a.default for a in eval_parser("eval")._actions for s in a.option_strings}
     defaults = {s: resolved.get(s) if d is None else d for s, d in defaults.items()}
     cells = " ".join(option for option, _ in _table_rows("docs/evaluation.md", "## `rlvr eval`"))
     stated = re.findall(r"`(--?[a-z-]+)` \((`[^`]+`|-?[\d.]+)", cells)

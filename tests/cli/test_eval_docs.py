@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from rlvr.cli.eval import _default_output, _parser
+from rlvr.cli.eval import _default_output
+from rlvr.cli.eval_args import eval_parser
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
 
@@ -11,7 +12,7 @@ def test_every_eval_option_is_in_the_docs_table():
     table = DOC.split("| option | meaning |", 1)[1].split("\n\n", 1)[0]
     options = [
         flag
-        for action in _parser()._actions
+        for action in eval_parser()._actions
         for flag in action.option_strings
         if flag.startswith("--") and flag != "--help"
     ]
@@ -62,6 +63,6 @@ def test_the_default_output_names_a_checkpoint_by_its_run(tmp_path):
 
 def test_the_help_names_what_the_docs_table_names():
     """`--help` left .json files out of --data, and the folder rule out of --split."""
-    helps = {a.option_strings[0]: a.help for a in _parser()._actions if a.option_strings}
+    helps = {a.option_strings[0]: a.help for a in eval_parser()._actions if a.option_strings}
     assert "a .jsonl/.json/.parquet file" in helps["--data"]
     assert "a local folder of several splits needs one" in helps["--split"]

@@ -413,10 +413,12 @@ def _checkpoint_and_data(tmp_path: Path, config: str) -> tuple[Path, Path]:
 
 def _sampling(argv: list[str]):
     """The evaluation settings ``rlvr eval argv`` samples with."""
-    from rlvr.cli.eval import _config, _parser, _resolve_sampling
+    from rlvr.cli.eval import _config
+    from rlvr.cli.eval_args import eval_parser
+    from rlvr.cli.eval_run import resolve_sampling
 
-    args = _parser().parse_args(argv)
-    _resolve_sampling(args)
+    args = eval_parser().parse_args(argv)
+    resolve_sampling(args)
     return _config(args)
 
 
@@ -558,13 +560,14 @@ reward: {verifier: math+format, options: {format_penalty: -0.5}}
 """
 
 
-def _from_run(argv: list[str]):
+def from_run(argv: list[str]):
     """What ``rlvr eval argv`` takes from the run (``None``: nothing), and its arguments."""
-    from rlvr.cli.eval import _from_run, _parser
+    from rlvr.cli.eval_args import eval_parser
+    from rlvr.cli.eval_run import from_run
 
-    parser = _parser()
+    parser = eval_parser()
     args = parser.parse_args(argv)
-    return _from_run(args, parser), args
+    return from_run(args, parser), args
 
 
 def test_a_flag_given_beats_the_runs_data_and_verifier(tmp_path, capsys):
@@ -572,16 +575,14 @@ def test_a_flag_given_beats_the_runs_data_and_verifier(tmp_path, capsys):
     drops the run's verifier options, which belong to its verifier."""
     checkpoint, data = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
     data.write_text("".join(json.dumps({"q": f"{i} + 1 =", "a": str(i + 1)}) + "\n" for i in range(3)))  # fmt: skip
-    run, args = _from_run(
-        ["--model", str(checkpoint), "--prompt-field", "q", "--answer-field", "a"]
-    )
+    run, args = from_run(["--model", str(checkpoint), "--prompt-field", "q", "--answer-field", "a"])
     assert run.reward.verifier == "math+format" and run.reward.options == {"format_penalty": -0.5}
     assert run.config.data.template == "Q: {prompt}" and args.template == "Q: {prompt}"
     line = capsys.readouterr().err
     assert "data.max_eval_examples 1" in line and "fields" not in line
     given = ["--limit", "2", "--template", "{prompt} =", "--system-prompt", "Be brief."]
     given += ["--verifier", "math", "--wrong", "-1", "--fields", "default", "--split", "train"]
-    run, args = _from_run(["--model", str(checkpoint), *given])
+    run, args = from_run(["--model", str(checkpoint), *given])
     held = run.config.data.held_out()
     assert (held.fields, held.max_eval_examples, held.eval_split) == ("default", 2, "train")
     assert (held.template, held.system_prompt) == ("{prompt} =", "Be brief.")

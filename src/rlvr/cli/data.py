@@ -43,7 +43,7 @@ def _parse_sets(pairs: list[str]) -> dict[str, object]:
     return config
 
 
-def _parser() -> argparse.ArgumentParser:
+def eval_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr data", description="Prompt-set utilities.")
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("gen", help="write a reasoning-gym or code task set to JSONL")
@@ -123,7 +123,7 @@ def _clean_parsers(sub) -> None:
 
 def _filter_parser(sub) -> None:
     """``filter``: sample and verify each prompt (as ``rlvr eval``), keep by a pass-rate rule."""
-    from rlvr.cli.eval import _reward_args, _sampling_args
+    from rlvr.cli.eval_args import reward_args, sampling_args
 
     p = sub.add_parser("filter", help="keep prompts whose measured pass rate meets a rule")
     p.add_argument("input", help="JSONL or Parquet file of prompts")
@@ -145,8 +145,8 @@ def _filter_parser(sub) -> None:
         "--min-tests", type=int, default=0, help="drop code problems with fewer tests (Klear: 16)"
     )
     p.add_argument("--system-prompt", help="system message before every prompt")
-    _reward_args(p)
-    _sampling_args(p, ks=False)
+    reward_args(p)
+    sampling_args(p, ks=False)
 
 
 def _gen(args: argparse.Namespace) -> None:
@@ -178,10 +178,10 @@ def _gen(args: argparse.Namespace) -> None:
 def _show(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from rlvr.cli.eval import _named_fields
+    from rlvr.cli.eval_args import named_fields
     from rlvr.data.loading import load_examples
 
-    fields = _named_fields(args) or args.fields
+    fields = named_fields(args) or args.fields
     with _field_hint():
         examples = load_examples(args.source, fields=fields, split=args.split, limit=args.limit)
     for example in examples:
@@ -202,7 +202,7 @@ def _shown(value: object) -> object:
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr data ...``; returns the exit status."""
-    args = _parser().parse_args(argv)
+    args = eval_parser().parse_args(argv)
     if args.command == "gen":
         _gen(args)
     elif args.command == "tasks":
@@ -241,7 +241,7 @@ def _clean(args: argparse.Namespace) -> None:
 
 
 def _filter(args: argparse.Namespace) -> None:
-    from rlvr.cli.eval import _reward_options
+    from rlvr.cli.eval_args import reward_options
     from rlvr.evaluation.data_steps import FilterOptions, filter_step
     from rlvr.evaluation.filtering import passrates_file
 
@@ -249,7 +249,7 @@ def _filter(args: argparse.Namespace) -> None:
     more = ("max_tokens", "temperature", "top_p", "batch_size", "seed", "system_prompt")
     last = ("timeout", "workers")
     options = FilterOptions(**{name: getattr(args, name) for name in names + more + last})
-    verifier_options = _reward_options(args)
+    verifier_options = reward_options(args)
     with _bar("filter") as progress, _field_hint():
         report = filter_step(
             options,

@@ -436,7 +436,7 @@ def test_a_checkpoint_samples_as_its_run_evaluated(tmp_path, capsys):
     checkpoint, data = _checkpoint_and_data(tmp_path, RUN_EVAL)
     argv = ["--model", str(checkpoint), "--data", str(data)]
     assert main([*argv, "--dry-run"]) == 0
-    line, *_ = capsys.readouterr().out.splitlines()
+    line, *_ = capsys.readouterr().err.splitlines()  # a note, like the run's data line
     assert line.startswith(f"rlvr eval: sampling as the run evaluated ({tmp_path / 'run'}")
     assert "n=2, k 1 2, T=1.0, top p 0.9, max tokens 64, seed 77, batch size 3; give -n" in line
     config = _sampling(argv)
@@ -453,7 +453,7 @@ def test_a_flag_given_beats_the_runs_setting(tmp_path, capsys):
     config = _sampling([*base, "--temperature", "0.3", "--seed", "0", "-n", "1"])
     assert config.sampling.temperature == 0.3 and config.seed == 0
     assert (config.n, config.ks, config.sampling.max_new_tokens) == (1, (1,), 64)
-    line = capsys.readouterr().out
+    line = capsys.readouterr().err
     assert "T=" not in line and "seed" not in line and "max tokens 64" in line
     explicit = ["-n", "4", "-k", "1", "--temperature", "0.6", "--top-p", "1.0"]
     explicit += ["--max-tokens", "256", "--seed", "0", "--batch-size", "8"]
@@ -534,7 +534,7 @@ def test_a_checkpoint_alone_evaluates_its_runs_held_out_set_as_the_run_did(
     capsys.readouterr()
     out = tmp_path / "eval.json"
     assert main(["--model", str(checkpoint), "--output", str(out)]) == 0
-    line = capsys.readouterr().err.splitlines()[0]
+    line = capsys.readouterr().err.splitlines()[1]  # after the sampling line
     assert line.startswith("rlvr eval: problems and verifier as the run evaluated (")
     for taken in (f"data.eval {tmp_path / 'held.jsonl'}", "data.max_eval_examples 10",
                   "fields question/solution", "data.template 'Q: {prompt}'",

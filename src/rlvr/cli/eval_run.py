@@ -120,7 +120,8 @@ def resolve_sampling(args: argparse.Namespace) -> None:
     print(
         f"rlvr eval: sampling as the run evaluated ({found[0]}): "
         + ", ".join(_shown(key, taken[key]) for key in shown)
-        + f"; give {', '.join(RUN_SAMPLING[key] for key in shown)} to change"
+        + f"; give {', '.join(RUN_SAMPLING[key] for key in shown)} to change",
+        file=sys.stderr,
     )
 
 

@@ -123,7 +123,7 @@ def _clean_parsers(sub) -> None:
 
 def _filter_parser(sub) -> None:
     """``filter``: sample and verify each prompt (as ``rlvr eval``), keep by a pass-rate rule."""
-    from rlvr.cli.eval_args import reward_args, sampling_args
+    from rlvr.cli.eval_args import field_args, reward_args, sampling_args
 
     p = sub.add_parser("filter", help="keep prompts whose measured pass rate meets a rule")
     p.add_argument("input", help="JSONL or Parquet file of prompts")
@@ -134,13 +134,7 @@ def _filter_parser(sub) -> None:
         required=True,
         help="rule on mean (pass rate), score or pass@k: 'mean>0.5' (Klear's), '0<mean<1'",
     )
-    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
-    p.add_argument(
-        "--prompt-field", help="the file's prompt field, instead of --fields (default prompt)"
-    )
-    p.add_argument(
-        "--answer-field", help="the file's answer field, instead of --fields (default answer)"
-    )
+    field_args(p, "the file's")
     p.add_argument(
         "--min-tests", type=int, default=0, help="drop code problems with fewer tests (Klear: 16)"
     )

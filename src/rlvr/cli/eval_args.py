@@ -21,13 +21,7 @@ def data_args(p: argparse.ArgumentParser) -> None:
         "name; required unless --model is a checkpoint of an rlvr train run, whose held-out set "
         "(data.eval) it then evaluates with the run's prompt options and verifier",
     )
-    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
-    p.add_argument(
-        "--prompt-field", help="a file's prompt field, instead of --fields (default prompt)"
-    )
-    p.add_argument(
-        "--answer-field", help="a file's answer field, instead of --fields (default answer)"
-    )
+    field_args(p, "a file's")
     p.add_argument(
         "--split",
         help="split for datasets sources (default: the named set's, else train; a local folder "
@@ -36,6 +30,17 @@ def data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--template", help="prompt template with {prompt}")
     p.add_argument("--system-prompt", help="system message before every prompt")
     p.add_argument("--limit", type=int, help="first LIMIT problems of each set")
+
+
+def field_args(p: argparse.ArgumentParser, whose: str) -> None:
+    """``--fields`` (a named mapping) or ``--prompt-field`` / ``--answer-field`` of ``whose``
+    rows (``rlvr data filter`` reads one file: "the file's")."""
+    p.add_argument("--fields", help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}")
+    for field in ("prompt", "answer"):
+        p.add_argument(
+            f"--{field}-field",
+            help=f"{whose} {field} field, instead of --fields (default {field})",
+        )
 
 
 def reward_args(p: argparse.ArgumentParser) -> None:

@@ -76,6 +76,10 @@ EQUIVALENT = [
     (r"\boxed{(y, x) = (6, 5)}", "(x, y) = (5, 6)"),
     (r"\boxed{(x, y) = (5, 6)}", "y = 6, x = 5"),
     (r"\boxed{x = 5, y = 6}", "(5, 6)"),
+    # roots with multiplicity: each value as many times, in any order
+    (r"\boxed{3, 2, 2}", "2, 2, 3"),
+    (r"\boxed{x = 2, x = 3, x = 2}", r"\{2, 2, 3\}"),
+    (r"\boxed{\left(-\infty, 2\right)}", r"(-\infty, 2)"),
 ]
 
 WRONG = [
@@ -119,6 +123,16 @@ WRONG = [
     (r"\boxed{(6, 5)}", "y = 6, x = 5"),  # y = 6, x = 5 listed as the gold writes it, or x, y?
     (r"\boxed{(5, 6)}", "y = 6, x = 5"),
     (r"\boxed{x = 6, y = 5}", "(5, 6)"),
+    # a gold list that repeats a root: a set drops repeats, so math-verify paid these
+    (r"\boxed{2, 3}", "2, 2, 3"),
+    (r"\boxed{\{2, 3\}}", "2, 2, 3"),
+    (r"\boxed{2, 3, 3}", "2, 2, 3"),
+    (r"\boxed{2}", "2, 2"),
+    # an interval with an infinite end read as the pair of its ends
+    (r"\boxed{-\infty, 2}", r"(-\infty, 2)"),
+    (r"\boxed{\{-\infty, 2\}}", r"(-\infty, 2)"),
+    (r"\boxed{2, \infty}", r"(2, \infty)"),
+    (r"\boxed{(-\infty, 2)}", r"-\infty, 2"),
 ]
 
 NO_ANSWER = [

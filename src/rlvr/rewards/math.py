@@ -78,8 +78,10 @@ def answers_match(predicted: str, reference: Any) -> bool:
     guess = parse_answer(predicted)
     if not gold or not guess:
         return False
-    named = _named_verdict(gold[0], guess[0])
-    return verify(gold, guess, timeout_seconds=None) if named is None else named
+    verdict = _named_verdict(gold[0], guess[0])
+    if verdict is None:
+        verdict = _counted_verdict(gold[0], guess[0])
+    return verify(gold, guess, timeout_seconds=None) if verdict is None else verdict
 
 
 def _close_as_numbers(gold: Any, guess: Any) -> bool:
@@ -124,18 +126,50 @@ def _strictly(compare: Any) -> Any:
 
 def _pairwise(compare_sets: Any) -> Any:
     r"""``math-verify``'s set comparison, two finite sets (or tuples) compared only pair by pair:
-    SymPy's set equality let ``\{2^{64} - 1 + 0.0\}`` equal ``\{2^{64}\}`` unchecked."""
+    SymPy's set equality let ``\{2^{64} - 1 + 0.0\}`` equal ``\{2^{64}\}`` unchecked. An
+    interval with an infinite end is never read as the pair of its ends: ``-\infty, 2`` was
+    paid for ``(-\infty, 2)`` (``(0, 5)`` may be a point, so ``0, 5`` still is)."""
 
     def compare(gold: Any, guess: Any, *args: Any) -> bool:
         sets = [
             x if isinstance(x, (sympy.Set, sympy.Tuple)) else sympy.FiniteSet(x)
             for x in (gold, guess)
         ]
-        if all(isinstance(x, (sympy.FiniteSet, sympy.Tuple)) for x in sets):
+        finite = [isinstance(x, (sympy.FiniteSet, sympy.Tuple)) for x in sets]
+        if all(finite):
             return grader.sympy_deep_compare_set_and_tuple(*sets, *args)
+        if any(finite) and any(_unbounded_interval(x) for x in sets):
+            return False
         return compare_sets(gold, guess, *args)
 
     return compare
+
+
+def _unbounded_interval(value: Any) -> bool:
+    """Whether ``value`` is an interval with an infinite end (``(-\\infty, 2)``)."""
+    return isinstance(value, sympy.Interval) and not (value.start.is_finite and value.end.is_finite)
+
+
+def _written(value: Any) -> tuple | None:
+    """The items of a finite set as written, repeats kept (``2, 2, 3``), or of a tuple;
+    ``None`` for anything else."""
+    if isinstance(value, sympy.FiniteSet):
+        return tuple(getattr(value, "_unsorted_args", value.args))
+    return tuple(value) if isinstance(value, sympy.Tuple) else None
+
+
+def _counted_verdict(gold: Any, guess: Any) -> bool | None:
+    """Whether ``guess`` lists each value of a gold list that repeats one (roots counted with
+    multiplicity, ``2, 2, 3``) as many times, in any order; ``None`` for any other gold
+    (``math-verify`` decides). A set drops repeats, so ``2, 3`` equalled ``2, 2, 3``."""
+    items = _written(gold) if isinstance(gold, sympy.FiniteSet) else None
+    if items is None or len(items) == len(gold.args):
+        return None
+    listed = _written(guess)
+    if listed is None or len(listed) != len(items):
+        return False
+    keyed = [sympy.ordered(x, keys=grader.sort_key, default=False) for x in (items, listed)]
+    return _same(*(sympy.Tuple(*x) for x in keyed))
 
 
 def _named(value: Any) -> tuple[tuple, tuple, bool] | None:

@@ -45,6 +45,8 @@ EQUIVALENT = [
     (r"\boxed{10{,}000}", "10000"),
     (r"\boxed{10\,000}", "10000"),
     ("Answer: 1,234,567", "1234567"),
+    (r"\boxed{x = 1,000}", "1000"),  # math-verify read this one as x = {0, 1}
+    (r"\boxed{x = -12{,}500.5}", "-12500.5"),
     # multiple choice
     (r"\boxed{B}", r"\text{(B)}"),
     # numbers: decimals within 1% of a small reference, exact large integers, percentages
@@ -133,6 +135,7 @@ WRONG = [
     (r"\boxed{\{-\infty, 2\}}", r"(-\infty, 2)"),
     (r"\boxed{2, \infty}", r"(2, \infty)"),
     (r"\boxed{(-\infty, 2)}", r"-\infty, 2"),
+    (r"\boxed{x = 1,000}", "1, 0"),  # thousands commas in an assignment read as a list
 ]
 
 NO_ANSWER = [

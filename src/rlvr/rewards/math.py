@@ -36,6 +36,10 @@ MAX_RESULT_DIGITS = 100_000
 
 # Thousands separators written with LaTeX spaces ("10\,000", "10\ 000") -> "10000".
 _THIN_SPACE_RE = re.compile(r"(?<=\d)\\[,;: ](?=\d{3}(?!\d))")
+# "x = 1,000" -> "x = 1000": math-verify reads thousands commas only in a bare number.
+_ASSIGNED_NUMBER_RE = re.compile(
+    r"^([A-Za-z](?:_\{?\w+\}?)?\s*=\s*)(-?\d{1,3}(?:(?:,|\{,\})\d{3})+)(?=(?:\.\d+)?$)"
+)
 _EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
 
 
@@ -50,6 +54,7 @@ def parse_answer(answer: str) -> list:
     3/4
     """
     answer = _THIN_SPACE_RE.sub("", answer.strip().strip("$").strip())
+    answer = _ASSIGNED_NUMBER_RE.sub(lambda m: m[1] + re.sub(r"[{,}]", "", m[2]), answer)
     return parse(
         "\\boxed{" + answer + "}",
         extraction_config=_EXTRACTION,

@@ -82,6 +82,7 @@ EQUIVALENT = [
     (r"\boxed{3, 2, 2}", "2, 2, 3"),
     (r"\boxed{x = 2, x = 3, x = 2}", r"\{2, 2, 3\}"),
     (r"\boxed{\left(-\infty, 2\right)}", r"(-\infty, 2)"),
+    (r"\boxed{1, k}", "(1, k)"),  # (1, k) may be a point: its ends are finite
 ]
 
 WRONG = [

@@ -152,7 +152,7 @@ def _pairwise(compare_sets: Any) -> Any:
 
 def _unbounded_interval(value: Any) -> bool:
     """Whether ``value`` is an interval with an infinite end (``(-\\infty, 2)``)."""
-    return isinstance(value, sympy.Interval) and not (value.start.is_finite and value.end.is_finite)
+    return isinstance(value, sympy.Interval) and (value.start.is_infinite or value.end.is_infinite)
 
 
 def _written(value: Any) -> tuple | None:

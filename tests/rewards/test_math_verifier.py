@@ -277,6 +277,12 @@ ONE_BOX_HEDGES = [
     r"{a} \lor {b}",
     r"{a} \cup {b}",
     r"[{a}, {b}]",
+    r"{a} \vee {b}",
+    r"{a} \approx {b}",
+    r"{a} \Rightarrow {b}",
+    r"{a} \text{{ (or }} {b})",
+    r"x = {a} \text{{ or }} {b}",
+    r"\{{{a}\}} \cup \{{{b}\}}",
 ]
 
 

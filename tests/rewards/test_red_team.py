@@ -52,6 +52,43 @@ SHADOWED_HUMANEVAL = {
         "    assert math.isclose(candidate(2, 5), 7)\n"
     ),
 }
+# Entries that read ``add`` only as an object: the driver's stand-in for it passes them, and
+# they paid a program that does not even define ``add``.
+OBJECT_ONLY_TESTS = [
+    "assert add",
+    "assert add == add",
+    "assert add != None",
+    "assert not not add",
+    "assert bool(add)",
+    "print(add)",
+    "assert add(1, 2) == 3",
+]
+OBJECT_ONLY_HUMANEVAL = {
+    "entry_point": "add",
+    "test": "def check(candidate):\n    assert candidate\n    assert candidate(1, 2) == 3\n",
+}
+# The module state check() sets up before its asserts: an assert taken out of check() alone
+# saw [1, 2, 3]: it paid a sum off by 4 and failed the right one.
+STATEFUL_HUMANEVAL = {
+    "entry_point": "total",
+    "test": (
+        "DATA = [1, 2, 3]\n\n"
+        "def check(candidate):\n"
+        "    DATA.append(4)\n"
+        "    assert candidate(DATA) == 10\n"
+        "    assert candidate([5]) == 5\n"
+    ),
+}
+# A set-up that reads a name of the program made every test "use" it: ``assert True`` was a
+# test, and a task named ``max`` was tested through Python's max.
+SETUP_READS_PROGRAM = {
+    "test_list": ["assert True", "assert add(1, 2) == 3"],
+    "test_setup_code": "def unused():\n    return add(1, 2)",
+}
+SETUP_READS_HELPER = {
+    "test_list": ["assert max([1, 2]) == 2", "assert max([4, 1]) == 4"],
+    "test_setup_code": "def unused():\n    return helper(1)",
+}
 SHADOWING = (
     "class Lenient:\n"
     "    def isclose(self, *args, **kwargs): return True\n"
@@ -288,6 +325,19 @@ REWARD_HACKS = [
     ),
     Attack("shadow-the-tests-names", _fixed(SHADOWING), reference=SHADOWED_TESTS),
     Attack("shadow-humaneval-names", _fixed(SHADOWING), reference=SHADOWED_HUMANEVAL),
+    Attack("object-only-tests", _fixed("pass\n"), reference=OBJECT_ONLY_TESTS),
+    Attack("object-only-humaneval", _fixed("pass\n"), reference=OBJECT_ONLY_HUMANEVAL),
+    Attack(
+        "state-before-humaneval-asserts",
+        _fixed("def total(xs):\n    return sum(xs) + 4\n"),
+        reference=STATEFUL_HUMANEVAL,
+    ),
+    Attack("setup-reads-program-name", _fixed("pass\n"), reference=SETUP_READS_PROGRAM),
+    Attack(
+        "setup-reads-helper-name",
+        _fixed("def max(xs):\n    return 7\n"),
+        reference=SETUP_READS_HELPER,
+    ),
     Attack(
         "ctypes-and-gc",
         _pays_if("import gc; gc.get_referrers(add); import ctypes"),
@@ -516,6 +566,11 @@ def test_hostile_completion_scores_zero(
         ),
         ("def sorted(xs):\n    return [min(xs), max(xs)]\n", ["assert sorted([3, 1]) == [1, 3]"]),
         ("def max(xs):\n    return sorted(xs)[-1]\n", BUILTIN_NAMED_TESTS),
+        ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_TESTS),
+        ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_HUMANEVAL),
+        ("def total(xs):\n    return sum(xs)\n", STATEFUL_HUMANEVAL),
+        ("def add(a, b):\n    return a + b\n", SETUP_READS_PROGRAM),
+        ("def max(xs):\n    return sorted(xs)[-1]\n", SETUP_READS_HELPER),
     ],
     ids=[
         "asserts",
@@ -527,6 +582,11 @@ def test_hostile_completion_scores_zero(
         "own-abs",
         "own-sorted",
         "own-max",
+        "object-only",
+        "object-only-humaneval",
+        "state-before-asserts",
+        "setup-reads-program",
+        "setup-reads-helper",
     ],  # fmt: skip
 )
 def test_correct_program_still_scores_one(program, reference, policy_name: str) -> None:

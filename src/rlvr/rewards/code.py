@@ -206,27 +206,51 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
 
 
 def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """(asserts on ``candidate`` that use no name ``check`` binds, every other statement)."""
+    """(asserts on ``candidate`` that use no name ``check`` binds and follow only asserts, every
+    other statement): an assert after any other statement (``data.append(4)``, ``def helper``)
+    stays in ``check``, run after it as the reference runs it."""
     nodes = list(ast.walk(check))
     local = _imported(nodes) | _stored(nodes)
     own, rest = [], []
+    only_asserts = True  # so far: nothing has run that could change what an assert computes
     for statement in check.body:
         names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
-        standalone = isinstance(statement, ast.Assert) and not names & local
+        only_asserts &= isinstance(statement, (ast.Assert, ast.Pass)) or _is_docstring(statement)
+        standalone = only_asserts and isinstance(statement, ast.Assert) and not names & local
         (own if standalone and "candidate" in names else rest).append(statement)
     return own, rest
 
 
-_INSPECTING = frozenset({"callable", "hasattr", "id", "isinstance", "issubclass", "type"})
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+
+
+_INSPECTING = frozenset(
+    [
+        "bool",
+        "callable",
+        "hasattr",
+        "id",
+        "isinstance",
+        "issubclass",
+        "print",
+        "repr",
+        "str",
+        "type",
+    ]
+)
 
 
 def _inspects_only(statement: str, names: Iterable[str]) -> bool:
     """Whether ``statement`` reads the program's ``names`` only as objects (``callable(f)``,
-    ``f is not None``, ``f.__name__``): the driver's stand-in for ``f`` passes it whatever the
-    program is, so it tests nothing.
+    ``f is not None``, ``f == f``, ``assert f``, ``not f``, ``f.__name__``): the driver's
+    stand-in for ``f`` passes it whatever the program is, one without ``f`` too, so it tests
+    nothing.
 
     >>> _inspects_only("assert callable(f)", {"f"}), _inspects_only("assert list(map(f, [1]))", {"f"})
     (True, False)
+    >>> _inspects_only("assert f", {"f"}), _inspects_only("assert f != None", {"f"})
+    (True, True)
     """
     uses = [(p, c) for p in ast.walk(ast.parse(statement)) for c in ast.iter_child_nodes(p)]
     uses = [(p, c) for p, c in uses if isinstance(c, ast.Name) and c.id in names]
@@ -239,9 +263,9 @@ def _inspecting(parent: ast.AST, name: ast.Name) -> bool:
         return func is not name and isinstance(func, ast.Name) and func.id in _INSPECTING
     if isinstance(parent, ast.Attribute):
         return parent.attr.startswith("__") and parent.attr != "__call__"
-    return isinstance(parent, ast.Compare) and all(
-        isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops
-    )
+    if isinstance(parent, ast.UnaryOp):
+        return isinstance(parent.op, ast.Not)
+    return isinstance(parent, (ast.Assert, ast.Compare))  # its truth, or compared as an object
 
 
 def _can_fail(node: ast.AST) -> bool:
@@ -597,9 +621,12 @@ def _program_names(statement: str, suite: TestSuite) -> tuple[str, ...]:
 
 def _read_and_own(statement: str, suite: TestSuite) -> tuple[frozenset[str], frozenset[str]]:
     """The names a test reads that neither it nor its set-up binds, and those of them (and of
-    the set-up's) that are no builtin's and not the prelude's."""
-    test = _names(statement).free - _names(suite.setup).top - _prelude_fixed()
-    free = (test | _names(suite.setup).free) - _prelude_fixed()
+    the set-up's, when the test reads a name the set-up binds) that are no builtin's and not
+    the prelude's."""
+    setup = _names(suite.setup)
+    read = _names(statement).free
+    test = read - setup.top - _prelude_fixed()
+    free = (test | (setup.free if read & setup.top else frozenset())) - _prelude_fixed()
     return test, free - _BUILTINS - _prelude().keys()
 
 

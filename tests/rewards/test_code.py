@@ -593,6 +593,26 @@ def test_truthiness_and_identity_asserts_are_judged_on_plain_values():
     assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)
 
 
+def test_humaneval_asserts_after_checks_own_set_up_stay_in_check():
+    """Asserts after an import are taken apart (HumanEval/53); after any other statement they
+    run in ``check`` after it: a helper ``check`` defines is the test's, not a name the
+    reference lacks."""
+    reference = {
+        "entry_point": "add",
+        "test": (
+            "def check(candidate):\n"
+            "    import random\n"
+            "    assert candidate(0, 1) == 1\n"
+            "    def twice(n):\n        return 2 * n\n"
+            "    assert candidate(2, 2) == twice(2)\n"
+        ),
+    }
+    assert parse_reference(reference).inputs == ("assert candidate(0, 1) == 1", "check(candidate)")
+    add_right, add_zero = "def add(a, b):\n    return a + b", "def add(a, b):\n    return 0"
+    assert run_tests(add_right, reference, config=FAST).passed == (True, True)
+    assert run_tests(add_zero, reference, config=FAST).passed == (False, False)
+
+
 # HumanEval's later checks end in `assert True, "This prints if this assert fails ..."`.
 HUMANEVAL_ASSERT_TRUE = {
     "task_id": "HumanEval/64",

@@ -205,17 +205,20 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
     return TestSuite("call", args, tuple(outputs), fn_name)
 
 
+_INERT = (ast.Assert, ast.Import, ast.ImportFrom, ast.Pass)  # change nothing an assert reads
+
+
 def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """(asserts on ``candidate`` that use no name ``check`` binds and follow only asserts, every
-    other statement): an assert after any other statement (``data.append(4)``, ``def helper``)
-    stays in ``check``, run after it as the reference runs it."""
+    """(asserts on ``candidate`` that use no name ``check`` binds and follow only asserts and
+    imports, every other statement): an assert after any other statement (``data.append(4)``,
+    ``def helper``) stays in ``check``, run after it as the reference runs it."""
     nodes = list(ast.walk(check))
     local = _imported(nodes) | _stored(nodes)
     own, rest = [], []
     only_asserts = True  # so far: nothing has run that could change what an assert computes
     for statement in check.body:
         names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
-        only_asserts &= isinstance(statement, (ast.Assert, ast.Pass)) or _is_docstring(statement)
+        only_asserts &= isinstance(statement, _INERT) or _is_docstring(statement)
         standalone = only_asserts and isinstance(statement, ast.Assert) and not names & local
         (own if standalone and "candidate" in names else rest).append(statement)
     return own, rest

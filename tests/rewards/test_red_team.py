@@ -65,7 +65,13 @@ OBJECT_ONLY_TESTS = [
 ]
 OBJECT_ONLY_HUMANEVAL = {
     "entry_point": "add",
-    "test": "def check(candidate):\n    assert candidate\n    assert candidate(1, 2) == 3\n",
+    "test": (
+        "def check(candidate):\n"
+        "    assert candidate\n"
+        "    assert candidate(1, 2) == 3\n"
+        "    for _ in range(3):\n"
+        "        assert candidate is not None\n"
+    ),
 }
 # The module state check() sets up before its asserts: an assert taken out of check() alone
 # saw [1, 2, 3]: it paid a sum off by 4 and failed the right one.

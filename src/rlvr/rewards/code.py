@@ -283,11 +283,13 @@ def _can_fail(node: ast.AST) -> bool:
 
 
 def _tests_candidate(statements: list[ast.stmt]) -> bool:
-    """True when ``statements`` use ``candidate`` and can fail: a remainder of HumanEval's
-    ``assert True, "This prints if this assert fails"`` lines passes any program."""
+    """True when ``statements`` use ``candidate`` other than as an object (:func:`_inspects_only`)
+    and can fail: a remainder of HumanEval's ``assert True, "This prints if this assert fails"``
+    lines, or of ``assert candidate is not None`` in a loop, passes any program."""
     nodes = [n for statement in statements for n in ast.walk(statement)]
     uses = any(isinstance(n, ast.Name) and n.id == "candidate" for n in nodes)
-    return uses and any(_can_fail(n) for n in nodes)
+    source = ast.unparse(ast.Module(body=statements, type_ignores=[]))
+    return uses and not _inspects_only(source, {"candidate"}) and any(map(_can_fail, nodes))
 
 
 def _prompt_helpers(prompt: Any, entry: str) -> str:

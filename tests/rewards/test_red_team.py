@@ -63,6 +63,8 @@ OBJECT_ONLY_TESTS = [
     "print(add)",
     "assert add(1, 2) == 3",
 ]
+# Entries that cannot fail unless the program raises: no assert, raise or checking helper.
+CANNOT_FAIL_TESTS = ["add(1, 2) == 3", "print(add(2, 5))", "assert add(-4, 1) == -3"]
 OBJECT_ONLY_HUMANEVAL = {
     "entry_point": "add",
     "test": (
@@ -334,6 +336,11 @@ REWARD_HACKS = [
     Attack("object-only-tests", _fixed("pass\n"), reference=OBJECT_ONLY_TESTS),
     Attack("object-only-humaneval", _fixed("pass\n"), reference=OBJECT_ONLY_HUMANEVAL),
     Attack(
+        "tests-that-cannot-fail",
+        _fixed("def add(a, b):\n    return 0\n"),
+        reference=CANNOT_FAIL_TESTS,
+    ),
+    Attack(
         "state-before-humaneval-asserts",
         _fixed("def total(xs):\n    return sum(xs) + 4\n"),
         reference=STATEFUL_HUMANEVAL,
@@ -574,6 +581,7 @@ def test_hostile_completion_scores_zero(
         ("def max(xs):\n    return sorted(xs)[-1]\n", BUILTIN_NAMED_TESTS),
         ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_TESTS),
         ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_HUMANEVAL),
+        ("def add(a, b):\n    return a + b\n", CANNOT_FAIL_TESTS),
         ("def total(xs):\n    return sum(xs)\n", STATEFUL_HUMANEVAL),
         ("def add(a, b):\n    return a + b\n", SETUP_READS_PROGRAM),
         ("def max(xs):\n    return sorted(xs)[-1]\n", SETUP_READS_HELPER),
@@ -590,6 +598,7 @@ def test_hostile_completion_scores_zero(
         "own-max",
         "object-only",
         "object-only-humaneval",
+        "cannot-fail",
         "state-before-asserts",
         "setup-reads-program",
         "setup-reads-helper",

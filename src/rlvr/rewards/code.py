@@ -271,15 +271,27 @@ def _inspecting(parent: ast.AST, name: ast.Name) -> bool:
     return isinstance(parent, (ast.Assert, ast.Compare))  # its truth, or compared as an object
 
 
-def _can_fail(node: ast.AST) -> bool:
+def _can_fail(node: ast.AST, program: Iterable[str] = ("candidate",)) -> bool:
     """An assert that is not always true, a ``raise``, or a call made for its effect other than
-    ``candidate``'s or a builtin's (a checking helper: EvalPlus's ``assertion(out, exp, 0)``)."""
+    the ``program``'s or a builtin's (a checking helper: EvalPlus's ``assertion(out, exp, 0)``).
+
+    >>> [any(map(_can_fail, ast.walk(ast.parse(t)))) for t in ("candidate(1) == 2", "print(1)")]
+    [False, False]
+    """
     if isinstance(node, ast.Assert):
         return not (isinstance(node.test, ast.Constant) and node.test.value)
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
-        return not (isinstance(func, ast.Name) and func.id in _BUILTINS | {"candidate"})
+        return not (isinstance(func, ast.Name) and func.id in _BUILTINS.union(program))
     return isinstance(node, ast.Raise)
+
+
+def _tests(statement: str, names: tuple[str, ...]) -> bool:
+    """Whether an assert-list entry tests the program's ``names``: it uses them other than as
+    objects and can fail (``f(1) == 2`` without ``assert``, or ``print(f(1))``, cannot)."""
+    if not names or _inspects_only(statement, names):
+        return False
+    return any(_can_fail(node, names) for node in ast.walk(ast.parse(statement)))
 
 
 def _tests_candidate(statements: list[ast.stmt]) -> bool:
@@ -351,11 +363,11 @@ def _parses(sources: Iterable[str], what: str) -> None:
 
 def _assert_suite(tests: Sequence[str], what: str, setup: str = "") -> TestSuite:
     """Assert tests that parse, less those that use no name of the program (``import math``,
-    ``assert True``) or only inspect it (:func:`_inspects_only`): any program that ran passed
-    them. ``ValueError`` when none is left."""
+    ``assert True``), only inspect it (:func:`_inspects_only`) or cannot fail (``f(1) == 2``
+    without ``assert``): any program that ran passed them. ``ValueError`` when none is left."""
     _parses(tests, what)
     suite = TestSuite("assert", tuple(tests), (), setup=setup)
-    kept = tuple(t for t in tests if (n := _program_names(t, suite)) and not _inspects_only(t, n))
+    kept = tuple(t for t in tests if _tests(t, _program_names(t, suite)))
     if not kept:
         raise ValueError(f"reference: no {what} uses a name of the program")
     return replace(suite, inputs=kept)

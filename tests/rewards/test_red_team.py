@@ -63,8 +63,24 @@ OBJECT_ONLY_TESTS = [
     "print(add)",
     "assert add(1, 2) == 3",
 ]
-# Entries that cannot fail unless the program raises: no assert, raise or checking helper.
-CANNOT_FAIL_TESTS = ["add(1, 2) == 3", "print(add(2, 5))", "assert add(-4, 1) == -3"]
+# Entries that cannot fail unless the program raises: no assert, raise or checking helper, or
+# an assert that is always true (a tuple: parentheses around the assert and its message).
+CANNOT_FAIL_TESTS = [
+    "add(1, 2) == 3",
+    "print(add(2, 5))",
+    "assert add(1, 2) == 3 or True",
+    "assert (add(2, 5) == 7, 'add(2, 5)')",
+    "assert add(-4, 1) == -3",
+]
+CANNOT_FAIL_HUMANEVAL = {
+    "entry_point": "add",
+    "test": (
+        "def check(candidate):\n"
+        "    assert candidate(1, 2) == 3 or True\n"
+        "    assert (candidate(2, 5) == 7, 'message')\n"
+        "    assert candidate(-4, 1) == -3\n"
+    ),
+}
 OBJECT_ONLY_HUMANEVAL = {
     "entry_point": "add",
     "test": (
@@ -341,6 +357,11 @@ REWARD_HACKS = [
         reference=CANNOT_FAIL_TESTS,
     ),
     Attack(
+        "humaneval-asserts-that-cannot-fail",
+        _fixed("def add(a, b):\n    return 0\n"),
+        reference=CANNOT_FAIL_HUMANEVAL,
+    ),
+    Attack(
         "state-before-humaneval-asserts",
         _fixed("def total(xs):\n    return sum(xs) + 4\n"),
         reference=STATEFUL_HUMANEVAL,
@@ -582,6 +603,7 @@ def test_hostile_completion_scores_zero(
         ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_TESTS),
         ("def add(a, b):\n    return a + b\n", OBJECT_ONLY_HUMANEVAL),
         ("def add(a, b):\n    return a + b\n", CANNOT_FAIL_TESTS),
+        ("def add(a, b):\n    return a + b\n", CANNOT_FAIL_HUMANEVAL),
         ("def total(xs):\n    return sum(xs)\n", STATEFUL_HUMANEVAL),
         ("def add(a, b):\n    return a + b\n", SETUP_READS_PROGRAM),
         ("def max(xs):\n    return sorted(xs)[-1]\n", SETUP_READS_HELPER),
@@ -599,6 +621,7 @@ def test_hostile_completion_scores_zero(
         "object-only",
         "object-only-humaneval",
         "cannot-fail",
+        "cannot-fail-humaneval",
         "state-before-asserts",
         "setup-reads-program",
         "setup-reads-helper",

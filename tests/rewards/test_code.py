@@ -593,6 +593,26 @@ def test_truthiness_and_identity_asserts_are_judged_on_plain_values():
     assert run_tests(cheat, reference, config=FAST).passed == (False, False, False)
 
 
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "def twice(x):\n    return double(x)",
+        "if True:\n    def twice(x):\n        return double(x)",
+    ],
+    ids=["top", "under-if"],
+)
+def test_a_set_up_helper_calls_the_program_only_for_tests_that_read_it(setup):
+    """``assert True`` is no test because the set-up reads ``double``; ``twice`` is the set-up's
+    and calls the program's ``double``, also when defined under ``if``."""
+    reference = {
+        "test_list": ["assert True", "assert twice(2) == 4", "assert double(3) == 6"],
+        "test_setup_code": setup,
+    }
+    assert parse_reference(reference).inputs == ("assert twice(2) == 4", "assert double(3) == 6")
+    right = "def double(x):\n    return 2 * x"
+    assert run_tests(right, reference, config=FAST).passed == (True, True)
+
+
 def test_humaneval_asserts_after_checks_own_set_up_stay_in_check():
     """Asserts after an import are taken apart (HumanEval/53); after any other statement they
     run in ``check`` after it: a helper ``check`` defines is the test's, not a name the

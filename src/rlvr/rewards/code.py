@@ -611,6 +611,7 @@ class _Names:
     top: frozenset[str] = frozenset()  # bound at its top level, imports included
     used: frozenset[str] = frozenset()  # every name it mentions
     free: frozenset[str] = frozenset()  # read, never bound (assign, parameter, def, class, import)
+    bound: frozenset[str] = frozenset()  # bound anywhere, a ``def`` under ``if`` too
 
 
 @functools.lru_cache(maxsize=4096)
@@ -632,7 +633,8 @@ def _names(source: str) -> _Names:
     bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
     bound |= {n.name for n in nodes if isinstance(n, _DEFS)}
     loaded = {n.id for n in names if isinstance(n.ctx, ast.Load)}
-    return _Names(frozenset(top), frozenset(n.id for n in names), frozenset(loaded - bound))
+    used = frozenset(n.id for n in names)
+    return _Names(frozenset(top), used, frozenset(loaded - bound), frozenset(bound))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -660,7 +662,7 @@ def _read_and_own(statement: str, suite: TestSuite) -> tuple[frozenset[str], fro
     setup = _names(suite.setup)
     read = _names(statement).free
     test = read - setup.top - _prelude_fixed()
-    free = (test | (setup.free if read & setup.top else frozenset())) - _prelude_fixed()
+    free = (test | (setup.free if read & setup.bound else frozenset())) - _prelude_fixed()
     return test, free - _BUILTINS - _prelude().keys()
 
 

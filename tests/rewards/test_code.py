@@ -544,6 +544,15 @@ def test_a_prelude_function_beside_the_programs_stays_the_tests():
     assert run_tests(right, reference, config=FAST).passed == (True,)
 
 
+@pytest.mark.parametrize("dropped", ["assert callable(max)", "print(max([3]))"])
+def test_the_builtin_named_function_is_read_from_the_tests_kept(dropped):
+    """``dropped`` alone made ``max`` the program's; once it was left out the driver took both
+    ``max`` and ``len`` as Python's, and ``pass`` was paid 1.0: the reference is refused."""
+    reference = [dropped, "assert max([1, 2]) == len('ab')", "assert max([4, 2, 1]) == len('abcd')"]
+    with pytest.raises(ValueError, match="no assert test uses a name of the program"):
+        run_tests("pass", reference, config=FAST)
+
+
 def test_a_program_may_name_its_function_like_a_prelude_class():
     # ``product`` and ``Counter`` are itertools' and collections' in the prelude
     reference = ["assert product([2, 3]) == 6", "assert count('aab') == Counter({'a': 2, 'b': 1})"]

@@ -103,6 +103,17 @@ STATEFUL_HUMANEVAL = {
         "    assert candidate([5]) == 5\n"
     ),
 }
+# An in-place task: the assert on the module's list after candidate sorted it, taken apart from
+# that call, had no candidate and was dropped, so a function doing nothing was paid 1.0.
+IN_PLACE_HUMANEVAL = {
+    "entry_point": "sort_in_place",
+    "test": (
+        "DATA = [3, 1, 2]\n\n"
+        "def check(candidate):\n"
+        "    assert candidate(DATA) is None\n"
+        "    assert DATA == [1, 2, 3]\n"
+    ),
+}
 # A set-up that reads a name of the program made every test "use" it: ``assert True`` was a
 # test, and a task named ``max`` was tested through Python's max.
 SETUP_READS_PROGRAM = {
@@ -366,6 +377,11 @@ REWARD_HACKS = [
         _fixed("def total(xs):\n    return sum(xs) + 4\n"),
         reference=STATEFUL_HUMANEVAL,
     ),
+    Attack(
+        "in-place-humaneval-does-nothing",
+        _fixed("def sort_in_place(xs):\n    return None\n"),
+        reference=IN_PLACE_HUMANEVAL,
+    ),
     Attack("setup-reads-program-name", _fixed("pass\n"), reference=SETUP_READS_PROGRAM),
     Attack(
         "setup-reads-helper-name",
@@ -605,6 +621,7 @@ def test_hostile_completion_scores_zero(
         ("def add(a, b):\n    return a + b\n", CANNOT_FAIL_TESTS),
         ("def add(a, b):\n    return a + b\n", CANNOT_FAIL_HUMANEVAL),
         ("def total(xs):\n    return sum(xs)\n", STATEFUL_HUMANEVAL),
+        ("def sort_in_place(xs):\n    xs.sort()\n", IN_PLACE_HUMANEVAL),
         ("def add(a, b):\n    return a + b\n", SETUP_READS_PROGRAM),
         ("def max(xs):\n    return sorted(xs)[-1]\n", SETUP_READS_HELPER),
     ],
@@ -623,6 +640,7 @@ def test_hostile_completion_scores_zero(
         "cannot-fail",
         "cannot-fail-humaneval",
         "state-before-asserts",
+        "in-place-humaneval",
         "setup-reads-program",
         "setup-reads-helper",
     ],  # fmt: skip

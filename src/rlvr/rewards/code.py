@@ -208,12 +208,14 @@ def _io_suite(reference: Mapping[str, Any]) -> TestSuite:
 _INERT = (ast.Assert, ast.Import, ast.ImportFrom, ast.Pass)  # change nothing an assert reads
 
 
-def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """(asserts on ``candidate`` that use no name ``check`` binds and follow only asserts and
-    imports, every other statement): an assert after any other statement (``data.append(4)``,
-    ``def helper``) stays in ``check``, run after it as the reference runs it."""
+def _check_parts(check: ast.FunctionDef, shared: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """(asserts on ``candidate`` that use no name ``check`` binds or of the module's ``shared``
+    variables and follow only asserts and imports, every other statement): an assert after any
+    other statement (``data.append(4)``, ``def helper``), or on a variable an earlier call may
+    have changed (``DATA == [1, 2, 3]`` after ``candidate(DATA)`` sorted it), stays in ``check``,
+    run after it as the reference runs it."""
     nodes = list(ast.walk(check))
-    local = _imported(nodes) | _stored(nodes)
+    local = _imported(nodes) | _stored(nodes) | shared
     own, rest = [], []
     only_asserts = True  # so far: nothing has run that could change what an assert computes
     for statement in check.body:
@@ -225,23 +227,13 @@ def _check_parts(check: ast.FunctionDef) -> tuple[list[ast.stmt], list[ast.stmt]
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
+    """A statement that is a constant alone (a docstring, ``...``)."""
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
 
 
-_INSPECTING = frozenset(
-    [
-        "bool",
-        "callable",
-        "hasattr",
-        "id",
-        "isinstance",
-        "issubclass",
-        "print",
-        "repr",
-        "str",
-        "type",
-    ]
-)
+# Builtins that take a function as an object and never call it.
+_INSPECTING = frozenset({"bool", "callable", "hasattr", "id", "isinstance", "issubclass"})
+_INSPECTING |= {"print", "repr", "str", "type"}
 
 
 def _inspects_only(statement: str, names: Iterable[str]) -> bool:
@@ -304,8 +296,8 @@ def _always_true(test: ast.expr) -> bool:
 
 
 def _tests(statement: str, names: tuple[str, ...]) -> bool:
-    """Whether an assert-list entry tests the program's ``names``: it uses them other than as
-    objects and can fail (``f(1) == 2`` without ``assert``, or ``print(f(1))``, cannot)."""
+    """Whether a test entry tests the program's ``names``: it uses them other than as objects
+    and can fail (``f(1) == 2`` without ``assert``, or ``print(f(1))``, cannot)."""
     if not names or _inspects_only(statement, names):
         return False
     return any(_can_fail(node, names) for node in ast.walk(ast.parse(statement)))
@@ -347,7 +339,8 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
     checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
     if len(checks) != 1 or [a.arg for a in checks[0].args.args] != ["candidate"]:
         raise ValueError("reference: HumanEval 'test' must define check(candidate)")
-    own, rest = _check_parts(checks[0])
+    shared = _stored(n for s in module.body if not isinstance(s, _DEFS) for n in ast.walk(s))
+    own, rest = _check_parts(checks[0], shared)
     tests = [t for t in map(ast.unparse, own) if _tests(t, ("candidate",))]
     if _tests_candidate(rest):
         checks[0].body = rest

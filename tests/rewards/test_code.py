@@ -622,6 +622,17 @@ def test_a_set_up_helper_calls_the_program_only_for_tests_that_read_it(setup):
     assert run_tests(right, reference, config=FAST).passed == (True, True)
 
 
+def test_an_entry_checking_what_another_did_to_a_set_up_variable_is_refused():
+    """Each entry runs after a fresh set-up: ``DATA == [1, 2, 3]`` alone passed once the entry
+    is dropped (no name of the program), and a function doing nothing was paid 1.0."""
+    reference = {
+        "test_list": ["assert sort_in_place(DATA) is None", "assert DATA == [1, 2, 3]"],
+        "test_setup_code": "DATA = [3, 1, 2]",
+    }
+    with pytest.raises(ValueError, match=r"test_list\[1\] checks DATA, which MBPP test_list\[0\]"):
+        run_tests("def sort_in_place(xs):\n    return None", reference, config=FAST)
+
+
 def test_humaneval_asserts_after_checks_own_set_up_stay_in_check():
     """Asserts after an import are taken apart (HumanEval/53); after any other statement they
     run in ``check`` after it: a helper ``check`` defines is the test's, not a name the

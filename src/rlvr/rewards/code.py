@@ -226,6 +226,11 @@ def _check_parts(check: ast.FunctionDef, shared: set[str]) -> tuple[list[ast.stm
     return own, rest
 
 
+def _variables(module: ast.Module) -> set[str]:
+    """Names a module's statements assign at its top level (not its functions or imports)."""
+    return _stored(n for s in module.body if not isinstance(s, _DEFS) for n in ast.walk(s))
+
+
 def _is_docstring(statement: ast.stmt) -> bool:
     """A statement that is a constant alone (a docstring, ``...``)."""
     return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
@@ -339,8 +344,7 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
     checks = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
     if len(checks) != 1 or [a.arg for a in checks[0].args.args] != ["candidate"]:
         raise ValueError("reference: HumanEval 'test' must define check(candidate)")
-    shared = _stored(n for s in module.body if not isinstance(s, _DEFS) for n in ast.walk(s))
-    own, rest = _check_parts(checks[0], shared)
+    own, rest = _check_parts(checks[0], _variables(module))
     tests = [t for t in map(ast.unparse, own) if _tests(t, ("candidate",))]
     if _tests_candidate(rest):
         checks[0].body = rest
@@ -382,6 +386,7 @@ def _assert_suite(tests: Sequence[str], what: str, setup: str = "") -> TestSuite
     ``max`` in ``assert max([1, 2]) == len('ab')`` Python's, a test every program passed).
     """
     _parses(tests, what)
+    _refuse_dependent(tests, TestSuite("assert", tuple(tests), (), setup=setup), what)
     suite, kept = TestSuite("assert", (), (), setup=setup), tuple(tests)
     while suite.inputs != kept:
         suite = replace(suite, inputs=kept)
@@ -389,6 +394,23 @@ def _assert_suite(tests: Sequence[str], what: str, setup: str = "") -> TestSuite
     if not kept:
         raise ValueError(f"reference: no {what} uses a name of the program")
     return suite
+
+
+def _refuse_dependent(tests: Sequence[str], suite: TestSuite, what: str) -> None:
+    """Raise ``ValueError`` when an entry checks a set-up variable without calling the program
+    while another entry hands that variable to the program: each entry runs alone after a
+    fresh set-up, so the check would not see what the call did (a function doing nothing
+    passed ``assert f(DATA) is None`` and then ``assert DATA == [1, 2, 3]``)."""
+    variables = _variables(ast.parse(suite.setup))
+    reads = [(_names(t).free & variables, bool(_program_names(t, suite))) for t in tests]
+    for i, (read, calls) in enumerate(reads):
+        given = [j for j, (other, by_call) in enumerate(reads) if by_call and read & other]
+        if read and not calls and given:
+            raise ValueError(
+                f"reference: {what}[{i}] checks {', '.join(sorted(read))}, which {what}"
+                f"[{given[0]}] uses with the program; entries run one by one, each after a"
+                " fresh set-up, so it would not see what the program did to it"
+            )
 
 
 def _mbpp_suite(reference: Mapping[str, Any]) -> TestSuite:

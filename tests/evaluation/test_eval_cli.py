@@ -660,3 +660,24 @@ def test_a_dry_run_names_the_runs_generated_held_out_set(tmp_path, capsys):
     assert "reasoning_gym:chain_sum: 20 problems, generated as the run's (seed 7)\n" in out
     assert "data.eval reasoning_gym:chain_sum, data.max_eval_examples 20" in err
     assert "reward.verifier reasoning_gym:chain_sum, reward.correct 1.0" in err
+
+
+def test_a_runs_generated_held_out_set_is_named_by_its_source(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The per-dataset key of a run's generated held-out set was its cache file's stem
+    (``chain_sum-n200-s3000000-6d5261daa4``) while the JSON's ``data`` said
+    ``reasoning_gym:chain_sum``."""
+    import argparse
+
+    from rlvr.cli.eval_run import FromRun, held_out
+    from rlvr.train.config import TrainConfig
+    from rlvr.train.overrides import from_dict
+
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    data = {"train": "reasoning_gym:chain_sum", "eval": "reasoning_gym:chain_sum"}
+    data["gym"] = {"train_size": 4, "eval_size": 3}
+    cfg = from_dict(TrainConfig, {"model": {"name": str(tiny_model_dir)}, "data": data})
+    args = argparse.Namespace(model=str(tiny_model_dir), max_tokens=8)
+    prompts = held_out(FromRun(tmp_path / "config.yaml", cfg, cfg.reward), args).prompts
+    assert [p.example.dataset for p in prompts] == ["reasoning_gym:chain_sum"] * 3

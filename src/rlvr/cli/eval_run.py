@@ -298,17 +298,26 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     (:func:`rlvr.train.prompts.load_prompt_set`: ``data.eval`` with its split, limit, fields
     and template, a generated set from the run's cache, the system prompt applied, prompts
     over ``data.max_prompt_tokens`` skipped or cut), fitted to the model's context with room
-    for ``--max-tokens`` (:func:`rlvr.train.loop.fit_context`)."""
+    for ``--max-tokens`` (:func:`rlvr.train.loop.fit_context`). A generated set's problems
+    are named by the run's source (``reasoning_gym:chain_sum``), not by its cache file."""
     from rlvr.models import model_tokenizer_and_config
     from rlvr.train.loop import fit_context
-    from rlvr.train.prompts import load_prompt_set
+    from rlvr.train.prompts import GENERATED, load_prompt_set
 
     tokenizer, model_config = model_tokenizer_and_config(args.model)
     cfg = run.config
     cfg = dataclasses.replace(
         cfg, eval=dataclasses.replace(cfg.eval, max_new_tokens=args.max_tokens)
     )
-    return load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
+    found = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
+    source = cfg.data.eval
+    if not source.startswith(tuple(GENERATED)):
+        return found
+    prompts = [
+        dataclasses.replace(p, example=dataclasses.replace(p.example, dataset=source))
+        for p in found.prompts
+    ]
+    return dataclasses.replace(found, prompts=prompts)
 
 
 def run_dry_run(run: FromRun) -> str:

@@ -681,3 +681,22 @@ def test_a_runs_generated_held_out_set_is_named_by_its_source(
     args = argparse.Namespace(model=str(tiny_model_dir), max_tokens=8)
     prompts = held_out(FromRun(tmp_path / "config.yaml", cfg, cfg.reward), args).prompts
     assert [p.example.dataset for p in prompts] == ["reasoning_gym:chain_sum"] * 3
+
+
+def test_a_checkpoint_of_a_half_precision_run_loads_as_the_run_did(tmp_path, capsys):
+    """A run whose policy was bfloat16 evaluated in bfloat16; rlvr eval loaded its checkpoint
+    in float32 (other numbers), unless --dtype was given."""
+    checkpoint, data = _checkpoint_and_data(tmp_path, RUN_EVAL + "model: {dtype: bfloat16}\n")
+    argv = ["--model", str(checkpoint), "--data", str(data)]
+    assert _dtype(argv) == "bfloat16"
+    assert "dtype bfloat16" in capsys.readouterr().err
+    assert _dtype([*argv, "--dtype", "float32"]) == "float32"
+
+
+def _dtype(argv: list[str]) -> str:
+    from rlvr.cli.eval_args import eval_parser
+    from rlvr.cli.eval_run import resolve_sampling
+
+    args = eval_parser().parse_args(argv)
+    resolve_sampling(args)
+    return args.dtype

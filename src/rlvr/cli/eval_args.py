@@ -174,4 +174,5 @@ RUN_SAMPLING = {
     "max_tokens": "--max-tokens",
     "seed": "--seed",
     "batch_size": "--batch-size",
+    "dtype": "--dtype",
 }

@@ -75,7 +75,8 @@ def warn_other_verifier(model: str, verifier: str) -> None:
 
 def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     """The ``config.yaml`` of the run whose checkpoint ``model`` is, and the sampling options
-    its held-out evaluation used (as :func:`rlvr.train.loop.evaluate` builds them); ``None``
+    its held-out evaluation used (as :func:`rlvr.train.loop.evaluate` builds them, on the
+    policy loaded in ``model.dtype``); ``None``
     for a model that is no run's checkpoint, or a run without an ``eval`` section (SFT)."""
     from rlvr.train.config import EvalConfig as RunEval
     from rlvr.train.config import RolloutConfig
@@ -99,6 +100,10 @@ def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
         "seed": ev.seed,
         "batch_size": ev.batch_size,
     }
+    model_section = saved.get("model")
+    dtype = model_section.get("dtype") if isinstance(model_section, dict) else None
+    if dtype in ("bfloat16", "float16"):  # the policy's dtype, when not rlvr eval's float32
+        options["dtype"] = dtype
     return path, options
 
 

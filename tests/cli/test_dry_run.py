@@ -156,8 +156,8 @@ def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(tmp_path, capsys
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert (
-        "math500: not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
-        in out
+        "math500: not read (fetched by the evaluation; HF_HUB_OFFLINE is set: it needs a cached "
+        "copy)" in out
     )
 
 

@@ -700,3 +700,15 @@ def _dtype(argv: list[str]) -> str:
     args = eval_parser().parse_args(argv)
     resolve_sampling(args)
     return args.dtype
+
+
+def test_a_runs_held_out_file_without_its_fields_names_evals_flags(tmp_path, capsys):
+    """Evaluating a run's held-out set, a missing field named the run's config keys
+    (data.eval_prompt_field), which rlvr eval takes no word of; it names the flags now."""
+    held = tmp_path / "held.jsonl"
+    held.write_text(json.dumps({"q": "1 + 1 =", "a": "2"}) + "\n")
+    checkpoint, _ = _checkpoint_and_data(tmp_path, f"data: {{train: {held}, eval: {held}}}\n")
+    assert main(["--model", str(checkpoint), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "missing field 'prompt'" in err and "--prompt-field / --answer-field" in err
+    assert "data.eval_" not in err

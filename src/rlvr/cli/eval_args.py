@@ -157,13 +157,12 @@ def named_fields(args: argparse.Namespace) -> FieldMap | None:
 
 
 def not_read(item: str) -> str:
-    """What the dry run says of a named or hub set: not read, and whether the run can fetch it."""
+    """What the dry run says of a named or hub set: not read, and whether the evaluation can
+    fetch it."""
     from huggingface_hub import constants
 
-    offline = (
-        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
-    )
-    return f"{item}: not read (fetched by the run{offline})"
+    offline = "; HF_HUB_OFFLINE is set: it needs a cached copy" if constants.HF_HUB_OFFLINE else ""
+    return f"{item}: not read (fetched by the evaluation{offline})"
 
 
 RUN_SAMPLING = {

@@ -9,9 +9,11 @@ out again (docs/evaluation.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -314,7 +316,8 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     cfg = dataclasses.replace(
         cfg, eval=dataclasses.replace(cfg.eval, max_new_tokens=args.max_tokens)
     )
-    found = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
+    with _flags_named():
+        found = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
     source = cfg.data.eval
     if not source.startswith(tuple(GENERATED)):
         return found
@@ -323,6 +326,25 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
         for p in found.prompts
     ]
     return dataclasses.replace(found, prompts=prompts)
+
+
+_RUN_KEYS = {
+    "data.eval_prompt_field / data.eval_answer_field": "--prompt-field / --answer-field",
+    "data.eval_fields": "--fields",
+}
+
+
+@contextlib.contextmanager
+def _flags_named() -> Iterator[None]:
+    """Errors reading the run's held-out set name the flags that change what its config.yaml
+    set (``--prompt-field``), not the config keys (``data.eval_prompt_field``)."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        for key, flag in _RUN_KEYS.items():
+            text = text.replace(key, flag)
+        raise ValueError(text) from None
 
 
 def run_dry_run(run: FromRun) -> str:
@@ -341,7 +363,8 @@ def run_dry_run(run: FromRun) -> str:
     if source in DATASETS or not is_local(source):
         return not_read(source)
     held = data.held_out()
-    rows = read_examples(held, source, limit=limit, fields=held.fields, role="eval")
+    with _flags_named():
+        rows = read_examples(held, source, limit=limit, fields=held.fields, role="eval")
     return f"{source}: {len(rows)} problems"
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from rlvr.cli.common import command
-from rlvr.data.fields import FIELD_MAPS
+from rlvr.cli.eval_args import field_args, named_fields, reward_args, reward_options, sampling_args
 
 
 def _parse_sets(pairs: list[str]) -> dict[str, object]:
@@ -43,7 +43,7 @@ def _parse_sets(pairs: list[str]) -> dict[str, object]:
     return config
 
 
-def eval_parser() -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr data", description="Prompt-set utilities.")
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("gen", help="write a reasoning-gym or code task set to JSONL")
@@ -67,15 +67,7 @@ def eval_parser() -> argparse.ArgumentParser:
         "feeds the model: rlvr train ... --show-prompts N)",
     )
     show.add_argument("source", help="named dataset, .jsonl/.parquet file, directory or hub name")
-    show.add_argument(
-        "--fields", default=None, help=f"field mapping: {', '.join(sorted(FIELD_MAPS))}"
-    )
-    show.add_argument(
-        "--prompt-field", help="the file's prompt field, instead of --fields (default prompt)"
-    )
-    show.add_argument(
-        "--answer-field", help="the file's answer field, instead of --fields (default answer)"
-    )
+    field_args(show, "the file's")
     show.add_argument("--split", default=None, help="split for datasets sources")
     show.add_argument("--limit", type=int, default=3, help="examples to print (default 3)")
     _clean_parsers(sub)
@@ -123,7 +115,6 @@ def _clean_parsers(sub) -> None:
 
 def _filter_parser(sub) -> None:
     """``filter``: sample and verify each prompt (as ``rlvr eval``), keep by a pass-rate rule."""
-    from rlvr.cli.eval_args import field_args, reward_args, sampling_args
 
     p = sub.add_parser("filter", help="keep prompts whose measured pass rate meets a rule")
     p.add_argument("input", help="JSONL or Parquet file of prompts")
@@ -172,7 +163,6 @@ def _gen(args: argparse.Namespace) -> None:
 def _show(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from rlvr.cli.eval_args import named_fields
     from rlvr.data.loading import load_examples
 
     fields = named_fields(args) or args.fields
@@ -196,7 +186,7 @@ def _shown(value: object) -> object:
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr data ...``; returns the exit status."""
-    args = eval_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     if args.command == "gen":
         _gen(args)
     elif args.command == "tasks":
@@ -235,7 +225,6 @@ def _clean(args: argparse.Namespace) -> None:
 
 
 def _filter(args: argparse.Namespace) -> None:
-    from rlvr.cli.eval_args import reward_options
     from rlvr.evaluation.data_steps import FilterOptions, filter_step
     from rlvr.evaluation.filtering import passrates_file
 

@@ -315,9 +315,6 @@ def _default_output(model: str) -> Path:
     return Path("runs") / "eval" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
-"""The sampling options a run's checkpoint takes from its run's ``eval`` settings when not given."""
-
-
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr eval ...``; returns the exit status."""
@@ -409,15 +406,18 @@ def _show_prompts(args: argparse.Namespace, config: EvalConfig, run: FromRun | N
 
     tokenizer = model_tokenizer_and_config(args.model)[0]
     examples, prompt_ids = _problems(args, run)
-    if prompt_ids is None:
-        prompt_ids = encode_prompts(tokenizer, examples, config)
     for dataset in dict.fromkeys(ex.dataset for ex in examples):
-        own = [
-            (ex, ids) for ex, ids in zip(examples, prompt_ids, strict=True) if ex.dataset == dataset
-        ]
-        for i, (ex, ids) in enumerate(own[: args.show_prompts]):
-            label = f"{dataset} prompt {i + 1} of {len(own)}"
-            print_prompt(tokenizer, label, ids, ex.id, ex.reference)
+        own = [i for i, ex in enumerate(examples) if ex.dataset == dataset]
+        shown = own[: args.show_prompts]
+        if prompt_ids is None:  # only the prompts shown are formatted and tokenised
+            ids = encode_prompts(tokenizer, [examples[i] for i in shown], config)
+        else:
+            ids = [prompt_ids[i] for i in shown]
+        for n, (i, one) in enumerate(zip(shown, ids, strict=True)):
+            ex = examples[i]
+            print_prompt(
+                tokenizer, f"{dataset} prompt {n + 1} of {len(own)}", one, ex.id, ex.reference
+            )
     return 0
 
 

@@ -108,9 +108,9 @@ def eval_parser() -> argparse.ArgumentParser:
         "--show-prompts",
         type=positive,
         metavar="N",
-        help="print the first N prompts of each --data exactly as the model gets them (chat "
-        "template, --system-prompt, --template, tokenised and decoded); loads the tokenizer, "
-        "not the weights, and samples nothing",
+        help="print the first N prompts of each --data (or of the run's held-out set) exactly "
+        "as the model gets them (chat template, --system-prompt, --template, tokenised and "
+        "decoded); loads the tokenizer, not the weights, and samples nothing",
     )
     return p
 
@@ -175,3 +175,5 @@ RUN_SAMPLING = {
     "batch_size": "--batch-size",
     "dtype": "--dtype",
 }
+"""The options (and their flags) a run's checkpoint takes from its run when not given: its
+``eval`` sampling settings and a half-precision ``model.dtype``."""

@@ -78,8 +78,8 @@ def warn_other_verifier(model: str, verifier: str) -> None:
 def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     """The ``config.yaml`` of the run whose checkpoint ``model`` is, and the sampling options
     its held-out evaluation used (as :func:`rlvr.train.loop.evaluate` builds them, on the
-    policy loaded in ``model.dtype``); ``None``
-    for a model that is no run's checkpoint, or a run without an ``eval`` section (SFT)."""
+    policy loaded in ``model.dtype``); ``None`` for a model that is no run's checkpoint, or a
+    run without an ``eval`` section (SFT)."""
     from rlvr.train.config import EvalConfig as RunEval
     from rlvr.train.config import RolloutConfig
     from rlvr.train.overrides import from_dict

@@ -287,14 +287,14 @@ def _given_reward(reward: RewardConfig, args: argparse.Namespace) -> RewardConfi
 def _fill_args(args: argparse.Namespace, run: FromRun) -> None:
     """Set the data and scoring flags to what the run's held-out evaluation reads and scores
     with, for the JSON's ``data``, ``verifier`` and ``loading`` and a kept partial evaluation."""
-    from rlvr.train.prompts import GENERATED
+    from rlvr.train.prompts import GENERATED, generated_prefix
 
     data, held, reward = run.config.data, run.config.data.held_out(), run.reward
     args.data, args.limit = [data.eval], data.max_eval_examples
     args.split = data.eval_split or data.split
     args.template, args.system_prompt = data.template, data.system_prompt
-    generated = next((m for p, m in GENERATED.items() if data.eval.startswith(p)), None)
-    args.fields = held.fields or generated
+    prefix = generated_prefix(data.eval)
+    args.fields = held.fields or (GENERATED[prefix] if prefix else None)
     if args.fields is None:
         args.prompt_field, args.answer_field = held.prompt_field, held.answer_field
     args.verifier, args.correct, args.wrong = reward.verifier, reward.correct, reward.wrong
@@ -309,7 +309,7 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     are named by the run's source (``reasoning_gym:chain_sum``), not by its cache file."""
     from rlvr.models import model_tokenizer_and_config
     from rlvr.train.loop import fit_context
-    from rlvr.train.prompts import GENERATED, load_prompt_set
+    from rlvr.train.prompts import generated_prefix, load_prompt_set
 
     tokenizer, model_config = model_tokenizer_and_config(args.model)
     cfg = run.config
@@ -319,7 +319,7 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     with _flags_named():
         found = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
     source = cfg.data.eval
-    if not source.startswith(tuple(GENERATED)):
+    if generated_prefix(source) is None:
         return found
     prompts = [
         dataclasses.replace(p, example=dataclasses.replace(p.example, dataset=source))
@@ -352,11 +352,11 @@ def run_dry_run(run: FromRun) -> str:
     missing file or field fails here), a generated one's size and seed, a named or hub set
     only named."""
     from rlvr.data.loading import check_source, is_local
-    from rlvr.train.prompts import GENERATED, read_examples
+    from rlvr.train.prompts import generated_prefix, read_examples
 
     data = run.config.data
     source, limit = data.eval, data.max_eval_examples
-    if source.startswith(tuple(GENERATED)):
+    if generated_prefix(source) is not None:
         size = min(data.gym.eval_size, limit or data.gym.eval_size)
         return f"{source}: {size} problems, generated as the run's (seed {data.gym.held_out_seed})"
     check_source(source)

@@ -72,10 +72,10 @@ def hub_notes(config: Any, *, model: bool = True) -> list[str]:
 
     from rlvr.data.loading import is_local
     from rlvr.models import preset_names
-    from rlvr.train.prompts import GENERATED
+    from rlvr.train.prompts import generated_prefix
 
     def fetched(source: str) -> bool:
-        return not is_local(source) and not source.startswith(tuple(GENERATED))
+        return not is_local(source) and generated_prefix(source) is None
 
     named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
     named = [(key, source) for key, source in named if source and fetched(source)]

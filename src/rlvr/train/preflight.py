@@ -26,13 +26,13 @@ def preflight(
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
-    from rlvr.train.prompts import GENERATED
+    from rlvr.train.prompts import generated_prefix
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
         if not source:
             continue
-        generated = source.startswith(tuple(GENERATED))
+        generated = generated_prefix(source) is not None
         if generated and isinstance(config, SFTConfig):
             raise ValueError(
                 f"data.{key}: {source} is a generated problem set with no responses; SFT needs "

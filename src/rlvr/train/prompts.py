@@ -85,7 +85,7 @@ GENERATED = {GYM_PREFIX: "reasoning_gym", CODE_PREFIX: "code_tasks"}
 """Prefixes of generated sources -> the field mapping their rows load with."""
 
 
-def _generated(source: str | None) -> str | None:
+def generated_prefix(source: str | None) -> str | None:
     """The prefix of a generated source (``reasoning_gym:``, ``code_tasks:``), else ``None``."""
     return next((p for p in GENERATED if source and source.startswith(p)), None)
 
@@ -99,7 +99,7 @@ def gym_files(cfg: DataConfig) -> dict[str, Path]:
     and exclusions, each written once (atomically).
     """
     gym, out = cfg.gym, {}
-    eval_prefix, train_prefix = _generated(cfg.eval), _generated(cfg.train)
+    eval_prefix, train_prefix = generated_prefix(cfg.eval), generated_prefix(cfg.train)
     if eval_prefix is not None:
         out["eval"] = _gym_file(
             eval_prefix,
@@ -158,7 +158,7 @@ def warn_generated_held_out(cfg: DataConfig) -> bool:
     """Warn when the training data is yours but the held-out set is a generated one (the
     ``demo`` base's ``reasoning_gym:chain_sum``, kept by a config that set only
     ``data.train``): its ``eval/*`` scores measure that task, not yours."""
-    other = _generated(cfg.eval) is not None and _generated(cfg.train) is None
+    other = generated_prefix(cfg.eval) is not None and generated_prefix(cfg.train) is None
     if other:
         warnings.warn(
             f"data.eval is the generated set {cfg.eval} while data.train is {cfg.train}: the "
@@ -173,7 +173,7 @@ def warn_task_verifier(cfg: DataConfig, verifier: str) -> bool:
     """Warn when the verifier scores one reasoning-gym task (the ``demo`` base's
     ``reasoning_gym:chain_sum``, kept by a config that set only the data) while the training
     data is yours: it reads answers as that task's, so a fraction or an expression scores wrong."""
-    yours = _generated(cfg.train) is None and cfg.fields != GENERATED[GYM_PREFIX]
+    yours = generated_prefix(cfg.train) is None and cfg.fields != GENERATED[GYM_PREFIX]
     other = verifier.startswith(GYM_PREFIX) and yours
     if other:
         warnings.warn(
@@ -221,7 +221,7 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
         raise ValueError(f"data.{role} is not set")
     cfg = cfg.held_out() if role == "eval" else cfg
     fields_name = cfg.fields
-    prefix = _generated(source)
+    prefix = generated_prefix(source)
     if prefix is not None:
         source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
     rows = read_examples(cfg, source, limit=limit, fields=fields_name, role=role)
@@ -295,7 +295,7 @@ def check_local_data(
     read = {}
     for role in ("train", "eval"):
         source = getattr(cfg, role)
-        if not source or _generated(source) or source in produced:
+        if not source or generated_prefix(source) or source in produced:
             continue
         if source in DATASETS or not is_local(source):
             continue  # a named set or hub name (a folder named data/mine is read: it exists)
@@ -315,7 +315,7 @@ def train_rows(cfg: DataConfig, read: dict[str, int]) -> int | None:
     set's ``data.gym.train_size`` (at most ``data.max_train_examples``), or the count ``read``
     from a local file by :func:`check_local_data`; ``None`` for a named or Hub set. The run's
     prompts are at most these (it also drops prompts over ``data.max_prompt_tokens``)."""
-    if _generated(cfg.train):
+    if generated_prefix(cfg.train):
         return min(cfg.gym.train_size, cfg.max_train_examples or cfg.gym.train_size)
     return read.get("train")
 

@@ -77,14 +77,14 @@ def check_adapters(model: ModelConfig) -> str | None:
     if not model.lora.rank:
         return None
     layers = empty_model(model.name)
-    if layers is None and model.name in preset_names():
-        why = "the run builds the preset first"
+    if layers is None:
+        if model.name in preset_names():
+            why = "the run builds the preset first"
+        elif not is_local(model.name):
+            why = "a Hub model not read here: the run fetches it"
+        else:  # a local model transformers cannot build: its load says so
+            return None
         return f"model.lora: not checked against the layers of {model.name} ({why})"
-    if layers is None and not is_local(model.name):
-        why = "a Hub model not read here: the run fetches it"
-        return f"model.lora: not checked against the layers of {model.name} ({why})"
-    if layers is None:  # a local model transformers cannot build: its load says so
-        return None
     if importlib.util.find_spec("peft") is not None:
         add_adapters(layers, model.lora)
     elif model.lora.targets != ("all-linear",):  # a dry run for a machine that has peft

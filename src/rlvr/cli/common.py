@@ -123,10 +123,10 @@ def dry_run(config: Any, *, resume: bool = False) -> int:
 
 def note_device(name: str, key: str = "model.device") -> None:
     """Say when the device is missing here: not an error, the dry run may be for another machine."""
-    from rlvr.train.dry_run import device_missing
+    from rlvr.train.dry_run import device_note
 
-    if missing := device_missing(name):
-        print(f"--dry-run: {key}: {missing} (a run here would stop)", file=sys.stderr)
+    if line := device_note(name, key):
+        print(f"--dry-run: {line}", file=sys.stderr)
 
 
 def _config_help(cls, argv: list[str]) -> str:

@@ -34,8 +34,8 @@ def dry_run_checks(
     if unchecked := check_adapters(config.model):
         note(unchecked)
     warn_as_run(config, read)
-    if missing := device_missing(config.model.device):
-        note(f"model.device: {missing} (a run here would stop)")
+    if line := device_note(config.model.device):
+        note(line)
     for line in hub_notes(config, model=own_model):
         note(line)
 
@@ -87,12 +87,13 @@ def hub_notes(config: Any, *, model: bool = True) -> list[str]:
     return [f"{key}: {source}: not read (fetched by the run{offline})" for key, source in named]
 
 
-def device_missing(name: str) -> str | None:
-    """Why the device ``name`` is missing on this machine, or ``None`` when it is here."""
+def device_note(name: str, key: str = "model.device") -> str | None:
+    """The dry run's line when the device ``name`` (given as ``key``) is missing on this
+    machine, not an error: the dry run may be for another; ``None`` when it is here."""
     from rlvr.models import torch_device
 
     try:
         torch_device(name)
     except ValueError as err:
-        return str(err)
+        return f"{key}: {err} (a run here would stop)"
     return None

@@ -158,7 +158,7 @@ def _unbounded_interval(value: Any) -> bool:
 def _written(value: Any) -> tuple | None:
     """The items of a finite set as written, repeats kept (``2, 2, 3``), or of a tuple;
     ``None`` for anything else."""
-    if isinstance(value, sympy.FiniteSet):
+    if isinstance(value, sympy.FiniteSet):  # latex2sympy keeps the written order beside the set's
         return tuple(getattr(value, "_unsorted_args", value.args))
     return tuple(value) if isinstance(value, sympy.Tuple) else None
 
@@ -184,7 +184,7 @@ def _named(value: Any) -> tuple[tuple, tuple, bool] | None:
     if isinstance(value, sympy.Eq) and isinstance(value.lhs, sympy.Tuple):
         names, values, declared = tuple(value.lhs), _listed(value.rhs), True
     elif isinstance(value, sympy.FiniteSet):
-        equations = getattr(value, "_unsorted_args", value.args)  # latex2sympy's written order
+        equations = _written(value)
         if not all(isinstance(e, sympy.Eq) for e in equations):
             return None
         names = tuple(e.lhs for e in equations)
@@ -203,7 +203,7 @@ def _listed(value: Any) -> tuple | None:
     if isinstance(value, sympy.Interval) and value.left_open and value.right_open:
         return (value.start, value.end)
     if isinstance(value, sympy.FiniteSet):
-        items = tuple(getattr(value, "_unsorted_args", value.args))
+        items = _written(value)
         return None if any(isinstance(x, sympy.Eq) for x in items) else items
     return None
 

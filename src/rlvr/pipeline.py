@@ -57,6 +57,7 @@ from rlvr.data.rowfiles import StepReport
 from rlvr.dotted import changed_keys, flatten
 from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.evaluation.filtering import passrates_file
+from rlvr.generation.registry import missing_package
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.dry_run import dry_run_checks
@@ -492,6 +493,7 @@ def check_pipeline(
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
             if _finished(Path(pipeline.output_dir) / stage.name) is None:  # else only skipped
                 _check_data(pipeline, stage, by_stage[stage.name], frozenset(produced), model)
+                _check_sampler(pipeline, stage, by_stage[stage.name], device, note)
             else:
                 data_step(pipeline, stage, by_stage[stage.name])
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
@@ -677,6 +679,26 @@ def _check_data(
             _named("model", check_model_dir, model)
     except ValueError as err:
         raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+
+
+def _check_sampler(
+    pipeline: Pipeline,
+    stage: Stage,
+    extra: Sequence[str],
+    device: bool,
+    note: Callable[[str], None] | None,
+) -> None:
+    """A ``filter`` stage's sampler whose package is not installed: refused with ``device``
+    (the check before a real run), else a note (a dry run may be for another machine)."""
+    if stage.config != "filter":
+        return
+    sampler = data_step(pipeline, stage, extra)[0].sampler
+    missing = missing_package(sampler)
+    if missing is None:
+        return
+    if device:
+        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: sampler={sampler}: {missing}")
+    _stage_note(note, stage)(f"sampler={sampler}: {missing} (a run here would stop)")
 
 
 def _named(key: str, check: Callable[[str], None], value: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import warnings
 
@@ -334,3 +335,19 @@ def test_a_pipeline_dry_run_notes_the_model_only_of_the_stage_that_starts_from_i
     lines = out.splitlines()
     assert lines[0].endswith(f"{tmp_path / 'pipe' / 'warm'}  from Org/Model")
     assert lines[1].endswith(f"{tmp_path / 'pipe' / 'rl'}  from the final model of stage 'warm'")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_a_sampler_without_its_package_is_refused_before_anything_loads(tmp_path, capsys):
+    """``rollout.sampler=vllm`` where vLLM is not installed stopped after the preset was built
+    and the model loaded; it now stops first, in one line, and a dry run notes it."""
+    out = tmp_path / "run"
+    argv = ["train", "rollout.sampler=vllm", f"log.output_dir={out}"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        'rlvr: error: rollout.sampler: the vllm sampler needs vLLM: pip install "rlvr[vllm]" on '
+        "a GPU machine, or `make setup-vllm` for the CPU build (docs/training.md)\n"
+    )
+    assert not out.exists()
+    assert main([*argv, "--dry-run"]) == 0
+    assert "--dry-run: rollout.sampler: the vllm sampler needs vLLM" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """rlvr data filter: keeps exactly the prompts whose measured pass rate meets the rule, and
 resumes after a kill without sampling finished prompts again (stub sampler, known outputs)."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -437,3 +438,66 @@ def test_filtering_filtered_rows_keeps_the_earlier_result(tmp_path):
     clash = [{**row, "earlier_filters": "mine"} for row in ROWS]
     with pytest.raises(ValueError, match=r"in\.jsonl:1: field 'earlier_filters' is 'mine'"):
         _run(tmp_path, "mean>=0.5", KnownSampler(), out="fourth.jsonl", rows=clash)
+
+
+class ClosingSampler(KnownSampler):
+    """:class:`KnownSampler` made by name, recording that it was released."""
+
+    made: list = []  # noqa: RUF012 (one list for the test)
+
+    def __init__(self, model, tokenizer, options) -> None:
+        super().__init__()
+        self.closed = False
+        ClosingSampler.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_filter_samples_with_the_sampler_its_job_names_and_records_it(tmp_path):
+    """A filter sampled with the lean sampler only; the job names one (``rlvr data filter
+    --sampler``, a stage's ``sampler=``), made once for every batch and released after, and
+    the scores record it: scores sampled with another sampler are not resumed."""
+    from rlvr.generation import SAMPLERS, register_sampler
+
+    register_sampler("filter_known")(ClosingSampler)
+    ClosingSampler.made.clear()
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    config = EvalConfig(n=N, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+
+    def run(job):
+        return filter_file(
+            src,
+            tmp_path / "kept.jsonl",
+            job,
+            model=torch.nn.Linear(1, 1),
+            tokenizer=CharTokenizer(),
+            verifier=get_verifier("math"),
+        )
+
+    try:
+        run(FilterJob(parse_rule("mean>=0.5", N), config, model="stub", sampler="filter_known"))
+        [made] = ClosingSampler.made
+        assert made.calls == 3 and made.closed  # batches of 2 of 5 prompts, one sampler
+        assert _ids(tmp_path / "kept.jsonl") == ["p2", "p3", "p4"]
+        head = json.loads(passrates_file(tmp_path / "kept.jsonl").read_text().splitlines()[0])
+        assert head["settings"]["sampler"] == {"name": "filter_known", "options": {}}
+        with pytest.raises(
+            ValueError, match=r"other settings \(sampler.name: 'filter_known' there"
+        ):
+            run(FilterJob(parse_rule("mean>=0.5", N), config, model="stub"))
+    finally:
+        SAMPLERS.pop("filter_known")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_a_filter_sampler_without_its_package_stops_before_the_model_loads(tmp_path, capsys):
+    from rlvr.cli.data import main as data_main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    argv = ["filter", str(src), "--model", "no-such-model", "--keep", "mean>0.5"]
+    assert data_main([*argv, "--sampler", "vllm", "-o", str(tmp_path / "kept.jsonl")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rlvr: error: --sampler vllm: the vllm sampler needs vLLM: ")

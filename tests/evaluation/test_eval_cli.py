@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -34,6 +36,7 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "verifier",
         "verifier_options",
         "loading",
+        "sampler",
         "command",
         "versions",
         "metrics",
@@ -712,3 +715,164 @@ def test_a_runs_held_out_file_without_its_fields_names_evals_flags(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "missing field 'prompt'" in err and "--prompt-field / --answer-field" in err
     assert "data.eval_" not in err
+
+
+@dataclass(frozen=True)
+class _SpyOptions:
+    """Options of the spy sampler."""
+
+    tag: str = ""
+    """Recorded, changes nothing."""
+
+
+class _SpySampler:
+    """The lean sampler, recording the options it was made with, its calls and its release."""
+
+    made: list = []  # noqa: RUF012 (one list for the test)
+
+    def __init__(self, model, tokenizer, options: _SpyOptions) -> None:
+        from rlvr.generation import make_sampler
+
+        self.lean, self.options, self.calls, self.closed = (
+            make_sampler("lean", model, tokenizer),
+            options,
+            0,
+            False,
+        )
+        _SpySampler.made.append(self)
+
+    def generate(self, prompt_ids, *, n, sampling):
+        self.calls += 1
+        return self.lean.generate(prompt_ids, n=n, sampling=sampling)
+
+    def sync_weights(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def spy_sampler():
+    from rlvr.generation import SAMPLERS, register_sampler
+
+    register_sampler("eval_cli_spy", options=_SpyOptions)(_SpySampler)
+    _SpySampler.made.clear()
+    yield _SpySampler.made
+    SAMPLERS.pop("eval_cli_spy")
+
+
+def test_eval_samples_with_the_sampler_named_and_records_it(
+    tiny_model_dir, tmp_path, capsys, spy_sampler
+):
+    """`rlvr eval` sampled with the lean sampler only (a vLLM run's numbers could not be
+    reproduced, and a GPU node could not evaluate on vLLM); --sampler names one,
+    --sampler-option fills its options (as YAML values), the JSON records both, and the
+    sampler is released after."""
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    out = tmp_path / "e.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(data), "-n", "2", "--max-tokens", "4"]
+    assert (
+        main(
+            [
+                *argv,
+                "--sampler",
+                "eval_cli_spy",
+                "--sampler-option",
+                "tag=abc",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    [made] = spy_sampler
+    assert made.options == _SpyOptions(tag="abc")
+    assert made.calls == 1 and made.closed
+    assert json.loads(out.read_text())["sampler"] == {
+        "name": "eval_cli_spy",
+        "options": {"tag": "abc"},
+    }
+    assert "T=0.6, sampler eval_cli_spy" in capsys.readouterr().out
+    assert main([*argv, "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["sampler"] == {"name": "lean", "options": {}}
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--sampler", "nope"], "unknown sampler 'nope'; valid: "),
+        (["--sampler-option", "x"], "--sampler-option expects key=value, got 'x'"),
+        (["--sampler", "vllm", "--sampler-option", "memory=1"], "unknown option(s) memory for sampler 'vllm'; valid: gpu_memory_utilization"),
+        (["--sampler", "vllm", "--sampler-option", "max_model_len=abc"], "option max_model_len of sampler 'vllm' must be int or None, got 'abc'"),
+    ],
+)  # fmt: skip
+def test_a_bad_sampler_or_option_is_one_line_before_anything_loads(
+    tmp_path, capsys, monkeypatch, flags, said
+):
+    import rlvr.models
+
+    monkeypatch.setattr(rlvr.models, "load_model", _never)
+    checkpoint, data = _checkpoint_and_data(tmp_path, "reward: {verifier: math}\n")
+    assert main(["--model", str(checkpoint), "--data", str(data), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rlvr: error: {said}") and err.count("\n") == 1, err
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("the model was loaded")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_a_sampler_without_its_package_stops_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    """`--sampler vllm` where vLLM is not installed: one line before anything loads (it failed
+    after the model had loaded); a dry run, perhaps for another machine, notes it."""
+    import rlvr.models
+
+    monkeypatch.setattr(rlvr.models, "load_model", _never)
+    checkpoint, data = _checkpoint_and_data(tmp_path, "reward: {verifier: math}\n")
+    argv = ["--model", str(checkpoint), "--data", str(data), "--sampler", "vllm"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        'rlvr: error: --sampler vllm: the vllm sampler needs vLLM: pip install "rlvr[vllm]" on a '
+        "GPU machine, or `make setup-vllm` for the CPU build (docs/training.md)\n"
+    )
+    assert main([*argv, "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert "--dry-run: --sampler vllm: the vllm sampler needs vLLM" in captured.err
+    assert "(a run here would stop)" in captured.err
+    assert captured.out.rstrip().endswith("sampler vllm")
+
+
+def _resolved(argv: list[str]):
+    from rlvr.cli.eval_args import eval_parser
+    from rlvr.cli.eval_run import resolve_sampling
+
+    args = eval_parser().parse_args(argv)
+    resolve_sampling(args)
+    return args.sampler, args.sampler_options
+
+
+def test_a_checkpoint_samples_with_its_runs_sampler(tmp_path, capsys):
+    """A run's evaluations sample with its rollout.sampler: a checkpoint of a run with another
+    sampler than lean is evaluated with it and its options (the options given laid over
+    them), and the line says so; --sampler given drops the run's options (they are its
+    sampler's)."""
+    run = (
+        RUN_EVAL
+        + "rollout: {max_new_tokens: 64, sampler: vllm, sampler_options: {kv_cache_gib: 2.0}}\n"
+    )
+    checkpoint, data = _checkpoint_and_data(
+        tmp_path, run.replace("rollout: {max_new_tokens: 64}\n", "")
+    )
+    base = ["--model", str(checkpoint), "--data", str(data)]
+    assert _resolved(base) == ("vllm", {"kv_cache_gib": 2.0})
+    assert "batch size 3, sampler vllm; give -n, -k" in capsys.readouterr().err
+    more = [*base, "--sampler-option", "max_model_len=128"]
+    assert _resolved(more) == ("vllm", {"kv_cache_gib": 2.0, "max_model_len": 128})
+    capsys.readouterr()
+    assert _resolved([*base, "--sampler", "hf"]) == ("hf", {})
+    assert "sampler" not in capsys.readouterr().err
+    lean, _ = _checkpoint_and_data(tmp_path / "lean", RUN_EVAL)
+    assert _resolved(["--model", str(lean), "--data", str(data)]) == ("lean", {})

@@ -54,3 +54,23 @@ def test_options_of_the_wrong_type_are_one_clear_error():
         sampler_options("vllm", max_model_len=512.0)
     opts = sampler_options("vllm", gpu_memory_utilization=1, kv_cache_gib=None, dtype="float16")
     assert (opts.gpu_memory_utilization, opts.dtype) == (1, "float16")  # an int is a float
+
+
+def test_a_missing_package_is_said_before_a_model_loads():
+    """A sampler declaring the package it imports is checked without importing it: the line
+    it registered, or one naming the package; ``None`` when the package is there."""
+    from rlvr.generation import SAMPLERS, register_sampler
+    from rlvr.generation.registry import missing_package
+
+    make = lambda model, tokenizer, options: None  # noqa: E731 (never made here)
+    register_sampler("needs_nothing_here", requires="no_such_package_rlvr")(make)
+    register_sampler("needs_it_said", requires="no_such_package_rlvr", missing="install it")(make)
+    register_sampler("needs_torch", requires="torch")(make)
+    try:
+        said = missing_package("needs_nothing_here")
+        assert said == "sampler 'needs_nothing_here' needs the no_such_package_rlvr package"
+        assert missing_package("needs_it_said") == "install it"
+        assert missing_package("needs_torch") is None and missing_package("lean") is None
+    finally:
+        for name in ("needs_nothing_here", "needs_it_said", "needs_torch"):
+            SAMPLERS.pop(name)

@@ -128,3 +128,12 @@ def test_two_step_training_run(vllm_model_dir, tmp_path, check):
         assert row["rollout/is_capped_frac"] == 0
     assert rows[0]["kl/old_approx"] > 1e-3  # the policy moved within the first step
     assert "eval/avg@1" in rows[-1]
+
+
+def test_a_checkpoint_is_evaluated_on_vllm_as_its_run_evaluated(vllm_model_dir, tmp_path):
+    """`rlvr eval` on a checkpoint of a run that sampled with vLLM samples with vLLM too (the
+    run's rollout.sampler and its options), and gives the run's last held-out numbers."""
+    found = run_check("eval", vllm_model_dir, str(tmp_path), out=tmp_path / "e.json")
+    assert found["sampler"] == {"name": "vllm", "options": {}}
+    assert found["run"]["num_problems"] == 4 and set(found["run"]) <= set(found["eval"])
+    assert {key: found["eval"][key] for key in found["run"]} == found["run"]

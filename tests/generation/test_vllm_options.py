@@ -43,4 +43,4 @@ def test_missing_vllm_is_one_clear_line(tiny_model):
         make_sampler("vllm", model, tokenizer)
     message = str(err.value)
     assert "\n" not in message
-    assert message.startswith('rollout.sampler=vllm needs vLLM: pip install "rlvr[vllm]"')
+    assert message.startswith('the vllm sampler needs vLLM: pip install "rlvr[vllm]"')

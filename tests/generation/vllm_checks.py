@@ -226,6 +226,20 @@ def check_train(model_dir: str, work: str, lora: bool = False) -> dict:
     return {"rows": read_metrics(result.run_dir / "metrics.jsonl")}
 
 
+def check_eval(model_dir: str, work: str) -> dict:
+    """The two-step vLLM run, then ``rlvr eval`` on its last checkpoint alone: the run's
+    held-out metrics and the evaluation's, and the sampler the evaluation recorded."""
+    rows = check_train(model_dir, work)["rows"]
+    from rlvr.cli.eval import main
+
+    out = Path(work) / "eval.json"
+    checkpoint = Path(work) / "run" / "checkpoints" / "step_000002"
+    assert main(["--model", str(checkpoint), "--workers", "0", "--output", str(out)]) == 0
+    written = json.loads(out.read_text())
+    run = {k.removeprefix("eval/"): v for k, v in rows[-1].items() if k.startswith("eval/")}
+    return {"run": run, "eval": written["metrics"], "sampler": written["sampler"]}
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
     what, *args = sys.argv[1:]
@@ -233,6 +247,8 @@ if __name__ == "__main__":
         found = check_sampler(args[0])
     elif what == "lora":
         found = check_lora(args[0])
+    elif what == "eval":
+        found = check_eval(args[0], args[1])
     else:
         found = check_train(args[0], args[1], lora=what == "train-lora")
     Path(args[-1]).write_text(json.dumps(found))

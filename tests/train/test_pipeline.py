@@ -1,5 +1,6 @@
 """Multi-stage pipelines: stages chained by their final models, resumable after a kill."""
 
+import importlib.util
 import json
 import re
 import shutil
@@ -968,3 +969,29 @@ def test_a_warning_of_the_check_before_the_first_stage_is_not_given_again_by_the
     for warned in ("reaches the smaller side", "data.train has 6 prompts, fewer than"):
         said = [str(w.message) for w in recwarn if warned in str(w.message)]
         assert len(said) == 1 and said[0].startswith("stage 'rl': "), said
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_a_filter_stage_sampler_without_its_package_is_refused_before_any_stage_runs(tmp_path):
+    """``sampler=vllm`` on a filter stage where vLLM is not installed: the check before a run
+    refuses it (it failed at that stage, after the stages before it had run); a dry run,
+    perhaps for another machine, notes it."""
+    from rlvr.pipeline import check_pipeline
+
+    keep = {"name": "f", "kind": "data", "config": "filter"}
+    keep["overrides"] = ["keep=mean>0.5", "sampler=vllm", "sampler_options={max_model_len: 64}"]
+    pipeline = parse_pipeline(_data_stages(tmp_path, "smollm2-135m", DEDUP, keep), folder=tmp_path)
+    with pytest.raises(ValueError, match="stage 'f': sampler=vllm: the vllm sampler needs vLLM"):
+        check_pipeline(pipeline, device=True)
+    said: list[str] = []
+    assert check_pipeline(pipeline, note=said.append) == [None, None]
+    assert said == [
+        "stage 'f': sampler=vllm: the vllm sampler needs vLLM: pip install \"rlvr[vllm]\" on a "
+        "GPU machine, or `make setup-vllm` for the CPU build (docs/training.md) (a run here "
+        "would stop)"
+    ]
+    keep["overrides"][-1] = "sampler_options={memory: 1}"
+    with pytest.raises(ValueError, match="unknown option.*memory for sampler 'vllm'"):
+        check_pipeline(
+            parse_pipeline(_data_stages(tmp_path, "smollm2-135m", DEDUP, keep), folder=tmp_path)
+        )

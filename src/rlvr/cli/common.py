@@ -299,6 +299,23 @@ def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, referen
     print_tokens(tokenizer, f"{label} (id {example_id}, {len(ids)} tokens, reference {shown})", ids)
 
 
+def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
+    """``["key=value", ...]`` given as ``flag`` -> dict, each value read as YAML (numbers,
+    booleans, lists, ``null``); one line naming the pair that is not ``key=value``."""
+    import yaml
+
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag} expects key=value, got {pair!r}")
+        try:
+            found[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ValueError(f"{flag} {pair!r}: value is not valid YAML: {err}") from None
+    return found
+
+
 def positive(text: str) -> int:
     """An argparse type: a whole number >= 1."""
     try:

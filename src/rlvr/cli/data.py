@@ -23,24 +23,16 @@ import contextlib
 import json
 from pathlib import Path
 
-import yaml
-
-from rlvr.cli.common import command
-from rlvr.cli.eval_args import field_args, named_fields, reward_args, reward_options, sampling_args
-
-
-def _parse_sets(pairs: list[str]) -> dict[str, object]:
-    """``["key=value", ...]`` -> config dict (values parsed as YAML: numbers, booleans, lists)."""
-    config = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set expects key=value, got {pair!r}")
-        try:
-            config[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError as err:
-            raise ValueError(f"--set {pair!r}: value is not valid YAML: {err}") from None
-    return config
+from rlvr.cli.common import command, key_values
+from rlvr.cli.eval_args import (
+    check_sampler,
+    field_args,
+    named_fields,
+    reward_args,
+    reward_options,
+    sampler_settings,
+    sampling_args,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -154,7 +146,7 @@ def _gen(args: argparse.Namespace) -> None:
     else:
         generate, exclude = gym_rows, questions_in(args.exclude)
     rows = generate(
-        name, size=args.size, seed=args.seed, config=_parse_sets(args.set), exclude=exclude
+        name, size=args.size, seed=args.seed, config=key_values(args.set, "--set"), exclude=exclude
     )
     count = write_jsonl(rows, args.output)
     print(f"wrote {count} {args.task} problems (seed {args.seed}) to {args.output}")
@@ -230,8 +222,12 @@ def _filter(args: argparse.Namespace) -> None:
 
     names = ("keep", "n", "fields", "prompt_field", "answer_field", "verifier", "min_tests")
     more = ("max_tokens", "temperature", "top_p", "batch_size", "seed", "system_prompt")
-    last = ("timeout", "workers")
-    options = FilterOptions(**{name: getattr(args, name) for name in names + more + last})
+    last = ("timeout", "workers", "sampler")
+    options = FilterOptions(
+        **{name: getattr(args, name) for name in names + more + last},
+        sampler_options=sampler_settings(args),
+    )
+    check_sampler(args.sampler, dry_run=False)
     verifier_options = reward_options(args)
     with _bar("filter") as progress, _field_hint():
         report = filter_step(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from rlvr.atomic import write_json
 from rlvr.cli.common import command, note_device, print_prompt
 from rlvr.cli.eval_args import (
+    check_sampler,
     check_template,
     eval_parser,
     field_mapping,
@@ -165,7 +166,8 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) 
         _check_sources(args.data)
         for item in args.data:
             print(_source_line(args, item))
-    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}")
+    sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
+    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}{sampled}")
 
 
 def _source_line(args: argparse.Namespace, item: str) -> str:
@@ -318,9 +320,6 @@ def _default_output(model: str) -> Path:
 @command
 def main(argv: list[str]) -> int:
     """Run ``rlvr eval ...``; returns the exit status."""
-    from rlvr.evaluation.harness import evaluate
-    from rlvr.models import load_model
-
     parser = eval_parser()
     args = parser.parse_args(argv)
     resolve_sampling(args)
@@ -330,6 +329,7 @@ def main(argv: list[str]) -> int:
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
     _check_placement(args.dtype, args.device, dry_run=args.dry_run)
+    check_sampler(args.sampler, dry_run=args.dry_run)
     if args.dry_run:
         _dry_run(args, config, run)
         return 0
@@ -338,14 +338,7 @@ def main(argv: list[str]) -> int:
     keep = PartialSamples(partial_path(output), _settings(args))
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples, prompt_ids = _problems(args, run)
-    model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
-    try:
-        report = evaluate(
-            model, tokenizer, examples, verifier, config, prompt_ids=prompt_ids, keep=keep
-        )
-    except KeyboardInterrupt:
-        _say_how_to_continue(keep, output, len(examples), config.n)
-        raise
+    report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
     write_json(
         output,
         {
@@ -354,16 +347,54 @@ def main(argv: list[str]) -> int:
             "verifier": verifier.spec,
             "verifier_options": options,  # as given: a +format verifier's own hold its inner one
             "loading": _loading(args),
+            "sampler": {"name": args.sampler, "options": args.sampler_options},
             "command": "rlvr eval " + shlex.join(argv),
             "versions": _versions(),
             **report.to_dict(),
         },
     )
-    print_table(report, f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}")
+    sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
+    title = f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}{sampled}"
+    print_table(report, title)
     warn_unverified(report)
     keep.remove()
     print(f"wrote {output}")
     return 0
+
+
+def _sample_and_score(
+    args: argparse.Namespace,
+    examples: list,
+    verifier: Verifier,
+    config: EvalConfig,
+    prompt_ids: list | None,
+    keep: PartialSamples,
+    output: Path,
+) -> EvalReport:
+    """Load the model, sample with ``--sampler`` (released after) and score; after Ctrl-C,
+    say how to continue."""
+    from rlvr.evaluation.harness import evaluate
+    from rlvr.generation import make_sampler
+    from rlvr.models import load_model
+
+    model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+    sampler = make_sampler(args.sampler, model, tokenizer, **args.sampler_options)
+    try:
+        return evaluate(
+            model,
+            tokenizer,
+            examples,
+            verifier,
+            config,
+            sampler=sampler,
+            prompt_ids=prompt_ids,
+            keep=keep,
+        )
+    except KeyboardInterrupt:
+        _say_how_to_continue(keep, output, len(examples), config.n)
+        raise
+    finally:
+        sampler.close()
 
 
 def _scoring(args: argparse.Namespace, run: FromRun | None) -> tuple[Verifier, dict]:

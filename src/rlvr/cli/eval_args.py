@@ -4,8 +4,9 @@ of their values that need no model."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from rlvr.cli.common import DRY_RUN_HELP, positive
+from rlvr.cli.common import DRY_RUN_HELP, key_values, positive
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 
 
@@ -85,6 +86,44 @@ def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
     )
     p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument(
+        "--sampler",
+        default="lean",
+        help="lean (default), hf, vllm (needs vLLM: make setup-vllm, or rlvr[vllm] on a GPU "
+        "machine) or one registered with rlvr.generation.register_sampler",
+    )
+    p.add_argument(
+        "--sampler-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the sampler, repeatable (vllm: gpu_memory_utilization=0.9, "
+        "max_model_len=4096, ...: docs/training.md)",
+    )
+
+
+def sampler_settings(args: argparse.Namespace, base: dict | None = None) -> dict[str, object]:
+    """The options of ``--sampler``: ``base`` (a run's) with each ``--sampler-option`` laid
+    over it, checked against the sampler (an unknown sampler or option, or a value of the
+    wrong type, is one line before anything loads)."""
+    from rlvr.generation.registry import sampler_options
+
+    options = dict(base or {}) | key_values(args.sampler_option, "--sampler-option")
+    sampler_options(args.sampler, **options)
+    return options
+
+
+def check_sampler(name: str, *, dry_run: bool) -> None:
+    """Refuse a sampler whose package is not installed, before any model loads; a dry run
+    (perhaps for another machine) only notes it."""
+    from rlvr.generation.registry import missing_package
+
+    missing = missing_package(name)
+    if missing is None:
+        return
+    if not dry_run:
+        raise ValueError(f"--sampler {name}: {missing}")
+    print(f"--dry-run: --sampler {name}: {missing} (a run here would stop)", file=sys.stderr)
 
 
 def eval_parser() -> argparse.ArgumentParser:
@@ -174,6 +213,8 @@ RUN_SAMPLING = {
     "seed": "--seed",
     "batch_size": "--batch-size",
     "dtype": "--dtype",
+    "sampler": "--sampler",
 }
 """The options (and their flags) a run's checkpoint takes from its run when not given: its
-``eval`` sampling settings and a half-precision ``model.dtype``."""
+``eval`` sampling settings, a half-precision ``model.dtype`` and a ``rollout.sampler`` other
+than ``lean`` (its evaluations sample with the run's sampler), with its options."""

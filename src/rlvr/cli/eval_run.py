@@ -23,6 +23,7 @@ from rlvr.cli.eval_args import (
     check_template,
     named_fields,
     not_read,
+    sampler_settings,
     sampling_args,
 )
 from rlvr.data.fields import DATASETS
@@ -106,12 +107,16 @@ def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     dtype = model_section.get("dtype") if isinstance(model_section, dict) else None
     if dtype in ("bfloat16", "float16"):  # the policy's dtype, when not rlvr eval's float32
         options["dtype"] = dtype
+    if rollout.sampler != "lean":  # the run evaluated with its rollouts' sampler
+        options["sampler"] = rollout.sampler
+        options["sampler_options"] = dict(rollout.sampler_options)
     return path, options
 
 
 def resolve_sampling(args: argparse.Namespace) -> None:
-    """Fill the sampling options not given: from the run's ``eval`` settings when ``--model``
-    is a run's checkpoint (one line says so), else rlvr eval's defaults."""
+    """Fill the sampling options not given: from the run's ``eval`` settings (and sampler)
+    when ``--model`` is a run's checkpoint (one line says so), else rlvr eval's defaults;
+    ``args.sampler_options``: the sampler's options, checked."""
     defaults = argparse.ArgumentParser(add_help=False)
     sampling_args(defaults)
     missing = [key for key in RUN_SAMPLING if getattr(args, key) is None]
@@ -121,6 +126,8 @@ def resolve_sampling(args: argparse.Namespace) -> None:
         taken.pop("k", None)
     for key in missing:
         setattr(args, key, taken.get(key, defaults.get_default(key)))
+    run_options = taken.get("sampler_options") if "sampler" in missing else None
+    args.sampler_options = sampler_settings(args, run_options)  # the run's belong to its sampler
     shown = [key for key in missing if key in taken]
     if found is None or not shown:
         return

@@ -11,7 +11,8 @@ filter         ``keep`` (required), ``n=16``, ``fields``,          :func:`rlvr.e
                ``verifier=math``, ``min_tests=0``,
                ``max_tokens=256``, ``temperature=0.6``,
                ``top_p=1.0``, ``batch_size=8``, ``seed=0``,
-               ``system_prompt``, ``timeout=10``, ``workers=1``
+               ``system_prompt``, ``timeout=10``, ``workers=1``,
+               ``sampler=lean``, ``sampler_options``
 =============  ==================================================  ===============================
 
 The options mirror the flags of ``rlvr data dedup / decontaminate / filter``. The steps live
@@ -33,7 +34,8 @@ from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.filtering import Progress
 from rlvr.evaluation.harness import EvalConfig
 from rlvr.evaluation.keep_rule import parse_rule
-from rlvr.generation import SamplingConfig
+from rlvr.generation import SamplingConfig, sampler_options
+from rlvr.generation.registry import missing_package
 from rlvr.rewards.registry import get_verifier
 from rlvr.rewards.scoring import ScoringConfig
 
@@ -111,11 +113,15 @@ class FilterOptions:
     """Verifier limit per completion, seconds."""
     workers: int = 1
     """Verifier worker processes."""
+    sampler: str = "lean"
+    """Sampler by name (``lean``, ``hf``, ``vllm``), as ``rollout.sampler``."""
+    sampler_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Its options, as ``rollout.sampler_options``."""
 
     def __post_init__(self) -> None:
         if not self.keep:
             raise ValueError("filter needs keep=RULE (e.g. 'mean>0.5')")
-        for name in ("keep", "verifier"):
+        for name in ("keep", "verifier", "sampler"):
             _text(name, getattr(self, name))
         for name in ("fields", "prompt_field", "answer_field", "system_prompt"):
             _text(name, getattr(self, name), optional=True)
@@ -132,6 +138,9 @@ class FilterOptions:
             warnings.simplefilter("ignore")
             self.eval_config()
         get_verifier(self.verifier)
+        if not isinstance(self.sampler_options, dict):
+            raise ValueError(f"sampler_options must be a mapping, got {self.sampler_options!r}")
+        sampler_options(self.sampler, **self.sampler_options)
 
     def eval_config(self) -> EvalConfig:
         """How the filter samples and scores (its checks: ``n``, batch size, sampling, limits)."""
@@ -252,10 +261,18 @@ def filter_step(
 
     rule = parse_rule(options.keep, options.n)
     job = FilterJob(
-        rule, options.eval_config(), options.field_map(), options.min_tests, model=model
+        rule,
+        options.eval_config(),
+        options.field_map(),
+        options.min_tests,
+        model=model,
+        sampler=options.sampler,
+        sampler_options=options.sampler_options,
     )
     verifier = get_verifier(options.verifier, **(verifier_options or {}))
     prepared = prepare_filter(source, output, job, verifier)
+    if missing := missing_package(options.sampler):
+        raise ValueError(f"sampler={options.sampler}: {missing}")
     policy, tokenizer = load_model(model, dtype=dtype, device=device)
     return run_filter(
         prepared,

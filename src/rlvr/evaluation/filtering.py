@@ -28,12 +28,13 @@ go to ``<output stem>.dropped.jsonl`` with the reason (``rule`` or ``too_few_tes
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from rlvr.data.rowfiles import StepReport, check_step_output, read_rows, write_s
 from rlvr.dotted import flatten
 from rlvr.evaluation.harness import EvalConfig, ProblemResult, evaluate
 from rlvr.evaluation.keep_rule import KeepRule
-from rlvr.generation import Sampler
+from rlvr.generation import Sampler, make_sampler
 from rlvr.rewards.registry import Verifier
 from rlvr.rewards.scoring import Scorer
 
@@ -65,6 +66,10 @@ class FilterJob:
     """Drop code problems with fewer tests than this before sampling (0: keep all)."""
     model: str = ""
     """Model name, recorded with the scores (a resume with another model is refused)."""
+    sampler: str = "lean"
+    """The sampler :func:`run_filter` makes when given none (recorded with the scores)."""
+    sampler_options: dict[str, Any] = field(default_factory=dict)
+    """Its options."""
 
 
 def passrates_file(output: str | Path) -> Path:
@@ -152,8 +157,13 @@ def run_filter(
     sampler: Sampler | None = None,
     progress: Progress | None = None,
 ) -> StepReport:
-    """:func:`filter_file` on input already prepared by :func:`prepare_filter`."""
-    with Scorer(verifier, job.config.scoring) as scorer:
+    """:func:`filter_file` on input already prepared by :func:`prepare_filter`; without
+    ``sampler``, ``job.sampler`` is made for the call and released after it."""
+    with contextlib.ExitStack() as stack:
+        if sampler is None:
+            sampler = make_sampler(job.sampler, model, tokenizer, **job.sampler_options)
+            stack.callback(sampler.close)
+        scorer = stack.enter_context(Scorer(verifier, job.config.scoring))
 
         def run(chunk: list[Example], seed: int) -> list[ProblemResult]:
             config = replace(job.config, seed=seed, keep_completions=False)
@@ -202,6 +212,8 @@ def _settings(job: FilterJob, verifier: Verifier) -> dict[str, Any]:
     config.pop("ks")
     config["scoring"].pop("workers")  # how many score at once, not what they score
     settings = {"model": job.model, "verifier": _verifier_settings(verifier), "config": config}
+    if job.sampler != "lean":  # absent for lean, as in files written before samplers were chosen
+        settings["sampler"] = {"name": job.sampler, "options": job.sampler_options}
     return json.loads(json.dumps(settings, default=str))
 
 

@@ -20,6 +20,7 @@ without being imported first). ``rollout.sampler=mine`` then selects it and
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -66,6 +67,10 @@ class SamplerEntry:
     """Whether its :class:`Generation` carries the sampled tokens' log-probs: ``False`` is
     refused with ``rollout.importance_correction=tis`` before the run; ``None`` (not declared)
     leaves that to the first update."""
+    requires: str | None = None
+    """A package it imports when made (``vllm``), checked before a model loads."""
+    missing: str = ""
+    """The one line said when ``requires`` is not installed."""
 
 
 SAMPLERS: dict[str, SamplerEntry] = {}
@@ -80,15 +85,21 @@ BUILTIN_MODULES: dict[str, str] = {
 
 
 def register_sampler(
-    name: str, *, options: type = NoOptions, logprobs: bool | None = None
+    name: str,
+    *,
+    options: type = NoOptions,
+    logprobs: bool | None = None,
+    requires: str | None = None,
+    missing: str = "",
 ) -> Callable:
     """Decorator: register ``factory(model, tokenizer, options)`` (usually a class) as ``name``;
-    ``logprobs``: whether it reports the sampled tokens' log-probs (``None``: not declared)."""
+    ``logprobs``: whether it reports the sampled tokens' log-probs (``None``: not declared);
+    ``requires``: a package it needs, ``missing`` the line said without it."""
     if not dataclasses.is_dataclass(options):
         raise ValueError(f"sampler {name!r}: options must be a dataclass, got {options!r}")
 
     def wrap(factory):
-        SAMPLERS[name] = SamplerEntry(factory, options, logprobs)
+        SAMPLERS[name] = SamplerEntry(factory, options, logprobs, requires, missing)
         return factory
 
     return wrap
@@ -118,6 +129,15 @@ def sampler_options(name: str, **options: Any) -> Any:
         )
     check_types(name, cls, options)
     return cls(**options)
+
+
+def missing_package(name: str) -> str | None:
+    """The line saying sampler ``name`` needs a package this environment lacks (checked
+    without importing it, before a model loads); ``None`` when it has what it needs."""
+    entry = sampler_entry(name)
+    if entry.requires is None or importlib.util.find_spec(entry.requires) is not None:
+        return None
+    return entry.missing or f"sampler {name!r} needs the {entry.requires} package"
 
 
 def check_types(name: str, cls: type, options: dict[str, Any]) -> None:

@@ -68,10 +68,10 @@ from rlvr.generation.registry import register_sampler
 from rlvr.ops.merged import plain_tensors
 
 MISSING = (
-    'rollout.sampler=vllm needs vLLM: pip install "rlvr[vllm]" on a GPU machine, '
+    'the vllm sampler needs vLLM: pip install "rlvr[vllm]" on a GPU machine, '
     "or `make setup-vllm` for the CPU build (docs/training.md)"
 )
-"""The one line a run without vLLM installed stops with."""
+"""The one line said where vLLM is not installed (before a model loads where the caller checks)."""
 
 DTYPES = ("float32", "bfloat16", "float16")
 RELOAD_LOGGER = "vllm.model_executor.model_loader.reload"
@@ -109,7 +109,7 @@ class VllmOptions:
             raise ValueError(f"max_model_len must be >= 1 or null, got {self.max_model_len}")
 
 
-@register_sampler("vllm", options=VllmOptions, logprobs=True)
+@register_sampler("vllm", options=VllmOptions, logprobs=True, requires="vllm", missing=MISSING)
 class VllmSampler:
     """Samples on an in-process vLLM engine; see the module docstring."""
 
@@ -205,7 +205,7 @@ class VllmSampler:
             raise ValueError(
                 f"vllm sampler: a prompt of {longest} tokens + max_new_tokens={sampling.max_new_tokens} "
                 f"exceeds the engine's max_model_len={self.max_model_len} "
-                "(rollout.sampler_options.max_model_len)"
+                "(its option max_model_len: rollout.sampler_options, or rlvr eval's --sampler-option)"
             )
 
 

@@ -19,14 +19,15 @@ def dry_run_checks(
     dry run does: its local data files read as the run reads them, ``model.lora`` on the
     model's layers read without its weights, and the warnings the run gives on its data and
     verifier (:func:`warn_as_run`). ``note`` is given one line for each thing the dry run does
-    not check: the layers of a preset not built yet or of a Hub model not read, a device this
-    machine lacks (the dry run may be for another), each data set and model the run fetches
+    not check: the layers of a preset not built yet or of a Hub model not read, a device or a
+    sampler's package this machine lacks (the dry run may be for another), each data set and model the run fetches
     from the Hub.
 
     ``produced``: data files an earlier pipeline stage writes (not read). ``own_model`` false:
     ``model.name`` stands for a model an earlier pipeline stage makes, which has its layers:
     ``model.lora`` is checked on them, but the run does not fetch that model (no Hub note).
     """
+    from rlvr.generation.registry import missing_package
     from rlvr.train.lora import check_adapters
     from rlvr.train.prompts import check_local_data
 
@@ -36,6 +37,9 @@ def dry_run_checks(
     warn_as_run(config, read)
     if line := device_note(config.model.device):
         note(line)
+    rollout = getattr(config, "rollout", None)
+    if rollout is not None and (missing := missing_package(rollout.sampler)):
+        note(f"rollout.sampler: {missing} (a run here would stop)")
     for line in hub_notes(config, model=own_model):
         note(line)
 

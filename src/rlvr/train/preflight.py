@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 import warnings
 
+from rlvr.generation.registry import missing_package
 from rlvr.rewards import Verifier, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.train.config import LoraConfig, ModelConfig, RewardConfig, SFTConfig, TrainConfig
@@ -20,9 +21,10 @@ def preflight(
     """What can be checked before anything loads (a preset build can take minutes).
 
     A generated problem set given to SFT, missing local data files, a local model path that
-    holds no model, a device this machine lacks, LoRA adapters without peft, or a code
-    sandbox that cannot hide the caller's files (unless ``device`` is false: a dry run written
-    for another machine) and an unknown verifier are reported first, each naming its key.
+    holds no model, a device this machine lacks, LoRA adapters without peft, a sampler whose
+    package is not installed, or a code sandbox that cannot hide the caller's files (unless
+    ``device`` is false: a dry run written for another machine) and an unknown verifier are
+    reported first, each naming its key.
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
@@ -44,6 +46,9 @@ def preflight(
             except ValueError as err:
                 raise ValueError(f"data.{key}: {err}") from None
     _check_model(config.model, device)
+    rollout = getattr(config, "rollout", None)
+    if device and rollout is not None and (missing := missing_package(rollout.sampler)):
+        raise ValueError(f"rollout.sampler: {missing}")
     reward = getattr(config, "reward", None)
     if reward is not None:
         try:

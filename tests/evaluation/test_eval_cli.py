@@ -542,7 +542,7 @@ def test_a_checkpoint_alone_evaluates_its_runs_held_out_set_as_the_run_did(
     for taken in (f"data.eval {tmp_path / 'held.jsonl'}", "data.max_eval_examples 10",
                   "fields question/solution", "data.template 'Q: {prompt}'",
                   "data.system_prompt 'Answer briefly.'", "reward.verifier eval_cli_even",
-                  "reward.wrong -1.0; give --data, --limit, --fields, --template"):  # fmt: skip
+                  "reward.wrong -1.0, reward.timeout_s 10.0; give --data, --limit, --fields, --template"):  # fmt: skip
         assert taken in line, (taken, line)
     written = json.loads(out.read_text())
     *_, last = (json.loads(row) for row in (tmp_path / "run" / "metrics.jsonl").open())
@@ -593,7 +593,8 @@ def test_a_flag_given_beats_the_runs_data_and_verifier(tmp_path, capsys):
     assert (args.data, args.limit, args.split) == ([str(data)], 2, "train")
     line = capsys.readouterr().err
     assert line.endswith(
-        f"data.eval {data}, reward.correct 1.0; give --data, --correct to change\n"
+        f"data.eval {data}, reward.correct 1.0, reward.timeout_s 10.0; give --data, --correct, "
+        "--timeout to change\n"
     )
     assert main(["--model", str(checkpoint), "--dry-run", "--prompt-field", "q", "--answer-field", "a"]) == 0  # fmt: skip
     assert f"{data}: 1 problems\n" in capsys.readouterr().out  # the run's limit
@@ -876,3 +877,23 @@ def test_a_checkpoint_samples_with_its_runs_sampler(tmp_path, capsys):
     assert "sampler" not in capsys.readouterr().err
     lean, _ = _checkpoint_and_data(tmp_path / "lean", RUN_EVAL)
     assert _resolved(["--model", str(lean), "--data", str(data)]) == ("lean", {})
+
+
+def test_a_checkpoint_alone_scores_within_its_runs_time_limit(tmp_path, capsys):
+    """Without --data the verifier's time limit is the run's reward.timeout_s (the code
+    recipe's 30 s; rlvr eval scored with 10 s, so slow right programs timed out and the run's
+    numbers did not come out again); --timeout given wins."""
+    run = RUN_WITH_HELD_OUT.replace("reward: {", "reward: {timeout_s: 30.0, ")
+    checkpoint, _ = _checkpoint_and_data(tmp_path, run)
+    run, args = from_run(["--model", str(checkpoint)])
+    assert run.reward.timeout_s == 30.0 and args.timeout == 30.0
+    assert "reward.timeout_s 30.0" in capsys.readouterr().err
+    run, args = from_run(["--model", str(checkpoint), "--timeout", "5"])
+    assert run.reward.timeout_s == 5.0 and args.timeout == 5.0
+    assert "timeout" not in capsys.readouterr().err
+    assert (
+        _sampling(
+            ["--model", str(checkpoint), "--data", "x.jsonl", "--timeout", "5"]
+        ).scoring.timeout_s
+        == 5.0
+    )

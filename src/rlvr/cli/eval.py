@@ -415,6 +415,7 @@ def _scoring(args: argparse.Namespace, run: FromRun | None) -> tuple[Verifier, d
     warn_other_prompts(args)
     args.correct = 1.0 if args.correct is None else args.correct
     args.wrong = 0.0 if args.wrong is None else args.wrong
+    args.timeout = 10.0 if args.timeout is None else args.timeout
     options = reward_options(args)
     return get_verifier(args.verifier, **options), options
 

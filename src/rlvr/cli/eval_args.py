@@ -134,8 +134,8 @@ def eval_parser() -> argparse.ArgumentParser:
     data_args(p)
     reward_args(p)
     # main() takes the run's without --data, else math (a warning when the run trained with
-    # another) and the scores 1 and 0
-    p.set_defaults(verifier=None, correct=None, wrong=None)
+    # another), the scores 1 and 0 and a 10 s limit
+    p.set_defaults(verifier=None, correct=None, wrong=None, timeout=None)
     sampling_args(p)
     p.set_defaults(**dict.fromkeys(RUN_SAMPLING))  # main() takes the run's, else the defaults
     p.add_argument("--output", help="JSON file (default runs/eval/<model>-<time>.json)")

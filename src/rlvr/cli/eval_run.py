@@ -238,6 +238,7 @@ def _taken(cfg: TrainConfig, args: argparse.Namespace) -> list[tuple[str, str]]:
         ("reward.options", reward.options or None, args.verifier is None, "--verifier"),
         ("reward.correct", reward.correct, args.correct is None, "--correct"),
         ("reward.wrong", reward.wrong, args.wrong is None, "--wrong"),
+        ("reward.timeout_s", reward.timeout_s, args.timeout is None, "--timeout"),
     ]
     return [
         (f"{key} {_quoted(value)}", flag)
@@ -280,13 +281,15 @@ def _given_data(data: DataConfig, args: argparse.Namespace) -> DataConfig:
 
 
 def _given_reward(reward: RewardConfig, args: argparse.Namespace) -> RewardConfig:
-    """The run's ``reward`` section with ``--verifier``, ``--correct``, ``--wrong`` and
-    ``--extract`` given in its place; ``--verifier`` drops the run's verifier options (they
+    """The run's ``reward`` section with ``--verifier``, ``--correct``, ``--wrong``,
+    ``--extract`` and ``--timeout`` given in its place; ``--verifier`` drops the run's verifier options (they
     are its verifier's)."""
     options = {} if args.verifier is not None else dict(reward.options)
     options |= {"extract": args.extract} if args.extract else {}
     given = {k: getattr(args, k) for k in ("verifier", "correct", "wrong")}
     given = {k: v for k, v in given.items() if v is not None}
+    if args.timeout is not None:
+        given["timeout_s"] = args.timeout
     check_scores(given.get("correct", reward.correct), given.get("wrong", reward.wrong))
     return dataclasses.replace(reward, options=options, **given)
 
@@ -305,6 +308,7 @@ def _fill_args(args: argparse.Namespace, run: FromRun) -> None:
     if args.fields is None:
         args.prompt_field, args.answer_field = held.prompt_field, held.answer_field
     args.verifier, args.correct, args.wrong = reward.verifier, reward.correct, reward.wrong
+    args.timeout = reward.timeout_s
 
 
 def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:

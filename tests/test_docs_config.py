@@ -324,10 +324,11 @@ def test_the_data_stage_table_names_every_option_with_its_default():
 def test_the_eval_options_table_gives_the_parsers_defaults():
     """docs/evaluation.md's table of ``rlvr eval`` options: a default given in parentheses
     after an option (``--temperature`` (0.6), ``--dtype`` (``float32``)) is the parser's."""
-    from rlvr.cli.eval_args import sampling_args
+    from rlvr.cli.eval_args import reward_args, sampling_args
 
     sampling = argparse.ArgumentParser(add_help=False)
     sampling_args(sampling)  # eval's parser leaves these None: a run's checkpoint takes its own
+    reward_args(sampling)  # --timeout too
     resolved = {s: a.default for a in sampling._actions for s in a.option_strings}
     defaults = {s: a.default for a in eval_parser("eval")._actions for s in a.option_strings}
     defaults = {s: resolved.get(s) if d is None else d for s, d in defaults.items()}

@@ -338,12 +338,12 @@ def test_an_interrupted_evaluation_continues_and_its_kept_samples_go(
     whole = json.loads((tmp_path / "whole.json").read_text())
     real = harness.sample
 
-    def killed_after_one_batch(sampler, prompt_ids, config, *, done=None, on_batch=None):
+    def killed_after_one_batch(sampler, prompt_ids, config, *, done=None, on_batch=None, **rest):
         def then_stop(samples):
             on_batch(samples)
             raise KeyboardInterrupt
 
-        return real(sampler, prompt_ids, config, done=done, on_batch=then_stop)
+        return real(sampler, prompt_ids, config, done=done, on_batch=then_stop, **rest)
 
     monkeypatch.setattr(harness, "sample", killed_after_one_batch)
     assert main([*argv, str(out)]) == 130

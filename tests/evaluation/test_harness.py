@@ -205,7 +205,11 @@ def test_a_killed_evaluation_continues_from_its_kept_batches_with_the_same_numbe
     kept, _ = keep.load()
     assert len(kept["texts"]) == 2  # the first problem's two completions
     torch.rand(5)  # the caller's RNG moved on meanwhile
-    again = evaluate(model, tokenizer, EXAMPLES, "math", config, keep=keep)
+    told: list[tuple[int, int]] = []
+    again = evaluate(
+        model, tokenizer, EXAMPLES, "math", config, keep=keep, progress=lambda *a: told.append(a)
+    )
     assert again.to_dict() == whole.to_dict()
+    assert told == [(1, 3), (2, 3), (3, 3)]  # from the kept problem on, after each batch
     with pytest.raises(ValueError, match=r"other settings \(model\); run it with its own"):
         PartialSamples(keep.path, {"model": "other"}).load()

@@ -11,7 +11,7 @@ import signal
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -297,6 +297,49 @@ def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, referen
     shown = repr(reference)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     print_tokens(tokenizer, f"{label} (id {example_id}, {len(ids)} tokens, reference {shown})", ids)
+
+
+@contextlib.contextmanager
+def progress_bar(title: str, unit: str = "prompts") -> Iterator[Callable[[int, int], None]]:
+    """Progress over prompts (``unit``) on stderr; yields ``progress(done, total)``. On a terminal a
+    ``rich`` bar that starts at the first call (when sampling starts, so an input refused
+    before then prints only its error); elsewhere (a log, CI) a plain line at each tenth."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    console = Console(file=sys.stderr)
+    if not console.is_terminal:
+        yield _progress_lines(title, unit)
+        return
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    bar = Progress(*columns, console=console)
+    tasks = []
+
+    def progress(done: int, total: int) -> None:
+        if not tasks:
+            bar.start()
+            tasks.append(bar.add_task(title, total=total))
+        bar.update(tasks[0], completed=done, total=total)
+
+    try:
+        yield progress
+    finally:
+        if tasks:
+            bar.stop()
+
+
+def _progress_lines(title: str, unit: str) -> Callable[[int, int], None]:
+    """``progress(done, total)`` printing ``title: done/total unit`` to stderr when ``done``
+    reaches another tenth of ``total`` (the first call, at the start, prints nothing)."""
+    said = {0}
+
+    def progress(done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if tenth not in said:
+            said.add(tenth)
+            print(f"{title}: {done}/{total} {unit}", file=sys.stderr, flush=True)
+
+    return progress
 
 
 def key_values(pairs: list[str], flag: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from rlvr.cli.common import command, key_values
+from rlvr.cli.common import command, key_values, progress_bar
 from rlvr.cli.eval_args import (
     check_sampler,
     field_args,
@@ -229,7 +229,7 @@ def _filter(args: argparse.Namespace) -> None:
     )
     check_sampler(args.sampler, dry_run=False)
     verifier_options = reward_options(args)
-    with _bar("filter") as progress, _field_hint():
+    with progress_bar("filter") as progress, _field_hint():
         report = filter_step(
             options,
             args.input,
@@ -258,26 +258,3 @@ def _field_hint(flags: str = "--prompt-field / --answer-field (or a named mappin
         raise MissingField(f"{err}; name the file's fields with {flags}") from None
     except MissingSplit as err:
         raise MissingSplit(f"{err}; name one with --split") from None
-
-
-@contextlib.contextmanager
-def _bar(title: str):
-    """A rich progress bar over prompts; yields ``progress(done, total)``. The bar starts at the
-    first call (when sampling starts), so an input refused before then prints only its error."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    bar = Progress(*columns, transient=False)
-    tasks = []
-
-    def progress(done: int, total: int) -> None:
-        if not tasks:
-            bar.start()
-            tasks.append(bar.add_task(title, total=total))
-        bar.update(tasks[0], completed=done, total=total)
-
-    try:
-        yield progress
-    finally:
-        if tasks:
-            bar.stop()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rlvr.atomic import write_json
-from rlvr.cli.common import command, note_device, print_prompt
+from rlvr.cli.common import command, note_device, print_prompt, progress_bar
 from rlvr.cli.eval_args import (
     check_sampler,
     check_template,
@@ -371,8 +371,8 @@ def _sample_and_score(
     keep: PartialSamples,
     output: Path,
 ) -> EvalReport:
-    """Load the model, sample with ``--sampler`` (released after) and score; after Ctrl-C,
-    say how to continue."""
+    """Load the model, sample with ``--sampler`` (released after; a progress bar on stderr)
+    and score; after Ctrl-C, say how to continue."""
     from rlvr.evaluation.harness import evaluate
     from rlvr.generation import make_sampler
     from rlvr.models import load_model
@@ -380,16 +380,18 @@ def _sample_and_score(
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     sampler = make_sampler(args.sampler, model, tokenizer, **args.sampler_options)
     try:
-        return evaluate(
-            model,
-            tokenizer,
-            examples,
-            verifier,
-            config,
-            sampler=sampler,
-            prompt_ids=prompt_ids,
-            keep=keep,
-        )
+        with progress_bar("eval", "problems") as progress:
+            return evaluate(
+                model,
+                tokenizer,
+                examples,
+                verifier,
+                config,
+                sampler=sampler,
+                prompt_ids=prompt_ids,
+                keep=keep,
+                progress=progress,
+            )
     except KeyboardInterrupt:
         _say_how_to_continue(keep, output, len(examples), config.n)
         raise

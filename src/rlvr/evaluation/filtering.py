@@ -42,14 +42,11 @@ from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.loading import Example, Row, row_to_example
 from rlvr.data.rowfiles import StepReport, check_step_output, read_rows, write_step
 from rlvr.dotted import flatten
-from rlvr.evaluation.harness import EvalConfig, ProblemResult, evaluate
+from rlvr.evaluation.harness import EvalConfig, ProblemResult, Progress, evaluate
 from rlvr.evaluation.keep_rule import KeepRule
 from rlvr.generation import Sampler, make_sampler
 from rlvr.rewards.registry import Verifier
 from rlvr.rewards.scoring import Scorer
-
-Progress = Callable[[int, int], None]
-"""``progress(done, total)``: prompts scored so far (resumed ones included) of all."""
 
 
 @dataclass(frozen=True)

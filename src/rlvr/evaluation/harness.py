@@ -32,6 +32,10 @@ from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
 EVAL_SAMPLING = SamplingConfig(max_new_tokens=256, temperature=0.6, top_p=1.0)
 
 
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: prompts done so far (resumed ones included) of all."""
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     """How an evaluation samples and scores."""
@@ -219,11 +223,16 @@ def sample(
     *,
     done: Samples | None = None,
     on_batch: Callable[[Samples], None] | None = None,
+    progress: Progress | None = None,
 ) -> Samples:
     """``config.n`` completions per prompt, ``config.batch_size`` prompts at a time, after the
-    whole batches ``done`` already holds; ``on_batch`` sees the samples after each batch."""
+    whole batches ``done`` already holds; ``on_batch`` sees the samples after each batch,
+    ``progress(prompts sampled, prompts)`` is told before the first and after each."""
     texts, lengths, truncated = (list(x) for x in (done or Samples([], [], [])))
-    for start in range(len(texts) // config.n, len(prompt_ids), config.batch_size):
+    first = len(texts) // config.n
+    if progress is not None:
+        progress(first, len(prompt_ids))
+    for start in range(first, len(prompt_ids), config.batch_size):
         ids = [list(p) for p in prompt_ids[start : start + config.batch_size]]
         out = sampler.generate(ids, n=config.n, sampling=config.sampling)
         texts += out.texts
@@ -231,6 +240,8 @@ def sample(
         truncated += [bool(x) for x in out.truncated.tolist()]
         if on_batch is not None:
             on_batch(Samples(texts, lengths, truncated))
+        if progress is not None:
+            progress(start + len(ids), len(prompt_ids))
     return Samples(texts, lengths, truncated)
 
 
@@ -246,12 +257,14 @@ def sample_seeded(
     config: EvalConfig,
     sampler: Sampler | None = None,
     keep: PartialSamples | None = None,
+    progress: Progress | None = None,
 ) -> Samples:
     """:func:`sample` in eval mode under a forked RNG seeded with ``config.seed``.
 
     ``sampler``: the one to sample with (the trainer's); default the ``lean`` sampler on ``model``.
     ``keep``: where the samples so far and the RNG state after them are kept after each batch,
     and taken up from when a killed evaluation is run again (the numbers are unchanged).
+    ``progress``: see :func:`sample`.
     """
     sampler = sampler or make_sampler("lean", model, tokenizer)
     devices = _rng_devices(model)
@@ -262,7 +275,9 @@ def sample_seeded(
             torch.manual_seed(config.seed)
             done = _resume(keep, devices)
             on_batch = None if keep is None else functools.partial(_keep, keep, devices)
-            return sample(sampler, prompt_ids, config, done=done, on_batch=on_batch)
+            return sample(
+                sampler, prompt_ids, config, done=done, on_batch=on_batch, progress=progress
+            )
     finally:
         model.train(was_training)
 
@@ -342,6 +357,7 @@ def evaluate(
     sampler: Sampler | None = None,
     prompt_ids: Sequence[Sequence[int]] | None = None,
     keep: PartialSamples | None = None,
+    progress: Progress | None = None,
 ) -> EvalReport:
     """Sample ``config.n`` completions per example, verify them, and report.
 
@@ -352,6 +368,7 @@ def evaluate(
     prompts already tokenised (the trainer's, cut to ``data.max_prompt_tokens``); by
     default each prompt is formatted with the chat template and tokenised here. ``keep``:
     see :func:`sample_seeded` (``rlvr eval`` continues a killed evaluation with it).
+    ``progress(prompts sampled, prompts)``: told before sampling and after each batch.
     """
     if not examples:
         raise ValueError("examples is empty")
@@ -366,5 +383,5 @@ def evaluate(
     if prompt_ids is None:
         prompt_ids = encode_prompts(tokenizer, examples, config)
         warn_past_context(model, prompt_ids, config.sampling.max_new_tokens)
-    samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler, keep)
+    samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler, keep, progress)
     return build_report(score_problems(examples, verifier, samples, config, scorer), config)

@@ -89,8 +89,8 @@ def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
     p.add_argument(
         "--sampler",
         default="lean",
-        help="lean (default), hf, vllm (needs vLLM: make setup-vllm, or rlvr[vllm] on a GPU "
-        "machine) or one registered with rlvr.generation.register_sampler",
+        help="lean (default), hf, or vllm (needs vLLM: make setup-vllm, or rlvr[vllm] on a GPU "
+        "machine)",
     )
     p.add_argument(
         "--sampler-option",

@@ -57,6 +57,7 @@ from rlvr.data.rowfiles import StepReport
 from rlvr.dotted import changed_keys, flatten
 from rlvr.evaluation.data_steps import STEPS, run_step, step_options
 from rlvr.evaluation.filtering import passrates_file
+from rlvr.evaluation.harness import progress_lines
 from rlvr.generation.registry import missing_package
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
@@ -332,7 +333,10 @@ def _run_data(
     made = _data_made_from(stage, options, source, model)  # before the step: its input's digest
     # an interrupted filter goes on from the scores it recorded
     resumed = stage.config == "filter" and passrates_file(run_dir / DATA_FILE).is_file()
-    report: StepReport = run_step(options, source, run_dir / DATA_FILE, model=model)
+    progress = progress_lines(announce, f"  {stage.config}")  # a filter's sampling, by tenths
+    report: StepReport = run_step(
+        options, source, run_dir / DATA_FILE, model=model, progress=progress
+    )
     if report.kept == 0:  # not marked finished: rerun with other options, it runs again
         raise ValueError(
             f"{report.summary()}: a stage that keeps no rows leaves nothing to train on "

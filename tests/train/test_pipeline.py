@@ -556,6 +556,8 @@ def test_data_stages_clean_the_data_a_later_stage_trains_on(tmp_path, tiny_model
     assert dedup.counts == {"kept": 7, "duplicate": 1}
     assert clean.counts == {"kept": 6, "contaminated": 1}
     assert kept.counts == {"kept": 6} and kept.output == out / "filter" / "data.jsonl"
+    # the filter stage says how far its sampling came (it said nothing until it ended)
+    assert "  filter: 4/6 prompts" in lines and "  filter: 6/6 prompts" in lines
     (dropped,) = [
         json.loads(x) for x in (out / "clean" / "data.dropped.jsonl").read_text().splitlines()
     ]

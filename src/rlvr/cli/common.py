@@ -307,9 +307,11 @@ def progress_bar(title: str, unit: str = "prompts") -> Iterator[Callable[[int, i
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    from rlvr.evaluation.harness import progress_lines
+
     console = Console(file=sys.stderr)
     if not console.is_terminal:
-        yield _progress_lines(title, unit)
+        yield progress_lines(lambda line: print(line, file=sys.stderr, flush=True), title, unit)
         return
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     bar = Progress(*columns, console=console)
@@ -326,20 +328,6 @@ def progress_bar(title: str, unit: str = "prompts") -> Iterator[Callable[[int, i
     finally:
         if tasks:
             bar.stop()
-
-
-def _progress_lines(title: str, unit: str) -> Callable[[int, int], None]:
-    """``progress(done, total)`` printing ``title: done/total unit`` to stderr when ``done``
-    reaches another tenth of ``total`` (the first call, at the start, prints nothing)."""
-    said = {0}
-
-    def progress(done: int, total: int) -> None:
-        tenth = 10 * done // max(total, 1)
-        if tenth not in said:
-            said.add(tenth)
-            print(f"{title}: {done}/{total} {unit}", file=sys.stderr, flush=True)
-
-    return progress
 
 
 def key_values(pairs: list[str], flag: str) -> dict[str, Any]:

@@ -31,8 +31,7 @@ from typing import Any
 from rlvr.data.contamination import NgramIndex
 from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.rowfiles import StepReport
-from rlvr.evaluation.filtering import Progress
-from rlvr.evaluation.harness import EvalConfig
+from rlvr.evaluation.harness import EvalConfig, Progress
 from rlvr.evaluation.keep_rule import parse_rule
 from rlvr.generation import SamplingConfig, sampler_options
 from rlvr.generation.registry import missing_package
@@ -210,10 +209,15 @@ def step_options(step: str, options: dict[str, Any]) -> Any:
 
 
 def run_step(
-    options: Any, source: str | Path, output: str | Path, *, model: str | None
+    options: Any,
+    source: str | Path,
+    output: str | Path,
+    *,
+    model: str | None,
+    progress: Progress | None = None,
 ) -> StepReport:
     """Run one step (options from :func:`step_options`) from ``source`` into ``output``;
-    ``filter`` samples with ``model``."""
+    ``filter`` samples with ``model`` and tells ``progress(prompts scored, prompts)``."""
     if isinstance(options, DedupOptions):
         from rlvr.data.dedup import dedup_file
 
@@ -238,7 +242,7 @@ def run_step(
             ) from None
     if model is None:
         raise ValueError("filter samples with a model: set the pipeline's model (or model=...)")
-    return filter_step(options, source, output, model)
+    return filter_step(options, source, output, model, progress=progress)
 
 
 def filter_step(

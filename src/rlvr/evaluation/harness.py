@@ -36,6 +36,28 @@ Progress = Callable[[int, int], None]
 """``progress(done, total)``: prompts done so far (resumed ones included) of all."""
 
 
+def progress_lines(say: Callable[[str], None], title: str, unit: str = "prompts") -> Progress:
+    """A :data:`Progress` that says ``title: done/total unit`` when ``done`` reaches another
+    tenth of ``total`` (nothing at the start): progress in a log, where a bar cannot draw.
+
+    >>> progress = progress_lines(print, "eval", "problems")
+    >>> for done in (0, 3, 10, 11, 20):
+    ...     progress(done, 20)
+    eval: 3/20 problems
+    eval: 10/20 problems
+    eval: 20/20 problems
+    """
+    said = {0}
+
+    def progress(done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if tenth not in said:
+            said.add(tenth)
+            say(f"{title}: {done}/{total} {unit}")
+
+    return progress
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     """How an evaluation samples and scores."""

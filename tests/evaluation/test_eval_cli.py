@@ -897,3 +897,36 @@ def test_a_checkpoint_alone_scores_within_its_runs_time_limit(tmp_path, capsys):
         ).scoring.timeout_s
         == 5.0
     )
+
+
+def test_against_an_earlier_report_prints_and_records_the_paired_differences(
+    tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    """`--against BASE.json`: the avg@k / pass@k differences from an earlier report of the
+    same problems, paired by problem, printed under the table and recorded in the JSON; a
+    report of other problems or another verifier is refused before the model loads."""
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n" for i in range(5)))  # fmt: skip
+    argv = ["--model", str(tiny_model_dir), "--data", str(data), "-n", "2", "--max-tokens", "4"]
+    base, again = tmp_path / "base.json", tmp_path / "again.json"
+    assert main([*argv, "--output", str(base)]) == 0
+    assert main([*argv, "--output", str(again), "--against", str(base)]) == 0  # the same samples
+    out = capsys.readouterr().out
+    assert f"against {base}, paired by problem (percentage points, 95%): avg@2 +0.0" in out
+    recorded = json.loads(again.read_text())["against"]
+    assert recorded["file"] == str(base) and recorded["avg@2"]["mean"] == 0
+    assert recorded["avg@2"]["problems"] == 5 and set(recorded) == {"file", "avg@2", "pass@2"}
+    import rlvr.models
+
+    monkeypatch.setattr(rlvr.models, "load_model", _never)
+    for flags, said in [
+        (["--limit", "3"], "the reports hold other problems (3 and 5, 3 in both)"),
+        (["--verifier", "math+format"], "scored with verifier 'math', this with 'math+format'"),
+    ]:
+        assert main([*argv, *flags, "--output", str(again), "--against", str(base)]) == 2
+        assert capsys.readouterr().err == f"rlvr: error: --against {base}: {said}" + (
+            ": give --verifier math to compare\n" if "verifier" in said else
+            ": evaluate the same data with the same --limit\n"
+        )  # fmt: skip
+    assert main([*argv, "--against", str(data), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith(f"rlvr: error: --against {data}: not an rlvr eval")

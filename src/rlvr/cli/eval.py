@@ -48,6 +48,7 @@ from rlvr.cli.eval_run import (
 )
 from rlvr.data.fields import DATASETS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
+from rlvr.evaluation.paired import paired_differences, paired_problems, read_report, summary
 from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -330,6 +331,7 @@ def main(argv: list[str]) -> int:
     check_writable(output)
     _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     check_sampler(args.sampler, dry_run=args.dry_run)
+    base = _read_against(args.against)
     if args.dry_run:
         _dry_run(args, config, run)
         return 0
@@ -338,28 +340,63 @@ def main(argv: list[str]) -> int:
     keep = PartialSamples(partial_path(output), _settings(args))
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples, prompt_ids = _problems(args, run)
+    if base is not None:  # other problems or another verifier: one line before sampling
+        _check_against(args.against, base, verifier.spec, examples)
     report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
-    write_json(
-        output,
-        {
-            "model": args.model,
-            "data": args.data,
-            "verifier": verifier.spec,
-            "verifier_options": options,  # as given: a +format verifier's own hold its inner one
-            "loading": _loading(args),
-            "sampler": {"name": args.sampler, "options": args.sampler_options},
-            "command": "rlvr eval " + shlex.join(argv),
-            "versions": _versions(),
-            **report.to_dict(),
-        },
-    )
+    written = {
+        "model": args.model,
+        "data": args.data,
+        "verifier": verifier.spec,
+        "verifier_options": options,  # as given: a +format verifier's own hold its inner one
+        "loading": _loading(args),
+        "sampler": {"name": args.sampler, "options": args.sampler_options},
+        "command": "rlvr eval " + shlex.join(argv),
+        "versions": _versions(),
+        **report.to_dict(),
+    }
+    differences = None if base is None else paired_differences(written, base)
+    if differences is not None:
+        written["against"] = {
+            "file": args.against,
+            **{k: d._asdict() for k, d in differences.items()},
+        }
+    write_json(output, written)
     sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
     title = f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}{sampled}"
     print_table(report, title)
+    if differences is not None:
+        print(
+            f"against {args.against}, paired by problem (percentage points, 95%): {summary(differences)}"
+        )
     warn_unverified(report)
     keep.remove()
     print(f"wrote {output}")
     return 0
+
+
+def _read_against(path: str | None) -> dict | None:
+    """The ``--against`` report (``None`` without one); one line when it is no report."""
+    if path is None:
+        return None
+    try:
+        return read_report(path)
+    except ValueError as err:
+        raise ValueError(f"--against {err}") from None
+
+
+def _check_against(path: str, base: dict, spec: str, examples: list) -> None:
+    """Refuse an ``--against`` report of another verifier or of other problems (matched by
+    dataset, id and reference) before anything samples."""
+    if base.get("verifier") != spec:
+        raise ValueError(
+            f"--against {path}: scored with verifier {base.get('verifier')!r}, this with "
+            f"{spec!r}: give --verifier {base.get('verifier')} to compare"
+        )
+    mine = [{"dataset": ex.dataset, "id": ex.id, "reference": ex.reference} for ex in examples]
+    try:
+        paired_problems(mine, base["problems"])
+    except ValueError as err:
+        raise ValueError(f"--against {path}: {err}") from None
 
 
 def _sample_and_score(
@@ -456,7 +493,7 @@ def _show_prompts(args: argparse.Namespace, config: EvalConfig, run: FromRun | N
 
 
 _NOT_SAMPLING = (
-    *("output", "no_completions", "k", "dry_run", "show_prompts"),
+    *("output", "no_completions", "k", "dry_run", "show_prompts", "against"),
     *("verifier", "correct", "wrong", "extract", "timeout", "workers"),
 )
 """Options the completions do not depend on: how they are scored and where the report goes."""

@@ -142,6 +142,13 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-completions", action="store_true", help="leave completion texts out of the JSON"
     )
+    p.add_argument(
+        "--against",
+        metavar="BASE.json",
+        help="an earlier rlvr eval report of the same problems and verifier (another model): "
+        "print and record the paired differences of avg@k and pass@k, with 95%% intervals "
+        "over problems",
+    )
     p.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)
     p.add_argument(
         "--show-prompts",

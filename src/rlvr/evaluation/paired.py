@@ -1,0 +1,136 @@
+"""Two evaluations of the same problems, compared problem by problem.
+
+For each problem ``i`` both evaluations give a value (``avg@k``: ``c_i / n_i``; ``pass@k``: the
+unbiased estimate from ``n_i`` and ``c_i``), and ``d_i = new_i - base_i``. The difference of a
+metric is ``mean(d)`` with the Student-t interval over problems,
+``mean(d) -+ t(P - 1) * sd(d) / sqrt(P)``: pairing by problem removes the problems'
+difficulty from the comparison, so it is far tighter than the two reports' standard errors
+side by side.
+
+What it does not cover: the interval resamples problems and completions, not training. Two
+checkpoints of two runs differ by their seeds as well as by their methods; a difference
+between methods needs several seeds per method (``rlvr compare``, docs/compare.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from scipy.stats import t as student_t
+
+from rlvr.evaluation.metrics import pass_at_k
+
+LEVEL = 0.95
+
+
+class Difference(NamedTuple):
+    """One metric's paired difference (new minus base) over problems."""
+
+    mean: float
+    low: float
+    """Lower end of the interval at :data:`LEVEL`."""
+    high: float
+    p: float
+    """Two-sided p-value of no difference (paired t test)."""
+    problems: int
+
+
+def paired_differences(new: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Difference]:
+    """``avg@k`` and ``pass@k`` differences of two ``rlvr eval`` reports (their JSON: problems
+    with ``dataset``, ``id``, ``reference``, ``n``, ``c``), ``k`` the smaller ``n`` of a problem
+    (``avg@k`` is the share correct whatever ``k``; ``pass@1`` is ``avg@k``, left out).
+
+    ``ValueError`` when they scored with other verifiers or hold other problems.
+
+    >>> one = {"verifier": "math", "problems": [
+    ...     {"dataset": "d", "id": str(i), "reference": "1", "n": 2, "c": c} for i, c in enumerate([2, 1, 1, 0])]}
+    >>> two = {**one, "problems": [{**p, "c": 1} for p in one["problems"]]}
+    >>> d = paired_differences(one, two)["avg@2"]
+    >>> (d.mean, d.problems, round(d.high, 3))
+    (0.0, 4, 0.65)
+    """
+    if new.get("verifier") != base.get("verifier"):
+        raise ValueError(
+            f"scored with verifier {new.get('verifier')!r} and {base.get('verifier')!r}: "
+            "a difference of two verifiers' scores says nothing of the models"
+        )
+    pairs = paired_problems(new["problems"], base["problems"])
+    k = min(min(a["n"], b["n"]) for a, b in pairs)
+    out = {f"avg@{k}": _difference([a["c"] / a["n"] - b["c"] / b["n"] for a, b in pairs])}
+    if k > 1:
+        gains = [pass_at_k(a["n"], a["c"], k) - pass_at_k(b["n"], b["c"], k) for a, b in pairs]
+        out[f"pass@{k}"] = _difference(gains)
+    return out
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """An ``rlvr eval`` JSON report, its problems checked; one line when it is none."""
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not an rlvr eval report ({err})") from None
+    problems = report.get("problems") if isinstance(report, dict) else None
+    keys = ("dataset", "id", "reference", "n", "c")
+    if not problems or not all(isinstance(p, dict) and all(k in p for k in keys) for p in problems):
+        raise ValueError(f"{path}: not an rlvr eval report (no problems with n and c)")
+    return report
+
+
+def summary(differences: Mapping[str, Difference]) -> str:
+    """The differences in percentage points, as ``rlvr eval --against`` prints them.
+
+    >>> summary({"avg@4": Difference(0.012, -0.003, 0.027, 0.12, 500)})
+    'avg@4 +1.2 [-0.3, +2.7] p 0.12'
+    """
+    parts = []
+    for name, d in differences.items():
+        if math.isnan(d.low):
+            parts.append(f"{name} {100 * d.mean:+.1f}")
+        else:
+            parts.append(
+                f"{name} {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] p {d.p:.2g}"
+            )
+    return "; ".join(parts)
+
+
+def paired_problems(new: Sequence[dict], base: Sequence[dict]) -> list[tuple[dict, dict]]:
+    """Each problem of ``new`` with the same one (dataset, id, reference) of ``base``;
+    ``ValueError`` unless both hold the same problems."""
+    keyed = {(p["dataset"], p["id"]): p for p in base}
+    if len(keyed) != len(base) or len({(p["dataset"], p["id"]) for p in new}) != len(new):
+        raise ValueError("a report names one problem twice (dataset and id)")
+    missing = [p for p in new if (p["dataset"], p["id"]) not in keyed]
+    if missing or len(new) != len(base):
+        raise ValueError(
+            f"the reports hold other problems ({len(new)} and {len(base)}, "
+            f"{len(new) - len(missing)} in both): evaluate the same data with the same --limit"
+        )
+    pairs = [(p, keyed[(p["dataset"], p["id"])]) for p in new]
+    other = next((a for a, b in pairs if _json(a["reference"]) != _json(b["reference"])), None)
+    if other is not None:
+        raise ValueError(
+            f"problem {other['dataset']}/{other['id']} has another reference in each report"
+        )
+    return pairs
+
+
+def _json(value: Any) -> str:
+    """A reference as its report's JSON holds it (a tuple as a list, a path as text)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _difference(d: Sequence[float]) -> Difference:
+    """Mean of ``d`` with its Student-t interval and p-value (one problem: no interval)."""
+    count, mean = len(d), math.fsum(d) / len(d)
+    if count < 2:
+        return Difference(mean, math.nan, math.nan, math.nan, count)
+    se = math.sqrt(math.fsum((x - mean) ** 2 for x in d) / (count - 1) / count)
+    if se == 0:  # every problem moved alike: no spread to test against
+        return Difference(mean, mean, mean, 1.0 if mean == 0 else 0.0, count)
+    half = float(student_t.ppf(0.5 + LEVEL / 2, count - 1)) * se
+    p = float(2 * student_t.sf(abs(mean) / se, count - 1))
+    return Difference(mean, mean - half, mean + half, p, count)

@@ -1,0 +1,92 @@
+"""Paired differences of two evaluations of the same problems (``rlvr eval --against``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+
+import numpy as np
+import pytest
+from scipy.stats import t as student_t
+
+from rlvr.evaluation.metrics import pass_at_k
+from rlvr.evaluation.paired import paired_differences, read_report, summary
+
+
+def _report(counts, n=4, verifier="math", ids=None, references=None):
+    ids = ids or [str(i) for i in range(len(counts))]
+    references = references or ["7"] * len(counts)
+    problems = [
+        {"dataset": "d", "id": i, "reference": r, "n": n, "c": c}
+        for i, r, c in zip(ids, references, counts, strict=True)
+    ]
+    return {"verifier": verifier, "problems": problems}
+
+
+def test_differences_are_the_paired_t_interval_over_problems():
+    new, base = [4, 3, 2, 4, 1, 0], [2, 3, 1, 4, 0, 1]
+    found = paired_differences(_report(new), _report(base))
+    assert list(found) == ["avg@4", "pass@4"]
+    d = [(a - b) / 4 for a, b in zip(new, base, strict=True)]  # .5 0 .25 0 .25 -.25
+    mean, se = statistics.mean(d), statistics.stdev(d) / math.sqrt(6)
+    half = student_t.ppf(0.975, 5) * se
+    avg = found["avg@4"]
+    assert avg.mean == pytest.approx(0.125, abs=1e-15) and avg.problems == 6
+    assert (avg.low, avg.high) == pytest.approx((mean - half, mean + half), abs=1e-12)
+    assert avg.p == pytest.approx(2 * student_t.sf(mean / se, 5), abs=1e-12)
+    gains = [pass_at_k(4, a, 4) - pass_at_k(4, b, 4) for a, b in zip(new, base, strict=True)]
+    assert found["pass@4"].mean == pytest.approx(statistics.mean(gains), abs=1e-15)  # 0 0 0 0 1 -1
+    assert summary({"avg@4": avg}).startswith("avg@4 +12.5 [")
+
+
+def test_pass_at_k_uses_the_smaller_n_and_one_sample_gives_avg_only():
+    found = paired_differences(_report([8, 0], n=8), _report([2, 1], n=4))
+    assert list(found) == ["avg@4", "pass@4"]
+    assert found["pass@4"].mean == pytest.approx(((1 - 1) + (0 - 1)) / 2)
+    assert list(paired_differences(_report([1, 0], n=1), _report([0, 0], n=1))) == ["avg@1"]
+
+
+def test_without_a_difference_the_interval_holds_zero_95_times_in_100():
+    """Calibration: two evaluations of one model (200 problems of spread difficulty, n=4,
+    independent samples) give an interval excluding 0 in about 5% of trials."""
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(0, 1, 200)
+    trials, excluded = 1000, 0
+    for _ in range(trials):
+        a, b = rng.binomial(4, difficulty), rng.binomial(4, difficulty)
+        d = paired_differences(_report(list(a)), _report(list(b)))["avg@4"]
+        excluded += not d.low <= 0 <= d.high
+    assert 0.03 < excluded / trials < 0.07, excluded
+
+
+@pytest.mark.parametrize(
+    ("base", "said"),
+    [
+        (_report([1, 2], verifier="code"), "scored with verifier 'math' and 'code'"),
+        (_report([1, 2, 3]), "other problems (2 and 3, 2 in both)"),
+        (_report([1, 2], ids=["0", "9"]), "other problems (2 and 2, 1 in both)"),
+        (_report([1, 2], references=["7", "8"]), "problem d/1 has another reference"),
+        (_report([1, 2], ids=["0", "0"]), "names one problem twice"),
+    ],
+)
+def test_reports_of_other_problems_or_verifiers_are_refused(base, said):
+    with pytest.raises(ValueError, match=re.escape(said)):
+        paired_differences(_report([1, 2]), base)
+
+
+def test_a_reference_is_compared_as_its_json(tmp_path):
+    """A code reference of tuples reads back from the JSON as lists: the same problem."""
+    tupled = _report([1], references=[{"inputs": [(1, 2)], "outputs": ["3"]}])
+    listed = json.loads(json.dumps(tupled))
+    assert paired_differences(tupled, listed)["avg@4"].mean == 0
+
+
+def test_a_file_that_is_no_report_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"metrics": {}}')
+    with pytest.raises(ValueError, match=r"bad.json: not an rlvr eval report \(no problems"):
+        read_report(bad)
+    with pytest.raises(ValueError, match=r"missing.json: not an rlvr eval report \("):
+        read_report(tmp_path / "missing.json")

@@ -117,3 +117,15 @@ def test_the_paths_where_a_new_piece_goes_are_the_layout_of_the_package():
             assert any((d / "__init__.py").exists() for d in where.iterdir()), path
         elif last.startswith("<"):
             assert [m for m in where.glob("*.py") if m.name != "__init__.py"], path
+
+
+def test_the_doc_table_gives_each_package_its_layer():
+    """docs/architecture.md's table lists every package (``rlvr.<name>``) at the layer checked
+    above (``rlvr``, ``__main__``: the package itself and its entry point, not in the table)."""
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    documented = {}
+    for row in re.findall(r"^\| (\d) \| ([^|]+) \|", text, flags=re.M):
+        for name in re.findall(r"`rlvr\.(\w+)`", row[1]):
+            documented[name] = int(row[0])
+    expected = {k: v for k, v in LAYERS.items() if k not in ("rlvr", "__main__")}
+    assert documented == expected

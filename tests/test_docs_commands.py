@@ -83,12 +83,25 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
         _write_jsonl(root / name, rows)
     _write_jsonl(root / "pairs.jsonl", [{"prompt": "1 + 1 =", "response": "2"}] * 4)
     _fake_run(root / "runs" / "demo-20261122-101500", tiny_model_dir)
-    for name in ("demo-20260101-120000", "grpo", "abc", "a", "b"):
+    for name in ("demo-20260101-120000", "a", "b"):
         _fake_run(root / "runs" / name)
+    for name in ("grpo", "abc"):  # two finished demo runs, compared by rlvr eval --against
+        _fake_run(root / "runs" / name, tiny_model_dir)
     _fake_run(root / "runs" / "sft-20260101-120000", sft=True)
+    _report_to_compare_with(root)
     shutil.copytree(tiny_model_dir, root / "runs" / "ckpt")
     shutil.copytree(tiny_model_dir, root / "sft-model")
     return root
+
+
+def _report_to_compare_with(root: Path) -> None:
+    """``grpo.json``, the report ``rlvr eval --against grpo.json`` reads, made as the command
+    before it in docs/evaluation.md makes it (which also runs, and writes it again)."""
+    from rlvr.cli.eval import main
+
+    checkpoint = root / "runs" / "grpo" / "checkpoints" / "step_000060"
+    with contextlib.chdir(root), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--model", str(checkpoint), *EVAL_SMALL, "--output", "grpo.json"]) == 0
 
 
 def _needed_marks(cmd: Command, sandbox: Path) -> set[str]:

@@ -6,6 +6,8 @@
 
     report = evaluate(model, tokenizer, examples, "math", EvalConfig(n=8, ks=(1, 4, 8)))
     report.metrics["avg@8"], report.metrics["pass@4"], report.per_dataset["math500"]
+
+Two reports of the same problems compared problem by problem: :func:`paired_differences`.
 """
 
 from rlvr.evaluation.harness import (
@@ -25,6 +27,7 @@ from rlvr.evaluation.metrics import (
     pass_at_k,
     summarize,
 )
+from rlvr.evaluation.paired import paired_differences, read_report
 
 __all__ = [
     "EVAL_SAMPLING",
@@ -38,6 +41,8 @@ __all__ = [
     "mean_at_k",
     "mean_avg_at_k",
     "mean_pass_at_k",
+    "paired_differences",
     "pass_at_k",
+    "read_report",
     "summarize",
 ]

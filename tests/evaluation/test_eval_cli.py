@@ -914,8 +914,10 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
     out = capsys.readouterr().out
     assert f"against {base}, paired by problem (percentage points, 95%): avg@2 +0.0" in out
     recorded = json.loads(again.read_text())["against"]
-    assert recorded["file"] == str(base) and recorded["avg@2"]["mean"] == 0
-    assert recorded["avg@2"]["problems"] == 5 and set(recorded) == {"file", "avg@2", "pass@2"}
+    assert recorded["file"] == str(base) and recorded["all"]["avg@2"]["mean"] == 0
+    assert recorded["all"]["avg@2"]["problems"] == 5 and set(recorded["all"]) == {"avg@2", "pass@2"}
+    assert recorded["per_dataset"] == {"qa": recorded["all"]}
+    assert "  qa: " not in out  # one dataset: no line of its own
     import rlvr.models
 
     monkeypatch.setattr(rlvr.models, "load_model", _never)
@@ -930,3 +932,21 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
         )  # fmt: skip
     assert main([*argv, "--against", str(data), "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith(f"rlvr: error: --against {data}: not an rlvr eval")
+
+
+def test_against_with_several_datasets_gives_a_line_for_each():
+    from rlvr.cli.eval import _paired
+
+    problems = [
+        {"dataset": d, "id": str(i), "reference": "1", "n": 2, "c": c}
+        for d, i, c in [("a", 0, 2), ("a", 1, 0), ("b", 0, 1), ("b", 1, 1)]
+    ]
+    new = {"verifier": "math", "problems": problems}
+    base = {"verifier": "math", "problems": [{**p, "c": 1} for p in problems]}
+    section, lines = _paired("base.json", new, base)
+    assert set(section["per_dataset"]) == {"a", "b"} and section["all"]["avg@2"]["problems"] == 4
+    assert lines[0].startswith("against base.json, paired by problem") and len(lines) == 3
+    assert (
+        lines[1].startswith("  a: avg@2 +0.0 [")
+        and lines[2] == "  b: avg@2 +0.0 [+0.0, +0.0] p 1; pass@2 +0.0 [+0.0, +0.0] p 1"
+    )

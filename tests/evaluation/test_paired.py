@@ -12,7 +12,12 @@ import pytest
 from scipy.stats import t as student_t
 
 from rlvr.evaluation.metrics import pass_at_k
-from rlvr.evaluation.paired import paired_differences, read_report, summary
+from rlvr.evaluation.paired import (
+    paired_differences,
+    per_dataset_differences,
+    read_report,
+    summary,
+)
 
 
 def _report(counts, n=4, verifier="math", ids=None, references=None):
@@ -90,3 +95,15 @@ def test_a_file_that_is_no_report_is_one_line(tmp_path):
         read_report(bad)
     with pytest.raises(ValueError, match=r"missing.json: not an rlvr eval report \("):
         read_report(tmp_path / "missing.json")
+
+
+def test_each_datasets_differences_are_its_own_problems():
+    new, base = _report([4, 0, 2, 2]), _report([0, 0, 2, 2])
+    for report in (new, base):
+        for problem in report["problems"][2:]:
+            problem["dataset"] = "e"
+    found = per_dataset_differences(new, base)
+    assert list(found) == ["d", "e"]
+    assert found["d"]["avg@4"].mean == 0.5 and found["d"]["avg@4"].problems == 2
+    assert found["e"]["avg@4"] == (0.0, 0.0, 0.0, 1.0, 2)  # level everywhere: p 1
+    assert paired_differences(new, base)["avg@4"].mean == 0.25

@@ -48,7 +48,13 @@ from rlvr.cli.eval_run import (
 )
 from rlvr.data.fields import DATASETS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
-from rlvr.evaluation.paired import paired_differences, paired_problems, read_report, summary
+from rlvr.evaluation.paired import (
+    paired_differences,
+    paired_problems,
+    per_dataset_differences,
+    read_report,
+    summary,
+)
 from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -354,20 +360,15 @@ def main(argv: list[str]) -> int:
         "versions": _versions(),
         **report.to_dict(),
     }
-    differences = None if base is None else paired_differences(written, base)
-    if differences is not None:
-        written["against"] = {
-            "file": args.against,
-            **{k: d._asdict() for k, d in differences.items()},
-        }
+    paired = None if base is None else _paired(args.against, written, base)
+    if paired is not None:
+        written["against"] = paired[0]
     write_json(output, written)
     sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
     title = f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}{sampled}"
     print_table(report, title)
-    if differences is not None:
-        print(
-            f"against {args.against}, paired by problem (percentage points, 95%): {summary(differences)}"
-        )
+    if paired is not None:
+        print("\n".join(paired[1]))
     warn_unverified(report)
     keep.remove()
     print(f"wrote {output}")
@@ -382,6 +383,22 @@ def _read_against(path: str | None) -> dict | None:
         return read_report(path)
     except ValueError as err:
         raise ValueError(f"--against {err}") from None
+
+
+def _paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
+    """The JSON's ``against`` section and the lines printed under the table: the paired
+    differences over all problems and, with several datasets, over each one's."""
+    overall = paired_differences(written, base)
+    datasets = per_dataset_differences(written, base)
+    section = {
+        "file": path,
+        "all": {k: d._asdict() for k, d in overall.items()},
+        "per_dataset": {n: {k: d._asdict() for k, d in ds.items()} for n, ds in datasets.items()},
+    }
+    lines = [f"against {path}, paired by problem (percentage points, 95%): {summary(overall)}"]
+    if len(datasets) > 1:
+        lines += [f"  {name}: {summary(ds)}" for name, ds in datasets.items()]
+    return section, lines
 
 
 def _check_against(path: str, base: dict, spec: str, examples: list) -> None:

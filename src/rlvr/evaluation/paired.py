@@ -53,12 +53,31 @@ def paired_differences(new: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     >>> (d.mean, d.problems, round(d.high, 3))
     (0.0, 4, 0.65)
     """
+    return _differences(_checked_pairs(new, base))
+
+
+def per_dataset_differences(
+    new: Mapping[str, Any], base: Mapping[str, Any]
+) -> dict[str, dict[str, Difference]]:
+    """:func:`paired_differences` of each dataset's problems, by dataset name."""
+    by_dataset: dict[str, list[tuple[dict, dict]]] = {}
+    for a, b in _checked_pairs(new, base):
+        by_dataset.setdefault(a["dataset"], []).append((a, b))
+    return {name: _differences(pairs) for name, pairs in by_dataset.items()}
+
+
+def _checked_pairs(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[dict, dict]]:
+    """The two reports' problems paired; ``ValueError`` for other verifiers or problems."""
     if new.get("verifier") != base.get("verifier"):
         raise ValueError(
             f"scored with verifier {new.get('verifier')!r} and {base.get('verifier')!r}: "
             "a difference of two verifiers' scores says nothing of the models"
         )
-    pairs = paired_problems(new["problems"], base["problems"])
+    return paired_problems(new["problems"], base["problems"])
+
+
+def _differences(pairs: Sequence[tuple[dict, dict]]) -> dict[str, Difference]:
+    """avg@k and (``k > 1``) pass@k differences of paired problems, ``k`` the smaller ``n``."""
     k = min(min(a["n"], b["n"]) for a, b in pairs)
     out = {f"avg@{k}": _difference([a["c"] / a["n"] - b["c"] / b["n"] for a, b in pairs])}
     if k > 1:

@@ -935,7 +935,7 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
 
 
 def test_against_with_several_datasets_gives_a_line_for_each():
-    from rlvr.cli.eval import _paired
+    from rlvr.cli.eval_against import paired
 
     problems = [
         {"dataset": d, "id": str(i), "reference": "1", "n": 2, "c": c}
@@ -943,7 +943,7 @@ def test_against_with_several_datasets_gives_a_line_for_each():
     ]
     new = {"verifier": "math", "problems": problems}
     base = {"verifier": "math", "problems": [{**p, "c": 1} for p in problems]}
-    section, lines = _paired("base.json", new, base)
+    section, lines = paired("base.json", new, base)
     assert set(section["per_dataset"]) == {"a", "b"} and section["all"]["avg@2"]["problems"] == 4
     assert lines[0].startswith("against base.json, paired by problem") and len(lines) == 3
     assert (

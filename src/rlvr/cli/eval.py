@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from rlvr.atomic import write_json
 from rlvr.cli.common import command, note_device, print_prompt, progress_bar
+from rlvr.cli.eval_against import check_against, paired, read_against
 from rlvr.cli.eval_args import (
     check_sampler,
     check_template,
@@ -48,13 +49,6 @@ from rlvr.cli.eval_run import (
 )
 from rlvr.data.fields import DATASETS, FieldMap
 from rlvr.evaluation.harness import EvalConfig, EvalReport
-from rlvr.evaluation.paired import (
-    paired_differences,
-    paired_problems,
-    per_dataset_differences,
-    read_report,
-    summary,
-)
 from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -173,8 +167,9 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) 
         _check_sources(args.data)
         for item in args.data:
             print(_source_line(args, item))
-    sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
-    print(f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}{sampled}")
+    print(
+        f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}{_sampled(args)}"
+    )
 
 
 def _source_line(args: argparse.Namespace, item: str) -> str:
@@ -185,6 +180,11 @@ def _source_line(args: argparse.Namespace, item: str) -> str:
     source = item.partition("::")[0]
     check_source(source)
     return f"{item}: {len(_load_one(args, item))} problems" if is_local(source) else not_read(item)
+
+
+def _sampled(args: argparse.Namespace) -> str:
+    """``", sampler vllm"`` after a summary line; nothing for the default ``lean``."""
+    return "" if args.sampler == "lean" else f", sampler {args.sampler}"
 
 
 def _per_problem(n: int) -> str:
@@ -337,7 +337,7 @@ def main(argv: list[str]) -> int:
     check_writable(output)
     _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     check_sampler(args.sampler, dry_run=args.dry_run)
-    base = _read_against(args.against)
+    base = read_against(args.against)
     if args.dry_run:
         _dry_run(args, config, run)
         return 0
@@ -347,7 +347,7 @@ def main(argv: list[str]) -> int:
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples, prompt_ids = _problems(args, run)
     if base is not None:  # other problems or another verifier: one line before sampling
-        _check_against(args.against, base, verifier.spec, examples)
+        check_against(args.against, base, verifier.spec, examples)
     report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
     written = {
         "model": args.model,
@@ -360,60 +360,18 @@ def main(argv: list[str]) -> int:
         "versions": _versions(),
         **report.to_dict(),
     }
-    paired = None if base is None else _paired(args.against, written, base)
-    if paired is not None:
-        written["against"] = paired[0]
+    differences = None if base is None else paired(args.against, written, base)
+    if differences is not None:
+        written["against"] = differences[0]
     write_json(output, written)
-    sampled = "" if args.sampler == "lean" else f", sampler {args.sampler}"
-    title = f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}{sampled}"
-    print_table(report, title)
-    if paired is not None:
-        print("\n".join(paired[1]))
+    title = f"{args.model}: {_per_problem(config.n)}, T={config.sampling.temperature}"
+    print_table(report, title + _sampled(args))
+    if differences is not None:
+        print("\n".join(differences[1]))
     warn_unverified(report)
     keep.remove()
     print(f"wrote {output}")
     return 0
-
-
-def _read_against(path: str | None) -> dict | None:
-    """The ``--against`` report (``None`` without one); one line when it is no report."""
-    if path is None:
-        return None
-    try:
-        return read_report(path)
-    except ValueError as err:
-        raise ValueError(f"--against {err}") from None
-
-
-def _paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
-    """The JSON's ``against`` section and the lines printed under the table: the paired
-    differences over all problems and, with several datasets, over each one's."""
-    overall = paired_differences(written, base)
-    datasets = per_dataset_differences(written, base)
-    section = {
-        "file": path,
-        "all": {k: d._asdict() for k, d in overall.items()},
-        "per_dataset": {n: {k: d._asdict() for k, d in ds.items()} for n, ds in datasets.items()},
-    }
-    lines = [f"against {path}, paired by problem (percentage points, 95%): {summary(overall)}"]
-    if len(datasets) > 1:
-        lines += [f"  {name}: {summary(ds)}" for name, ds in datasets.items()]
-    return section, lines
-
-
-def _check_against(path: str, base: dict, spec: str, examples: list) -> None:
-    """Refuse an ``--against`` report of another verifier or of other problems (matched by
-    dataset, id and reference) before anything samples."""
-    if base.get("verifier") != spec:
-        raise ValueError(
-            f"--against {path}: scored with verifier {base.get('verifier')!r}, this with "
-            f"{spec!r}: give --verifier {base.get('verifier')} to compare"
-        )
-    mine = [{"dataset": ex.dataset, "id": ex.id, "reference": ex.reference} for ex in examples]
-    try:
-        paired_problems(mine, base["problems"])
-    except ValueError as err:
-        raise ValueError(f"--against {path}: {err}") from None
 
 
 def _sample_and_score(

@@ -1,0 +1,53 @@
+"""``rlvr eval --against BASE.json``: the earlier report read and checked before anything
+samples, and the paired differences (:mod:`rlvr.evaluation.paired`) as printed and recorded."""
+
+from __future__ import annotations
+
+from rlvr.evaluation.paired import (
+    paired_differences,
+    paired_problems,
+    per_dataset_differences,
+    read_report,
+    summary,
+)
+
+
+def read_against(path: str | None) -> dict | None:
+    """The ``--against`` report (``None`` without one); one line when it is no report."""
+    if path is None:
+        return None
+    try:
+        return read_report(path)
+    except ValueError as err:
+        raise ValueError(f"--against {err}") from None
+
+
+def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
+    """The JSON's ``against`` section and the lines printed under the table: the paired
+    differences over all problems and, with several datasets, over each one's."""
+    overall = paired_differences(written, base)
+    datasets = per_dataset_differences(written, base)
+    section = {
+        "file": path,
+        "all": {k: d._asdict() for k, d in overall.items()},
+        "per_dataset": {n: {k: d._asdict() for k, d in ds.items()} for n, ds in datasets.items()},
+    }
+    lines = [f"against {path}, paired by problem (percentage points, 95%): {summary(overall)}"]
+    if len(datasets) > 1:
+        lines += [f"  {name}: {summary(ds)}" for name, ds in datasets.items()]
+    return section, lines
+
+
+def check_against(path: str, base: dict, spec: str, examples: list) -> None:
+    """Refuse an ``--against`` report of another verifier or of other problems (matched by
+    dataset, id and reference) before anything samples."""
+    if base.get("verifier") != spec:
+        raise ValueError(
+            f"--against {path}: scored with verifier {base.get('verifier')!r}, this with "
+            f"{spec!r}: give --verifier {base.get('verifier')} to compare"
+        )
+    mine = [{"dataset": ex.dataset, "id": ex.id, "reference": ex.reference} for ex in examples]
+    try:
+        paired_problems(mine, base["problems"])
+    except ValueError as err:
+        raise ValueError(f"--against {path}: {err}") from None

@@ -45,6 +45,15 @@ def test_an_adapter_folder_is_its_base_with_the_adapters_merged(adapter_folder, 
     assert model.name_or_path == str(folder)  # adapters trained on it name the folder
 
 
+def test_an_adapter_folder_loads_with_every_weight_trainable(adapter_folder):
+    """peft loads adapters for inference and freezes the base weights; merged, they stayed
+    frozen, and an RL or SFT run from the folder stopped with "optimizer got an empty
+    parameter list"."""
+    folder, _ = adapter_folder
+    model, _ = load_model(str(folder))
+    assert all(p.requires_grad for p in model.parameters())
+
+
 def test_an_adapter_folder_loads_without_a_warning(adapter_folder):
     """Every adapter load printed transformers' deprecation of `is_gradient_checkpointing`,
     an attribute peft reads: a warning about nothing the user did."""

@@ -33,7 +33,8 @@ def adapter_base(path: str) -> str | None:
 
 def merge_adapters(model, folder: str):
     """``model`` with the adapters saved in ``folder`` merged into its weights, named by
-    ``folder`` (adapters trained on it later name the folder as their base)."""
+    ``folder`` (adapters trained on it later name the folder as their base), every weight
+    trainable as in any model loaded from a directory."""
     try:
         from peft import PeftModel
     except ImportError as err:
@@ -51,4 +52,5 @@ def merge_adapters(model, folder: str):
             f"{folder}: its adapters do not fit the base model its config names ({why})"
         ) from err
     merged.name_or_path = merged.config._name_or_path = str(folder)
+    merged.requires_grad_(True)  # peft froze the base to load adapters: a plain model trains all
     return merged

@@ -186,6 +186,25 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint(train_config, capsys):
     assert _stable(cut_rows) == _stable(read_metrics(full.run_dir / "metrics.jsonl"))
 
 
+def test_ctrl_c_during_the_evaluation_before_training_stops_before_any_step(train_config, capsys):
+    """No step is in flight while a run evaluates before training: a Ctrl-C there ran a whole
+    step more (minutes on a large model) and checkpointed it before stopping."""
+
+    class AtStart(Callback):
+        def on_eval(self, job, step, record):
+            if step == 0:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)  # the handler runs on the main thread between bytecodes
+
+    cfg = train_config("steps=3", "eval.at_start=true", out="start")
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, callbacks=[AtStart()])
+    rows = read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0]
+    assert list_checkpoints(cfg.log.output_dir) == []
+    assert "continues from the start (no checkpoint yet)" in capsys.readouterr().err
+
+
 def test_fresh_run_refuses_a_used_directory(train_config):
     cfg = train_config("steps=1")
     train(cfg)

@@ -273,7 +273,8 @@ class _Loop:
     def run(self) -> tuple[Mapping[str, Any], Path | None]:
         """Steps ``start + 1 .. total``; returns the last row and the last checkpoint (a resumed
         run with no step left: the checkpoint it was restored from). A first Ctrl-C stops
-        after the step in flight, with a checkpoint (:mod:`rlvr.train.interrupt`)."""
+        after the step in flight, with a checkpoint (:mod:`rlvr.train.interrupt`); one during
+        the evaluation before training stops once it ends, before any step, with none."""
         job = self.job
         self._open_sinks()
         row, model_dir = {}, None
@@ -282,6 +283,8 @@ class _Loop:
         with StopRequest() as stop:
             if self.start_step == 0:
                 self._evaluate_before()
+            if stop.asked:  # during the evaluation before training: no step in flight to save
+                raise Stopped(stop.signum)
             for step in range(self.start_step + 1, job.total_steps + 1):
                 row = self._record(step, job.step(step))
                 stopping = stop.asked and step < job.total_steps

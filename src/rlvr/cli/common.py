@@ -261,7 +261,7 @@ def parse_run_args(
             metavar="N",
             help=f"print the first N {show_prompts} of data.train (then data.eval) exactly as the "
             "model gets them, tokenised and decoded; loads the tokenizer, not the weights, and "
-            "runs nothing",
+            "starts no run (a preset not built yet is built first)",
         )
     parser.add_argument(
         "overrides",

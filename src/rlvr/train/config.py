@@ -362,7 +362,7 @@ class OptimConfig:
     max_grad_norm: float | None = 1.0
     """Clip the global gradient norm to this value (``None``: no clipping)."""
     warmup_steps: int = 0
-    """Optimiser steps of linear warm-up from 0 to ``lr``."""
+    """Optimiser steps of linear warm-up to ``lr``: step ``s`` (from 0) at ``lr * (s + 1) / warmup_steps``."""
     schedule: Literal["constant", "cosine"] = "constant"
     """After warm-up: constant, or cosine decay to ``min_lr`` at the last planned step (an RL update the filters skip leaves it above)."""
     min_lr: float = 0.0

@@ -158,8 +158,12 @@ def test_worker_failure_stops_the_run_and_keeps_its_checkpoints(train_config):
     cfg = train_config(*overrides, "rollout.sampler=test_fails_third_call", out="fail")
     with pytest.raises(
         WorkerError, match="generation worker failed: RuntimeError: sampler exploded"
-    ):
+    ) as failed:
         train(cfg)
+    # the error says how the run continues (it did not)
+    assert str(failed.value).endswith(
+        f"--resume {cfg.log.output_dir} (in a pipeline: running the pipeline again) continues from step_000002"
+    )
     # batch 3 never came: the checkpoint of step 2 holds what arrived, and the run resumes
     assert [p.name for p in list_checkpoints(cfg.log.output_dir)][-1] == "step_000002"
     resumed = train(train_config(*overrides, out="fail"), resume=True)

@@ -63,6 +63,7 @@ from rlvr.generation import Sampler
 from rlvr.rewards import Scorer
 from rlvr.train.checkpoint import seed_everything
 from rlvr.train.config import TrainConfig
+from rlvr.train.interrupt import ResumableError
 from rlvr.train.prompts import IndexSampler, Prompt
 from rlvr.train.rollout import Rounds, collect_rounds, sequence_logp
 
@@ -70,8 +71,8 @@ POLL_S = 1.0
 """How often a side blocked on the other checks that it is still alive."""
 
 
-class WorkerError(RuntimeError):
-    """The generation worker failed or exited; the run stops."""
+class WorkerError(ResumableError):
+    """The generation worker failed or exited; the run stops (``--resume`` continues it)."""
 
 
 @dataclass

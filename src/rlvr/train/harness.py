@@ -44,7 +44,7 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
-from rlvr.train.interrupt import Stopped, StopRequest
+from rlvr.train.interrupt import ResumableError, Stopped, StopRequest
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -214,6 +214,8 @@ def run_job(
         raise
     except OSError as err:  # a full disk, a folder made read-only: say how the run continues
         raise OSError(f"{err}; once fixed, {_how_to_resume(run.path)}") from err
+    except ResumableError as err:  # a generation worker failed: the steps before it stand
+        raise type(err)(f"{err}; {_how_to_resume(run.path)}") from err
     finally:
         loop.close()
     plots = _plot(run.path) if config.log.plots else []

@@ -34,6 +34,11 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+class ResumableError(RuntimeError):
+    """A failure that stops a run which ``--resume`` continues from its last checkpoint (the
+    run adds how to its message): the steps before it stand."""
+
+
 class StopRequest:
     """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C or SIGTERM came once."""
 

@@ -191,3 +191,21 @@ def test_processes_started_together_build_once(tmp_path, monkeypatch, capsys):
     assert not errors and len(builds) == 1
     assert results[0] == results[1] and (results[0] / "config.json").exists()
     assert "waiting for another process building tiny-" in capsys.readouterr().err
+
+
+def test_an_interrupted_build_says_the_next_use_continues_it(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during the build printed only the build's own run's `--resume <cache>/.tiny-...`
+    line, a hidden folder the user need not touch: the next use continues the build."""
+    from rlvr.train import supervised
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(supervised, "sft_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cached_tiny(tmp_path, MICRO)
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (
+        "tiny preset: build interrupted; the next command that uses tiny continues it "
+        "(no --resume needed)"
+    )

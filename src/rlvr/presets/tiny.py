@@ -239,8 +239,16 @@ def _warm_start(init_dir: Path, data_file: Path, run_dir: Path, sft: SftSettings
     resume = (run_dir / "checkpoints").exists()
     if not resume:  # killed before its first checkpoint: start over
         shutil.rmtree(run_dir, ignore_errors=True)
-    with thread_count(BUILD_THREADS):
-        result = run_sft(config, resume=resume)
+    try:
+        with thread_count(BUILD_THREADS):
+            result = run_sft(config, resume=resume)
+    except KeyboardInterrupt:  # the line above it names the build's own run: not for the user
+        print(
+            "tiny preset: build interrupted; the next command that uses tiny continues it "
+            "(no --resume needed)",
+            file=sys.stderr,
+        )
+        raise
     return result.model_dir or latest_checkpoint(run_dir)
 
 

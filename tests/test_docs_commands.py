@@ -100,8 +100,9 @@ def _report_to_compare_with(root: Path) -> None:
     from rlvr.cli.eval import main
 
     checkpoint = root / "runs" / "grpo" / "checkpoints" / "step_000060"
-    with contextlib.chdir(root), contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--model", str(checkpoint), *EVAL_SMALL, "--output", "grpo.json"]) == 0
+    output = root / "grpo.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--model", str(checkpoint), *EVAL_SMALL, "--output", str(output)]) == 0
 
 
 def _needed_marks(cmd: Command, sandbox: Path) -> set[str]:

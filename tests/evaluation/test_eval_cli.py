@@ -950,3 +950,28 @@ def test_against_with_several_datasets_gives_a_line_for_each():
         lines[1].startswith("  a: avg@2 +0.0 [")
         and lines[2] == "  b: avg@2 +0.0 [+0.0, +0.0] p 1; pass@2 +0.0 [+0.0, +0.0] p 1"
     )
+
+
+def test_against_the_output_file_itself_is_refused_before_it_is_written_over(
+    tmp_path, capsys, monkeypatch
+):
+    """`--against X --output X` (one file, however spelt) sampled and then wrote the new
+    report over the base one: the comparison was printed, the earlier report was lost. It is
+    now one line before anything loads, and the file is left as it was."""
+    import rlvr.models
+
+    monkeypatch.setattr(rlvr.models, "load_model", _never)
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    problem = {"dataset": "qa", "id": "qa-0", "reference": "2", "n": 2, "c": 1}
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"verifier": "math", "problems": [problem]}))
+    before = base.read_text()
+    monkeypatch.chdir(tmp_path)
+    argv = ["--model", "tiny", "--data", str(data), "--against", "base.json"]
+    assert main([*argv, "--output", str(base)]) == 2
+    assert capsys.readouterr().err == (
+        "rlvr: error: --against base.json is the --output file: this evaluation would write "
+        "over the report it compares with; give another --output\n"
+    )
+    assert base.read_text() == before

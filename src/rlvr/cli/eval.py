@@ -337,7 +337,7 @@ def main(argv: list[str]) -> int:
     check_writable(output)
     _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     check_sampler(args.sampler, dry_run=args.dry_run)
-    base = read_against(args.against)
+    base = read_against(args.against, output)
     if args.dry_run:
         _dry_run(args, config, run)
         return 0

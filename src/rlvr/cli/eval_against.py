@@ -3,6 +3,8 @@ samples, and the paired differences (:mod:`rlvr.evaluation.paired`) as printed a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rlvr.evaluation.paired import (
     paired_differences,
     paired_problems,
@@ -12,10 +14,16 @@ from rlvr.evaluation.paired import (
 )
 
 
-def read_against(path: str | None) -> dict | None:
-    """The ``--against`` report (``None`` without one); one line when it is no report."""
+def read_against(path: str | None, output: Path) -> dict | None:
+    """The ``--against`` report (``None`` without one); one line when it is no report, or is
+    the ``--output`` file this evaluation would write over."""
     if path is None:
         return None
+    if Path(path).resolve() == output.resolve():
+        raise ValueError(
+            f"--against {path} is the --output file: this evaluation would write over the "
+            "report it compares with; give another --output"
+        )
     try:
         return read_report(path)
     except ValueError as err:

@@ -107,3 +107,34 @@ def test_each_datasets_differences_are_its_own_problems():
     assert found["d"]["avg@4"].mean == 0.5 and found["d"]["avg@4"].problems == 2
     assert found["e"]["avg@4"] == (0.0, 0.0, 0.0, 1.0, 2)  # level everywhere: p 1
     assert paired_differences(new, base)["avg@4"].mean == 0.25
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"n": "4"},
+        {"n": 0, "c": 0},
+        {"n": 1.5},
+        {"c": 5},
+        {"c": -1},
+        {"c": None},
+        {"c": True},
+        {"id": 0},
+        {"dataset": ["d"]},
+    ],
+)
+def test_a_report_with_malformed_counts_or_names_is_refused_when_read(tmp_path, edit):
+    """A hand-edited base report (``"n": "4"``, ``c`` above ``n``, a list as dataset) passed
+    read_report and failed with a traceback after the new evaluation had sampled, its report
+    unwritten; it is now one line naming the problem, before anything loads."""
+    report = _report([1, 2])
+    report["problems"][1] |= edit
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(report))
+    with pytest.raises(ValueError, match=r"base.json: not an rlvr eval report \(a problem whose"):
+        read_report(path)
+    path.write_text(json.dumps({"problems": _report([1])["problems"]}))
+    with pytest.raises(ValueError, match=r"base.json: not an rlvr eval report \(no verifier\)"):
+        read_report(path)
+    path.write_text(json.dumps(_report([1, 2])))
+    assert read_report(path) == _report([1, 2])

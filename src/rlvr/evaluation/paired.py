@@ -96,7 +96,25 @@ def read_report(path: str | Path) -> dict[str, Any]:
     keys = ("dataset", "id", "reference", "n", "c")
     if not problems or not all(isinstance(p, dict) and all(k in p for k in keys) for p in problems):
         raise ValueError(f"{path}: not an rlvr eval report (no problems with n and c)")
+    if not isinstance(report.get("verifier"), str):
+        raise ValueError(f"{path}: not an rlvr eval report (no verifier)")
+    bad = next((p for p in problems if not _well_formed(p)), None)
+    if bad is not None:
+        shown = {k: bad[k] for k in ("dataset", "id", "n", "c")}
+        raise ValueError(
+            f"{path}: not an rlvr eval report (a problem whose dataset and id are not text or "
+            f"whose counts are not 0 <= c <= n, n >= 1: {json.dumps(shown)})"
+        )
     return report
+
+
+def _well_formed(problem: dict[str, Any]) -> bool:
+    """Whether a report's problem has text ``dataset`` and ``id`` and whole counts
+    ``0 <= c <= n``, ``n >= 1`` (a hand-edited report could fail after sampling otherwise)."""
+    n, c = problem["n"], problem["c"]
+    counts = all(isinstance(x, int) and not isinstance(x, bool) for x in (n, c))
+    texts = isinstance(problem["dataset"], str) and isinstance(problem["id"], str)
+    return texts and counts and 0 <= c <= n and n >= 1
 
 
 def summary(differences: Mapping[str, Difference]) -> str:

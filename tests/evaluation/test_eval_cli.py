@@ -975,3 +975,19 @@ def test_against_the_output_file_itself_is_refused_before_it_is_written_over(
         "over the report it compares with; give another --output\n"
     )
     assert base.read_text() == before
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_a_timeout_that_is_no_time_limit_is_refused_by_its_flag(value, capsys):
+    """`--timeout nan` passed every check, sampled every problem and then failed ("cannot
+    convert float NaN to integer"); `--timeout 0` was refused as `timeout_s`. Both are now
+    argparse's line naming --timeout, in rlvr eval and rlvr data filter."""
+    with pytest.raises(SystemExit, match="2"):
+        main(["--model", "tiny", "--data", "x.jsonl", "--timeout", value])
+    assert capsys.readouterr().err.endswith(
+        f"rlvr eval: error: argument --timeout: expected a number of seconds > 0, got '{value}'\n"
+    )
+    argv = ["data", "filter", "x.jsonl", "-o", "y.jsonl", "--model", "tiny", "--keep", "mean>0"]
+    with pytest.raises(SystemExit, match="2"):
+        rlvr_main([*argv, "--timeout", value])
+    assert "argument --timeout: expected a number of seconds > 0" in capsys.readouterr().err

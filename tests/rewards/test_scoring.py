@@ -83,8 +83,9 @@ def test_empty_batch():
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="timeout_s"):
-        ScoringConfig(timeout_s=0)
+    for bad in (0, float("nan")):  # nan passed and failed at the first completion scored
+        with pytest.raises(ValueError, match="timeout_s"):
+            ScoringConfig(timeout_s=bad)
     with pytest.raises(ValueError, match="workers"):
         ScoringConfig(workers=-1)
     with pytest.raises(ValueError, match="kill_grace_s"):

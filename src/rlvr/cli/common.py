@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import functools
+import math
 import os
 import signal
 import sys
@@ -345,6 +346,17 @@ def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
         except yaml.YAMLError as err:
             raise ValueError(f"{flag} {pair!r}: value is not valid YAML: {err}") from None
     return found
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0 (``nan`` is not one)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
 
 
 def positive(text: str) -> int:

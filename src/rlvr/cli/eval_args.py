@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlvr.cli.common import DRY_RUN_HELP, key_values, positive
+from rlvr.cli.common import DRY_RUN_HELP, key_values, positive, seconds
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 
 
@@ -63,7 +63,10 @@ def reward_args(p: argparse.ArgumentParser) -> None:
         help="answer extraction of math / reasoning_gym (default strict; flexible: the last number)",
     )
     p.add_argument(
-        "--timeout", type=float, default=10.0, help="verifier limit per completion, s (default 10)"
+        "--timeout",
+        type=seconds,
+        default=10.0,
+        help="verifier limit per completion, s (default 10)",
     )
     p.add_argument(
         "--workers", type=int, default=1, help="verifier worker processes (default 1; 0: inline)"

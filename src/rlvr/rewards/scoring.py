@@ -38,7 +38,7 @@ class ScoringConfig:
     """Extra seconds a worker gets past ``timeout_s`` before it is killed."""
 
     def __post_init__(self) -> None:
-        if self.timeout_s is not None and self.timeout_s <= 0:
+        if self.timeout_s is not None and not self.timeout_s > 0:  # nan too
             raise ValueError(f"timeout_s must be > 0 or None, got {self.timeout_s}")
         if self.workers < 0:
             raise ValueError(f"workers must be >= 0, got {self.workers}")

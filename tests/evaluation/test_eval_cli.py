@@ -991,3 +991,33 @@ def test_a_timeout_that_is_no_time_limit_is_refused_by_its_flag(value, capsys):
     with pytest.raises(SystemExit, match="2"):
         rlvr_main([*argv, "--timeout", value])
     assert "argument --timeout: expected a number of seconds > 0" in capsys.readouterr().err
+
+
+def test_a_checkpoint_takes_its_runs_lean_options_and_says_when_its_sampler_is_refused(
+    tmp_path, capsys
+):
+    """A run with `rollout.sampler_options` for the lean sampler (`draw: multinomial`)
+    evaluated with them, but `rlvr eval` on its checkpoint dropped them (other tokens). A run
+    whose sampler options this rlvr refuses (an option since renamed, a sampler registered
+    only in training) made rlvr eval drop all of the run's sampling settings without a word
+    (n, T, max tokens: its own defaults); it is now one line naming the run's config.yaml, and
+    --sampler samples otherwise with the run's other settings."""
+    rollout = "{max_new_tokens: 64}"
+    lean = RUN_EVAL.replace(rollout, "{max_new_tokens: 64, sampler_options: {draw: multinomial}}")
+    checkpoint, data = _checkpoint_and_data(tmp_path, lean)
+    base = ["--model", str(checkpoint), "--data", str(data)]
+    assert _resolved(base) == ("lean", {"draw": "multinomial"})
+    bad = RUN_EVAL.replace(rollout, "{max_new_tokens: 64, sampler: hf, sampler_options: {fast: 1}}")
+    bad_checkpoint, _ = _checkpoint_and_data(tmp_path / "bad", bad)
+    argv = ["--model", str(bad_checkpoint), "--data", str(data)]
+    with pytest.raises(ValueError, match=r"^the run's rollout.sampler hf with sampler_options "):
+        _resolved(argv)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown option(s) fast for sampler 'hf'" in err and err.endswith(
+        "give --sampler (and --sampler-option) to sample otherwise\n"
+    )
+    assert _resolved([*argv, "--sampler", "hf"]) == ("hf", {})
+    sampled = _sampling([*argv, "--sampler", "hf"])
+    assert (sampled.n, sampled.sampling.max_new_tokens, sampled.seed) == (2, 64, 77)

@@ -89,9 +89,13 @@ def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     if found is None or not isinstance(found[1].get("eval"), dict):
         return None
     path, saved = found
-    try:
-        ev = from_dict(RunEval, saved["eval"], "eval")
-        rollout = from_dict(RolloutConfig, saved.get("rollout") or {}, "rollout")
+    section = saved.get("rollout") or {}
+    if not isinstance(section, dict):
+        return None
+    try:  # the sampler apart: one unknown here (a registered one, an option since renamed)
+        ev = from_dict(RunEval, saved["eval"], "eval")  # is said by resolve_sampling
+        plain = {k: v for k, v in section.items() if k not in _SAMPLER_KEYS}
+        rollout = from_dict(RolloutConfig, plain, "rollout")
     except (ValueError, TypeError):  # not a run's configuration: keep rlvr eval's defaults
         return None
     options = {
@@ -107,10 +111,15 @@ def _run_sampling(model: str) -> tuple[Path, dict[str, object]] | None:
     dtype = model_section.get("dtype") if isinstance(model_section, dict) else None
     if dtype in ("bfloat16", "float16"):  # the policy's dtype, when not rlvr eval's float32
         options["dtype"] = dtype
-    if rollout.sampler != "lean":  # the run evaluated with its rollouts' sampler
-        options["sampler"] = rollout.sampler
-        options["sampler_options"] = dict(rollout.sampler_options)
+    sampler = section.get("sampler", section.get("engine", "lean"))
+    own = section.get("sampler_options") or {}
+    if sampler != "lean" or own:  # the run evaluated with its rollouts' sampler and options
+        options["sampler"], options["sampler_options"] = sampler, own
     return path, options
+
+
+_SAMPLER_KEYS = ("sampler", "engine", "sampler_options", "importance_correction")
+"""``rollout`` keys :func:`_run_sampling` reads as saved, not through ``RolloutConfig``."""
 
 
 def resolve_sampling(args: argparse.Namespace) -> None:
@@ -127,6 +136,8 @@ def resolve_sampling(args: argparse.Namespace) -> None:
     for key in missing:
         setattr(args, key, taken.get(key, defaults.get_default(key)))
     run_options = taken.get("sampler_options") if "sampler" in missing else None
+    if run_options is not None:  # a sampler or options this rlvr refuses: the run's, said so
+        _check_run_sampler(found[0], args.sampler, run_options)
     args.sampler_options = sampler_settings(args, run_options)  # the run's belong to its sampler
     shown = [key for key in missing if key in taken]
     if found is None or not shown:
@@ -137,6 +148,20 @@ def resolve_sampling(args: argparse.Namespace) -> None:
         + f"; give {', '.join(RUN_SAMPLING[key] for key in shown)} to change",
         file=sys.stderr,
     )
+
+
+def _check_run_sampler(path: Path, name: object, options: object) -> None:
+    """One line naming the run's ``config.yaml`` when its ``rollout.sampler`` and
+    ``sampler_options`` are refused here, and ``--sampler``, which samples otherwise."""
+    from rlvr.generation.registry import sampler_options
+
+    try:
+        sampler_options(name, **options)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"the run's rollout.sampler {name} with sampler_options {options} ({path}): {err}; "
+            "give --sampler (and --sampler-option) to sample otherwise"
+        ) from None
 
 
 def _shown(key: str, value: object) -> str:

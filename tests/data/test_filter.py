@@ -501,3 +501,18 @@ def test_a_filter_sampler_without_its_package_stops_before_the_model_loads(tmp_p
     assert data_main([*argv, "--sampler", "vllm", "-o", str(tmp_path / "kept.jsonl")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("rlvr: error: --sampler vllm: the vllm sampler needs vLLM: ")
+
+
+def test_scores_sampled_with_lean_options_are_not_resumed_without_them():
+    """`rlvr data filter --sampler-option draw=multinomial` recorded no sampler (lean was left
+    out for files written before samplers were chosen), so a rerun without the option took up
+    scores of other tokens; lean's options given are now recorded, lean without any is not."""
+    from rlvr.evaluation.filtering import _settings
+
+    config = EvalConfig(n=N, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
+    rule, verifier = parse_rule("mean>=0.5", N), get_verifier("math")
+    plain = _settings(FilterJob(rule, config, model="stub"), verifier)
+    options = {"draw": "multinomial"}
+    drawn = _settings(FilterJob(rule, config, model="stub", sampler_options=options), verifier)
+    assert "sampler" not in plain
+    assert drawn == {**plain, "sampler": {"name": "lean", "options": options}}

@@ -209,7 +209,8 @@ def _settings(job: FilterJob, verifier: Verifier) -> dict[str, Any]:
     config.pop("ks")
     config["scoring"].pop("workers")  # how many score at once, not what they score
     settings = {"model": job.model, "verifier": _verifier_settings(verifier), "config": config}
-    if job.sampler != "lean":  # absent for lean, as in files written before samplers were chosen
+    if job.sampler != "lean" or job.sampler_options:  # absent for lean without options, as
+        # in files written before samplers were chosen
         settings["sampler"] = {"name": job.sampler, "options": job.sampler_options}
     return json.loads(json.dumps(settings, default=str))
 

@@ -1021,3 +1021,28 @@ def test_a_checkpoint_takes_its_runs_lean_options_and_says_when_its_sampler_is_r
     assert _resolved([*argv, "--sampler", "hf"]) == ("hf", {})
     sampled = _sampling([*argv, "--sampler", "hf"])
     assert (sampled.n, sampled.sampling.max_new_tokens, sampled.seed) == (2, 64, 77)
+
+
+def test_against_a_report_scored_with_other_extraction_is_refused(tmp_path, capsys, monkeypatch):
+    """`--against` checked the verifier's name only: a report scored with `--extract flexible`
+    (more answers count correct) was compared with a strict one as if the models differed.
+    Options that decide correctness must now agree; `--correct` / `--wrong` (the scale of
+    the scores, not which completions count) may differ."""
+    import rlvr.models
+
+    monkeypatch.setattr(rlvr.models, "load_model", _never)
+    data = tmp_path / "qa.jsonl"
+    data.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    problem = {"dataset": "qa", "id": "qa-0", "reference": "2", "n": 2, "c": 1}
+    base = tmp_path / "base.json"
+    options = {"extract": "flexible", "wrong": -1.0}
+    base.write_text(json.dumps({"verifier": "math", "verifier_options": options, "problems": [problem]}))  # fmt: skip
+    argv = ["--model", "tiny", "--data", str(data), "--against", str(base)]
+    argv += ["--output", str(tmp_path / "new.json")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"rlvr: error: --against {base}: scored with verifier options {options}, this with {{}}, "
+        "which decide correctness otherwise: give its --extract to compare\n"
+    )
+    with pytest.raises(AssertionError, match="the model was loaded"):  # past the check
+        main([*argv, "--extract", "flexible", "--correct", "2", "--debug"])

@@ -208,14 +208,14 @@ def _settings(job: FilterJob, verifier: Verifier) -> dict[str, Any]:
     config.pop("keep_completions")
     config.pop("ks")
     config["scoring"].pop("workers")  # how many score at once, not what they score
-    settings = {"model": job.model, "verifier": _verifier_settings(verifier), "config": config}
+    settings = {"model": job.model, "verifier": verifier_settings(verifier), "config": config}
     if job.sampler != "lean" or job.sampler_options:  # absent for lean without options, as
         # in files written before samplers were chosen
         settings["sampler"] = {"name": job.sampler, "options": job.sampler_options}
     return json.loads(json.dumps(settings, default=str))
 
 
-def _verifier_settings(verifier: Verifier) -> dict[str, Any]:
+def verifier_settings(verifier: Verifier) -> dict[str, Any]:
     """The verifier's spec and every option it scores with, defaults included (so
     ``--extract strict`` and no ``--extract`` are the same); a ``+format`` wrapper's inner
     verifier is given the same way."""
@@ -225,7 +225,7 @@ def _verifier_settings(verifier: Verifier) -> dict[str, Any]:
     return {
         "spec": verifier.spec,
         "options": {
-            name: _verifier_settings(value) if isinstance(value, Verifier) else value
+            name: verifier_settings(value) if isinstance(value, Verifier) else value
             for name, value in sorted(options.items())
         },
     }

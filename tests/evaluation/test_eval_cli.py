@@ -1041,8 +1041,8 @@ def test_against_a_report_scored_with_other_extraction_is_refused(tmp_path, caps
     argv += ["--output", str(tmp_path / "new.json")]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"rlvr: error: --against {base}: scored with verifier options {options}, this with {{}}, "
-        "which decide correctness otherwise: give its --extract to compare\n"
+        f"rlvr: error: --against {base}: verifier options {{}} (new) and {options} (base) "
+        "decide correctness otherwise: give its --extract to compare\n"
     )
     with pytest.raises(AssertionError, match="the model was loaded"):  # past the check
         main([*argv, "--extract", "flexible", "--correct", "2", "--debug"])

@@ -138,3 +138,16 @@ def test_a_report_with_malformed_counts_or_names_is_refused_when_read(tmp_path, 
         read_report(path)
     path.write_text(json.dumps(_report([1, 2])))
     assert read_report(path) == _report([1, 2])
+
+
+def test_the_python_api_refuses_verifier_options_that_decide_otherwise_too():
+    """`paired_differences` compared the verifiers' names only (the CLI checked the options):
+    a flexible-extraction report against a strict one read as a difference of models."""
+    strict, flexible = _report([1, 2]), _report([1, 2])
+    flexible["verifier_options"] = {"extract": "flexible"}
+    with pytest.raises(ValueError, match=re.escape("{} (new) and {'extract': 'flexible'} (base)")):
+        paired_differences(strict, flexible)
+    rescored = {**strict, "verifier_options": {"correct": 2.0, "wrong": -1.0}}  # scales only
+    assert paired_differences(rescored, strict)["avg@4"].mean == 0
+    explicit = {**strict, "verifier_options": {"extract": "strict"}}  # the default, given
+    assert paired_differences(explicit, strict)["avg@4"].mean == 0

@@ -347,7 +347,7 @@ def main(argv: list[str]) -> int:
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples, prompt_ids = _problems(args, run)
     if base is not None:  # other problems or another verifier: one line before sampling
-        check_against(args.against, base, verifier, examples)
+        check_against(args.against, base, verifier.spec, options, examples)
     report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
     written = {
         "model": args.model,

@@ -4,20 +4,15 @@ samples, and the paired differences (:mod:`rlvr.evaluation.paired`) as printed a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from rlvr.evaluation.filtering import verifier_settings
 from rlvr.evaluation.paired import (
+    check_same_scoring,
     paired_differences,
     paired_problems,
     per_dataset_differences,
     read_report,
     summary,
 )
-from rlvr.rewards.registry import get_verifier
-
-if TYPE_CHECKING:
-    from rlvr.rewards.verifier import Verifier
 
 
 def read_against(path: str | None, output: Path) -> dict | None:
@@ -52,41 +47,22 @@ def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
     return section, lines
 
 
-def check_against(path: str, base: dict, verifier: Verifier, examples: list) -> None:
+def check_against(path: str, base: dict, spec: str, options: dict, examples: list) -> None:
     """Refuse an ``--against`` report of another verifier, or of one whose options decide
-    correctness otherwise (``--extract``), or of other problems (matched by dataset, id and
-    reference) before anything samples."""
-    spec = verifier.spec
+    correctness otherwise (``--extract``; :func:`~rlvr.evaluation.paired.check_same_scoring`),
+    or of other problems (matched by dataset, id and reference) before anything samples;
+    ``spec`` and ``options``: this evaluation's verifier, as its report records it."""
     if base.get("verifier") != spec:
         raise ValueError(
             f"--against {path}: scored with verifier {base.get('verifier')!r}, this with "
             f"{spec!r}: give --verifier {base.get('verifier')} to compare"
         )
-    options = base.get("verifier_options") or {}
     try:
-        theirs = _deciding(verifier_settings(get_verifier(spec, **options)))
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"--against {path}: its verifier_options {options}: {err}") from None
-    if theirs != _deciding(verifier_settings(verifier)):
-        raise ValueError(
-            f"--against {path}: scored with verifier options {options}, this with "
-            f"{dict(verifier.options)}, which decide correctness otherwise: give its --extract "
-            "to compare"
-        )
+        check_same_scoring({"verifier": spec, "verifier_options": options}, base)
+    except ValueError as err:
+        raise ValueError(f"--against {path}: {err}: give its --extract to compare") from None
     mine = [{"dataset": ex.dataset, "id": ex.id, "reference": ex.reference} for ex in examples]
     try:
         paired_problems(mine, base["problems"])
     except ValueError as err:
         raise ValueError(f"--against {path}: {err}") from None
-
-
-def _deciding(settings: dict) -> dict:
-    """A verifier's settings (:func:`~rlvr.evaluation.filtering.verifier_settings`) without
-    its scores ``correct`` and ``wrong`` at any level: they scale scores, while avg@k and
-    pass@k count the completions that reach ``correct``."""
-    options = {
-        key: _deciding(value) if isinstance(value, dict) and "spec" in value else value
-        for key, value in settings["options"].items()
-        if key not in ("correct", "wrong")
-    }
-    return {"spec": settings["spec"], "options": options}

@@ -68,12 +68,49 @@ def per_dataset_differences(
 
 def _checked_pairs(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[dict, dict]]:
     """The two reports' problems paired; ``ValueError`` for other verifiers or problems."""
-    if new.get("verifier") != base.get("verifier"):
+    check_same_scoring(new, base)
+    return paired_problems(new["problems"], base["problems"])
+
+
+def check_same_scoring(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:
+    """``ValueError`` unless two reports' verifiers (``verifier`` and ``verifier_options``)
+    decide correctness alike: the same spec, and the same options but ``correct`` and
+    ``wrong``, which scale scores while avg@k and pass@k count the completions reaching
+    ``correct`` (``extract: flexible`` against the default ``strict`` differs)."""
+    spec = new.get("verifier")
+    if spec != base.get("verifier"):
         raise ValueError(
-            f"scored with verifier {new.get('verifier')!r} and {base.get('verifier')!r}: "
+            f"scored with verifier {spec!r} and {base.get('verifier')!r}: "
             "a difference of two verifiers' scores says nothing of the models"
         )
-    return paired_problems(new["problems"], base["problems"])
+    if _deciding(spec, new) != _deciding(spec, base):
+        raise ValueError(
+            f"verifier options {new.get('verifier_options') or {}} (new) and "
+            f"{base.get('verifier_options') or {}} (base) decide correctness otherwise"
+        )
+
+
+def _deciding(spec: str, report: Mapping[str, Any]) -> dict:
+    """What of the report's verifier decides correctness: its settings with every option
+    (defaults included) but the scores ``correct`` and ``wrong``, at every level."""
+    from rlvr.evaluation.filtering import verifier_settings
+    from rlvr.rewards.registry import get_verifier
+
+    options = report.get("verifier_options") or {}
+    try:
+        settings = verifier_settings(get_verifier(spec, **options))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"verifier {spec!r} with its verifier_options {options}: {err}") from None
+    return _without_scores(settings)
+
+
+def _without_scores(settings: dict) -> dict:
+    options = {
+        key: _without_scores(value) if isinstance(value, dict) and "spec" in value else value
+        for key, value in settings["options"].items()
+        if key not in ("correct", "wrong")
+    }
+    return {"spec": settings["spec"], "options": options}
 
 
 def _differences(pairs: Sequence[tuple[dict, dict]]) -> dict[str, Difference]:

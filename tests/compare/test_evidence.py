@@ -117,6 +117,19 @@ def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):
         assert cautious == projected
 
 
+def test_a_claim_that_compares_no_pair_of_arms_keeps_its_detectable_effect():
+    """An interaction (like a largest or a one-arm order claim) compares no pair of arms, so
+    no pair of identical runs takes its detectable effect away."""
+    claim = Claim(
+        "i", "p", "", "together lower", "interaction", metric="m",
+        arms=("n", "a", "b", "ab"), direction="lower",
+    )  # fmt: skip
+    values = {"n": [0.5, 0.6, 0.7], "a": [0.5, 0.62, 0.7], "b": [0.52, 0.6, 0.71]}
+    data = {k: _arm(k, v) for k, v in {**values, "ab": [0.4, 0.55, 0.6]}.items()}
+    judged = assess(judge(claim, data), data, {}, {})
+    assert "detectable at 80% power" in judged.evidence
+
+
 def test_a_difference_past_1000_seeds_gets_no_cautious_count(tmp_path):
     """Per-seed differences +0.0005, -0.02, +0.02: mean 0.00017 against an sd of 0.02 needs
     about 80,000 seeds, reported as "over 1000" alone."""

@@ -186,7 +186,8 @@ def assess(
     arms = dict.fromkeys(claim.arms_needed)
     parts += [f"out of band: {', '.join(f'{n} {out_of_band(data[n], seeds):.3%}' for n in arms)}"]
     mde = [detectable(ci) for ci in verdict.intervals.values()]
-    if mde and all(math.isfinite(m) for m in mde) and not all(identical):  # else no spread: 0
+    no_spread = bool(identical) and all(identical)  # identical runs' differences: 0 each
+    if mde and all(math.isfinite(m) for m in mde) and not no_spread:
         parts.append(f"detectable at 80% power: {max(mde):.3g}")
     if reasons and all(reasons):
         why = "; ".join(sorted(set(reasons)))

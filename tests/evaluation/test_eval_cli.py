@@ -1046,3 +1046,21 @@ def test_against_a_report_scored_with_other_extraction_is_refused(tmp_path, caps
     )
     with pytest.raises(AssertionError, match="the model was loaded"):  # past the check
         main([*argv, "--extract", "flexible", "--correct", "2", "--debug"])
+
+
+def test_a_dry_run_checks_the_against_report_on_local_data(tmp_path, capsys):
+    """`--dry-run --against` read the report but left its problems unchecked; with local
+    --data it now checks them as the run does, and says when it cannot (a run's set)."""
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n" for i in range(3)))  # fmt: skip
+    problems = [
+        {"dataset": "qa", "id": f"qa-{i}", "reference": str(i + 1), "n": 2, "c": 1}
+        for i in range(3)
+    ]
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"verifier": "math", "problems": problems}))
+    argv = ["--model", "tiny", "--data", str(data), "--against", str(base), "--dry-run"]
+    assert main(argv) == 0
+    assert f"--against {base}: the same 3 problems\n" in capsys.readouterr().out
+    assert main([*argv, "--limit", "2"]) == 2
+    assert "the reports hold other problems (2 and 3, 2 in both)" in capsys.readouterr().err

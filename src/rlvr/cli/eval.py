@@ -23,7 +23,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rlvr.atomic import write_json
 from rlvr.cli.common import command, note_device, print_prompt, progress_bar
@@ -156,10 +156,14 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
         ) from None
 
 
-def _dry_run(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) -> None:
+def _dry_run(
+    args: argparse.Namespace, config: EvalConfig, run: FromRun | None, against: Against | None
+) -> None:
     """What would be evaluated: each ``--data`` source (:func:`_source_line`), or the run's
-    held-out set (:func:`run_dry_run`); the model is not loaded (a local directory must
-    exist)."""
+    held-out set (:func:`run_dry_run`), and the ``--against`` report checked against local
+    ``--data`` files; the model is not loaded (a local directory must exist)."""
+    from rlvr.data.loading import is_local
+
     _check_model(args.model)
     if run is not None:
         print(run_dry_run(run))
@@ -167,9 +171,24 @@ def _dry_run(args: argparse.Namespace, config: EvalConfig, run: FromRun | None) 
         _check_sources(args.data)
         for item in args.data:
             print(_source_line(args, item))
+    if against is not None:
+        base, spec, options = against
+        if run is None and all(is_local(item.partition("::")[0]) for item in args.data):
+            check_against(args.against, base, spec, options, _load(args))
+            print(f"--against {args.against}: the same {len(base['problems'])} problems")
+        else:  # a named, hub or run's set is not read by a dry run
+            print(f"--against {args.against}: its problems are checked when the evaluation runs")
     print(
         f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}{_sampled(args)}"
     )
+
+
+class Against(NamedTuple):
+    """An ``--against`` report and this evaluation's verifier spec and options."""
+
+    base: dict
+    spec: str
+    options: dict
 
 
 def _source_line(args: argparse.Namespace, item: str) -> str:
@@ -339,7 +358,8 @@ def main(argv: list[str]) -> int:
     check_sampler(args.sampler, dry_run=args.dry_run)
     base = read_against(args.against, output)
     if args.dry_run:
-        _dry_run(args, config, run)
+        against = None if base is None else Against(base, verifier.spec, options)
+        _dry_run(args, config, run, against)
         return 0
     if args.show_prompts:
         return _show_prompts(args, config, run)

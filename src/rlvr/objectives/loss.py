@@ -192,8 +192,9 @@ def policy_loss(
     No host-device synchronisation unless ``validate=True``, which also checks the values
     (:func:`objective_loss`). Raises ValueError naming the argument for: unknown
     objective, hyperparameter or mode; shape mismatch; rewards or group statistics
-    missing where needed; ``group_size`` not dividing ``B``; with ``validate``, NaN/inf on
-    response tokens, an all-zero mask and the other value checks.
+    missing where needed; ``group_size`` not dividing ``B`` when the group statistics are
+    computed here; with ``validate``, NaN/inf on response tokens, an all-zero mask and the
+    other value checks.
     """
     spec = objective_spec(name)
     if config is None and (clash := sorted(set(spec.hyperparameters) & _KEYWORDS)):

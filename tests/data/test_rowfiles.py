@@ -6,7 +6,8 @@ import json
 import pytest
 
 from rlvr.cli.data import main as data_main
-from rlvr.data.rowfiles import dropped_file, write_rows, write_step
+from rlvr.data.rowfiles import check_step_output, dropped_file, write_rows, write_step
+from rlvr.evaluation.filtering import passrates_file
 
 ROWS = [{"prompt": "one two"}, {"prompt": "One  two."}, {"prompt": "three"}]
 
@@ -59,6 +60,16 @@ def test_an_output_directory_is_one_error_and_leaves_nothing(tmp_path):
     folder.mkdir()
     assert "is a directory" in _run(["dedup", str(src), "-o", str(folder)])
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["in.jsonl", "out"]
+
+
+@pytest.mark.parametrize("companion", ["out.dropped.jsonl", "out.passrates.jsonl"])
+def test_a_directory_where_a_companion_file_goes_is_refused_before_any_work(tmp_path, companion):
+    """It was found only when the file was written: after a filter had sampled every prompt,
+    and as `[Errno 21] Is a directory: '.out.dropped.jsonl.tmp123' -> ...`."""
+    (tmp_path / companion).mkdir()
+    output = tmp_path / "out.jsonl"
+    with pytest.raises(ValueError, match=f"its {companion} is a directory"):
+        check_step_output(output, [], also=[passrates_file(output)])
 
 
 def test_a_failed_write_removes_its_temporary_file(tmp_path):

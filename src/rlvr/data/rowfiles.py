@@ -192,10 +192,10 @@ def dropped_file(output: str | Path) -> Path:
 def check_step_output(
     output: str | Path, inputs: Iterable[str | Path], *, also: Iterable[Path] = ()
 ) -> None:
-    """Refuse, before a step does any work, an ``output`` that is a directory, in a folder that
-    is not writable, or a file the next step could not read (``.csv``, no suffix), or whose
-    kept rows, dropped rows (or ``also``: the filter's scores) would overwrite one of
-    ``inputs``."""
+    """Refuse, before a step does any work, an ``output`` that is a directory (or whose dropped
+    rows' file or ``also``, the filter's scores, is one), in a folder that is not writable, or
+    a file the next step could not read (``.csv``, no suffix), or whose kept rows, dropped rows
+    (or ``also``) would overwrite one of ``inputs``."""
     output = Path(output).expanduser()
     if output.is_dir():
         raise ValueError(f"output {output}: is a directory; name a .jsonl or .parquet file")
@@ -210,6 +210,8 @@ def check_step_output(
     if not os.access(existing, os.W_OK):  # found before the filter loads a model and samples
         raise ValueError(f"output {output}: {existing} is not writable")
     for written in (output, dropped_file(output), *also):
+        if written != output and written.is_dir():
+            raise ValueError(f"output {output}: its {written.name} is a directory; remove it")
         for source in inputs:
             what = "it" if written == output else f"its {written.name}"
             if _same_file(written, Path(source).expanduser()):

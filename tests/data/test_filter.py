@@ -64,12 +64,22 @@ class Killed(Exception):
 
 
 def _run(
-    tmp_path, keep, sampler, out="kept.jsonl", rows=ROWS, verifier=None, n=N, fields=None, workers=0
+    tmp_path,
+    keep,
+    sampler,
+    out="kept.jsonl",
+    rows=ROWS,
+    verifier=None,
+    n=N,
+    fields=None,
+    workers=0,
+    named="lean",
 ):
+    """Filter ``rows`` with ``sampler`` (``None``: the job makes the one ``named``)."""
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     config = EvalConfig(n=n, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=workers))
-    job = FilterJob(parse_rule(keep, n), config, fields or "default", model="stub")
+    job = FilterJob(parse_rule(keep, n), config, fields or "default", model="stub", sampler=named)
     return filter_file(
         src,
         tmp_path / out,
@@ -462,22 +472,8 @@ def test_a_filter_samples_with_the_sampler_its_job_names_and_records_it(tmp_path
 
     register_sampler("filter_known")(ClosingSampler)
     ClosingSampler.made.clear()
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    config = EvalConfig(n=N, ks=(1,), batch_size=2, scoring=ScoringConfig(workers=0))
-
-    def run(job):
-        return filter_file(
-            src,
-            tmp_path / "kept.jsonl",
-            job,
-            model=torch.nn.Linear(1, 1),
-            tokenizer=CharTokenizer(),
-            verifier=get_verifier("math"),
-        )
-
     try:
-        run(FilterJob(parse_rule("mean>=0.5", N), config, model="stub", sampler="filter_known"))
+        _run(tmp_path, "mean>=0.5", None, named="filter_known")
         [made] = ClosingSampler.made
         assert made.calls == 3 and made.closed  # batches of 2 of 5 prompts, one sampler
         assert _ids(tmp_path / "kept.jsonl") == ["p2", "p3", "p4"]
@@ -486,7 +482,7 @@ def test_a_filter_samples_with_the_sampler_its_job_names_and_records_it(tmp_path
         with pytest.raises(
             ValueError, match=r"other settings \(sampler.name: 'filter_known' there"
         ):
-            run(FilterJob(parse_rule("mean>=0.5", N), config, model="stub"))
+            _run(tmp_path, "mean>=0.5", KnownSampler())
     finally:
         SAMPLERS.pop("filter_known")
 

@@ -202,7 +202,11 @@ def test_ctrl_c_during_the_evaluation_before_training_stops_before_any_step(trai
     rows = read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")
     assert [r["step"] for r in rows] == [0]
     assert list_checkpoints(cfg.log.output_dir) == []
-    assert "continues from the start (no checkpoint yet)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "continues from the start (no checkpoint yet)" in err
+    # it says what it does (it said it would stop after the step in flight with a checkpoint)
+    assert "Ctrl-C: stopping after the evaluation before training, without a checkpoint" in err
+    assert "step in flight" not in err
 
 
 def test_fresh_run_refuses_a_used_directory(train_config):

@@ -44,7 +44,13 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
-from rlvr.train.interrupt import ResumableError, Stopped, StopRequest
+from rlvr.train.interrupt import (
+    ASKED,
+    ASKED_BEFORE_TRAINING,
+    ResumableError,
+    Stopped,
+    StopRequest,
+)
 from rlvr.train.metrics import METRICS_FILE, MetricsWriter, read_metrics
 from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
@@ -284,7 +290,9 @@ class _Loop:
             model_dir = self.restored
         with StopRequest() as stop:
             if self.start_step == 0:
+                stop.said = ASKED_BEFORE_TRAINING
                 self._evaluate_before()
+                stop.said = ASKED
             if stop.asked:  # during the evaluation before training: no step in flight to save
                 raise Stopped(stop.signum)
             for step in range(self.start_step + 1, job.total_steps + 1):

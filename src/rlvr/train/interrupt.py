@@ -22,6 +22,10 @@ ASKED = (
     "{name}: stopping after the step in flight with a checkpoint "
     "(Ctrl-C or SIGTERM again stops at once, without one)"
 )
+ASKED_BEFORE_TRAINING = (
+    "{name}: stopping after the evaluation before training, without a checkpoint "
+    "(no step has run; Ctrl-C or SIGTERM again stops at once)"
+)
 _PYTHONS_OWN = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 """The handler each signal has unless someone installed another: only those are replaced."""
 
@@ -46,6 +50,8 @@ class StopRequest:
         self.asked = False
         self.signum: int = signal.SIGINT
         """The signal that asked (the last one)."""
+        self.said = ASKED
+        """What a first signal is told (:data:`ASKED`; before any step, :data:`ASKED_BEFORE_TRAINING`)."""
         self._installed: list[signal.Signals] = []
 
     def __enter__(self) -> StopRequest:
@@ -63,7 +69,7 @@ class StopRequest:
             raise Stopped(signum)
         self.asked = True
         name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(ASKED.format(name=name), file=sys.stderr, flush=True)
+        print(self.said.format(name=name), file=sys.stderr, flush=True)
 
     def __exit__(
         self,

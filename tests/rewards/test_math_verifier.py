@@ -83,6 +83,8 @@ EQUIVALENT = [
     (r"\boxed{x = 2, x = 3, x = 2}", r"\{2, 2, 3\}"),
     (r"\boxed{\left(-\infty, 2\right)}", r"(-\infty, 2)"),
     (r"\boxed{1, k}", "(1, k)"),  # (1, k) may be a point: its ends are finite
+    (r"\boxed{\approx 2.5}", "2.5"),  # a leading \approx or \sim is dropped
+    (r"\boxed{\sim 5}", "5"),
 ]
 
 WRONG = [
@@ -137,6 +139,15 @@ WRONG = [
     (r"\boxed{2, \infty}", r"(2, \infty)"),
     (r"\boxed{(-\infty, 2)}", r"-\infty, 2"),
     (r"\boxed{x = 1,000}", "1, 0"),  # thousands commas in an assignment read as a list
+    # LaTeX math-verify cannot parse: its fallback took the last number in it (negations too)
+    (r"\boxed{x \not= 5}", "x = 5"),
+    (r"\boxed{\neg (x = 5)}", "5"),
+    (r"\boxed{x \not< 5}", "5"),
+    (r"\boxed{\ne 5}", "5"),
+    (r"\boxed{\therefore 5}", "5"),
+    (r"\boxed{\textminus 3}", "3"),
+    (r"\boxed{\lbrace 1, 2\rbrace}", "2"),
+    (r"\boxed{x**2 + 1}", "1"),
 ]
 
 NO_ANSWER = [

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 import sympy
-from math_verify import ExprExtractionConfig, LatexExtractionConfig, grader, parse, verify
+from math_verify import LatexExtractionConfig, grader, parse, verify
 
 from rlvr.rewards.events import record
 from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
@@ -40,7 +40,10 @@ _THIN_SPACE_RE = re.compile(r"(?<=\d)\\[,;: ](?=\d{3}(?!\d))")
 _ASSIGNED_NUMBER_RE = re.compile(
     r"^([A-Za-z](?:_\{?\w+\}?)?\s*=\s*)(-?\d{1,3}(?:(?:,|\{,\})\d{3})+)(?=(?:\.\d+)?$)"
 )
-_EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
+# LaTeX only: math-verify's plain-expression fallback read LaTeX it could not parse as the
+# last number in it ("x \\not= 5" was 5, "x**2 + 1" was 1).
+_EXTRACTION = (LatexExtractionConfig(),)
+_LEADING_APPROX_RE = re.compile(r"^\\(?:approx|sim)(?![A-Za-z])\s*")  # "\approx 5" is 5
 
 
 for _name in ("math_verify.parser", "math_verify.grader"):  # its signal timeouts are off here
@@ -54,6 +57,7 @@ def parse_answer(answer: str) -> list:
     3/4
     """
     answer = _THIN_SPACE_RE.sub("", answer.strip().strip("$").strip())
+    answer = _LEADING_APPROX_RE.sub("", answer)
     answer = _ASSIGNED_NUMBER_RE.sub(lambda m: m[1] + re.sub(r"[{,}]", "", m[2]), answer)
     return parse(
         "\\boxed{" + answer + "}",

@@ -333,7 +333,8 @@ def progress_bar(title: str, unit: str = "prompts") -> Iterator[Callable[[int, i
 
 def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
     """``["key=value", ...]`` given as ``flag`` -> dict, each value read as YAML (numbers,
-    booleans, lists, ``null``); one line naming the pair that is not ``key=value``."""
+    booleans, lists, ``null``); one line naming a pair that is not ``key=value`` or a key
+    given twice."""
     import yaml
 
     found: dict[str, Any] = {}
@@ -341,6 +342,8 @@ def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"{flag} expects key=value, got {pair!r}")
+        if key.strip() in found:  # which of the two was meant is not for this to guess
+            raise ValueError(f"{flag} {key.strip()} is given twice; give it once")
         try:
             found[key.strip()] = yaml.safe_load(value)
         except yaml.YAMLError as err:

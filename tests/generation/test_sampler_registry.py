@@ -47,9 +47,9 @@ def test_options_of_the_wrong_type_are_one_clear_error():
         sampler_options("hf", share_prefill=0)
     with pytest.raises(
         ValueError,
-        match=r"^rollout.sampler: option gpu_memory_utilization of sampler 'vllm' must be float, got '5e-1'$",
+        match=r"^rollout.sampler: option gpu_memory_utilization of sampler 'vllm' must be float, got 'half'$",
     ):
-        RolloutConfig(sampler="vllm", sampler_options={"gpu_memory_utilization": "5e-1"})
+        RolloutConfig(sampler="vllm", sampler_options={"gpu_memory_utilization": "half"})
     with pytest.raises(ValueError, match=r"option max_model_len .* must be int or None, got 512.0"):
         sampler_options("vllm", max_model_len=512.0)
     opts = sampler_options("vllm", gpu_memory_utilization=1, kv_cache_gib=None, dtype="float16")
@@ -74,3 +74,13 @@ def test_a_missing_package_is_said_before_a_model_loads():
     finally:
         for name in ("needs_nothing_here", "needs_it_said", "needs_torch"):
             SAMPLERS.pop(name)
+
+
+def test_a_float_option_written_with_an_exponent_reads_as_its_number():
+    """PyYAML reads `5e-1` as text: `--sampler-option gpu_memory_utilization=5e-1` (and the
+    same in rollout.sampler_options) was refused as not a float, though `optim.lr=5e-5` reads."""
+    from rlvr.generation import sampler_options
+
+    assert sampler_options("vllm", gpu_memory_utilization="5e-1").gpu_memory_utilization == 0.5
+    assert sampler_options("vllm", kv_cache_gib="2e0").kv_cache_gib == 2.0  # float | None
+    assert sampler_options("vllm", dtype="float32").dtype == "float32"  # a text option stays

@@ -19,6 +19,7 @@ without being imported first). ``rollout.sampler=mine`` then selects it and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import types
@@ -127,8 +128,24 @@ def sampler_options(name: str, **options: Any) -> Any:
         raise ValueError(
             f"unknown option(s) {', '.join(unknown)} for sampler {name!r}; valid: {', '.join(valid) or 'none'}"
         )
+    options = _exponents_read(cls, options)
     check_types(name, cls, options)
     return cls(**options)
+
+
+def _exponents_read(cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """Each text given for a float option that reads as one, as that number: PyYAML reads
+    ``5e-1`` (an exponent without a dot) as text, as the configuration keys' reader knows."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError:  # annotations this module cannot resolve: left to the class
+        return options
+    out = dict(options)
+    for key, value in options.items():
+        if isinstance(value, str) and matches(0.5, hints[key]) and not matches(value, hints[key]):
+            with contextlib.suppress(ValueError):
+                out[key] = float(value)
+    return out
 
 
 def missing_package(name: str) -> str | None:

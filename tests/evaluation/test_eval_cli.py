@@ -976,6 +976,9 @@ def test_against_the_output_file_itself_is_refused_before_it_is_written_over(
         "over the report it compares with; give another --output\n"
     )
     assert base.read_text() == before
+    (tmp_path / "linked.json").hardlink_to(base)  # the same file under another name
+    assert main([*argv, "--output", "linked.json"]) == 2
+    assert "is the --output file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan"])

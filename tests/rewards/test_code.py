@@ -243,6 +243,9 @@ def test_parse_reference_errors(reference: object, message: str) -> None:
         ("1 2", "1 2 3", False),
         ("", "0", False),
         ("1_000", "1000", False),
+        ("\u0666", "6", False),  # Arabic-Indic six: Decimal reads it, a judge does not
+        ("\uff12\uff10", "20", False),  # fullwidth digits
+        ("\u0661.5", "1.5", False),
     ],
 )
 def test_stdout_matches(actual: str, expected: str, match: bool) -> None:

@@ -62,7 +62,7 @@ _PRELUDE = (
     "from itertools import accumulate, combinations, permutations, product\n"
     "from math import ceil, comb, floor, gcd, inf, isqrt, sqrt\n"
 )
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"(?a)[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # Decimal reads "٦" too
 _INTEGER = re.compile(r"[+-]?\d+")
 _PADDED = re.compile(r"[+-]?0\d+")
 _FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)

@@ -120,13 +120,13 @@ def check_sampler(name: str, *, dry_run: bool) -> None:
     """Refuse a sampler whose package is not installed, before any model loads; a dry run
     (perhaps for another machine) only notes it."""
     from rlvr.generation.registry import missing_package
+    from rlvr.train.dry_run import sampler_note
 
-    missing = missing_package(name)
-    if missing is None:
-        return
-    if not dry_run:
+    if dry_run:
+        if line := sampler_note(name, f"--sampler {name}"):
+            print(f"--dry-run: {line}", file=sys.stderr)
+    elif missing := missing_package(name):
         raise ValueError(f"--sampler {name}: {missing}")
-    print(f"--dry-run: --sampler {name}: {missing} (a run here would stop)", file=sys.stderr)
 
 
 def eval_parser() -> argparse.ArgumentParser:

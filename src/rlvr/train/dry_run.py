@@ -27,7 +27,6 @@ def dry_run_checks(
     ``model.name`` stands for a model an earlier pipeline stage makes, which has its layers:
     ``model.lora`` is checked on them, but the run does not fetch that model (no Hub note).
     """
-    from rlvr.generation.registry import missing_package
     from rlvr.train.lora import check_adapters
     from rlvr.train.prompts import check_local_data
 
@@ -38,8 +37,8 @@ def dry_run_checks(
     if line := device_note(config.model.device):
         note(line)
     rollout = getattr(config, "rollout", None)
-    if rollout is not None and (missing := missing_package(rollout.sampler)):
-        note(f"rollout.sampler: {missing} (a run here would stop)")
+    if rollout is not None and (line := sampler_note(rollout.sampler, "rollout.sampler")):
+        note(line)
     for line in hub_notes(config, model=own_model):
         note(line)
 
@@ -101,3 +100,12 @@ def device_note(name: str, key: str = "model.device") -> str | None:
     except ValueError as err:
         return f"{key}: {err} (a run here would stop)"
     return None
+
+
+def sampler_note(name: str, key: str) -> str | None:
+    """The dry run's line when sampler ``name`` (given as ``key``) needs a package this
+    machine lacks, not an error: the dry run may be for another; ``None`` when it has it."""
+    from rlvr.generation.registry import missing_package
+
+    missing = missing_package(name)
+    return None if missing is None else f"{key}: {missing} (a run here would stop)"

@@ -61,7 +61,7 @@ from rlvr.evaluation.harness import progress_lines
 from rlvr.generation.registry import missing_package
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.config import SFTConfig, TrainConfig
-from rlvr.train.dry_run import dry_run_checks
+from rlvr.train.dry_run import dry_run_checks, sampler_note
 from rlvr.train.harness import Callback, RunResult
 from rlvr.train.overrides import NOT_A_KEY, from_file, load_config, read_beside, to_dict
 from rlvr.train.preflight import preflight
@@ -496,8 +496,10 @@ def check_pipeline(
     for stage in pipeline.stages:
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
             if _finished(Path(pipeline.output_dir) / stage.name) is None:  # else only skipped
-                _check_data(pipeline, stage, by_stage[stage.name], frozenset(produced), model)
-                _check_sampler(pipeline, stage, by_stage[stage.name], device, note)
+                options = _check_data(
+                    pipeline, stage, by_stage[stage.name], frozenset(produced), model
+                )
+                _check_sampler(pipeline, stage, options, device, note)
             else:
                 data_step(pipeline, stage, by_stage[stage.name])
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
@@ -660,10 +662,10 @@ def _check_data(
     extra: Sequence[str],
     produced: frozenset[str],
     model: str | None,
-) -> None:
+) -> Any:
     """A data stage's options, its ``input`` file and the local files in ``against`` (but not
     those in ``produced``, which earlier stages write), and ``filter``'s model: ``model``
-    (:data:`PRODUCED`: an earlier model stage's)."""
+    (:data:`PRODUCED`: an earlier model stage's); returns the options."""
     from rlvr.data import check_source
     from rlvr.models import check_model_dir
 
@@ -683,26 +685,27 @@ def _check_data(
             _named("model", check_model_dir, model)
     except ValueError as err:
         raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+    return options
 
 
 def _check_sampler(
     pipeline: Pipeline,
     stage: Stage,
-    extra: Sequence[str],
+    options: Any,
     device: bool,
     note: Callable[[str], None] | None,
 ) -> None:
-    """A ``filter`` stage's sampler whose package is not installed: refused with ``device``
-    (the check before a real run), else a note (a dry run may be for another machine)."""
+    """A ``filter`` stage's sampler (``options``: the stage's) whose package is not installed:
+    refused with ``device`` (the check before a real run), else a note (a dry run may be for
+    another machine)."""
     if stage.config != "filter":
         return
-    sampler = data_step(pipeline, stage, extra)[0].sampler
-    missing = missing_package(sampler)
-    if missing is None:
-        return
-    if device:
-        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: sampler={sampler}: {missing}")
-    _stage_note(note, stage)(f"sampler={sampler}: {missing} (a run here would stop)")
+    key = f"sampler={options.sampler}"
+    if not device:
+        if line := sampler_note(options.sampler, key):
+            _stage_note(note, stage)(line)
+    elif missing := missing_package(options.sampler):
+        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {key}: {missing}")
 
 
 def _named(key: str, check: Callable[[str], None], value: str) -> None:

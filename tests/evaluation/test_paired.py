@@ -13,8 +13,8 @@ from scipy.stats import t as student_t
 
 from rlvr.evaluation.metrics import pass_at_k
 from rlvr.evaluation.paired import (
+    compare_reports,
     paired_differences,
-    per_dataset_differences,
     read_report,
     summary,
 )
@@ -102,7 +102,7 @@ def test_each_datasets_differences_are_its_own_problems():
     for report in (new, base):
         for problem in report["problems"][2:]:
             problem["dataset"] = "e"
-    found = per_dataset_differences(new, base)
+    found = compare_reports(new, base).per_dataset
     assert list(found) == ["d", "e"]
     assert found["d"]["avg@4"].mean == 0.5 and found["d"]["avg@4"].problems == 2
     assert found["e"]["avg@4"] == (0.0, 0.0, 0.0, 1.0, 2)  # level everywhere: p 1

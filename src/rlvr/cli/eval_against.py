@@ -7,9 +7,8 @@ from pathlib import Path
 
 from rlvr.evaluation.paired import (
     check_same_scoring,
-    paired_differences,
+    compare_reports,
     paired_problems,
-    per_dataset_differences,
     read_report,
     summary,
 )
@@ -35,8 +34,7 @@ def read_against(path: str | None, output: Path) -> dict | None:
 def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
     """The JSON's ``against`` section and the lines printed under the table: the paired
     differences over all problems and, with several datasets, over each one's."""
-    overall = paired_differences(written, base)
-    datasets = per_dataset_differences(written, base)
+    overall, datasets = compare_reports(written, base)
     section = {
         "file": path,
         "all": {k: d._asdict() for k, d in overall.items()},

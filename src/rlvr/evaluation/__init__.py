@@ -7,7 +7,8 @@
     report = evaluate(model, tokenizer, examples, "math", EvalConfig(n=8, ks=(1, 4, 8)))
     report.metrics["avg@8"], report.metrics["pass@4"], report.per_dataset["math500"]
 
-Two reports of the same problems compared problem by problem: :func:`paired_differences`.
+Two reports of the same problems compared problem by problem: :func:`paired_differences`
+(per dataset too: :func:`~rlvr.evaluation.paired.compare_reports`).
 """
 
 from rlvr.evaluation.harness import (

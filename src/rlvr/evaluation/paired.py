@@ -56,14 +56,23 @@ def paired_differences(new: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     return _differences(_checked_pairs(new, base))
 
 
-def per_dataset_differences(
-    new: Mapping[str, Any], base: Mapping[str, Any]
-) -> dict[str, dict[str, Difference]]:
-    """:func:`paired_differences` of each dataset's problems, by dataset name."""
+class Comparison(NamedTuple):
+    """Two reports' paired differences, over all problems and over each dataset's."""
+
+    overall: dict[str, Difference]
+    per_dataset: dict[str, dict[str, Difference]]
+    """By dataset name, each over that dataset's problems."""
+
+
+def compare_reports(new: Mapping[str, Any], base: Mapping[str, Any]) -> Comparison:
+    """:func:`paired_differences` over all problems and over each dataset's, from one check
+    and pairing of the two reports."""
+    pairs = _checked_pairs(new, base)
     by_dataset: dict[str, list[tuple[dict, dict]]] = {}
-    for a, b in _checked_pairs(new, base):
+    for a, b in pairs:
         by_dataset.setdefault(a["dataset"], []).append((a, b))
-    return {name: _differences(pairs) for name, pairs in by_dataset.items()}
+    datasets = {name: _differences(ones) for name, ones in by_dataset.items()}
+    return Comparison(_differences(pairs), datasets)
 
 
 def _checked_pairs(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[dict, dict]]:

@@ -31,7 +31,7 @@ def test_missing_training_file_fails_before_the_preset_is_built(tmp_path, monkey
         (["reward.verifier=nope"], "reward.verifier: unknown verifier 'nope'"),
         (["rollout.group_size=x"], "rollout.group_size must be int, got 'x'"),
         (["objective.eps9=1"], "objective: unknown hyperparameter(s) eps9"),
-        (["model.device=nope"], "model.device: device must be a torch device such as cpu"),
+        (["model.device=nope"], "model.device: device must be auto or a torch device such as cpu"),
     ],
 )
 def test_bad_values_are_one_line(overrides, message, tmp_path, monkeypatch, capsys):
@@ -68,7 +68,7 @@ def test_eval_bad_device_is_one_line(tmp_path, capsys):
     data.write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
     args = ["eval", "--model", str(tmp_path / "m"), "--data", str(data), "--device", "nope"]
     assert rlvr(args) == 2
-    assert "device must be a torch device such as cpu" in _one_error_line(capsys)
+    assert "device must be auto or a torch device such as cpu" in _one_error_line(capsys)
 
 
 def test_a_closed_pipe_ends_the_command_quietly():

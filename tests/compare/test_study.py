@@ -582,3 +582,23 @@ def test_seeds_written_as_one_number_is_refused_not_read_as_that_one_seed(tmp_pa
     with pytest.raises(ValueError, match=r"s.yaml: seeds: 5 would run the one seed 5; write \[5\]"):
         load_study(str(path))
     assert load_study("abc", ["seeds=[3]"]).seeds == (3,)
+
+
+def test_the_auto_device_is_written_as_this_machines_so_gpu_runs_get_folders_of_their_own(
+    monkeypatch,
+):
+    """A run's folder is named by its configuration: with ``auto`` written as is, a study's
+    CUDA runs shared folders with its CPU runs (and were reused for them)."""
+    import torch
+
+    study = load_study("abc")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    on_cpu = arm_config(study, study.arms[0], 0)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpu = arm_config(study, study.arms[0], 0)
+    assert (on_cpu.model.device, on_gpu.model.device) == ("cpu", "cuda")
+    assert fingerprint(on_cpu) != fingerprint(on_gpu)
+    model = {**study.settings.get("model", {}), "device": "cpu"}
+    named = dataclasses.replace(study, settings={**study.settings, "model": model})
+    # auto on a CPU is the CPU's run (committed runs of model.device=cpu are found again)
+    assert fingerprint(arm_config(named, study.arms[0], 0)) == fingerprint(on_cpu)

@@ -14,6 +14,7 @@ import pytest
 from rlvr.cli import main as rlvr_main
 from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
+from rlvr.models import torch_device
 
 ASSETS = resources.files("rlvr") / "assets"
 
@@ -46,6 +47,7 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "config",
         "problems",
     }
+    assert data["loading"]["device"] == str(torch_device("auto"))  # the default, as it ran
     # the installed distribution's, not reasoning_gym.__version__ (0.1.19 on 0.1.25)
     assert data["versions"]["reasoning-gym"] == importlib.metadata.version("reasoning-gym")
     assert data["versions"]["math-verify"] == importlib.metadata.version("math-verify")

@@ -10,6 +10,18 @@ def test_cpu_is_a_device():
     assert torch_device("cpu") == torch.device("cpu")
 
 
+def test_auto_is_the_gpu_torch_sees_else_the_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert torch_device("auto") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert torch_device("auto") == torch.device("cuda")
+
+
+def test_a_model_loads_on_the_auto_device_by_default(tiny_model_dir):
+    model, _ = load_model(str(tiny_model_dir))
+    assert next(model.parameters()).device == torch_device("auto")
+
+
 def test_unknown_device_type_is_a_value_error():
     with pytest.raises(ValueError, match="torch device such as cpu, cuda.*got 'gpu0'"):
         torch_device("gpu0")

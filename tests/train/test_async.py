@@ -205,6 +205,14 @@ def test_refused_settings(train_config, override, message):
         train_config("rollout.staleness=1", override)
 
 
+def test_the_auto_device_is_read_as_this_machine_has_it(train_config, monkeypatch):
+    """``model.device=auto`` (the default) is the CPU without a GPU, a GPU where torch sees one."""
+    assert train_config("rollout.staleness=1", "model.device=auto").rollout.staleness == 1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(ValueError, match=r"model.device='auto' \(cuda here\)"):
+        train_config("rollout.staleness=1", "model.device=auto")
+
+
 def test_a_cpu_device_with_an_index_is_a_cpu(train_config):
     """``model.device=cpu:0`` is the CPU torch names with an index; staleness refused it."""
     assert train_config("rollout.staleness=1", "model.device=cpu:0").rollout.staleness == 1

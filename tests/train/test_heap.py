@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from rlvr.train import heap
 
@@ -49,11 +50,11 @@ def test_release_returns_freed_heap_pages_to_the_os():
 def test_before_backward_trims_only_when_enabled_on_cpu(monkeypatch):
     calls = []
     monkeypatch.setattr(heap, "release_free_heap", lambda: calls.append(1) or True)
-    heap.before_backward("cpu", True)
-    heap.before_backward("cpu", False)
-    heap.before_backward("cuda:0", True)
-    heap.before_backward("cpu:0", True)
-    assert len(calls) == 2
+    on_cpu, elsewhere = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2, device="meta")
+    heap.before_backward(on_cpu, True)
+    heap.before_backward(on_cpu, False)
+    heap.before_backward(elsewhere, True)  # a device other than the CPU (a GPU's heap is not C's)
+    assert len(calls) == 1
 
 
 def test_no_malloc_trim_means_nothing_released(monkeypatch):

@@ -316,9 +316,10 @@ def _check_model(name: str) -> None:
         raise ValueError(f"--model {err}") from None
 
 
-def _check_placement(dtype: str, device: str, *, dry_run: bool) -> None:
-    """A bad ``--dtype`` or a ``--device`` this machine lacks stops before any data are read;
-    a dry run (perhaps for another machine) only notes the device."""
+def _check_placement(dtype: str, device: str, *, dry_run: bool) -> str:
+    """The device, ``auto`` resolved (what the report records); a bad ``--dtype`` or a
+    ``--device`` this machine lacks stops before any data are read; a dry run (perhaps for
+    another machine) only notes the device."""
     from rlvr.models import torch_device, torch_dtype
 
     try:
@@ -327,9 +328,9 @@ def _check_placement(dtype: str, device: str, *, dry_run: bool) -> None:
         raise ValueError(f"--dtype: {err}") from None
     if dry_run:
         note_device(device, key="--device")
-        return
+        return device
     try:
-        torch_device(device)
+        return str(torch_device(device))
     except ValueError as err:
         raise ValueError(f"--device: {err}") from None
 
@@ -359,7 +360,7 @@ def main(argv: list[str]) -> int:
     config = _config(args)
     output = Path(args.output) if args.output else _default_output(args.model)
     check_writable(output)
-    _check_placement(args.dtype, args.device, dry_run=args.dry_run)
+    args.device = _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     check_sampler(args.sampler, dry_run=args.dry_run)
     base = read_against(args.against, output)
     if args.dry_run:

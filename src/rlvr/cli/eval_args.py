@@ -88,7 +88,11 @@ def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
         "--batch-size", type=int, default=8, help="problems per generate call (default 8)"
     )
     p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (default: the first CUDA GPU torch sees, else cpu), cpu, cuda:1, ...",
+    )
     p.add_argument(
         "--sampler",
         default="lean",

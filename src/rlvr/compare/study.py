@@ -53,6 +53,7 @@ import yaml
 from rlvr.builtins import import_own
 from rlvr.bundled import bundled_names, read_source
 from rlvr.compare.worker import RUN_FILE
+from rlvr.models import resolve_device
 from rlvr.train.config import TrainConfig
 from rlvr.train.overrides import (
     apply_overrides,
@@ -445,11 +446,15 @@ def arm_config(
     # refused by check_imports).
     missing = [module for module in study.imports if not import_own(module)]
     try:
-        return from_dict(TrainConfig, data)
+        config = from_dict(TrainConfig, data)
     except ValueError as err:
         gone = [module for module in missing if module not in str(err)]
         hint = f" (imports {', '.join(gone)}: not in the working folder or on PYTHONPATH)"
         raise ValueError(f"{where}: {err}{hint if gone else ''}") from err
+    # `auto` is written as the device it is here: a run's folder is named by its configuration,
+    # so GPU runs never share a folder with CPU runs (their numbers differ)
+    device = resolve_device(config.model.device)
+    return dataclasses.replace(config, model=dataclasses.replace(config.model, device=device))
 
 
 def fingerprint(config: TrainConfig) -> str:

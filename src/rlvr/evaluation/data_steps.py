@@ -252,7 +252,7 @@ def filter_step(
     model: str,
     *,
     dtype: str = "float32",
-    device: str = "cpu",
+    device: str = "auto",
     verifier_options: dict[str, Any] | None = None,
     progress: Progress | None = None,
 ) -> StepReport:

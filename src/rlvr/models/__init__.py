@@ -92,13 +92,23 @@ def torch_dtype(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
+def resolve_device(name: str) -> str:
+    """``name``, with ``"auto"`` read as ``"cuda"`` when torch sees a CUDA GPU here, else ``"cpu"``
+    (never ``mps``: name it)."""
+    if name != "auto":
+        return name
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def torch_device(name: str) -> torch.device:
-    """``"cpu"``, ``"cuda:1"``, ``"mps"``, ... -> a ``torch.device`` this machine has, or a clear error."""
+    """``"auto"`` (see :func:`resolve_device`), ``"cpu"``, ``"cuda:1"``, ``"mps"``, ... -> a
+    ``torch.device`` this machine has, or a clear error."""
+    name = resolve_device(name)
     try:
         device = torch.device(name)
     except (RuntimeError, ValueError):
         raise ValueError(
-            f"device must be a torch device such as cpu, cuda, cuda:1 or mps, got {name!r}"
+            f"device must be auto or a torch device such as cpu, cuda, cuda:1 or mps, got {name!r}"
         ) from None
     backends = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
     missing = device.type in backends and not backends[device.type]()
@@ -213,11 +223,11 @@ def _model_folder(name_or_path: str) -> tuple[str, str | None]:
         raise ValueError(f"could not load model {err}") from None
 
 
-def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "cpu"):
+def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "auto"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM
 
-    torch_device(device)
+    device = torch_device(device)
     path, base = _model_folder(name_or_path)
     if base is not None:  # its base model, the adapters merged; its own tokenizer if it has one
         model, tokenizer = load_model(base, dtype=dtype, device=device)

@@ -62,8 +62,8 @@ class ModelConfig:
     """Parameter dtype: ``float32``, ``bfloat16`` or ``float16``."""
     autocast: Literal["none", "bf16"] = "none"
     """Run forward passes (rollout and update) under bfloat16 autocast."""
-    device: str = "cpu"
-    """Torch device for the policy (and the reference model)."""
+    device: str = "auto"
+    """Torch device for the policy (and the reference model): ``auto`` is the first CUDA GPU torch sees, else the CPU; or ``cpu``, ``cuda:1``, ``mps``, ..."""
     chunk_size: int = 1024
     """Positions per chunk when log-probs and entropy are computed from logits."""
     gradient_checkpointing: bool = False
@@ -566,12 +566,16 @@ class TrainConfig:
         )
         self._check_reward_range()
         if self.rollout.staleness:
+            from rlvr.models import resolve_device
+
+            device = resolve_device(self.model.device)
+            here = f" ({device} here)" if self.model.device == "auto" else ""
             _check(
-                self.model.device.partition(":")[0] == "cpu" and self.rollout.sampler != "vllm",
+                device.partition(":")[0] == "cpu" and self.rollout.sampler != "vllm",
                 f"rollout.staleness={self.rollout.staleness} runs the generation worker as a CPU "
                 f"process sampling from its own copy of the model (lean, hf); got "
-                f"model.device={self.model.device!r}, rollout.sampler={self.rollout.sampler!r} "
-                "(use rollout.staleness=0)",
+                f"model.device={self.model.device!r}{here}, rollout.sampler={self.rollout.sampler!r} "
+                "(use rollout.staleness=0, or model.device=cpu with lean or hf)",
             )
         for contrast in self.contrasts:  # each log.contrast entry must name an objective
             self._check_reward_range(contrast)

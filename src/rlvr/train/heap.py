@@ -19,6 +19,10 @@ import ctypes
 import ctypes.util
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 
 @functools.cache
@@ -41,7 +45,7 @@ def release_free_heap() -> bool:
     return bool(trim(0)) if trim is not None else False
 
 
-def before_backward(device: str | object, enabled: bool) -> None:
-    """:func:`release_free_heap` when ``enabled`` and the model runs on the CPU."""
-    if enabled and str(device).startswith("cpu"):
+def before_backward(model: torch.nn.Module, enabled: bool) -> None:
+    """:func:`release_free_heap` when ``enabled`` and ``model`` runs on the CPU."""
+    if enabled and next(model.parameters()).device.type == "cpu":
         release_free_heap()

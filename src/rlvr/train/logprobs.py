@@ -8,6 +8,7 @@ import contextlib
 import torch
 
 from rlvr.generation.base import varying_shape_attention
+from rlvr.models import resolve_device
 from rlvr.ops import TokenStats, sequence_token_stats
 from rlvr.train.config import ModelConfig
 
@@ -17,7 +18,7 @@ def forward_context(cfg: ModelConfig):
     """The context of the policy's forward passes (rollout and update): attention off cuDNN
     (:func:`rlvr.generation.base.varying_shape_attention`), and under ``autocast=bf16``
     bfloat16 autocast."""
-    device = torch.device(cfg.device).type
+    device = torch.device(resolve_device(cfg.device)).type
     bf16 = cfg.autocast == "bf16"
     cast = torch.autocast(device, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     with cast, varying_shape_attention():

@@ -157,7 +157,7 @@ def sft_step(model, optimizer, scheduler, batch: SequenceBatch, cfg: SFTConfig) 
     total = 0.0
     for index in length_sorted_chunks(batch, cfg.optim.micro_batch_size):
         loss = _response_nll_sum(model, batch.rows(index), cfg) / num_tokens
-        before_backward(cfg.model.device, cfg.model.trim_heap)
+        before_backward(model, cfg.model.trim_heap)
         loss.backward()
         total += float(loss.detach())
     grad_norm, stepped = clip_and_step(model, optimizer, scheduler, cfg.optim)

@@ -128,7 +128,7 @@ def optimizer_step(
         if not math.isfinite(head["loss"]):
             nonfinite += 1  # leave this micro-batch's gradient out rather than poison the weights
             continue
-        before_backward(cfg.model.device, cfg.model.trim_heap)
+        before_backward(model, cfg.model.trim_heap)
         loss.backward()
         total += head["loss"]
         for name, value in sums.items():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import doctest
 import json
 from dataclasses import replace
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -263,6 +265,15 @@ def test_stdout_matches(actual: str, expected: str, match: bool) -> None:
         ([1, 2], [2, 1], False),
         ("a", "a", True),
         (None, [], False),
+        (float("nan"), float("nan"), True),  # NaN expected: only NaN meets it
+        (0.0, float("nan"), False),
+        (float("inf"), float("nan"), False),
+        (float("nan"), 0.0, False),
+        (Fraction(1, 3), 1 / 3, True),  # fractions and decimals keep the tolerance
+        (Decimal(1) / Decimal(3), 1 / 3, True),
+        (Decimal("Infinity"), float("inf"), True),
+        (Decimal("1e400"), float("inf"), False),  # infinite as a float only
+        (Decimal("sNaN"), float("nan"), False),
     ],
 )
 def test_values_match(actual: object, expected: object, match: bool) -> None:
@@ -689,6 +700,53 @@ def test_only_a_one_element_list_is_read_as_a_wrapper():
     assert run_tests(first_only, reference, config=FAST).passed == (False, True)
     right = "def primes(n):\n    return [p for p in range(2, n) if all(p % d for d in range(2, p))]"
     assert run_tests(right, reference, config=FAST).passed == (True, True)
+
+
+# Right answers whose repr is no Python literal (APPS's ``==`` takes them); the reference goes
+# through JSON, Infinity included.
+RETURNS_REF = {
+    "fn_name": "answer",
+    "inputs": [[i] for i in range(8)],
+    "outputs": [{"a": 2, "b": 1}, {"x": 1}, {"1": [2]}, [1, 2], [1 / 3], 2.5, 1, float("inf")],
+}
+RIGHT_RETURNS = "Counter('aab') OrderedDict(x=1) defaultdict(list,{1:[2]}) P(1,2) Fraction(1,3)"
+RIGHT_RETURNS += " Decimal('2.50') E.A float('inf')"
+WRONG_RETURNS = "Counter('abb') OrderedDict(x=2) defaultdict(list,{1:[3]}) P(2,1) Fraction(1,2)"
+WRONG_RETURNS += " Decimal('2.6') E.B float('-inf')"
+NOT_PLAIN_RETURNS = "type('T',(),{})() deque([1,2]) " * 4  # [3] is deque([1, 2]) for [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("values", "passed"),
+    [(RIGHT_RETURNS, True), (WRONG_RETURNS, False), (NOT_PLAIN_RETURNS, False)],
+    ids=["right", "wrong", "not-plain"],
+)
+def test_call_answers_are_read_as_plain_data(values: str, passed: bool) -> None:
+    program = (
+        "from collections import *\nfrom decimal import Decimal\nfrom enum import IntEnum\n"
+        "from fractions import Fraction\nP = namedtuple('P', 'x y')\nE = IntEnum('E', 'A B')\n"
+        f"def answer(i):\n    return [{', '.join(values.split())}][i]\n"
+    )
+    verdict = run_tests(program, json.dumps(RETURNS_REF), config=FAST)
+    assert verdict.passed == (passed,) * 8
+
+
+def test_call_arguments_and_answers_carry_infinity_and_nan() -> None:
+    kinds = '{"fn_name": "f", "inputs": [[[1.5, Infinity, -Infinity, NaN]]], "outputs": [[["1.5", "inf", "-inf", "nan"]]]}'
+    assert run_tests("def f(xs):\n    return list(map(repr, xs))", kinds, config=FAST).passed == (
+        True,
+    )
+    same = (
+        '{"fn_name": "f", "inputs": [[NaN], [Infinity], [NaN]], "outputs": [NaN, Infinity, [NaN]]}'
+    )
+    assert run_tests("def f(x):\n    return x", same, config=FAST).passed == (True,) * 3
+    assert run_tests("def f(x):\n    return 0.0", same, config=FAST).passed == (False,) * 3
+
+
+@pytest.mark.parametrize("text", ["6", "[6]", "{'a': 1}", "(1, 2)", '{"i": "6", "f": "1.0"}'])
+def test_a_call_result_line_must_be_tagged_plain_data(text: str) -> None:
+    assert code_module._returned_value(f"{text}\nN {text}\n", "N") == (False, None)
+    assert code_module._returned_value('N {"i": "6"}\n', "N") == (True, 6)
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,9 +46,10 @@ from rlvr.sandbox import (
     SandboxPolicy,
     SandboxResult,
     SandboxStatus,
+    driver,
+    plain,
     run_untrusted,
 )
-from rlvr.sandbox import driver as assert_driver
 
 SKIPPED = "skipped"
 """Status of a test that was not run (budget spent, or an earlier result made it moot)."""
@@ -480,14 +482,16 @@ def _compile_guard(code: str, prefix: str = "") -> str:
 
 
 def _call_harness(code: str, fn_name: str, args: tuple[Any, ...], nonce: str) -> str:
+    """A call test: plain data (:mod:`rlvr.sandbox.plain`) in, and out after ``nonce``."""
     return _compile_guard(code) + (
         f"_cls = _ns.get('Solution')\n"
         f"if isinstance(_cls, type) and hasattr(_cls, {fn_name!r}):\n"
         f"    _fn = getattr(_cls(), {fn_name!r})\n"
         "else:\n"
         f"    _fn = _ns[{fn_name!r}]\n"
-        f"_out = _fn(*{list(args)!r})\n"
-        f"_sys.stdout.write('\\n{nonce} ' + repr(_out) + '\\n')\n"
+        f"exec({_source(plain)!r}, _plain := {{}})\n"
+        f"_out = _fn(*_plain['decode']({plain.encode(list(args))!r}))\n"
+        f"_sys.stdout.write('\\n{nonce} ' + _plain['encode'](_out) + '\\n')\n"
     )
 
 
@@ -502,8 +506,8 @@ def _assert_harness(code: str, suite: TestSuite, statement: str, nonce: str) -> 
 
 
 @functools.cache
-def _driver_module() -> str:
-    return Path(assert_driver.__file__).read_text(encoding="utf-8")
+def _source(module: Any) -> str:
+    return Path(module.__file__).read_text(encoding="utf-8")
 
 
 def _driver(suite: TestSuite, statement: str) -> str:
@@ -513,7 +517,7 @@ def _driver(suite: TestSuite, statement: str) -> str:
         stubs["candidate"] = suite.fn_name
     used = _names(statement).used | _names(suite.setup).used
     prelude = _PRELUDE if used & _prelude().keys() else ""  # its imports cost time in every run
-    return _driver_module() + f"\nrun({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
+    return _source(driver) + f"\nrun({prelude!r}, {suite.setup!r}, {statement!r}, {stubs!r})\n"
 
 
 def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
@@ -532,16 +536,16 @@ def _numbers_close(a: str, b: str, cfg: CodeConfig) -> bool:
         return False
 
 
-def _reals_close(a: int | float, b: int | float, cfg: CodeConfig) -> bool:
-    """As :func:`_numbers_close`, for numbers; infinities and NaN compare with ``==``."""
+def _reals_close(a: Any, b: Any, cfg: CodeConfig) -> bool:
+    """As :func:`_numbers_close`, for numbers; infinities compare with ``==``, NaN meets NaN."""
     if isinstance(b, int) and isinstance(a, int):
         return a == b
     try:
         x, y = float(a), float(b)
-    except OverflowError:  # an integer beyond float range against a float
+    except (OverflowError, ValueError):  # beyond float range against a float; a signalling NaN
         return False
     if not (math.isfinite(x) and math.isfinite(y)):
-        return x == y
+        return a == b or (math.isnan(x) and math.isnan(y))
     if isinstance(b, int) and round(x) != b:
         return False
     return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
@@ -573,7 +577,7 @@ def _normalise(value: Any) -> Any:
 
 
 def _is_real(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return isinstance(x, (int, float, Fraction, Decimal)) and not isinstance(x, bool)
 
 
 def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONFIG) -> bool:
@@ -595,12 +599,12 @@ def values_match(actual: Any, expected: Any, cfg: CodeConfig = DEFAULT_CODE_CONF
 
 
 def _returned_value(stdout: str, nonce: str) -> tuple[bool, Any]:
-    """(found, value) of the harness's result line."""
+    """(found, value) of the harness's result line, plain data (exact builtin types)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(nonce + " "):
             try:
-                return True, ast.literal_eval(line[len(nonce) + 1 :])
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return True, plain.decode(line[len(nonce) + 1 :])
+            except plain.NotPlain:
                 break
     return False, None
 

@@ -805,11 +805,11 @@ def test_eval_samples_with_the_sampler_named_and_records_it(
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--sampler", "nope"], "unknown sampler 'nope'; valid: "),
+        (["--sampler", "nope"], "--sampler: unknown sampler 'nope'; valid: "),
         (["--sampler-option", "x"], "--sampler-option expects key=value, got 'x'"),
         (["--sampler-option", "fast=true", "--sampler-option", "fast=false"], "--sampler-option fast is given twice; give it once"),
-        (["--sampler", "vllm", "--sampler-option", "memory=1"], "unknown option(s) memory for sampler 'vllm'; valid: gpu_memory_utilization"),
-        (["--sampler", "vllm", "--sampler-option", "max_model_len=abc"], "option max_model_len of sampler 'vllm' must be int or None, got 'abc'"),
+        (["--sampler", "vllm", "--sampler-option", "memory=1"], "--sampler-option: unknown option(s) memory for sampler 'vllm'; valid: gpu_memory_utilization"),
+        (["--sampler", "vllm", "--sampler-option", "max_model_len=abc"], "--sampler-option: option max_model_len of sampler 'vllm' must be int or None, got 'abc'"),
     ],
 )  # fmt: skip
 def test_a_bad_sampler_or_option_is_one_line_before_anything_loads(

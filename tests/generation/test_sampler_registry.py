@@ -47,7 +47,7 @@ def test_options_of_the_wrong_type_are_one_clear_error():
         sampler_options("hf", share_prefill=0)
     with pytest.raises(
         ValueError,
-        match=r"^rollout.sampler: option gpu_memory_utilization of sampler 'vllm' must be float, got 'half'$",
+        match=r"^rollout.sampler_options: option gpu_memory_utilization of sampler 'vllm' must be float, got 'half'$",
     ):
         RolloutConfig(sampler="vllm", sampler_options={"gpu_memory_utilization": "half"})
     with pytest.raises(ValueError, match=r"option max_model_len .* must be int or None, got 512.0"):

@@ -31,7 +31,8 @@ def test_options_are_checked_without_starting_an_engine():
 def test_rollout_config_names_a_bad_option():
     RolloutConfig(sampler="vllm", sampler_options={"kv_cache_gib": 2.0})
     with pytest.raises(
-        ValueError, match=r"rollout.sampler: unknown option\(s\) memory .*gpu_memory_utilization"
+        ValueError,
+        match=r"rollout.sampler_options: unknown option\(s\) memory .*gpu_memory_utilization",
     ):
         RolloutConfig(sampler="vllm", sampler_options={"memory": 0.5})
 

@@ -993,7 +993,7 @@ def test_a_filter_stage_sampler_without_its_package_is_refused_before_any_stage_
         "would stop)"
     ]
     keep["overrides"][-1] = "sampler_options={memory: 1}"
-    with pytest.raises(ValueError, match="unknown option.*memory for sampler 'vllm'"):
+    with pytest.raises(ValueError, match="stage 'f': sampler_options: unknown option.*memory for"):
         check_pipeline(
             parse_pipeline(_data_stages(tmp_path, "smollm2-135m", DEDUP, keep), folder=tmp_path)
         )

@@ -46,7 +46,7 @@ def test_a_registered_backend_drives_training(train_config):
         train(cfg)
         assert CountingSampler.syncs == 2  # once before each step's rollout
         assert CountingSampler.calls == 3  # two rollouts and the held-out evaluation
-        with pytest.raises(ValueError, match="rollout.sampler: unknown option.*colour"):
+        with pytest.raises(ValueError, match="rollout.sampler_options: unknown option.*colour"):
             train_config("rollout.sampler=counting", "rollout.sampler_options={colour: 1}")
     finally:
         SAMPLERS.pop("counting")

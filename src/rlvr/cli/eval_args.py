@@ -113,10 +113,10 @@ def sampler_settings(args: argparse.Namespace, base: dict | None = None) -> dict
     """The options of ``--sampler``: ``base`` (a run's) with each ``--sampler-option`` laid
     over it, checked against the sampler (an unknown sampler or option, or a value of the
     wrong type, is one line before anything loads)."""
-    from rlvr.generation.registry import sampler_options
+    from rlvr.generation.registry import named_options
 
     options = dict(base or {}) | key_values(args.sampler_option, "--sampler-option")
-    sampler_options(args.sampler, **options)
+    named_options(args.sampler, options, ("--sampler", "--sampler-option"))
     return options
 
 

@@ -33,8 +33,8 @@ from rlvr.data.fields import FieldMap, field_map
 from rlvr.data.rowfiles import StepReport
 from rlvr.evaluation.harness import EvalConfig, Progress
 from rlvr.evaluation.keep_rule import parse_rule
-from rlvr.generation import SamplingConfig, sampler_options
-from rlvr.generation.registry import missing_package
+from rlvr.generation import SamplingConfig
+from rlvr.generation.registry import missing_package, named_options
 from rlvr.rewards.registry import get_verifier
 from rlvr.rewards.scoring import ScoringConfig
 
@@ -139,7 +139,7 @@ class FilterOptions:
         get_verifier(self.verifier)
         if not isinstance(self.sampler_options, dict):
             raise ValueError(f"sampler_options must be a mapping, got {self.sampler_options!r}")
-        sampler_options(self.sampler, **self.sampler_options)
+        named_options(self.sampler, self.sampler_options, ("sampler", "sampler_options"))
 
     def eval_config(self) -> EvalConfig:
         """How the filter samples and scores (its checks: ``n``, batch size, sampling, limits)."""

@@ -133,6 +133,19 @@ def sampler_options(name: str, **options: Any) -> Any:
     return cls(**options)
 
 
+def named_options(name: str, options: dict[str, Any], keys: tuple[str, str]) -> Any:
+    """:func:`sampler_options`, its one-line error naming what was given: ``keys`` are the
+    sampler's and its options' (``("rollout.sampler", "rollout.sampler_options")``)."""
+    try:
+        sampler_entry(name)
+    except ValueError as err:
+        raise ValueError(f"{keys[0]}: {err}") from None
+    try:
+        return sampler_options(name, **options)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{keys[1]}: {err}") from None
+
+
 def _exponents_read(cls: type, options: dict[str, Any]) -> dict[str, Any]:
     """Each text given for a float option that reads as one, as that number: PyYAML reads
     ``5e-1`` (an exponent without a dot) as text, as the configuration keys' reader knows."""

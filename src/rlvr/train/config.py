@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from rlvr.evaluation.harness import EvalConfig as HarnessConfig
-from rlvr.generation import SamplingConfig, sampler_options
-from rlvr.generation.registry import sampler_entry
+from rlvr.generation import SamplingConfig
+from rlvr.generation.registry import named_options, sampler_entry
 from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.contrast import Contrast, parse_contrast
 
@@ -296,10 +296,9 @@ class RolloutConfig:
             self.importance_cap > 0,
             f"rollout.importance_cap must be > 0, got {self.importance_cap}",
         )
-        try:
-            sampler_options(self.sampler, **self.sampler_options)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"rollout.sampler: {err}") from err
+        named_options(
+            self.sampler, self.sampler_options, ("rollout.sampler", "rollout.sampler_options")
+        )
         _check(
             self.importance_correction == "none"
             or sampler_entry(self.sampler).logprobs is not False,

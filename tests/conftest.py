@@ -6,6 +6,9 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# model.device=auto is the CPU in the tests on a GPU machine too: their numbers are the CPU's
+# (tests of CUDA name it; tests of auto itself remove this)
+os.environ.setdefault("RLVR_AUTO_DEVICE", "cpu")
 
 import pytest  # noqa: E402
 

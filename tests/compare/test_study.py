@@ -592,6 +592,7 @@ def test_the_auto_device_is_written_as_this_machines_so_gpu_runs_get_folders_of_
     import torch
 
     study = load_study("abc")
+    monkeypatch.delenv("RLVR_AUTO_DEVICE")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     on_cpu = arm_config(study, study.arms[0], 0)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

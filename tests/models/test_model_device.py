@@ -11,10 +11,13 @@ def test_cpu_is_a_device():
 
 
 def test_auto_is_the_gpu_torch_sees_else_the_cpu(monkeypatch):
+    monkeypatch.delenv("RLVR_AUTO_DEVICE")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert torch_device("auto") == torch.device("cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert torch_device("auto") == torch.device("cuda")
+    monkeypatch.setenv("RLVR_AUTO_DEVICE", "cpu")  # what the tests run with
+    assert torch_device("auto") == torch.device("cpu")
 
 
 def test_a_model_loads_on_the_auto_device_by_default(tiny_model_dir):

@@ -207,6 +207,8 @@ def test_refused_settings(train_config, override, message):
 
 def test_the_auto_device_is_read_as_this_machine_has_it(train_config, monkeypatch):
     """``model.device=auto`` (the default) is the CPU without a GPU, a GPU where torch sees one."""
+    monkeypatch.delenv("RLVR_AUTO_DEVICE")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert train_config("rollout.staleness=1", "model.device=auto").rollout.staleness == 1
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(ValueError, match=r"model.device='auto' \(cuda here\)"):

@@ -94,10 +94,11 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def resolve_device(name: str) -> str:
     """``name``, with ``"auto"`` read as ``"cuda"`` when torch sees a CUDA GPU here, else ``"cpu"``
-    (never ``mps``: name it)."""
+    (never ``mps``: name it); the environment variable ``RLVR_AUTO_DEVICE`` overrides what
+    ``auto`` stands for (the tests set it to ``cpu``: their numbers are the CPU's)."""
     if name != "auto":
         return name
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return os.environ.get("RLVR_AUTO_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def torch_device(name: str) -> torch.device:

@@ -15,7 +15,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
-from rlvr.engines.trl.trainer import HOOKS, STATS_KEYS, check_trl  # noqa: E402
+from rlvr.engines.trl.options import check_reward_funcs, reward_keywords  # noqa: E402
+from rlvr.engines.trl.trainer import HOOKS, STATS_KEYS, batch_rewards, check_trl  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
 PROMPTS = ["What is 3 + 4 + 5?", "Calculate 7 - 2 + 1.", "What is 9 + 9?", "Sum 1 + 2 + 3."]
@@ -103,6 +104,94 @@ def test_an_rlvr_verifier_as_reward_function_is_refused_naming_the_wrapper(tmp_p
 
     with pytest.raises(ValueError, match=r"reward_funcs\[\d\] is rlvr's verifier 'math'.*wrap it"):
         RlvrGRPOTrainer("never-loaded", wrap(get_verifier("math")), grpo_args(tmp_path))
+
+
+def own_signature(completion, reference):
+    return 1.0
+
+
+def without_kwargs(prompts, completions):
+    return [1.0 for _ in completions]
+
+
+def needs_reference(completions, reference, **_):
+    return [1.0 for _ in completions]
+
+
+def by_position(completions, /, **_):
+    return [1.0 for _ in completions]
+
+
+@pytest.mark.parametrize(
+    ("func", "problem"),
+    [
+        (own_signature, "it takes no argument answer, completion_ids, completions, .*and no \\*\\*kwargs"),
+        (without_kwargs, "it takes no argument answer, completion_ids, log_extra, .*and no \\*\\*kwargs"),
+        (needs_reference, "it needs reference, which TRL does not pass"),
+        (by_position, "it takes completions only by position"),
+    ],
+)
+def test_a_reward_function_trl_cannot_call_is_refused_before_the_model_loads(
+    tmp_path, func, problem
+):
+    """TRL calls ``func(prompts=, completions=, completion_ids=, ..., **columns)``: a function
+    of another signature was a TypeError at the first step, after the model loaded and the
+    first batch was generated."""
+    name = func.__name__
+    with pytest.raises(
+        ValueError, match=rf"^reward_funcs\[1\] {name}\(.*cannot be called by TRL.*{problem}"
+    ):
+        RlvrGRPOTrainer(
+            "never-loaded",
+            [length_reward, func],
+            grpo_args(tmp_path),
+            train_dataset=Dataset.from_dict({"prompt": PROMPTS, "answer": PROMPTS}),
+        )
+
+
+class CallableReward:
+    def __call__(self, completions, answer, **_):
+        return [1.0 for _ in completions]
+
+
+@pytest.mark.parametrize(
+    "func",
+    [
+        length_reward,
+        CallableReward(),
+        lambda prompts, completions, completion_ids, trainer_state, log_extra, log_metric, answer: [],
+        "a/reward-model",
+    ],
+)
+def test_reward_functions_trl_can_call_pass_the_check(tmp_path, func):
+    keywords, complete = reward_keywords(
+        grpo_args(tmp_path), Dataset.from_dict({"prompt": PROMPTS, "answer": PROMPTS})
+    )
+    assert complete and "answer" in keywords and "prompt" not in keywords
+    check_reward_funcs(func, keywords, complete)
+
+
+def test_an_argument_a_rollout_func_may_pass_is_not_refused(tmp_path):
+    """A ``rollout_func``'s extra fields reach the reward functions: their names are unknown."""
+    rows = Dataset.from_dict({"prompt": PROMPTS})
+    keywords, complete = reward_keywords(grpo_args(tmp_path), rows, rollout_func=lambda *a: {})
+    assert not complete
+    check_reward_funcs(needs_reference, keywords, complete)
+    with pytest.raises(ValueError, match="it needs reference"):
+        check_reward_funcs(needs_reference, *reward_keywords(grpo_args(tmp_path), rows))
+
+
+def test_an_unscored_or_infinite_reward_names_the_cause():
+    """TRL turns ``None`` into NaN: a NaN is unscored too; an inf names its function."""
+    weights, names = torch.ones(2), ["first", "second"]
+    nan = torch.tensor([[1.0, torch.nan], [torch.nan, torch.nan]])
+    with pytest.raises(ValueError, match=r"^1 completion\(s\) got no reward .*None or NaN"):
+        batch_rewards(nan, weights, names)
+    inf = torch.tensor([[1.0, torch.inf], [0.0, -torch.inf]])
+    with pytest.raises(ValueError, match=r"returned inf \('second' for 2 completion\(s\)\)"):
+        batch_rewards(inf, weights, names)
+    scored = torch.tensor([[1.0, torch.nan], [0.5, 2.0]])
+    assert batch_rewards(scored, weights, names).tolist() == [1.0, 2.5]
 
 
 def test_unknown_objective_or_hyperparameter(tmp_path):

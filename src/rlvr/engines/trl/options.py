@@ -12,10 +12,13 @@ is honoured: the ratios become the objective's per-token weights.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
+
+import torch
 
 from rlvr.objectives import ObjectiveConfig, make_config
 from rlvr.rewards import Verifier
@@ -107,9 +110,62 @@ def check_args(args: Any) -> None:
         )
 
 
-def check_reward_funcs(reward_funcs: Any) -> None:
-    """Raise ValueError for an rlvr :class:`~rlvr.rewards.Verifier` given as a TRL reward
-    function: TRL would call it with the wrong arguments at the first step."""
+TRL_REWARD_KEYWORDS = (
+    "prompts",
+    "completions",
+    "completion_ids",
+    "trainer_state",
+    "log_extra",
+    "log_metric",
+)
+"""The keywords TRL 1.16 passes every reward function, besides the dataset's columns."""
+
+
+def reward_keywords(args: Any, dataset: Any, **trainer_kwargs: Any) -> tuple[frozenset[str], bool]:
+    """``(keywords, complete)``: the keywords TRL passes each reward function (its own and the
+    train dataset's columns), and whether no others can come (False for a dataset whose columns
+    are not known, ``remove_unused_columns=True`` or a ``rollout_func``'s extra fields)."""
+    keywords = set(TRL_REWARD_KEYWORDS)
+    if trainer_kwargs.get("environment_factory") is not None:
+        keywords.add("environments")
+    columns = getattr(dataset, "column_names", None)
+    known = isinstance(columns, list) and not args.remove_unused_columns
+    if known:
+        keywords |= set(columns) - {"prompt", "completion", "completion_ids"}
+    return frozenset(keywords), known and trainer_kwargs.get("rollout_func") is None
+
+
+def reward_call_problem(func: Callable, keywords: frozenset[str], complete: bool) -> str | None:
+    """Why TRL, calling ``func`` with the keyword arguments ``keywords`` (``complete``: and no
+    others), would fail: a keyword it does not take, or an argument TRL does not pass; None when
+    the call works or the signature cannot be read."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    unexpected = sorted(keywords - named)
+    if unexpected and not any(p.kind is p.VAR_KEYWORD for p in params):
+        return f"it takes no argument {', '.join(unexpected)} and no **kwargs"
+    required = [p for p in params if p.default is p.empty and p.kind is not p.VAR_POSITIONAL]
+    by_position = [p.name for p in required if p.kind is p.POSITIONAL_ONLY]
+    if by_position:
+        return f"it takes {', '.join(by_position)} only by position; TRL passes keywords"
+    missing = [p.name for p in required if p.kind is not p.VAR_KEYWORD and p.name not in keywords]
+    if complete and missing:
+        return f"it needs {', '.join(missing)}, which TRL does not pass (no such dataset column)"
+    return None
+
+
+def check_reward_funcs(
+    reward_funcs: Any,
+    keywords: frozenset[str] = frozenset(TRL_REWARD_KEYWORDS),
+    complete: bool = False,
+) -> None:
+    """Raise ValueError, before the model loads, for a reward function TRL cannot call with the
+    keyword arguments ``keywords`` (:func:`reward_keywords`): an rlvr
+    :class:`~rlvr.rewards.Verifier`, or a function of another signature. TRL would raise a
+    TypeError at the first step, after the model loaded and the first batch was generated."""
     funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
     for index, func in enumerate(funcs):
         if isinstance(func, Verifier):
@@ -118,6 +174,16 @@ def check_reward_funcs(reward_funcs: Any) -> None:
                 "reference); TRL calls a reward function as (prompts, completions, **dataset "
                 "columns): wrap it, e.g. lambda completions, reference, **_: "
                 "[verifier(c, r) for c, r in zip(completions, reference)]"
+            )
+        if isinstance(func, (str, torch.nn.Module)) or not callable(func):
+            continue  # a reward model: TRL loads and calls it itself
+        problem = reward_call_problem(func, keywords, complete)
+        if problem is not None:
+            name = getattr(func, "__name__", type(func).__name__)
+            raise ValueError(
+                f"reward_funcs[{index}] {name}{inspect.signature(func)} cannot be called by TRL, "
+                f"which passes the keywords {', '.join(sorted(keywords))}: {problem}; take the "
+                "ones you need by name and **kwargs, e.g. (completions, **kwargs)"
             )
 
 

@@ -38,7 +38,12 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.advantages import GroupStats, compute_advantages
 from rlvr.engines.trl.metrics import MetricWindow
-from rlvr.engines.trl.options import check_args, check_reward_funcs, objective_config
+from rlvr.engines.trl.options import (
+    check_args,
+    check_reward_funcs,
+    objective_config,
+    reward_keywords,
+)
 from rlvr.generation.base import varying_shape_attention
 from rlvr.objectives import LossInputs, StepCounts, metric_weight_tensors, objective_loss
 
@@ -101,13 +106,30 @@ def response_mask(inputs: dict[str, Any]) -> torch.Tensor:
     return mask if "tool_mask" not in inputs else mask * inputs["tool_mask"]
 
 
-def batch_rewards(rewards_per_func: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """``[N]`` weighted sum of the reward functions (TRL's ``sum_then_normalize`` reward)."""
-    unscored = torch.isnan(rewards_per_func).all(dim=1)
-    if bool(unscored.any()):
+def batch_rewards(
+    rewards_per_func: torch.Tensor, weights: torch.Tensor, names: list[str]
+) -> torch.Tensor:
+    """``[N]`` weighted sum of the reward functions (TRL's ``sum_then_normalize`` reward).
+
+    ValueError for a completion no function scored (TRL turns a ``None`` into NaN, so a NaN
+    counts as ``None``) or an infinite reward, naming the functions: ``nansum`` would make the
+    first 0 and the advantages of the second's group NaN."""
+    unscored = torch.isnan(rewards_per_func).all(dim=1)  # [N]
+    infinite = torch.isinf(rewards_per_func)  # [N, functions]
+    if bool(unscored.any() | infinite.any()):  # one host read per generation batch
+        if bool(infinite.any()):
+            which = ", ".join(
+                f"{name!r} for {int(n)}"
+                for name, n in zip(names, infinite.sum(dim=0), strict=True)
+                if n
+            )
+            raise ValueError(
+                f"reward function(s) returned inf ({which} completion(s)); rlvr's objectives "
+                "need a finite reward for every completion"
+            )
         raise ValueError(
             f"{int(unscored.sum())} completion(s) got no reward from any reward function "
-            "(all returned None); rlvr's objectives need a reward for every completion"
+            "(all returned None or NaN); rlvr's objectives need a reward for every completion"
         )
     return (rewards_per_func * weights.to(rewards_per_func.device)[None, :]).nansum(dim=1)
 
@@ -141,7 +163,8 @@ class RlvrGRPOTrainer(GRPOTrainer):
         check_trl()
         args = args if args is not None else GRPOConfig(f"{_model_name(model)}-GRPO")
         check_args(args)
-        check_reward_funcs(reward_funcs)
+        dataset = kwargs.get("train_dataset", positional[0] if positional else None)
+        check_reward_funcs(reward_funcs, *reward_keywords(args, dataset, **kwargs))
         self.rlvr_objective = objective_config(
             args,
             objective,
@@ -171,7 +194,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
         with varying_shape_attention():  # evaluation generates here too, outside training_step
             output = super()._generate_and_score_completions(inputs)
         cfg = self.rlvr_objective
-        rewards = batch_rewards(self._rlvr_rewards_per_func, self.reward_weights).double()
+        rewards = batch_rewards(
+            self._rlvr_rewards_per_func, self.reward_weights, self.reward_func_names
+        ).double()
         group = self.num_generations if self.model.training else self.num_generations_eval
         local = output["prompt_ids"].shape[0]
         rows = slice(

@@ -14,7 +14,7 @@ from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
-from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer  # noqa: E402
+from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer, verifier_reward  # noqa: E402
 from rlvr.engines.trl.options import check_reward_funcs, reward_keywords  # noqa: E402
 from rlvr.engines.trl.trainer import HOOKS, STATS_KEYS, batch_rewards, check_trl  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
@@ -102,7 +102,9 @@ def test_an_rlvr_verifier_as_reward_function_is_refused_naming_the_wrapper(tmp_p
     ``(completion, reference)``: refused before the model loads, not at the first step."""
     from rlvr.rewards import get_verifier
 
-    with pytest.raises(ValueError, match=r"reward_funcs\[\d\] is rlvr's verifier 'math'.*wrap it"):
+    with pytest.raises(
+        ValueError, match=r"reward_funcs\[\d\] is rlvr's verifier 'math'.*verifier_reward\(verifier"
+    ):
         RlvrGRPOTrainer("never-loaded", wrap(get_verifier("math")), grpo_args(tmp_path))
 
 
@@ -125,8 +127,14 @@ def by_position(completions, /, **_):
 @pytest.mark.parametrize(
     ("func", "problem"),
     [
-        (own_signature, "it takes no argument answer, completion_ids, completions, .*and no \\*\\*kwargs"),
-        (without_kwargs, "it takes no argument answer, completion_ids, log_extra, .*and no \\*\\*kwargs"),
+        (
+            own_signature,
+            "it takes no argument answer, completion_ids, completions, .*and no \\*\\*kwargs",
+        ),
+        (
+            without_kwargs,
+            "it takes no argument answer, completion_ids, log_extra, .*and no \\*\\*kwargs",
+        ),
         (needs_reference, "it needs reference, which TRL does not pass"),
         (by_position, "it takes completions only by position"),
     ],
@@ -192,6 +200,50 @@ def test_an_unscored_or_infinite_reward_names_the_cause():
         batch_rewards(inf, weights, names)
     scored = torch.tensor([[1.0, torch.nan], [0.5, 2.0]])
     assert batch_rewards(scored, weights, names).tolist() == [1.0, 2.5]
+
+
+def test_verifier_reward_scores_plain_and_conversational_completions():
+    """TRL hands a conversational dataset's completions as lists of messages; a verifier given
+    the list raised AttributeError ('list' object has no attribute 'rpartition')."""
+    import doctest
+
+    import rlvr.engines.trl.rewards
+    from rlvr.rewards import get_verifier
+
+    assert doctest.testmod(rlvr.engines.trl.rewards).failed == 0
+    reward = verifier_reward(get_verifier("math"), column="answer")
+    texts = ["The answer is \\boxed{4}", "The answer is \\boxed{5}"]
+    messages = [[{"role": "assistant", "content": text}] for text in texts]
+    for completions in (texts, messages):
+        assert reward(prompts=["p", "p"], completions=completions, answer=["4", "4"]) == [1.0, 0.0]
+    assert reward.__name__ == "math"
+
+
+def test_verifier_reward_on_a_dataset_without_its_column_is_refused(tmp_path):
+    from rlvr.rewards import get_verifier
+
+    with pytest.raises(ValueError, match=r"^reward_funcs\[0\] math\(.*it needs reference,"):
+        RlvrGRPOTrainer(
+            "never-loaded",
+            verifier_reward(get_verifier("math")),
+            grpo_args(tmp_path),
+            train_dataset=Dataset.from_dict({"prompt": PROMPTS, "answer": PROMPTS}),
+        )
+
+
+def test_a_conversational_dataset_trains_with_verifier_reward(tmp_path, tiny_model_dir):
+    from rlvr.rewards import get_verifier
+
+    rows = [{"prompt": [{"role": "user", "content": p}], "reference": "12"} for p in PROMPTS]
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        verifier_reward(get_verifier("math")),
+        grpo_args(tmp_path, max_steps=1),
+        train_dataset=Dataset.from_list(rows * 4),
+        objective="abc_grpo",
+    )
+    trainer.train()
+    assert trainer.state.log_history[0]["rewards/math/mean"] == 0.0  # a random model
 
 
 def test_unknown_objective_or_hyperparameter(tmp_path):

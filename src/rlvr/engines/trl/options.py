@@ -172,8 +172,8 @@ def check_reward_funcs(
             raise ValueError(
                 f"reward_funcs[{index}] is rlvr's verifier {func.spec!r}, called as (completion, "
                 "reference); TRL calls a reward function as (prompts, completions, **dataset "
-                "columns): wrap it, e.g. lambda completions, reference, **_: "
-                "[verifier(c, r) for c, r in zip(completions, reference)]"
+                "columns): pass rlvr.engines.trl.verifier_reward(verifier, column='reference') "
+                "(plain and conversational completions)"
             )
         if isinstance(func, (str, torch.nn.Module)) or not callable(func):
             continue  # a reward model: TRL loads and calls it itself

@@ -479,6 +479,25 @@ def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_d
 # ---------------------------------------------------------------- training
 
 
+def test_two_objectives_with_one_seed_generate_the_same_first_batch(tmp_path, tiny_model_dir):
+    """docs/engines.md: ABC-GRPO and its GRPO baseline on the same data and seed see the same
+    first rollout batch (prompts and completions), so their runs part only by the objective."""
+    logs = {}
+    for objective, advantage in (("grpo", "group_mean"), ("abc_grpo", None)):
+        trainer = RlvrGRPOTrainer(
+            str(tiny_model_dir),
+            length_reward,
+            grpo_args(tmp_path / objective, max_steps=1, seed=3),
+            train_dataset=dataset(),
+            objective=objective,
+            advantage=advantage,
+        )
+        trainer.train()
+        logs[objective] = [list(trainer._logs[key]) for key in ("prompt", "completion")]
+    assert logs["grpo"] == logs["abc_grpo"]
+    assert len(logs["grpo"][1]) == 4
+
+
 class Recording(RlvrGRPOTrainer):
     """Keeps every generation batch's rewards and every micro-batch the loss saw."""
 

@@ -479,6 +479,27 @@ def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_d
 # ---------------------------------------------------------------- training
 
 
+def test_the_model_card_names_the_objective_not_grpo(tmp_path, tiny_model_dir):
+    """TRL writes README.md in output_dir on every save; it said an ABC-GRPO run was trained
+    "with GRPO" and cited DeepSeekMath."""
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        length_reward,
+        grpo_args(tmp_path),
+        train_dataset=dataset(),
+        objective="abc_grpo",
+        objective_kwargs={"eps3": 0.3},
+    )
+    trainer.create_model_card()
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert (
+        "trained with rlvr's abc_grpo objective (ABC-GRPO eq. 3, 5-6, Alg. 1) in TRL's "
+        "GRPOTrainer (RlvrGRPOTrainer): AbcConfig(eps1=0.2, eps2=0.2, eps3=0.3, eps4=0.2), "
+        "advantages group_mean, aggregation seq-mean-token-mean" in card
+    )
+    assert "DeepSeekMath" not in card and "- abc_grpo" in card
+
+
 def test_two_objectives_with_one_seed_generate_the_same_first_batch(tmp_path, tiny_model_dir):
     """docs/engines.md: ABC-GRPO and its GRPO baseline on the same data and seed see the same
     first rollout batch (prompts and completions), so their runs part only by the objective."""

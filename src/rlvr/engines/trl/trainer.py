@@ -45,7 +45,13 @@ from rlvr.engines.trl.options import (
     reward_keywords,
 )
 from rlvr.generation.base import varying_shape_attention
-from rlvr.objectives import LossInputs, StepCounts, metric_weight_tensors, objective_loss
+from rlvr.objectives import (
+    LossInputs,
+    ObjectiveConfig,
+    StepCounts,
+    metric_weight_tensors,
+    objective_loss,
+)
 
 MODEL_INPUT_KEYS = (
     "pixel_values",
@@ -104,6 +110,16 @@ def response_mask(inputs: dict[str, Any]) -> torch.Tensor:
     """``[B, T]`` the completion tokens the loss covers (TRL's ``tool_mask`` applied)."""
     mask = inputs["completion_mask"]
     return mask if "tool_mask" not in inputs else mask * inputs["tool_mask"]
+
+
+def card_name(cfg: ObjectiveConfig) -> str:
+    """What the model card TRL writes in ``output_dir`` says the model was trained with: the
+    objective, its source, hyperparameters, advantages, aggregation and regularisers."""
+    return (
+        f"rlvr's {cfg.name} objective ({cfg.spec.paper}) in TRL's GRPOTrainer "
+        f"(RlvrGRPOTrainer): {cfg.params!r}, advantages {cfg.advantage_mode}, "
+        f"aggregation {cfg.agg_mode}, {cfg.regularizers!r}"
+    )
 
 
 def batch_rewards(
@@ -175,6 +191,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
             sft_coef=sft_coef,
             sft_threshold=sft_threshold,
         )
+        # TRL's model card said "trained with GRPO" (DeepSeekMath) whatever the objective.
+        self._name, self._paper = card_name(self.rlvr_objective), {}
+        self._tag_names = [*GRPOTrainer._tag_names, "rlvr", objective]
         self._rlvr_rewards_per_func: torch.Tensor | None = None
         self._rlvr_metrics = {"train": MetricWindow(), "eval": MetricWindow()}
         super().__init__(model, reward_funcs, args, *positional, **kwargs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,12 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from rlvr.advantages import compute_advantages  # noqa: E402
 from rlvr.engines.trl import REFUSED, RlvrGRPOTrainer, verifier_reward  # noqa: E402
-from rlvr.engines.trl.options import check_reward_funcs, reward_keywords  # noqa: E402
+from rlvr.engines.trl.options import (  # noqa: E402
+    check_reward_funcs,
+    objective_config,
+    on_policy_note,
+    reward_keywords,
+)
 from rlvr.engines.trl.trainer import HOOKS, STATS_KEYS, batch_rewards, check_trl  # noqa: E402
 from rlvr.objectives import OBJECTIVES, group_stats_for, policy_loss  # noqa: E402
 
@@ -477,6 +483,48 @@ def test_a_different_objective_gives_a_different_gradient(tmp_path, tiny_model_d
 
 
 # ---------------------------------------------------------------- training
+
+
+@pytest.mark.parametrize(
+    ("objective", "args", "warned"),
+    [
+        ("abc_grpo", {}, True),
+        ("etr", {"gradient_accumulation_steps": 2, "steps_per_generation": 2}, True),
+        ("grpo", {}, False),
+        ("abc_grpo", {"num_iterations": 2}, False),
+        ("abc_grpo", {"gradient_accumulation_steps": 2, "steps_per_generation": 4}, False),
+    ],
+)
+def test_an_on_policy_run_warns_that_the_objective_cannot_act(tmp_path, objective, args, warned):
+    """With TRL's defaults (one optimiser step per generation batch, num_iterations=1) the
+    ratio is 1: ABC-GRPO's run was identical to GRPO's with group_mean advantages, silently."""
+    cfg = objective_config(grpo_args(tmp_path, **args), objective)
+    note = on_policy_note(grpo_args(tmp_path, **args), cfg)
+    assert (note is not None) == warned
+    if warned:
+        assert f"{objective}'s clipping never acts and the run equals objective='grpo'" in note
+
+
+def test_abc_grpo_on_policy_is_grpo_with_group_mean(tmp_path, tiny_model_dir):
+    """What the warning says, on two steps of the tiny model."""
+    norms = {}
+    for objective, advantage in (("grpo", "group_mean"), ("abc_grpo", None)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer = RlvrGRPOTrainer(
+                str(tiny_model_dir),
+                length_reward,
+                grpo_args(tmp_path / objective, learning_rate=1e-2),
+                train_dataset=dataset(),
+                objective=objective,
+                advantage=advantage,
+            )
+        notes = [w for w in caught if "on-policy" in str(w.message)]
+        assert len(notes) == (objective == "abc_grpo")
+        trainer.train()
+        norms[objective] = [row["grad_norm"] for row in trainer.state.log_history[:-1]]
+    assert norms["grpo"] == norms["abc_grpo"] and len(norms["grpo"]) == 2
+    assert max(norms["grpo"]) > 0  # a gradient, not two zero-advantage steps
 
 
 def test_the_model_card_names_the_objective_not_grpo(tmp_path, tiny_model_dir):

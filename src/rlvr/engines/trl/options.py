@@ -157,6 +157,25 @@ def reward_call_problem(func: Callable, keywords: frozenset[str], complete: bool
     return None
 
 
+def on_policy_note(args: Any, cfg: ObjectiveConfig) -> str | None:
+    """The warning for a run of an objective other than ``grpo`` whose every optimiser step is
+    on-policy (one per generation batch, ``num_iterations=1``, TRL's defaults): the ratio is
+    then exactly 1, no clip acts, and every rlvr objective has ``grpo``'s gradient under the
+    same advantages and aggregation (ALGORITHMS.md, "Recipes"); None otherwise."""
+    steps = args.steps_per_generation // args.gradient_accumulation_steps
+    if cfg.name == "grpo" or steps > 1 or args.num_iterations > 1:
+        return None
+    return (
+        f"RlvrGRPOTrainer: every optimiser step is on-policy (num_iterations=1, "
+        f"steps_per_generation={args.steps_per_generation} = gradient_accumulation_steps): the "
+        f"ratio is exactly 1, so {cfg.name}'s clipping never acts and the run equals "
+        f"objective='grpo', advantage={cfg.advantage_mode!r}, loss_agg={cfg.agg_mode!r} "
+        "(ALGORITHMS.md, Recipes). For the objective to act, take several optimiser steps per "
+        "generation batch: steps_per_generation a multiple > 1 of gradient_accumulation_steps, "
+        "or num_iterations > 1"
+    )
+
+
 def check_reward_funcs(
     reward_funcs: Any,
     keywords: frozenset[str] = frozenset(TRL_REWARD_KEYWORDS),

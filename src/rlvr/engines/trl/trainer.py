@@ -42,6 +42,7 @@ from rlvr.engines.trl.options import (
     check_args,
     check_reward_funcs,
     objective_config,
+    on_policy_note,
     reward_keywords,
 )
 from rlvr.generation.base import varying_shape_attention
@@ -191,6 +192,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
             sft_coef=sft_coef,
             sft_threshold=sft_threshold,
         )
+        note = on_policy_note(args, self.rlvr_objective)
+        if note is not None:
+            warnings.warn(note, stacklevel=2)
         # TRL's model card said "trained with GRPO" (DeepSeekMath) whatever the objective.
         self._name, self._paper = card_name(self.rlvr_objective), {}
         self._tag_names = [*GRPOTrainer._tag_names, "rlvr", objective]

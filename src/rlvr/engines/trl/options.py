@@ -8,6 +8,10 @@ sequence-level ratios, the adaptive entropy coefficient, TRL's advantage scaling
 ratio correction. Options TRL already has for a regulariser set it: ``beta`` is the KL
 weight (``kl_coef``) and ``entropy_coef`` the entropy bonus. ``vllm_importance_sampling_correction``
 is honoured: the ratios become the objective's per-token weights.
+
+Reward functions TRL could not call (:func:`check_reward_funcs`) are refused before the model
+loads, and a run whose every step is on-policy, where no objective's clip can act, is named
+(:func:`on_policy_note`).
 """
 
 from __future__ import annotations

@@ -163,6 +163,12 @@ def test_a_reward_function_trl_cannot_call_is_refused_before_the_model_loads(
         )
 
 
+def test_a_train_dataset_given_by_position_is_read_for_its_columns(tmp_path):
+    rows = Dataset.from_dict({"prompt": PROMPTS, "answer": PROMPTS})
+    with pytest.raises(ValueError, match="it needs reference, which TRL does not pass"):
+        RlvrGRPOTrainer("never-loaded", needs_reference, grpo_args(tmp_path), rows)
+
+
 class CallableReward:
     def __call__(self, completions, answer, **_):
         return [1.0 for _ in completions]

@@ -38,7 +38,7 @@ from trl import GRPOConfig
 
 from rlvr.data import format_prompt, load_examples
 from rlvr.data.chat import bos_prefix
-from rlvr.engines.trl import RlvrGRPOTrainer
+from rlvr.engines.trl import RlvrGRPOTrainer, verifier_reward
 from rlvr.evaluation import evaluate
 from rlvr.generation import SamplingConfig
 from rlvr.models import load_tokenizer, resolve_model_path
@@ -200,14 +200,9 @@ def main() -> None:
     tokenizer = load_tokenizer(model)
     verifier = get_verifier(DEMO.reward.verifier, **DEMO.reward.options)
 
-    def demo_reward(completions, reference, **_):
-        return [
-            float(verifier(c, json.loads(r))) for c, r in zip(completions, reference, strict=True)
-        ]
-
     trainer = RlvrGRPOTrainer(
         model,
-        demo_reward,
+        verifier_reward(verifier, column="reference"),  # the JSON text is a reference too
         grpo_config(args, gpu),
         train_dataset=prompt_dataset(demo_examples("train"), tokenizer),
         processing_class=tokenizer,

@@ -511,6 +511,19 @@ def test_an_on_policy_run_warns_that_the_objective_cannot_act(tmp_path, objectiv
         assert f"{objective}'s clipping never acts and the run equals objective='grpo'" in note
 
 
+def test_the_on_policy_note_claims_grpo_equality_only_for_rlvrs_objectives(tmp_path):
+    from types import SimpleNamespace
+
+    def wide_q4(batch, config):  # an objective of the user's own
+        raise AssertionError
+
+    spec = SimpleNamespace(loss_fn=wide_q4)
+    cfg = SimpleNamespace(name="mine.wide_q4", spec=spec, advantage_mode="group_mean")
+    note = on_policy_note(grpo_args(tmp_path), SimpleNamespace(**vars(cfg), agg_mode="token-mean"))
+    assert "so no clip or other ratio-dependent term of mine.wide_q4 acts." in note
+    assert "objective='grpo'" not in note
+
+
 def test_abc_grpo_on_policy_is_grpo_with_group_mean(tmp_path, tiny_model_dir):
     """What the warning says, on two steps of the tiny model."""
     norms = {}

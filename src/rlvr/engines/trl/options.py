@@ -169,14 +169,18 @@ def on_policy_note(args: Any, cfg: ObjectiveConfig) -> str | None:
     steps = args.steps_per_generation // args.gradient_accumulation_steps
     if cfg.name == "grpo" or steps > 1 or args.num_iterations > 1:
         return None
+    effect = (
+        f"{cfg.name}'s clipping never acts and the run equals objective='grpo', "
+        f"advantage={cfg.advantage_mode!r}, loss_agg={cfg.agg_mode!r} (ALGORITHMS.md, Recipes)"
+        if cfg.spec.loss_fn.__module__.startswith("rlvr.objectives.")
+        else f"no clip or other ratio-dependent term of {cfg.name} acts"
+    )
     return (
         f"RlvrGRPOTrainer: every optimiser step is on-policy (num_iterations=1, "
         f"steps_per_generation={args.steps_per_generation} = gradient_accumulation_steps): the "
-        f"ratio is exactly 1, so {cfg.name}'s clipping never acts and the run equals "
-        f"objective='grpo', advantage={cfg.advantage_mode!r}, loss_agg={cfg.agg_mode!r} "
-        "(ALGORITHMS.md, Recipes). For the objective to act, take several optimiser steps per "
-        "generation batch: steps_per_generation a multiple > 1 of gradient_accumulation_steps, "
-        "or num_iterations > 1"
+        f"ratio is exactly 1, so {effect}. For the objective "
+        "to act, take several optimiser steps per generation batch: steps_per_generation a "
+        "multiple > 1 of gradient_accumulation_steps, or num_iterations > 1"
     )
 
 

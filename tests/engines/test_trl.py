@@ -511,6 +511,38 @@ def test_an_on_policy_run_warns_that_the_objective_cannot_act(tmp_path, objectiv
         assert f"{objective}'s clipping never acts and the run equals objective='grpo'" in note
 
 
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_at_ratio_one_every_objective_has_grpos_gradient(name):
+    """What the on-policy warning claims: old = new log-probs, same advantages and aggregation."""
+    from rlvr.objectives import ObjectiveConfig, make_config
+
+    cfg = ObjectiveConfig(name, params=make_config(name))
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+    advantages = compute_advantages(rewards.double(), 4, cfg.advantage_mode).float()
+    mask = (torch.rand(8, 6, generator=torch.Generator().manual_seed(0)) > 0.2).float()
+    mask[:, 0] = 1
+
+    def grad(objective):
+        logp = torch.randn(8, 6, generator=torch.Generator().manual_seed(1)) * 0.1 - 1
+        logp.requires_grad_()
+        loss, _ = policy_loss(
+            objective,
+            logp=logp,
+            old_logp=logp.detach(),
+            advantages=advantages,
+            mask=mask,
+            rewards=rewards,
+            group_size=4,
+            loss_agg=cfg.agg_mode,
+        )
+        loss.backward()
+        return logp.grad
+
+    ours = grad(name)
+    assert ours.abs().max() > 0
+    torch.testing.assert_close(ours, grad("grpo"), rtol=1e-6, atol=1e-9)
+
+
 def test_the_on_policy_note_claims_grpo_equality_only_for_rlvrs_objectives(tmp_path):
     from types import SimpleNamespace
 

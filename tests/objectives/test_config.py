@@ -128,3 +128,45 @@ def test_unit_token_weights_change_nothing_and_bad_weights_are_rejected():
     nan[0, 0] = float("nan")
     with pytest.raises(ValueError, match="token_weights contains NaN"):
         objective_loss(LossInputs(logp, old, adv, mask, token_weights=nan), cfg, validate=True)
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+def test_at_ratio_one_every_objective_has_grpos_gradient(name):
+    """What ``at_ratio_one`` (the on-policy warnings of rlvr train and RlvrGRPOTrainer)
+    claims: old = new log-probs, the same advantages and aggregation give grpo's gradient."""
+    from rlvr.advantages import compute_advantages
+
+    cfg = ObjectiveConfig(name, params=make_config(name))
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+    advantages = compute_advantages(rewards.double(), 4, cfg.advantage_mode).float()
+    mask = (torch.rand(8, 6, generator=torch.Generator().manual_seed(0)) > 0.2).float()
+    mask[:, 0] = 1
+
+    def grad(objective):
+        logp = torch.randn(8, 6, generator=torch.Generator().manual_seed(1)) * 0.1 - 1
+        logp.requires_grad_()
+        loss, _ = policy_loss(
+            objective,
+            logp=logp,
+            old_logp=logp.detach(),
+            advantages=advantages,
+            mask=mask,
+            rewards=rewards,
+            group_size=4,
+            loss_agg=cfg.agg_mode,
+        )
+        loss.backward()
+        return logp.grad
+
+    ours = grad(name)
+    assert ours.abs().max() > 0
+    torch.testing.assert_close(ours, grad("grpo"), rtol=1e-6, atol=1e-9)
+
+
+def test_at_ratio_one_names_what_is_left_of_the_objective():
+    assert ObjectiveConfig("grpo").at_ratio_one() is None
+    said = ObjectiveConfig("abc_grpo", loss_agg="token-mean").at_ratio_one()
+    assert said == (
+        "abc_grpo's clipping never acts and its gradient is grpo's with advantage 'group_mean' "
+        "and aggregation 'token-mean'"
+    )

@@ -339,3 +339,32 @@ def test_a_key_whose_switch_is_off_is_warned(overrides, inert, recwarn):
     messages = [str(w.message) for w in recwarn]
     assert len(messages) == len(inert)
     assert all(" set, but " in m and "is 0" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "warned"),
+    [
+        (["objective.name=abc_grpo"], True),
+        (["objective.name=gppo", "objective.loss_agg=token-mean"], True),
+        (["objective.name=abc_grpo", "rollout.minibatches=4"], False),
+        (["objective.name=abc_grpo", "rollout.epochs=2"], False),
+        (["objective.name=abc_grpo", "rollout.staleness=1"], False),
+        (["objective.name=grpo"], False),
+    ],
+)
+def test_an_objective_whose_every_update_is_on_policy_is_warned(overrides, warned, recwarn):
+    """With one mini-batch, one epoch and no staleness the ratio is exactly 1: an ABC-GRPO run
+    was GRPO's with group_mean advantages, update for update, without a word."""
+    from rlvr.train.preflight import warn_inert_settings
+
+    cfg = from_dict(TrainConfig, apply_overrides(BASE, overrides))
+    assert warn_inert_settings(cfg) == (["objective.name"] if warned else [])
+    messages = [str(w.message) for w in recwarn]
+    assert len(messages) == warned
+    if warned:
+        objective = cfg.objective
+        assert messages[0].startswith(f"objective.name={objective.name} with every update")
+        assert (
+            f"its gradient is grpo's with advantage {objective.advantage_mode!r} and aggregation "
+            f"{objective.agg_mode!r}" in messages[0]
+        )

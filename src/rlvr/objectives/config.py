@@ -99,6 +99,21 @@ class ObjectiveConfig:
         """The advantage mode in use (the config's or the objective's default)."""
         return self.advantage or self.spec.advantage_mode
 
+    def at_ratio_one(self) -> str | None:
+        """What the objective is when every ratio is exactly 1 (each optimiser step on the
+        weights that sampled its batch): ``None`` for ``grpo``; for rlvr's own objectives,
+        ``grpo``'s gradient under the same advantages and aggregation (each checked at ratio 1
+        in tests/engines/test_trl.py); for one registered elsewhere, that no clip or other
+        ratio-dependent term acts."""
+        if self.name == "grpo":
+            return None
+        if not self.spec.loss_fn.__module__.startswith("rlvr.objectives."):
+            return f"no clip or other ratio-dependent term of {self.name} acts"
+        return (
+            f"{self.name}'s clipping never acts and its gradient is grpo's with advantage "
+            f"{self.advantage_mode!r} and aggregation {self.agg_mode!r}"
+        )
+
     @property
     def regularizers(self) -> RegularizerConfig:
         """The KL, SFT-on-positives and entropy terms."""

@@ -87,7 +87,27 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
             "generation worker; the run samples and updates in one process",
             stacklevel=2,
         )
+    if isinstance(config, TrainConfig) and (line := on_policy_note(config)):
+        inert.append("objective.name")
+        warnings.warn(line, stacklevel=2)
     return inert
+
+
+def on_policy_note(config: TrainConfig) -> str | None:
+    """The warning for an objective other than ``grpo`` whose every update is on-policy (one
+    mini-batch, one epoch, no staleness): every ratio is exactly 1, so it updates as ``grpo``
+    (:meth:`~rlvr.objectives.ObjectiveConfig.at_ratio_one`); None otherwise."""
+    rollout = config.rollout
+    effect = config.objective.at_ratio_one()
+    if effect is None or rollout.reuses_rollout or rollout.staleness:
+        return None
+    return (
+        f"objective.name={config.objective.name} with every update on-policy "
+        "(rollout.minibatches=1, rollout.epochs=1, rollout.staleness=0): the ratio is exactly "
+        f"1, so {effect}; for the objective to act, update several times per rollout batch "
+        "(rollout.minibatches > 1, as the demo's 4, or rollout.epochs > 1) or sample ahead "
+        "(rollout.staleness >= 1)"
+    )
 
 
 def run_verifier(reward: RewardConfig) -> Verifier:

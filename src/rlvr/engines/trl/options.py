@@ -167,14 +167,11 @@ def on_policy_note(args: Any, cfg: ObjectiveConfig) -> str | None:
     then exactly 1, no clip acts, and every rlvr objective has ``grpo``'s gradient under the
     same advantages and aggregation (ALGORITHMS.md, "Recipes"); None otherwise."""
     steps = args.steps_per_generation // args.gradient_accumulation_steps
-    if cfg.name == "grpo" or steps > 1 or args.num_iterations > 1:
+    if steps > 1 or args.num_iterations > 1:
         return None
-    effect = (
-        f"{cfg.name}'s clipping never acts and the run equals objective='grpo', "
-        f"advantage={cfg.advantage_mode!r}, loss_agg={cfg.agg_mode!r} (ALGORITHMS.md, Recipes)"
-        if cfg.spec.loss_fn.__module__.startswith("rlvr.objectives.")
-        else f"no clip or other ratio-dependent term of {cfg.name} acts"
-    )
+    effect = cfg.at_ratio_one()
+    if effect is None:
+        return None
     return (
         f"RlvrGRPOTrainer: every optimiser step is on-policy (num_iterations=1, "
         f"steps_per_generation={args.steps_per_generation} = gradient_accumulation_steps): the "

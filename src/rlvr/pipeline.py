@@ -450,7 +450,7 @@ def _run_one(
 ) -> StageResult:
     """Skip, run or resume one stage (``label``: ``stage 2/5 NAME``, for ``announce``)."""
     run_dir = Path(pipeline.output_dir) / stage.name
-    done = _finished(run_dir)
+    done = _finished(run_dir, stage)
     if done is not None:
         announce(f"{label}: finished, skipped")
         return _skipped(stage, run_dir, done, model)
@@ -495,7 +495,8 @@ def check_pipeline(
     layers = None  # the first model stage's model: every later one has its layers
     for stage in pipeline.stages:
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
-            if _finished(Path(pipeline.output_dir) / stage.name) is None:  # else only skipped
+            run_dir = Path(pipeline.output_dir) / stage.name
+            if _finished(run_dir, stage) is None:  # else only skipped
                 options = _check_data(
                     pipeline, stage, by_stage[stage.name], frozenset(produced), model
                 )
@@ -601,7 +602,7 @@ def _check_finished(pipeline: Pipeline, by_stage: dict[str, list[str]], model: s
     a stage that is not finished (it was made from that stage's earlier output). Each error
     names the folders to delete to rerun; nothing is deleted."""
     out, total = Path(pipeline.output_dir), len(pipeline.stages)
-    done = [_finished(out / s.name) for s in pipeline.stages]
+    done = [_finished(out / s.name, s) for s in pipeline.stages]
     for index, (stage, record) in enumerate(zip(pipeline.stages, done, strict=True)):
         label = f"stage {index + 1}/{total} {stage.name}"
         after = zip(pipeline.stages[index:], done[index:], strict=True)
@@ -779,7 +780,12 @@ def _split_overrides(
     return out
 
 
-def _finished(run_dir: Path) -> dict[str, Any] | None:
+def _finished(run_dir: Path, stage: Stage) -> dict[str, Any] | None:
+    """What ``run_dir/stage.json`` records of ``stage`` finished (``None``: not finished).
+
+    One that records a stage of another kind (the output directory reused by another
+    pipeline, or the stage's kind edited), or whose output or final model is gone, is refused,
+    naming what to delete; nothing is deleted."""
     path = run_dir / STAGE_FILE
     if not path.is_file():
         return None
@@ -787,16 +793,20 @@ def _finished(run_dir: Path) -> dict[str, Any] | None:
         done = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err}); delete it to rerun the stage") from None
-    if done.get("kind") == "data":
-        if not Path(done["output"]).is_file():
-            raise ValueError(
-                f"{path}: its output {done['output']} is gone; delete {path} to rerun the stage"
-            )
-        return done
-    if not Path(done["model_dir"]).is_dir():
+    kind = done.get("kind") if isinstance(done, dict) else None
+    if kind != stage.kind:
         raise ValueError(
-            f"{path}: its final model {done['model_dir']} is gone; delete {path} to rerun the stage"
+            f"{path}: records a finished {kind!r} stage, not stage {stage.name!r} of kind "
+            f"{stage.kind!r} (another pipeline's output directory?); delete {run_dir} to run "
+            "the stage there, or choose another output directory with -o"
         )
+    key, what = ("output", "output") if kind == "data" else ("model_dir", "final model")
+    made = done.get(key)
+    there = isinstance(made, str) and (
+        Path(made).is_file() if kind == "data" else Path(made).is_dir()
+    )
+    if not there:
+        raise ValueError(f"{path}: its {what} {made} is gone; delete {path} to rerun the stage")
     return done
 
 

@@ -468,7 +468,7 @@ def test_a_model_for_a_later_stage_is_refused_not_ignored(tmp_path):
             {"name": "b", "kind": "train", "config": "demo"},
         ],
     }
-    with pytest.raises(ValueError, match="'b:model.name=x'.*previous stage's final model"):
+    with pytest.raises(ValueError, match="'b:model.name=x'.*the stages before it pass on"):
         run_pipeline(parse_pipeline(data, source="p.yaml"), overrides=["b:model.name=x"])
     assert not (tmp_path / "pipe").exists()
 
@@ -1026,3 +1026,27 @@ def test_a_finished_stage_of_another_kind_in_the_output_directory_is_refused(
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(f"rlvr: error: {tmp_path / 'pipe' / 'x' / 'stage.json'}: records")
         assert f"delete {tmp_path / 'pipe' / 'x'}" in line
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        # a data stage read `field` as field=None (its default): the override did nothing
+        ("dedup:field", "expected key=value .* or NAME:key=value"),
+        ("dedup:=x", "expected key=value"),
+        ("model", "expected key=value"),  # was the first stage's model: ""
+        # a pipeline of data stages only dropped it (key=value is for SFT and RL stages)
+        ("threads=2", "reaches no stage .* NAME:key=value: dedup"),
+    ],
+)
+def test_a_command_line_override_that_would_do_nothing_is_refused(tmp_path, capsys, given, message):
+    """Each of these passed without a word; now one line says what an override looks like."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, None, DEDUP)))
+    capsys.readouterr()
+    assert pipeline_main([str(path), "--dry-run", given]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rlvr: error: override {given!r}: ") and re.search(message, line)
+    with pytest.raises(ValueError, match=message):
+        run_pipeline(read_pipeline(str(path)), overrides=[given], announce=print)
+    assert not (tmp_path / "pipe").exists()

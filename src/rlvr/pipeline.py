@@ -55,7 +55,7 @@ from rlvr.atomic import write_json
 from rlvr.bundled import bundled_names, read_source
 from rlvr.data.rowfiles import StepReport
 from rlvr.dotted import changed_keys, flatten
-from rlvr.evaluation.data_steps import STEPS, run_step, step_options
+from rlvr.evaluation.data_steps import STEPS, check_files, run_step, step_options
 from rlvr.evaluation.filtering import passrates_file
 from rlvr.evaluation.harness import progress_lines
 from rlvr.generation.registry import missing_package
@@ -664,19 +664,19 @@ def _check_data(
     produced: frozenset[str],
     model: str | None,
 ) -> Any:
-    """A data stage's options, its ``input`` file and the local files in ``against`` (but not
-    those in ``produced``, which earlier stages write), and ``filter``'s model: ``model``
+    """A data stage's options, its ``input`` file and the local files in ``against``, read as
+    the step reads them (but not those in ``produced``, which earlier stages write:
+    :func:`~rlvr.evaluation.data_steps.check_files`), and ``filter``'s model: ``model``
     (:data:`PRODUCED`: an earlier model stage's); returns the options."""
     from rlvr.data import check_source
     from rlvr.models import check_model_dir
 
     options, source = data_step(pipeline, stage, extra)
     try:
-        if source not in produced and not Path(source).is_file():
-            raise ValueError(f"input={source}: no such file")
         for spec in getattr(options, "against", ()):
             if spec.partition("::")[0] not in produced:
                 _named("against", check_source, spec.partition("::")[0])
+        check_files(options, source, produced)
         if stage.config == "filter" and model is None:
             raise ValueError(
                 "filter samples with a model: set the pipeline's model (model: in the file, or "

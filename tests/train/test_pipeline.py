@@ -629,7 +629,7 @@ DEDUP = {"name": "dedup", "kind": "data", "config": "dedup", "overrides": ["inpu
     [
         (
             {"name": "d2", "kind": "data", "config": "dedup", "overrides": ["input=./no.jsonl"]},
-            r"stage 'd2': input=.*no\.jsonl: no such file",
+            r"stage 'd2': input: .*no\.jsonl: no such file",
         ),
         (
             {
@@ -744,12 +744,13 @@ def test_a_data_stage_that_keeps_no_rows_fails_in_that_stage_naming_it(tmp_path,
     assert "leaves nothing to train on" in line and "clean/data.dropped.jsonl" in line
     assert not (tmp_path / "pipe" / "clean" / "stage.json").exists()
     assert not (tmp_path / "pipe" / "sft").exists()
-    (tmp_path / "raw.jsonl").write_text("")
-    with pytest.raises(ValueError, match=r"^stage 1/3 dedup: .*raw\.jsonl: no rows$"):
+    (tmp_path / "raw.jsonl").write_text("")  # refused before any stage runs
+    with pytest.raises(ValueError, match=r"p\.yaml: stage 'dedup': input: .*raw\.jsonl: no rows$"):
         run_pipeline(
             replace(read_pipeline(str(path)), output_dir=str(tmp_path / "again")),
             announce=lambda _: None,
         )
+    assert not (tmp_path / "again").exists()
 
 
 def test_a_finished_stage_whose_options_changed_is_refused_not_skipped(tmp_path, capsys):
@@ -1050,3 +1051,44 @@ def test_a_command_line_override_that_would_do_nothing_is_refused(tmp_path, caps
     with pytest.raises(ValueError, match=message):
         run_pipeline(read_pipeline(str(path)), overrides=[given], announce=print)
     assert not (tmp_path / "pipe").exists()
+
+
+DECON_BAD = ["input=./bad.jsonl", "against=[./raw.jsonl]"]
+FILTER_BAD = ["input=./bad.jsonl", "keep=mean<1"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "step", "options", "message"),
+    [
+        ("bad.jsonl", "", "decontaminate", DECON_BAD, r"input: .*bad\.jsonl: no rows"),
+        ("bad.jsonl", "x\n", "decontaminate", DECON_BAD, r"input: .*bad\.jsonl:1: invalid JSON"),
+        ("bad.jsonl", '{"q": 1}\n', "dedup", DECON_BAD[:1], "no prompt field .* with field=NAME"),
+        ("bad.csv", "a\n1\n", "dedup", ["input=./bad.csv"], r"unsupported file type '\.csv'"),
+        ("bad.parquet", "x", "dedup", ["input=./bad.parquet"], r"input: .*bad\.parquet"),
+        ("bad.jsonl", "", "filter", FILTER_BAD, r"input: .*bad\.jsonl: no rows"),
+        ("bad.jsonl", '{"q": 1}\n', "filter", FILTER_BAD, "input: .*missing field 'prompt'"),
+        ("bad.jsonl", "", "decontaminate", ["against=[./bad.jsonl]"], "against: .*no rows"),
+    ],
+)
+def test_a_data_stage_s_unreadable_input_is_refused_before_any_stage_runs(
+    tmp_path, tiny_model_dir, capsys, name, text, step, options, message
+):
+    """An empty, malformed or unreadable input (or `against` file) of a data stage passed the
+    check and `--dry-run` (only that the file exists was checked) and stopped the pipeline
+    when the stage ran, after the stages before it (here an SFT stage)."""
+    (tmp_path / name).write_text(text)
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "response": "2"}\n')
+    stages = [
+        {"name": "sft", "kind": "sft", "config": "sft", "overrides": ["data.train=./a.jsonl"]},
+        {"name": "clean", "kind": "data", "config": step, "overrides": options},
+    ]
+    if not any(o.startswith("input=") for o in options):  # the first data stage needs one
+        stages[1]["overrides"] = ["input=./raw.jsonl", *options]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, str(tiny_model_dir), *stages)))
+    capsys.readouterr()
+    for args in ([str(path), "--dry-run"], [str(path)]):
+        assert pipeline_main(args) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert re.search(rf"^rlvr: error: .*p\.yaml: stage 'clean': .*{message}", line), line
+    assert not (tmp_path / "pipe").exists()  # the SFT stage did not run

@@ -208,6 +208,37 @@ def step_options(step: str, options: dict[str, Any]) -> Any:
     return cls(**options)
 
 
+def check_files(options: Any, source: str | Path, skip: frozenset[str] = frozenset()) -> None:
+    """Read the local files a step reads (``skip``: those not written yet), as it reads them,
+    before it runs: ``source`` (every row's prompt; ``filter``: every row under its field
+    mapping) and, for ``decontaminate``, each local file or folder in ``against``. Named sets,
+    Hub names and generated sets are not read. Errors start with ``input`` or ``against``."""
+    from rlvr.data.contamination import eval_set_rows
+    from rlvr.data.loading import MissingSplit
+    from rlvr.data.rowfiles import prompt_field, read_rows, row_prompts
+    from rlvr.evaluation.filtering import read_input
+
+    try:
+        if str(source) not in skip and isinstance(options, FilterOptions):
+            read_input(source, options.field_map())
+        elif str(source) not in skip:
+            rows = read_rows(source)
+            row_prompts(rows, prompt_field(rows, options.field, hint="field=NAME"))
+    except ValueError as err:
+        raise ValueError(f"input: {err}") from None
+    for spec in getattr(options, "against", ()):
+        local = spec.partition("::")[0]
+        if local in skip or not Path(local).expanduser().exists():
+            continue
+        try:
+            rows, name = eval_set_rows(spec, options.split)
+            row_prompts(rows, name)
+        except MissingSplit as err:
+            raise ValueError(f"against: {err}; name one with split=NAME") from None
+        except ValueError as err:
+            raise ValueError(f"against: {err}") from None
+
+
 def run_step(
     options: Any,
     source: str | Path,

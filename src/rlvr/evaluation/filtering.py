@@ -100,13 +100,7 @@ def prepare_filter(
     """Check the outputs, read and map every row of ``source``, read the recorded scores: all
     that can fail on the user's input, before a model is loaded."""
     check_step_output(output, [source], also=[passrates_file(output)])
-    rows = read_rows(source)
-    _check_earlier(rows)
-    mapping, name = field_map(job.fields), Path(source).stem
-    examples = [
-        row_to_example(row, where, mapping, dataset=name, index=i)
-        for i, (where, row) in enumerate(rows)
-    ]
+    rows, examples = read_input(source, job.fields)
     settings = _settings(job, verifier)
     return FilterInput(
         rows,
@@ -116,6 +110,19 @@ def prepare_filter(
         settings,
         _read_scores(passrates_file(output), settings),
     )
+
+
+def read_input(source: str | Path, fields: FieldMap | str) -> tuple[list[Row], list[Example]]:
+    """Every row of ``source`` and the example it maps to under ``fields``, as a filter reads
+    its input (an empty file, a malformed row or a missing field: an error naming the row)."""
+    rows = read_rows(source)
+    _check_earlier(rows)
+    mapping, name = field_map(fields), Path(source).stem
+    examples = [
+        row_to_example(row, where, mapping, dataset=name, index=i)
+        for i, (where, row) in enumerate(rows)
+    ]
+    return rows, examples
 
 
 def filter_file(

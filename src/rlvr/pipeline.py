@@ -93,7 +93,8 @@ class Stage:
     """One stage of a pipeline."""
 
     name: str
-    """Unique name; also the stage's run directory under the pipeline's output directory."""
+    """Unique name (no ``/``, ``:`` or ``=``, not starting with ``.``); also the stage's run
+    directory under the pipeline's output directory."""
     kind: str
     """``sft`` (``rlvr sft``), ``train`` (``rlvr train``) or ``data`` (a data step)."""
     config: str
@@ -105,6 +106,11 @@ class Stage:
         name = self.name
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"name must be a plain directory name, got {name!r}")
+        if ":" in name or "=" in name:  # NAME:key=value on the command line names the stage
+            raise ValueError(
+                f"name must be without ':' or '=' (NAME:key=value gives a stage an option), "
+                f"got {name!r}"
+            )
         if self.kind not in KINDS:
             raise ValueError(
                 f"stage {name!r}: kind must be one of {list(KINDS)}, got {self.kind!r}"

@@ -233,6 +233,9 @@ def test_a_later_stage_s_field_typo_stops_the_pipeline_before_it_starts(tmp_path
             {"stages": [{"name": "a", "kind": "sft", "config": "x", "overrides": "a=1"}]},
             "overrides",
         ),
+        # NAME:key=value could not reach these stages (it read 'a' as the stage's name)
+        ({"stages": [{"name": "a:b", "kind": "sft", "config": "x"}]}, "without ':' or '='"),
+        ({"stages": [{"name": "a=b", "kind": "sft", "config": "x"}]}, "without ':' or '='"),
     ],
 )
 def test_bad_pipelines_are_one_line_errors(data, message):

@@ -1095,3 +1095,43 @@ def test_a_data_stage_s_unreadable_input_is_refused_before_any_stage_runs(
         (line,) = capsys.readouterr().err.splitlines()
         assert re.search(rf"^rlvr: error: .*p\.yaml: stage 'clean': .*{message}", line), line
     assert not (tmp_path / "pipe").exists()  # the SFT stage did not run
+
+
+def test_a_stopped_pipeline_in_a_timestamped_directory_says_how_to_continue(
+    tmp_path, capsys, monkeypatch
+):
+    """`output_dir: runs/x-{time}` (klear's): running the same command again after a stop
+    starts a new directory, from the first stage. The directory was named only by a model
+    stage's line; now the command that continues it (`-o DIR`) is said before the first
+    stage, after Ctrl-C and after an error in a stage."""
+    data = _data_stages(tmp_path, None, DEDUP, DECON)
+    data["output_dir"] = str(tmp_path / "p-{time}")
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data))
+    capsys.readouterr()
+    assert pipeline_main([str(path), "decon:ngram=1"]) == 2  # every row dropped
+    out, err = capsys.readouterr()
+    (made,) = tmp_path.glob("p-*")
+    again = f"rlvr pipeline {path} -o {made} decon:ngram=1"
+    assert out.splitlines()[0] == f"pipeline:    {made}  (to continue after a stop: {again})"
+    (line,) = err.splitlines()
+    assert line.startswith("rlvr: error: stage 2/2 decon: kept 0 of 1")
+    assert line.endswith(f"; to continue: {again}")
+    import rlvr.pipeline
+    from rlvr.evaluation.data_steps import DecontaminateOptions, run_step
+
+    def interrupted(options, *args, **kwargs):  # Ctrl-C in stage 2, after stage 1 wrote
+        if isinstance(options, DecontaminateOptions):
+            raise KeyboardInterrupt
+        return run_step(options, *args, **kwargs)
+
+    monkeypatch.setattr(rlvr.pipeline, "run_step", interrupted)
+    assert pipeline_main([str(path), "-o", str(made)]) == 130  # -o given: nothing to add
+    assert capsys.readouterr().err.splitlines() == ["rlvr: interrupted"]
+    shutil.rmtree(made)
+    assert pipeline_main([str(path)]) == 130
+    (made,) = tmp_path.glob("p-*")
+    assert capsys.readouterr().err.splitlines() == [
+        f"to continue: rlvr pipeline {path} -o {made}",
+        "rlvr: interrupted",
+    ]

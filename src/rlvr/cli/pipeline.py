@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -25,13 +26,44 @@ from rlvr.cli.common import DRY_RUN_HELP, command
 @command
 def main(argv: list[str]) -> int:
     """``rlvr pipeline FILE [-o DIR] [key=value | STAGE:key=value ...]``."""
-    from rlvr.pipeline import check_pipeline, embedded_pipelines, read_pipeline, run_pipeline
+    from rlvr.pipeline import check_pipeline, read_pipeline
     from rlvr.train.run_dir import TIME_FORMAT
+
+    args = _parser().parse_intermixed_args(argv)
+
+    def note(line: str) -> None:  # what the dry run could not check, as rlvr train's says it
+        print(f"--dry-run: {line}", file=sys.stderr)
+
+    pipeline = read_pipeline(args.pipeline)
+    read = pipeline.output_dir
+    out = args.output_dir or read.replace("{time}", time.strftime(TIME_FORMAT))
+    pipeline = dataclasses.replace(pipeline, output_dir=out)
+    if args.dry_run:
+        configs = check_pipeline(pipeline, args.overrides, note=note)
+        for line in _stage_lines(pipeline, configs):
+            print(line)
+        return 0
+    # a timestamped directory the command chose: running it again would start a new one
+    again = _continue_command(args, out) if args.output_dir is None and out != read else None
+    for r in _run(pipeline, args.overrides, again):
+        scores = r.evals[max(r.evals)] if r.evals else {}
+        shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
+        if r.output is not None:
+            shown = "  ".join(f"{k} {v}" for k, v in r.counts.items())
+        where = r.output if r.output is not None else r.model_dir
+        print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
+    print(f"pipeline:    {out}/pipeline.json  (every stage finished)")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command's arguments."""
+    from rlvr.pipeline import embedded_pipelines
 
     parser = argparse.ArgumentParser(
         prog="rlvr pipeline",
-        description="Run SFT and RL stages in order, each from the previous stage's final model; "
-        "rerun to continue.",
+        description="Run data, SFT and RL stages in order, each model stage from the previous "
+        "one's final model; rerun to continue.",
         epilog="example: rlvr pipeline klear threads=2 code:steps=10",
     )
     parser.add_argument(
@@ -45,31 +77,39 @@ def main(argv: list[str]) -> int:
         "overrides",
         nargs="*",
         metavar="key=value",
-        help="applied to every stage; STAGE:key=value applies to one",
+        help="applied to every SFT and RL stage; STAGE:key=value applies to one",
     )
-    args = parser.parse_intermixed_args(argv)
+    return parser
 
-    def note(line: str) -> None:  # what the dry run could not check, as rlvr train's says it
-        print(f"--dry-run: {line}", file=sys.stderr)
 
-    pipeline = read_pipeline(args.pipeline)
-    out = args.output_dir or pipeline.output_dir.replace("{time}", time.strftime(TIME_FORMAT))
-    pipeline = dataclasses.replace(pipeline, output_dir=out)
-    if args.dry_run:
-        configs = check_pipeline(pipeline, args.overrides, note=note)
-        for line in _stage_lines(pipeline, configs):
-            print(line)
-        return 0
-    results = run_pipeline(pipeline, overrides=args.overrides)
-    for r in results:
-        scores = r.evals[max(r.evals)] if r.evals else {}
-        shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
-        if r.output is not None:
-            shown = "  ".join(f"{k} {v}" for k, v in r.counts.items())
-        where = r.output if r.output is not None else r.model_dir
-        print(f"{r.name:<12} {r.status:<8} {where}  {shown}".rstrip())
-    print(f"pipeline:    {out}/pipeline.json  (every stage finished)")
-    return 0
+def _run(pipeline, overrides: list[str], again: str | None) -> list:
+    """:func:`~rlvr.pipeline.run_pipeline`; with ``again`` (the command that continues a
+    timestamped output directory), the directory and ``again`` are said before the first
+    stage, and after a stop or an error once the directory exists."""
+    from rlvr.pipeline import run_pipeline
+
+    out = Path(pipeline.output_dir)
+
+    def announce(line: str) -> None:
+        if again and line.startswith("stage 1/"):  # the checks passed: stages start
+            print(f"pipeline:    {out}  (to continue after a stop: {again})")
+        print(line)
+
+    try:
+        return run_pipeline(pipeline, overrides=overrides, announce=announce)
+    except KeyboardInterrupt:
+        if again and out.is_dir():
+            print(f"to continue: {again}", file=sys.stderr)
+        raise
+    except (ValueError, OSError) as err:
+        if again and out.is_dir():
+            raise ValueError(f"{err}; to continue: {again}") from err
+        raise
+
+
+def _continue_command(args: argparse.Namespace, out: str) -> str:
+    """The command that continues this run of the pipeline in ``out`` (``-o`` naming it)."""
+    return shlex.join(["rlvr", "pipeline", args.pipeline, "-o", out, *args.overrides])
 
 
 def _stage_lines(pipeline, configs: list) -> list[str]:

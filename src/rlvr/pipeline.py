@@ -41,6 +41,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import time
 import warnings
@@ -72,6 +73,8 @@ STAGE_FILE = "stage.json"
 DATA_FILE = "data.jsonl"
 """What a data stage writes in its directory."""
 SUMMARY_FILE = "pipeline.json"
+LOCK_FILE = ".pipeline.lock"
+"""Held in the output directory while a pipeline runs there (:func:`_only_run`)."""
 MODEL_KEYS = ("model", "model.name")
 """Override keys that name a stage's model."""
 RUN_KEYS = ("threads", "log.", "checkpoint.", "model.device", "reward.workers", "workers")
@@ -402,19 +405,43 @@ def run_pipeline(
     by_stage = _split_overrides(overrides, names, skip=data)
     results: list[StageResult] = []
     model = first_model
-    for index, stage in enumerate(pipeline.stages, 1):
-        label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
-        try:
-            with _not_again(said, stage):  # said once: not as the stage checks itself
-                result = _run_one(
-                    pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
-                )
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{label}: {err}") from err
-        results.append(result)
-        _write_summary(pipeline, results)
-        model = _model_of(result)
+    with _only_run(Path(pipeline.output_dir)):
+        _check_finished(pipeline, by_stage, first_model)  # again: as it is now, locked
+        for index, stage in enumerate(pipeline.stages, 1):
+            label = f"stage {index}/{len(pipeline.stages)} {stage.name}"
+            try:
+                with _not_again(said, stage):  # said once: not as the stage checks itself
+                    result = _run_one(
+                        pipeline, stage, label, by_stage[stage.name], model, callbacks, announce
+                    )
+            except (ValueError, OSError) as err:
+                raise ValueError(f"{label}: {err}") from err
+            results.append(result)
+            _write_summary(pipeline, results)
+            model = _model_of(result)
     return results
+
+
+@contextlib.contextmanager
+def _only_run(out: Path) -> Iterator[None]:
+    """Hold ``out/.pipeline.lock`` (``out`` made) while the stages run; a second pipeline run
+    in ``out`` is refused (it ran the same stages at once, the two writing over each other's
+    checkpoints and metrics). The lock goes with the process, also when it is killed."""
+    from filelock import FileLock, Timeout
+
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(out / LOCK_FILE)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise ValueError(
+            f"{out}: another rlvr pipeline is running there (it holds {out / LOCK_FILE}); "
+            "wait for it to end, or choose another output directory with -o"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @contextlib.contextmanager
@@ -492,6 +519,7 @@ def check_pipeline(
     data sets and, of the first model stage only, the Hub model the run fetches, adapters on
     layers not read here); and that the stages the output directory holds as finished are
     what this run would make (:func:`stage_options`). Nothing runs."""
+    _check_output_dir(Path(pipeline.output_dir))
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
     data = {s.name for s in pipeline.stages if s.kind == "data"}
@@ -528,6 +556,16 @@ def check_pipeline(
         configs.append(cfg)
     _check_finished(pipeline, by_stage, first)
     return configs
+
+
+def _check_output_dir(out: Path) -> None:
+    """Refuse an output directory that is a file, lies under one, or cannot be made or written
+    there (before any stage runs: a stage found it only as it wrote)."""
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"output directory {out}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK):
+        raise ValueError(f"output directory {out}: {existing} is not writable")
 
 
 def _stage_note(note: Callable[[str], None] | None, stage: Stage) -> Callable[[str], None]:

@@ -1135,3 +1135,43 @@ def test_a_stopped_pipeline_in_a_timestamped_directory_says_how_to_continue(
         f"to continue: rlvr pipeline {path} -o {made}",
         "rlvr: interrupted",
     ]
+
+
+def test_a_second_run_in_the_same_output_directory_is_refused_while_one_runs(tmp_path):
+    """Two `rlvr pipeline` runs on one directory (a second terminal) ran the same stages at
+    once: the second "resumed" the stage the first was training, the two wrote over each
+    other's checkpoints and metrics, and the first stopped with a checkpoint I/O error."""
+    from filelock import FileLock
+
+    data = _data_stages(tmp_path, None, DEDUP)
+    out = tmp_path / "pipe"
+    out.mkdir()
+    with FileLock(out / ".pipeline.lock"):  # the first run, in another process
+        with pytest.raises(ValueError, match=f"^{out}: another rlvr pipeline is running there"):
+            run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+        assert not (out / "dedup").exists()
+    results = run_pipeline(parse_pipeline(data, folder=tmp_path), announce=print)
+    assert [r.status for r in results] == ["ran"]  # the lock goes with the run that held it
+    assert [r.status for r in run_pipeline(parse_pipeline(data, folder=tmp_path))] == ["skipped"]
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_an_output_directory_that_is_a_file_is_refused_before_any_stage_runs(
+    tmp_path, tiny_model_dir, capsys, under
+):
+    """A file as `-o` (or a folder under one) was found only as a stage wrote: a data stage
+    after the stages before it, an SFT stage naming `log.output_dir`, which no one set."""
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "response": "2"}\n')
+    sft = {"name": "sft", "kind": "sft", "config": "sft", "overrides": ["data.train=./a.jsonl"]}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, str(tiny_model_dir), sft)))
+    (tmp_path / "taken").write_text("a file\n")
+    out = tmp_path / "taken" / under if under else tmp_path / "taken"
+    capsys.readouterr()
+    for dry in (["--dry-run"], []):
+        assert pipeline_main([str(path), "-o", str(out), *dry]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert (
+            line
+            == f"rlvr: error: output directory {out}: {tmp_path / 'taken'} is a file, not a directory"
+        )

@@ -518,7 +518,8 @@ def check_pipeline(
     ``stage 'NAME': ...`` for each thing not checked (a device this machine lacks, the Hub
     data sets and, of the first model stage only, the Hub model the run fetches, adapters on
     layers not read here); and that the stages the output directory holds as finished are
-    what this run would make (:func:`stage_options`). Nothing runs."""
+    what this run would make (:func:`stage_options`), in an output directory that can be one
+    (not a file). Nothing runs."""
     _check_output_dir(Path(pipeline.output_dir))
     names = [s.name for s in pipeline.stages]
     first, rest = _first_model(pipeline.model, overrides, names)
@@ -809,7 +810,7 @@ def _check_syntax(overrides: Sequence[str]) -> None:
         _, colon, name = key.partition(":")
         if not equals or not (name if colon else key).strip():
             raise ValueError(
-                f"override {item!r}: expected key=value (every model stage) or NAME:key=value "
+                f"override {item!r}: expected key=value (every SFT and RL stage) or NAME:key=value "
                 "(stage NAME)"
             )
 

@@ -1135,6 +1135,10 @@ def test_a_stopped_pipeline_in_a_timestamped_directory_says_how_to_continue(
         f"to continue: rlvr pipeline {path} -o {made}",
         "rlvr: interrupted",
     ]
+    monkeypatch.undo()
+    assert pipeline_main([str(path), "-o", str(tmp_path / "o-{time}")]) == 0  # -o expands too
+    (given,) = tmp_path.glob("o-2*")  # its last line named runs/o-{time}/pipeline.json
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"pipeline:    {given}/pipeline")
 
 
 def test_a_second_run_in_the_same_output_directory_is_refused_while_one_runs(tmp_path):

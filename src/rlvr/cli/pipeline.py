@@ -35,8 +35,8 @@ def main(argv: list[str]) -> int:
         print(f"--dry-run: {line}", file=sys.stderr)
 
     pipeline = read_pipeline(args.pipeline)
-    read = pipeline.output_dir
-    out = args.output_dir or read.replace("{time}", time.strftime(TIME_FORMAT))
+    given = args.output_dir or pipeline.output_dir  # -o, or the file's: '{time}' expands
+    out = given.replace("{time}", time.strftime(TIME_FORMAT))
     pipeline = dataclasses.replace(pipeline, output_dir=out)
     if args.dry_run:
         configs = check_pipeline(pipeline, args.overrides, note=note)
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
             print(line)
         return 0
     # a timestamped directory the command chose: running it again would start a new one
-    again = _continue_command(args, out) if args.output_dir is None and out != read else None
+    again = _continue_command(args, out) if out != given else None
     for r in _run(pipeline, args.overrides, again):
         scores = r.evals[max(r.evals)] if r.evals else {}
         shown = "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
@@ -109,6 +109,7 @@ def _run(pipeline, overrides: list[str], again: str | None) -> list:
 
 def _continue_command(args: argparse.Namespace, out: str) -> str:
     """The command that continues this run of the pipeline in ``out`` (``-o`` naming it)."""
+    # the pipeline argument stays as given; its -o gives way to this one
     return shlex.join(["rlvr", "pipeline", args.pipeline, "-o", out, *args.overrides])
 
 

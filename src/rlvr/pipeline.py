@@ -182,7 +182,11 @@ def embedded_pipelines() -> list[str]:
 
 
 def read_pipeline(name_or_path: str) -> Pipeline:
-    """Parse a pipeline file (or an embedded pipeline by name); errors name the file and stage."""
+    """Parse a pipeline file (or an embedded pipeline by name); errors name the file and stage.
+    A folder is refused, one holding ``pipeline.json`` (a pipeline's output directory, given
+    to continue it) with the command that does."""
+    if Path(name_or_path).is_dir():
+        raise ValueError(_not_a_file(Path(name_or_path)))
     source = read_source(
         name_or_path,
         package="rlvr",
@@ -191,6 +195,24 @@ def read_pipeline(name_or_path: str) -> Pipeline:
         choices=embedded_pipelines,
     )
     return parse_pipeline(source.data, source=source.where, folder=source.folder)
+
+
+def _not_a_file(folder: Path) -> str:
+    """Why ``folder`` is no pipeline file; for an output directory (its ``pipeline.json`` names
+    the file it was made from), the command that continues it."""
+    summary = folder / SUMMARY_FILE
+    try:
+        made = json.loads(summary.read_text()).get("source") if summary.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        made = None
+    if not isinstance(made, str):
+        return f"pipeline file {folder}: is a directory, not a YAML file"
+    embedded = "rlvr/configs/pipelines/"
+    name = Path(made).stem if made.startswith(embedded) else made
+    return (
+        f"pipeline file {folder}: is a pipeline's output directory, not its file; to continue "
+        f"it: rlvr pipeline {name} -o {folder}"
+    )
 
 
 def parse_pipeline(

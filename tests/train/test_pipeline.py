@@ -1179,3 +1179,20 @@ def test_an_output_directory_that_is_a_file_is_refused_before_any_stage_runs(
             line
             == f"rlvr: error: output directory {out}: {tmp_path / 'taken'} is a file, not a directory"
         )
+
+
+def test_a_pipelines_output_directory_given_as_its_file_says_how_to_continue(tmp_path, capsys):
+    """`rlvr pipeline runs/p` (as `rlvr train --resume RUN_DIR` takes a run) said `pipeline
+    'runs/p' is neither a file nor an embedded pipeline (klear)`."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, None, DEDUP)))
+    assert pipeline_main([str(path)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "pipe"
+    assert pipeline_main([str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"rlvr: error: pipeline file {out}: is a pipeline's output directory, not its file; "
+        f"to continue it: rlvr pipeline {path} -o {out}\n"
+    )
+    assert pipeline_main([str(out / "dedup")]) == 2
+    assert "dedup: is a directory, not a YAML file" in capsys.readouterr().err

@@ -666,29 +666,40 @@ def _digest(source: str) -> str | None:
 def _check_finished(pipeline: Pipeline, by_stage: dict[str, list[str]], model: str | None) -> None:
     """Refuse a finished stage that this run would make otherwise: with other options (those
     of :data:`RUN_KEYS` aside; a ``stage.json`` that records none is taken as it is), or after
-    a stage that is not finished (it was made from that stage's earlier output). Each error
-    names the folders to delete to rerun; nothing is deleted."""
+    a stage that is not finished (it was made from that stage's earlier output); and a stage
+    interrupted after such a stage (:func:`_started`: it would resume from that output). Each
+    error names the folders to delete to rerun; nothing is deleted."""
     out, total = Path(pipeline.output_dir), len(pipeline.stages)
     done = [_finished(out / s.name, s) for s in pipeline.stages]
     for index, (stage, record) in enumerate(zip(pipeline.stages, done, strict=True)):
         label = f"stage {index + 1}/{total} {stage.name}"
-        after = zip(pipeline.stages[index:], done[index:], strict=True)
-        later = [out / s.name for s, d in after if d is not None]  # this stage's too if finished
+        after = zip(pipeline.stages[index + 1 :], done[index + 1 :], strict=True)
+        later = [out / s.name for s, d in after if d is not None or _started(s, out / s.name)]
         if record is None:
             if later:
                 raise ValueError(
-                    f"{label} is not finished but later stages are, made from its earlier "
-                    f"output: delete {', '.join(map(str, later))} to rerun them"
+                    f"{label} is not finished but later stages are finished or started, made "
+                    f"from its earlier output: delete {', '.join(map(str, later))} to rerun them"
                 )
             return
         now = stage_options(pipeline, stage, model, by_stage[stage.name])
         changed = _changed(record.get("options"), now)
         if changed:
+            folders = ", ".join(map(str, [out / stage.name, *later]))
             raise ValueError(
                 f"{label}: finished with other options ({'; '.join(changed)}); to rerun it "
-                f"with these, delete {', '.join(map(str, later))}"
+                f"with these, delete {folders}"
             )
         model = _model_of(_skipped(stage, out / stage.name, record, model))
+
+
+def _started(stage: Stage, run_dir: Path) -> bool:
+    """Whether ``stage`` (not finished) left in ``run_dir`` what a rerun continues from: a
+    model stage's run (checkpoints, metrics), a ``filter``'s recorded scores. (An interrupted
+    ``dedup`` or ``decontaminate`` runs again whole.)"""
+    if stage.kind == "data":
+        return stage.config == "filter" and passrates_file(run_dir / DATA_FILE).is_file()
+    return run_dir.is_dir() and any(run_dir.iterdir())
 
 
 def _changed(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:

@@ -1196,3 +1196,28 @@ def test_a_pipelines_output_directory_given_as_its_file_says_how_to_continue(tmp
     )
     assert pipeline_main([str(out / "dedup")]) == 2
     assert "dedup: is a directory, not a YAML file" in capsys.readouterr().err
+
+
+def test_an_interrupted_stage_after_a_stage_to_rerun_is_named_with_the_folders_to_delete(
+    tmp_path, tiny_model_dir, sft_file, prompt_file
+):
+    """A finished stage with other options named only the finished folders after it to delete:
+    a later stage interrupted with checkpoints was left, and after the earlier stage ran
+    again it resumed from a checkpoint trained from the earlier stage's old model."""
+    pipeline = read_pipeline(str(_pipeline_file(tmp_path, tiny_model_dir, sft_file, prompt_file)))
+    out = tmp_path / "pipe"
+    with pytest.raises(Killed):  # warm finished, math stopped after a checkpoint
+        run_pipeline(
+            pipeline,
+            callbacks=lambda s: [KillAt(2)] if s.name == "math" else [],
+            announce=lambda _: None,
+        )
+    assert any((out / "math" / "checkpoints").glob("step_*"))
+    refused = rf"^stage 1/3 warm: finished with other options .* delete {out}/warm, {out}/math$"
+    with pytest.raises(ValueError, match=refused):
+        run_pipeline(pipeline, overrides=["warm:batch_size=2"], announce=lambda _: None)
+    shutil.rmtree(out / "warm")  # as told before: only warm, so math would resume
+    refused = rf"^stage 1/3 warm is not finished but later stages .* delete {out}/math to"
+    with pytest.raises(ValueError, match=refused):
+        run_pipeline(pipeline, overrides=["warm:batch_size=2"], announce=lambda _: None)
+    assert not (out / "warm").exists()

@@ -32,7 +32,8 @@ otherwise, :func:`stage_options`, is refused, naming the folders to delete), a s
 run directory but no ``stage.json`` was interrupted and resumes from its last checkpoint
 (the ``--resume`` machinery of ``rlvr train`` / ``rlvr sft``), the rest start fresh (an
 interrupted ``filter`` keeps the prompts it scored). ``pipeline.json`` in the output
-directory lists each stage's run directory, final model and held-out scores.
+directory lists each stage's run directory, final model and held-out scores. One run at a
+time holds the output directory (``.pipeline.lock`` there).
 """
 
 from __future__ import annotations

@@ -281,7 +281,28 @@ def stage_config(
     try:
         return load_config(cls, _local(stage.config, pipeline.folder), overrides)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}") from None
+        hint = _other_kind(pipeline, stage)
+        raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}{hint}") from None
+
+
+def _other_kind(pipeline: Pipeline, stage: Stage) -> str:
+    """`` (config X is a kind: OTHER config)`` when the model stage's config, without overrides,
+    loads as the other kind's but not as its own (``kind: train`` with ``config: sft`` was only
+    ``unknown key 'epochs'``), else ``""``."""
+    own, other = (SFTConfig, TrainConfig) if stage.kind == "sft" else (TrainConfig, SFTConfig)
+
+    def loads(cls: type) -> bool:  # a placeholder data file: an SFT config names none
+        try:
+            load_config(cls, _local(stage.config, pipeline.folder), ["data.train=x.jsonl"])
+        except (TypeError, ValueError, OSError):
+            return False
+        return True
+
+    if loads(own) or not loads(other):
+        return ""
+    return (
+        f" (config {stage.config!r} is a kind: {'sft' if other is SFTConfig else 'train'} config)"
+    )
 
 
 def _refuse_replaced(pipeline: Pipeline, stage: Stage, overrides: Sequence[str]) -> None:

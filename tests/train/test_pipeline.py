@@ -1221,3 +1221,23 @@ def test_an_interrupted_stage_after_a_stage_to_rerun_is_named_with_the_folders_t
     with pytest.raises(ValueError, match=refused):
         run_pipeline(pipeline, overrides=["warm:batch_size=2"], announce=lambda _: None)
     assert not (out / "warm").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "config", "message"),
+    [
+        ("train", "sft", r"unknown key 'epochs'; .* \(config 'sft' is a kind: sft config\)$"),
+        ("sft", "gppo", r"unknown key 'data.gym'; .* \(config 'gppo' is a kind: train config\)$"),
+    ],
+)
+def test_a_stage_whose_config_is_of_the_other_kind_is_told_so(tmp_path, kind, config, message):
+    """`kind: train` with `config: sft` said only `unknown key 'epochs'`."""
+    (tmp_path / "a.jsonl").write_text('{"prompt": "1", "response": "2"}\n')
+    stage = {"name": "a", "kind": kind, "config": config, "overrides": ["data.train=./a.jsonl"]}
+    data = {"output_dir": str(tmp_path / "pipe"), "stages": [stage]}
+    with pytest.raises(ValueError, match=message):
+        check_pipeline(parse_pipeline(data, source="p.yaml", folder=tmp_path))
+    stage["kind"] = "sft" if kind == "train" else "train"
+    stage["overrides"].append("stpes=1")
+    with pytest.raises(ValueError, match=r"unknown key 'stpes'; [^(]*$"):  # a typo: no hint
+        check_pipeline(parse_pipeline(data, source="p.yaml", folder=tmp_path))

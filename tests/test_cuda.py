@@ -124,12 +124,14 @@ def test_under_autocast_the_decoder_casts_once_on_cuda(tiny_model, weights) -> N
     test_under_autocast_the_decoder_casts_its_weights_once(tiny_model, weights, device="cuda")
 
 
-def test_a_run_on_cuda_logs_its_peak_gpu_memory(tmp_path) -> None:
+def test_a_run_on_cuda_logs_its_peak_gpu_memory(tmp_path, monkeypatch) -> None:
+    """With ``model.device=auto`` (the default; the tests make it the CPU) the run takes the GPU."""
     from rlvr.train import TrainConfig, load_config, train
     from rlvr.train.metrics import read_metrics
 
+    monkeypatch.delenv("RLVR_AUTO_DEVICE", raising=False)
     # the demo's task on the tiny preset (bench/gpu/check.sh carries its build)
-    overrides = ["steps=1", "model.device=cuda", "rollout.prompts_per_step=2", "eval.every=0",
+    overrides = ["steps=1", "model.device=auto", "rollout.prompts_per_step=2", "eval.every=0",
                  "eval.at_start=false", "eval.at_end=false", f"log.output_dir={tmp_path / 'run'}",
                  "log.progress=off", "checkpoint.save_final=false"]  # fmt: skip
     result = train(load_config(TrainConfig, "demo", overrides))

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rlvr.models import load_model, torch_device
+from rlvr.models import device_notes, load_model, torch_device
 
 
 def test_cpu_is_a_device():
@@ -23,6 +23,12 @@ def test_auto_is_the_gpu_torch_sees_else_the_cpu(monkeypatch):
 def test_a_model_loads_on_the_auto_device_by_default(tiny_model_dir):
     model, _ = load_model(str(tiny_model_dir))
     assert next(model.parameters()).device == torch_device("auto")
+
+
+def test_a_run_names_its_device_only_off_the_cpu():
+    """With ``auto`` a GPU is taken unasked: the run says so (and says nothing on the CPU)."""
+    assert device_notes(torch.nn.Linear(2, 2)) == []
+    assert device_notes(torch.nn.Linear(2, 2, device="meta")) == ["model on meta"]
 
 
 def test_unknown_device_type_is_a_value_error():

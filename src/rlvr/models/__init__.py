@@ -224,6 +224,16 @@ def _model_folder(name_or_path: str) -> tuple[str, str | None]:
         raise ValueError(f"could not load model {err}") from None
 
 
+def device_notes(model: torch.nn.Module) -> list[str]:
+    """What a run prints at its start about where ``model`` runs: nothing on the CPU; on
+    another device, which (with a CUDA GPU's name), since ``auto`` chose it unasked."""
+    device = next(model.parameters()).device
+    if device.type == "cpu":
+        return []
+    name = f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""
+    return [f"model on {device}{name}"]
+
+
 def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "auto"):
     """Load ``(model, tokenizer)``; the model is returned in eval mode on ``device``."""
     from transformers import AutoModelForCausalLM

@@ -22,6 +22,7 @@ import torch
 
 from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
+from rlvr.models import device_notes
 from rlvr.objectives import ObjectiveConfig
 from rlvr.objectives.contrast import PREFIX as CONTRAST_PREFIX
 from rlvr.rewards import Scorer, Scores, ScoringConfig
@@ -111,7 +112,7 @@ class RLRun:
     @property
     def notes(self) -> list[str]:
         """Lines the harness prints once at the start."""
-        return sandbox_notes(self.sandbox) + adapter_notes(self.policy)
+        return device_notes(self.policy) + sandbox_notes(self.sandbox) + adapter_notes(self.policy)
 
     @property
     def total_steps(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from rlvr.models import device_notes
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
@@ -71,7 +72,7 @@ class SFTRun:
     @property
     def notes(self) -> list[str]:
         """Lines the harness prints once at the start."""
-        return adapter_notes(self.model)
+        return device_notes(self.model) + adapter_notes(self.model)
 
     def step(self, step: int) -> StepRecord:
         """One optimiser step on the next ``batch_size`` pairs.

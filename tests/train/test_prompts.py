@@ -245,3 +245,19 @@ def test_sft_held_out_pairs_with_other_field_names_have_their_own_keys(tiny_mode
     assert (len(held_out.examples), len(train_set.examples)) == (1, 1)
     response = tokenizer.decode(held_out.examples[0].response_ids, skip_special_tokens=True)
     assert response == "11"
+
+
+def test_data_split_does_not_reach_a_generated_held_out_set(tiny_model, tmp_path, monkeypatch):
+    """`data.split=train` for a folder of splits also went to the demo's generated held-out
+    set, one cached file, and the run stopped at start on that file ("one file has no splits")
+    after `--dry-run` had passed. A generated set has no splits: data.split is not its."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for split in ("train", "test"):
+        (folder / f"{split}.jsonl").write_text(json.dumps({"prompt": "1 + 2 =", "answer": "3"}))
+    gym = GymConfig(train_size=4, eval_size=3, config={"max_terms": 2})
+    cfg = DataConfig(train=str(folder), eval="reasoning_gym:chain_sum", gym=gym, split="train")
+    assert len(prompts.load_prompt_set(tiny_model[1], cfg, role="eval").prompts) == 3
+    both = DataConfig(train="reasoning_gym:chain_sum", gym=gym, split="test", eval_split="test")
+    assert len(prompts.load_prompt_set(tiny_model[1], both, role="train").prompts) == 4

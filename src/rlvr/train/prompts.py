@@ -6,7 +6,7 @@ import hashlib
 import json
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -222,8 +222,9 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
     cfg = cfg.held_out() if role == "eval" else cfg
     fields_name = cfg.fields
     prefix = generated_prefix(source)
-    if prefix is not None:
+    if prefix is not None:  # one generated file: data.split names the other source's split
         source, fields_name = str(gym_files(cfg)[role]), fields_name or GENERATED[prefix]
+        cfg = replace(cfg, split=None, eval_split=None)
     rows = read_examples(cfg, source, limit=limit, fields=fields_name, role=role)
     return build_prompt_set(rows, tokenizer, cfg, source=source)
 

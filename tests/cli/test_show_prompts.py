@@ -145,3 +145,20 @@ def test_eval_shows_a_runs_held_out_prompts_as_the_run_prompted(tiny_model_dir, 
     assert [h.split(" (")[0] for h in heads] == ["=== held prompt 1 of 2", "=== held prompt 2 of 2"]
     assert "<|system|>Be brief.\n<|user|>Q: 7 - 4 =\n<|assistant|>\n" in printed
     assert "reference '3'" in heads[0] and "reference '2'" in heads[1]
+
+
+def test_a_long_reference_shows_its_end_where_the_answer_is(tiny_model_dir, tmp_path, capsys):
+    """The head showed a reference's first 57 characters, so a MATH solution's `\\boxed{}`
+    (what the verifier compares) was cut off; a long reference now shows its start and end."""
+    model = _templated_model_without_weights(tiny_model_dir, tmp_path)
+    data = tmp_path / "math.jsonl"
+    solution = "We multiply ten twos together, one at a time: $2^{10}=\\boxed{1024}$."
+    data.write_text(json.dumps({"problem": "Compute $2^{10}$.", "solution": solution}) + "\n")
+    argv = ["eval", "--model", str(model), "--data", str(data), "--prompt-field", "problem",
+            "--answer-field", "solution", "--output", str(tmp_path / "e.json"),
+            "--show-prompts", "1"]  # fmt: skip
+    assert main(argv) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith(
+        "reference 'We multiply ten twos togeth...ime: $2^{10}=\\\\boxed{1024}$.') ==="
+    )

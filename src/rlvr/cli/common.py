@@ -292,11 +292,13 @@ def print_tokens(tokenizer, head: str, ids: list[int]) -> None:
 def print_prompt(tokenizer, label: str, ids: list[int], example_id: str, reference) -> None:
     """One prompt as ``--show-prompts`` prints it: :func:`print_tokens` with ``label``, the id,
     token count and reference in the head: of a reasoning-gym entry (the whole entry is the
-    verifier's reference) its answer, which the entry's first 60 characters do not reach."""
+    verifier's reference) its answer, which the entry's first 60 characters do not reach. A
+    longer reference shows its start and its end, where a worked solution's answer (its
+    ``\\boxed{}``) is."""
     if isinstance(reference, dict) and "answer" in reference:
         reference = reference["answer"]
     shown = repr(reference)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = shown if len(shown) <= 60 else shown[:28] + "..." + shown[-29:]
     print_tokens(tokenizer, f"{label} (id {example_id}, {len(ids)} tokens, reference {shown})", ids)
 
 

@@ -82,6 +82,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     for name in ("b.jsonl", "data/train.jsonl", "data/test.jsonl"):
         _write_jsonl(root / name, rows)
     _write_jsonl(root / "pairs.jsonl", [{"prompt": "1 + 1 =", "response": "2"}] * 4)
+    _own_data(root, tiny_model_dir)
     _fake_run(root / "runs" / "demo-20261122-101500", tiny_model_dir)
     for name in ("demo-20260101-120000", "a", "b"):
         _fake_run(root / "runs" / name)
@@ -92,6 +93,17 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     shutil.copytree(tiny_model_dir, root / "runs" / "ckpt")
     shutil.copytree(tiny_model_dir, root / "sft-model")
     return root
+
+
+def _own_data(root: Path, tiny_model_dir: Path) -> None:
+    """The files of training.md's "Your own model and data": a model folder, chat SFT rows,
+    GSM8K and MATH rows."""
+    shutil.copytree(tiny_model_dir, root / "my-model")
+    reply = [{"role": "user", "content": "1 + 1 ="}, {"role": "assistant", "content": "2"}]
+    _write_jsonl(root / "chat.jsonl", [{"messages": reply}] * 4)
+    _write_jsonl(root / "gsm.jsonl", [{"question": "1 + 1 =", "answer": "1 + 1 = 2\n#### 2"}] * 4)
+    rows = [{"problem": "1 + 1 =", "solution": "$1 + 1 = \\boxed{2}$"}] * 4
+    _write_jsonl(root / "math.jsonl", rows)
 
 
 def _report_to_compare_with(root: Path) -> None:

@@ -524,3 +524,60 @@ def test_a_saved_dataset_dict_with_an_empty_split(tmp_path):
         load_examples(str(saved), fields="math500", split="test")
     with pytest.raises(ValueError, match="no split 'dev'; its splits: train, test"):
         load_examples(str(saved), fields="math500", split="dev")
+
+
+GSM8K_ROW = {
+    "question": "Natalia sold clips to 48 friends in April and half as many in May. How many?",
+    "answer": "In May she sold 48/2 = <<48/2=24>>24.\nIn all 48+24 = <<48+24=72>>72.\n#### 72",
+}
+
+
+def test_a_gsm8k_solution_s_final_answer_is_the_reference(tmp_path):
+    """A GSM8K answer field is a worked solution ending in `#### 72`; the math verifier got it
+    whole, matched no completion against it (`\\boxed{72}` scored 0), and a run trained on
+    rewards that were all 0 without a word. The reference is now the text after `####`."""
+    rows = [GSM8K_ROW, {"question": "1,000 + 234?", "answer": "1000 + 234\n#### 1,234\n"}]
+    rows.append({"question": "Half of 6?", "answer": "3, with #### inside"})  # not a last line
+    path = write_jsonl(tmp_path / "gsm.jsonl", rows)
+    examples = load_examples(str(path), fields=FieldMap(prompt="question"))
+    assert [e.reference for e in examples] == ["72", "1,234", "3, with #### inside"]
+    whole = FieldMap(prompt="question", final_marker=None)
+    assert load_examples(str(path), fields=whole)[0].reference == GSM8K_ROW["answer"]
+    write_jsonl(path, [{"question": "2+2?", "answer": "2+2 = 4\n####  "}])
+    with pytest.raises(ValueError, match=r"gsm\.jsonl:1: field 'answer': .* no answer after it"):
+        load_examples(str(path), fields=FieldMap(prompt="question"))
+
+
+def test_chat_messages_named_as_prompt_and_answer_answer_with_the_last_reply(tmp_path):
+    """Chat rows (`messages` ending with the assistant's reply, the usual SFT shape) could not
+    be read at all: the reply was refused as part of the prompt. Naming the field as both the
+    prompt and the answer makes the last message the answer and the ones before the prompt."""
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+3?"}]
+    rows = [{"messages": [*chat, {"role": "assistant", "content": "5"}]}]
+    path = write_jsonl(tmp_path / "chat.jsonl", rows)
+    both = FieldMap(prompt="messages", answer="messages")
+    (example,) = load_examples(str(path), fields=both)
+    assert example.prompt == chat and example.reference == "5"
+    with pytest.raises(ValueError, match="or name this field as the answer field too"):
+        load_examples(str(path), fields=FieldMap(prompt="messages"))
+    write_jsonl(path, [{"messages": chat}])
+    with pytest.raises(ValueError, match=r"chat\.jsonl:1: .* ending with the assistant's answer"):
+        load_examples(str(path), fields=both)
+    write_jsonl(path, [{"messages": [*chat, {"role": "assistant", "content": " "}]}])
+    with pytest.raises(ValueError, match=r"chat\.jsonl:1: the last \(assistant\) message, the"):
+        load_examples(str(path), fields=both)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": "  "}],
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": ""}],
+    ],
+)
+def test_a_chat_prompt_with_no_user_text_is_refused(tmp_path, messages):
+    """A blank user message was formatted as a prompt: the model was asked nothing and
+    trained or scored on it."""
+    path = write_jsonl(tmp_path / "chat.jsonl", [{"messages": messages, "answer": "4"}])
+    with pytest.raises(ValueError, match=r"chat\.jsonl:1: .* no user message with text"):
+        load_examples(str(path), fields=FieldMap(prompt="messages"))

@@ -244,3 +244,30 @@ def test_a_missing_or_empty_response_is_called_the_response(tmp_path, row, messa
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(ValueError, match=re.escape(f"pairs.jsonl:1: {message}")):
         read_examples(SFTDataConfig(train=str(path)), str(path), limit=None)
+
+
+def test_a_gsm8k_solution_is_trained_on_whole(tmp_path):
+    """RL reads a GSM8K answer's final `#### 72` as the reference; SFT's response is the whole
+    worked solution, steps and all."""
+    path = tmp_path / "gsm.jsonl"
+    solution = "48/2 = <<48/2=24>>24 in May.\n48+24 = <<48+24=72>>72 in all.\n#### 72"
+    path.write_text(json.dumps({"question": "How many clips?", "answer": solution}) + "\n")
+    cfg = SFTDataConfig(train=str(path), prompt_field="question", response_field="answer")
+    assert read_examples(cfg, str(path), limit=None)[0].reference == solution
+
+
+def test_chat_rows_train_on_their_last_assistant_message(tiny_model, tmp_path):
+    """`messages` rows ending with the assistant's reply were refused, told to drop the reply;
+    `data.prompt_field=messages data.response_field=messages` now trains on that reply."""
+    path = tmp_path / "chat.jsonl"
+    messages = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
+    path.write_text(json.dumps({"messages": messages}) + "\n")
+    tokenizer = tiny_model[1]
+    cfg = SFTDataConfig(train=str(path), prompt_field="messages", response_field="messages")
+    (example,), _ = load_sft_examples(str(path), tokenizer, cfg, limit=None)
+    assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token
+    assert tokenizer.decode(example.prompt_ids).endswith("2+2?<|im_end|>\n<|im_start|>assistant\n")
+    with pytest.raises(ValueError, match="name this field as data.response_field too, to train"):
+        read_examples(
+            SFTDataConfig(train=str(path), prompt_field="messages"), str(path), limit=None
+        )

@@ -349,7 +349,12 @@ def _check_prompt(prompt: Any, where: str) -> str | Messages:
     if is_messages and prompt[-1]["role"] == "assistant":  # the answer, shown to the model
         raise ValueError(
             f"{where}: the prompt's chat messages end with an assistant message, which the "
-            "model would be given as part of its prompt; keep the messages before it"
+            "model would be given as part of its prompt; keep the messages before it, or name "
+            "this field as the answer field too, to make that message the answer"
+        )
+    if is_messages and not any(m["role"] == "user" and m["content"].strip() for m in prompt):
+        raise ValueError(  # the model would be asked nothing
+            f"{where}: the prompt's chat messages have no user message with text, got {prompt!r:.80}"
         )
     if is_messages:
         return [{"role": m["role"], "content": m["content"]} for m in prompt]
@@ -381,19 +386,67 @@ def apply_template(prompt: str | Messages, template: str | None) -> str | Messag
 def row_to_example(
     row: dict[str, Any], where: str, fields: FieldMap, *, dataset: str, index: int
 ) -> Example:
-    """Map one row to an :class:`Example` (errors name ``where``: file and line)."""
-    prompt = _check_prompt(get_path(row, fields.prompt, where, "prompt field"), where)
-    if fields.reference == "row":
-        reference = row
+    """Map one row to an :class:`Example` (errors name ``where``: file and line). A mapping
+    whose answer field is its prompt field (chat ``messages``) answers with the last message,
+    the assistant's, and prompts with the messages before it."""
+    value = get_path(row, fields.prompt, where, "prompt field")
+    if fields.reference == "answer" and fields.answer == fields.prompt:
+        value, reference = _last_reply(value, where)
+        prompt = _check_prompt(value, where)
+        reference = final_answer(reference, fields.final_marker, f"{where}: the last message")
     else:
-        path = fields.answer if fields.reference == "answer" else fields.tests
-        reference = get_path(row, path, where, f"{fields.reference} field")
-        if reference is None or (isinstance(reference, str) and not reference.strip()):
-            # every completion would score wrong against it
-            raise ValueError(f"{where}: field {path!r} (the {fields.reference}) is empty")
+        prompt = _check_prompt(value, where)
+        reference = row if fields.reference == "row" else _reference(row, fields, where)
     ident = str(get_path(row, fields.id, where, "id field")) if fields.id else f"{dataset}-{index}"
     metadata = {k: get_path(row, k, where, "metadata") for k in fields.metadata if _has(row, k)}
     return Example(prompt=prompt, reference=reference, id=ident, dataset=dataset, metadata=metadata)
+
+
+def _reference(row: dict[str, Any], fields: FieldMap, where: str) -> Any:
+    """The answer or tests ``fields`` names in ``row``; an empty one is an error, since every
+    completion would score wrong against it."""
+    path = fields.answer if fields.reference == "answer" else fields.tests
+    reference = get_path(row, path, where, f"{fields.reference} field")
+    if reference is None or (isinstance(reference, str) and not reference.strip()):
+        raise ValueError(f"{where}: field {path!r} (the {fields.reference}) is empty")
+    if fields.reference == "answer":
+        reference = final_answer(reference, fields.final_marker, f"{where}: field {path!r}")
+    return reference
+
+
+def _last_reply(messages: Any, where: str) -> tuple[Any, str]:
+    """``(the messages before the last, the last one's text)`` of chat messages ending with an
+    assistant message, which a field named as both prompt and answer must hold."""
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, dict) or last.get("role") != "assistant":
+        raise ValueError(
+            f"{where}: the prompt field is also the answer field, so it must hold chat messages "
+            f"ending with the assistant's answer, got {messages!r:.80}"
+        )
+    reply = last.get("content")
+    if not isinstance(reply, str) or not reply.strip():
+        raise ValueError(f"{where}: the last (assistant) message, the answer, is empty")
+    return messages[:-1], reply
+
+
+def final_answer(answer: Any, marker: str | None, where: str = "the answer") -> Any:
+    """The final answer of a worked solution whose last line starts with ``marker`` (GSM8K's
+    ``...\\n#### 72``: ``72``), else ``answer`` as it is; nothing after the marker is an error.
+
+    >>> final_answer("48/2 = 24 in May.\\n48+24 = 72 in all.\\n#### 72", "####")
+    '72'
+    >>> final_answer(r"so $\\boxed{3}$", "####")
+    'so $\\\\boxed{3}$'
+    """
+    if marker is None or not isinstance(answer, str) or not answer.strip():
+        return answer
+    last = answer.strip().splitlines()[-1].strip()
+    if not last.startswith(marker):
+        return answer
+    final = last.removeprefix(marker).strip()
+    if not final:
+        raise ValueError(f"{where}: the solution's last line {last!r} has no answer after it")
+    return final
 
 
 def _has(row: dict[str, Any], dotted: str) -> bool:

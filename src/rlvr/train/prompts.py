@@ -256,7 +256,8 @@ def read_examples(
     own = "eval_" if role == "eval" else ""  # data.eval's own keys
     if isinstance(cfg, SFTDataConfig):
         cfg = cfg.held_out() if role == "eval" else cfg
-        mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field)
+        # the response is trained on whole: a GSM8K solution keeps its steps and "#### 72"
+        mapping = FieldMap(prompt=cfg.prompt_field, answer=cfg.response_field, final_marker=None)
         keys = f"data.{own}prompt_field / data.{own}response_field"
         options: dict[str, Any] = {"check": _text_response(cfg)}
     else:  # data.eval's own keys are applied by the caller (they pick ``fields`` too)
@@ -274,6 +275,10 @@ def read_examples(
         if isinstance(cfg, SFTDataConfig):  # the mapping's answer is SFT's response
             text = text.replace("(the answer field)", "(the response field)")
             text = text.replace("(the answer)", "(the response)")
+            text = text.replace(
+                "as the answer field too, to make that message the answer",
+                "as data.response_field too, to train on that message",
+            )
         if isinstance(err, MissingField) and not fields:
             raise MissingField(f"{text}; name the file's fields with {keys}") from None
         if isinstance(err, MissingSplit):

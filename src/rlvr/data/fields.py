@@ -47,7 +47,8 @@ class FieldMap:
     prompt: str = "prompt"
     """Field with the prompt: a string, or a list of ``{"role", "content"}`` chat messages."""
     answer: str | None = "answer"
-    """Field with the reference answer (``None`` when the set has no answers)."""
+    """Field with the reference answer (``None`` when the set has no answers; the ``prompt``
+    field itself: the last, assistant, message of its chat messages)."""
     tests: str | None = None
     """Field with code tests (APPS/TACO ``input_output`` or a list of asserts)."""
     id: str | None = None

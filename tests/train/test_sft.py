@@ -181,9 +181,17 @@ def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
     assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]
 
 
-@pytest.mark.parametrize("response", [[{"role": "assistant", "content": "4"}], {"text": "4"}])
+@pytest.mark.parametrize(
+    "response",
+    [
+        [{"role": "assistant", "content": "4"}, {"role": "assistant", "content": "5"}],
+        [{"role": "user", "content": "4"}],
+        {"text": "4"},
+    ],
+)
 def test_a_response_that_is_not_text_names_file_and_line(tiny_model, tmp_path, response):
-    """A list or mapping would otherwise be trained on as its Python repr."""
+    """A list or mapping would otherwise be trained on as its Python repr (one assistant
+    message is read as its text: see below)."""
     path = tmp_path / "pairs.jsonl"
     rows = [{"prompt": "2+2?", "response": "4"}, {"prompt": "2+2?", "response": response}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -271,3 +279,20 @@ def test_chat_rows_train_on_their_last_assistant_message(tiny_model, tmp_path):
         read_examples(
             SFTDataConfig(train=str(path), prompt_field="messages"), str(path), limit=None
         )
+
+
+def test_a_response_that_is_one_assistant_message_is_its_text(tiny_model, tmp_path):
+    """TRL's conversational prompt/completion rows (`"completion": [{"role": "assistant",
+    "content": ...}]`) were refused as a list; the message's text is the response."""
+    path = tmp_path / "pc.jsonl"
+    prompt = [{"role": "user", "content": "2+2?"}]
+    rows = [{"prompt": prompt, "completion": [{"role": "assistant", "content": "4"}]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = tiny_model[1]
+    cfg = SFTDataConfig(train=str(path), response_field="completion")
+    (example,), _ = load_sft_examples(str(path), tokenizer, cfg, limit=None)
+    assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token
+    rows[0]["completion"][0]["content"] = " "
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"pc\.jsonl:1: field 'completion' .* an empty message"):
+        load_sft_examples(str(path), tokenizer, cfg, limit=None)

@@ -581,3 +581,19 @@ def test_a_chat_prompt_with_no_user_text_is_refused(tmp_path, messages):
     path = write_jsonl(tmp_path / "chat.jsonl", [{"messages": messages, "answer": "4"}])
     with pytest.raises(ValueError, match=r"chat\.jsonl:1: .* no user message with text"):
         load_examples(str(path), fields=FieldMap(prompt="messages"))
+
+
+def test_an_answer_given_as_one_assistant_message_is_its_text(tmp_path):
+    """TRL's conversational prompt/completion rows hold the answer as `[{"role": "assistant",
+    "content": ...}]`; that list was the reference, and the verifier failed on every
+    completion against it."""
+    prompt = [{"role": "user", "content": "2+3?"}]
+    rows = [{"prompt": prompt, "completion": [{"role": "assistant", "content": "\\boxed{5}"}]}]
+    path = write_jsonl(tmp_path / "pc.jsonl", rows)
+    (example,) = load_examples(str(path), fields=FieldMap(answer="completion"))
+    assert example.prompt == prompt and example.reference == "\\boxed{5}"
+    write_jsonl(path, [{"prompt": prompt, "completion": [{"role": "assistant", "content": ""}]}])
+    with pytest.raises(
+        ValueError, match=r"pc\.jsonl:1: field 'completion' \(the answer\) is empty"
+    ):
+        load_examples(str(path), fields=FieldMap(answer="completion"))

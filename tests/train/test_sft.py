@@ -294,5 +294,7 @@ def test_a_response_that_is_one_assistant_message_is_its_text(tiny_model, tmp_pa
     assert tokenizer.decode(example.response_ids) == "4" + tokenizer.eos_token
     rows[0]["completion"][0]["content"] = " "
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(ValueError, match=r"pc\.jsonl:1: field 'completion' .* an empty message"):
+    with pytest.raises(
+        ValueError, match=r"pc\.jsonl:1: field 'completion' \(the response\) is empty"
+    ):
         load_sft_examples(str(path), tokenizer, cfg, limit=None)

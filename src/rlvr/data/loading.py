@@ -408,11 +408,23 @@ def _reference(row: dict[str, Any], fields: FieldMap, where: str) -> Any:
     completion would score wrong against it."""
     path = fields.answer if fields.reference == "answer" else fields.tests
     reference = get_path(row, path, where, f"{fields.reference} field")
+    if fields.reference == "answer":
+        reference = _reply_text(reference)
     if reference is None or (isinstance(reference, str) and not reference.strip()):
         raise ValueError(f"{where}: field {path!r} (the {fields.reference}) is empty")
     if fields.reference == "answer":
         reference = final_answer(reference, fields.final_marker, f"{where}: field {path!r}")
     return reference
+
+
+def _reply_text(value: Any) -> Any:
+    """The text of an answer given as one assistant message, ``[{"role": "assistant",
+    "content": ...}]`` (TRL's conversational prompt/completion rows); another value as it is."""
+    if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict)):
+        return value
+    message = value[0]
+    content = message.get("content")
+    return content if message.get("role") == "assistant" and isinstance(content, str) else value
 
 
 def _last_reply(messages: Any, where: str) -> tuple[Any, str]:

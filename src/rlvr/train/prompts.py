@@ -354,7 +354,7 @@ def load_sft_examples(
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     responses = (
-        tokenizer([_response(r.reference) for r in rows], add_special_tokens=False)["input_ids"]
+        tokenizer([str(r.reference) for r in rows], add_special_tokens=False)["input_ids"]
         if rows
         else []
     )
@@ -379,37 +379,18 @@ def load_sft_examples(
 
 
 def _text_response(cfg: SFTDataConfig):
-    """A check that a row's response is text (a number is read as its digits) or one assistant
-    message with text, not another list or a mapping."""
+    """A check that a row's response is text (a number is read as its digits; one assistant
+    message was read as its text), not a list or mapping."""
 
     def check(example: Any) -> None:
         value = example.reference
-        reply = _reply_text(value)
-        if reply is not None and not reply.strip():
-            raise ValueError(f"field {cfg.response_field!r} (the response) is an empty message")
-        if reply is None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ValueError(
                 f"field {cfg.response_field!r} (the response) must be text or one assistant "
                 f"message, got {type(value).__name__}"
             )
 
     return check
-
-
-def _reply_text(value: Any) -> str | None:
-    """The text of a response given as one assistant message, ``[{"role": "assistant",
-    "content": ...}]`` (TRL's conversational prompt/completion rows); ``None`` for another value."""
-    if not (isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict)):
-        return None
-    message = value[0]
-    content = message.get("content")
-    return content if message.get("role") == "assistant" and isinstance(content, str) else None
-
-
-def _response(value: Any) -> str:
-    """A checked response as the text trained on."""
-    reply = _reply_text(value)
-    return str(value) if reply is None else reply
 
 
 class IndexSampler:

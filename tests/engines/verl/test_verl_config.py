@@ -110,6 +110,63 @@ def test_the_policy_loss_section_is_checked_where_verl_builds_it():
         omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
 
 
+def test_a_hyperparameter_outside_the_rlvr_section_says_where_it_goes():
+    """``+actor_rollout_ref.actor.policy_loss.eps3=0.3`` (``rlvr.`` left out) fails on the
+    driver with one line naming ``policy_loss.rlvr``, not the dataclass's ``unexpected keyword
+    argument``; a width verl has a field for names that field."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import InstantiationException
+    from verl.utils.config import omega_conf_to_dataclass
+
+    overrides = [
+        "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo",
+        "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
+        "+actor_rollout_ref.actor.policy_loss.eps3=0.3",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    where = r"policy_loss has no key 'eps3': .* go in policy_loss.rlvr \(\+actor_rollout_ref"
+    with pytest.raises(InstantiationException, match=where):
+        omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
+    with pytest.raises(ValueError, match="no key 'eps_high': set actor.clip_ratio_high"):
+        PolicyLossConfig(loss_mode="rlvr_gppo", eps_high=0.3)
+    assert PolicyLossConfig(loss_mode="rlvr_abc_grpo", clip_cov_lb=2.0).clip_cov_lb == 2.0
+
+
+def test_without_rlvrs_target_the_mistakes_surface_as_the_docs_say():
+    """docs/engines.md: without ``_target_=rlvr.engines.verl.PolicyLossConfig`` verl's own
+    ``policy_loss`` passes a misspelt rlvr loss mode (found only at the worker's first update)
+    and refuses an ``rlvr`` section with its ``unexpected keyword argument``; a misspelt
+    estimator is found at the first advantages, and ``gae`` (verl's default) starts a critic."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import InstantiationException
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
+    from verl.trainer.ppo.utils import need_critic
+    from verl.utils.config import omega_conf_to_dataclass
+
+    def composed(*overrides):
+        with initialize_config_module("verl.trainer.config", version_base=None):
+            return compose("ppo_trainer", overrides=list(overrides))
+
+    config = composed("actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abcgrpo")
+    policy_loss = omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
+    with pytest.raises(ValueError, match=r"Unsupported loss mode: rlvr_abcgrpo\. Supported"):
+        get_policy_loss_fn(policy_loss.loss_mode)
+    config = composed("+actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3")
+    with pytest.raises(InstantiationException, match="unexpected keyword argument 'rlvr'"):
+        omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
+    with pytest.raises(ValueError, match="Unknown advantage estimator simply: rlvr_group_means"):
+        get_adv_estimator_fn("rlvr_group_means")
+    assert need_critic(composed()) and composed().algorithm.adv_estimator == "gae"
+    docs = (ROOT / "docs/engines.md").read_text()
+    for quoted in (
+        "Unsupported loss mode: rlvr_abcgrpo",
+        "unexpected keyword",
+        "simply: rlvr_group",
+    ):
+        assert quoted in docs
+
+
 def test_hydra_overrides_reach_the_actor_config():
     """The documented overrides compose with verl's own config file into the actor config
     the workers build (verl instantiates it from ``_target_``)."""

@@ -60,6 +60,20 @@ def check_section(loss_mode: str, section: Any) -> None:
     make_config(name, **own)
 
 
+def check_policy_loss_keys(keys: set[str], known: set[str]) -> None:
+    """Refuse a key of ``policy_loss`` that is not one of its fields (``known``), pointing to
+    where it goes: an objective's hyperparameter set as ``policy_loss.eps3`` belongs in
+    ``policy_loss.rlvr``, a width verl has a field for in that field."""
+    for key in sorted(keys - known):
+        where = (
+            f"set actor.{VERL_FIELDS[key]}"
+            if key in VERL_FIELDS
+            else f"an rlvr objective's hyperparameters go in policy_loss.rlvr "
+            f"(+actor_rollout_ref.actor.policy_loss.rlvr.{key}=...)"
+        )
+        raise ValueError(f"policy_loss has no key {key!r}: {where}")
+
+
 def _refuse_verl_fields(own: dict[str, Any]) -> None:
     for key in sorted(set(own) & set(VERL_FIELDS)):
         raise ValueError(

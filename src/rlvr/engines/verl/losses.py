@@ -39,6 +39,8 @@ the loss's only host-device synchronisation (verl's own losses make one per metr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -50,7 +52,13 @@ from verl.trainer.ppo.core_algos import register_policy_loss
 from verl.workers.config import PolicyLossConfig as VerlPolicyLossConfig
 
 from rlvr.advantages import GroupStats
-from rlvr.engines.verl.config import PREFIX, check_section, objective_config, objective_name
+from rlvr.engines.verl.config import (
+    PREFIX,
+    check_policy_loss_keys,
+    check_section,
+    objective_config,
+    objective_name,
+)
 from rlvr.objectives import OBJECTIVES, LossInputs, StepCounts, objective_loss, objective_spec
 
 EXACT_ROUTE = "trainer.v1.trainer_mode=rlvr"
@@ -193,3 +201,18 @@ class PolicyLossConfig(VerlPolicyLossConfig):
         check_section(self.loss_mode, self.rlvr)
         if objective_name(self.loss_mode) is not None:
             register_loss(self.loss_mode)
+
+
+def _checked_init(init: Callable[..., None]) -> Callable[..., None]:
+    """``PolicyLossConfig.__init__`` that refuses a key it has no field for with one line
+    (:func:`check_policy_loss_keys`) instead of the dataclass's ``unexpected keyword argument``."""
+
+    @functools.wraps(init)
+    def __init__(self: PolicyLossConfig, *args: Any, **kwargs: Any) -> None:
+        check_policy_loss_keys(set(kwargs), {f.name for f in dataclasses.fields(self)})
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+PolicyLossConfig.__init__ = _checked_init(PolicyLossConfig.__init__)  # type: ignore[method-assign]

@@ -1,0 +1,116 @@
+"""Check a verl command line's rlvr settings on a CPU, before the GPU run.
+
+    python -m rlvr.engines.verl.check actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo \\
+        actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig ...
+
+takes ``main_ppo``'s overrides, composes them with verl's ``ppo_trainer`` config as ``main_ppo``
+does, and runs what would otherwise first run on a GPU worker: the objective's config as the
+loss builds it from the actor config at its first call (the clip-ratio checks), the loss mode
+and estimator looked up in verl's registries, and the trainer mode an objective reading group
+statistics needs. Prints the objective, its hyperparameters, aggregation and estimator, with a
+``note:`` line for each that is not the objective's default; exits 1 with one ``error:`` line.
+It starts no Ray, loads no model and reads no data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from rlvr.engines.verl.config import PREFIX, objective_config, objective_name
+
+CONFIG_MODULE = "verl.trainer.config"
+CONFIG_NAME = "ppo_trainer"
+"""The config ``python -m verl.trainer.main_ppo`` composes."""
+
+TARGET = "rlvr.engines.verl.PolicyLossConfig"
+"""The ``policy_loss._target_`` that gives verl's config the ``rlvr`` section."""
+
+
+def compose(overrides: list[str]) -> Any:
+    """verl's ``ppo_trainer`` config with ``overrides`` (Hydra's syntax, as on the command line)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+
+    with initialize_config_module(CONFIG_MODULE, version_base=None):
+        return hydra_compose(CONFIG_NAME, overrides=overrides)
+
+
+def check(config: Any) -> list[str]:
+    """The report lines for verl's composed ``config``; ValueError for what would stop the run."""
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
+    from verl.utils.config import omega_conf_to_dataclass
+
+    policy_loss = config.actor_rollout_ref.actor.policy_loss
+    if "rlvr" in policy_loss and policy_loss.get("_target_") != TARGET:
+        raise ValueError(
+            f"policy_loss.rlvr needs actor_rollout_ref.actor.policy_loss._target_={TARGET} "
+            "(verl's own policy_loss has no rlvr section)"
+        )
+    actor = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
+    loss_mode, estimator = actor.policy_loss.loss_mode, config.algorithm.adv_estimator
+    name = objective_name(loss_mode)
+    get_policy_loss_fn(loss_mode)
+    get_adv_estimator_fn(estimator)
+    if name is None:
+        return [f"loss_mode={loss_mode} is verl's own; nothing of rlvr's to check"]
+    cfg = objective_config(name, actor, loss_agg=actor.loss_agg_mode)
+    mode = config.trainer.v1.trainer_mode
+    if cfg.spec.needs_group_stats and mode != "rlvr":
+        raise ValueError(
+            f"{loss_mode} needs whole groups' statistics: add trainer.v1.trainer_mode=rlvr "
+            f"(got {mode})"
+        )
+    values = " ".join(f"{k}={v}" for k, v in dataclasses.asdict(cfg.params).items())
+    return [
+        f"{loss_mode}: {cfg.spec.paper}",
+        f"hyperparameters: {values}",
+        *_default_notes(cfg, actor.loss_agg_mode, estimator),
+    ]
+
+
+def _default_notes(cfg: Any, agg: str, estimator: str) -> list[str]:
+    """``aggregation``/``advantages`` lines, with a note where they are not the objective's."""
+    lines = [f"aggregation: {agg}", f"advantages: {estimator}"]
+    want_est = f"{PREFIX}{cfg.spec.advantage_mode}"
+    if agg != cfg.spec.loss_agg:
+        lines.append(
+            f"note: {cfg.name}'s own aggregation is {cfg.spec.loss_agg} "
+            f"(actor_rollout_ref.actor.loss_agg_mode={cfg.spec.loss_agg})"
+        )
+    if estimator != want_est:
+        critic = ", which trains a critic" if estimator == "gae" else ""
+        lines.append(
+            f"note: the advantages are verl's {estimator}{critic}; {cfg.name}'s own are "
+            f"algorithm.adv_estimator={want_est}"
+        )
+    return lines
+
+
+def _message(error: BaseException) -> str:
+    """One line: the config class's own error under Hydra's wrapping, else the error's first
+    two lines (Hydra's override errors say how to fix them on the second)."""
+    from hydra.errors import InstantiationException
+
+    while isinstance(error, InstantiationException) and error.__cause__ is not None:
+        error = error.__cause__
+    return " ".join(str(error).strip().splitlines()[:2]) or type(error).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check the overrides ``argv`` (``sys.argv[1:]``); 0 when the run would start, else 1."""
+    from hydra.errors import HydraException
+
+    overrides = list(sys.argv[1:] if argv is None else argv)
+    try:
+        lines = check(compose(overrides))
+    except (ValueError, TypeError, AssertionError, HydraException) as error:
+        print(f"error: {_message(error)}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

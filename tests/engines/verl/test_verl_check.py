@@ -40,6 +40,29 @@ def test_verls_defaults_get_a_note_each(capsys):
     assert "verl's gae, which trains a critic; abc_grpo's own are" in out
 
 
+def test_verls_widths_that_replace_the_objectives_own_get_a_note(capsys):
+    """Under verl its clip ratios replace the objective's defaults: GRPO gets verl's dual
+    clip (3), GSPO verl's 0.2 for its 3e-4; Dr.GRPO's L_max needs loss_scale_factor."""
+    _, out, _ = run(capsys, f"{LOSS}.loss_mode=rlvr_grpo")
+    assert "note: clip_c=3.0 from actor.clip_ratio_c; grpo's own default is none" in out
+    _, out, _ = run(
+        capsys, f"{LOSS}.loss_mode=rlvr_grpo", "actor_rollout_ref.actor.clip_ratio_c=inf"
+    )
+    assert "clip_c" not in out.split("hyperparameters")[1].split("\n", 1)[1]
+    _, out, _ = run(capsys, f"{LOSS}.loss_mode=rlvr_gspo")
+    assert "note: eps_low=0.2 from actor.clip_ratio_low; gspo's own default is 0.0003" in out
+    agg = "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm"
+    _, out, _ = run(capsys, f"{LOSS}.loss_mode=rlvr_dr_grpo", agg)
+    assert "note: seq-mean-token-sum-norm without actor_rollout_ref.actor.loss_scale_factor" in out
+    _, out, _ = run(
+        capsys,
+        f"{LOSS}.loss_mode=rlvr_dr_grpo",
+        agg,
+        "actor_rollout_ref.actor.loss_scale_factor=512",
+    )
+    assert "loss_scale_factor" not in out
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -53,6 +76,10 @@ def test_verls_defaults_get_a_note_each(capsys):
             "rlvr_abc_grpo has no dual clip",
         ),
         ([f"{LOSS}.loss_mode=rlvr_etr"], "add trainer.v1.trainer_mode=rlvr"),
+        (
+            [f"{LOSS}.loss_mode=rlvr_pmpo", "trainer.v1.trainer_mode=rlvr", "trainer.use_v1=False"],
+            "use_v1=False",
+        ),
         (["algorithm.adv_estimator=rlvr_group_means"], "Unknown advantage estimator"),
         ([f"+{LOSS}.rlvr.eps3=0.3"], "needs actor_rollout_ref.actor.policy_loss._target_="),
         ([f"{LOSS}.rlvr.eps3=0.3"], "To append to your config use +"),

@@ -15,10 +15,11 @@ It starts no Ray, loads no model and reads no data.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from typing import Any
 
-from rlvr.engines.verl.config import PREFIX, objective_config, objective_name
+from rlvr.engines.verl.config import PREFIX, VERL_FIELDS, objective_config, objective_name
 
 CONFIG_MODULE = "verl.trainer.config"
 CONFIG_NAME = "ppo_trainer"
@@ -56,18 +57,26 @@ def check(config: Any) -> list[str]:
     if name is None:
         return [f"loss_mode={loss_mode} is verl's own; nothing of rlvr's to check"]
     cfg = objective_config(name, actor, loss_agg=actor.loss_agg_mode)
-    mode = config.trainer.v1.trainer_mode
-    if cfg.spec.needs_group_stats and mode != "rlvr":
+    mode, v1 = config.trainer.v1.trainer_mode, config.trainer.use_v1
+    if cfg.spec.needs_group_stats and (mode != "rlvr" or not v1):
         raise ValueError(
-            f"{loss_mode} needs whole groups' statistics: add trainer.v1.trainer_mode=rlvr "
-            f"(got {mode})"
+            f"{loss_mode} needs whole groups' statistics: add trainer.v1.trainer_mode=rlvr, "
+            f"on verl's v1 trainer (got trainer_mode={mode}, use_v1={v1})"
         )
     values = " ".join(f"{k}={v}" for k, v in dataclasses.asdict(cfg.params).items())
-    return [
+    lines = [
         f"{loss_mode}: {cfg.spec.paper}",
         f"hyperparameters: {values}",
         *_default_notes(cfg, actor.loss_agg_mode, estimator),
+        *_width_notes(cfg),
     ]
+    if actor.loss_agg_mode == "seq-mean-token-sum-norm" and actor.loss_scale_factor is None:
+        lines.append(
+            "note: seq-mean-token-sum-norm without actor_rollout_ref.actor.loss_scale_factor "
+            "divides each micro-batch by its own longest response (Dr.GRPO's L_max: set it to "
+            "data.max_response_length)"
+        )
+    return lines
 
 
 def _default_notes(cfg: Any, agg: str, estimator: str) -> list[str]:
@@ -86,6 +95,23 @@ def _default_notes(cfg: Any, agg: str, estimator: str) -> list[str]:
             f"algorithm.adv_estimator={want_est}"
         )
     return lines
+
+
+def _width_notes(cfg: Any) -> list[str]:
+    """A note for each width verl's actor config sets to other than the objective's default
+    (verl's 0.2 for GSPO's 3e-4, its dual clip ``clip_ratio_c=3`` for GRPO's none)."""
+    own = cfg.spec.config_cls()
+    notes = []
+    for key, field in VERL_FIELDS.items():
+        if key not in cfg.spec.hyperparameters:
+            continue
+        value, default = (getattr(p, key) for p in (cfg.params, own))
+        if (math.inf if value is None else value) != (math.inf if default is None else default):
+            own_text = f"none (actor.{field}=inf)" if default is None else default
+            notes.append(
+                f"note: {key}={value} from actor.{field}; {cfg.name}'s own default is {own_text}"
+            )
+    return notes
 
 
 def _message(error: BaseException) -> str:

@@ -125,7 +125,9 @@ def verl_policy_loss(
         if stats is None:
             raise ValueError(
                 f"{PREFIX}{name} needs per-sample group statistics of whole groups, which a verl "
-                f"policy loss does not receive; run verl with {EXACT_ROUTE} (docs/engines.md)"
+                f"policy loss does not receive; run verl's v1 trainer (trainer.use_v1=True, its "
+                f"default: the legacy trainer has no rlvr mode) with {EXACT_ROUTE} "
+                "(docs/engines.md)"
             )
     batch = LossInputs(
         log_prob,

@@ -215,7 +215,8 @@ def test_documented_command_lines_compose_with_verl_config(source):
     config it gives builds rlvr's objective on the worker side."""
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
-    from verl.utils.config import omega_conf_to_dataclass
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
 
     from rlvr.engines.verl import ESTIMATORS
 
@@ -233,5 +234,7 @@ def test_documented_command_lines_compose_with_verl_config(source):
     assert type(actor_config.policy_loss).__module__.startswith("rlvr.")  # the driver checks it
     if source != "README.md":  # the README's line leaves the data and reward out ("...")
         assert config.reward.custom_reward_function.path.endswith("verl_reward.py")
+        # what main_ppo's driver checks before Ray starts (batch sizes, micro-batches)
+        validate_config(config, need_reference_policy(config), need_critic(config))
     if source.startswith("docs"):
         assert cfg.params == AbcConfig(eps3=0.3)

@@ -3,6 +3,11 @@ with the errors a GPU worker would raise at its first loss call."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("verl")
@@ -100,3 +105,20 @@ def test_the_exact_route_passes_for_etr(capsys):
     )
     assert code == 0, err
     assert out.startswith("rlvr_etr: ETR")
+
+
+def test_the_example_script_checks_its_overrides_on_a_cpu_with_check_1():
+    """``CHECK=1 bash examples/verl_abc_grpo.sh EXTRA...`` runs the check on the script's
+    overrides and the appended ones, where the script alone would stop for want of a GPU."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    run = subprocess.run(
+        ["bash", str(ROOT / "examples/verl_abc_grpo.sh"), f"+{LOSS}.rlvr.eps3=0.3"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PATH": path, "CHECK": "1", "HF_HUB_OFFLINE": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("rlvr_abc_grpo: ")
+    assert "eps3=0.3" in run.stdout and "note:" not in run.stdout

@@ -196,17 +196,21 @@ SHELL_VALUES = {"$DATA": "data/chain_sum", "$MODEL": "/models/m", "$HERE": "exam
 
 
 def command_overrides(text: str) -> list[str]:
-    """The ``key=value`` overrides of the ``python -m verl.trainer.main_ppo`` command in ``text``."""
-    start = text.index("python -m verl.trainer.main_ppo")
-    lines = []
-    for line in text[start:].splitlines():
-        lines.append(line.rstrip("\\").strip())
-        if not line.rstrip().endswith("\\"):
-            break
-    command = " ".join(lines)
+    """The ``key=value`` overrides of the ``python -m verl.trainer.main_ppo`` command in ``text``
+    (a script's ``overrides=( ... )`` array, which it hands to that command)."""
+    if "\noverrides=(\n" in text:
+        command = text.split("\noverrides=(\n", 1)[1].split("\n)\n", 1)[0]
+    else:
+        start = text.index("python -m verl.trainer.main_ppo")
+        lines = []
+        for line in text[start:].splitlines():
+            lines.append(line.rstrip("\\").strip())
+            if not line.rstrip().endswith("\\"):
+                break
+        command = " ".join(lines).removeprefix("python -m verl.trainer.main_ppo")
     for name, value in SHELL_VALUES.items():
         command = command.replace(name, value)
-    return [word for word in shlex.split(command, comments=True)[3:] if word not in ("$@", "...")]
+    return [word for word in shlex.split(command, comments=True) if word not in ("$@", "...")]
 
 
 @pytest.mark.parametrize("source", ["docs/engines.md", "examples/verl_abc_grpo.sh", "README.md"])

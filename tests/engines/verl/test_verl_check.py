@@ -45,6 +45,17 @@ def test_verls_defaults_get_a_note_each(capsys):
     assert "verl's gae, which trains a critic; abc_grpo's own are" in out
 
 
+def test_verls_grpo_without_the_std_is_abc_grpos_own_estimator(capsys):
+    """docs/engines.md: rlvr_group_mean equals verl's grpo with norm_adv_by_std_in_grpo=False."""
+    agg = "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean"
+    overrides = [f"{LOSS}.loss_mode=rlvr_abc_grpo", agg, "algorithm.adv_estimator=grpo"]
+    _, out, _ = run(capsys, *overrides)
+    assert "note: the advantages are verl's grpo; abc_grpo's own are" in out
+    _, out, _ = run(capsys, *overrides, "algorithm.norm_adv_by_std_in_grpo=False")
+    assert "advantages: grpo (norm_adv_by_std_in_grpo=False: rlvr_group_mean)" in out
+    assert "note:" not in out
+
+
 def test_verls_widths_that_replace_the_objectives_own_get_a_note(capsys):
     """Under verl its clip ratios replace the objective's defaults: GRPO gets verl's dual
     clip (3), GSPO verl's 0.2 for its 3e-4; Dr.GRPO's L_max needs loss_scale_factor."""

@@ -11,7 +11,8 @@ Importing this package registers, in verl 0.9's registries:
 verl imports it by itself: the package declares it under verl's ``verl.plugins`` entry point,
 which ``import verl`` loads. The trainer that carries exact group statistics to ``etr``,
 ``pmpo`` and ``apmpo`` is a second entry point, :mod:`.trainer` (``trainer.v1.trainer_mode=rlvr``).
-Hyperparameters: :mod:`.config`.
+Hyperparameters: :mod:`.config`. A command line's rlvr settings, checked on a CPU before a GPU
+run: ``python -m rlvr.engines.verl.check <main_ppo's overrides>`` (:mod:`.check`).
 """
 
 import contextlib

@@ -67,7 +67,7 @@ def check(config: Any) -> list[str]:
     lines = [
         f"{loss_mode}: {cfg.spec.paper}",
         f"hyperparameters: {values}",
-        *_default_notes(cfg, actor.loss_agg_mode, estimator),
+        *_default_notes(cfg, actor.loss_agg_mode, estimator, config.algorithm),
         *_width_notes(cfg),
     ]
     if actor.loss_agg_mode == "seq-mean-token-sum-norm" and actor.loss_scale_factor is None:
@@ -79,19 +79,32 @@ def check(config: Any) -> list[str]:
     return lines
 
 
-def _default_notes(cfg: Any, agg: str, estimator: str) -> list[str]:
+def _same_as(estimator: str, algorithm: Any) -> str:
+    """The rlvr estimator verl's ``estimator`` equals, else ``estimator`` itself: verl's ``grpo``
+    with ``norm_adv_by_std_in_grpo=False`` is ``rlvr_group_mean``."""
+    if estimator == "grpo" and not algorithm.get("norm_adv_by_std_in_grpo", True):
+        return f"{PREFIX}group_mean"
+    return estimator
+
+
+def _default_notes(cfg: Any, agg: str, estimator: str, algorithm: Any) -> list[str]:
     """``aggregation``/``advantages`` lines, with a note where they are not the objective's."""
-    lines = [f"aggregation: {agg}", f"advantages: {estimator}"]
+    same = _same_as(estimator, algorithm)
+    shown = (
+        estimator if same == estimator else f"{estimator} (norm_adv_by_std_in_grpo=False: {same})"
+    )
+    lines = [f"aggregation: {agg}", f"advantages: {shown}"]
     want_est = f"{PREFIX}{cfg.spec.advantage_mode}"
     if agg != cfg.spec.loss_agg:
         lines.append(
             f"note: {cfg.name}'s own aggregation is {cfg.spec.loss_agg} "
             f"(actor_rollout_ref.actor.loss_agg_mode={cfg.spec.loss_agg})"
         )
-    if estimator != want_est:
+    if same != want_est:
         critic = ", which trains a critic" if estimator == "gae" else ""
+        whose = "" if estimator.startswith(PREFIX) else "verl's "
         lines.append(
-            f"note: the advantages are verl's {estimator}{critic}; {cfg.name}'s own are "
+            f"note: the advantages are {whose}{estimator}{critic}; {cfg.name}'s own are "
             f"algorithm.adv_estimator={want_est}"
         )
     return lines

@@ -77,6 +77,26 @@ def test_a_dual_clip_for_an_objective_without_one_is_an_error(name):
     assert objective_config("gppo", actor("rlvr_gppo", clip_ratio_c=10.0)).params.clip_c == 10.0
 
 
+@pytest.mark.parametrize(
+    ("key", "where"),
+    [
+        ("kl_coef", "actor.use_kl_loss=True and actor.kl_loss_coef"),
+        ("entropy_coef", "actor.entropy_coeff"),
+        ("loss_agg", "actor.loss_agg_mode"),
+        ("sft_coef", "not available on verl"),
+    ],
+)
+def test_rlvrs_regularisers_and_modes_name_verls_field(key, where):
+    """rlvr's KL, entropy and SFT terms, aggregation and advantages are not an objective's
+    hyperparameters; under verl they are verl's fields (or unavailable), said in one line."""
+    with pytest.raises(
+        ValueError, match=rf"policy_loss.rlvr.{key} is not an objective's: .*{where}"
+    ):
+        PolicyLossConfig(loss_mode="rlvr_grpo", rlvr={key: 0.1})
+    with pytest.raises(ValueError, match=rf"policy_loss has no key '{key}': .*{where}"):
+        PolicyLossConfig(loss_mode="rlvr_grpo", **{key: 0.1})
+
+
 def test_unknown_hyperparameter_lists_the_valid_ones():
     with pytest.raises(ValueError, match="unknown hyperparameter.*eps5.*valid: eps1, eps2"):
         objective_config("abc_grpo", actor("rlvr_abc_grpo", rlvr={"eps5": 0.1}))

@@ -35,6 +35,18 @@ PREFIX = "rlvr_"
 VERL_FIELDS = {"eps_low": "clip_ratio_low", "eps_high": "clip_ratio_high", "clip_c": "clip_ratio_c"}
 """rlvr hyperparameter -> the verl actor field it is read from."""
 
+VERL_ELSEWHERE = {
+    "kl_coef": "set actor.use_kl_loss=True and actor.kl_loss_coef (verl's KL term)",
+    "kl_estimator": "set actor.kl_loss_type (verl's KL term)",
+    "entropy_coef": "set actor.entropy_coeff (verl's entropy term)",
+    "loss_agg": "set actor.loss_agg_mode",
+    "advantage": "set algorithm.adv_estimator=rlvr_<mode>",
+    "sft_coef": "rlvr's SFT-on-positives term is not available on verl",
+    "sft_threshold": "rlvr's SFT-on-positives term is not available on verl",
+}
+"""rlvr's :class:`~rlvr.objectives.ObjectiveConfig` settings (not an objective's
+hyperparameters) -> what to do on verl instead."""
+
 VERL_DEFAULT_CLIP = 0.2
 """verl's default ``clip_ratio``/``clip_ratio_low``/``clip_ratio_high``."""
 
@@ -56,7 +68,7 @@ def check_section(loss_mode: str, section: Any) -> None:
                 f"not an rlvr loss ({PREFIX}<objective>), which would ignore it"
             )
         return
-    _refuse_verl_fields(own)
+    _refuse_verl_fields(own, objective_spec(name).hyperparameters)
     make_config(name, **own)
 
 
@@ -65,21 +77,26 @@ def check_policy_loss_keys(keys: set[str], known: set[str]) -> None:
     where it goes: an objective's hyperparameter set as ``policy_loss.eps3`` belongs in
     ``policy_loss.rlvr``, a width verl has a field for in that field."""
     for key in sorted(keys - known):
-        where = (
-            f"set actor.{VERL_FIELDS[key]}"
-            if key in VERL_FIELDS
-            else f"an rlvr objective's hyperparameters go in policy_loss.rlvr "
-            f"(+actor_rollout_ref.actor.policy_loss.rlvr.{key}=...)"
-        )
+        if key in VERL_FIELDS or key in VERL_ELSEWHERE:
+            where = VERL_ELSEWHERE.get(key, f"set actor.{VERL_FIELDS.get(key)}")
+        else:
+            where = (
+                "an rlvr objective's hyperparameters go in policy_loss.rlvr "
+                f"(+actor_rollout_ref.actor.policy_loss.rlvr.{key}=...)"
+            )
         raise ValueError(f"policy_loss has no key {key!r}: {where}")
 
 
-def _refuse_verl_fields(own: dict[str, Any]) -> None:
+def _refuse_verl_fields(own: dict[str, Any], hyperparameters: tuple[str, ...]) -> None:
+    """Refuse in ``policy_loss.rlvr`` a width verl has a field for, and a setting of rlvr's that
+    is verl's on verl (``kl_coef``...) unless the objective has a hyperparameter of that name."""
     for key in sorted(set(own) & set(VERL_FIELDS)):
         raise ValueError(
             f"policy_loss.rlvr.{key}: under verl, {key} is read from actor.{VERL_FIELDS[key]}; "
             "set it there"
         )
+    for key in sorted(set(own) & set(VERL_ELSEWHERE) - set(hyperparameters)):
+        raise ValueError(f"policy_loss.rlvr.{key} is not an objective's: {VERL_ELSEWHERE[key]}")
 
 
 def objective_name(loss_mode: str) -> str | None:
@@ -133,7 +150,7 @@ def objective_config(name: str, actor: Any, loss_agg: str | None = None) -> Obje
     spec = objective_spec(name)
     own = own_hyperparameters(actor)
     verl = {k: v for k, v in verl_hyperparameters(actor).items() if k in spec.hyperparameters}
-    _refuse_verl_fields(own)
+    _refuse_verl_fields(own, spec.hyperparameters)
     _refuse_unread_clip_ratio(actor)
     if "eps_low" not in spec.hyperparameters:
         _refuse_clip_ratios(name, actor, spec.hyperparameters)

@@ -110,6 +110,19 @@ def test_generated_sets_are_trains_held_out_sets():
     assert (GymConfig().eval_size, GymConfig().held_out_seed) == (GYM_EVAL_SIZE, GYM_EVAL_SEED)
 
 
+def test_chat_rows_are_found_by_their_messages_field(tmp_path, capsys):
+    """A chat set (``messages``) needed ``--field messages``: no prompt field was found."""
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": NINE}]
+    rows = [
+        {"messages": chat},
+        {"messages": chat[1:]},
+        {"messages": [chat[0], {**chat[1], "content": EIGHT}]},
+    ]
+    src = _write(tmp_path / "chat.jsonl", rows)
+    assert data_main(["dedup", str(src), "-o", str(tmp_path / "u.jsonl")]) == 0
+    assert "kept 2 of 3 (dropped 1 duplicate)" in capsys.readouterr().out
+
+
 def test_bad_input_is_one_clear_error(tmp_path):
     src = _write(tmp_path / "t.jsonl", [{"query": "x"}])
     with pytest.raises(ValueError, match="no prompt field"):
@@ -137,7 +150,7 @@ def test_an_evaluation_file_without_a_prompt_field_is_named_with_set_field(tmp_p
     assert data_main([*argv, str(evals)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.endswith(
-        f"e.jsonl:1: no prompt field (prompt, question, problem, text); name it with {evals}::FIELD"
+        f"e.jsonl:1: no prompt field (prompt, question, problem, text, messages); name it with {evals}::FIELD"
     )
     assert data_main([*argv, f"{evals}::q"]) == 0
 

@@ -79,7 +79,7 @@ def _clean_parsers(sub) -> None:
         p.add_argument("-o", "--output", required=True, help="file for the kept rows")
         p.add_argument(
             "--field",
-            help="prompt field or field mapping (default: prompt, question, problem, text)",
+            help="prompt field or field mapping (default: prompt, question, problem, text, messages)",
         )
     decon.add_argument(
         "--against",

@@ -24,7 +24,7 @@ from rlvr.data.fields import FIELD_MAPS
 from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, read_file
 from rlvr.data.text import prompt_text
 
-PROMPT_FIELDS = ("prompt", "question", "problem", "text")
+PROMPT_FIELDS = ("prompt", "question", "problem", "text", "messages")
 """Fields tried, in order, when no prompt field is named."""
 
 

@@ -44,7 +44,7 @@ class DedupOptions:
     """``dedup``: exact duplicates of the normalised prompt."""
 
     field: str | None = None
-    """Prompt field or field mapping (``None``: prompt, question, problem, text)."""
+    """Prompt field or field mapping (``None``: prompt, question, problem, text, messages)."""
 
     def __post_init__(self) -> None:
         _text("field", self.field, optional=True)

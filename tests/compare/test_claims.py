@@ -61,8 +61,8 @@ def test_a_metric_no_run_logged_is_named_with_the_nearest_logged_name():
     verdict = judge(typo, arms)
     assert verdict.status == INCONCLUSIVE
     assert verdict.numbers == "no run of a logged policy/entropi; did you mean policy/entropy?"
-    both = Claim("i", text="t", rule="interaction", metric="clip/fraq", arms=("a", "b", "a", "b"))
-    assert judge(both, {n: arm(n, [0.1, 0.2], metric="clip/frac") for n in "ab"}).numbers == (
+    both = Claim("i", text="t", rule="interaction", metric="clip/fraq", arms=("a", "b", "c", "d"))
+    assert judge(both, {n: arm(n, [0.1, 0.2], metric="clip/frac") for n in "abcd"}).numbers == (
         "no run of a logged clip/fraq; did you mean clip/frac?"
     )
     far = Claim("c", text="t", rule="direction", metric="zzz", arm="a", baseline="b")
@@ -346,8 +346,19 @@ def test_bundled_claims_name_arms_of_the_bundled_studies():
         ({"direction": "up"}, "higher or lower"),
         ({"rule": "interaction", "arms": ["a", "b", "c"]}, "interaction needs metric and arms"),
         ({"colour": "red"}, "unknown key"),
+        # each would compare a thing with itself: every difference 0, as if a finding
+        ({"baseline": "a"}, "arm and baseline are both 'a'"),
+        ({"rule": "order", "arm": None, "baseline": None, "arms": ["a", "b", "a"],
+          "direction": "increasing"}, "arms names a more than once"),
+        ({"rule": "interaction", "arm": None, "baseline": None, "arms": ["n", "a", "n", "a"],
+          "direction": "lower"}, "arms names a, n more than once"),
+        ({"rule": "largest", "metric": None, "baseline": None, "expect": "clip/q4_share",
+          "metrics": ["clip/q4_share", "clip/q4_share"], "summary": "run-share"},
+         "metrics names clip/q4_share more than once"),
+        # undefined for every run: found after every run had finished
+        ({"summary": "run-share", "metric": "policy/entropy"}, "run-share applies to .*policy/entropy"),
     ],
-)
+)  # fmt: skip
 def test_bad_claims_are_named(tmp_path, change, message):
     item = {
         "id": "x",

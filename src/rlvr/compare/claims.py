@@ -46,14 +46,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from rlvr.bundled import bundled_names, read_source
-from rlvr.compare.results import SUMMARIES, ArmData, paired_problems
+from rlvr.compare.results import SHARE, SUMMARIES, ArmData, paired_problems
 from rlvr.compare.stats import MIN_SEEDS, Interval, paired_interval
 from rlvr.train.overrides import NOT_A_KEY, from_file
 
@@ -209,6 +209,7 @@ def _check(c: Claim) -> None:
     need(bool(c.id and c.text and c.rule), "needs id, text and rule")
     need(c.rule in RULES, f"unknown rule {c.rule!r}; valid: {', '.join(RULES)}")
     need(c.summary in SUMMARIES, f"unknown summary {c.summary!r}; valid: {', '.join(SUMMARIES)}")
+    _check_distinct(c, need)
     if c.rule == "direction":
         need(bool(c.metric and c.arm and c.baseline), "direction needs metric, arm and baseline")
         need(c.direction in ("higher", "lower"), "direction must be higher or lower")
@@ -231,6 +232,22 @@ def _check(c: Claim) -> None:
         need(
             bool(c.arm and c.metrics and c.expect in c.metrics),
             "largest needs arm, metrics and expect in metrics",
+        )
+
+
+def _check_distinct(c: Claim, need: Callable[[bool, str], None]) -> None:
+    """Refuse what would compare a thing with itself (every difference 0, judged as if it
+    were a finding): an arm as its own baseline, an arm or metric named twice; and a
+    ``run-share`` of a metric that is no quadrant share (undefined for every run)."""
+    need(c.arm is None or c.arm != c.baseline, f"arm and baseline are both {c.arm!r}")
+    for key, items in (("arms", c.arms), ("metrics", c.metrics)):
+        twice = sorted({x for x in items if items.count(x) > 1})
+        need(not twice, f"{key} names {', '.join(twice)} more than once")
+    if c.summary == "run-share":
+        other = [m for m in (c.metric, *c.metrics) if m and not SHARE.fullmatch(m)]
+        need(
+            not other,
+            f"summary run-share applies to clip/q1_share .. clip/q4_share, not {', '.join(other)}",
         )
 
 

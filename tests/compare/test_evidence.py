@@ -117,6 +117,22 @@ def test_zero_contrast_between_objective_only_arms_is_untestable(tmp_path):
         assert cautious == projected
 
 
+def test_differences_without_spread_give_no_detectable_effect_of_0(tmp_path):
+    """Two arms that trained differently but both score 0 at every seed (both collapsed):
+    the interval is [0, 0] with a standard error of 0, which read 'detectable at 80% power:
+    0' beside 'seeds to detect: over 1000'."""
+    configs = _configs(tmp_path)
+    names = {k: objective_name(c) for k, c in configs.items()}
+    key = f"contrast/{names['a']}/"
+    logged = {key + "token_frac": 0.01, key + "rel_l2": 0.01}
+    data = {"a": _arm("a", [0.0, 0.0, 0.0], {"x": 1.0}), "b": _arm("b", [0.0, 0.0, 0.0], logged)}
+    judged = assess(judge(CLAIM, data), data, configs, names)
+    assert judged.status == INCONCLUSIVE
+    assert "detectable at 80% power: not estimable (the differences have no spread)" in (
+        judged.evidence
+    )
+
+
 def test_a_claim_that_compares_no_pair_of_arms_keeps_its_detectable_effect():
     """An interaction (like a largest or a one-arm order claim) compares no pair of arms, so
     no pair of identical runs takes its detectable effect away."""

@@ -160,6 +160,20 @@ def _seeds_to_decide(verdict: Verdict) -> list[str]:
     return [text]
 
 
+def _detectable(verdict: Verdict, identical: bool) -> list[str]:
+    """The smallest difference the claim's intervals detect at 80% power; none for identical
+    runs, and "not estimable" when some interval's differences have no spread (every seed and
+    problem differs by the same amount, e.g. two arms that both score 0 everywhere): a
+    standard error of 0 would read as a detectable difference of 0, exquisite power."""
+    intervals = list(verdict.intervals.values())
+    mde = [detectable(ci) for ci in intervals]
+    if identical or not mde or not all(math.isfinite(m) for m in mde):
+        return []
+    if any(ci.se == 0 for ci in intervals):
+        return ["detectable at 80% power: not estimable (the differences have no spread)"]
+    return [f"detectable at 80% power: {max(mde):.3g}"]
+
+
 def assess(
     verdict: Verdict,
     data: dict[str, ArmData],
@@ -185,10 +199,7 @@ def assess(
         parts.append(f"{a} vs {b}: {'identical runs; ' if ev.identical else ''}{contrast}")
     arms = dict.fromkeys(claim.arms_needed)
     parts += [f"out of band: {', '.join(f'{n} {out_of_band(data[n], seeds):.3%}' for n in arms)}"]
-    mde = [detectable(ci) for ci in verdict.intervals.values()]
-    no_spread = bool(identical) and all(identical)  # identical runs' differences: 0 each
-    if mde and all(math.isfinite(m) for m in mde) and not no_spread:
-        parts.append(f"detectable at 80% power: {max(mde):.3g}")
+    parts += _detectable(verdict, bool(identical) and all(identical))
     if reasons and all(reasons):
         why = "; ".join(sorted(set(reasons)))
         return dataclasses.replace(

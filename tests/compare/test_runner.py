@@ -16,7 +16,14 @@ from rlvr.compare.render import to_markdown
 from rlvr.compare.report import build_blocks
 from rlvr.compare.results import ArmData, RunData
 from rlvr.compare.run import metric_check
-from rlvr.compare.runner import RunState, _reap, default_jobs, initial_states, worker_env
+from rlvr.compare.runner import (
+    RunState,
+    _reap,
+    _stop,
+    default_jobs,
+    initial_states,
+    worker_env,
+)
 from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
 from rlvr.train.interrupt import Stopped
 from rlvr.train.metrics import read_metrics
@@ -312,6 +319,37 @@ def test_a_finished_runs_checkpoints_go_unless_kept(
     assert state.status == status
     assert step.exists() == kept
     assert (spec.run_dir / FINAL_FILE).exists() == final
+
+
+FINISH_ON_SIGINT = """
+import json, signal, sys, time
+def stop(*_):  # the step in flight was the last: the run finishes
+    open(sys.argv[1], "w").write("{}")
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_run_that_finishes_while_ctrl_c_stops_the_study_loses_its_checkpoints(
+    small_study, tmp_path, keep
+):
+    """Ctrl-C in a run's last step: it wrote final.json, but the runner marked it failed and
+    kept its checkpoints (1.6 GB each on SmolLM2), which no later command deleted."""
+    spec = plan(load_study(small_study(seeds=[0])), tmp_path / "runs")[0]
+    step = spec.run_dir / "checkpoints" / "step_000002"
+    step.mkdir(parents=True)
+    state = RunState(spec, status="running", started=time.monotonic())
+    final = str(spec.run_dir / FINAL_FILE)
+    state.process = subprocess.Popen(
+        [sys.executable, "-c", FINISH_ON_SIGINT, final], stdout=subprocess.PIPE, text=True
+    )
+    assert state.process.stdout.readline() == "ready\n"
+    _stop([state], keep_checkpoints=keep)
+    assert state.status == "finished" and state.process is None
+    assert step.exists() == keep
 
 
 def test_default_jobs_from_cores_and_threads():

@@ -180,10 +180,10 @@ def execute(
                         on_finished(state.spec)
             display.refresh(states)
     except KeyboardInterrupt:
-        _stop(running)
+        _stop(running, keep_checkpoints)
         raise
     except BaseException:
-        _terminate(running)
+        _terminate(running, keep_checkpoints)
         raise
     return states
 
@@ -194,9 +194,10 @@ STOPPING = (
 )
 
 
-def _stop(running: list[RunState]) -> None:
+def _stop(running: list[RunState], keep_checkpoints: bool = False) -> None:
     """Ask each running worker to stop as ``rlvr train`` does on Ctrl-C (after the step in
-    flight, with a checkpoint) and wait for it; a second Ctrl-C terminates them at once."""
+    flight, with a checkpoint) and wait for it; a second Ctrl-C terminates them at once. A
+    run whose step in flight was its last finishes, and its checkpoints go (:func:`_reap`)."""
     print(STOPPING, file=sys.stderr, flush=True)
     try:
         for state in running:
@@ -205,13 +206,13 @@ def _stop(running: list[RunState]) -> None:
         for state in running:
             if state.process is not None:
                 state.process.wait()
-                state.status = "failed"
+                _reap(state, keep_checkpoints)
     except KeyboardInterrupt:
-        _terminate(running)
+        _terminate(running, keep_checkpoints)
         raise
 
 
-def _terminate(running: list[RunState]) -> None:
+def _terminate(running: list[RunState], keep_checkpoints: bool = False) -> None:
     """SIGTERM each running worker and wait for it: a killed study leaves resumable runs, not
     orphans. A worker answers it as ``rlvr train`` does: after a first Ctrl-C at once, else
     after its step in flight, with a checkpoint."""
@@ -219,4 +220,4 @@ def _terminate(running: list[RunState]) -> None:
         if state.process is not None:
             state.process.terminate()
             state.process.wait()
-            state.status = "failed"
+            _reap(state, keep_checkpoints)

@@ -48,6 +48,29 @@ def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
     assert out.read_text() == "kept"
 
 
+@pytest.mark.parametrize("flag", ["--dry-run", "--report-only"])
+def test_an_out_that_is_a_runs_folder_is_one_line(small_study, tmp_path, capsys, flag):
+    """``--out OUT/runs`` looked for the runs under OUT/runs/runs and planned every one again."""
+    study = small_study()
+    run_dir = plan(load_study(study), tmp_path / "o" / "runs")[0].run_dir
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.yaml").write_text("{}")
+    runs = tmp_path / "o" / "runs"
+    assert rlvr(["compare", study, "--out", str(runs), flag]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rlvr: error: --out {runs} holds run folders itself (")
+    assert err.endswith(f"give the folder above it: --out {tmp_path / 'o'}") and "\n" not in err
+    assert not (runs / "runs").exists()
+
+
+@pytest.mark.parametrize("name", ["runs", "../elsewhere", "a/b"])
+def test_a_study_name_that_is_no_plain_folder_name_is_one_line(small_study, tmp_path, capsys, name):
+    """The report goes to OUT/NAME: `runs` wrote it among the runs, a path outside OUT."""
+    assert rlvr(["compare", small_study(name=name), "--out", str(tmp_path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"name {name!r} must be a plain folder name other than 'runs'" in err
+
+
 def test_dry_run_lists_the_plan(small_study, tmp_path, capsys):
     assert rlvr(["compare", small_study(), "--out", str(tmp_path / "o"), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -57,6 +57,7 @@ def _dry_run(study, out: str, fresh: bool) -> None:
     from rlvr.compare.run import (
         check_claims,
         check_imports,
+        check_out,
         check_reused,
         check_runs,
         metric_check,
@@ -65,6 +66,7 @@ def _dry_run(study, out: str, fresh: bool) -> None:
     )
     from rlvr.compare.runner import is_finished
 
+    check_out(Path(out))
     specs = plan(study, Path(out) / "runs")
     check_claims(study, specs)
     check_imports(study)

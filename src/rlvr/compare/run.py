@@ -26,7 +26,7 @@ from rlvr.compare.runner import (
 )
 from rlvr.compare.stats import MIN_SEEDS
 from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
-from rlvr.compare.worker import FINAL_FILE, code_hash, module_hashes
+from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
 from rlvr.train.metrics import METRICS_FILE, read_metrics
 
 RUNS_DIR = "runs"
@@ -65,6 +65,7 @@ def run_study(
     if fresh and not run:
         raise ValueError("fresh=True deletes the study's runs and run=False runs none")
     out = Path(out)
+    check_out(out)
     specs = plan(study, out / RUNS_DIR)
     check_claims(study, specs)
     if run:
@@ -92,6 +93,16 @@ def run_study(
         study, specs, Path(report_dir or out / study.name), command, runs_root=out / RUNS_DIR
     )
     return StudyResult(states, report)
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``out`` that is itself a folder of runs (``--out OUT/runs``): the study would
+    look for its runs under ``OUT/runs/runs``, find none, and make every one again."""
+    if out.is_dir() and (found := next(out.glob(f"*/seed*/{RUN_FILE}"), None)):
+        raise ValueError(
+            f"--out {out} holds run folders itself ({found.parent.relative_to(out)}); runs go to "
+            f"OUT/{RUNS_DIR}, so give the folder above it: --out {out.parent}"
+        )
 
 
 def mixed_code(specs: list[RunSpec]) -> str:

@@ -366,6 +366,12 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
 
 
 def _check(study: Study, where: str) -> None:
+    # the report goes to OUT/<name>: a path would write it elsewhere, `runs` among the runs
+    if study.name in ("", ".", "..", "runs") or "/" in study.name or "\\" in study.name:
+        raise ValueError(
+            f"{where}: name {study.name!r} must be a plain folder name other than 'runs' "
+            "(the report is written to OUT/NAME, beside OUT/runs)"
+        )
     if study.steps < 1:
         raise ValueError(f"{where}: steps must be >= 1")
     if not study.seeds or len(set(study.seeds)) != len(study.seeds):

@@ -306,6 +306,13 @@ def test_a_one_seed_study_with_claims_warns_before_any_run(small_study, tmp_path
         "study 'small' has 1 seed: no claim can be judged (a paired interval needs 2); "
         "give more, e.g. seeds=[0,1,2,3,4,5,6]"
     ]
+    recwarn.clear()  # a regime of its own one seed (the study's other regime has two)
+    assert rlvr([*args, "regimes={paper: {seeds: [0]}, more: {rollout: {epochs: 2}}}"]) == 0
+    said = [str(w.message) for w in recwarn if "no claim can be judged" in str(w.message)]
+    assert said == [
+        "study 'small' regime 'paper' has 1 seed: no claim can be judged (a paired interval "
+        "needs 2); give more, e.g. seeds=[0,1,2,3,4,5,6]"
+    ]
 
 
 def test_finished_runs_made_with_other_code_of_your_module_are_flagged(small_study, tmp_path):

@@ -203,12 +203,14 @@ def check_claims(study: Study, specs: list[RunSpec]) -> None:
     (``eval/pass@4`` with ``eval.n=2``, or no evaluation after step 0), before any run starts:
     the claim would compare missing means or the untrained model's scores."""
     configs = {spec.arm.name: spec.config for spec in specs}
-    if study.claims and len(study.seeds) < MIN_SEEDS:
-        warnings.warn(
-            f"study {study.name!r} has {len(study.seeds)} seed: no claim can be judged (a paired "
-            f"interval needs {MIN_SEEDS}); give more, e.g. seeds=[0,1,2,3,4,5,6]",
-            stacklevel=2,
-        )
+    for regime in study.regime_list if study.claims else ():
+        if len(seeds := regime.seeds or study.seeds) < MIN_SEEDS:
+            where = f" regime {regime.name!r}" if study.regimes else ""
+            warnings.warn(
+                f"study {study.name!r}{where} has {len(seeds)} seed: no claim can be judged (a "
+                f"paired interval needs {MIN_SEEDS}); give more, e.g. seeds=[0,1,2,3,4,5,6]",
+                stacklevel=2,
+            )
     if left_out := claims_left_out(study):
         warnings.warn(f"study {study.name!r}: {left_out}", stacklevel=2)
     for name in study.claims:

@@ -467,6 +467,27 @@ def test_earlier_runs_are_found_by_their_configuration(tmp_path):
     assert moved[0].run_dir == grpo.run_dir and moved[1].run_dir == old
 
 
+@pytest.mark.parametrize("order", [["grpo", "copy"], ["copy", "grpo"]])
+def test_two_arms_configured_alike_never_share_a_run_folder(tmp_path, order):
+    """Two arms of one configuration, with that configuration's runs under another name
+    (another study's, or a renamed arm's): both were planned in that folder, and both
+    workers ran each missing seed there at once (metrics logged twice, one run failing)."""
+    arms = [{"recipe": "abc/grpo", "name": name} for name in order]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0, 1], "arms": arms}))
+    study = load_study(str(path))
+    first = plan(study, tmp_path / "runs")[0]
+    other = tmp_path / "runs" / f"other-{first.fingerprint}" / "seed0"  # another study's
+    other.mkdir(parents=True)
+    (other / "run.yaml").write_text(dump_yaml(first.config))
+    specs = plan(study, tmp_path / "runs")
+    assert len({s.run_dir for s in specs}) == 4
+    assert {s.run_dir.parent for s in specs if s.arm.name == order[0]} == {other.parent}
+    (tmp_path / "runs" / f"grpo-{first.fingerprint}").mkdir()  # an arm's own folder comes first
+    folders = {s.arm.name: s.run_dir.parent.name for s in plan(study, tmp_path / "runs")}
+    assert folders == {"grpo": f"grpo-{first.fingerprint}", "copy": f"other-{first.fingerprint}"}
+
+
 @pytest.mark.parametrize(
     "study, message",
     [

@@ -505,24 +505,40 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
     (:func:`contrast_plan`)."""
     specs = []
     pairs = compared_pairs(study)
-    earlier: dict[str, Path] | None = None  # read on the first missing folder only
     for regime in study.regime_list:
         named = regime if study.regimes else None
         contrast = contrast_plan(study, pairs, named)
-        for arm in study.arms:
-            probe = arm_config(
-                study, arm, study.seeds[0], regime=named, contrast=contrast[arm.name]
+        digests = {
+            arm.name: fingerprint(
+                arm_config(study, arm, study.seeds[0], regime=named, contrast=contrast[arm.name])
             )
-            digest = fingerprint(probe)
-            folder = runs_root / f"{arm.name.replace('/', '-')}-{digest}"
-            if not folder.exists():
-                earlier = run_folders(runs_root) if earlier is None else earlier
-                folder = earlier.get(digest, folder)
+            for arm in study.arms
+        }
+        folders = _folders(runs_root, digests)
+        for arm in study.arms:
             for seed in regime.seeds or study.seeds:
-                run_dir = folder / f"seed{seed}"
+                run_dir = folders[arm.name] / f"seed{seed}"
                 config = arm_config(study, arm, seed, str(run_dir), named, contrast[arm.name])
-                specs.append(RunSpec(arm, seed, config, run_dir, digest, regime.name))
+                specs.append(RunSpec(arm, seed, config, run_dir, digests[arm.name], regime.name))
     return sorted(specs, key=lambda s: s.seed)
+
+
+def _folders(runs_root: Path, digests: dict[str, str]) -> dict[str, Path]:
+    """Each arm's run folder: ``<arm>-<digest>`` when it exists, else an earlier folder of
+    that configuration (:func:`run_folders`), else a new ``<arm>-<digest>``. No two arms
+    share one, though they be configured alike: both arms' workers ran each seed in it."""
+    own = {name: runs_root / f"{name.replace('/', '-')}-{d}" for name, d in digests.items()}
+    taken = {folder for folder in own.values() if folder.exists()}
+    earlier = run_folders(runs_root) if len(taken) < len(own) else {}
+    folders = {}
+    for name, digest in digests.items():
+        found = earlier.get(digest)
+        if own[name].exists() or found is None or found in taken:
+            folders[name] = own[name]
+        else:
+            folders[name] = found
+            taken.add(found)
+    return folders
 
 
 def objective_name(config: TrainConfig) -> str:

@@ -488,6 +488,21 @@ def test_two_arms_configured_alike_never_share_a_run_folder(tmp_path, order):
     assert folders == {"grpo": f"grpo-{first.fingerprint}", "copy": f"other-{first.fingerprint}"}
 
 
+def test_a_regime_that_changes_nothing_is_one_line(tmp_path):
+    """``rollout.minibatches=4`` where the recipe has 4: both regimes were planned in the
+    same folders, and both workers ran each seed there at once."""
+    regimes = {"paper": {}, "same": {"rollout": {"minibatches": 4}}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0, 1], "arms": ["abc/grpo"],
+                                    "regimes": regimes}))  # fmt: skip
+    with pytest.raises(ValueError, match="regimes paper and same give arm abc/grpo the same conf"):
+        plan(load_study(str(path)), tmp_path / "runs")
+    regimes["same"] = {"rollout": {"minibatches": 2}}
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0, 1], "arms": ["abc/grpo"],
+                                    "regimes": regimes}))  # fmt: skip
+    assert len({s.run_dir for s in plan(load_study(str(path)), tmp_path / "runs")}) == 4
+
+
 @pytest.mark.parametrize(
     "study, message",
     [

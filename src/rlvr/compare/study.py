@@ -503,7 +503,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
     seed by seed (a study stopped early has every arm at its first seeds). Each pair of arms
     a claim compares has its objective contrast logged in one of the two arms' runs
     (:func:`contrast_plan`)."""
-    specs = []
+    specs, used = [], {}
     pairs = compared_pairs(study)
     for regime in study.regime_list:
         named = regime if study.regimes else None
@@ -515,12 +515,27 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             for arm in study.arms
         }
         folders = _folders(runs_root, digests)
+        _check_regimes_differ(study, regime.name, folders, used)
         for arm in study.arms:
             for seed in regime.seeds or study.seeds:
                 run_dir = folders[arm.name] / f"seed{seed}"
                 config = arm_config(study, arm, seed, str(run_dir), named, contrast[arm.name])
                 specs.append(RunSpec(arm, seed, config, run_dir, digests[arm.name], regime.name))
     return sorted(specs, key=lambda s: s.seed)
+
+
+def _check_regimes_differ(
+    study: Study, regime: str, folders: dict[str, Path], used: dict[Path, str]
+) -> None:
+    """Refuse a regime that gives an arm the configuration an earlier regime gave it (say
+    ``rollout.minibatches=4`` where the recipe has 4): both regimes' workers ran each seed in
+    the one folder at once. ``used`` maps each folder planned so far to its regime."""
+    for arm, folder in folders.items():
+        if (other := used.setdefault(folder, regime)) != regime:
+            raise ValueError(
+                f"study {study.name!r}: regimes {other} and {regime} give arm {arm} the same "
+                "configuration; a regime must change what its runs train"
+            )
 
 
 def _folders(runs_root: Path, digests: dict[str, str]) -> dict[str, Path]:

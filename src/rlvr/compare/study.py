@@ -365,13 +365,18 @@ def _regimes(value: Any, where: str) -> tuple[Regime, ...]:
     return tuple(regimes)
 
 
-def _check(study: Study, where: str) -> None:
-    # the report goes to OUT/<name>: a path would write it elsewhere, `runs` among the runs
-    if study.name in ("", ".", "..", "runs") or "/" in study.name or "\\" in study.name:
+def _check_name(name: str, where: str) -> None:
+    """Refuse a study name that is no plain folder name, or ``runs``: the report goes to
+    ``OUT/<name>``, so a path would write it elsewhere and ``runs`` among the runs."""
+    if name in ("", ".", "..", "runs") or "/" in name or "\\" in name:
         raise ValueError(
-            f"{where}: name {study.name!r} must be a plain folder name other than 'runs' "
+            f"{where}: name {name!r} must be a plain folder name other than 'runs' "
             "(the report is written to OUT/NAME, beside OUT/runs)"
         )
+
+
+def _check(study: Study, where: str) -> None:
+    _check_name(study.name, where)
     if study.steps < 1:
         raise ValueError(f"{where}: steps must be >= 1")
     if not study.seeds or len(set(study.seeds)) != len(study.seeds):

@@ -31,9 +31,21 @@ def test_plain_lines_name_the_regime(tmp_path, capsys):
     display.last_plain = 0.0
     display.refresh(states)  # between two runs: it ended "running: " with nothing after
     err = capsys.readouterr().err.splitlines()
-    assert err[2] == "1/4 runs finished; running: none"
-    assert err[0].split() == ["abc/abc_grpo", "seed", "0", "[off-policy]", "started"]
-    assert err[1] == "0/4 runs finished; running: abc/abc_grpo seed 0 [off-policy] step 0/30"
+    assert err[0] == "4 runs: 0 finished earlier (reused), 0 to resume, 4 to start"
+    assert err[3] == "1/4 runs finished; running: none"
+    assert err[1].split() == ["abc/abc_grpo", "seed", "0", "[off-policy]", "started"]
+    assert err[2] == "0/4 runs finished; running: abc/abc_grpo seed 0 [off-policy] step 0/30"
+
+
+def test_plain_lines_say_first_which_runs_are_reused(tmp_path, capsys):
+    """A second `rlvr compare` of a finished study printed only its verdicts: nothing said
+    that its runs were reused, not made again."""
+    states = _states(tmp_path)
+    states[0].status = "done"
+    states[1].resumed = True
+    StudyDisplay(states, live=False)
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["4 runs: 1 finished earlier (reused), 1 to resume, 2 to start"]
 
 
 def test_the_live_table_has_a_regime_column(tmp_path):

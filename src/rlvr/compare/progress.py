@@ -20,6 +20,18 @@ def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
+def _plan_line(states: list[RunState]) -> str:
+    """How many runs are reused, resumed and started: ``6 runs: 4 finished earlier (reused),
+    0 to resume, 2 to start``."""
+    done = sum(s.status == "done" for s in states)
+    resumed = sum(s.status == "queued" and s.resumed for s in states)
+    started = sum(s.status == "queued" and not s.resumed for s in states)
+    return (
+        f"{len(states)} runs: {done} finished earlier (reused), {resumed} to resume, "
+        f"{started} to start"
+    )
+
+
 class StudyDisplay:
     """``event(state, what)`` when a run starts or ends; ``refresh(states)`` every poll."""
 
@@ -31,6 +43,8 @@ class StudyDisplay:
         if self.live_mode:
             self.live = Live(self._table(states), console=self.console, refresh_per_second=2)
             self.live.start()
+        else:
+            self.console.print(_plan_line(states), highlight=False, soft_wrap=True)
 
     def _table(self, states: list[RunState]) -> Table:
         done = sum(s.status in ("done", "finished") for s in states)

@@ -488,6 +488,20 @@ def test_two_arms_configured_alike_never_share_a_run_folder(tmp_path, order):
     assert folders == {"grpo": f"grpo-{first.fingerprint}", "copy": f"other-{first.fingerprint}"}
 
 
+def test_a_misspelt_key_of_the_settings_names_the_settings_not_an_arm(tmp_path):
+    """``settings: {thread: 1}`` was 'study 's', arm 'abc/grpo': unknown key 'thread'', as if
+    that arm's overrides held it."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0, 1], "arms": ["abc/grpo"],
+                                    "settings": {"optim": {"lrr": 1}}}))  # fmt: skip
+    with pytest.raises(ValueError, match=r"^study 's': settings: unknown key 'optim.lrr'; valid"):
+        plan(load_study(str(path)), tmp_path / "runs")
+    arms = [{"recipe": "abc/grpo", "overrides": ["optim.lrr=1"]}]  # an arm's own: the arm
+    path.write_text(yaml.safe_dump({"steps": 2, "seeds": [0, 1], "arms": arms}))
+    with pytest.raises(ValueError, match=r"^study 's', arm 'abc/grpo': unknown key 'optim.lrr'"):
+        plan(load_study(str(path)), tmp_path / "runs")
+
+
 def test_a_regime_that_changes_nothing_is_one_line(tmp_path):
     """``rollout.minibatches=4`` where the recipe has 4: both regimes were planned in the
     same folders, and both workers ran each seed there at once."""

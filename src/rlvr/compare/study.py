@@ -459,6 +459,7 @@ def arm_config(
     try:
         config = from_dict(TrainConfig, data)
     except ValueError as err:
+        _check_settings_keys(study)
         gone = [module for module in missing if module not in str(err)]
         hint = f" (imports {', '.join(gone)}: not in the working folder or on PYTHONPATH)"
         raise ValueError(f"{where}: {err}{hint if gone else ''}") from err
@@ -466,6 +467,16 @@ def arm_config(
     # so GPU runs never share a folder with CPU runs (their numbers differ)
     device = resolve_device(config.model.device)
     return dataclasses.replace(config, model=dataclasses.replace(config.model, device=device))
+
+
+def _check_settings_keys(study: Study) -> None:
+    """Name ``settings`` for an unknown key of the study's ``settings`` (else the error named
+    the first arm, as if its overrides held the misspelt key)."""
+    try:
+        from_dict(TrainConfig, study.settings)
+    except ValueError as err:
+        if str(err).startswith("unknown key"):
+            raise ValueError(f"study {study.name!r}: settings: {err}") from None
 
 
 def fingerprint(config: TrainConfig) -> str:

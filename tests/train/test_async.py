@@ -162,7 +162,7 @@ def test_worker_failure_stops_the_run_and_keeps_its_checkpoints(train_config):
         train(cfg)
     # the error says how the run continues (it did not)
     assert str(failed.value).endswith(
-        f"--resume {cfg.log.output_dir} (in a pipeline: running the pipeline again) continues from step_000002"
+        f"--resume {cfg.log.output_dir} (in a pipeline or a study: running it again) continues from step_000002"
     )
     # batch 3 never came: the checkpoint of step 2 holds what arrived, and the run resumes
     assert [p.name for p in list_checkpoints(cfg.log.output_dir)][-1] == "step_000002"

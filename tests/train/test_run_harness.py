@@ -161,7 +161,7 @@ def test_a_full_disk_mid_run_names_the_file_and_how_the_run_continues(train_conf
     run_dir = Path(cfg.log.output_dir)
     assert f"{run_dir / 'metrics.jsonl'}" in str(err.value)
     assert str(err.value).endswith(
-        f"--resume {run_dir} (in a pipeline: running the pipeline again) continues from step_000001"
+        f"--resume {run_dir} (in a pipeline or a study: running it again) continues from step_000001"
     )
     result = train(cfg, resume=True)
     assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]

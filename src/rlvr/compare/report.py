@@ -295,7 +295,8 @@ def _header(
     where = f" under {len(regimes)} regime{plural} ({', '.join(regimes)})" if regimes else ""
     where += f" ({'; '.join(own)})" if own else ""
     summary = (
-        f"{len(study.arms)} arms x {len(study.seeds)} seeds (seeds {seeds}){where}, "
+        f"{len(study.arms)} arms x {len(study.seeds)} seed{'s' * (len(study.seeds) != 1)} "
+        f"(seeds {seeds}){where}, "
         f"{study.steps} rollout steps each; {finished} of {len(specs)} runs finished. "
         f"Claims{' x regimes' if regimes else ''}: {counts}."
     )

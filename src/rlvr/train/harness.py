@@ -253,7 +253,7 @@ def _how_to_resume(run_dir: Path) -> str:
     """The command that continues the run in ``run_dir``, and from where."""
     checkpoint = latest_checkpoint(run_dir)
     where = f"from {checkpoint.name}" if checkpoint else "from the start (no checkpoint yet)"
-    return f"--resume {run_dir} (in a pipeline: running the pipeline again) continues {where}"
+    return f"--resume {run_dir} (in a pipeline or a study: running it again) continues {where}"
 
 
 class _Loop:

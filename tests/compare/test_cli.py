@@ -213,7 +213,8 @@ def test_a_claim_metric_a_finished_run_did_not_log_is_one_line_before_more_runs(
 def test_report_only_runs_nothing(small_study, tmp_path, capsys):
     out = tmp_path / "o"
     argv = ["compare", small_study(), "--out", str(out), "--report-only", "--keep-checkpoints"]
-    assert rlvr(argv) == 0
+    with pytest.warns(UserWarning, match=r"no finished run of study 'small' under .*: the report"):
+        assert rlvr(argv) == 0
     text = capsys.readouterr().out
     assert "inconclusive" in text and "report:" in text
     assert not (out / "runs").exists()

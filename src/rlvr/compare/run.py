@@ -79,6 +79,12 @@ def run_study(
     if run and not fresh:
         check_reused(specs, check_logged)
     states = initial_states(specs, fresh=fresh)
+    if not run and not any(state.status == "done" for state in states):
+        warnings.warn(
+            f"no finished run of study {study.name!r} under {out / RUNS_DIR}: the report has "
+            "no numbers (is --out the folder the study ran with?)",
+            stacklevel=2,
+        )
     if run:
         jobs = jobs or default_jobs(specs[0].config.threads)
         display = StudyDisplay(states, live=live)

@@ -103,7 +103,7 @@ class ObjectiveConfig:
         """What the objective is when every ratio is exactly 1 (each optimiser step on the
         weights that sampled its batch): ``None`` for ``grpo``; for rlvr's own objectives,
         ``grpo``'s gradient under the same advantages and aggregation (each checked at ratio 1
-        in tests/engines/test_trl.py); for one registered elsewhere, that no clip or other
+        in tests/objectives/test_config.py); for one registered elsewhere, that no clip or other
         ratio-dependent term acts."""
         if self.name == "grpo":
             return None

@@ -43,7 +43,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -521,6 +521,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
     (:func:`contrast_plan`)."""
     specs, used = [], {}
     pairs = compared_pairs(study)
+    earlier = functools.cache(lambda: run_folders(runs_root))  # read once, if a folder is missing
     for regime in study.regime_list:
         named = regime if study.regimes else None
         contrast = contrast_plan(study, pairs, named)
@@ -530,7 +531,7 @@ def plan(study: Study, runs_root: Path) -> list[RunSpec]:
             )
             for arm in study.arms
         }
-        folders = _folders(runs_root, digests)
+        folders = _folders(runs_root, digests, earlier)
         _check_regimes_differ(study, regime.name, folders, used)
         for arm in study.arms:
             for seed in regime.seeds or study.seeds:
@@ -554,16 +555,19 @@ def _check_regimes_differ(
             )
 
 
-def _folders(runs_root: Path, digests: dict[str, str]) -> dict[str, Path]:
+def _folders(
+    runs_root: Path, digests: dict[str, str], earlier: Callable[[], dict[str, Path]]
+) -> dict[str, Path]:
     """Each arm's run folder: ``<arm>-<digest>`` when it exists, else an earlier folder of
-    that configuration (:func:`run_folders`), else a new ``<arm>-<digest>``. No two arms
-    share one, though they be configured alike: both arms' workers ran each seed in it."""
+    that configuration (``earlier()``: :func:`run_folders`, called only when a folder is
+    missing), else a new ``<arm>-<digest>``. No two arms share one, though they be configured
+    alike: both arms' workers ran each seed in it."""
     own = {name: runs_root / f"{name.replace('/', '-')}-{d}" for name, d in digests.items()}
     taken = {folder for folder in own.values() if folder.exists()}
-    earlier = run_folders(runs_root) if len(taken) < len(own) else {}
+    known = earlier() if len(taken) < len(own) else {}
     folders = {}
     for name, digest in digests.items():
-        found = earlier.get(digest)
+        found = known.get(digest)
         if own[name].exists() or found is None or found in taken:
             folders[name] = own[name]
         else:

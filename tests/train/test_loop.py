@@ -216,6 +216,42 @@ def test_fresh_run_refuses_a_used_directory(train_config):
         train(cfg)
 
 
+def test_a_second_run_in_a_running_runs_directory_is_refused(train_config):
+    """Two runs in one directory wrote over each other's metrics and checkpoints: a fresh run
+    started before the first wrote metrics passed the used-directory check, and two
+    ``--resume`` both ran. The running run holds the directory; the second is refused."""
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    refused = []
+
+    class SecondRun(Callback):
+        def on_step(self, job, step, record):
+            for resume in (False, True):
+                with pytest.raises(ValueError, match="another rlvr run is writing there") as err:
+                    train(cfg, resume=resume)
+                refused.append(str(err.value))
+
+    train(cfg, callbacks=[SecondRun()])
+    assert len(refused) == 4 and "\n" not in refused[0]
+    rows = read_metrics(Path(cfg.log.output_dir) / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]  # the first run's rows only
+    train(cfg, resume=True)  # once it ended, the directory is free again
+
+
+def test_a_run_started_while_another_starts_is_refused_before_it_writes(train_config):
+    """The check at start sees a run holding the directory (here: a lock held in this process),
+    before the model loads; the directory is left as the holder has it."""
+    from rlvr.locks import holding
+    from rlvr.train.run_dir import LOCK_FILE
+
+    cfg = train_config("steps=1")
+    out = Path(cfg.log.output_dir)
+    with holding(out / LOCK_FILE, "busy"):
+        with pytest.raises(ValueError, match="another rlvr run is writing there"):
+            train(cfg)
+        assert [p.name for p in out.iterdir()] == [LOCK_FILE]
+    train(cfg)
+
+
 def test_a_resumed_run_refuses_another_model(train_config, tmp_path):
     """Its weights come from the checkpoint; config.yaml would name a model it never used."""
     cfg = train_config("steps=1", "checkpoint.every=1")

@@ -26,6 +26,7 @@ Callbacks let tools observe a run without touching its code::
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -56,7 +57,13 @@ from rlvr.train.overrides import to_dict
 from rlvr.train.plots import plot_runs
 from rlvr.train.progress import Headline, ProgressReporter
 from rlvr.train.prompts import IndexSampler
-from rlvr.train.run_dir import RunDir, expand_output_dir, locate_run_dir, open_run_dir
+from rlvr.train.run_dir import (
+    RunDir,
+    expand_output_dir,
+    locate_run_dir,
+    only_run,
+    open_run_dir,
+)
 
 
 @dataclass(frozen=True)
@@ -209,10 +216,11 @@ def run_job(
 ) -> RunResult:
     """Drive ``job``, built under ``config`` in ``run`` (both from :func:`start_run`), to its
     last step; ``run.checkpoint`` restores the rest of its state (the job loaded the weights)."""
-    loop = _Loop(config, job, run, list(callbacks))
+    loop, held = _Loop(config, job, run, list(callbacks)), contextlib.ExitStack()
     try:
         if run.checkpoint is not None:  # a damaged checkpoint stops it here, as a failed build
             loop.restore(run.checkpoint)
+        held.enter_context(only_run(run.path))  # one run at a time writes in the directory
         open_run_dir(config, run)  # only now: a failed build or restore leaves no trace
         row, model_dir = loop.run()
     except KeyboardInterrupt:
@@ -224,6 +232,7 @@ def run_job(
         raise type(err)(f"{err}; {_how_to_resume(run.path)}") from err
     finally:
         loop.close()
+        held.close()
     plots = _plot(run.path) if config.log.plots else []
     result = RunResult(run.path, model_dir, row, dict(loop.evals), plots)
     loop.notify("on_end", result)

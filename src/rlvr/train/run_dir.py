@@ -3,6 +3,7 @@ there, and the ``config.yaml`` written into it."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import os
@@ -14,12 +15,15 @@ from typing import NamedTuple, TypeVar
 
 from rlvr.atomic import write_text
 from rlvr.dotted import changed_keys, flatten
+from rlvr.locks import holding, refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
 from rlvr.train.config import LogConfig, LoraConfig, RunConfig
 from rlvr.train.metrics import METRICS_FILE, SAMPLES_FILE, read_metrics, truncate_after
 from rlvr.train.overrides import dump_yaml, paths_beside, read_yaml, to_dict
 
 CONFIG_FILE = "config.yaml"
+LOCK_FILE = ".run.lock"
+"""Held in the run directory while a run writes there (:func:`only_run`)."""
 
 
 TIME_FORMAT = "%Y%m%d-%H%M%S"
@@ -73,6 +77,7 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
     problem = why_not_creatable(run_dir)
     if problem:  # refused before anything loads
         raise ValueError(f"log.output_dir={str(run_dir)!r}: {problem}")
+    refuse_if_held(run_dir / LOCK_FILE, _busy(run_dir))
     checkpoint = latest_checkpoint(run_dir) if resume else None
     if not resume and ((run_dir / METRICS_FILE).exists() or (run_dir / CHECKPOINTS_DIR).exists()):
         raise ValueError(
@@ -87,6 +92,21 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
         _check_same_model(config, run_dir, checkpoint)
         print(f"--resume: {run_dir} from {checkpoint.name}", file=sys.stderr)
     return RunDir(run_dir, checkpoint, resume)
+
+
+def only_run(run_dir: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold ``run_dir/.run.lock`` (``run_dir`` made) while a run writes there: a second run in
+    the directory (a fresh one started before the first wrote metrics, two ``--resume``) is
+    refused, instead of the two writing over each other's metrics and checkpoints."""
+    return holding(run_dir / LOCK_FILE, _busy(run_dir))
+
+
+def _busy(run_dir: Path) -> str:
+    """The one-line refusal of a second run in ``run_dir``."""
+    return (
+        f"log.output_dir={str(run_dir)!r}: another rlvr run is writing there (it holds "
+        f"{run_dir / LOCK_FILE}); wait for it to end, or choose another directory"
+    )
 
 
 def _refuse_finished_without_checkpoint(run_dir: Path) -> None:

@@ -14,6 +14,7 @@ LAYERS = {
     "builtins": 0,
     "bundled": 0,
     "atomic": 0,
+    "locks": 0,
     "dotted": 0,
     "advantages": 0,
     "ops": 0,

@@ -548,6 +548,19 @@ def test_a_gsm8k_solution_s_final_answer_is_the_reference(tmp_path):
         load_examples(str(path), fields=FieldMap(prompt="question"))
 
 
+def test_a_metamath_solution_s_final_answer_is_the_reference(tmp_path):
+    """MetaMathQA's responses end in a line `The answer is: 72`; the verifier got the solution
+    whole (a MATH-derived one's `\\boxed{}` comes before that line, a GSM-derived one has no
+    boxed answer at all). The reference is now the text after the marker."""
+    rows = [
+        {"query": "48 and half of 48?", "response": "48/2 = 24\n#### 72\nThe answer is: 72"},
+        {"query": "3 of 4?", "response": "It is $\\boxed{\\frac34}$.\nThe answer is: \\frac{3}{4}"},
+    ]
+    path = write_jsonl(tmp_path / "metamath.jsonl", rows)
+    fields = FieldMap(prompt="query", answer="response")
+    assert [e.reference for e in load_examples(str(path), fields=fields)] == ["72", "\\frac{3}{4}"]
+
+
 def test_chat_messages_named_as_prompt_and_answer_answer_with_the_last_reply(tmp_path):
     """Chat rows (`messages` ending with the assistant's reply, the usual SFT shape) could not
     be read at all: the reply was refused as part of the prompt. Naming the field as both the

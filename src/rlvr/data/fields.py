@@ -57,9 +57,10 @@ class FieldMap:
     """What the verifier receives: the answer, the tests, or the whole row (reasoning-gym)."""
     metadata: tuple[str, ...] = ()
     """Extra fields copied into ``Example.metadata`` (e.g. ``level``, ``subject``)."""
-    final_marker: str | None = "####"
-    """An answer text whose last line starts with this is a worked solution ending in its final
-    answer (GSM8K's ``#### 72``): the reference is that answer (``None``: the text whole)."""
+    final_marker: str | tuple[str, ...] | None = ("####", "The answer is:")
+    """An answer text whose last line starts with this (one of these) is a worked solution
+    ending in its final answer (GSM8K's ``#### 72``, MetaMathQA's ``The answer is: 72``): the
+    reference is that answer (``None``: the text whole)."""
 
     def __post_init__(self) -> None:
         if self.reference not in ("answer", "tests", "row"):

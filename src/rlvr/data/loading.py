@@ -11,7 +11,8 @@ Sources, by what ``source`` is:
 
 A malformed row raises ``ValueError`` naming the file and line (``data.jsonl:7: ...``), or
 the row number for Parquet and ``datasets`` sources; so does a missing field. An answer that
-is a GSM8K solution (last line ``#### 72``) gives the reference ``72`` (:func:`final_answer`).
+is a GSM8K or MetaMathQA solution (last line ``#### 72``, ``The answer is: 72``) gives the
+reference ``72`` (:func:`final_answer`).
 """
 
 from __future__ import annotations
@@ -442,21 +443,28 @@ def _last_reply(messages: Any, where: str) -> tuple[Any, str]:
     return messages[:-1], reply
 
 
-def final_answer(answer: Any, marker: str | None, where: str = "the answer") -> Any:
-    """The final answer of a worked solution whose last line starts with ``marker`` (GSM8K's
-    ``...\\n#### 72``: ``72``), else ``answer`` as it is; nothing after the marker is an error.
+def final_answer(
+    answer: Any, marker: str | tuple[str, ...] | None, where: str = "the answer"
+) -> Any:
+    """The final answer of a worked solution whose last line starts with ``marker`` (or one of
+    them: GSM8K's ``...\\n#### 72``, MetaMathQA's ``...\\nThe answer is: 72``: ``72``), else
+    ``answer`` as it is; nothing after the marker is an error.
 
     >>> final_answer("48/2 = 24 in May.\\n48+24 = 72 in all.\\n#### 72", "####")
     '72'
+    >>> final_answer("so 3/4 of it.\\nThe answer is: \\\\frac{3}{4}", ("####", "The answer is:"))
+    '\\\\frac{3}{4}'
     >>> final_answer(r"so $\\boxed{3}$", "####")
     'so $\\\\boxed{3}$'
     """
     if marker is None or not isinstance(answer, str) or not answer.strip():
         return answer
     last = answer.strip().splitlines()[-1].strip()
-    if not last.startswith(marker):
+    markers = (marker,) if isinstance(marker, str) else marker
+    found = next((m for m in markers if last.startswith(m)), None)
+    if found is None:
         return answer
-    final = last.removeprefix(marker).strip()
+    final = last.removeprefix(found).strip()
     if not final:
         raise ValueError(f"{where}: the solution's last line {last!r} has no answer after it")
     return final

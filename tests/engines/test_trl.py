@@ -258,6 +258,52 @@ def test_a_conversational_dataset_trains_with_verifier_reward(tmp_path, tiny_mod
     assert trainer.state.log_history[0]["rewards/math/mean"] == 0.0  # a random model
 
 
+def score_as_one_float(completions, **_):
+    return 0.5  # one number for the batch: TRL said "'float' object is not iterable"
+
+
+def score_as_strings(completions, **_):
+    return ["1.0" for _ in completions]  # TRL said "too many dimensions 'str'"
+
+
+@pytest.mark.parametrize(
+    ("func", "said"),
+    [
+        (score_as_one_float, r"a float \(0\.5\)"),
+        (score_as_strings, r"a str \('1\.0'\) at position 0"),
+    ],
+)
+def test_a_reward_function_returning_no_list_of_numbers_is_named(
+    tmp_path, tiny_model_dir, func, said
+):
+    """TRL failed inside its reward loop with an error that named no function; the output is
+    checked and the error names the function and what it returned. Reward models, async
+    functions and well-formed outputs (lists, tensors, None) pass as they are."""
+    trainer = RlvrGRPOTrainer(
+        str(tiny_model_dir),
+        [length_reward, func],
+        grpo_args(tmp_path, max_steps=1),
+        train_dataset=dataset(),
+    )
+    with pytest.raises(ValueError, match=rf"^reward function '{func.__name__}' returned {said}; "):
+        trainer.train()
+    checked = trainer.reward_funcs[0]
+    assert checked(prompts=["p", "p"], completions=["abc", "ab"]) == [1.0, 0.0]  # as it was
+    assert trainer.reward_func_names == ["length_reward", func.__name__]
+    import pickle
+
+    assert pickle.loads(pickle.dumps(checked)).name == "length_reward"
+
+
+@pytest.mark.parametrize(
+    "out", [[1.0, None, 0], (1, 2), torch.tensor([0.5, 1.0]), [torch.tensor(1.0), None], []]
+)
+def test_reward_outputs_trl_reads_pass_the_check(out):
+    from rlvr.engines.trl.rewards import reward_output_problem
+
+    assert reward_output_problem(out) is None
+
+
 def test_unknown_objective_or_hyperparameter(tmp_path):
     with pytest.raises(ValueError, match="unknown objective 'abc'; valid: grpo"):
         RlvrGRPOTrainer("never-loaded", length_reward, grpo_args(tmp_path), objective="abc")

@@ -8,8 +8,12 @@ function as ``(prompts=, completions=, ..., **dataset columns)``, and on a conve
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import torch
 
 from rlvr.rewards import Verifier
 
@@ -56,3 +60,64 @@ def verifier_reward(verifier: Verifier, column: str = "reference") -> Callable[.
     )
     reward.__name__ = reward.__qualname__ = verifier.spec
     return reward
+
+
+class CheckedReward:
+    """A reward function whose return value is checked before TRL reads it: one number (or
+    ``None``) per completion, in a list, tuple, 1-D tensor or array. TRL's own failures name
+    no function (a float: ``'float' object is not iterable``; strings: ``too many dimensions
+    'str'``). Picklable when the function is; ``name`` is the one TRL logs it under."""
+
+    def __init__(self, func: Callable[..., Any], name: str) -> None:
+        self.func, self.name = func, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.func(*args, **kwargs)
+        problem = reward_output_problem(out)
+        if problem is not None:
+            raise ValueError(
+                f"reward function {self.name!r} returned {problem}; a reward function returns "
+                "one float (or None) per completion, as a list"
+            )
+        return out
+
+
+def checked_rewards(funcs: list, names: list[str], given: int) -> list:
+    """TRL's ``reward_funcs`` with the first ``given`` (the caller's) plain functions as
+    :class:`CheckedReward` under their TRL ``names``; reward models, async functions and
+    what TRL added (an environment's reward) as they are."""
+    from trl.trainer.utils import is_async_callable
+
+    return [
+        CheckedReward(func, name)
+        if index < given and not isinstance(func, torch.nn.Module) and not is_async_callable(func)
+        else func
+        for index, (func, name) in enumerate(zip(funcs, names, strict=True))
+    ]
+
+
+def reward_output_problem(out: Any) -> str | None:
+    """What is wrong with a reward function's return value ``out``, else ``None``.
+
+    >>> reward_output_problem([1.0, None, 0])
+    >>> reward_output_problem(0.5)
+    'a float (0.5)'
+    >>> reward_output_problem([1.0, "0.0"])
+    "a str ('0.0') at position 1"
+    """
+    if isinstance(out, (torch.Tensor, np.ndarray)) and out.ndim == 1:
+        out = list(out)
+    if not isinstance(out, (list, tuple)):
+        return f"a {type(out).__name__} ({_shown(out)})"
+    for position, value in enumerate(out):
+        if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0:
+            value = value.item()
+        if value is not None and not isinstance(value, numbers.Real):
+            return f"a {type(value).__name__} ({_shown(value)}) at position {position}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -45,6 +45,7 @@ from rlvr.engines.trl.options import (
     on_policy_note,
     reward_keywords,
 )
+from rlvr.engines.trl.rewards import checked_rewards
 from rlvr.generation.base import varying_shape_attention
 from rlvr.objectives import (
     LossInputs,
@@ -182,6 +183,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         check_args(args)
         dataset = kwargs.get("train_dataset", positional[0] if positional else None)
         check_reward_funcs(reward_funcs, *reward_keywords(args, dataset, **kwargs))
+        given = len(reward_funcs) if isinstance(reward_funcs, list) else int(bool(reward_funcs))
         self.rlvr_objective = objective_config(
             args,
             objective,
@@ -201,6 +203,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         self._rlvr_rewards_per_func: torch.Tensor | None = None
         self._rlvr_metrics = {"train": MetricWindow(), "eval": MetricWindow()}
         super().__init__(model, reward_funcs, args, *positional, **kwargs)
+        self.reward_funcs = checked_rewards(self.reward_funcs, self.reward_func_names, given)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)

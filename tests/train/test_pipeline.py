@@ -365,7 +365,8 @@ def test_the_files_model_and_stage_configs_are_read_beside_it(
 def test_a_finished_stage_is_found_from_another_folder(tmp_path, monkeypatch):
     """``stage.json`` records the final model as an absolute path: a pipeline whose output
     directory was given relative to one folder continues from any other (``-o`` absolute)."""
-    from rlvr.pipeline import Stage, _finished, _record
+    from rlvr.pipeline import Stage
+    from rlvr.pipeline.record import _finished, _record
     from rlvr.train.harness import RunResult
 
     monkeypatch.chdir(tmp_path)
@@ -792,7 +793,7 @@ def test_a_finished_stage_whose_options_changed_is_refused_not_skipped(tmp_path,
 def test_an_option_added_to_or_removed_from_a_mapping_is_a_change():
     """reward.options recorded as {} and now holding extract (or the reverse) differ, though
     no key is on both sides; a key only one rlvr version has is not a change."""
-    from rlvr.pipeline import _changed
+    from rlvr.pipeline.checks import _changed
 
     empty, extract = {"reward.options": {}}, {"reward.options.extract": "flexible"}
     assert _changed(empty, extract) == ['reward.options.extract: null -> "flexible"']
@@ -1117,7 +1118,7 @@ def test_a_stopped_pipeline_in_a_timestamped_directory_says_how_to_continue(
     (line,) = err.splitlines()
     assert line.startswith("rlvr: error: stage 2/2 decon: kept 0 of 1")
     assert line.endswith(f"; to continue: {again}")
-    import rlvr.pipeline
+    import rlvr.pipeline.run
     from rlvr.evaluation.data_steps import DecontaminateOptions, run_step
 
     def interrupted(options, *args, **kwargs):  # Ctrl-C in stage 2, after stage 1 wrote
@@ -1125,7 +1126,7 @@ def test_a_stopped_pipeline_in_a_timestamped_directory_says_how_to_continue(
             raise KeyboardInterrupt
         return run_step(options, *args, **kwargs)
 
-    monkeypatch.setattr(rlvr.pipeline, "run_step", interrupted)
+    monkeypatch.setattr(rlvr.pipeline.run, "run_step", interrupted)
     assert pipeline_main([str(path), "-o", str(made)]) == 130  # -o given: nothing to add
     assert capsys.readouterr().err.splitlines() == ["rlvr: interrupted"]
     shutil.rmtree(made)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.atomic import write_json
+from rlvr.data.rowfiles import StepReport
 from rlvr.pipeline.spec import STAGE_FILE, SUMMARY_FILE, Pipeline, Stage, StageResult
 from rlvr.train.checkpoint import latest_checkpoint
 from rlvr.train.harness import RunResult
@@ -59,6 +60,7 @@ def _skipped(stage: Stage, run_dir: Path, done: dict[str, Any], model: str | Non
 
 
 def _evals(done: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Held-out scores by step, as a ``stage.json`` records them (JSON keys are strings)."""
     return {int(k): v for k, v in done.get("evals", {}).items()}
 
 
@@ -91,7 +93,39 @@ def _record(stage: Stage, ran: RunResult, status: str, options: dict[str, Any]) 
     return StageResult(stage.name, ran.run_dir, model_dir, status, evals)
 
 
+def _record_data(
+    stage: Stage,
+    report: StepReport,
+    status: str,
+    options: dict[str, Any],
+    *,
+    run_dir: Path,
+    source: str,
+    model: str | None,
+) -> StageResult:
+    """Mark a data stage finished (``run_dir/stage.json``, written atomically: its input
+    ``source``, its kept rows and counts from ``report``, and ``options``: what
+    :func:`~rlvr.pipeline.configs.stage_options` gives) and return its result, which passes
+    ``model`` on."""
+    counts = {"kept": report.kept, **report.dropped}
+    output = report.output.absolute()  # as recorded: pipeline.json the same when it is skipped
+    done = {
+        "name": stage.name,
+        "kind": stage.kind,
+        "config": stage.config,
+        "input": source,
+        "output": str(output),
+        "counts": counts,
+        "options": options,
+    }
+    write_json(run_dir / STAGE_FILE, done)
+    model_dir = Path(model) if model else None
+    return StageResult(stage.name, run_dir, model_dir, status, output=output, counts=counts)
+
+
 def _write_summary(pipeline: Pipeline, results: list[StageResult]) -> None:
+    """Write ``pipeline.json`` in the output directory: the file the pipeline was read from,
+    each stage's result so far, and whether every stage is finished."""
     rows = [
         {
             "name": r.name,

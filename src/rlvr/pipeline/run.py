@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rlvr.atomic import write_json
 from rlvr.data.rowfiles import StepReport
 from rlvr.dotted import flatten
 from rlvr.evaluation.data_steps import run_step
@@ -21,8 +20,8 @@ from rlvr.evaluation.harness import progress_lines
 from rlvr.pipeline.checks import _check_finished, check_pipeline
 from rlvr.pipeline.configs import _data_made_from, data_step, stage_config
 from rlvr.pipeline.overrides import _first_model, _split_overrides
-from rlvr.pipeline.record import _finished, _record, _skipped, _write_summary
-from rlvr.pipeline.spec import DATA_FILE, STAGE_FILE, Pipeline, Stage, StageResult, _model_of
+from rlvr.pipeline.record import _finished, _record, _record_data, _skipped, _write_summary
+from rlvr.pipeline.spec import DATA_FILE, Pipeline, Stage, StageResult, _model_of
 from rlvr.train.config import SFTConfig, TrainConfig
 from rlvr.train.harness import Callback
 from rlvr.train.overrides import to_dict
@@ -153,6 +152,8 @@ def _run_one(
 
 
 def _run_stage(cfg: TrainConfig | SFTConfig, resume: bool, callbacks: Sequence[Callback]):
+    """Run (or with ``resume``, continue) a model stage: ``rlvr sft``'s job for an SFT
+    configuration, else ``rlvr train``'s."""
     if isinstance(cfg, SFTConfig):
         from rlvr.train.supervised import sft
 
@@ -186,18 +187,5 @@ def _run_data(
             f"(the dropped rows, with why: {report.dropped_file})"
         )
     announce(f"  {report.summary()}")
-    counts = {"kept": report.kept, **report.dropped}
-    output = report.output.absolute()  # as recorded: pipeline.json the same when it is skipped
-    done = {
-        "name": stage.name,
-        "kind": stage.kind,
-        "config": stage.config,
-        "input": source,
-        "output": str(output),
-        "counts": counts,
-        "options": made,
-    }
-    write_json(run_dir / STAGE_FILE, done)
-    model_dir = Path(model) if model else None
     status = "resumed" if resumed else "ran"
-    return StageResult(stage.name, run_dir, model_dir, status, output=output, counts=counts)
+    return _record_data(stage, report, status, made, run_dir=run_dir, source=source, model=model)

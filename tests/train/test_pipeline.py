@@ -1182,6 +1182,23 @@ def test_an_output_directory_that_is_a_file_is_refused_before_any_stage_runs(
         )
 
 
+@pytest.mark.parametrize("given", [["-o", ""], ["--output-dir="]])
+@pytest.mark.parametrize("dry", [["--dry-run"], []])
+def test_an_empty_output_directory_option_is_refused_not_taken_as_none(
+    tmp_path, capsys, given, dry
+):
+    """`-o ""` (say, `-o "$OUT"` with OUT unset) ran the pipeline in the file's output_dir,
+    without a word."""
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(_data_stages(tmp_path, None, DEDUP)))
+    assert pipeline_main([str(path), *given, *dry]) == 2
+    assert capsys.readouterr().err == (
+        "rlvr: error: -o/--output-dir is empty: give a directory, or leave -o out for the "
+        "file's output_dir\n"
+    )
+    assert not (tmp_path / "pipe").exists()
+
+
 def test_a_pipelines_output_directory_given_as_its_file_says_how_to_continue(tmp_path, capsys):
     """`rlvr pipeline runs/p` (as `rlvr train --resume RUN_DIR` takes a run) said `pipeline
     'runs/p' is neither a file nor an embedded pipeline (klear)`."""

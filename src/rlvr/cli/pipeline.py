@@ -30,6 +30,10 @@ def main(argv: list[str]) -> int:
     from rlvr.train.run_dir import TIME_FORMAT
 
     args = _parser().parse_intermixed_args(argv)
+    if args.output_dir == "":  # -o "$OUT" with OUT unset: not the file's output_dir
+        raise ValueError(
+            "-o/--output-dir is empty: give a directory, or leave -o out for the file's output_dir"
+        )
 
     def note(line: str) -> None:  # what the dry run could not check, as rlvr train's says it
         print(f"--dry-run: {line}", file=sys.stderr)

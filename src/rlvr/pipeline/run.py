@@ -17,6 +17,7 @@ from rlvr.dotted import flatten
 from rlvr.evaluation.data_steps import run_step
 from rlvr.evaluation.filtering import passrates_file
 from rlvr.evaluation.harness import progress_lines
+from rlvr.locks import holding
 from rlvr.pipeline.checks import _check_finished, check_pipeline
 from rlvr.pipeline.configs import _data_made_from, data_step, stage_config
 from rlvr.pipeline.overrides import _first_model, _split_overrides
@@ -90,26 +91,15 @@ def _check_before_running(
     return said
 
 
-@contextlib.contextmanager
-def _only_run(out: Path) -> Iterator[None]:
+def _only_run(out: Path) -> contextlib.AbstractContextManager[None]:
     """Hold ``out/.pipeline.lock`` (``out`` made) while the stages run; a second pipeline run
     in ``out`` is refused (it ran the same stages at once, the two writing over each other's
     checkpoints and metrics). The lock goes with the process, also when it is killed."""
-    from filelock import FileLock, Timeout
-
-    out.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(out / LOCK_FILE)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise ValueError(
-            f"{out}: another rlvr pipeline is running there (it holds {out / LOCK_FILE}); "
-            "wait for it to end, or choose another output directory with -o"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
+    return holding(
+        out / LOCK_FILE,
+        f"{out}: another rlvr pipeline is running there (it holds {out / LOCK_FILE}); "
+        "wait for it to end, or choose another output directory with -o",
+    )
 
 
 @contextlib.contextmanager

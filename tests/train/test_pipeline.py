@@ -236,6 +236,8 @@ def test_a_later_stage_s_field_typo_stops_the_pipeline_before_it_starts(tmp_path
         # NAME:key=value could not reach these stages (it read 'a' as the stage's name)
         ({"stages": [{"name": "a:b", "kind": "sft", "config": "x"}]}, "without ':' or '='"),
         ({"stages": [{"name": "a=b", "kind": "sft", "config": "x"}]}, "without ':' or '='"),
+        # its run directory would be the summary file the pipeline writes after each stage
+        ({"stages": [{"name": "pipeline.json", "kind": "sft", "config": "x"}]}, "summary"),
     ],
 )
 def test_bad_pipelines_are_one_line_errors(data, message):

@@ -25,8 +25,8 @@ class Stage:
     """One stage of a pipeline."""
 
     name: str
-    """Unique name (no ``/``, ``:`` or ``=``, not starting with ``.``); also the stage's run
-    directory under the pipeline's output directory."""
+    """Unique name (no ``/``, ``:`` or ``=``, not starting with ``.``, not ``pipeline.json``);
+    also the stage's run directory under the pipeline's output directory."""
     kind: str
     """``sft`` (``rlvr sft``), ``train`` (``rlvr train``) or ``data`` (a data step)."""
     config: str
@@ -38,6 +38,8 @@ class Stage:
         name = self.name
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"name must be a plain directory name, got {name!r}")
+        if name == SUMMARY_FILE:
+            raise ValueError(f"name {name!r} is the pipeline's summary file; choose another")
         if ":" in name or "=" in name:  # NAME:key=value on the command line names the stage
             raise ValueError(
                 f"name must be without ':' or '=' (NAME:key=value gives a stage an option), "

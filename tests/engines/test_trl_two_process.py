@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 
 import pytest
 
@@ -91,22 +92,31 @@ def train_one_step(model_dir, out_dir, name, processes):
     )
     prompts = ["What is 3 + 4?", "Sum 1 + 2 + 3.", "What is 9 + 9?", "Calculate 7 - 2."]
     grads = GradientsAtStep()
-    trainer = RlvrGRPOTrainer(
-        str(model_dir),
-        odd_length,
-        args,
-        train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
-        eval_dataset=Dataset.from_dict({"prompt": prompts[:3]}),  # 12 rows, as in training
-        objective=name,
-        sft_coef=sft_coef,
-        rollout_func=rollout,
-        callbacks=[grads],
-    )
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        trainer = RlvrGRPOTrainer(
+            str(model_dir),
+            odd_length,
+            args,
+            train_dataset=Dataset.from_dict({"prompt": prompts * 4}),
+            eval_dataset=Dataset.from_dict({"prompt": prompts[:3]}),  # 12 rows, as in training
+            objective=name,
+            sft_coef=sft_coef,
+            rollout_func=rollout,
+            callbacks=[grads],
+        )
+    on_policy = sum("on-policy" in str(w.message) for w in said)
     trainer.train()
     logged = trainer.state.log_history[0]
     evaluated = next(row for row in trainer.state.log_history if "eval_loss" in row)
     processes = trainer.accelerator.num_processes
-    return {"logged": logged, "evaluated": evaluated, "grads": grads.grads, "processes": processes}
+    return {
+        "logged": logged,
+        "evaluated": evaluated,
+        "grads": grads.grads,
+        "processes": processes,
+        "on_policy_notes": on_policy,
+    }
 
 
 def worker(rank, model_dir, out_dir, port):
@@ -184,3 +194,13 @@ def test_two_process_evaluation_equals_one_process(name, two_process_results, on
     assert names and names == {k for k in two if k.removeprefix("eval_").startswith(RLVR_PREFIXES)}
     for metric in names:
         assert two[metric] == pytest.approx(one[metric], rel=1e-5, abs=1e-7), metric
+
+
+def test_the_on_policy_note_is_given_once_not_once_per_process(
+    two_process_results, one_process_results
+):
+    """Each step here is on-policy (one optimiser step per generation batch): the warning that
+    the objective cannot act came from every process under torchrun; the main one gives it."""
+    for name in CASES:
+        assert one_process_results[name]["on_policy_notes"] == 1
+        assert [r[name]["on_policy_notes"] for r in two_process_results] == [1, 0]

@@ -96,6 +96,14 @@ def test_verls_widths_that_replace_the_objectives_own_get_a_note(capsys):
             [f"{LOSS}.loss_mode=rlvr_pmpo", "trainer.v1.trainer_mode=rlvr", "trainer.use_v1=False"],
             "use_v1=False",
         ),
+        (  # the legacy trainer replaces loss_mode by its own "bypass_mode" loss
+            [
+                f"{LOSS}.loss_mode=rlvr_abc_grpo",
+                "algorithm.rollout_correction.bypass_mode=True",
+                "trainer.use_v1=False",
+            ],
+            "swaps in its own bypass_mode loss",
+        ),
         (["algorithm.adv_estimator=rlvr_group_means"], "Unknown advantage estimator"),
         ([f"+{LOSS}.rlvr.eps3=0.3"], "needs actor_rollout_ref.actor.policy_loss._target_="),
         ([f"{LOSS}.rlvr.eps3=0.3"], "To append to your config use +"),
@@ -133,3 +141,11 @@ def test_the_example_script_checks_its_overrides_on_a_cpu_with_check_1():
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("rlvr_abc_grpo: ")
     assert "eps3=0.3" in run.stdout and "note:" not in run.stdout
+
+
+def test_bypass_mode_on_the_v1_trainer_keeps_the_objective(capsys):
+    """verl's v1 trainer only takes the rollout's log-probs as the old ones: the loss stays."""
+    code, out, _ = run(
+        capsys, f"{LOSS}.loss_mode=rlvr_abc_grpo", "algorithm.rollout_correction.bypass_mode=True"
+    )
+    assert code == 0 and out.startswith("rlvr_abc_grpo: ")

@@ -195,7 +195,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
             sft_threshold=sft_threshold,
         )
         note = on_policy_note(args, self.rlvr_objective)
-        if note is not None:
+        if note is not None and args.process_index == 0:  # once, not once per process
             warnings.warn(note, stacklevel=2)
         # TRL's model card said "trained with GRPO" (DeepSeekMath) whatever the objective.
         self._name, self._paper = card_name(self.rlvr_objective), {}

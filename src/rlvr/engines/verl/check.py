@@ -58,6 +58,12 @@ def check(config: Any) -> list[str]:
         return [f"loss_mode={loss_mode} is verl's own; nothing of rlvr's to check"]
     cfg = objective_config(name, actor, loss_agg=actor.loss_agg_mode)
     mode, v1 = config.trainer.v1.trainer_mode, config.trainer.use_v1
+    if (config.algorithm.get("rollout_correction") or {}).get("bypass_mode") and not v1:
+        raise ValueError(
+            f"{loss_mode} with algorithm.rollout_correction.bypass_mode=True on verl's legacy "
+            "trainer (trainer.use_v1=False): that trainer swaps in its own bypass_mode loss, "
+            "so no rlvr objective would train; use trainer.use_v1=True"
+        )
     if cfg.spec.needs_group_stats and (mode != "rlvr" or not v1):
         raise ValueError(
             f"{loss_mode} needs whole groups' statistics: add trainer.v1.trainer_mode=rlvr, "

@@ -423,6 +423,54 @@ def test_the_final_tables_interval_names_its_seeds_when_fewer_than_an_arms():
     assert _delta(arm, more, "eval/avg@4").endswith("vs `grpo` (the 2 seeds both ran)")
 
 
+def _logging(arm: ArmData, **logged) -> ArmData:
+    """``arm`` with ``logged`` added to every training row of its runs."""
+    for run in arm.runs.values():
+        run.rows = [{**row, **logged} for row in run.rows]
+    return arm
+
+
+def test_the_final_table_says_when_an_arm_trained_as_its_baseline_did(small_study, tmp_path):
+    """An arm whose runs were bit-identical to its baseline's showed `+0.000 [+0.000, +0.000]`,
+    which read as a measured zero effect with a tight interval. The claims' own test of
+    whether two arms could differ decides it, not the differences being 0: two arms that
+    trained differently and scored alike on every problem keep their numbers."""
+    from rlvr.compare.study import objective_name
+
+    grpo = {"recipe": str(tmp_path / "base.yaml"), "name": "grpo"}
+    wider = {**grpo, "name": "abc", "baseline": "grpo", "overrides": ["objective.eps_high=0.03"]}
+    study = load_study(small_study(arms=[grpo, wider]))  # they differ only in the objective
+    specs = plan(study, tmp_path / "runs")
+    grpo_name = objective_name(next(s.config for s in specs if s.arm.name == "grpo"))
+
+    def cells(abc: ArmData) -> list[str]:
+        data = {"grpo": _logging(_held_out("grpo", [[2, 1], [2, 1]]), **{"clip/q1_frac": 0.1})}
+        blocks = build_blocks(study, specs, {"default": data | {"abc": abc}}, [], {}, "rlvr")
+        row = next(line for line in to_markdown(blocks, tmp_path).splitlines() if "`abc`" in line)
+        return row.strip(" |").split(" | ")[-2:]  # the avg@4 and pass@4 differences
+
+    def abc(*correct, **logged):
+        return _logging(_held_out("abc", list(correct)), **{"clip/q1_frac": 0.1, **logged})
+
+    identical = ["untestable: identical runs vs `grpo`"] * 2
+    assert cells(abc([2, 1], [2, 1])) == identical
+    contrast = {f"contrast/{grpo_name}/token_frac": 0.0, f"contrast/{grpo_name}/rel_l2": 0.0}
+    same_updates = abc([2, 1], [2, 1], **{"clip/q1_frac": 0.3}, **contrast)  # another band edge
+    assert cells(same_updates) == ["untestable: identical updates vs `grpo`"] * 2
+    # trained differently (entropy), scored alike everywhere: a zero difference, measured
+    assert cells(abc([2, 1], [2, 1], **{"policy/entropy": 0.5})) == (
+        ["+0.000 [+0.000, +0.000] vs `grpo`"] * 2
+    )
+    # a zero mean with a spread keeps its interval: by problem +0.25 and -0.25 at seed 0, 0 and
+    # 0 at seed 1; problem means +-0.125, se 0.125 on df 1, t = 12.706: half-width 1.588
+    avg, _ = cells(abc([3, 0], [2, 1]))
+    assert avg == "+0.000 [-1.588, +1.588] vs `grpo`"
+    # identical training with a differing evaluation (not seen yet) shows the numbers
+    drifted = abc([2, 1], [2, 1], **{"clip/q1_frac": 0.3}, **contrast)
+    drifted.runs[1].final["final_eval"]["problems"][0]["c"] = 3
+    assert not cells(drifted)[0].startswith("untestable")
+
+
 def _claims_file(tmp_path: Path, *claims: dict) -> str:
     path = tmp_path / "metric-claims.yaml"
     base = {"source": "here", "text": "a claim"}

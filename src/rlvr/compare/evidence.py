@@ -59,11 +59,21 @@ class PairEvidence:
     """Training steps the contrast was read from."""
 
     @property
+    def same_training(self) -> str:
+        """How the pair trained the same: "identical runs", "identical updates" (the same
+        update at every step, diagnostics aside), or '' when their updates could differ."""
+        if self.identical:
+            return "identical runs"
+        if self.objective_only and self.token_frac == 0.0:
+            return "identical updates"
+        return ""
+
+    @property
     def untestable(self) -> str:
         """Why the pair cannot differ ('' when it can)."""
-        if self.identical:
+        if self.same_training == "identical runs":
             return "bit-identical runs on every seed"
-        if self.objective_only and self.token_frac == 0.0:
+        if self.same_training:
             return (
                 f"the objectives' per-token gradients were identical on every token of "
                 f"{self.steps} logged steps, all seeds together (contrast 0), and the arms "

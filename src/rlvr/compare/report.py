@@ -13,6 +13,7 @@ import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from rlvr.compare.claims import (
     load_claims,
     paired_arrays,
 )
-from rlvr.compare.evidence import assess, same_run
+from rlvr.compare.evidence import assess, pair_evidence, same_run
 from rlvr.compare.render import Block, to_html, to_markdown
 from rlvr.compare.results import ArmData, load_run
 from rlvr.compare.stats import LEVEL, Interval, mean_std, paired_interval
@@ -86,15 +87,20 @@ def judge_all(study: Study, specs: list[RunSpec]) -> tuple[dict[str, dict], list
     by_regime, verdicts = {}, []
     for regime in regimes_of(specs):
         data = by_regime[regime] = collect(specs, regime)
-        mine = [spec for spec in specs if spec.regime == regime]
-        configs = {spec.arm.name: spec.config for spec in mine}
-        names = {arm: objective_name(config) for arm, config in configs.items()}
+        configs, names = _configs(specs, regime)
         for claim in claims:
             verdict = dataclasses.replace(
                 judge(claim, data), regime=regime, role=_role(study, claim.id)
             )
             verdicts.append(assess(verdict, data, configs, names))
     return by_regime, multiplicity.adjust(verdicts)
+
+
+def _configs(specs: list[RunSpec], regime: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each arm's run configuration in ``regime`` (its seeds' differ only in the seed), and
+    its objective as a ``log.contrast`` name."""
+    configs = {spec.arm.name: spec.config for spec in specs if spec.regime == regime}
+    return configs, {arm: objective_name(config) for arm, config in configs.items()}
 
 
 def claims_left_out(study: Study) -> str:
@@ -144,8 +150,10 @@ def held_out_keys(data: dict[str, ArmData]) -> list[str]:
 
 
 def _final_table(
-    study: Study, arms: list, data: dict[str, ArmData], keys: list[str]
+    study: Study, arms: list, data: dict[str, ArmData], keys: list[str], alike: dict[str, str]
 ) -> list[list[str]]:
+    """The final held-out scores of ``arms``: per arm its seeds, each key's mean ± std, and the
+    first two keys' paired interval against its baseline (``alike``: :func:`trained_alike`)."""
     head = ["arm", "seeds"] + [f"{k[5:]} mean ± std" for k in keys]
     head += [f"Δ {k[5:]} vs baseline [95% CI]" for k in keys[:2]]
     rows = [head]
@@ -160,9 +168,35 @@ def _final_table(
             mean, std = mean_std(runs.values(key, "final", seeds))
             row.append(f"{mean:.3f} ± {std:.3f}")
         for key in keys[:2]:
-            row.append(_delta(arm, data, key))
+            row.append(_delta(arm, data, key, alike.get(arm.name, "")))
         rows.append(row)
     return rows
+
+
+def _shared_seeds(arm, data: dict[str, ArmData]) -> list[int]:
+    """The seeds both ``arm`` and its baseline ran (none without a baseline in ``data``)."""
+    if arm.baseline is None or arm.name not in data or arm.baseline not in data:
+        return []
+    return sorted(set(data[arm.name].runs) & set(data[arm.baseline].runs))
+
+
+def trained_alike(
+    arms: list, specs: list[RunSpec], regime: str, data: dict[str, ArmData]
+) -> dict[str, str]:
+    """Per arm of ``arms`` that trained as its baseline did on every seed both ran, how:
+    "identical runs" or "identical updates", as a claim between the two would find it
+    untestable (:attr:`rlvr.compare.evidence.PairEvidence.same_training`); arms that could
+    differ from their baseline, or share no seed with it, are left out."""
+    configs, names = _configs(specs, regime)
+    alike = {}
+    for arm in arms:
+        seeds = _shared_seeds(arm, data)
+        if not seeds or arm.name not in configs or arm.baseline not in configs:
+            continue
+        how = pair_evidence(data, configs, names, arm.name, arm.baseline, seeds).same_training
+        if how:
+            alike[arm.name] = how
+    return alike
 
 
 def _delta_interval(arm, data: dict[str, ArmData], key: str) -> Interval | str | None:
@@ -170,7 +204,7 @@ def _delta_interval(arm, data: dict[str, ArmData], key: str) -> Interval | str |
     final-score table's last columns), or why there is none; ``None`` without a baseline."""
     if arm.baseline is None or arm.name not in data or arm.baseline not in data:
         return None
-    seeds = sorted(set(data[arm.name].runs) & set(data[arm.baseline].runs))
+    seeds = _shared_seeds(arm, data)
     if len(seeds) < 2:
         return "too few seeds"
     try:
@@ -180,15 +214,27 @@ def _delta_interval(arm, data: dict[str, ArmData], key: str) -> Interval | str |
     return paired_interval(a, b)
 
 
-def _delta(arm, data: dict[str, ArmData], key: str) -> str:
+def _delta(arm, data: dict[str, ArmData], key: str, alike: str = "") -> str:
     """The final-score table's Δ cell; it names its seeds when they are fewer than an arm's
-    own (the mean ± std columns use each arm's own seeds, the interval the shared ones)."""
+    own (the mean ± std columns use each arm's own seeds, the interval the shared ones).
+    When the arm trained as its baseline did (``alike``: how, from :func:`trained_alike`)
+    and every paired difference is exactly 0, it says ``untestable: <how>``: the interval
+    [0, 0] would read as a measured zero effect, but the arms could not differ."""
     delta = _delta_interval(arm, data, key)
     if delta is None or isinstance(delta, str):
         return delta or ""
     own = max(len(data[arm.name].runs), len(data[arm.baseline].runs))
     shared = f" (the {delta.seeds} seeds both ran)" if delta.seeds < own else ""
-    return f"{delta.text(3)} vs `{arm.baseline}`{shared}"
+    what = f"untestable: {alike}" if alike and _no_difference(arm, data, key) else delta.text(3)
+    return f"{what} vs `{arm.baseline}`{shared}"
+
+
+def _no_difference(arm, data: dict[str, ArmData], key: str) -> bool:
+    """Whether ``arm`` and its baseline scored exactly the same on ``key`` at every shared
+    seed (and, for held-out scores, every problem)."""
+    seeds = _shared_seeds(arm, data)
+    a, b = paired_arrays(data, arm.name, arm.baseline, key, key, "final", seeds)
+    return bool(np.array_equal(a, b))
 
 
 def _regime_cell(v: Verdict, regimes: bool) -> list[str]:
@@ -367,7 +413,7 @@ def _code_note(runs: list) -> str:
 
 
 def _group(
-    study: Study, group: str, by_regime, verdicts: list[Verdict], figure_files
+    study: Study, specs: list[RunSpec], group: str, by_regime, verdicts: list[Verdict], figure_files
 ) -> list[Block]:
     """One paper's section: its claims, and per regime the final held-out scores and figures."""
     arms = [a for a in study.arms if a.group == group]
@@ -381,7 +427,8 @@ def _group(
         suffix = f" ({regime})" if study.regimes else ""
         blocks.append(Block("h3", f"Final held-out scores{suffix}"))
         keys = held_out_keys(data)
-        table = _final_table(study, arms, data, keys) if keys else None
+        alike = trained_alike(arms, specs, regime, data) if keys else {}
+        table = _final_table(study, arms, data, keys, alike) if keys else None
         blocks.append(Block("table", table) if table else Block("p", "No held-out evaluation."))
         blocks += [Block("img", path) for path in figure_files.get((group, regime), [])]
     return blocks
@@ -426,7 +473,7 @@ def build_blocks(
     for group in study.groups:
         names = {a.name for a in study.arms if a.group == group}
         placed |= {v.claim.id for v in verdicts if set(v.claim.arms_needed) <= names}
-        blocks += _group(study, group, by_regime, verdicts, figure_files)
+        blocks += _group(study, specs, group, by_regime, verdicts, figure_files)
     rest = [v for v in verdicts if v.claim.id not in placed]
     if rest:
         table = _claims_table(rest, bool(study.regimes))

@@ -127,6 +127,23 @@ def test_a_killed_run_resumes_from_its_checkpoint(small_study, tmp_path):
     assert "resume" in state.log.read_text()
 
 
+def test_fresh_deletes_nothing_while_a_run_of_the_study_is_being_written(small_study, tmp_path):
+    """A second ``rlvr compare --fresh`` on the same ``--out`` deleted the run directories the
+    first was writing in; now it refuses before deleting any."""
+    from rlvr.locks import holding
+    from rlvr.train.run_dir import LOCK_FILE
+
+    study = load_study(small_study(steps=3, seeds=[0, 1]))
+    first, second = plan(study, tmp_path / "out" / "runs")[:2]
+    first.run_dir.mkdir(parents=True)
+    with holding(second.run_dir / LOCK_FILE, "busy"):
+        with pytest.raises(ValueError, match=r"^--fresh: .* being written by another run"):
+            initial_states([first, second], fresh=True)
+        assert first.run_dir.is_dir() and second.run_dir.is_dir()
+    initial_states([first, second], fresh=True)
+    assert not first.run_dir.exists() and not second.run_dir.exists()
+
+
 def _ended(pid: int) -> bool:
     """The process ``pid`` is gone or a zombie (an orphan's new parent may never reap it)."""
     try:

@@ -26,8 +26,10 @@ from pathlib import Path
 import rlvr
 from rlvr.compare.study import RunSpec
 from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE, RUNNER_ENV
+from rlvr.locks import refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
 from rlvr.train.overrides import dump_yaml
+from rlvr.train.run_dir import LOCK_FILE as RUN_LOCK
 
 POLL_S = 0.5
 PLAIN_EVERY_S = 60.0
@@ -82,7 +84,14 @@ def is_finished(spec: RunSpec) -> bool:
 
 
 def initial_states(specs: list[RunSpec], *, fresh: bool = False) -> list[RunState]:
-    """A state per run: finished runs are ``done``; ``fresh`` deletes every run directory first."""
+    """A state per run: finished runs are ``done``; ``fresh`` deletes every run directory first
+    (none when one of them is being written: another ``rlvr compare`` runs it)."""
+    for spec in specs if fresh else ():
+        refuse_if_held(
+            spec.run_dir / RUN_LOCK,
+            f"--fresh: {spec.run_dir} is being written by another run (another rlvr compare "
+            "with this --out?); nothing deleted: wait for it to end",
+        )
     states = []
     for spec in specs:
         if fresh and spec.run_dir.exists():

@@ -219,13 +219,19 @@ def _delta(arm, data: dict[str, ArmData], key: str, alike: str = "") -> str:
     own (the mean ± std columns use each arm's own seeds, the interval the shared ones).
     When the arm trained as its baseline did (``alike``: how, from :func:`trained_alike`)
     and every paired difference is exactly 0, it says ``untestable: <how>``: the interval
-    [0, 0] would read as a measured zero effect, but the arms could not differ."""
+    [0, 0] would read as a measured zero effect, but the arms could not differ. Differences
+    with no spread (the same on every seed and problem) are given without an interval."""
     delta = _delta_interval(arm, data, key)
     if delta is None or isinstance(delta, str):
         return delta or ""
     own = max(len(data[arm.name].runs), len(data[arm.baseline].runs))
     shared = f" (the {delta.seeds} seeds both ran)" if delta.seeds < own else ""
-    what = f"untestable: {alike}" if alike and _no_difference(arm, data, key) else delta.text(3)
+    if alike and _no_difference(arm, data, key):
+        what = f"untestable: {alike}"
+    elif delta.se == 0:  # every paired difference the same: a t interval of width 0 says nothing
+        what = f"{delta.mean:+.3f} on every seed and problem (no spread, no interval)"
+    else:
+        what = delta.text(3)
     return f"{what} vs `{arm.baseline}`{shared}"
 
 

@@ -11,10 +11,19 @@ without the tampering (0), while the correct program earns 1.0.
 
 from __future__ import annotations
 
+import json
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+import rlvr
 from rlvr.rewards.code import CodeConfig, run_tests
 from rlvr.sandbox import SandboxLimits, SandboxPolicy, isolation_mode
+from rlvr.sandbox.interpreter import describe, readable_by_others, readable_copy
 
 LIMITS = SandboxLimits(wall_time_s=4.0, cpu_time_s=2.0, memory_mb=256, output_bytes=50_000)
 DEFAULT = CodeConfig(limits=LIMITS, workers=2, total_time_s=60.0)
@@ -209,3 +218,58 @@ def test_reopening_the_drivers_descriptors_pays_nothing(reference: str) -> None:
         pytest.skip("fallback-minimal does not guarantee the verdict's channel (docs/sandbox.md)")
     verdict = run_tests(REOPEN_DRIVER_FDS, REFERENCES[reference], config=DEFAULT)
     assert verdict.passed == (False,) * len(verdict.passed), verdict.statuses
+
+
+# As a non-root caller in fallback-minimal (user and PID namespaces, no Landlock), the run's
+# supervisor and the namespace's init were forked before the bootstrap made itself not dumpable:
+# the program, of the same uid, found them by the run's marker, reopened the verdict pipe they
+# hold through /proc (past the hook, by dir_fd) and was paid 1.0.
+REOPEN_HELPERS_PIPE = (
+    "import os, marshal\n"
+    "def double(x):\n"
+    "    with open('/proc/self/cmdline', 'rb') as f:\n"
+    "        args = f.read().split(b'\\0')\n"
+    "    cfg = marshal.loads(bytes.fromhex(args[-2].decode()))\n"
+    "    mark = [a for a in args if a.startswith(b'--rlvr-sandbox=')][0]\n"
+    "    for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:\n"
+    "        try:\n"
+    "            with open(f'/proc/{pid}/cmdline', 'rb') as f:\n"
+    "                if mark not in f.read().split(b'\\0'):\n"
+    "                    continue\n"
+    "            where = os.open(f'/proc/{pid}/fd', os.O_RDONLY)\n"
+    "            os.write(os.open(str(cfg['verdict_fd']), os.O_WRONLY, dir_fd=where), b'pass\\n')\n"
+    "            break\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    os._exit(0)  # the driver then leaves with status 0, reporting nothing more\n"
+)
+AS_ANOTHER_USER = (
+    "import json, sys\n"
+    "from rlvr.rewards.code import CodeConfig, run_tests\n"
+    "from rlvr.sandbox import SandboxLimits, SandboxPolicy, isolation_report\n"
+    "policy = SandboxPolicy(bubblewrap=False, landlock=False)\n"
+    "config = CodeConfig(limits=SandboxLimits(wall_time_s=4.0, cpu_time_s=2.0), policy=policy)\n"
+    "verdict = run_tests(sys.argv[1], ['assert double(2) == 4', 'assert double(3) == 6'], "
+    "config=config)\n"
+    "print(json.dumps([isolation_report(policy).active(), verdict.passed]))\n"
+)
+
+
+def test_the_runs_other_processes_keep_the_verdict_pipe_from_a_non_root_callers_program() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("runs the caller as nobody, which needs root")
+    runtime = readable_copy(describe(os.path.realpath(sys.executable)))
+    src = Path(rlvr.__file__).resolve().parents[1]
+    if not readable_by_others(str(src / "rlvr" / "sandbox" / "child.py")):
+        pytest.skip("the source tree is not readable by nobody")
+    nobody = pwd.getpwnam("nobody")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src), **runtime.env}
+    argv = [runtime.python, "-c", AS_ANOTHER_USER, REOPEN_HELPERS_PIPE]
+    proc = subprocess.run(
+        argv, env=env, cwd="/", user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    active, passed = json.loads(proc.stdout.splitlines()[-1])
+    if "pid_namespace" not in active:
+        pytest.skip("no PID namespace for an unprivileged user here")
+    assert passed == [False, False]

@@ -305,6 +305,9 @@ def _setup(cfg, steps):
         steps.run("user_namespace", _enter_user_namespace, libc)
     if cfg.network_namespace:
         steps.run("network_namespace", libc.call, "unshare", _CLONE_NEWNET)
+    # Not dumpable before the fork (the supervisor and init it leaves hold the verdict pipe),
+    # and again after a uid change, which resets it to fs.suid_dumpable.
+    steps.run("not_dumpable", libc.call, "prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
     in_pidns = cfg.pid_namespace and steps.run("pid_namespace", _enter_pid_namespace, libc)
     steps.run("rlimits", _set_rlimits, cfg.rlimits)
     if cfg.uid is not None:

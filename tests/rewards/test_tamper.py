@@ -220,6 +220,23 @@ def test_reopening_the_drivers_descriptors_pays_nothing(reference: str) -> None:
     assert verdict.passed == (False,) * len(verdict.passed), verdict.statuses
 
 
+# Plain values whose comparison raises in the parent (Decimal('sNaN') == True; str() of a dict
+# key past int's 4300-digit limit) made the whole verifier raise, a verifier failure that also
+# dropped the tests the program passed, instead of failing the one test.
+UNCOMPARABLE = {
+    "signalling-nan": ("from decimal import Decimal as D\n", "D('sNaN')", True),
+    "huge-int-key": ("", "{10**5000: 1}", {"42": 1}),
+}
+
+
+@pytest.mark.parametrize("case", UNCOMPARABLE, ids=list(UNCOMPARABLE))
+def test_a_return_value_the_parent_cannot_compare_fails_only_its_test(case: str) -> None:
+    prefix, value, expected = UNCOMPARABLE[case]
+    program = f"{prefix}def double(x):\n    return 2 if x == 1 else {value}\n"
+    reference = {"fn_name": "double", "inputs": [[1], [21]], "outputs": [2, expected]}
+    assert run_tests(program, reference, config=DEFAULT).passed == (True, False)
+
+
 # As a non-root caller in fallback-minimal (user and PID namespaces, no Landlock), the run's
 # supervisor and the namespace's init were forked before the bootstrap made itself not dumpable:
 # the program, of the same uid, found them by the run's marker, reopened the verdict pipe they

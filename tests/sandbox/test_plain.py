@@ -97,3 +97,32 @@ def test_cycles_and_deep_nesting_are_refused():
 def test_malformed_text_is_refused(text):
     with pytest.raises(NotPlain):
         decode(text)
+
+
+def test_a_subclass_travels_as_its_value_not_as_its_methods_say():
+    """A float or complex subclass's own ``__float__`` / ``real`` decided what was sent (the
+    module says a subclass travels as its base type)."""
+
+    class Lying(float):
+        def __float__(self):
+            return 0.5
+
+    class LyingComplex(complex):
+        real = 9.0
+
+    assert decode(encode(Lying(2.0))) == 2.0
+    assert decode(encode(LyingComplex(1, 2))) == 1 + 2j
+
+
+def test_a_fraction_too_large_to_reduce_cheaply_is_refused():
+    """Decoding reduces a Fraction (a gcd): two parts of ~2M bits, under the output cap, cost
+    the parent seconds of CPU per test, outside the sandbox's limits."""
+    from rlvr.sandbox.plain import MAX_FRACTION_BITS
+
+    top, bottom = f"{3**50000:x}", f"{2 ** (MAX_FRACTION_BITS + 1) + 1:x}"
+    text = '{"q": [{"i": "' + top + '"}, {"i": "' + bottom + '"}]}'
+    with pytest.raises(NotPlain, match="over 65536 bits"):
+        decode(text)
+    assert decode(encode(fractions.Fraction(3**1000, 2**1000))) == fractions.Fraction(
+        3**1000, 2**1000
+    )

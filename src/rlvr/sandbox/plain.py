@@ -13,6 +13,7 @@ from _json import encode_basestring_ascii as _quote
 from _json import make_scanner as _make_scanner
 
 MAX_DEPTH = 64  # deepest nesting of a value
+MAX_FRACTION_BITS = 1 << 16  # a Fraction's parts: reducing two of 2M bits takes seconds
 
 
 class NotPlain(ValueError):
@@ -30,9 +31,9 @@ def _scalar(value):
     if isinstance(value, int):
         return f'{{"i": "{int.__index__(value):x}"}}'
     if isinstance(value, float):
-        return f'{{"f": "{float.__repr__(float(value))}"}}'
+        return f'{{"f": "{float.__repr__(value)}"}}'  # a subclass's __float__ is not asked
     if isinstance(value, complex):
-        real, imag = float.__repr__(value.real), float.__repr__(value.imag)
+        real, imag = (float.__repr__(part.__get__(value)) for part in (complex.real, complex.imag))
         return f'{{"c": [{{"f": "{real}"}}, {{"f": "{imag}"}}]}}'
     if isinstance(value, str):
         return _quote(str.__str__(value))
@@ -72,6 +73,8 @@ def encode(value, depth=0):
 def _fraction(parts):
     from fractions import Fraction
 
+    if max(abs(part).bit_length() for part in parts) > MAX_FRACTION_BITS:
+        raise ValueError(f"a Fraction's parts are over {MAX_FRACTION_BITS} bits")
     return Fraction(*parts)
 
 

@@ -605,14 +605,39 @@ def test_a_flag_given_beats_the_runs_data_and_verifier(tmp_path, capsys):
 
 
 def test_a_model_that_is_no_runs_checkpoint_still_needs_data(tmp_path, capsys):
-    """Without --data, a model that is no run's checkpoint is refused as argparse refused it."""
+    """Without --data, a model that is no run's checkpoint is refused as argparse refused it,
+    saying that a run's checkpoint would need none."""
     checkpoint, _ = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
+    (tmp_path / "run" / "config.yaml").unlink()  # a model folder of no run
     with pytest.raises(SystemExit) as stop:
-        main(["--model", str(checkpoint.parent), "--dry-run"])
+        main(["--model", str(checkpoint), "--dry-run"])
     assert stop.value.code == 2
+    err = capsys.readouterr().err
     assert (
-        "rlvr eval: error: the following arguments are required: --data" in capsys.readouterr().err
+        "rlvr eval: error: the following arguments are required: --data (unless --model is " in err
     )
+    assert "<run>/checkpoints/step_N" in err
+
+
+@pytest.mark.parametrize("given", ["run", "run/", "run/checkpoints"])
+def test_a_run_directory_without_data_names_its_checkpoint(tmp_path, capsys, given):
+    """`rlvr eval --model runs/demo-...` (the run, not its checkpoint) said --data was required,
+    as if a run could not be evaluated on its own held-out set: one line names the checkpoint."""
+    checkpoint, _ = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
+    assert main(["--model", str(tmp_path / given)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rlvr: error: --model {tmp_path / given}"), err
+    assert (
+        f"holds no model (no config.json); a run's models are its checkpoints, e.g. {checkpoint}\n"
+        in err
+    )
+
+
+def test_a_checkpoint_path_that_is_not_there_is_named_without_data(tmp_path, capsys):
+    """A mistyped checkpoint path without --data: 'no such directory', not '--data required'."""
+    missing = tmp_path / "runs" / "demo-typo" / "checkpoints" / "step_000060"
+    assert main(["--model", str(missing)]) == 2
+    assert capsys.readouterr().err == f"rlvr: error: --model {missing}: no such directory\n"
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from rlvr.cli.eval_args import (
     RUN_SAMPLING,
@@ -195,7 +195,7 @@ def from_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> FromR
         return None
     found = _saved_config(args.model)
     if found is None:
-        parser.error("the following arguments are required: --data")
+        _no_run(args.model, parser)
     check_template(args.template)
     path, cfg = found[0], _run_config(args.model, *found)
     taken = _taken(cfg, args)
@@ -210,6 +210,23 @@ def from_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> FromR
         file=sys.stderr,
     )
     return run
+
+
+def _no_run(model: str, parser: argparse.ArgumentParser) -> NoReturn:
+    """Refuse ``rlvr eval`` without ``--data`` on a model that is no run's checkpoint: a local
+    ``--model`` that holds no model in one line (a run directory: naming its latest
+    checkpoint, the model a user meant), else argparse's error that ``--data`` is required,
+    saying when it is not."""
+    from rlvr.models import check_model_dir
+
+    try:
+        check_model_dir(model)
+    except ValueError as err:
+        raise ValueError(f"--model {err}") from None
+    parser.error(
+        "the following arguments are required: --data (unless --model is a checkpoint of an "
+        "rlvr train run, <run>/checkpoints/step_N: then its held-out set)"
+    )
 
 
 def _run_config(model: str, path: Path, saved: dict) -> TrainConfig:

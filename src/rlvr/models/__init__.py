@@ -166,7 +166,7 @@ def looks_like_path(name: str) -> bool:
 
 def check_model_dir(name: str) -> None:
     """Refuse a local model path that is not a directory holding ``config.json`` or PEFT
-    adapters (a run directory: naming its latest checkpoint), or that holds a model but no
+    adapters (a run directory or its ``checkpoints/``: naming its latest checkpoint), or that holds a model but no
     tokenizer (:func:`load_model` reads it from there); presets and hub names pass unread.
     A directory that exists here is local whatever its name (``runs/sft``, ``my-model``), as
     transformers reads it."""
@@ -179,7 +179,7 @@ def check_model_dir(name: str) -> None:
     if not path.is_dir():
         raise ValueError(f"{name}: no such directory")
     if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():
-        steps = sorted((path / "checkpoints").glob("step_*"))
+        steps = sorted((path / "checkpoints").glob("step_*")) or sorted(path.glob("step_*"))
         hint = f"; a run's models are its checkpoints, e.g. {steps[-1]}" if steps else ""
         raise ValueError(f"{name}: holds no model (no config.json){hint}")
     if not (path / ADAPTER_CONFIG).is_file() and not _has_tokenizer_files(str(path)):

@@ -243,7 +243,7 @@ def test_rollout_reuse_flag():
 
 def test_one_key_of_a_section_keeps_the_rest_of_that_sections_own_default():
     """`rlvr sft data.train=x optim.micro_batch_size=4` keeps SFT's lr 1e-4 (not OptimConfig's
-    1e-6), and `log.progress=off` keeps its runs/sft directory and no samples."""
+    1e-6), and `log.progress=off` keeps its runs/sft-{time} directory and no samples."""
     base = load_config(SFTConfig, None, ["data.train=x"])
     cfg = load_config(
         SFTConfig, None, ["data.train=x", "optim.micro_batch_size=4", "log.progress=off"]
@@ -251,10 +251,19 @@ def test_one_key_of_a_section_keeps_the_rest_of_that_sections_own_default():
     assert (cfg.optim.lr, cfg.optim.micro_batch_size) == (base.optim.lr, 4)
     assert base.optim.lr == 1e-4
     assert (cfg.log.output_dir, cfg.log.samples_per_step, cfg.log.progress) == (
-        "runs/sft",
+        "runs/sft-{time}",
         0,
         "off",
     )
+
+
+def test_rlvr_sft_without_a_config_starts_a_new_run_each_time():
+    """README's `rlvr sft data.train=pairs.jsonl model=tiny epochs=2`, run a second time (other
+    settings, say), stopped with "runs/sft already holds a run": with no --config every run
+    wrote runs/sft, where `rlvr train` (runs/demo-{time}) and `--config sft` start a new one."""
+    cfg = load_config(SFTConfig, None, ["data.train=pairs.jsonl", "model=tiny", "epochs=2"])
+    assert cfg.log.output_dir == "runs/sft-{time}"
+    assert cfg.log.output_dir == load_config(SFTConfig, "sft", ["data.train=x"]).log.output_dir
 
 
 @pytest.mark.parametrize(

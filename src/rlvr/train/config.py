@@ -678,7 +678,7 @@ class SFTConfig:
     optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-4))
     """Optimiser."""
     log: LogConfig = field(
-        default_factory=lambda: LogConfig(output_dir="runs/sft", samples_per_step=0)
+        default_factory=lambda: LogConfig(output_dir="runs/sft-{time}", samples_per_step=0)
     )
     """Metrics output."""
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)

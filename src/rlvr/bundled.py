@@ -74,22 +74,37 @@ def read_source(
 
 def _not_found(name_or_path: str, kind: str, choices: list[str]) -> str:
     """One line for a name that is neither a file nor bundled: a path (a ``.yaml`` file, or
-    one starting ``/``, ``.`` or ``~``) is a missing file; a name (``klear/gppo`` too) lists
+    one starting ``/``, ``.`` or ``~``) is a missing file, with the bundled file it names by
+    name if there is one (a checkout's path from outside it); a name (``klear/gppo`` too) lists
     ``choices``, the nearest first if one is close.
 
     >>> _not_found("abcc", "a bundled study", ["abc", "etr"])
     "study 'abcc' is neither a file nor a bundled study (did you mean abc? all: abc, etr)"
     >>> _not_found("runs/mine.yaml", "a bundled study", ["abc"])
     'study file runs/mine.yaml: no such file'
+    >>> _not_found("src/rlvr/configs/abc/grpo.yaml", "an embedded config", ["abc/grpo", "grpo"])
+    'config file src/rlvr/configs/abc/grpo.yaml: no such file (did you mean abc/grpo, an embedded config?)'
     >>> _not_found("klear/gpop", "an embedded config", ["klear/gppo"])
     "config 'klear/gpop' is neither a file nor an embedded config (did you mean klear/gppo? all: klear/gppo)"
     """
     noun = kind.split()[-1]
     if name_or_path.endswith((".yaml", ".yml")) or name_or_path.startswith(("/", ".", "~")):
-        return f"{noun} file {name_or_path}: no such file"
+        alike = _bundled_alike(name_or_path, kind, choices)
+        return f"{noun} file {name_or_path}: no such file{alike}"
     near = difflib.get_close_matches(name_or_path, choices, n=1)
     listed = f"did you mean {near[0]}? all: {', '.join(choices)}" if near else ", ".join(choices)
     return f"{noun} {name_or_path!r} is neither a file nor {kind} ({listed})"
+
+
+def _bundled_alike(path: str, kind: str, choices: list[str]) -> str:
+    """`` (did you mean demo, an embedded config?)`` when the missing file ``path`` ends as
+    a bundled file's name does (``demo.yaml``, ``src/rlvr/configs/abc/grpo.yaml``), else ``""``."""
+    parts = Path(path).with_suffix("").parts
+    for count in (2, 1):  # the longest name first: abc/grpo before grpo
+        name = "/".join(parts[-count:])
+        if len(parts) >= count and name in choices:
+            return f" (did you mean {name}, {kind}?)"
+    return ""
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:

@@ -40,6 +40,27 @@ def test_bad_values_are_one_line(overrides, message, tmp_path, monkeypatch, caps
     assert message in _one_error_line(capsys)
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--config", "demo.yaml"], "config file demo.yaml: no such file (did you mean demo, an embedded config?)"),
+        (["train", "--config", "src/rlvr/configs/klear/gppo.yml"], "(did you mean klear/gppo, an embedded config?)"),
+        (["compare", "abc.yaml", "--dry-run"], "study file abc.yaml: no such file (did you mean abc, a bundled study?)"),
+        (["pipeline", "src/rlvr/configs/pipelines/klear.yaml", "--dry-run"], "(did you mean klear, an embedded pipeline?)"),
+        (["train", "--config", "mine.yaml"], "config file mine.yaml: no such file"),
+    ],
+)  # fmt: skip
+def test_a_missing_file_named_as_a_bundled_one_names_it(
+    argv, message, tmp_path, monkeypatch, capsys
+):
+    """README links src/rlvr/configs/demo.yaml: `--config demo.yaml`, or that path from outside
+    a checkout (rlvr installed from a wheel), said only "no such file"."""
+    monkeypatch.chdir(tmp_path)
+    assert rlvr(argv) == 2
+    line = _one_error_line(capsys)
+    assert line.endswith(message), line
+
+
 def test_debug_shows_the_traceback(tmp_path):
     with pytest.raises(ValueError, match="no such file or directory"):
         rlvr(["train", f"data.train={tmp_path / 'missing.jsonl'}", "--debug"])

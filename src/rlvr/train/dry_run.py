@@ -4,6 +4,7 @@ for each model stage of ``rlvr pipeline``, so that both dry runs say the same.""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +20,9 @@ def dry_run_checks(
     dry run does: its local data files read as the run reads them, ``model.lora`` on the
     model's layers read without its weights, and the warnings the run gives on its data and
     verifier (:func:`warn_as_run`). ``note`` is given one line for each thing the dry run does
-    not check: the layers of a preset not built yet or of a Hub model not read, a device or a
-    sampler's package this machine lacks (the dry run may be for another), each data set and model the run fetches
-    from the Hub.
+    not check: the layers of a preset not built yet or of a Hub model not read, a device, a
+    sampler's package or peft for ``model.lora`` this machine lacks (the dry run may be for
+    another), each data set and model the run fetches from the Hub.
 
     ``produced``: data files an earlier pipeline stage writes (not read). ``own_model`` false:
     ``model.name`` stands for a model an earlier pipeline stage makes, which has its layers:
@@ -36,6 +37,10 @@ def dry_run_checks(
     warn_as_run(config, read)
     if line := device_note(config.model.device):
         note(line)
+    if config.model.lora.rank and importlib.util.find_spec("peft") is None:
+        note(
+            "model.lora.rank: LoRA adapters need peft: pip install 'rlvr[lora]' (a run here would stop)"
+        )
     rollout = getattr(config, "rollout", None)
     if rollout is not None and (line := sampler_note(rollout.sampler, "rollout.sampler")):
         note(line)

@@ -79,7 +79,7 @@ def sandbox(tmp_path_factory, tiny_model_dir) -> Path:
     shutil.copy(ROOT / "src/rlvr/assets/math-mini.jsonl", root / "a.jsonl")
     shutil.copy(ROOT / "src/rlvr/assets/chain_sum-worked.jsonl", root / "raw.jsonl")
     rows = gym_rows("chain_sum", size=4, seed=0, config={"max_terms": 3})
-    for name in ("b.jsonl", "data/train.jsonl", "data/test.jsonl"):
+    for name in ("b.jsonl", "chain_sum.jsonl", "data/train.jsonl", "data/test.jsonl"):
         _write_jsonl(root / name, rows)
     _write_jsonl(root / "pairs.jsonl", [{"prompt": "1 + 1 =", "response": "2"}] * 4)
     _own_data(root, tiny_model_dir)

@@ -121,6 +121,26 @@ def test_a_hub_model_unreachable_offline_says_so(monkeypatch):
         load_model("rlvr-no-such-org/no-such-model")
 
 
+def test_a_hub_models_config_unreachable_offline_says_so(monkeypatch, capsys):
+    """`rlvr train model=Org/Model --show-prompts 1` (which reads the config, not the weights)
+    gave transformers' paragraph ("We couldn't connect to 'https://huggingface.co' ... Check
+    your internet connection ..."), where a run says the Hub is off in one line."""
+    from huggingface_hub import constants
+
+    from rlvr.cli import main
+    from rlvr.models import model_tokenizer_and_config
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    said = (
+        "could not load the config of model 'rlvr-no-such-org/no-such-model': not a preset "
+        r"\(.*\), not a local directory, and the Hugging Face Hub: HF_HUB_OFFLINE is set$"
+    )
+    with pytest.raises(ValueError, match=said):
+        model_tokenizer_and_config("rlvr-no-such-org/no-such-model")
+    assert main(["train", "model=rlvr-no-such-org/no-such-model", "--show-prompts", "1"]) == 2
+    assert "the Hugging Face Hub: HF_HUB_OFFLINE is set\n" in capsys.readouterr().err
+
+
 def test_damaged_weights_or_tokenizer_files_are_named(tiny_model_dir, tmp_path):
     """A truncated model.safetensors escaped as safetensors' SafetensorError (a traceback in
     the commands); a damaged tokenizer.json said only "Expecting value: line 2 column 1"."""

@@ -255,13 +255,7 @@ def load_model(name_or_path: str, *, dtype: str = "float32", device: str = "auto
     except OSError as err:
         if Path(path).is_dir():
             raise ValueError(f"could not load model from the directory {path!r}: {err}") from err
-        from huggingface_hub import constants
-
-        hub = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"not reachable ({err})"
-        raise ValueError(
-            f"could not load model {name_or_path!r}: not a preset ({', '.join(preset_names())}), "
-            f"not a local directory, and the Hugging Face Hub: {hub}"
-        ) from err
+        raise _not_found(f"model {name_or_path!r}", err) from err
     tokenizer = load_tokenizer(name_or_path)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -279,9 +273,25 @@ def model_tokenizer_and_config(name_or_path: str):
         return (load_tokenizer(path) if _has_tokenizer_files(path) else tokenizer), config
     try:
         config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError) as err:
+    except OSError as err:
+        if Path(path).is_dir():
+            raise ValueError(f"could not load the config of model {name_or_path!r}: {err}") from err
+        raise _not_found(f"the config of model {name_or_path!r}", err) from err
+    except ValueError as err:
         raise ValueError(f"could not load the config of model {name_or_path!r}: {err}") from err
     return load_tokenizer(name_or_path), config
+
+
+def _not_found(what: str, err: OSError) -> ValueError:
+    """The error for a model that is no preset, no local directory and not on the Hub (or not
+    cached with ``HF_HUB_OFFLINE`` set), in one line; ``what`` names what was loaded."""
+    from huggingface_hub import constants
+
+    hub = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"not reachable ({err})"
+    return ValueError(
+        f"could not load {what}: not a preset ({', '.join(preset_names())}), "
+        f"not a local directory, and the Hugging Face Hub: {hub}"
+    )
 
 
 def empty_model(name_or_path: str):

@@ -166,10 +166,10 @@ def looks_like_path(name: str) -> bool:
 
 def check_model_dir(name: str) -> None:
     """Refuse a local model path that is not a directory holding ``config.json`` or PEFT
-    adapters (a run directory or its ``checkpoints/``: naming its latest checkpoint), or that holds a model but no
-    tokenizer (:func:`load_model` reads it from there); presets and hub names pass unread.
-    A directory that exists here is local whatever its name (``runs/sft``, ``my-model``), as
-    transformers reads it."""
+    adapters (a run directory or its ``checkpoints/``: naming its latest checkpoint), or that
+    holds a model but no tokenizer (:func:`load_model` reads it from there); presets and hub
+    names pass unread. A directory that exists here is local whatever its name (``runs/sft``,
+    ``my-model``), as transformers reads it."""
     local = looks_like_path(name) or Path(name).expanduser().is_dir()
     if name in preset_names() or not local:
         return

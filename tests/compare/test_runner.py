@@ -211,6 +211,31 @@ def test_ctrl_c_stops_each_run_after_its_step_with_a_checkpoint(small_study, tmp
     assert "Traceback" not in log and "the same `rlvr compare` command resumes" in log, log
 
 
+@pytest.mark.slow
+def test_sigterm_stops_the_study_as_ctrl_c_does_and_says_how_to_continue(small_study, tmp_path):
+    """A scheduler's SIGTERM killed `rlvr compare` without a word (its workers, orphaned,
+    stopped themselves); it is met as Ctrl-C: each run stops after its step in flight with a
+    checkpoint, the command says so and how to continue, and exits 143."""
+    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
+    study = small_study(steps=40, seeds=[0], settings=settings)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "rlvr", "compare", study, "--out", str(out), "--jobs", "1"]
+    runner = subprocess.Popen(command, env=worker_env(), stderr=subprocess.PIPE, text=True)
+    run_dir = plan(load_study(study), out / "runs")[0].run_dir
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and runner.poll() is None:
+        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
+            runner.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.05)
+    err = runner.communicate(timeout=300)[1]
+    assert runner.returncode == 143, err[-2000:]
+    assert "SIGTERM: each running run stops after its step in flight" in err, err[-2000:]
+    assert f"to continue: rlvr compare {study} --out {out} --jobs 1" in err
+    saved = sorted((run_dir / "checkpoints").glob("step_*"))
+    assert saved and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"
+
+
 @pytest.mark.parametrize(
     ("stop", "code"), [(KeyboardInterrupt(), 130), (Stopped(signal.SIGTERM), 143)]
 )

@@ -295,6 +295,27 @@ def test_a_reward_function_returning_no_list_of_numbers_is_named(
     assert pickle.loads(pickle.dumps(checked)).name == "length_reward"
 
 
+def test_an_async_reward_function_s_output_is_checked_too():
+    """TRL awaits async reward functions with the others; the wrapper stays async for it."""
+    import asyncio
+
+    from trl.trainer.utils import is_async_callable
+
+    from rlvr.engines.trl.rewards import checked_rewards
+
+    async def judge(completions, **_):
+        return 0.5
+
+    async def judged(completions, **_):
+        return [1.0 for _ in completions]
+
+    wrapped = checked_rewards([judge, judged, length_reward], ["judge", "judged", "length"], 3)
+    assert [is_async_callable(f) for f in wrapped] == [True, True, False]
+    with pytest.raises(ValueError, match=r"^reward function 'judge' returned a float \(0\.5\)"):
+        asyncio.run(wrapped[0](completions=["a"]))
+    assert asyncio.run(wrapped[1](completions=["a", "b"])) == [1.0, 1.0]
+
+
 @pytest.mark.parametrize(
     "out", [[1.0, None, 0], (1, 2), torch.tensor([0.5, 1.0]), [torch.tensor(1.0), None], []]
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import warnings
 from pathlib import Path
 
@@ -108,16 +109,21 @@ def main(argv: list[str]) -> int:
         return 0
     # the command that reproduces the report (flags that only choose what to redo are left out)
     kept = [a for a in argv if a not in ("--report-only", "--fresh", "--keep-checkpoints")]
-    result = run_study(
-        study,
-        args.out,
-        report_dir=args.report_dir,
-        jobs=args.jobs,
-        fresh=args.fresh,
-        keep_checkpoints=args.keep_checkpoints,
-        run=not args.report_only,
-        command=shlex.join(["rlvr", "compare", *kept]),
-    )
+    try:
+        result = run_study(
+            study,
+            args.out,
+            report_dir=args.report_dir,
+            jobs=args.jobs,
+            fresh=args.fresh,
+            keep_checkpoints=args.keep_checkpoints,
+            run=not args.report_only,
+            command=shlex.join(["rlvr", "compare", *kept]),
+        )
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the runs stopped with their checkpoints
+        again = shlex.join(["rlvr", "compare", *(a for a in argv if a != "--fresh")])
+        print(f"to continue: {again}", file=sys.stderr)
+        raise
     for v in result.report.verdicts:
         holm = "" if v.p_holm is None else f"Holm p {p_text(v.p_holm)}; "
         role = f"{v.role}; " if v.role else ""

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from rlvr.compare.study import RunSpec
 from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE, RUNNER_ENV
 from rlvr.locks import refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
+from rlvr.train.interrupt import Stopped
 from rlvr.train.overrides import dump_yaml
 from rlvr.train.run_dir import LOCK_FILE as RUN_LOCK
 
@@ -174,6 +176,7 @@ def execute(
     queue = [s for s in states if s.status == "queued"]
     running: list[RunState] = []
     try:
+        _sigterm_as_ctrl_c()
         while queue or running:
             while queue and len(running) < jobs:
                 state = queue.pop(0)
@@ -188,26 +191,45 @@ def execute(
                     if on_finished is not None and state.status == "finished":
                         on_finished(state.spec)
             display.refresh(states)
-    except KeyboardInterrupt:
-        _stop(running, keep_checkpoints)
+    except KeyboardInterrupt as stop:
+        _stop(running, keep_checkpoints, getattr(stop, "signum", signal.SIGINT))
         raise
     except BaseException:
         _terminate(running, keep_checkpoints)
         raise
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _raise_stopped:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return states
 
 
 STOPPING = (
-    "Ctrl-C: each running run stops after its step in flight with a checkpoint "
-    "(Ctrl-C again stops them at once, without one)"
+    "{name}: each running run stops after its step in flight with a checkpoint "
+    "(Ctrl-C or SIGTERM again stops them at once, without one)"
 )
 
 
-def _stop(running: list[RunState], keep_checkpoints: bool = False) -> None:
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """Meet SIGTERM (a scheduler's stop, ``kill``) as Ctrl-C, where it has Python's own
+    handler: the runs stop after their step in flight, and the command says so (exit 143)."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_stopped)
+
+
+def _stop(
+    running: list[RunState], keep_checkpoints: bool = False, signum: int = signal.SIGINT
+) -> None:
     """Ask each running worker to stop as ``rlvr train`` does on Ctrl-C (after the step in
-    flight, with a checkpoint) and wait for it; a second Ctrl-C terminates them at once. A
-    run whose step in flight was its last finishes, and its checkpoints go (:func:`_reap`)."""
-    print(STOPPING, file=sys.stderr, flush=True)
+    flight, with a checkpoint) and wait for it; a second Ctrl-C or SIGTERM terminates them at
+    once. A run whose step in flight was its last finishes, and its checkpoints go
+    (:func:`_reap`). ``signum``: the signal that asked."""
+    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    print(STOPPING.format(name=name), file=sys.stderr, flush=True)
     try:
         for state in running:
             if state.process is not None:

@@ -72,7 +72,10 @@ class CheckedReward:
         self.func, self.name = func, name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = self.func(*args, **kwargs)
+        return self.checked(self.func(*args, **kwargs))
+
+    def checked(self, out: Any) -> Any:
+        """``out``, or ValueError naming the function and what is wrong with it."""
         problem = reward_output_problem(out)
         if problem is not None:
             raise ValueError(
@@ -82,16 +85,25 @@ class CheckedReward:
         return out
 
 
+class CheckedAsyncReward(CheckedReward):
+    """:class:`CheckedReward` of an async reward function (TRL awaits it, with the others)."""
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.checked(await self.func(*args, **kwargs))
+
+
 def checked_rewards(funcs: list, names: list[str], given: int) -> list:
-    """TRL's ``reward_funcs`` with the first ``given`` (the caller's) plain functions as
-    :class:`CheckedReward` under their TRL ``names``; reward models, async functions and
-    what TRL added (an environment's reward) as they are."""
+    """TRL's ``reward_funcs`` with the first ``given`` (the caller's) functions as
+    :class:`CheckedReward` (async ones: :class:`CheckedAsyncReward`) under their TRL
+    ``names``; reward models and what TRL added (an environment's reward) as they are."""
     from trl.trainer.utils import is_async_callable
 
+    def checked(func: Any, name: str) -> Any:
+        wrapper = CheckedAsyncReward if is_async_callable(func) else CheckedReward
+        return func if isinstance(func, torch.nn.Module) else wrapper(func, name)
+
     return [
-        CheckedReward(func, name)
-        if index < given and not isinstance(func, torch.nn.Module) and not is_async_callable(func)
-        else func
+        checked(func, name) if index < given else func
         for index, (func, name) in enumerate(zip(funcs, names, strict=True))
     ]
 

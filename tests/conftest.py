@@ -203,3 +203,26 @@ def count_syncs(monkeypatch):
             active.pop()
 
     return count
+
+
+# ------------------------------------------------------------------ Hugging Face cache
+
+
+@pytest.fixture()
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache in a temporary ``HF_HOME``, in use by ``huggingface_hub``,
+    ``transformers`` and ``datasets`` here and by the commands a test starts (``HF_HOME`` is
+    set): a :class:`tests.hub_cache.HubCache` to put Hub models and datasets into, read
+    offline as a machine that downloaded them reads them."""
+    import datasets
+    from huggingface_hub import constants
+    from tests.hub_cache import HubCache
+
+    cache = HubCache(tmp_path / "hf-home")
+    monkeypatch.setenv("HF_HOME", str(cache.home))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE"):
+        monkeypatch.delenv(name, raising=False)  # each would win over HF_HOME
+    monkeypatch.setattr(constants, "HF_HOME", str(cache.home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache.hub))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache.datasets)
+    return cache

@@ -11,6 +11,11 @@ import yaml
 
 from rlvr.cli import main
 
+NOT_CACHED = (
+    "not read (HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: the run here would "
+    "stop)"
+)
+
 
 def test_train_dry_run_prints_the_configuration_and_creates_nothing(tmp_path, capsys):
     out = tmp_path / "run"
@@ -149,7 +154,9 @@ def test_an_eval_dry_run_reads_a_local_folder_named_without_dot_slash(
     assert "folder: 1 problems" in capsys.readouterr().out
 
 
-def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(tmp_path, capsys, monkeypatch):
+def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(
+    tmp_path, capsys, monkeypatch, hub_cache
+):
     """Offline, `--dry-run --data math500` said only "not read"; the run then failed."""
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     argv = ["eval", "--dry-run", "--model", "m", "--data", "math500",
@@ -157,9 +164,41 @@ def test_an_eval_dry_run_says_a_named_set_needs_the_hub_offline(tmp_path, capsys
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert (
-        "math500: not read (fetched by the evaluation; HF_HUB_OFFLINE is set: it needs a cached "
-        "copy)" in out
+        "math500: not read (HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: the "
+        "evaluation here would stop)" in out
     )
+
+
+def test_an_offline_dry_run_says_whether_the_cache_holds_each_hub_name(
+    tmp_path, capsys, hub_cache, tiny_model_dir
+):
+    """Under HF_HUB_OFFLINE every Hub model and data set was said to need a cached copy,
+    whether the cache held one or not: a dry run on a machine with all of them cached read as
+    a warning, and one missing a copy passed as if it were there. Each line now says which."""
+    hub_cache.model("org/tiny", tiny_model_dir)
+    hub_cache.dataset("org/ds", {"train.jsonl": b'{"prompt": "1 + 1 =", "answer": "2"}\n'})
+    hub_cache.dataset(
+        "HuggingFaceH4/MATH-500", {"test.jsonl": b'{"problem": "1 + 1", "answer": "2"}\n'}
+    )
+    reads = "not read (HF_HUB_OFFLINE is set: the run reads the cached copy)"
+    argv = ["train", "--dry-run", "model=org/tiny", "data.train=org/ds", "data.eval=math500"]
+    assert main([*argv, "reward.verifier=math", f"log.output_dir={tmp_path / 'r'}"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("--dry-run: ")] == [
+        f"--dry-run: data.train: org/ds: {reads}",
+        f"--dry-run: data.eval: math500: {reads}",
+        f"--dry-run: model.name: org/tiny: {reads}",
+    ]
+    argv = ["eval", "--dry-run", "--model", "org/tiny", "--data", "org/ds", "--data", "amc23"]
+    assert main([*argv, "--output", str(tmp_path / "o.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    evaluation = "HF_HUB_OFFLINE is set: the evaluation reads the cached copy"
+    assert out[0] == f"org/ds: not read ({evaluation})"
+    assert out[1] == (
+        "amc23: not read (HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: the "
+        "evaluation here would stop)"
+    )
+    assert out[2].startswith(f"org/tiny: not loaded ({evaluation}); ")
 
 
 def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(tmp_path):
@@ -181,7 +220,9 @@ def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(
         assert not caught
 
 
-def test_a_dry_run_names_what_the_run_fetches_from_the_hub(tmp_path, capsys, monkeypatch):
+def test_a_dry_run_names_what_the_run_fetches_from_the_hub(
+    tmp_path, capsys, monkeypatch, hub_cache
+):
     """`rlvr train --dry-run data.train=my-set` (no such file: a hub name) passed in silence
     under HF_HUB_OFFLINE, and the run then stopped; it says, as `rlvr eval --dry-run` does,
     what it did not read and that the run needs a cached copy. Local files and generated
@@ -194,7 +235,7 @@ def test_a_dry_run_names_what_the_run_fetches_from_the_hub(tmp_path, capsys, mon
     out = f"log.output_dir={tmp_path / 'r'}"
     assert main(["train", "--dry-run", "model=Org/Model", "data.train=my-set", out]) == 0
     err = capsys.readouterr().err.splitlines()
-    needs = "not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
+    needs = NOT_CACHED
     assert f"--dry-run: data.train: my-set: {needs}" in err
     assert f"--dry-run: model.name: Org/Model: {needs}" in err
     argv = ["train", "--dry-run", f"model={tmp_path}", f"data.train={data}", out]
@@ -278,7 +319,9 @@ def _pipeline(tmp_path, *stages: dict) -> str:
     return str(path)
 
 
-def test_a_pipeline_dry_run_gives_each_stage_what_rlvr_train_s_gives(tmp_path, capsys, monkeypatch):
+def test_a_pipeline_dry_run_gives_each_stage_what_rlvr_train_s_gives(
+    tmp_path, capsys, monkeypatch, hub_cache
+):
     """`rlvr pipeline --dry-run` checked a stage's configuration but said nothing of a Hub model
     or data set the run fetches (under HF_HUB_OFFLINE: that it needs a cached copy), a device
     this machine lacks, a training set with fewer prompts than a step draws, or a verifier of
@@ -296,7 +339,7 @@ def test_a_pipeline_dry_run_gives_each_stage_what_rlvr_train_s_gives(tmp_path, c
     notes, said = _said(["pipeline", _pipeline(tmp_path, stage), "--dry-run"], capsys)
     assert notes == [line.replace("--dry-run: ", "--dry-run: stage 'rl': ") for line in train[0]]
     assert said == [f"stage 'rl': {message}" for message in train[1]]
-    needs = "not read (fetched by the run; HF_HUB_OFFLINE is set: the run needs a cached copy)"
+    needs = NOT_CACHED
     assert f"--dry-run: stage 'rl': model.name: Org/Model: {needs}" in notes
     assert f"--dry-run: stage 'rl': data.eval: my-set: {needs}" in notes
     assert any(n.startswith("--dry-run: stage 'rl': model.device: device 'cuda:99'") for n in notes)

@@ -179,8 +179,23 @@ def _dry_run(
         else:  # a named, hub or run's set is not read by a dry run
             print(f"--against {args.against}: its problems are checked when the evaluation runs")
     print(
-        f"{args.model}: not loaded; {_per_problem(config.n)}, k {list(config.ks)}{_sampled(args)}"
+        f"{args.model}: not loaded{_offline(args.model)}; {_per_problem(config.n)}, "
+        f"k {list(config.ks)}{_sampled(args)}"
     )
+
+
+def _offline(model: str) -> str:
+    """For a Hub model with ``HF_HUB_OFFLINE`` set: whether the evaluation has its cached copy
+    (`` (HF_HUB_OFFLINE is set: ...)``); nothing for a preset, a local one, or online."""
+    from huggingface_hub import constants
+
+    from rlvr.data.loading import is_local
+    from rlvr.models import preset_names
+    from rlvr.train.dry_run import hub_note
+
+    if not constants.HF_HUB_OFFLINE or model in preset_names() or is_local(model):
+        return ""
+    return f" ({hub_note(model, model=True, by='the evaluation')})"
 
 
 class Against(NamedTuple):

@@ -210,12 +210,12 @@ def named_fields(args: argparse.Namespace) -> FieldMap | None:
 
 
 def not_read(item: str) -> str:
-    """What the dry run says of a named or hub set: not read, and whether the evaluation can
-    fetch it."""
-    from huggingface_hub import constants
+    """What the dry run says of a named or hub set (``SOURCE[::FIELDS]``): not read, and
+    whether the evaluation can fetch it or, offline, has it cached."""
+    from rlvr.train.dry_run import hub_note
 
-    offline = "; HF_HUB_OFFLINE is set: it needs a cached copy" if constants.HF_HUB_OFFLINE else ""
-    return f"{item}: not read (fetched by the evaluation{offline})"
+    source = item.partition("::")[0]
+    return f"{item}: not read ({hub_note(source, model=False, by='the evaluation')})"
 
 
 RUN_SAMPLING = {

@@ -497,6 +497,23 @@ def is_local(source: str) -> bool:
     return looks_like_path(source) or Path(source).expanduser().exists()
 
 
+def hub_cached(source: str) -> bool:
+    """Whether ``datasets``' cache holds the tables of the hub dataset ``source`` (a named set:
+    of each of its configs), which is what ``datasets.load_dataset`` reads with
+    ``HF_HUB_OFFLINE`` set (it keeps them once a load online has built them)."""
+    import datasets
+    from datasets.naming import camelcase_to_snakecase
+
+    spec = DATASETS.get(source)
+    repo, configs = (spec.hub, spec.configs) if spec else (source, (None,))
+    org, _, name = repo.rpartition("/")
+    folder = Path(datasets.config.HF_DATASETS_CACHE).expanduser()
+    folder /= f"{org}___{camelcase_to_snakecase(name)}" if org else camelcase_to_snakecase(name)
+    return all(
+        any(path.is_dir() for path in folder.glob(f"{config or '*'}/*/*")) for config in configs
+    )
+
+
 def check_source(source: str) -> None:
     """A cheap check before anything loads: a local path that does not exist is an error.
 

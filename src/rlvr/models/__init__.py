@@ -294,6 +294,18 @@ def _not_found(what: str, err: OSError) -> ValueError:
     )
 
 
+def hub_cached(name: str) -> bool:
+    """Whether the Hugging Face cache holds the Hub model ``name`` (its ``config.json``), which
+    is what loading it reads with ``HF_HUB_OFFLINE`` set."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except HFValidationError:  # not a repository id: never cached
+        return False
+
+
 def empty_model(name_or_path: str):
     """The layers of the model :func:`load_model` would load, without weights (on the meta
     device), or ``None`` when that takes a build or a download: read from a local directory's

@@ -74,10 +74,7 @@ def warn_as_run(config: Any, read: dict[str, int]) -> None:
 
 def hub_notes(config: Any, *, model: bool = True) -> list[str]:
     """A line for each data set (and, with ``model``, the model) the run fetches from the Hub,
-    which a dry run does not read; with ``HF_HUB_OFFLINE`` set, it says the run needs a
-    cached copy."""
-    from huggingface_hub import constants
-
+    which a dry run does not read (:func:`hub_note`)."""
     from rlvr.data.loading import is_local
     from rlvr.models import preset_names
     from rlvr.train.prompts import generated_prefix
@@ -86,13 +83,26 @@ def hub_notes(config: Any, *, model: bool = True) -> list[str]:
         return not is_local(source) and generated_prefix(source) is None
 
     named = [("data.train", config.data.train), ("data.eval", config.data.eval)]
-    named = [(key, source) for key, source in named if source and fetched(source)]
+    named = [(key, source, False) for key, source in named if source and fetched(source)]
     if model and config.model.name not in preset_names() and fetched(config.model.name):
-        named.append(("model.name", config.model.name))
-    offline = (
-        "; HF_HUB_OFFLINE is set: the run needs a cached copy" if constants.HF_HUB_OFFLINE else ""
-    )
-    return [f"{key}: {source}: not read (fetched by the run{offline})" for key, source in named]
+        named.append(("model.name", config.model.name, True))
+    return [f"{key}: {source}: not read ({hub_note(source, model=m)})" for key, source, m in named]
+
+
+def hub_note(source: str, *, model: bool, by: str = "the run") -> str:
+    """Why a dry run leaves the data set (``model``: the model) ``source`` unread: ``by`` fetches
+    it from the Hub, or with ``HF_HUB_OFFLINE`` set, reads the Hugging Face cache's copy, or
+    would stop for want of one."""
+    from huggingface_hub import constants
+
+    from rlvr.data.loading import hub_cached as dataset_cached
+    from rlvr.models import hub_cached as model_cached
+
+    if not constants.HF_HUB_OFFLINE:
+        return f"fetched by {by}"
+    if (model_cached if model else dataset_cached)(source):
+        return f"HF_HUB_OFFLINE is set: {by} reads the cached copy"
+    return f"HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: {by} here would stop"
 
 
 def device_note(name: str, key: str = "model.device") -> str | None:

@@ -387,12 +387,41 @@ def test_a_generated_row_read_with_the_default_fields_names_the_mapping_it_needs
     assert load_examples(str(path), fields="reasoning_gym")[0].prompt == "1 + 1 ="
 
 
-def test_a_hub_set_unreachable_offline_says_so(monkeypatch):
+def test_a_hub_set_unreachable_offline_says_so(monkeypatch, hub_cache):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    with pytest.raises(ValueError, match="HF_HUB_OFFLINE is set: give a local file or directory"):
+    told = "HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: give a local file or"
+    with pytest.raises(ValueError, match=told):
         load_examples("rlvr-no-such-org/no-such-set")
+
+
+def test_a_split_or_config_a_cached_hub_set_lacks_is_not_told_it_is_uncached(hub_cache):
+    """Offline, `data.split=validation` of a cached hub set (or an uncached config of a named
+    set) ended in "(HF_HUB_OFFLINE is set: give a local file or directory); named sets: ...",
+    as if the set were not there or misspelt; the error is datasets' own (the splits it has,
+    the configs the cache has)."""
+    rows = "".join(json.dumps(row) + "\n" for row in MATH500_ROWS).encode()
+    hub_cache.dataset("org/ds", {"train.jsonl": rows, "test.jsonl": rows})
+    with pytest.raises(ValueError) as err:
+        load_examples("org/ds", split="validation")
+    assert str(err.value) == (
+        "could not load dataset 'org/ds' (config None, split 'validation'): Unknown split "
+        "\"validation\". Should be one of ['train', 'test']."
+    )
+    readme = "---\nconfigs:\n" + "".join(
+        f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {c}.jsonl\n"
+        for c in ("AIME2025-I", "AIME2025-II")
+    )
+    aime = b'{"question": "What is 1 + 1?", "answer": "2"}\n'
+    files = {"README.md": f"{readme}---\n".encode(), "AIME2025-I.jsonl": aime}
+    files["AIME2025-II.jsonl"] = aime
+    hub_cache.dataset("opencompass/AIME2025", files, configs=("AIME2025-I",))
+    with pytest.raises(ValueError) as err:
+        load_examples("aime2025")
+    assert "config 'AIME2025-II'" in str(err.value)
+    assert "Available configs in the cache: ['AIME2025-I']" in str(err.value)
+    assert "HF_HUB_OFFLINE" not in str(err.value) and "named sets" not in str(err.value)
 
 
 def test_a_misspelt_named_set_is_told_the_named_sets():

@@ -217,11 +217,14 @@ def _load_hf(source: str, split: str, config: str | None):
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {told}"
         ) from err
     except (FileNotFoundError, ValueError, ConnectionError) as err:
-        offline = " (HF_HUB_OFFLINE is set: give a local file or directory)"
+        found = path.exists() or hub_cached(source)  # the split or config is what is missing
+        offline = (
+            " (HF_HUB_OFFLINE is set and the Hugging Face cache has no copy: give a local file "
+            "or directory)"
+        )
         raise ValueError(
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
-            + (offline if constants.HF_HUB_OFFLINE and not path.exists() else "")
-            + _not_named(source)
+            + ("" if found else (offline if constants.HF_HUB_OFFLINE else "") + _not_named(source))
         ) from err
 
 

@@ -414,14 +414,30 @@ def test_a_split_or_config_a_cached_hub_set_lacks_is_not_told_it_is_uncached(hub
         for c in ("AIME2025-I", "AIME2025-II")
     )
     aime = b'{"question": "What is 1 + 1?", "answer": "2"}\n'
+    # an online load of AIME2025-I fetched its file alone
     files = {"README.md": f"{readme}---\n".encode(), "AIME2025-I.jsonl": aime}
-    files["AIME2025-II.jsonl"] = aime
     hub_cache.dataset("opencompass/AIME2025", files, configs=("AIME2025-I",))
     with pytest.raises(ValueError) as err:
         load_examples("aime2025")
     assert "config 'AIME2025-II'" in str(err.value)
     assert "Available configs in the cache: ['AIME2025-I']" in str(err.value)
     assert "HF_HUB_OFFLINE" not in str(err.value) and "named sets" not in str(err.value)
+
+
+def test_a_hub_set_downloaded_without_datasets_loads_offline(hub_cache):
+    """A hub set fetched with `huggingface-cli download` (its files in the Hugging Face cache,
+    no tables `datasets` built) was refused offline as not reachable: `datasets` reads only
+    its own tables offline. rlvr reads the cached files, with their configs and splits."""
+    rows = "".join(json.dumps(row) + "\n" for row in MATH500_ROWS).encode()
+    readme = b"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: t.jsonl\n---\n"
+    hub_cache.dataset(
+        "HuggingFaceH4/MATH-500", {"README.md": readme, "t.jsonl": rows}, configs=None
+    )
+    examples = load_examples("math500")
+    assert [e.reference for e in examples] == ["2", "\\frac{3}{4}"]
+    assert examples[0].id == "test/algebra/1.json" and examples[0].dataset == "math500"
+    with pytest.raises(ValueError, match=r"Unknown split \"train\". Should be one of \['test'\]"):
+        load_examples("math500", split="train")
 
 
 def test_a_misspelt_named_set_is_told_the_named_sets():

@@ -209,7 +209,7 @@ def _load_hf(source: str, split: str, config: str | None):
     from huggingface_hub import constants
 
     try:
-        return datasets.load_dataset(source, config, split=split, **text_columns)
+        return _load_dataset(source, config, split, text_columns)
     except datasets.exceptions.DatasetsError as err:  # files that do not make one table
         cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
         told = cause[0] if len(cause) == 1 else f"{cause[0]} ... {cause[-1]}"
@@ -226,6 +226,20 @@ def _load_hf(source: str, split: str, config: str | None):
             f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
             + ("" if found else (offline if constants.HF_HUB_OFFLINE else "") + _not_named(source))
         ) from err
+
+
+def _load_dataset(source: str, config: str | None, split: str, options: dict[str, Any]):
+    """``datasets.load_dataset`` of ``source``; offline, a hub dataset ``datasets`` never built
+    is read from its files in the Hugging Face cache (:func:`_offline_snapshot`), and when
+    they lack the config's, ``datasets``' own error says what its cache holds."""
+    import datasets
+
+    if snapshot := _offline_snapshot(source, config):
+        try:
+            return datasets.load_dataset(snapshot, config, split=split)
+        except FileNotFoundError:  # a partial download: not this config's files
+            pass
+    return datasets.load_dataset(source, config, split=split, **options)
 
 
 def _load_saved(path: Path, source: str, split: str) -> Iterable[Any]:
@@ -501,20 +515,49 @@ def is_local(source: str) -> bool:
 
 
 def hub_cached(source: str) -> bool:
-    """Whether ``datasets``' cache holds the tables of the hub dataset ``source`` (a named set:
-    of each of its configs), which is what ``datasets.load_dataset`` reads with
-    ``HF_HUB_OFFLINE`` set (it keeps them once a load online has built them)."""
+    """Whether the Hugging Face cache holds the hub dataset ``source`` (a named set: each of its
+    configs) for a load with ``HF_HUB_OFFLINE`` set: the tables ``datasets`` built when it
+    loaded the set online, or the repository's files (:func:`_offline_snapshot`)."""
+    spec = DATASETS.get(source)
+    repo, configs = (spec.hub, spec.configs) if spec else (source, (None,))
+    return all(_tables_cached(repo, c) or _snapshot(repo) is not None for c in configs)
+
+
+def _tables_cached(repo: str, config: str | None) -> bool:
+    """Whether ``datasets``' cache holds tables of the hub dataset ``repo`` (of ``config``;
+    ``None``: of any), which is what ``datasets.load_dataset`` reads with ``HF_HUB_OFFLINE``
+    set (it keeps them once a load online has built them)."""
     import datasets
     from datasets.naming import camelcase_to_snakecase
 
-    spec = DATASETS.get(source)
-    repo, configs = (spec.hub, spec.configs) if spec else (source, (None,))
     org, _, name = repo.rpartition("/")
     folder = Path(datasets.config.HF_DATASETS_CACHE).expanduser()
     folder /= f"{org}___{camelcase_to_snakecase(name)}" if org else camelcase_to_snakecase(name)
-    return all(
-        any(path.is_dir() for path in folder.glob(f"{config or '*'}/*/*")) for config in configs
-    )
+    return any(path.is_dir() for path in folder.glob(f"{config or '*'}/*/*"))
+
+
+def _snapshot(repo: str) -> str | None:
+    """The folder of the hub dataset ``repo``'s files in ``huggingface_hub``'s cache (its
+    ``main``), or ``None`` when not there."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(repo, repo_type="dataset", local_files_only=True)
+    except (HFValidationError, LocalEntryNotFoundError):
+        return None
+
+
+def _offline_snapshot(source: str, config: str | None) -> str | None:
+    """With ``HF_HUB_OFFLINE`` set, for a hub dataset whose ``config`` ``datasets`` never built
+    (downloaded with ``huggingface-cli download`` or ``snapshot_download``): its files' folder
+    in the Hugging Face cache, read as a local folder (``datasets`` reads only its own tables
+    offline); ``None`` otherwise."""
+    from huggingface_hub import constants
+
+    if not constants.HF_HUB_OFFLINE or is_local(source) or _tables_cached(source, config):
+        return None
+    return _snapshot(source)
 
 
 def check_source(source: str) -> None:

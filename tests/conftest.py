@@ -214,15 +214,8 @@ def hub_cache(tmp_path, monkeypatch):
     ``transformers`` and ``datasets`` here and by the commands a test starts (``HF_HOME`` is
     set): a :class:`tests.hub_cache.HubCache` to put Hub models and datasets into, read
     offline as a machine that downloaded them reads them."""
-    import datasets
-    from huggingface_hub import constants
-    from tests.hub_cache import HubCache
+    from tests.hub_cache import HubCache, use
 
     cache = HubCache(tmp_path / "hf-home")
-    monkeypatch.setenv("HF_HOME", str(cache.home))
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE"):
-        monkeypatch.delenv(name, raising=False)  # each would win over HF_HOME
-    monkeypatch.setattr(constants, "HF_HOME", str(cache.home))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache.hub))
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache.datasets)
+    use(cache, monkeypatch)
     return cache

@@ -76,6 +76,20 @@ class HubCache:
         return snapshot
 
 
+def use(cache: HubCache, monkeypatch) -> None:
+    """Point ``huggingface_hub``, ``transformers``, ``datasets`` and the commands a test starts
+    (``HF_HOME``) at ``cache`` for the test."""
+    import datasets
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HOME", str(cache.home))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE"):
+        monkeypatch.delenv(name, raising=False)  # each would win over HF_HOME
+    monkeypatch.setattr(constants, "HF_HOME", str(cache.home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache.hub))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", cache.datasets)
+
+
 def _prepare(cache: Path, repo_id: str, snapshot: Path, config: str | None) -> None:
     """Build ``repo_id``'s tables for ``config`` in the ``datasets`` cache from its snapshot,
     named as ``datasets``' Hub loader names them (repository id, dataset name, commit)."""

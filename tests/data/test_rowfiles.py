@@ -116,6 +116,25 @@ def test_a_folder_as_input_is_called_a_folder(tmp_path, step):
     assert "Dataset.to_json" in error and not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "load"),
+    [
+        ("org/ds", "datasets.load_dataset('org/ds', split='train')"),
+        ("math500", "datasets.load_dataset('HuggingFaceH4/MATH-500', split='test')"),
+    ],
+)
+def test_a_hub_name_as_input_says_these_steps_read_a_file(tmp_path, monkeypatch, name, load):
+    """`rlvr data dedup org/ds` (a hub data set, as `rlvr train` and `--against` take) said
+    "org/ds: no such file", as of a mistyped file; it says how to write the set to one."""
+    monkeypatch.chdir(tmp_path)
+    error = _run(["dedup", name, "-o", "o.jsonl"])
+    assert error == (
+        f"{name}: no such file (a hub data set is read from a file: write its rows to one with "
+        f"{load}.to_json('rows.jsonl'))"
+    )
+    assert _run(["dedup", "rows", "-o", "o.jsonl"]) == "rows: no such file"
+
+
 def json_lines(rows):
     return "".join(json.dumps(r) + "\n" for r in rows)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.atomic import atomic_path
-from rlvr.data.fields import FIELD_MAPS
-from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, read_file
+from rlvr.data.fields import DATASETS, FIELD_MAPS
+from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, looks_like_path, read_file
 from rlvr.data.text import prompt_text
 
 PROMPT_FIELDS = ("prompt", "question", "problem", "text", "messages")
@@ -37,11 +37,25 @@ def read_rows(path: str | Path) -> list[Row]:
             "(a datasets folder: write its split to one with Dataset.to_json('rows.jsonl'))"
         )
     if not path.is_file():
-        raise ValueError(f"{path}: no such file")
+        raise ValueError(f"{path}: no such file{_hub_hint(str(path))}")
     rows = list(read_file(path))
     if not rows:
         raise ValueError(f"{path}: no rows")
     return rows
+
+
+def _hub_hint(source: str) -> str:
+    """For a name that is no path but a named or hub data set (``math500``, ``org/name``): how
+    to write its rows to a file these steps read; ``""`` otherwise."""
+    if looks_like_path(source) or (source not in DATASETS and source.count("/") != 1):
+        return ""
+    spec = DATASETS.get(source)
+    repo, split = (spec.hub, spec.split) if spec else (source, "train")
+    config = f"{spec.configs[0]!r}, " if spec and spec.configs[0] else ""
+    return (
+        f" (a hub data set is read from a file: write its rows to one with "
+        f"datasets.load_dataset({repo!r}, {config}split={split!r}).to_json('rows.jsonl'))"
+    )
 
 
 def prompt_field(rows: list[Row], field: str | None = None, *, hint: str = "--field") -> str:

@@ -199,6 +199,15 @@ def test_an_offline_dry_run_says_whether_the_cache_holds_each_hub_name(
         "evaluation here would stop)"
     )
     assert out[2].startswith(f"org/tiny: not loaded ({evaluation}); ")
+    config_only = tmp_path / "config-only"  # an interrupted download: no weights
+    config_only.mkdir()
+    (config_only / "config.json").write_bytes((tiny_model_dir / "config.json").read_bytes())
+    hub_cache.model("org/part", config_only)
+    argv = ["eval", "--dry-run", "--model", "org/part", "--data", "org/ds"]
+    assert main([*argv, "--output", str(tmp_path / "o.json")]) == 0
+    assert "org/part: not loaded (HF_HUB_OFFLINE is set and the Hugging Face cache has no copy" in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(tmp_path):

@@ -294,14 +294,22 @@ def _not_found(what: str, err: OSError) -> ValueError:
     )
 
 
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+_WEIGHTS += ("pytorch_model.bin.index.json",)
+"""The files one of which holds (or indexes) a Hub model's weights."""
+
+
 def hub_cached(name: str) -> bool:
-    """Whether the Hugging Face cache holds the Hub model ``name`` (its ``config.json``), which
-    is what loading it reads with ``HF_HUB_OFFLINE`` set."""
+    """Whether the Hugging Face cache holds the Hub model ``name`` (its ``config.json`` and
+    weights, or their index), which is what loading it reads with ``HF_HUB_OFFLINE`` set."""
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
 
+    def cached(file: str) -> bool:
+        return isinstance(try_to_load_from_cache(name, file), str)
+
     try:
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+        return cached("config.json") and any(cached(file) for file in _WEIGHTS)
     except HFValidationError:  # not a repository id: never cached
         return False
 

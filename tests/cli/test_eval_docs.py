@@ -65,4 +65,4 @@ def test_the_help_names_what_the_docs_table_names():
     """`--help` left .json files out of --data, and the folder rule out of --split."""
     helps = {a.option_strings[0]: a.help for a in eval_parser()._actions if a.option_strings}
     assert "a .jsonl/.json/.parquet file" in helps["--data"]
-    assert "a local folder of several splits needs one" in helps["--split"]
+    assert "a local folder or hub dataset of several splits needs one" in helps["--split"]

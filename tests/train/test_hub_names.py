@@ -47,3 +47,30 @@ def test_a_run_on_hub_names_resumes_after_the_cache_moved(
     assert rlvr([*argv, "--output", str(report)]) == 0
     done = json.loads(report.read_text())
     assert done["data"] == ["org/ds"] and done["metrics"]["num_problems"] == len(PROMPTS)
+
+
+def test_a_hub_set_of_several_splits_as_held_out_set_needs_its_split(
+    hub_cache, tiny_model_dir, train_config, tmp_path, capsys
+):
+    """`rlvr eval --data org/ds` and `data.eval=org/ds` without a split read the hub set's
+    train split as the held-out set (`openai/gsm8k`: its 7,473 training problems), where a
+    local folder of several splits was refused; a hub set is now refused the same way, from
+    the cache's tables and from a snapshot alone (`huggingface-cli download`)."""
+    _cache_the_run_s_names(hub_cache, tiny_model_dir)
+    rows = "".join(json.dumps(row) + "\n" for row in PROMPTS).encode()
+    hub_cache.dataset("org/fetched", {"train.jsonl": rows, "test.jsonl": rows}, configs=None)
+    hub_cache.dataset("org/one", {"data.jsonl": rows})
+    argv = ["eval", "--model", "org/tiny", "-n", "1", "--max-tokens", "4"]
+    for name in ("org/ds", "org/fetched"):
+        assert rlvr([*argv, "--data", name]) == 2
+        assert (
+            f"{name}: holds the splits train, test; name one with --split"
+            in capsys.readouterr().err
+        )
+    report = tmp_path / "one.json"
+    assert rlvr([*argv, "--data", "org/one", "--output", str(report)]) == 0  # one split: fine
+    config = tmp_path / "run.yaml"
+    hub = ["model.name=org/tiny", "data.train=org/ds", "data.eval=org/ds", "steps=1"]
+    config.write_text(dump_yaml(train_config(*hub)))
+    assert rlvr(["train", "--config", str(config), f"log.output_dir={tmp_path / 'run'}"]) == 2
+    assert "data.eval: org/ds holds the splits train, test" in capsys.readouterr().err

@@ -126,12 +126,12 @@ def _source_key(item: str) -> str:
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
-    from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, load_examples
+    from rlvr.data.loading import MissingField, MissingSplit, NoRows, load_examples, source_splits
 
     default = named_fields(args) or field_mapping(args)
     source, _, own = item.partition("::")
     fields = own or (None if source in DATASETS and args.fields is None else default)
-    splits = folder_splits(source) if args.split is None else []
+    splits = source_splits(source) if args.split is None else []
     if len(splits) > 1:  # without --split its train split would be evaluated
         raise ValueError(f"{source}: holds the splits {', '.join(splits)}; name one with --split")
     try:

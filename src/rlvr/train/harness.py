@@ -279,6 +279,12 @@ class _Loop:
     def restore(self, checkpoint: Path) -> None:
         """Optimiser, schedule, RNG, data order and held-out scores from ``checkpoint``."""
         state = load_trainer_state(checkpoint, self.job.optimizer, self.job.scheduler)
+        if state.step > self.job.total_steps:  # it would "finish" without a step, unasked
+            raise ValueError(
+                f"--resume {self.run_dir}: the run is at step {state.step} ({checkpoint.name}), "
+                f"past this configuration's last step {self.job.total_steps}: resume with more "
+                "steps (steps=... / epochs=...), or start a new run"
+            )
         self.job.order.load_state_dict(state.data)
         self.start_step, self.restored = state.step, checkpoint
         self.evals = {int(k): v for k, v in state.extra.get("evals", {}).items()}

@@ -62,15 +62,18 @@ def test_a_hub_set_of_several_splits_as_held_out_set_needs_its_split(
     hub_cache.dataset("org/one", {"data.jsonl": rows})
     argv = ["eval", "--model", "org/tiny", "-n", "1", "--max-tokens", "4"]
     for name in ("org/ds", "org/fetched"):
-        assert rlvr([*argv, "--data", name]) == 2
-        assert (
-            f"{name}: holds the splits train, test; name one with --split"
-            in capsys.readouterr().err
-        )
+        for dry in ([], ["--dry-run"]):  # the dry run knows a hub set's splits too
+            assert rlvr([*argv, "--data", name, *dry]) == 2
+            err = capsys.readouterr().err
+            assert f"{name}: holds the splits train, test; name one with --split" in err
     report = tmp_path / "one.json"
     assert rlvr([*argv, "--data", "org/one", "--output", str(report)]) == 0  # one split: fine
     config = tmp_path / "run.yaml"
     hub = ["model.name=org/tiny", "data.train=org/ds", "data.eval=org/ds", "steps=1"]
     config.write_text(dump_yaml(train_config(*hub)))
-    assert rlvr(["train", "--config", str(config), f"log.output_dir={tmp_path / 'run'}"]) == 2
-    assert "data.eval: org/ds holds the splits train, test" in capsys.readouterr().err
+    for dry in ([], ["--dry-run"]):
+        assert (
+            rlvr(["train", "--config", str(config), f"log.output_dir={tmp_path / 'run'}", *dry])
+            == 2
+        )
+        assert "data.eval: org/ds holds the splits train, test" in capsys.readouterr().err

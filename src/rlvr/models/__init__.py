@@ -32,6 +32,10 @@ PRESET_CONFIGS: dict[str, Callable[[Path], Any]] = {}
 """Preset name -> ``config(cache_root)``: the transformers config of the model the preset
 builds, read without building it (``None`` when only the build tells)."""
 
+PRESET_NEEDS: dict[str, Callable[[Path], str | None]] = {}
+"""Preset name -> ``needs(cache_root)``: what building it needs that this machine lacks (a
+package, as an install command), ``None`` when nothing (or the preset is built)."""
+
 BUILTIN_PRESETS: dict[str, str] = {
     "tiny": "rlvr.presets.tiny",
     "smollm2-135m": "rlvr.models.smollm2",
@@ -53,18 +57,32 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 
 def register_preset(
-    name: str, *, config: Callable[[Path], Any] | None = None
+    name: str,
+    *,
+    config: Callable[[Path], Any] | None = None,
+    needs: Callable[[Path], str | None] | None = None,
 ) -> Callable[[Callable[[Path], Path]], Callable[[Path], Path]]:
     """Decorator: register ``builder(cache_root) -> model_dir`` under ``name``; ``config``:
-    see :data:`PRESET_CONFIGS` (without it, checks of the model's layers wait for the build)."""
+    see :data:`PRESET_CONFIGS` (without it, checks of the model's layers wait for the build);
+    ``needs``: see :data:`PRESET_NEEDS` (what a dry run names)."""
 
     def wrap(builder: Callable[[Path], Path]) -> Callable[[Path], Path]:
         PRESETS[name] = builder
         if config is not None:
             PRESET_CONFIGS[name] = config
+        if needs is not None:
+            PRESET_NEEDS[name] = needs
         return builder
 
     return wrap
+
+
+def preset_needs(name: str) -> str | None:
+    """What building the preset ``name`` needs that this machine lacks, else ``None`` (also
+    for a built preset, or a name that is no preset)."""
+    load_builtin(name, PRESETS, BUILTIN_PRESETS)
+    needs = PRESET_NEEDS.get(name)
+    return needs(cache_root()) if needs is not None else None
 
 
 def cache_root() -> Path:

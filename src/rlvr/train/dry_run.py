@@ -28,6 +28,7 @@ def dry_run_checks(
     ``model.name`` stands for a model an earlier pipeline stage makes, which has its layers:
     ``model.lora`` is checked on them, but the run does not fetch that model (no Hub note).
     """
+    from rlvr.models import preset_needs
     from rlvr.train.lora import check_adapters
     from rlvr.train.prompts import check_local_data
 
@@ -37,6 +38,8 @@ def dry_run_checks(
     warn_as_run(config, read)
     if line := device_note(config.model.device):
         note(line)
+    if own_model and (needs := preset_needs(config.model.name)):
+        note(f"model.name: {needs} (a run here would stop)")
     if config.model.lora.rank and importlib.util.find_spec("peft") is None:
         note(
             "model.lora.rank: LoRA adapters need peft: pip install 'rlvr[lora]' (a run here would stop)"

@@ -236,6 +236,57 @@ def test_sigterm_stops_the_study_as_ctrl_c_does_and_says_how_to_continue(small_s
     assert saved and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"
 
 
+def _worker_pids(run_dir: Path) -> list[int]:
+    """The processes running ``python -m rlvr.compare.worker run_dir``."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"rlvr.compare.worker" in argv and str(run_dir).encode() in argv:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker_first", [True, False])
+def test_a_scheduler_signalling_every_process_still_gets_the_step_in_flight_checkpoint(
+    small_study, tmp_path, worker_first
+):
+    """Slurm's scancel sends SIGTERM to every process of a job: the worker got it and the
+    runner's forwarded stop, a second signal, so it stopped at once without a checkpoint.
+    The runner's stop is now idempotent: a run already stopping goes on to its checkpoint."""
+    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
+    study = small_study(steps=40, seeds=[0], settings=settings)
+    out = tmp_path / "out"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "from rlvr.compare import load_study, run_study\n"
+         f"run_study(load_study({study!r}), {str(out)!r}, jobs=1, live=False)"],
+        env=worker_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    run_dir = plan(load_study(study), out / "runs")[0].run_dir
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and runner.poll() is None:
+        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
+            workers = _worker_pids(run_dir)
+            if not worker_first:
+                runner.send_signal(signal.SIGTERM)
+            for pid in workers:
+                os.kill(pid, signal.SIGTERM)
+            if worker_first:
+                runner.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.05)
+    err = runner.communicate(timeout=300)[1]
+    saved = sorted((run_dir / "checkpoints").glob("step_*"))
+    log = (run_dir / "worker.log").read_text()
+    assert saved and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}", log[-2000:]
+    assert "SIGTERM: each running run stops after its step in flight" in err, err[-2000:]
+
+
 @pytest.mark.parametrize(
     ("stop", "code"), [(KeyboardInterrupt(), 130), (Stopped(signal.SIGTERM), 143)]
 )
@@ -363,12 +414,12 @@ def test_a_finished_runs_checkpoints_go_unless_kept(
     assert (spec.run_dir / FINAL_FILE).exists() == final
 
 
-FINISH_ON_SIGINT = """
+FINISH_ON_STOP = """
 import json, signal, sys, time
 def stop(*_):  # the step in flight was the last: the run finishes
     open(sys.argv[1], "w").write("{}")
     sys.exit(0)
-signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGUSR1, stop)  # the runner's first stop, as a worker meets it
 print("ready", flush=True)
 time.sleep(60)
 """
@@ -386,7 +437,7 @@ def test_a_run_that_finishes_while_ctrl_c_stops_the_study_loses_its_checkpoints(
     state = RunState(spec, status="running", started=time.monotonic())
     final = str(spec.run_dir / FINAL_FILE)
     state.process = subprocess.Popen(
-        [sys.executable, "-c", FINISH_ON_SIGINT, final], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", FINISH_ON_STOP, final], stdout=subprocess.PIPE, text=True
     )
     assert state.process.stdout.readline() == "ready\n"
     _stop([state], keep_checkpoints=keep)

@@ -26,7 +26,15 @@ from pathlib import Path
 
 import rlvr
 from rlvr.compare.study import RunSpec
-from rlvr.compare.worker import FINAL_FILE, LOG_FILE, PROGRESS_FILE, RUN_FILE, RUNNER_ENV
+from rlvr.compare.worker import (
+    FINAL_FILE,
+    LOG_FILE,
+    PROGRESS_FILE,
+    RUN_FILE,
+    RUNNER_ENV,
+    STOP_AFTER_STEP,
+    STOP_NOW,
+)
 from rlvr.locks import refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
 from rlvr.train.interrupt import Stopped
@@ -232,8 +240,8 @@ def _stop(
     print(STOPPING.format(name=name), file=sys.stderr, flush=True)
     try:
         for state in running:
-            if state.process is not None:
-                state.process.send_signal(signal.SIGINT)
+            if state.process is not None:  # after its step, unless already stopping
+                state.process.send_signal(STOP_AFTER_STEP)
         for state in running:
             if state.process is not None:
                 state.process.wait()
@@ -244,11 +252,11 @@ def _stop(
 
 
 def _terminate(running: list[RunState], keep_checkpoints: bool = False) -> None:
-    """SIGTERM each running worker and wait for it: a killed study leaves resumable runs, not
-    orphans. A worker answers it as ``rlvr train`` does: after a first Ctrl-C at once, else
-    after its step in flight, with a checkpoint."""
+    """Send each running worker the runner's second stop (:data:`STOP_NOW`) and wait for it:
+    a killed study leaves resumable runs, not orphans. A worker already asked stops at once,
+    else after its step in flight, with a checkpoint."""
     for state in running:
         if state.process is not None:
-            state.process.terminate()
+            state.process.send_signal(STOP_NOW)
             state.process.wait()
             _reap(state, keep_checkpoints)

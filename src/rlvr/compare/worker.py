@@ -37,6 +37,7 @@ from typing import Any
 
 from rlvr.atomic import write_json
 from rlvr.train.harness import Callback
+from rlvr.train.interrupt import Stopped, ask_to_stop, stop_asked
 
 RUN_FILE = "run.yaml"
 PROGRESS_FILE = "progress.json"
@@ -145,14 +146,36 @@ def run(run_dir: Path, imports: Sequence[str] = ()) -> None:
     train(cfg, resume=started, callbacks=[StudyRecorder(run_dir, own_modules(cfg, imports))])
 
 
+STOP_AFTER_STEP = signal.SIGUSR1
+"""The runner's first stop (it got Ctrl-C or SIGTERM, or is gone): after the step in flight."""
+STOP_NOW = signal.SIGUSR2
+"""The runner's second stop: at once when the run was asked already, else after its step."""
+
+
+def _asked_by_runner(signum: int, frame: object) -> None:
+    """Stop after the step in flight, unless already asked: a scheduler that signals every
+    process of a job (Slurm's ``scancel``) reaches this run and its runner both, and a second
+    signal would stop it at once, without the step-in-flight checkpoint. Before the run's
+    steps begin (loading) it stops at once: nothing is in flight."""
+    if not ask_to_stop(signal.SIGINT):
+        raise Stopped(signal.SIGINT)
+
+
+def _asked_again_by_runner(signum: int, frame: object) -> None:
+    """The runner's second stop (Ctrl-C again, or an error in the runner)."""
+    if stop_asked() or not ask_to_stop(signal.SIGTERM):
+        raise Stopped(signal.SIGTERM)
+
+
 def stop_with_runner(runner_pid: int, poll_s: float = 1.0) -> threading.Thread:
-    """Send this process SIGTERM (the runner's own way to stop a worker) once ``runner_pid``
-    is no longer its parent; checked every ``poll_s`` seconds by a daemon thread."""
+    """Send this process :data:`STOP_AFTER_STEP` (the runner's own first stop) once
+    ``runner_pid`` is no longer its parent; checked every ``poll_s`` seconds by a daemon
+    thread."""
 
     def watch() -> None:
         while os.getppid() == runner_pid:
             time.sleep(poll_s)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), STOP_AFTER_STEP)  # met on the main thread
 
     thread = threading.Thread(target=watch, name="stop-with-runner", daemon=True)
     thread.start()
@@ -165,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m rlvr.compare.worker RUN_DIR [MODULE ...]", file=sys.stderr)
         return 2
     if runner := os.environ.get(RUNNER_ENV):
+        signal.signal(STOP_AFTER_STEP, _asked_by_runner)
+        signal.signal(STOP_NOW, _asked_again_by_runner)
         stop_with_runner(int(runner))
     for module in args[1:]:
         importlib.import_module(module)

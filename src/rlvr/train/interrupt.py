@@ -28,6 +28,8 @@ ASKED_BEFORE_TRAINING = (
 )
 _PYTHONS_OWN = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 """The handler each signal has unless someone installed another: only those are replaced."""
+_ACTIVE: list[StopRequest] = []
+"""The requests of the runs in progress in this process (:func:`ask_to_stop`)."""
 
 
 class Stopped(KeyboardInterrupt):
@@ -43,18 +45,44 @@ class ResumableError(RuntimeError):
     run adds how to its message): the steps before it stand."""
 
 
+def stop_asked() -> bool:
+    """Whether a run in progress in this process was already asked to stop."""
+    return any(request.asked for request in _ACTIVE)
+
+
+def ask_to_stop(signum: int) -> bool:
+    """Ask the runs in progress in this process to stop after their step in flight, as a
+    first ``signum`` would, but idempotently: a run already asked (a signal reached it, say
+    from a scheduler that signals every process of a job) is left as it is, and the ask does
+    not make the next signal a second one. False when no run is in progress."""
+    for request in _ACTIVE:
+        request.ask(signum)
+    return bool(_ACTIVE)
+
+
 class StopRequest:
-    """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C or SIGTERM came once."""
+    """``with StopRequest() as stop:`` ... ``stop.asked`` once Ctrl-C or SIGTERM came once (or
+    :func:`ask_to_stop` asked)."""
 
     def __init__(self) -> None:
         self.asked = False
+        self.signalled = False
+        """Whether a signal reached it: a second one stops at once."""
         self.signum: int = signal.SIGINT
         """The signal that asked (the last one)."""
         self.said = ASKED
         """What a first signal is told (:data:`ASKED`; before any step, :data:`ASKED_BEFORE_TRAINING`)."""
         self._installed: list[signal.Signals] = []
 
+    def ask(self, signum: int) -> None:
+        """Stop after the step in flight, as a first ``signum`` would (nothing when asked)."""
+        if not self.asked:
+            self.asked, self.signum = True, signum
+            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            print(self.said.format(name=name), file=sys.stderr, flush=True)
+
     def __enter__(self) -> StopRequest:
+        _ACTIVE.append(self)
         if threading.current_thread() is not threading.main_thread():
             return self
         for signum, own in _PYTHONS_OWN.items():
@@ -64,12 +92,12 @@ class StopRequest:
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.signum = signum
-        if self.asked:
+        if self.signalled:
+            self.signum = signum
             raise Stopped(signum)
-        self.asked = True
-        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        print(self.said.format(name=name), file=sys.stderr, flush=True)
+        self.signalled = True
+        self.ask(signum)
+        self.signum = signum
 
     def __exit__(
         self,
@@ -77,6 +105,7 @@ class StopRequest:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        _ACTIVE.remove(self)
         for signum in self._installed:
             signal.signal(signum, _PYTHONS_OWN[signum])
         self._installed = []

@@ -180,34 +180,48 @@ def test_a_worker_stops_when_its_runner_is_killed(small_study, tmp_path):
     assert not (spec.run_dir / FINAL_FILE).exists()  # it stopped, it did not finish the run
 
 
+LONG_RUN = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
+"""Study settings whose runs checkpoint only when stopped (40 steps: stopped long before)."""
+
+
+def _start_study(study: str, out: Path, command: list[str] | None = None) -> subprocess.Popen:
+    """``run_study`` of ``study`` in a process of its own (``command``: another, the CLI)."""
+    command = command or [
+        sys.executable, "-c", "from rlvr.compare import load_study, run_study\n"
+        f"run_study(load_study({study!r}), {str(out)!r}, jobs=1, live=False)",
+    ]  # fmt: skip
+    return subprocess.Popen(command, env=worker_env(), stderr=subprocess.PIPE, text=True)
+
+
+def _once_two_steps_logged(runner: subprocess.Popen, run_dir: Path, stop) -> str:
+    """Call ``stop()`` once ``run_dir`` logged two steps (rows 0 and 1); the runner's stderr."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and runner.poll() is None:
+        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
+            stop()
+            break
+        time.sleep(0.05)
+    return runner.communicate(timeout=300)[1]
+
+
+def _checkpointed_last_step(run_dir: Path) -> bool:
+    """The run's last checkpoint is of its last logged step (rows 0 .. that step)."""
+    saved = sorted((run_dir / "checkpoints").glob("step_*"))
+    return bool(saved) and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"
+
+
 @pytest.mark.slow
 def test_ctrl_c_stops_each_run_after_its_step_with_a_checkpoint(small_study, tmp_path):
     """Ctrl-C terminated the workers at once, though each had logged that it would stop after
     the step in flight with a checkpoint: a run checkpointing less often started over."""
-    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
-    study = small_study(steps=40, seeds=[0], settings=settings)
-    out = tmp_path / "out"
-    runner = subprocess.Popen(
-        [sys.executable, "-c", "import sys\nfrom rlvr.compare import load_study, run_study\n"
-         f"run_study(load_study({study!r}), {str(out)!r}, jobs=1, live=False)"],
-        env=worker_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    study, out = small_study(steps=40, seeds=[0], settings=LONG_RUN), tmp_path / "out"
+    runner = _start_study(study, out)
     run_dir = plan(load_study(study), out / "runs")[0].run_dir
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and runner.poll() is None:
-        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
-            runner.send_signal(signal.SIGINT)
-            break
-        time.sleep(0.05)
-    err = runner.communicate(timeout=300)[1]
+    err = _once_two_steps_logged(runner, run_dir, lambda: runner.send_signal(signal.SIGINT))
     assert "each running run stops after its step in flight" in err, err[-2000:]
-    saved = sorted((run_dir / "checkpoints").glob("step_*"))
-    assert saved, (run_dir / "worker.log").read_text()[-2000:]
-    assert not (run_dir / FINAL_FILE).exists()
-    assert saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"  # rows 0 .. the last step
     log = (run_dir / "worker.log").read_text()
+    assert _checkpointed_last_step(run_dir), log[-2000:]
+    assert not (run_dir / FINAL_FILE).exists()
     assert "Traceback" not in log and "the same `rlvr compare` command resumes" in log, log
 
 
@@ -216,24 +230,15 @@ def test_sigterm_stops_the_study_as_ctrl_c_does_and_says_how_to_continue(small_s
     """A scheduler's SIGTERM killed `rlvr compare` without a word (its workers, orphaned,
     stopped themselves); it is met as Ctrl-C: each run stops after its step in flight with a
     checkpoint, the command says so and how to continue, and exits 143."""
-    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
-    study = small_study(steps=40, seeds=[0], settings=settings)
-    out = tmp_path / "out"
+    study, out = small_study(steps=40, seeds=[0], settings=LONG_RUN), tmp_path / "out"
     command = [sys.executable, "-m", "rlvr", "compare", study, "--out", str(out), "--jobs", "1"]
-    runner = subprocess.Popen(command, env=worker_env(), stderr=subprocess.PIPE, text=True)
+    runner = _start_study(study, out, command)
     run_dir = plan(load_study(study), out / "runs")[0].run_dir
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and runner.poll() is None:
-        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
-            runner.send_signal(signal.SIGTERM)
-            break
-        time.sleep(0.05)
-    err = runner.communicate(timeout=300)[1]
+    err = _once_two_steps_logged(runner, run_dir, lambda: runner.send_signal(signal.SIGTERM))
     assert runner.returncode == 143, err[-2000:]
     assert "SIGTERM: each running run stops after its step in flight" in err, err[-2000:]
     assert f"to continue: rlvr compare {study} --out {out} --jobs 1" in err
-    saved = sorted((run_dir / "checkpoints").glob("step_*"))
-    assert saved and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}"
+    assert _checkpointed_last_step(run_dir)
 
 
 def _worker_pids(run_dir: Path) -> list[int]:
@@ -257,33 +262,18 @@ def test_a_scheduler_signalling_every_process_still_gets_the_step_in_flight_chec
     """Slurm's scancel sends SIGTERM to every process of a job: the worker got it and the
     runner's forwarded stop, a second signal, so it stopped at once without a checkpoint.
     The runner's stop is now idempotent: a run already stopping goes on to its checkpoint."""
-    settings = {"threads": 1, "checkpoint": {"every": 100, "keep_last": 1}}
-    study = small_study(steps=40, seeds=[0], settings=settings)
-    out = tmp_path / "out"
-    runner = subprocess.Popen(
-        [sys.executable, "-c", "from rlvr.compare import load_study, run_study\n"
-         f"run_study(load_study({study!r}), {str(out)!r}, jobs=1, live=False)"],
-        env=worker_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    study, out = small_study(steps=40, seeds=[0], settings=LONG_RUN), tmp_path / "out"
+    runner = _start_study(study, out)
     run_dir = plan(load_study(study), out / "runs")[0].run_dir
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and runner.poll() is None:
-        if (run_dir / "metrics.jsonl").exists() and _steps_logged(run_dir) >= 2:
-            workers = _worker_pids(run_dir)
-            if not worker_first:
-                runner.send_signal(signal.SIGTERM)
-            for pid in workers:
-                os.kill(pid, signal.SIGTERM)
-            if worker_first:
-                runner.send_signal(signal.SIGTERM)
-            break
-        time.sleep(0.05)
-    err = runner.communicate(timeout=300)[1]
-    saved = sorted((run_dir / "checkpoints").glob("step_*"))
-    log = (run_dir / "worker.log").read_text()
-    assert saved and saved[-1].name == f"step_{_steps_logged(run_dir) - 1:06d}", log[-2000:]
+
+    def scancel() -> None:
+        pids = _worker_pids(run_dir)
+        pids = [*pids, runner.pid] if worker_first else [runner.pid, *pids]
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+
+    err = _once_two_steps_logged(runner, run_dir, scancel)
+    assert _checkpointed_last_step(run_dir), (run_dir / "worker.log").read_text()[-2000:]
     assert "SIGTERM: each running run stops after its step in flight" in err, err[-2000:]
 
 

@@ -594,8 +594,10 @@ def source_splits(source: str, config: str | None = None) -> list[str]:
     copy, no network: its load says so)."""
     import datasets
 
-    if source in DATASETS or is_local(source) or Path(source).expanduser().exists():
-        return [] if source in DATASETS else folder_splits(source)
+    if source in DATASETS:
+        return []
+    if is_local(source):
+        return folder_splits(source)
     if snapshot := _offline_snapshot(source, config):
         return folder_splits(snapshot)
     try:

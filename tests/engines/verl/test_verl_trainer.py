@@ -262,7 +262,7 @@ def test_trainer_writes_statistics_after_the_advantages(monkeypatch):
 
 def composed_config(mode, loss_mode="rlvr_apmpo"):
     """verl's own ``ppo_trainer`` config with ``trainer.v1.trainer_mode=mode``."""
-    from hydra import compose, initialize_config_module
+    from rlvr.engines.verl.check import compose
 
     overrides = [
         f"trainer.v1.trainer_mode={mode}",
@@ -272,8 +272,7 @@ def composed_config(mode, loss_mode="rlvr_apmpo"):
         "actor_rollout_ref.rollout.n=4",
         "+trainer.v1.sync.parameter_sync_step=2",
     ]
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        return compose("ppo_trainer", overrides=overrides)
+    return compose(overrides)
 
 
 def test_the_rlvr_mode_runs_verl_sync_code_paths():

@@ -63,14 +63,7 @@ def check_pipeline(
     layers = None  # the first model stage's model: every later one has its layers
     for stage in pipeline.stages:
         if stage.kind == "data":  # a data step's options and files; it has no run configuration
-            run_dir = Path(pipeline.output_dir) / stage.name
-            if _finished(run_dir, stage) is None:  # else only skipped
-                options = _check_data(
-                    pipeline, stage, by_stage[stage.name], frozenset(produced), model
-                )
-                _check_sampler(pipeline, stage, options, device, note)
-            else:
-                data_step(pipeline, stage, by_stage[stage.name])
+            _check_data_stage(pipeline, stage, by_stage[stage.name], produced, model, device, note)
             produced.add(str((Path(pipeline.output_dir) / stage.name / DATA_FILE).absolute()))
             configs.append(None)
             continue
@@ -90,6 +83,24 @@ def check_pipeline(
         configs.append(cfg)
     _check_finished(pipeline, by_stage, first)
     return configs
+
+
+def _check_data_stage(
+    pipeline: Pipeline,
+    stage: Stage,
+    overrides: list[str],
+    produced: set[str],
+    model: str | None,
+    device: bool,
+    note: Callable[[str], None] | None,
+) -> None:
+    """A data stage's options, the files it reads and its sampler; a finished one's options only
+    (it is skipped)."""
+    if _finished(Path(pipeline.output_dir) / stage.name, stage) is None:
+        options = _check_data(pipeline, stage, overrides, frozenset(produced), model)
+        _check_sampler(pipeline, stage, options, device, note)
+    else:
+        data_step(pipeline, stage, overrides)
 
 
 def _check_output_dir(out: Path) -> None:

@@ -15,8 +15,10 @@ from filelock import FileLock, Timeout
 def holding(lock_file: Path, busy: str) -> Iterator[None]:
     """Hold ``lock_file`` (its folder made) for the block; ``ValueError(busy)`` at once when
     another holder has it (another process, or another lock on it in this one). On a
-    filesystem without file locks (some network mounts) the block runs unlocked, with a
-    warning: a lock must not stop the run it guards."""
+    filesystem without file locks (some network mounts) filelock keeps a marker file naming
+    the holder's process instead (freed when that process is gone); where it refuses to
+    (older versions), the block runs unlocked with a warning: a lock must not stop the run
+    it guards."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(lock_file)
     try:

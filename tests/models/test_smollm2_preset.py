@@ -103,3 +103,19 @@ def test_the_converted_config_has_no_quantization_config(tmp_path, monkeypatch):
     (cached / "config.json").write_text(json.dumps({**config, "quantization_config": None}))
     assert smollm2.build_smollm2(tmp_path / "cache") == cached
     assert json.loads((cached / "config.json").read_text()) == config
+
+
+def test_the_first_build_says_what_it_does_and_a_built_copy_says_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    """Minutes of conversion showed only transformers' GGUF progress bar, naming no preset."""
+    monkeypatch.setattr(smollm2, "_smollm2_gguf", lambda: tmp_path / smollm2.SMOLLM2_GGUF)
+    _fake_transformers(monkeypatch, lambda: None)
+    built = smollm2.build_smollm2(tmp_path / "cache")
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        f"smollm2-135m preset: converting {smollm2.SMOLLM2_GGUF} once into {built} "
+        "(a few minutes on a CPU; later runs read the copy)"
+    ]
+    smollm2.build_smollm2(tmp_path / "cache")
+    assert capsys.readouterr().err == ""

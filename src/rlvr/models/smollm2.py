@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -59,6 +60,12 @@ def build_smollm2(cache: Path) -> Path:
         _drop_null_quantization(target / "config.json")
         return target
     gguf = _smollm2_gguf()
+    print(
+        f"smollm2-135m preset: converting {gguf.name} once into {target} "
+        "(a few minutes on a CPU; later runs read the copy)",
+        file=sys.stderr,
+        flush=True,
+    )
     # A directory of this process's own: runs started together (``rlvr compare --jobs``)
     # may all convert on first use; the first to finish keeps its copy.
     cache.mkdir(parents=True, exist_ok=True)

@@ -424,6 +424,37 @@ def test_a_split_or_config_a_cached_hub_set_lacks_is_not_told_it_is_uncached(hub
     assert "HF_HUB_OFFLINE" not in str(err.value) and "named sets" not in str(err.value)
 
 
+def test_an_offline_load_from_the_cache_does_not_say_it_reads_the_cache(
+    hub_cache, caplog, monkeypatch
+):
+    """Each offline load of a cached hub set (and each look at its splits) logged two lines of
+    `datasets`, "Using the latest cached version of the dataset since org/ds couldn't be found
+    on the Hugging Face Hub (offline mode is enabled)." and "Found the latest cached dataset
+    configuration ...": noise when HF_HUB_OFFLINE was set on purpose. They are gone; another
+    warning of `datasets` is not, and a set the cache lacks is still one line."""
+    import logging
+
+    from huggingface_hub import constants
+
+    from rlvr.data.loading import quiet_offline_cache, source_splits
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows = "".join(json.dumps(row) + "\n" for row in MATH500_ROWS).encode()
+    hub_cache.dataset("org/ds", {"train.jsonl": rows, "test.jsonl": rows})
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert len(load_examples("org/ds", fields="math500", split="test")) == 2
+        assert source_splits("org/ds") == ["train", "test"]
+        with quiet_offline_cache():
+            logging.getLogger("datasets.load").warning("a real warning")
+    said = [record.getMessage() for record in caplog.records]
+    assert said == ["a real warning"]
+    with pytest.raises(ValueError) as err:
+        load_examples("org/no-such-set")
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith("could not load dataset 'org/no-such-set' (config None, ")
+
+
 def test_a_hub_set_downloaded_without_datasets_loads_offline(hub_cache):
     """A hub set fetched with `huggingface-cli download` (its files in the Hugging Face cache,
     no tables `datasets` built) was refused offline as not reachable: `datasets` reads only

@@ -17,8 +17,11 @@ reference ``72`` (:func:`final_answer`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -239,7 +242,48 @@ def _load_dataset(source: str, config: str | None, split: str, options: dict[str
             return datasets.load_dataset(snapshot, config, split=split)
         except FileNotFoundError:  # a partial download: not this config's files
             pass
-    return datasets.load_dataset(source, config, split=split, **options)
+    with quiet_offline_cache():
+        return datasets.load_dataset(source, config, split=split, **options)
+
+
+_CACHE_NOTES = (
+    "Using the latest cached version of the dataset since",
+    "Found the latest cached dataset configuration",
+)
+"""How ``datasets`` begins the two warnings it logs each time it reads a hub dataset from its
+cache instead of the Hub: with ``HF_HUB_OFFLINE`` set by the user, that is what was asked."""
+_CACHE_LOGGERS = ("datasets.load", "datasets.packaged_modules.cache.cache")
+"""The ``datasets`` loggers that log them."""
+_QUIET = contextvars.ContextVar("rlvr_quiet_offline_cache", default=False)
+
+
+class _CacheNotes(logging.Filter):
+    """Drops :data:`_CACHE_NOTES` inside :func:`quiet_offline_cache`; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_QUIET.get() and record.getMessage().startswith(_CACHE_NOTES))
+
+
+@contextlib.contextmanager
+def quiet_offline_cache() -> Iterator[None]:
+    """Within the block, with ``HF_HUB_OFFLINE`` set, ``datasets`` does not log that it reads
+    a hub dataset from its cache (:data:`_CACHE_NOTES`, two lines per load); its other warnings
+    and its errors are as they were, and so is every load outside the block."""
+    import datasets
+    from huggingface_hub import constants
+
+    if not (constants.HF_HUB_OFFLINE or datasets.config.HF_HUB_OFFLINE):
+        yield  # online, reading the cache means the Hub could not be reached: worth a line
+        return
+    for name in _CACHE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _CacheNotes) for f in logger.filters):
+            logger.addFilter(_CacheNotes())
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def _load_saved(path: Path, source: str, split: str) -> Iterable[Any]:
@@ -601,7 +645,8 @@ def source_splits(source: str, config: str | None = None) -> list[str]:
     if snapshot := _offline_snapshot(source, config):
         return folder_splits(snapshot)
     try:
-        return [str(split) for split in datasets.get_dataset_split_names(source, config)]
+        with quiet_offline_cache():
+            return [str(split) for split in datasets.get_dataset_split_names(source, config)]
     except (OSError, ValueError, datasets.exceptions.DatasetsError):
         return []
 

@@ -210,6 +210,58 @@ def test_an_offline_dry_run_says_whether_the_cache_holds_each_hub_name(
     )
 
 
+def test_an_offline_dry_run_refuses_a_split_the_cached_hub_set_lacks(
+    tmp_path, capsys, monkeypatch, hub_cache
+):
+    """`rlvr train --dry-run data.train=org/ds data.split=validation` passed offline, though the
+    cache knows the set's splits; the run then stopped on datasets' error. The dry runs of
+    `train`, `sft` and `eval` (and a named set's own split) now stop on the run's own line."""
+    from huggingface_hub import constants
+
+    from rlvr.data import load_examples
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows = b'{"prompt": "1 + 1 =", "answer": "2", "response": "2"}\n'
+    hub_cache.dataset("org/ds", {"train.jsonl": rows, "test.jsonl": rows})
+    hub_cache.dataset(
+        "HuggingFaceH4/MATH-500", {"test.jsonl": b'{"problem": "1 + 1", "answer": "2"}\n'}
+    )
+    with pytest.raises(ValueError) as run:  # what the run says, loading the set
+        load_examples("org/ds", split="validation")
+    refused = f"rlvr: error: {run.value}\n"
+    capsys.readouterr()  # datasets building the cache's tables
+    assert "Unknown split \"validation\". Should be one of ['train', 'test']" in refused
+    out = f"log.output_dir={tmp_path / 'r'}"
+    base = ["--dry-run", "data.train=org/ds", out]
+    train = ["train", *base, "reward.verifier=math", "data.eval=null"]
+    sft = ["sft", *base, "data.prompt_field=prompt", "data.response_field=response"]
+    evaluation = ["eval", "--dry-run", "--model", "tiny", "--data", "org/ds"]
+    evaluation += ["--output", str(tmp_path / "o.json"), "--split", "validation"]
+    for argv in ([*train, "data.split=validation"], [*sft, "data.split=validation"], evaluation):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == refused
+    held_out = ["data.eval=org/ds", "data.eval_split=dev"]
+    assert main(["train", *base, "reward.verifier=math", *held_out]) == 2
+    assert "split 'dev'): Unknown split \"dev\"." in capsys.readouterr().err
+    assert main(["train", "--dry-run", "data.train=math500", "data.split=train", out]) == 2
+    assert capsys.readouterr().err == (
+        "rlvr: error: could not load dataset 'HuggingFaceH4/MATH-500' (config None, split "
+        "'train'): Unknown split \"train\". Should be one of ['test'].\n"
+    )
+    assert main([*train, "data.split=test"]) == 0  # a split the set has passes
+    checkpoint = tmp_path / "run" / "checkpoints" / "step_000004"  # a run's held-out set
+    checkpoint.mkdir(parents=True)
+    for name in ("config.json", "tokenizer.json"):
+        (checkpoint / name).write_text("{}")
+    config = "data: {train: qa.jsonl, eval: org/ds, eval_split: dev}\n"
+    (tmp_path / "run" / "config.yaml").write_text(config)
+    capsys.readouterr()
+    assert main(["eval", "--dry-run", "--model", str(checkpoint)]) == 2
+    assert capsys.readouterr().err.endswith(
+        "split 'dev'): Unknown split \"dev\". Should be one of ['train', 'test'].\n"
+    )
+
+
 def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(tmp_path):
     """A config on ``base: demo`` that sets only ``data.train`` keeps the demo's generated
     held-out set and its task's verifier: the run warned about both, ``--dry-run`` (where a

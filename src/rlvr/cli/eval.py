@@ -216,14 +216,16 @@ class Against(NamedTuple):
 
 def _source_line(args: argparse.Namespace, item: str) -> str:
     """The dry run's line of one ``--data`` source: a local one read (a missing file or field
-    fails here) with its count of problems, a named or hub set only named."""
-    from rlvr.data.loading import check_source, is_local
+    fails here) with its count of problems, a named or hub set only named (offline, a split
+    its cached copy lacks is refused as the evaluation would refuse it)."""
+    from rlvr.data.loading import check_hub_split, check_source, is_local
 
     source = item.partition("::")[0]
     check_source(source)
     if is_local(source):
         return f"{item}: {len(_load_one(args, item))} problems"
     _check_split(args, source)  # a hub set's splits are known without reading it
+    check_hub_split(source, args.split)  # offline, from the cache: the split asked for
     return not_read(item)
 
 

@@ -403,8 +403,8 @@ def _flags_named() -> Iterator[None]:
 def run_dry_run(run: FromRun) -> str:
     """The dry run's line of the run's held-out set: a local one read as the run reads it (a
     missing file or field fails here), a generated one's size and seed, a named or hub set
-    only named."""
-    from rlvr.data.loading import check_source, is_local
+    only named (offline, a split its cached copy lacks is refused: :func:`check_hub_split`)."""
+    from rlvr.data.loading import check_hub_split, check_source, is_local
     from rlvr.train.prompts import generated_prefix, read_examples
 
     data = run.config.data
@@ -414,6 +414,7 @@ def run_dry_run(run: FromRun) -> str:
         return f"{source}: {size} problems, generated as the run's (seed {data.gym.held_out_seed})"
     check_source(source)
     if source in DATASETS or not is_local(source):
+        check_hub_split(source, data.eval_split or data.split)  # offline: from the cache
         return not_read(source)
     held = data.held_out()
     with _flags_named():

@@ -216,9 +216,7 @@ def _load_hf(source: str, split: str, config: str | None):
     except datasets.exceptions.DatasetsError as err:  # files that do not make one table
         cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
         told = cause[0] if len(cause) == 1 else f"{cause[0]} ... {cause[-1]}"
-        raise ValueError(
-            f"could not load dataset {source!r} (config {config!r}, split {split!r}): {told}"
-        ) from err
+        raise ValueError(f"{_cannot_load(source, config, split)}: {told}") from err
     except (FileNotFoundError, ValueError, ConnectionError) as err:
         found = path.exists() or hub_cached(source)  # the split or config is what is missing
         offline = (
@@ -226,9 +224,14 @@ def _load_hf(source: str, split: str, config: str | None):
             "or directory)"
         )
         raise ValueError(
-            f"could not load dataset {source!r} (config {config!r}, split {split!r}): {err}"
+            f"{_cannot_load(source, config, split)}: {err}"
             + ("" if found else (offline if constants.HF_HUB_OFFLINE else "") + _not_named(source))
         ) from err
+
+
+def _cannot_load(source: str, config: str | None, split: str) -> str:
+    """How an error loading the hub dataset or folder ``source`` begins."""
+    return f"could not load dataset {source!r} (config {config!r}, split {split!r})"
 
 
 def _load_dataset(source: str, config: str | None, split: str, options: dict[str, Any]):
@@ -649,6 +652,29 @@ def source_splits(source: str, config: str | None = None) -> list[str]:
             return [str(split) for split in datasets.get_dataset_split_names(source, config)]
     except (OSError, ValueError, datasets.exceptions.DatasetsError):
         return []
+
+
+def check_hub_split(source: str, split: str | None, config: str | None = None) -> None:
+    """Refuse, with the line loading it gives (``Unknown split "validation". Should be one of
+    ['train', 'test'].``), a ``split`` the hub dataset or named set ``source`` lacks, when its
+    splits are known without fetching anything: with ``HF_HUB_OFFLINE`` set, from the Hugging
+    Face cache (:func:`source_splits`). ``split`` ``None``: the one a load reads, a named set's
+    own, else ``train``. Nothing is checked of a local source, online, or of a set whose splits
+    the cache cannot tell (no copy: the load says so)."""
+    from huggingface_hub import constants
+
+    if not constants.HF_HUB_OFFLINE or is_local(source):
+        return
+    spec = DATASETS.get(source)
+    repo, configs = (spec.hub, spec.configs) if spec else (source, (None,))
+    split = split or (spec.split if spec else "train")
+    for each in (config,) if config else configs:
+        splits = source_splits(repo, each)
+        if splits and split not in splits:  # as datasets' ArrowReader says it
+            raise ValueError(
+                f'{_cannot_load(repo, each, split)}: Unknown split "{split}". Should be one of '
+                f"{splits}."
+            )
 
 
 def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[Row], str]:

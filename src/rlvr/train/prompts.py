@@ -24,7 +24,14 @@ from rlvr.data import (
 )
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
 from rlvr.data.code_tasks import code_task_rows, keys_in
-from rlvr.data.loading import MissingField, MissingSplit, NoRows, is_local, source_splits
+from rlvr.data.loading import (
+    MissingField,
+    MissingSplit,
+    NoRows,
+    check_hub_split,
+    is_local,
+    source_splits,
+)
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -295,7 +302,8 @@ def check_local_data(
     cfg: DataConfig | SFTDataConfig, *, produced: frozenset[str] = frozenset()
 ) -> dict[str, int]:
     """Read the local ``data.train`` / ``data.eval`` files as the run will, without a tokenizer:
-    ``--dry-run`` finds a malformed row or a missing field before anything loads.
+    ``--dry-run`` finds a malformed row or a missing field before anything loads; of a named
+    set or hub name, offline, a split its cached copy lacks (:func:`check_hub_split`).
     ``produced``: files an earlier pipeline stage will write (not read). Returns the rows
     read, by role (``train``, ``eval``; a role not read is left out)."""
     read = {}
@@ -303,8 +311,8 @@ def check_local_data(
         source = getattr(cfg, role)
         if not source or generated_prefix(source) or source in produced:
             continue
-        if source in DATASETS or not is_local(source):
-            _split(cfg, source, role)  # a hub set's splits are known without reading it
+        if source in DATASETS or not is_local(source):  # its splits are known unread offline
+            check_hub_split(source, _split(cfg, source, role))
             continue  # a named set or hub name (a folder named data/mine is read: it exists)
         if isinstance(cfg, SFTDataConfig):
             limit = cfg.max_examples if role == "train" else None

@@ -262,6 +262,32 @@ def test_an_offline_dry_run_refuses_a_split_the_cached_hub_set_lacks(
     )
 
 
+def test_a_file_rlvr_data_gen_wrote_trains_without_data_fields(tmp_path, capsys):
+    """`rlvr train data.train=gen.jsonl` on a file `rlvr data gen chain_sum` wrote stopped on the
+    missing `prompt` field until `data.fields=reasoning_gym` was added; it now reads the file
+    (every row, as the run does) and does not warn that the demo's chain-sum verifier scores
+    data of yours, as it does not for the explicit mapping, which still works."""
+    gen = tmp_path / "gen.jsonl"
+    assert main(["data", "gen", "chain_sum", "--size", "8", "-o", str(gen)]) == 0
+    capsys.readouterr()
+    argv = [
+        "train",
+        "--dry-run",
+        f"data.train={gen}",
+        "data.eval=null",
+        "rollout.prompts_per_step=8",
+    ]
+    argv.append(f"log.output_dir={tmp_path / 'r'}")
+    assert _said(argv, capsys) == ([], [])
+    assert _said([*argv, "data.fields=reasoning_gym"], capsys) == ([], [])
+    assert main([*argv, "data.prompt_field=problem"]) == 2  # fields named: read as named
+    assert "missing field 'problem'" in capsys.readouterr().err
+    plain = tmp_path / "plain.jsonl"  # your own rows: the verifier of the demo's task is told
+    plain.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    said = _said([*argv, f"data.train={plain}", "rollout.prompts_per_step=1"], capsys)[1]
+    assert len(said) == 1 and said[0].startswith("reward.verifier is reasoning_gym:chain_sum")
+
+
 def test_a_dry_run_gives_the_run_s_warnings_on_the_demo_s_task_beside_your_data(tmp_path):
     """A config on ``base: demo`` that sets only ``data.train`` keeps the demo's generated
     held-out set and its task's verifier: the run warned about both, ``--dry-run`` (where a

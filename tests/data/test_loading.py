@@ -374,17 +374,39 @@ def test_a_pretty_printed_single_object_is_named_as_such(tmp_path):
     assert [e.reference for e in load_examples(str(path))] == ["2"]
 
 
-def test_a_generated_row_read_with_the_default_fields_names_the_mapping_it_needs(tmp_path):
-    """`rlvr data gen` writes reasoning-gym rows (question, answer, metadata): the error for
-    the missing `prompt` says which mapping reads them."""
-    row = {"id": "c-0", "question": "1 + 1 =", "answer": "2", "metadata": {"source_dataset": "x"}}
+def test_rows_as_rlvr_data_gen_writes_them_load_without_naming_their_mapping(tmp_path):
+    """A file `rlvr data gen` wrote (reasoning-gym rows: id, question, answer, metadata; code
+    tasks: id, question, tests, family, level, key) given without `data.fields` stopped on the
+    missing `prompt` field, the error saying to add `data.fields=reasoning_gym`. Such rows are
+    recognised and load with their mapping; a named mapping still wins, and ordinary question /
+    answer rows are not taken for them."""
+    from rlvr.data.code_tasks import code_task_rows
+    from rlvr.data.gym import write_jsonl
+
+    gym = {"id": "c-0-0", "question": "1 + 1 =", "answer": "2",
+           "metadata": {"source_dataset": "chain_sum", "source_index": 0}}  # fmt: skip
     path = tmp_path / "gen.jsonl"
-    path.write_text(json.dumps(row) + "\n")
+    write_jsonl([gym, {**gym, "id": "c-0-1"}], path)
+    examples = load_examples(str(path))
+    assert examples == load_examples(str(path), fields="reasoning_gym")
+    assert examples[0].reference == gym and examples[1].id == "c-0-1"
+    code = tmp_path / "code.jsonl"
+    write_jsonl(code_task_rows("all", size=2, seed=0), code)
+    assert load_examples(str(code)) == load_examples(str(code), fields="code_tasks")
+    assert set(load_examples(str(code))[0].reference) == {"fn_name", "inputs", "outputs"}
     with pytest.raises(
         ValueError, match="as rlvr data gen writes: use the field mapping reasoning_gym"
     ):
+        load_examples(str(path), fields=FieldMap(prompt="problem"))  # other fields: named
+    plain = {"id": "q1", "question": "1 + 1 =", "answer": "2", "metadata": {"level": 1}}
+    write_jsonl([plain], path)  # no source_dataset: not a reasoning-gym row
+    with pytest.raises(ValueError, match="missing field 'prompt'"):
         load_examples(str(path))
-    assert load_examples(str(path), fields="reasoning_gym")[0].prompt == "1 + 1 ="
+    write_jsonl([{**gym, "prompt": "Q: 1 + 1 ="}], path)  # the default mapping reads it
+    assert load_examples(str(path))[0].reference == "2"
+    write_jsonl([{key: v for key, v in gym.items() if key != "id"}], path)
+    with pytest.raises(ValueError, match="missing field 'prompt'"):
+        load_examples(str(path))  # not as rlvr data gen writes it (no id)
 
 
 def test_a_hub_set_unreachable_offline_says_so(monkeypatch, hub_cache):

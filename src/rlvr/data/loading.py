@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rlvr.data.fields import DATASETS, FieldMap, field_map
+from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap, field_map
 
 Messages = list[dict[str, str]]
 Row = tuple[str, dict[str, Any]]  # (location for error messages, row)
@@ -360,6 +360,52 @@ def _not_named(source: str) -> str:
     close = close or difflib.get_close_matches(source.lower(), DATASETS, n=1)
     guess = f"did you mean {close[0]}? " if close else ""
     return f"; {guess}named sets: {', '.join(sorted(DATASETS))}"
+
+
+def generated_fields(row: Any) -> str | None:
+    """The field mapping of a row as ``rlvr data gen`` writes it, which has no ``prompt`` field
+    (the default mapping's): ``reasoning_gym`` for a reasoning-gym entry with its id (``id``,
+    ``question``, ``answer``, ``metadata.source_dataset``: :mod:`rlvr.data.gym`),
+    ``code_tasks`` for a code task (``id``, ``question``, ``tests`` with ``fn_name``,
+    ``inputs`` and ``outputs``, ``family``, ``level``, ``key``: :mod:`rlvr.data.code_tasks`);
+    ``None`` for any other row (a plain ``question`` / ``answer`` one too).
+
+    >>> generated_fields({"id": "chain_sum-0-3", "question": "1 + 2 =", "answer": "3",
+    ...                   "metadata": {"source_dataset": "chain_sum", "source_index": 3}})
+    'reasoning_gym'
+    >>> generated_fields({"id": "q1", "question": "1 + 2 =", "answer": "3"}) is None
+    True
+    """
+    if not isinstance(row, dict) or "prompt" in row or not isinstance(row.get("question"), str):
+        return None
+    if not isinstance(row.get("id"), str):
+        return None
+    metadata, tests = row.get("metadata"), row.get("tests")
+    if "answer" in row and isinstance(metadata, dict):
+        return "reasoning_gym" if isinstance(metadata.get("source_dataset"), str) else None
+    code = isinstance(tests, dict) and {"fn_name", "inputs", "outputs"} <= tests.keys()
+    return "code_tasks" if code and {"family", "level", "key"} <= row.keys() else None
+
+
+def file_fields(source: str) -> str | None:
+    """The mapping :func:`generated_fields` finds in the first row of the local row file
+    ``source``; ``None`` for another source, or a first row that cannot be read (loading the
+    file says why)."""
+    path = Path(source).expanduser()
+    if path.suffix not in FILE_SUFFIXES or not path.is_file():
+        return None
+    try:
+        first = next(iter(read_file(path)), None)
+    except (OSError, ValueError):
+        return None
+    return generated_fields(first[1]) if first else None
+
+
+def detected_map(mapping: FieldMap, row: Any) -> FieldMap:
+    """``mapping``; the default one, on a first ``row`` as ``rlvr data gen`` writes it (whose
+    ``prompt`` it would miss), is that row's mapping (:func:`generated_fields`)."""
+    name = generated_fields(row) if mapping == FIELD_MAPS["default"] else None
+    return FIELD_MAPS[name] if name else mapping
 
 
 def _generated_hint(row: Any) -> str:
@@ -717,7 +763,8 @@ def load_examples(
     """Load ``source`` (named dataset, file, directory or hub name) as :class:`Example` s.
 
     ``fields`` is a :class:`FieldMap` or a name in ``FIELD_MAPS`` (named datasets bring
-    their own); ``template`` wraps each prompt (``"{prompt}"`` marks where); ``limit``
+    their own; the default mapping on rows as ``rlvr data gen`` writes them: theirs,
+    :func:`generated_fields`); ``template`` wraps each prompt (``"{prompt}"`` marks where); ``limit``
     keeps the first examples; ``name`` labels them (default: dataset or file name);
     ``unique`` drops rows whose prompt repeats an earlier one (default: the named
     dataset's setting, else off); ``check(example)`` raises ``ValueError`` for an example
@@ -737,6 +784,7 @@ def load_examples(
     examples: list[Example] = []
     seen: set[str] = set()
     for index, (where, row) in enumerate(rows):
+        mapping = detected_map(mapping, row) if index == 0 else mapping
         example = row_to_example(row, where, mapping, dataset=dataset, index=index)
         if check is not None:
             try:

@@ -29,6 +29,7 @@ from rlvr.data.loading import (
     MissingSplit,
     NoRows,
     check_hub_split,
+    file_fields,
     is_local,
     source_splits,
 )
@@ -176,11 +177,22 @@ def warn_generated_held_out(cfg: DataConfig) -> bool:
     return other
 
 
+def train_fields(cfg: DataConfig) -> str | None:
+    """The named mapping ``data.train`` loads with: ``data.fields``; with the default field
+    keys, that of a local file's rows as ``rlvr data gen`` writes them (``reasoning_gym``,
+    ``code_tasks``: :func:`~rlvr.data.loading.file_fields`); else ``None``."""
+    if cfg.fields is not None:
+        return cfg.fields
+    default = FieldMap(prompt=cfg.prompt_field, answer=cfg.answer_field) == FieldMap()
+    return file_fields(cfg.train) if default and cfg.train else None
+
+
 def warn_task_verifier(cfg: DataConfig, verifier: str) -> bool:
     """Warn when the verifier scores one reasoning-gym task (the ``demo`` base's
     ``reasoning_gym:chain_sum``, kept by a config that set only the data) while the training
-    data is yours: it reads answers as that task's, so a fraction or an expression scores wrong."""
-    yours = generated_prefix(cfg.train) is None and cfg.fields != GENERATED[GYM_PREFIX]
+    data is yours: it reads answers as that task's, so a fraction or an expression scores wrong.
+    A file of reasoning-gym rows (``rlvr data gen``, or ``data.fields=reasoning_gym``) is not."""
+    yours = generated_prefix(cfg.train) is None and train_fields(cfg) != GENERATED[GYM_PREFIX]
     other = verifier.startswith(GYM_PREFIX) and yours
     if other:
         warnings.warn(

@@ -116,7 +116,7 @@ class DataConfig:
     gym: GymConfig = field(default_factory=GymConfig)
     """Sizes and seed of generated ``reasoning_gym:`` / ``code_tasks:`` sets (cached under ``$RLVR_CACHE/data``)."""
     fields: str | None = None
-    """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field``."""
+    """Named field mapping (``reasoning_gym``, ``dapo-math``, ...); ``None``: ``prompt_field``/``answer_field`` (a file of rows as ``rlvr data gen`` writes them, with those at their defaults: its rows' own mapping)."""
     prompt_field: str = "prompt"
     """Column holding the question (when ``fields`` is ``None``)."""
     answer_field: str = "answer"

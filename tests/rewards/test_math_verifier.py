@@ -424,14 +424,58 @@ def test_math_flexible_extract():
 
 @pytest.mark.parametrize(
     "reference",
-    [["2"], ("2", "two"), True, {"value": "2"}, None, {"answer": None}, {"answer": ["2"]}],
+    [
+        ["2"],
+        ("2", "two"),
+        True,
+        {"value": "2"},
+        None,
+        {"answer": None},
+        {"answer": ["2"]},
+        float("nan"),  # a gap in a pandas column
+        {"answer": float("nan")},
+        " NaN ",
+    ],
 )
 def test_a_reference_that_is_not_one_answer_is_an_error(reference):
     """A list answer column (`["2"]`) was compared as its text, "['2']", so every completion
     scored wrong and a run trained on zero rewards without a word; it is now a verifier
-    error, which `rlvr eval` and training report."""
+    error, which `rlvr eval` and training report. A missing answer read as NaN paid
+    `\\boxed{nan}` (its text) on every such row."""
+    with pytest.raises(ValueError, match="is not one answer"):
+        math_verifier(r"\boxed{nan}", reference)
     with pytest.raises(ValueError, match="is not one answer"):
         math_verifier(r"\boxed{2}", reference)
     with pytest.raises(ValueError, match="is not one answer"):  # str(None) paid \boxed{None}
         math_verifier(r"\boxed{None}", reference)
     assert math_verifier(r"\boxed{2}", {"answer": "2"}) == 1.0
+
+
+def test_a_solution_boxing_different_answers_is_no_reference():
+    """A MATH-style solution with two different boxes took its last one as the gold, so a
+    completion was paid or not by which box came last; it is now a verifier error (no gold)."""
+    solution = r"First $\boxed{3}$; on checking, the answer is $\boxed{5}$."
+    for completion in (r"\boxed{5}", r"\boxed{3}"):
+        with pytest.raises(ValueError, match="boxes different answers"):
+            math_verifier(completion, solution)
+    scores = score_completions("math", [r"\boxed{5}"], [solution], timeout_s=None)
+    assert scores.values == [0.0] and scores.failures == 1
+    assert math_verifier(r"\boxed{5}", r"$\boxed{5}$, i.e. \boxed{ 5 }") == 1.0  # one answer
+
+
+@pytest.mark.parametrize(
+    ("number", "written", "misread"),
+    [
+        (1e-05, "0.00001", "e - 5"),
+        (1e20, "100000000000000000000", "e + 20"),
+        (2.5e-07, "0.00000025", "2.5 e - 7"),
+    ],
+)
+def test_a_float_reference_is_its_decimal_not_eulers_e(number, written, misread):
+    """``str(1e-05)`` is ``1e-05``, which math-verify reads as Euler's e minus 5: the answer
+    ``e - 5`` was paid for the reference 0.00001 and ``0.00001`` was not."""
+    import numpy as np
+
+    for reference in (number, np.float64(number)):
+        assert math_verifier(rf"\boxed{{{written}}}", reference) == 1.0
+        assert math_verifier(rf"\boxed{{{misread}}}", reference) == 0.0

@@ -349,3 +349,10 @@ def test_number_sorting_pays_only_the_given_numbers_in_order():
         assert verifier(f"<answer>{answer}</answer>", entry) == 0.0
     for row in gym_rows("number_sorting", size=3, seed=1):
         assert verifier(f"<answer>{row['answer']}</answer>", row) == 1.0
+
+
+def test_a_nan_reference_is_an_error_not_the_answer_nan():
+    """A gap in a pandas column (NaN) became the gold answer "nan", which paid ``nan``."""
+    with pytest.raises(ValueError, match="NaN"):
+        reasoning_gym_verifier("<answer>nan</answer>", float("nan"), task="chain_sum")
+    assert reasoning_gym_verifier("<answer>nan</answer>", "nan", task="spell_backward") == 1.0

@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 import sympy
 from math_verify import LatexExtractionConfig, grader, parse, verify
 
 from rlvr.rewards.events import record
-from rlvr.rewards.extract import check_extract, extract_answer, extract_with, final_answers
+from rlvr.rewards.extract import check_extract, extract_with, final_answers
 from rlvr.rewards.registry import register
 from rlvr.sandbox.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 
@@ -66,15 +67,31 @@ def parse_answer(answer: str) -> list:
     )
 
 
+def gold_answer(reference: Any) -> str:
+    r"""The gold answer of ``reference`` as text: a number, a string (a solution's one
+    ``\boxed{}``), or a reasoning-gym entry (its ``answer``). ``ValueError`` for anything else:
+    no answer (``None``, NaN, a list), or a solution boxing different answers.
+
+    >>> gold_answer(r"so $\boxed{7}$, again \boxed{ 7 }"), gold_answer(1e-05)
+    ('7', '0.00001')
+    """
+    gold = reference.get("answer") if isinstance(reference, dict) else reference
+    missing = gold is None or str(gold).strip().lower() == "nan"  # pandas reads a gap as NaN
+    if missing or isinstance(gold, (list, tuple, bool, dict)):
+        # its str() matches no honest answer ("None" matched \boxed{None}): an error, not a score
+        raise ValueError(f"the reference {reference!r:.60} is not one answer (text or a number)")
+    if isinstance(gold, float):  # str(1e-05) is "1e-05", read as Euler's e minus 5
+        return format(Decimal(repr(float(gold))), "f")
+    text = str(gold)
+    boxed = [a for a in final_answers(text) if a] if "\\boxed" in text or "\\fbox" in text else []
+    if len({_spelling(a) for a in boxed}) > 1:
+        raise ValueError(f"the reference boxes different answers, {boxed!r:.60}: give it one")
+    return boxed[-1] if boxed else text
+
+
 def parse_reference(reference: Any) -> list:
-    """Parse a gold answer: a number, a string (may contain ``\\boxed{}``), or a reasoning-gym
-    entry (its ``answer``)."""
-    if isinstance(reference, dict) and "answer" in reference:
-        reference = reference["answer"]
-    text = str(reference)
-    if "\\boxed" in text or "\\fbox" in text:
-        text = extract_answer(text) or text
-    return parse_answer(text)
+    """Parse a gold answer (:func:`gold_answer`)."""
+    return parse_answer(gold_answer(reference))
 
 
 def answers_match(predicted: str, reference: Any) -> bool:
@@ -451,10 +468,7 @@ def math_verifier(
     >>> math_verifier("8 is what I would guess, or 8.0", "8", extract="flexible")
     1.0
     """
-    gold = reference.get("answer") if isinstance(reference, dict) else reference
-    if gold is None or isinstance(gold, (list, tuple, bool, dict)):
-        # its str() matches no honest answer ("None" matched \boxed{None}): an error, not a score
-        raise ValueError(f"the reference {reference!r:.60} is not one answer (text or a number)")
+    gold = gold_answer(reference)  # a bad reference is an error, before any answer is read
     answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
     if answer is None:
         return wrong
@@ -465,7 +479,7 @@ def math_verifier(
         same = call_bounded(
             answers_match,
             answer,
-            reference,
+            gold,
             timeout_s=compare_timeout_s,
             memory_mb=compare_memory_mb,
         )

@@ -181,6 +181,8 @@ def _entry(reference: Any) -> dict[str, Any]:
         if "answer" not in reference:
             raise ValueError(f"reasoning-gym reference has no 'answer' key: {sorted(reference)}")
         return {"metadata": {}, **reference}
+    if isinstance(reference, float) and cmath.isnan(reference):  # str(nan) paid "nan"
+        raise ValueError("the reference is NaN (a missing value), not an answer")
     return {"answer": None if reference is None else str(reference), "metadata": {}}
 
 

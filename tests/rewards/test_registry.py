@@ -92,6 +92,12 @@ def test_register_rejects_bad_declarations():
         ("reasoning_gym:no_such_task", {}, "unknown reasoning-gym task"),
         ("reasoning_gym:chain_sum", {"binary": "false"}, "binary must be True or False"),
         ("code:bin", {}, "mode must be one of"),
+        # a wrong completion paid as much as a right one, or more (or a NaN score, a failure)
+        ("math", {"correct": 1.0, "wrong": 1.0}, r"correct score \(1.0\) must be .* above"),
+        ("reasoning_gym", {"correct": -1.0, "wrong": 1.0}, "must be a finite number above"),
+        ("math+format", {"correct": float("nan")}, "must be a finite number above"),
+        ("code", {"wrong": float("-inf")}, "must be a finite number above"),
+        ("math", {"correct": "1"}, "must be a finite number above"),
     ],
 )
 def test_bad_option_values_are_refused_when_the_verifier_is_built(spec, options, message):

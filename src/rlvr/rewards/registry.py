@@ -9,6 +9,8 @@ verifier") has the options every verifier takes and what ``check`` and ``sandbox
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -137,12 +139,20 @@ def _bind(name: str, argument: str | None, options: dict[str, Any]) -> Verifier:
     bound = {**defaults, **options}
     if entry.check is not None:
         entry.check(**bound)
+    correct, wrong = bound.get("correct", 1.0), bound.get("wrong", 0.0)
+    if not all(isinstance(x, numbers.Real) and math.isfinite(x) for x in (correct, wrong)) or (
+        correct <= wrong
+    ):  # a wrong completion would be paid as much as a right one (or NaN, a failure)
+        raise ValueError(
+            f"verifier {name!r}: the correct score ({correct!r}) must be a finite number above "
+            f"the wrong score ({wrong!r})"
+        )
     return Verifier(
         spec=name if argument is None else f"{name}:{argument}",
         fn=fn,
         options=options,
-        correct_value=float(bound.get("correct", 1.0)),
-        failure_value=float(bound.get("wrong", 0.0)),
+        correct_value=float(correct),
+        failure_value=float(wrong),
     )
 
 

@@ -294,6 +294,20 @@ ONE_BOX_HEDGES = [
     r"{a} \text{{ (or }} {b})",
     r"x = {a} \text{{ or }} {b}",
     r"\{{{a}\}} \cup \{{{b}\}}",
+    # red team 2026-11-29: each read as one value at most (or as text, paid for neither)
+    r"{a} < x < {b}",
+    r"x \in \{{{a}, {b}\}}",
+    r"\text{{either {a} or {b}}}",
+    r"{a} \quad {b}",
+    r"{a}~{b}",
+    r"{a} \mid {b}",
+    r"{a} \mbox{{ or }} {b}",
+    r"\color{{red}}{a} \color{{blue}}{b}",
+    r"\overset{{{a}}}{{{b}}}",
+    r"{a}_{b}",
+    r"{b} \text{{{a}}}",
+    r"\boxed{{{a}}}, \boxed{{{b}}}",
+    r"{a} \boxed{{{b}}}",
 ]
 
 
@@ -305,6 +319,22 @@ def test_two_answers_in_one_box_are_paid_for_one_of_them_at_most(form):
     boxed = "\\boxed{" + form.format(a=5, b=6) + "}"
     paid = [math_verifier(boxed, gold) for gold in ("5", "6")]
     assert sum(paid) <= 1.0, (boxed, paid)
+
+
+TWO_ANSWERS_WITHOUT_A_BOX = [
+    "The answer is $5$ or $6$.",
+    r"The answer is \(5\) or \(6\)",
+    "Answer: **5** or **6**",
+    "<answer>5 or 6</answer>",
+    "<answer>$5$, so $6$</answer>",
+    "<answer>5\n6</answer>",
+    "The answer is 5} \\boxed{6",  # an unclosed box: the phrase is the answer
+]
+
+
+@pytest.mark.parametrize("completion", TWO_ANSWERS_WITHOUT_A_BOX)
+def test_two_answers_after_a_phrase_or_in_a_tag_are_paid_for_neither(completion):
+    assert [math_verifier(completion, gold) for gold in ("5", "6")] == [0.0, 0.0]
 
 
 PATHOLOGICAL = [

@@ -502,10 +502,10 @@ def test_a_solution_boxing_different_answers_is_no_reference():
     ],
 )
 def test_a_float_reference_is_its_decimal_not_eulers_e(number, written, misread):
-    """``str(1e-05)`` is ``1e-05``, which math-verify reads as Euler's e minus 5: the answer
-    ``e - 5`` was paid for the reference 0.00001 and ``0.00001`` was not."""
+    """``str(1e-05)`` is ``1e-05`` (as a float column written as text holds it), which
+    math-verify reads as Euler's e minus 5: ``e - 5`` was paid for 0.00001, ``0.00001`` not."""
     import numpy as np
 
-    for reference in (number, np.float64(number)):
+    for reference in (number, np.float64(number), str(number), {"answer": str(number)}):
         assert math_verifier(rf"\boxed{{{written}}}", reference) == 1.0
         assert math_verifier(rf"\boxed{{{misread}}}", reference) == 0.0

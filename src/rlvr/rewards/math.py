@@ -45,6 +45,7 @@ _ASSIGNED_NUMBER_RE = re.compile(
 # last number in it ("x \\not= 5" was 5, "x**2 + 1" was 1).
 _EXTRACTION = (LatexExtractionConfig(),)
 _LEADING_APPROX_RE = re.compile(r"^\\(?:approx|sim)(?![A-Za-z])\s*")  # "\approx 5" is 5
+_SCIENTIFIC_RE = re.compile(r"[-+]?\d+(?:\.\d*)?[eE][-+]?\d+")
 
 
 for _name in ("math_verify.parser", "math_verify.grader"):  # its signal timeouts are off here
@@ -72,17 +73,17 @@ def gold_answer(reference: Any) -> str:
     ``\boxed{}``), or a reasoning-gym entry (its ``answer``). ``ValueError`` for anything else:
     no answer (``None``, NaN, a list), or a solution boxing different answers.
 
-    >>> gold_answer(r"so $\boxed{7}$, again \boxed{ 7 }"), gold_answer(1e-05)
-    ('7', '0.00001')
+    >>> gold_answer(r"so $\boxed{7}$, again \boxed{ 7 }"), gold_answer(1e-05), gold_answer("2.5E+3")
+    ('7', '0.00001', '2500')
     """
     gold = reference.get("answer") if isinstance(reference, dict) else reference
     missing = gold is None or str(gold).strip().lower() == "nan"  # pandas reads a gap as NaN
     if missing or isinstance(gold, (list, tuple, bool, dict)):
         # its str() matches no honest answer ("None" matched \boxed{None}): an error, not a score
         raise ValueError(f"the reference {reference!r:.60} is not one answer (text or a number)")
-    if isinstance(gold, float):  # str(1e-05) is "1e-05", read as Euler's e minus 5
-        return format(Decimal(repr(float(gold))), "f")
-    text = str(gold)
+    text = repr(float(gold)) if isinstance(gold, float) else str(gold).strip()
+    if _SCIENTIFIC_RE.fullmatch(text):  # a float's text, "1e-05", is Euler's e minus 5 to SymPy
+        return format(Decimal(text), "f")
     boxed = [a for a in final_answers(text) if a] if "\\boxed" in text or "\\fbox" in text else []
     if len({_spelling(a) for a in boxed}) > 1:
         raise ValueError(f"the reference boxes different answers, {boxed!r:.60}: give it one")

@@ -47,7 +47,7 @@ from rlvr.objectives.base import (
     ClipInfo,
     ObjectiveOutput,
     PolicyBatch,
-    log_magnitude,
+    as_bound,
     sequence_signs,
     signed_power_mean_loss,
 )
@@ -198,7 +198,7 @@ def power_mean_loss(
 ) -> ObjectiveOutput:
     """Shared body of pmpo/apmpo: lower widths ``eps_low`` (a number or [B], each < 1 or
     ``inf``), upper widths ``eps_up [B]``, exponents ``p [B]``."""
-    adv, lr = batch.advantages, batch.log_ratio
+    adv, lr, ratio = batch.advantages, batch.log_ratio, batch.ratio
     sign = sequence_signs(adv, batch.mask)
     if isinstance(eps_low, torch.Tensor):
         log_lower = torch.log1p(-eps_low)[:, None]  # [B, 1]
@@ -207,11 +207,14 @@ def power_mean_loss(
         log_lower = math.log(1.0 - eps_low) if eps_low < 1 else -math.inf
         lower = 1.0 - eps_low
     log_upper = torch.log1p(eps_up)[:, None]  # [B, 1]
-    log_phi = log_magnitude(lr, adv, log_lower, log_upper)
-    per_seq = signed_power_mean_loss(log_phi, sign, batch.mask, p)  # [B]
     upper = (1.0 + eps_up)[:, None]
-    low = (adv < 0) & (lr < log_lower)
-    high = (adv > 0) & (lr > log_upper)
+    # which bound acts is decided on r itself, as in ppo_clip (a log ratio within an ulp of
+    # log(bound) can exponentiate onto the bound); the kept magnitude is in log space
+    low = (adv < 0) & (ratio < as_bound(lower, ratio))
+    high = (adv > 0) & (ratio > as_bound(upper, ratio))
+    kept = torch.where(high, as_bound(log_upper, lr), torch.where(low, as_bound(log_lower, lr), lr))
+    log_phi = torch.log(adv.abs()) + kept  # [B, T] log|min(r*A, rho*A)|
+    per_seq = signed_power_mean_loss(log_phi, sign, batch.mask, p)  # [B]
     info = ClipInfo(batch.ratio, lower, upper, low, high)
     return ObjectiveOutput(per_seq[:, None].expand_as(lr), info, {})
 

@@ -980,6 +980,26 @@ def test_against_with_several_datasets_gives_a_line_for_each():
     )
 
 
+def test_against_one_problem_records_null_not_nan():
+    """A dataset of one problem has no interval: its `against` entry held NaN, which
+    `json.dumps` wrote as `NaN`, and strict JSON readers (jq, JavaScript, `json.loads` with
+    `parse_constant`) refuse the whole report. It is `null`, as `stderr` is."""
+    from rlvr.cli.eval_against import paired
+
+    problems = [
+        {"dataset": d, "id": str(i), "reference": "1", "n": 2, "c": c}
+        for d, i, c in [("a", 0, 2), ("a", 1, 0), ("b", 0, 2)]
+    ]
+    new = {"verifier": "math", "problems": problems}
+    base = {"verifier": "math", "problems": [{**p, "c": 1} for p in problems]}
+    section, _ = paired("base.json", new, base)
+    json.dumps(section, allow_nan=False)  # raises on NaN
+    assert section["per_dataset"]["b"]["avg@2"] == {
+        "mean": 0.5, "low": None, "high": None, "p": None, "problems": 1
+    }  # fmt: skip
+    assert section["all"]["avg@2"]["low"] is not None
+
+
 def test_against_the_output_file_itself_is_refused_before_it_is_written_over(
     tmp_path, capsys, monkeypatch
 ):

@@ -3,9 +3,12 @@ samples, and the paired differences (:mod:`rlvr.evaluation.paired`) as printed a
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from rlvr.evaluation.paired import (
+    Difference,
     check_same_scoring,
     compare_reports,
     paired_problems,
@@ -37,13 +40,24 @@ def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
     overall, datasets = compare_reports(written, base)
     section = {
         "file": path,
-        "all": {k: d._asdict() for k, d in overall.items()},
-        "per_dataset": {n: {k: d._asdict() for k, d in ds.items()} for n, ds in datasets.items()},
+        "all": _json_differences(overall),
+        "per_dataset": {name: _json_differences(ds) for name, ds in datasets.items()},
     }
     lines = [f"against {path}, paired by problem (percentage points, 95%): {summary(overall)}"]
     if len(datasets) > 1:
         lines += [f"  {name}: {summary(ds)}" for name, ds in datasets.items()]
     return section, lines
+
+
+def _json_differences(differences: Mapping[str, Difference]) -> dict[str, dict]:
+    """Each difference as a JSON object; the interval and p-value one problem leaves undefined
+    (NaN) as ``None``, ``null`` in JSON rather than ``NaN``, which JSON readers refuse."""
+    return {
+        key: {
+            k: None if isinstance(v, float) and math.isnan(v) else v for k, v in d._asdict().items()
+        }
+        for key, d in differences.items()
+    }
 
 
 def check_against(path: str, base: dict, spec: str, options: dict, examples: list) -> None:

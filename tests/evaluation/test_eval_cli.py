@@ -313,6 +313,21 @@ def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, 
     assert "--prompt-field" in capsys.readouterr().err
 
 
+def test_a_file_naming_one_problem_twice_is_warned_of(tiny_model_dir, tmp_path):
+    """A reasoning-gym file with a row given twice was evaluated without a word: that problem
+    counted twice, and `--against` this report later failed with "a report names one problem
+    twice", naming neither."""
+    rows = (ASSETS / "chain_sum-mini.jsonl").read_text().splitlines()[:2]
+    data = tmp_path / "heldout.jsonl"
+    data.write_text("\n".join([*rows, rows[0]]) + "\n")
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(data), "--verifier", "reasoning_gym",
+            "-n", "1", "--max-tokens", "2", "--output", str(out)]  # fmt: skip
+    with pytest.warns(UserWarning, match=r"1 of 3 problems repeat .*first: heldout/chain_sum-0-0"):
+        assert main(argv) == 0
+    assert json.loads(out.read_text())["metrics"]["num_problems"] == 3
+
+
 def test_a_dry_run_refuses_a_model_directory_that_does_not_exist(tmp_path, capsys):
     """`rlvr eval --dry-run --model ./typo` printed the plan and exited 0; the run then failed."""
     missing = tmp_path / "no-such-model"

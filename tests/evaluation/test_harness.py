@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -213,3 +215,15 @@ def test_a_killed_evaluation_continues_from_its_kept_batches_with_the_same_numbe
     assert told == [(1, 3), (2, 3), (3, 3)]  # from the kept problem on, after each batch
     with pytest.raises(ValueError, match=r"other settings \(model\); run it with its own"):
         PartialSamples(keep.path, {"model": "other"}).load()
+
+
+def test_problems_repeating_a_dataset_and_id_are_warned_of():
+    """A held-out file naming one problem twice was evaluated without a word: a row given twice
+    counted twice in avg@k and its standard error, and the report could never be paired."""
+    twice = [*EXAMPLES, EXAMPLES[0], EXAMPLES[2]]
+    with pytest.warns(UserWarning, match=r"2 of 5 problems repeat .* \(first: easy/a\)"):
+        harness.warn_repeated_problems(twice)
+    other_set = Example(prompt="1+1?", reference="2", id="a", dataset="other")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same id in another dataset is another problem
+        harness.warn_repeated_problems([*EXAMPLES, other_set])

@@ -73,12 +73,20 @@ def test_without_a_difference_the_interval_holds_zero_95_times_in_100():
         (_report([1, 2, 3]), "other problems (2 and 3, 2 in both)"),
         (_report([1, 2], ids=["0", "9"]), "other problems (2 and 2, 1 in both)"),
         (_report([1, 2], references=["7", "8"]), "problem d/1 has another reference"),
-        (_report([1, 2], ids=["0", "0"]), "names one problem twice"),
+        (_report([1, 2], ids=["0", "0"]), "the base report names problem d/0 twice"),
     ],
 )
 def test_reports_of_other_problems_or_verifiers_are_refused(base, said):
     with pytest.raises(ValueError, match=re.escape(said)):
         paired_differences(_report([1, 2]), base)
+
+
+def test_a_problem_named_twice_is_named_with_its_report():
+    """The error "a report names one problem twice" said neither which report nor which one: in
+    `rlvr eval --against` the new one is the data being evaluated, the base the file given."""
+    twice = _report([1, 2, 3], ids=["0", "1", "1"])
+    with pytest.raises(ValueError, match=re.escape("the new report names problem d/1 twice")):
+        paired_differences(twice, _report([1, 2, 3]))
 
 
 def test_a_reference_is_compared_as_its_json(tmp_path):

@@ -687,6 +687,27 @@ def test_held_out_prompts_that_are_training_prompts_are_warned(train_config, tmp
         assert [m.split(" (")[0] for m in said] == (expected if shared else [])
 
 
+def test_a_held_out_set_naming_one_problem_twice_is_warned(train_config, tmp_path):
+    """A held-out file with a row given twice (one id twice) counted that problem twice in
+    every eval/avg@k and eval/pass@k without a word."""
+    import warnings
+    from importlib import resources
+
+    from rlvr.train.run_dir import prepare_run_dir
+
+    rows = (resources.files("rlvr") / "assets" / "chain_sum-mini.jsonl").read_text().splitlines()
+    eval_file = tmp_path / "heldout.jsonl"
+    eval_file.write_text("\n".join([rows[0], rows[1], rows[0]]) + "\n")
+    cfg = train_config(
+        f"data.eval={eval_file}", "data.eval_fields=reasoning_gym", "data.max_prompt_tokens=256"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_run(cfg, prepare_run_dir(cfg, resume=False)[0], None).close()
+    said = [str(w.message) for w in caught if "repeat the dataset and id" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("1 of 3 problems repeat"), said
+
+
 def test_samples_come_from_every_round_of_the_step():
     """Under dynamic sampling samples.jsonl held only the first round's completions, however
     many log.samples_per_step asked for, while the rollout metrics count every round."""

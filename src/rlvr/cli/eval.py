@@ -48,7 +48,7 @@ from rlvr.cli.eval_run import (
     warn_other_verifier,
 )
 from rlvr.data.fields import DATASETS, FieldMap
-from rlvr.evaluation.harness import EvalConfig, EvalReport
+from rlvr.evaluation.harness import EvalConfig, EvalReport, warn_repeated_problems
 from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -400,6 +400,7 @@ def main(argv: list[str]) -> int:
     keep = PartialSamples(partial_path(output), _settings(args))
     keep.load()  # made with other settings, or damaged: one line before anything loads
     examples, prompt_ids = _problems(args, run)
+    warn_repeated_problems(examples)
     if base is not None:  # other problems or another verifier: one line before sampling
         check_against(args.against, base, verifier.spec, options, examples)
     report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)

@@ -238,6 +238,27 @@ def warn_past_context(model, prompt_ids: Sequence[Sequence[int]], budget: int) -
         )
 
 
+def warn_repeated_problems(examples: Sequence[Example]) -> None:
+    """One warning when examples repeat the dataset and id of an earlier one: each is sampled
+    and averaged as a problem of its own (a row given twice counts twice in avg@k, pass@k and
+    their standard errors), and a report of them cannot be paired by problem (``--against``)."""
+    seen: set[tuple[str, str]] = set()
+    repeated = []
+    for ex in examples:
+        key = (ex.dataset, ex.id)
+        if key in seen:
+            repeated.append(key)
+        seen.add(key)
+    if repeated:
+        warnings.warn(
+            f"{len(repeated)} of {len(examples)} problems repeat the dataset and id of an earlier "
+            f"one (first: {'/'.join(repeated[0])}): each is evaluated and averaged as a problem "
+            "of its own (a row given twice counts twice in avg@k, pass@k and their standard "
+            "errors), and rlvr eval --against cannot pair such a report problem by problem",
+            stacklevel=2,
+        )
+
+
 def sample(
     sampler: Sampler,
     prompt_ids: Sequence[Sequence[int]],

@@ -183,9 +183,9 @@ def summary(differences: Mapping[str, Difference]) -> str:
 def paired_problems(new: Sequence[dict], base: Sequence[dict]) -> list[tuple[dict, dict]]:
     """Each problem of ``new`` with the same one (dataset, id, reference) of ``base``;
     ``ValueError`` unless both hold the same problems."""
+    for side, problems in (("new", new), ("base", base)):
+        _check_unique(side, problems)
     keyed = {(p["dataset"], p["id"]): p for p in base}
-    if len(keyed) != len(base) or len({(p["dataset"], p["id"]) for p in new}) != len(new):
-        raise ValueError("a report names one problem twice (dataset and id)")
     missing = [p for p in new if (p["dataset"], p["id"]) not in keyed]
     if missing or len(new) != len(base):
         raise ValueError(
@@ -199,6 +199,19 @@ def paired_problems(new: Sequence[dict], base: Sequence[dict]) -> list[tuple[dic
             f"problem {other['dataset']}/{other['id']} has another reference in each report"
         )
     return pairs
+
+
+def _check_unique(side: str, problems: Sequence[dict]) -> None:
+    """``ValueError`` naming the first problem (dataset and id) ``problems`` hold twice."""
+    seen: set[tuple[str, str]] = set()
+    for p in problems:
+        key = (p["dataset"], p["id"])
+        if key in seen:
+            raise ValueError(
+                f"the {side} report names problem {key[0]}/{key[1]} twice (dataset and id): "
+                "its problems cannot be paired"
+            )
+        seen.add(key)
 
 
 def _json(value: Any) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from rlvr.evaluation import evaluate as evaluate_examples
+from rlvr.evaluation.harness import warn_repeated_problems
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.models import device_notes
 from rlvr.objectives import ObjectiveConfig
@@ -154,6 +155,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     if eval_set is not None:
         warn_generated_held_out(data)
         warn_shared_prompts(train_set, eval_set)
+        warn_repeated_problems([p.example for p in eval_set.prompts])
     order = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)

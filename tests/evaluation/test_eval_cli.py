@@ -114,6 +114,17 @@ def test_eval_reports_bad_input(tiny_model_dir, tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("flag", ["-n", "--limit", "--batch-size", "--max-tokens"])
+def test_a_count_below_one_is_refused_by_its_flag(flag, capsys):
+    """`-n 0` said "n must be >= 1, got 0" and `--limit 0` "limit must be >= 1", naming no
+    flag (`--batch-size 0`: "batch_size"); argparse now names it, before anything loads."""
+    with pytest.raises(SystemExit) as stop:
+        main(["--model", "tiny", "--data", "x.jsonl", flag, "0"])
+    assert stop.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said == f"rlvr eval: error: argument {flag}: expected a whole number >= 1, got '0'"
+
+
 def test_eval_extract_option_is_applied_and_recorded(tiny_model_dir, tmp_path):
     """--extract flexible scores the last number, and the JSON says so."""
     from rlvr.rewards import get_verifier

@@ -30,7 +30,7 @@ def data_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--template", help="prompt template with {prompt}")
     p.add_argument("--system-prompt", help="system message before every prompt")
-    p.add_argument("--limit", type=int, help="first LIMIT problems of each set")
+    p.add_argument("--limit", type=positive, help="first LIMIT problems of each set")
 
 
 def field_args(p: argparse.ArgumentParser, whose: str) -> None:
@@ -75,17 +75,17 @@ def reward_args(p: argparse.ArgumentParser) -> None:
 
 def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
     """Sampling flags; ``ks``: with ``-k`` (the k of avg@k / pass@k)."""
-    p.add_argument("-n", type=int, default=4, help="completions per problem (default 4)")
+    p.add_argument("-n", type=positive, default=4, help="completions per problem (default 4)")
     if ks:
         p.add_argument(
             "-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)"
         )
     p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
-    p.add_argument("--max-tokens", type=int, default=256, help="max new tokens (default 256)")
+    p.add_argument("--max-tokens", type=positive, default=256, help="max new tokens (default 256)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument(
-        "--batch-size", type=int, default=8, help="problems per generate call (default 8)"
+        "--batch-size", type=positive, default=8, help="problems per generate call (default 8)"
     )
     p.add_argument("--dtype", default="float32", help="float32, bfloat16 or float16")
     p.add_argument(

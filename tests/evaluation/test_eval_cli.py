@@ -82,6 +82,18 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
     assert data["config"]["sampling"]["max_new_tokens"] == 8 and data["config"]["n"] == 3
 
 
+def test_the_table_shows_the_share_of_truncated_completions(tiny_model_dir, tmp_path, capsys):
+    """Completions cut at --max-tokens are scored as they stand (mostly wrong): the table gave
+    avg@k without a word of it, the share only in the JSON's response/clipped_frac."""
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+            "-n", "2", "--max-tokens", "2", "--limit", "2", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "truncated %" in line)
+    clipped = json.loads(out.read_text())["metrics"]["response/clipped_frac"]
+    assert row.split()[-2] == f"{100 * clipped:.1f}" and clipped > 0
+
+
 def test_the_json_names_the_source_that_scored_it(tiny_model_dir, tmp_path, monkeypatch):
     """`versions.rlvr` is 0.1.0 on every commit: two reports made by other rlvr code, or
     scored by another version of your own verifier module, read the same. `rlvr-source`

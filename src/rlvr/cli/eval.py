@@ -240,7 +240,8 @@ def _per_problem(n: int) -> str:
 
 
 def print_table(report: EvalReport, title: str) -> None:
-    """avg@k / pass@k (in %) per dataset as a rich table, one column per dataset (+ 'all')."""
+    """avg@k / pass@k (in %) per dataset as a rich table, one column per dataset (+ 'all'),
+    with the share of completions cut at ``--max-tokens`` and the verifier's failures."""
     from rich.console import Console
     from rich.table import Table
 
@@ -255,6 +256,8 @@ def print_table(report: EvalReport, title: str) -> None:
     for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
         table.add_row(key, *[_with_stderr(m[key], se[key]) for _, m, se in columns])
     table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m, _ in columns])
+    clipped = [f"{100 * m['response/clipped_frac']:.1f}" for _, m, _ in columns]
+    table.add_row("truncated %", *clipped)  # cut at --max-tokens, scored as they stand
     table.add_row("verifier failures", *[f"{m['verifier/failures']:.0f}" for _, m, _ in columns])
     table.add_row("verifier timeouts", *[f"{m['verifier/timeouts']:.0f}" for _, m, _ in columns])
     console = Console()

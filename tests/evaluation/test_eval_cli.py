@@ -372,9 +372,12 @@ def test_a_file_naming_one_problem_twice_is_warned_of(tiny_model_dir, tmp_path):
     out = tmp_path / "eval.json"
     argv = ["--model", str(tiny_model_dir), "--data", str(data), "--verifier", "reasoning_gym",
             "-n", "1", "--max-tokens", "2", "--output", str(out)]  # fmt: skip
-    with pytest.warns(UserWarning, match=r"1 of 3 problems repeat .*first: heldout/chain_sum-0-0"):
+    said = r"1 of 3 problems repeat .*first: heldout/chain_sum-0-0"
+    with pytest.warns(UserWarning, match=said):
         assert main(argv) == 0
     assert json.loads(out.read_text())["metrics"]["num_problems"] == 3
+    with pytest.warns(UserWarning, match=said):  # the dry run reads the file: it says so too
+        assert main([*argv, "--dry-run"]) == 0
 
 
 def test_a_dry_run_refuses_a_model_directory_that_does_not_exist(tmp_path, capsys):
@@ -807,6 +810,18 @@ def test_a_runs_held_out_file_without_its_fields_names_evals_flags(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "missing field 'prompt'" in err and "--prompt-field / --answer-field" in err
     assert "data.eval_" not in err
+
+
+def test_a_dry_run_of_a_runs_held_out_file_naming_one_problem_twice_warns(tmp_path):
+    """The dry run reads a run's local held-out file as the evaluation will: a problem given
+    twice is warned of there too, before anything loads."""
+    rows = (ASSETS / "chain_sum-mini.jsonl").read_text().splitlines()[:2]
+    held = tmp_path / "held.jsonl"
+    held.write_text("\n".join([*rows, rows[1]]) + "\n")
+    config = f"data: {{train: {held}, eval: {held}, eval_fields: reasoning_gym}}\n"
+    checkpoint, _ = _checkpoint_and_data(tmp_path, config)
+    with pytest.warns(UserWarning, match=r"1 of 3 problems repeat .*first: held/chain_sum-0-1"):
+        assert main(["--model", str(checkpoint), "--dry-run"]) == 0
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,9 @@ def _source_line(args: argparse.Namespace, item: str) -> str:
     source = item.partition("::")[0]
     check_source(source)
     if is_local(source):
-        return f"{item}: {len(_load_one(args, item))} problems"
+        examples = _load_one(args, item)
+        warn_repeated_problems(examples)
+        return f"{item}: {len(examples)} problems"
     _check_split(args, source)  # a hub set's splits are known without reading it
     check_hub_split(source, args.split)  # offline, from the cache: the split asked for
     return not_read(item)

@@ -405,6 +405,7 @@ def run_dry_run(run: FromRun) -> str:
     missing file or field fails here), a generated one's size and seed, a named or hub set
     only named (offline, a split its cached copy lacks is refused: :func:`check_hub_split`)."""
     from rlvr.data.loading import check_hub_split, check_source, is_local
+    from rlvr.evaluation.harness import warn_repeated_problems
     from rlvr.train.prompts import generated_prefix, read_examples
 
     data = run.config.data
@@ -419,6 +420,7 @@ def run_dry_run(run: FromRun) -> str:
     held = data.held_out()
     with _flags_named():
         rows = read_examples(held, source, limit=limit, fields=held.fields, role="eval")
+    warn_repeated_problems(rows)
     return f"{source}: {len(rows)} problems"
 
 

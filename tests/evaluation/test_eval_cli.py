@@ -253,11 +253,33 @@ def test_completions_the_verifier_failed_on_are_reported(tiny_model_dir, tmp_pat
     row = next(line for line in capsys.readouterr().out.splitlines() if "verifier failures" in line)
     assert row.split()[-2] == "4"  # the table's cell, before the closing border
     (warning,) = [str(w.message) for w in caught if "could not be verified" in str(w.message)]
-    assert (
-        "4 of 4 completions" in warning and "reference: expected" in warning
-    )  # the verifier's own message
+    assert "4 of 4 completions, of 2 of 2 problems," in warning
+    assert "reference: expected" in warning  # the verifier's own message
     problems = json.loads(out.read_text())["problems"]
     assert all(len(p["errors"]) == 2 and all(p["errors"]) for p in problems)
+
+
+def test_the_unverified_warning_says_how_many_problems_they_belong_to():
+    """The warning "2 of 6 completions could not be verified" read the same for one problem
+    whose reference the verifier cannot read (every one of its completions) and for failures
+    spread over problems; the warning names the problems too."""
+    from rlvr.cli.eval import warn_unverified
+    from rlvr.evaluation import EvalConfig, ProblemResult, build_report
+
+    def problem(pid, status):
+        return ProblemResult(
+            id=pid, dataset="d", prompt="p", reference="r", scores=[0.0, 0.0],
+            correct=[False, False], lengths=[1, 1], truncated=[False, False], status=status,
+            errors=[None if s == "ok" else "boom" for s in status],
+        )  # fmt: skip
+
+    problems = [
+        problem("a", ["error", "timeout"]),
+        problem("b", ["ok", "ok"]),
+        problem("c", ["ok", "ok"]),
+    ]
+    with pytest.warns(UserWarning, match=r"^2 of 6 completions, of 1 of 3 problems, could not"):
+        warn_unverified(build_report(problems, EvalConfig(n=2, ks=(1,))))
 
 
 def test_sources_with_the_same_file_name_keep_their_own_column(tiny_model_dir, tmp_path):

@@ -279,16 +279,18 @@ def _with_stderr(value: float, stderr: float) -> str:
 
 
 def warn_unverified(report: EvalReport) -> None:
-    """One warning line when the verifier failed or timed out on some completions (scored wrong)."""
+    """One warning line when the verifier failed or timed out on some completions (scored
+    wrong), with how many problems they belong to (one broken reference, or spread)."""
     failed = int(report.metrics["verifier/failures"] + report.metrics["verifier/timeouts"])
     if not failed:
         return
     total = sum(p.n for p in report.problems)
+    hit = sum(any(s != "ok" for s in p.status) for p in report.problems)
     first = next((e for p in report.problems for e in p.errors if e), None)
     warnings.warn(
-        f"{failed} of {total} completions could not be verified (verifier error or timeout) and "
-        f"count as wrong; per completion: problems[].status and .errors in the JSON"
-        + (f"; first error: {first}" if first else ""),
+        f"{failed} of {total} completions, of {hit} of {len(report.problems)} problems, could "
+        "not be verified (verifier error or timeout) and count as wrong; per completion: "
+        "problems[].status and .errors in the JSON" + (f"; first error: {first}" if first else ""),
         stacklevel=2,
     )
 

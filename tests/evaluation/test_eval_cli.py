@@ -452,6 +452,38 @@ def test_an_interrupted_evaluation_continues_and_its_kept_samples_go(
     assert not (tmp_path / "eval.partial.pt").exists()
 
 
+def test_sigterm_says_how_to_continue_as_ctrl_c_does(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """A scheduler's stop (SIGTERM) ended the evaluation at once (exit 143) without the line
+    saying that the same command continues from the kept samples."""
+    import os
+    import signal
+
+    import rlvr.evaluation.harness as harness
+
+    out = tmp_path / "eval.json"
+    argv = [
+        "--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+        "-n", "2", "--max-tokens", "6", "--batch-size", "1", "--limit", "3", "--output", str(out),
+    ]  # fmt: skip
+    real = harness.sample
+
+    def stopped_after_one_batch(sampler, prompt_ids, config, *, done=None, on_batch=None, **rest):
+        def then_sigterm(samples):
+            on_batch(samples)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        return real(sampler, prompt_ids, config, done=done, on_batch=then_sigterm, **rest)
+
+    monkeypatch.setattr(harness, "sample", stopped_after_one_batch)
+    assert main(argv) == 143
+    err = capsys.readouterr().err
+    assert (
+        f"interrupted after sampling 1 of 3 problems: the same command with --output {out}" in err
+    )
+    assert (tmp_path / "eval.partial.pt").exists()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
+
+
 def test_a_checkpoint_of_a_run_with_another_verifier_is_warned_of(tmp_path, capsys):
     """`rlvr eval --model <run>/checkpoints/step_N` without --verifier scored with `math`
     without a word when the run trained with another verifier (your own `mine.exact`), so its

@@ -456,15 +456,16 @@ def _sample_and_score(
     output: Path,
 ) -> EvalReport:
     """Load the model, sample with ``--sampler`` (released after; a progress bar on stderr)
-    and score; after Ctrl-C, say how to continue."""
+    and score; after Ctrl-C or SIGTERM, say how to continue."""
     from rlvr.evaluation.harness import evaluate
     from rlvr.generation import make_sampler
     from rlvr.models import load_model
+    from rlvr.train.interrupt import sigterm_as_ctrl_c
 
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     sampler = make_sampler(args.sampler, model, tokenizer, **args.sampler_options)
     try:
-        with progress_bar("eval", "problems") as progress:
+        with sigterm_as_ctrl_c(), progress_bar("eval", "problems") as progress:
             return evaluate(
                 model,
                 tokenizer,
@@ -476,7 +477,7 @@ def _sample_and_score(
                 keep=keep,
                 progress=progress,
             )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (a scheduler's stop)
         _say_how_to_continue(keep, output, len(examples), config.n)
         raise
     finally:

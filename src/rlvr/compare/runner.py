@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from rlvr.compare.worker import (
 )
 from rlvr.locks import refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
-from rlvr.train.interrupt import Stopped
+from rlvr.train.interrupt import sigterm_as_ctrl_c
 from rlvr.train.overrides import dump_yaml
 from rlvr.train.run_dir import LOCK_FILE as RUN_LOCK
 
@@ -183,31 +182,28 @@ def execute(
     each running one after its step in flight, with a checkpoint (:func:`_terminate`)."""
     queue = [s for s in states if s.status == "queued"]
     running: list[RunState] = []
-    try:
-        _sigterm_as_ctrl_c()
-        while queue or running:
-            while queue and len(running) < jobs:
-                state = queue.pop(0)
-                launch(state, imports)
-                running.append(state)
-                display.event(state, "resumed" if state.resumed else "started")
-            time.sleep(POLL_S)
-            for state in list(running):
-                if _reap(state, keep_checkpoints):
-                    running.remove(state)
-                    display.event(state, state.status)
-                    if on_finished is not None and state.status == "finished":
-                        on_finished(state.spec)
-            display.refresh(states)
-    except KeyboardInterrupt as stop:
-        _stop(running, keep_checkpoints, getattr(stop, "signum", signal.SIGINT))
-        raise
-    except BaseException:
-        _terminate(running, keep_checkpoints)
-        raise
-    finally:
-        if signal.getsignal(signal.SIGTERM) is _raise_stopped:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with sigterm_as_ctrl_c():  # kept while the runs stop: a second SIGTERM stops them at once
+        try:
+            while queue or running:
+                while queue and len(running) < jobs:
+                    state = queue.pop(0)
+                    launch(state, imports)
+                    running.append(state)
+                    display.event(state, "resumed" if state.resumed else "started")
+                time.sleep(POLL_S)
+                for state in list(running):
+                    if _reap(state, keep_checkpoints):
+                        running.remove(state)
+                        display.event(state, state.status)
+                        if on_finished is not None and state.status == "finished":
+                            on_finished(state.spec)
+                display.refresh(states)
+        except KeyboardInterrupt as stop:
+            _stop(running, keep_checkpoints, getattr(stop, "signum", signal.SIGINT))
+            raise
+        except BaseException:
+            _terminate(running, keep_checkpoints)
+            raise
     return states
 
 
@@ -215,18 +211,6 @@ STOPPING = (
     "{name}: each running run stops after its step in flight with a checkpoint "
     "(Ctrl-C or SIGTERM again stops them at once, without one)"
 )
-
-
-def _raise_stopped(signum: int, frame: object) -> None:
-    raise Stopped(signum)
-
-
-def _sigterm_as_ctrl_c() -> None:
-    """Meet SIGTERM (a scheduler's stop, ``kill``) as Ctrl-C, where it has Python's own
-    handler: the runs stop after their step in flight, and the command says so (exit 143)."""
-    main = threading.current_thread() is threading.main_thread()
-    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _raise_stopped)
 
 
 def _stop(

@@ -13,9 +13,11 @@ caller that handles either signal itself keeps it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from types import FrameType, TracebackType
 
 ASKED = (
@@ -109,3 +111,23 @@ class StopRequest:
         for signum in self._installed:
             signal.signal(signum, _PYTHONS_OWN[signum])
         self._installed = []
+
+
+def _raise_stopped(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Meet SIGTERM (a scheduler's stop, ``kill``) as Ctrl-C in the block: :class:`Stopped`
+    is raised, so the command says what it kept and exits 143. Installed only on the main
+    thread and over the default action, and put back after the block."""
+    main = threading.current_thread() is threading.main_thread()
+    installed = main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    if installed:
+        signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        yield
+    finally:
+        if installed and signal.getsignal(signal.SIGTERM) is _raise_stopped:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

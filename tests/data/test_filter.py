@@ -339,6 +339,23 @@ def test_other_field_names_are_mapped(tmp_path):
         FilterOptions(keep="mean>0", fields="default", prompt_field="question")
 
 
+def test_rows_as_rlvr_data_gen_writes_them_need_no_fields(tmp_path):
+    """`rlvr data filter gen.jsonl` stopped on "missing field 'prompt'" until `--fields
+    reasoning_gym` was given, where training on the same file needs none."""
+    from rlvr.evaluation.filtering import read_input
+
+    source = tmp_path / "gen.jsonl"
+    row = {"id": "chain_sum-0-0", "question": "1 + 2 =", "answer": "3",
+           "metadata": {"source_dataset": "chain_sum", "source_index": 0}}  # fmt: skip
+    source.write_text(json.dumps(row) + "\n")
+    _, (example,) = read_input(source, "default")
+    assert (example.prompt, example.reference) == ("1 + 2 =", row)
+    plain = tmp_path / "plain.jsonl"  # a question/answer file is not taken for one
+    plain.write_text(json.dumps({"id": "q1", "question": "1 + 2 =", "answer": "3"}) + "\n")
+    with pytest.raises(ValueError, match="prompt"):
+        read_input(plain, "default")
+
+
 def test_a_bad_row_fails_before_the_model_loads(tmp_path, capsys):
     from rlvr.cli.data import main as data_main
 

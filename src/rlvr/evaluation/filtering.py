@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.fields import FieldMap, field_map
-from rlvr.data.loading import Example, Row, row_to_example
+from rlvr.data.loading import Example, Row, detected_map, row_to_example
 from rlvr.data.rowfiles import StepReport, check_step_output, read_rows, write_step
 from rlvr.dotted import flatten
 from rlvr.evaluation.harness import EvalConfig, ProblemResult, Progress, evaluate
@@ -113,11 +113,13 @@ def prepare_filter(
 
 
 def read_input(source: str | Path, fields: FieldMap | str) -> tuple[list[Row], list[Example]]:
-    """Every row of ``source`` and the example it maps to under ``fields``, as a filter reads
-    its input (an empty file, a malformed row or a missing field: an error naming the row)."""
+    """Every row of ``source`` and the example it maps to under ``fields`` (the default one, on
+    rows as ``rlvr data gen`` writes them: theirs, :func:`~rlvr.data.loading.detected_map`), as
+    a filter reads its input (an empty file, a malformed row or a missing field: an error naming
+    the row)."""
     rows = read_rows(source)
     _check_earlier(rows)
-    mapping, name = field_map(fields), Path(source).stem
+    mapping, name = detected_map(field_map(fields), rows[0][1]), Path(source).stem
     examples = [
         row_to_example(row, where, mapping, dataset=name, index=i)
         for i, (where, row) in enumerate(rows)

@@ -181,6 +181,18 @@ def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
     assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]
 
 
+def test_a_run_of_steps_evaluates_where_each_pass_ends(tiny_model_dir, sft_file, tmp_path):
+    """7 pairs in full batches of 3 that wrap into the next pass: the 7th, 14th and 21st pairs
+    drawn (the ends of the passes) come in steps 3, 5 and 7. The held-out NLL came every
+    ceil(7 / 3) = 3 steps instead (3, 6, 9), mid-pass from the second on."""
+    path = tmp_path / "seven.jsonl"
+    extra = {"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"}
+    path.write_text(Path(sft_file).read_text() + json.dumps(extra) + "\n")
+    cfg = _cfg(tiny_model_dir, str(path), tmp_path / "run", epochs=1, steps=10)
+    rows = read_metrics(sft(cfg).run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 5, 7, 10]
+
+
 @pytest.mark.parametrize(
     "response",
     [

@@ -58,7 +58,9 @@ class SFTRun:
     scheduler: Any
     """Learning-rate schedule (``LambdaLR``)."""
     steps_per_epoch: int
-    """Optimiser steps per pass over the data."""
+    """Optimiser steps per pass over the data (of a run of ``epochs``)."""
+    ended_pass: bool = False
+    """Whether the last step drew the last pair of a pass over the data."""
     title: str = "sft"
     """Progress-bar title."""
     shown: Sequence[tuple[str, str]] = (("sft/loss", "loss"),)
@@ -83,7 +85,9 @@ class SFTRun:
         """
         t0 = time.perf_counter()
         take = self.order.take if self.cfg.steps else self.order.take_within_epoch
+        passes = self._passes()
         picked = [self.examples[i] for i in take(self.cfg.batch_size)]
+        self.ended_pass = self._passes() > passes
         pad_id = self.tokenizer.pad_token_id
         metrics = sft_step(
             self.model, self.optimizer, self.scheduler, _pack(picked, pad_id), self.cfg
@@ -93,11 +97,17 @@ class SFTRun:
         metrics["perf/tokens_per_s"] = metrics["sft/tokens"] / metrics["time/step"]
         return StepRecord(metrics)
 
+    def _passes(self) -> int:
+        """Passes over the data finished so far (pairs drawn // pairs)."""
+        drawn = self.order.epoch * self.order.size + self.order.position
+        return drawn // self.order.size
+
     def evaluate(self, step: int) -> EvalRecord | None:
-        """Held-out NLL at the end of every epoch and of the run."""
+        """Held-out NLL after each step whose batch ends a pass over the data (with ``steps``
+        the batch may go on into the next pass) and after the run's last step."""
         if not self.held_out or step == 0:
             return None
-        if step % self.steps_per_epoch and step != self.total_steps:
+        if not self.ended_pass and step != self.total_steps:
             return None
         nll = eval_nll(self.model, _pack(self.held_out, self.tokenizer.pad_token_id), self.cfg)
         return EvalRecord({"sft/eval_loss": nll}, {"eval_loss": nll})

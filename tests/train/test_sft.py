@@ -193,6 +193,26 @@ def test_a_run_of_steps_evaluates_where_each_pass_ends(tiny_model_dir, sft_file,
     assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 5, 7, 10]
 
 
+def test_held_out_pairs_with_a_training_prompt_are_warned(tiny_model_dir, sft_file, tmp_path):
+    """sft/eval_loss on pairs the run trains on (data.eval = data.train, as a quick run might
+    set it) read as a held-out NLL with no word of it; RL warns of shared prompts."""
+    path = tmp_path / "held.jsonl"
+    rows = [
+        {"prompt": "What is 12 + 7?", "response": "12 + 7 = 19. Answer: 19"},  # a training pair
+        {"prompt": "What is 5 - 3?", "response": "2"},  # a training prompt, another response
+        {"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = SFTDataConfig(train=sft_file, eval=str(path))
+    cfg = _cfg(tiny_model_dir, sft_file, tmp_path / "run", epochs=1, data=data)
+    message = (
+        r"data\.eval: 2 of 3 held-out pairs have a training prompt \(data\.train; 1 the "
+        r"training response too\): sft/eval_loss is not held-out on them"
+    )
+    with pytest.warns(UserWarning, match=message):
+        sft(cfg)
+
+
 @pytest.mark.parametrize(
     "response",
     [
@@ -310,3 +330,4 @@ def test_a_response_that_is_one_assistant_message_is_its_text(tiny_model, tmp_pa
         ValueError, match=r"pc\.jsonl:1: field 'completion' \(the response\) is empty"
     ):
         load_sft_examples(str(path), tokenizer, cfg, limit=None)
+

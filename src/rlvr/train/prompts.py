@@ -399,6 +399,22 @@ def load_sft_examples(
     return SFTExamples(out, skipped)
 
 
+def warn_shared_pairs(train: Sequence[SFTExample], held_out: Sequence[SFTExample]) -> int:
+    """Warn when held-out SFT pairs have a training prompt (same tokens); returns how many do."""
+    prompts = {e.prompt_ids for e in train}
+    pairs = {(e.prompt_ids, e.response_ids) for e in train}
+    shared = sum(e.prompt_ids in prompts for e in held_out)
+    if shared:
+        same = sum((e.prompt_ids, e.response_ids) in pairs for e in held_out)
+        warnings.warn(
+            f"data.eval: {shared} of {len(held_out)} held-out pairs have a training prompt "
+            f"(data.train; {same} the training response too): sft/eval_loss is not held-out "
+            "on them",
+            stacklevel=2,
+        )
+    return shared
+
+
 def _text_response(cfg: SFTDataConfig):
     """A check that a row's response is text (a number is read as its digits; one assistant
     message was read as its text), not a list or mapping."""

@@ -27,7 +27,7 @@ from rlvr.train.lora import adapter_notes
 from rlvr.train.optim import build_optimizer, clip_and_step
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
-from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples
+from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples, warn_shared_pairs
 
 SFTResult = RunResult
 """What :func:`sft` returns (run directory, final model, last metrics)."""
@@ -126,6 +126,7 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
         if data.eval
         else []
     )
+    warn_shared_pairs(examples, held_out)
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.steps or cfg.epochs * per_epoch)
     return SFTRun(

@@ -331,3 +331,33 @@ def test_a_response_that_is_one_assistant_message_is_its_text(tiny_model, tmp_pa
     ):
         load_sft_examples(str(path), tokenizer, cfg, limit=None)
 
+
+@pytest.mark.parametrize(("role", "use"), [("train", "trained on"), ("eval", "in sft/eval_loss")])
+def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
+    tiny_model, tmp_path, role, use
+):
+    """A row of exactly data.max_tokens (prompt + response + EOS) is kept, a longer one is
+    skipped; the warning says which data set, how many of how many rows and the longest. It
+    read the same for data.train and data.eval (often the same file) and did not say how far
+    over the limit the rows were."""
+    tokenizer = tiny_model[1]
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "What is 12 + 7?", "response": "12 + 7 = 19. Answer: 19"},
+        {"prompt": "What is 5 - 3?", "response": "5 - 3 = 2. Answer: 2"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    full = load_sft_examples(str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None)
+    long, short = (len(e.prompt_ids) + len(e.response_ids) for e in full.examples)
+    assert long > short
+    cfg = SFTDataConfig(train=str(path), max_tokens=long - 1)
+    message = (
+        rf"data\.{role}: .*pairs\.jsonl: skipped 1 of 2 rows, 1 longer than "
+        rf"data\.max_tokens={long - 1} \(prompt \+ response \+ EOS; the longest {long} tokens\); "
+        rf"they are not {use}"
+    )
+    with pytest.warns(UserWarning, match=message):
+        kept, skipped = load_sft_examples(str(path), tokenizer, cfg, limit=None, role=role)
+    assert (len(kept), skipped) == (1, 1)
+    exact = SFTDataConfig(train=str(path), max_tokens=long)
+    assert load_sft_examples(str(path), tokenizer, exact, limit=None).skipped == 0

@@ -363,14 +363,14 @@ class SFTExamples(NamedTuple):
     examples: list[SFTExample]
     """Usable pairs, in file order."""
     skipped: int
-    """Rows longer than ``max_tokens`` or with an empty prompt."""
+    """Rows longer than ``max_tokens`` (prompt + response + EOS) or with an empty prompt."""
 
 
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None, role: str = "train"
 ) -> SFTExamples:
     """Prompt/response pairs of ``data.<role>`` tokenised, each response ending with one EOS;
-    rows over ``max_tokens`` are skipped (counted)."""
+    rows over ``max_tokens`` (prompt + response + EOS) are skipped, counted and warned."""
     rows = read_examples(cfg, source, limit=limit, role=role)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
@@ -382,21 +382,41 @@ def load_sft_examples(
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
-    out, skipped = [], 0
+    out, over, empty = [], [], 0
     for p, r in zip(prompts, responses, strict=True):
         r = r if r and r[-1] == eos else [*r, eos]  # text ending with the EOS string: once
-        if len(p) + len(r) > cfg.max_tokens or not p:
-            skipped += 1
-            continue
-        out.append(SFTExample(prompt_ids=tuple(p), response_ids=tuple(r)))
+        if not p:
+            empty += 1
+        elif len(p) + len(r) > cfg.max_tokens:
+            over.append(len(p) + len(r))
+        else:
+            out.append(SFTExample(prompt_ids=tuple(p), response_ids=tuple(r)))
+    skipped = len(over) + empty
     if skipped:
-        warnings.warn(
-            f"{source}: skipped {skipped} row(s) longer than data.max_tokens={cfg.max_tokens} or with an empty prompt",
-            stacklevel=2,
-        )
+        warnings.warn(_skipped_rows(role, source, len(rows), over, empty, cfg), stacklevel=2)
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
     return SFTExamples(out, skipped)
+
+
+def _skipped_rows(
+    role: str, source: str, read: int, over: list[int], empty: int, cfg: SFTDataConfig
+) -> str:
+    """The warning of the rows :func:`load_sft_examples` skipped: how many of how many, and
+    the longest of those over ``data.max_tokens``."""
+    parts = []
+    if over:
+        parts.append(
+            f"{len(over)} longer than data.max_tokens={cfg.max_tokens} (prompt + response + "
+            f"EOS; the longest {max(over)} tokens)"
+        )
+    if empty:
+        parts.append(f"{empty} with an empty prompt")
+    use = "trained on" if role == "train" else "in sft/eval_loss"
+    return (
+        f"data.{role}: {source}: skipped {len(over) + empty} of {read} rows, "
+        f"{' and '.join(parts)}; they are not {use}"
+    )
 
 
 def warn_shared_pairs(train: Sequence[SFTExample], held_out: Sequence[SFTExample]) -> int:

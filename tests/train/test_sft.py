@@ -361,3 +361,18 @@ def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
     assert (len(kept), skipped) == (1, 1)
     exact = SFTDataConfig(train=str(path), max_tokens=long)
     assert load_sft_examples(str(path), tokenizer, exact, limit=None).skipped == 0
+
+
+def test_a_warm_up_as_long_as_the_run_is_warned(tiny_model_dir, sft_file, tmp_path):
+    """The sft recipe warms up over 10 steps: a run of 6 pairs for 4 epochs of batches of 3
+    (8 steps) never reached optim.lr (at most 8 / 10 of it) and never decayed, unsaid."""
+    optim = OptimConfig(lr=1e-3, warmup_steps=10, schedule="cosine")
+    cfg = _cfg(tiny_model_dir, sft_file, tmp_path / "run", optim=optim)
+    message = (
+        r"optim\.warmup_steps=10 is not below the run's 8 steps: the learning rate rises to "
+        r"0\.0008 at the last step \(optim\.lr=0\.001\); the cosine decay never starts"
+    )
+    with pytest.warns(UserWarning, match=message):
+        result = sft(cfg)
+    lrs = [r["optim/lr"] for r in read_metrics(result.run_dir / "metrics.jsonl")]
+    assert max(lrs) == pytest.approx(8e-4, rel=1e-9)

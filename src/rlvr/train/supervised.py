@@ -24,7 +24,7 @@ from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_
 from rlvr.train.heap import before_backward
 from rlvr.train.logprobs import response_stats
 from rlvr.train.lora import adapter_notes
-from rlvr.train.optim import build_optimizer, clip_and_step
+from rlvr.train.optim import build_optimizer, clip_and_step, warn_long_warmup
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import preflight
 from rlvr.train.prompts import IndexSampler, SFTExample, load_sft_examples, warn_shared_pairs
@@ -128,7 +128,9 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
     )
     warn_shared_pairs(examples, held_out)
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    optimizer, scheduler = build_optimizer(model, cfg.optim, cfg.steps or cfg.epochs * per_epoch)
+    total = cfg.steps or cfg.epochs * per_epoch
+    warn_long_warmup(cfg.optim, total)
+    optimizer, scheduler = build_optimizer(model, cfg.optim, total)
     return SFTRun(
         cfg=cfg,
         run_dir=run_dir,

@@ -44,3 +44,16 @@ def test_klear_sft_recipe():
         "cosine",
         4,
     )
+
+
+@pytest.mark.parametrize(("warmup", "total"), [(0, 4), (1, 3), (10, 16)])
+def test_the_last_planned_step_trains_above_the_floor_as_documented(warmup, total):
+    """optim.min_lr is reached just after the last planned step: that step trains at
+    min_lr + (lr - min_lr) * (1 - cos(pi / n)) / 2, n the steps after warm-up (the docs said
+    the floor was reached at the last step)."""
+    lr, floor = 8e-5, 4e-5
+    schedule = LRSchedule(warmup_steps=warmup, total_steps=total, kind="cosine", floor=floor / lr)
+    n = total - warmup
+    last = floor + (lr - floor) * (1 - math.cos(math.pi / n)) / 2
+    assert lr * schedule(total - 1) == pytest.approx(last, rel=1e-12)
+    assert lr * schedule(total) == pytest.approx(floor, rel=1e-12)

@@ -363,9 +363,9 @@ class OptimConfig:
     warmup_steps: int = 0
     """Optimiser steps of linear warm-up to ``lr``: step ``s`` (from 0) at ``lr * (s + 1) / warmup_steps``."""
     schedule: Literal["constant", "cosine"] = "constant"
-    """After warm-up: constant, or cosine decay to ``min_lr`` at the last planned step (an RL update the filters skip leaves it above)."""
+    """After warm-up: constant, or cosine decay to ``min_lr``, reached just after the last planned step (that step trains at ``min_lr + (lr - min_lr) * (1 - cos(pi / n)) / 2``, ``n`` the steps after warm-up; an RL update the filters skip leaves it above)."""
     min_lr: float = 0.0
-    """Floor of the cosine schedule, reached at the last planned step (Klear's SFT: 8e-5 -> 4e-5)."""
+    """Floor of the cosine schedule, reached just after the last planned step (Klear's SFT: 8e-5 -> 4e-5)."""
     micro_batch_size: int | None = None
     """Sequences per forward/backward; gradients accumulate (``None`` or >= the batch: one pass)."""
 

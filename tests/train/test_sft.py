@@ -376,3 +376,62 @@ def test_a_warm_up_as_long_as_the_run_is_warned(tiny_model_dir, sft_file, tmp_pa
         result = sft(cfg)
     lrs = [r["optim/lr"] for r in read_metrics(result.run_dir / "metrics.jsonl")]
     assert max(lrs) == pytest.approx(8e-4, rel=1e-9)
+
+
+class _KillAt:
+    """A callback that stops the run with an error after step ``step``'s metrics are written
+    (before that step's checkpoint), as a crash would."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def __getattr__(self, hook):
+        return lambda job, *args: None
+
+    def on_step(self, job, step, record):
+        if step == self.step:
+            raise RuntimeError("killed")
+
+
+@pytest.mark.parametrize("steps", [None, 10])
+def test_a_run_killed_mid_way_resumes_to_the_same_metrics_and_weights(
+    tiny_model_dir, sft_file, tmp_path, steps
+):
+    """7 pairs in batches of 3 (short last batches, or batches that wrap with ``steps``),
+    warm-up then cosine to a floor, micro-batches of 2, checkpoints every 2 steps: a run
+    stopped after step 5 (its rows past step 4 written) and resumed from step_000004 logs and
+    ends exactly as a run that was never stopped."""
+    from rlvr.models import load_model
+    from rlvr.train.config import CheckpointConfig
+
+    path = tmp_path / "seven.jsonl"
+    extra = {"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"}
+    path.write_text(Path(sft_file).read_text() + json.dumps(extra) + "\n")
+    optim = OptimConfig(lr=3e-3, schedule="cosine", warmup_steps=2, min_lr=1e-4, micro_batch_size=2)
+
+    def cfg(out):
+        data = SFTDataConfig(train=str(path), eval=sft_file)
+        return _cfg(
+            tiny_model_dir,
+            str(path),
+            tmp_path / out,
+            epochs=3,
+            steps=steps,
+            data=data,
+            optim=optim,
+            checkpoint=CheckpointConfig(every=2, keep_last=2),
+        )
+
+    full = sft(cfg("full"))
+    with pytest.raises(RuntimeError, match="killed"):
+        sft(cfg("cut"), callbacks=[_KillAt(5)])
+    cut = sft(cfg("cut"), resume=True)
+    drop = ("time/", "perf/")
+    rows = [
+        [{k: v for k, v in r.items() if not k.startswith(drop)} for r in read_metrics(d)]
+        for d in (full.run_dir / "metrics.jsonl", cut.run_dir / "metrics.jsonl")
+    ]
+    assert rows[0] == rows[1] and len(rows[0]) == (steps or 9)
+    a, b = (load_model(str(r.model_dir))[0].state_dict() for r in (full, cut))
+    for name, value in a.items():
+        assert torch.equal(value, b[name]), name

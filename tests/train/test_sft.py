@@ -435,3 +435,81 @@ def test_a_run_killed_mid_way_resumes_to_the_same_metrics_and_weights(
     a, b = (load_model(str(r.model_dir))[0].state_dict() for r in (full, cut))
     for name, value in a.items():
         assert torch.equal(value, b[name]), name
+
+
+def _hand_nll(model, examples):
+    """Token-mean NLL of the responses by plain cross_entropy, one unpadded sequence each."""
+    total, count = 0.0, 0
+    for e in examples:
+        ids = torch.tensor([[*e.prompt_ids, *e.response_ids]])  # [1, P + R]
+        logits = model(input_ids=ids).logits[0].float()  # [P + R, V]
+        start = len(e.prompt_ids)
+        nll = torch.nn.functional.cross_entropy(
+            logits[start - 1 : -1], ids[0, start:], reduction="sum"
+        )
+        total, count = total + nll, count + len(e.response_ids)
+    return total / count
+
+
+@pytest.mark.parametrize("share_prompt", [True, False])
+@pytest.mark.parametrize("micro", [None, 2])
+def test_sft_step_on_chat_rows_is_the_plain_cross_entropy_gradient(
+    tiny_model_dir, tmp_path, monkeypatch, share_prompt, micro
+):
+    """Multi-turn chat rows (the last assistant message is the response; earlier turns, the
+    system message and the template are prompt), three rows sharing one prompt (computed once
+    with model.share_prompt), micro-batches of unequal token counts: sft_step's loss and
+    gradient are those of F.cross_entropy over the response tokens and their EOS, token mean
+    over the whole step."""
+    import rlvr.train.supervised as supervised
+    from rlvr.models import load_model
+    from rlvr.train.optim import Stepped
+
+    user = {"role": "user", "content": "What is 40 + 2?"}
+    rows = [
+        [
+            {"role": "system", "content": "Old"},
+            {"role": "user", "content": "What is 12 + 7?"},
+            {"role": "assistant", "content": "19"},
+            {"role": "user", "content": "And 5 - 3?"},
+            {"role": "assistant", "content": "5 - 3 = 2. Answer: 2"},
+        ],
+        [user, {"role": "assistant", "content": "40 + 2 = 42. Answer: 42"}],
+        [user, {"role": "assistant", "content": "42"}],
+        [user, {"role": "assistant", "content": "It is 42, since 40 + 2 = 42."}],
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps({"messages": m}) + "\n" for m in rows))
+    data = SFTDataConfig(
+        train=str(path), prompt_field="messages", response_field="messages", system_prompt="Hi."
+    )
+    model, tokenizer = load_model(str(tiny_model_dir))
+    examples, _ = load_sft_examples(str(path), tokenizer, data, limit=None)
+    first = tokenizer.decode(examples[0].prompt_ids)
+    assert first.startswith("<|im_start|>system\nHi.<|im_end|>") and "19<|im_end|>" in first
+    expected = _hand_nll(model, examples)
+    expected.backward()
+    hand = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    grads = {}
+
+    def capture(model, optimizer, scheduler, cfg):
+        grads.update({n: p.grad.clone() for n, p in model.named_parameters()})
+        model.zero_grad()
+        return Stepped(0.0, True)
+
+    monkeypatch.setattr(supervised, "clip_and_step", capture)
+    cfg = SFTConfig(
+        model=ModelConfig(name=str(tiny_model_dir), share_prompt=share_prompt),
+        data=data,
+        batch_size=4,
+        optim=OptimConfig(micro_batch_size=micro),
+    )
+    batch = pack([e.prompt_ids for e in examples], [e.response_ids for e in examples], 0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # the step is captured above
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+    metrics = sft_step(model, optimizer, schedule, batch, cfg)
+    assert metrics["sft/loss"] == pytest.approx(float(expected), rel=1e-5)
+    assert metrics["sft/tokens"] == sum(len(e.response_ids) for e in examples)
+    for name, grad in hand.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-6)

@@ -513,3 +513,30 @@ def test_sft_step_on_chat_rows_is_the_plain_cross_entropy_gradient(
     assert metrics["sft/tokens"] == sum(len(e.response_ids) for e in examples)
     for name, grad in hand.items():
         torch.testing.assert_close(grads[name], grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("template", [True, False])
+@pytest.mark.parametrize("system_prompt", [None, "Be brief."])
+def test_sft_prompts_are_the_prompts_rl_gives_the_same_model(
+    tiny_model, tmp_path, template, system_prompt
+):
+    """An SFT'd model is trained on the format rlvr train then prompts it with: the same
+    tokens for the same row and data.system_prompt, chat template or none (a base model)."""
+    from rlvr.train.config import DataConfig
+    from rlvr.train.prompts import load_prompt_set
+
+    tokenizer = copy.deepcopy(tiny_model[1])
+    if not template:
+        tokenizer.chat_template = None
+    rows = [
+        {"prompt": "What is 12 + 7?", "response": "19"},
+        {"prompt": [{"role": "user", "content": "2+2?"}], "response": "4"},
+    ]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sft_data = SFTDataConfig(train=str(path), system_prompt=system_prompt)
+    examples, _ = load_sft_examples(str(path), tokenizer, sft_data, limit=None)
+    rl_data = DataConfig(train=str(path), answer_field="response", system_prompt=system_prompt)
+    rl = load_prompt_set(tokenizer, rl_data, role="train")
+    assert [e.prompt_ids for e in examples] == [p.ids for p in rl.prompts]
+    assert examples[0].response_ids[-1] == tokenizer.eos_token_id

@@ -540,3 +540,30 @@ def test_sft_prompts_are_the_prompts_rl_gives_the_same_model(
     rl = load_prompt_set(tokenizer, rl_data, role="train")
     assert [e.prompt_ids for e in examples] == [p.ids for p in rl.prompts]
     assert examples[0].response_ids[-1] == tokenizer.eos_token_id
+
+
+@pytest.mark.parametrize(
+    ("role", "use"), [("train", "they train on"), ("eval", "their sft/eval_loss is on")]
+)
+def test_pairs_longer_than_the_models_context_are_warned(
+    tiny_model_dir, sft_file, tmp_path, role, use
+):
+    """The klear/sft recipe lets pairs of 32768 tokens through on the tiny preset (a context
+    of 1024 positions): such pairs trained past the model's positions without a word."""
+    from transformers import AutoConfig
+
+    context = AutoConfig.from_pretrained(tiny_model_dir).max_position_embeddings
+    path = tmp_path / "long.jsonl"
+    long = {"prompt": "What is 12 + 7?", "response": "12 + 7 = 19. " * (context // 4)}
+    path.write_text(Path(sft_file).read_text() + json.dumps(long) + "\n")
+    files = {"train": sft_file, "eval": sft_file, role: str(path)}
+    data = SFTDataConfig(train=files["train"], eval=files["eval"], max_tokens=8 * context)
+    cfg = _cfg(tiny_model_dir, sft_file, tmp_path / "run", epochs=1, data=data, batch_size=7)
+    message = (
+        rf"data\.{role}: 1 of 7 pairs are longer than the model's context "
+        rf"\(max_position_embeddings={context}; the longest \d+ tokens\), which "
+        rf"data\.max_tokens={8 * context} lets through: {use} positions the model was not "
+        rf"built for; data\.max_tokens={context} skips them"
+    )
+    with pytest.warns(UserWarning, match=message):
+        sft(cfg)

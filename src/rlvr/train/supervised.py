@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,8 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
         else []
     )
     warn_shared_pairs(examples, held_out)
+    for role, pairs in (("train", examples), ("eval", held_out)):
+        warn_past_context(model, pairs, role, data.max_tokens)
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.steps or cfg.epochs * per_epoch
     warn_long_warmup(cfg.optim, total)
@@ -144,6 +147,24 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
         scheduler=scheduler,
         steps_per_epoch=per_epoch,
     )
+
+
+def warn_past_context(model, pairs: Sequence[SFTExample], role: str, max_tokens: int) -> int:
+    """Warn when pairs of ``data.<role>`` are longer than the model's context
+    (``max_position_embeddings``), which ``data.max_tokens`` let through; returns how many."""
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    lengths = [len(e.prompt_ids) + len(e.response_ids) for e in pairs]
+    over = [n for n in lengths if context is not None and n > context]
+    if over:
+        use = "they train on" if role == "train" else "their sft/eval_loss is on"
+        warnings.warn(
+            f"data.{role}: {len(over)} of {len(pairs)} pairs are longer than the model's "
+            f"context (max_position_embeddings={context}; the longest {max(over)} tokens), "
+            f"which data.max_tokens={max_tokens} lets through: {use} positions the model was "
+            f"not built for; data.max_tokens={context} skips them",
+            stacklevel=2,
+        )
+    return len(over)
 
 
 def sft(cfg: SFTConfig, *, resume: bool = False, callbacks: Sequence[Callback] = ()) -> SFTResult:

@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -752,3 +753,16 @@ def test_only_a_step_without_signal_warns(train_config, rewards):
     signal_less = [w for w in caught if "no learning signal" in str(w.message)]
     assert metrics["groups/identical_frac"] == (0.5 if rewards[0] else 1.0)
     assert len(signal_less) == (0 if rewards[0] else 1)
+
+
+def test_a_warm_up_as_long_as_the_run_is_warned(train_config):
+    """`rlvr sft` warned of it; `rlvr train` with optim.warmup_steps past its optimiser steps
+    (steps x rollout.minibatches x rollout.epochs) never reached optim.lr, unsaid."""
+    cfg = train_config("rollout.minibatches=2", "optim.warmup_steps=4", "optim.schedule=cosine")
+    said = r"optim\.warmup_steps=4 is not below the run's 4 optimiser steps"
+    with pytest.warns(UserWarning, match=said):
+        train(cfg)
+    with warnings.catch_warnings(record=True) as caught:  # one more step: not said
+        warnings.simplefilter("always")
+        train(train_config("steps=3", "rollout.minibatches=2", "optim.warmup_steps=4", out="b"))
+    assert not [w for w in caught if "warmup_steps" in str(w.message)]

@@ -369,7 +369,8 @@ def test_a_warm_up_as_long_as_the_run_is_warned(tiny_model_dir, sft_file, tmp_pa
     optim = OptimConfig(lr=1e-3, warmup_steps=10, schedule="cosine")
     cfg = _cfg(tiny_model_dir, sft_file, tmp_path / "run", optim=optim)
     message = (
-        r"optim\.warmup_steps=10 is not below the run's 8 steps: the learning rate rises to "
+        r"optim\.warmup_steps=10 is not below the run's 8 optimiser steps: the learning rate rises "
+        r"to "
         r"0\.0008 at the last step \(optim\.lr=0\.001\); the cosine decay never starts"
     )
     with pytest.warns(UserWarning, match=message):

@@ -35,7 +35,7 @@ from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_
 from rlvr.train.logprobs import forward_context
 from rlvr.train.lora import adapter_notes, has_adapters
 from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
-from rlvr.train.optim import build_optimizer
+from rlvr.train.optim import build_optimizer, warn_long_warmup
 from rlvr.train.policy import load_policy
 from rlvr.train.preflight import UNCONFINED, preflight, run_verifier
 from rlvr.train.progress import Headline
@@ -158,6 +158,7 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
         warn_repeated_problems([p.example for p in eval_set.prompts])
     order = IndexSampler(len(train_set.prompts), seed=cfg.seed, shuffle=data.shuffle)
     updates = cfg.steps * cfg.rollout.minibatches * cfg.rollout.epochs
+    warn_long_warmup(cfg.optim, updates)
     optimizer, scheduler = build_optimizer(policy, cfg.optim, updates)
     ro = cfg.rollout
     generator = make_sampler(ro.sampler, policy, tokenizer, **ro.sampler_options)

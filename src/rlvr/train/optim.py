@@ -60,16 +60,17 @@ def build_optimizer(model: torch.nn.Module, cfg: OptimConfig, total_steps: int):
 
 
 def warn_long_warmup(cfg: OptimConfig, total_steps: int) -> bool:
-    """Warn when the linear warm-up lasts the whole run (``optim.warmup_steps >= steps``): the
-    learning rate then peaks below ``optim.lr`` (or only at the last step) and a cosine never
-    decays. Returns whether it warned."""
+    """Warn when the linear warm-up lasts the whole run (``optim.warmup_steps`` not below its
+    ``total_steps`` optimiser steps; in ``rlvr train``, ``steps * rollout.minibatches *
+    rollout.epochs``): the learning rate then peaks below ``optim.lr`` (or only at the last
+    step) and a cosine never decays. Returns whether it warned."""
     long = cfg.warmup_steps >= total_steps
     if long:
         peak = cfg.lr * total_steps / cfg.warmup_steps
         decay = "; the cosine decay never starts" if cfg.schedule == "cosine" else ""
         warnings.warn(
             f"optim.warmup_steps={cfg.warmup_steps} is not below the run's {total_steps} "
-            f"steps: the learning rate rises to {peak:.3g} at the last step (optim.lr="
+            f"optimiser steps: the learning rate rises to {peak:.3g} at the last step (optim.lr="
             f"{cfg.lr:.3g}){decay}; lower optim.warmup_steps or run more steps",
             stacklevel=2,
         )

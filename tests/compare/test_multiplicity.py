@@ -57,6 +57,43 @@ def test_holm_and_benjamini_hochberg_by_hand():
     assert holm([0.3, 0.9]) == pytest.approx([0.6, 0.9]) and holm([]) == []
 
 
+def _holm_reference(p):
+    """Holm (1979) from its definition: the k-th smallest p times (m - k + 1), running max."""
+    order = np.argsort(p, kind="stable")
+    steps = np.maximum.accumulate((len(p) - np.arange(len(p))) * np.asarray(p)[order])
+    out = np.empty(len(p))
+    out[order] = np.minimum(steps, 1.0)
+    return out
+
+
+def _bh_reference(p):
+    """Benjamini-Hochberg (1995) from its definition: p * m / rank, running min from the top."""
+    order = np.argsort(p)[::-1]
+    m = len(p)
+    steps = np.minimum.accumulate(np.asarray(p)[order] * m / (m - np.arange(m)))
+    out = np.empty(m)
+    out[order] = np.minimum(steps, 1.0)
+    return out
+
+
+def test_holm_and_bh_match_their_definitions_with_ties_and_caps():
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        m = int(rng.integers(1, 40))
+        raw = rng.choice([0.001, 0.01, 0.02, 0.04, 0.3, 1.0], m).tolist()  # ties
+        raw = [p if rng.random() < 0.5 else float(rng.random()) for p in raw]
+        h = holm(raw)
+        q = [v.q_bh for v in adjust([_verdict_with_p(p) for p in raw])]
+        assert h == pytest.approx(_holm_reference(raw), abs=1e-12)
+        assert q == pytest.approx(_bh_reference(raw), abs=1e-12)
+        assert all(p <= a <= 1 for p, a in zip(raw, h, strict=True))
+        assert all(
+            p - 1e-12 <= b <= a + 1e-12 for p, b, a in zip(raw, q, h, strict=True)
+        )  # BH: laxer
+        order = np.argsort(raw, kind="stable")  # monotone in the raw p-values
+        assert np.all(np.diff(np.asarray(h)[order]) >= 0)
+
+
 def _verdict_with_p(p, status=REPRODUCED):
     """A direction verdict whose interval has two-sided p-value ``p`` (df = 1: t = tan)."""
     t = math.tan(math.pi / 2 * (1 - p))

@@ -228,3 +228,20 @@ def test_seeds_needed_reaches_its_power_with_few_seeds():
         t = d.mean(axis=1) / (d.std(axis=1, ddof=1) / math.sqrt(n))
         assert (np.abs(t) > t_quantile(0.975, n - 1)).mean() > 0.795  # sd of the estimate 0.3%
         assert t_power(effect * math.sqrt(n - 1), n - 2) < 0.8  # one seed fewer is short
+
+
+def test_a_per_run_interval_is_scipys_paired_t_test():
+    """P = 1 (a per-run summary): the interval, its df and p-value are
+    ``scipy.stats.ttest_rel``'s, on random draws of 2-40 seeds."""
+    from scipy.stats import ttest_rel
+
+    from rlvr.compare.stats import p_value
+
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        seeds = int(rng.integers(2, 41))
+        base = rng.normal(0, rng.uniform(0.01, 2), seeds)
+        arm = base + rng.normal(rng.normal(0, 0.5), rng.uniform(0.01, 2), seeds)
+        ci, ref = paired_interval(arm[:, None], base[:, None]), ttest_rel(arm, base)
+        assert (ci.low, ci.high) == pytest.approx(tuple(ref.confidence_interval(0.95)), abs=1e-12)
+        assert ci.df == ref.df and p_value(ci) == pytest.approx(ref.pvalue, abs=1e-12)

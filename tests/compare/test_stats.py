@@ -202,17 +202,26 @@ def test_the_detectable_effect_is_found_as_often_as_it_says():
 
 
 def test_t_power_is_the_noncentral_t_power():
-    """Against scipy's noncentral t (statsmodels' ``TTestPower`` formula) where it is finite:
-    scipy 1.17's ``nct`` returns NaN for some (df, nc), e.g. df 1 at nc 12."""
+    """scipy's noncentral t where it is finite; where scipy 1.17's ``nct`` is NaN (df 1 at nc
+    12, df 2 at 8.5) the quadrature, which agrees with ``nct`` elsewhere and with a simulation
+    there."""
     from scipy.stats import nct
 
-    for df in (1, 2, 4, 7, 20, 29):
+    from rlvr.compare.stats import _t_power_by_quadrature
+
+    for df in (1, 2, 4, 7, 20.5, 29):
+        c = t_quantile(0.975, df)
         for nc in (0.0, 0.5, 1.5, 3.0, 6.0):
-            c = t_quantile(0.975, df)
             expected = nct.sf(c, df, nc) + nct.cdf(-c, df, nc)
             if math.isfinite(expected):
-                assert t_power(nc, df) == pytest.approx(expected, abs=1e-8)
+                assert t_power(nc, df) == pytest.approx(expected, abs=1e-12)
+                assert _t_power_by_quadrature(nc, df, c) == pytest.approx(expected, abs=1e-8)
     assert t_power(0.0, 3) == pytest.approx(0.05, abs=1e-9)  # no effect: the test's level
+    rng = np.random.default_rng(0)
+    for nc, df in ((12.0, 1), (8.5, 2)):
+        c = t_quantile(0.975, df)
+        t = (rng.normal(size=400_000) + nc) / np.sqrt(rng.chisquare(df, 400_000) / df)
+        assert t_power(nc, df) == pytest.approx((np.abs(t) > c).mean(), abs=0.003)  # sd 0.08%
 
 
 def test_seeds_needed_reaches_its_power_with_few_seeds():

@@ -136,8 +136,8 @@ def _noncentrality(df: float, power: float, level: float) -> float:
     """The noncentrality at which the t test at ``level`` has ``power``: exact (:func:`t_power`
     solved by Brent's method) below :data:`EXACT_BELOW` - 1 df, the approximation from there."""
     approx = _approximate_noncentrality(df, power, level)
-    if df >= EXACT_BELOW - 1:
-        return approx
+    if df >= EXACT_BELOW - 1 or power <= 1 - level:  # no effect already rejects that often
+        return approx if power > 1 - level else 0.0
     high = max(approx, 1.0)
     while t_power(high, df, level) < power:
         high *= 2
@@ -149,7 +149,8 @@ def seeds_needed(
 ) -> int:
     """Seeds a paired per-seed t test needs to detect ``effect`` with ``power``, when the
     per-seed differences have standard deviation ``sd`` (at least 2): the noncentral t's
-    power below 30 seeds, the :func:`detectable` approximation from there (they agree).
+    power below 30 seeds, ``(t(0.975, n - 1) + t(power, n - 1)) * sd / sqrt(n)`` from there
+    (they agree).
 
     >>> seeds_needed(0.0145, 0.02), seeds_needed(0.0145, 0.01)
     (7, 19)

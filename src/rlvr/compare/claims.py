@@ -273,7 +273,7 @@ def paired_arrays(
             raise ValueError(unlogged)
         raise ValueError(
             f"{metric} ({summary}) is undefined in some run (never logged or, for late, not in "
-            "the last quarter; not finite at a step it summarises; or no out-of-band events for "
+            "the steps past three quarters of the run; not finite at a step it summarises; or no out-of-band events for "
             "a quadrant share)"
         )
     return left, right

@@ -321,7 +321,8 @@ RULES_TEXT = [
     "not reproduced the smallest p-value on the other side times the number of intervals "
     "(rlvr.compare.multiplicity).",
     "**Summaries** of a run's curve (rlvr.compare.results): `mean` over all steps (for a reward "
-    "curve: the area under it), `late` over the last quarter of the steps, `final` the last value "
+    "curve: the area under it), `late` over the steps past three quarters of the run (step > 0.75 "
+    "x the last), `final` the last value "
     "(held-out: the final evaluation), `run-share` the quadrant's share of all out-of-band events "
     "of the run. A value not finite (logged as null) at a step a summary covers makes it "
     "undefined and the claim inconclusive.",

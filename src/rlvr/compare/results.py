@@ -5,7 +5,8 @@ A run directory holds the trainer's ``metrics.jsonl`` and the worker's ``final.j
 
 - ``mean``: the mean over all training steps where the metric was logged (for a reward
   curve, the area under it: a faster rise from the same start gives a larger mean);
-- ``late``: the mean over the last quarter of the steps (undefined when none of them logged it);
+- ``late``: the mean over the steps past three quarters of the run (step > 0.75 x the last:
+  the last quarter of a long run, 2 of 6 steps; undefined when none of them logged it);
 - ``final``: the value at the last step that logged it (held-out metrics: the final evaluation);
 - ``run-share`` (quadrant shares ``clip/qK_share``): events of quadrant K over all events
   of the run, from the per-token fractions weighted by each step's token count.

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import statistics
+import warnings
 
 import numpy as np
 import pytest
@@ -159,3 +160,22 @@ def test_the_python_api_refuses_verifier_options_that_decide_otherwise_too():
     assert paired_differences(rescored, strict)["avg@4"].mean == 0
     explicit = {**strict, "verifier_options": {"extract": "strict"}}  # the default, given
     assert paired_differences(explicit, strict)["avg@4"].mean == 0
+
+
+def test_other_time_limits_with_timeouts_are_warned_of():
+    """Two reports scored with other --timeout values were compared without a word, though a
+    timeout counts as wrong; without timeouts, or with one limit, nothing is said."""
+
+    def scored(report, limit, timeouts):
+        return {**report, "config": {"scoring": {"timeout_s": limit}},
+                "metrics": {"verifier/timeouts": timeouts}}  # fmt: skip
+
+    new, base = _report([1, 2]), _report([2, 2])
+    said = r"other verifier time limits \(2\.0 s and 10\.0 s; 3 and 0 completions timed out"
+    with pytest.warns(UserWarning, match=said):
+        paired_differences(scored(new, 2.0, 3), scored(base, 10.0, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paired_differences(scored(new, 2.0, 0), scored(base, 10.0, 0))
+        paired_differences(scored(new, 10.0, 3), scored(base, 10.0, 1))
+        paired_differences(new, scored(base, 10.0, 1))  # a report without its limit

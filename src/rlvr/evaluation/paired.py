@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -78,7 +79,23 @@ def compare_reports(new: Mapping[str, Any], base: Mapping[str, Any]) -> Comparis
 def _checked_pairs(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[dict, dict]]:
     """The two reports' problems paired; ``ValueError`` for other verifiers or problems."""
     check_same_scoring(new, base)
+    _warn_other_time_limits(new, base)
     return paired_problems(new["problems"], base["problems"])
+
+
+def _warn_other_time_limits(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:
+    """Warn when the reports' verifiers ran under other time limits (``config.scoring.timeout_s``,
+    ``--timeout``) and a completion of either timed out: a timeout counts as wrong, so part of
+    the difference may be the limits'. Reports that do not record a limit pass."""
+    limits = [r.get("config", {}).get("scoring", {}).get("timeout_s", "?") for r in (new, base)]
+    timed_out = [int(r.get("metrics", {}).get("verifier/timeouts") or 0) for r in (new, base)]
+    if "?" not in limits and limits[0] != limits[1] and any(timed_out):
+        warnings.warn(
+            f"the reports were scored under other verifier time limits ({limits[0]} s and "
+            f"{limits[1]} s; {timed_out[0]} and {timed_out[1]} completions timed out, counted "
+            "wrong): part of the difference may be the limits'",
+            stacklevel=3,
+        )
 
 
 def check_same_scoring(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:

@@ -377,3 +377,26 @@ def test_an_objective_whose_every_update_is_on_policy_is_warned(overrides, warne
             f"its gradient is grpo's with advantage {objective.advantage_mode!r} and aggregation "
             f"{objective.agg_mode!r}" in messages[0]
         )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "keys"),
+    [
+        (["rollout.top_p=0.9"], ["rollout.top_p=0.9"]),
+        (["rollout.top_k=20"], ["rollout.top_k=20"]),
+        (["rollout.top_p=0.95", "rollout.top_k=50"], ["rollout.top_p=0.95", "rollout.top_k=50"]),
+        (["eval.top_p=0.95"], []),
+        ([], []),
+    ],
+)
+def test_truncated_rollout_sampling_is_warned(overrides, keys, prompt_file, recwarn):
+    """With top-p or top-k the tokens come from the truncated distribution while the update's
+    log-probs and entropy are the whole softmax's: a run said nothing of it."""
+    from rlvr.train.preflight import preflight
+
+    data = apply_overrides({"data": {"train": prompt_file}}, overrides)
+    preflight(from_dict(TrainConfig, data), device=False)
+    messages = [str(w.message) for w in recwarn if "truncated distribution" in str(w.message)]
+    assert len(messages) == (1 if keys else 0)
+    if keys:
+        assert messages[0].startswith(" and ".join(keys) + ": rollouts are drawn")

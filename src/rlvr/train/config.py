@@ -236,9 +236,9 @@ class RolloutConfig:
     temperature: float = 1.0
     """Sampling temperature (> 0); log-probs in the update use the same temperature."""
     top_p: float = 1.0
-    """Nucleus sampling mass (1 disables it)."""
+    """Nucleus sampling mass (1 disables it); the update's log-probs and entropy stay those of the whole softmax (warned)."""
     top_k: int = 0
-    """Top-k sampling (0 disables it)."""
+    """Top-k sampling (0 disables it); the update's log-probs and entropy stay those of the whole softmax (warned)."""
     sampler: str = "lean"
     """Sampler by name: ``lean`` (the KV-cached loop of ``rlvr.generation.lean``), ``hf`` (Hugging Face ``generate``), ``vllm``."""
     sampler_options: dict[str, Any] = field(default_factory=dict)

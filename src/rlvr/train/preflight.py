@@ -58,6 +58,8 @@ def preflight(
         if device:  # this machine's sandbox: a dry run is written for another
             refuse_unconfined(sandbox_isolation(reward.verifier), reward.allow_unconfined)
     warn_inert_settings(config)
+    if isinstance(config, TrainConfig) and (line := truncated_sampling_note(config)):
+        warnings.warn(line, stacklevel=2)
 
 
 def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
@@ -107,6 +109,25 @@ def on_policy_note(config: TrainConfig) -> str | None:
         f"1, so {effect}; for the objective to act, update several times per rollout batch "
         "(rollout.minibatches > 1, as the demo's 4, or rollout.epochs > 1) or sample ahead "
         "(rollout.staleness >= 1)"
+    )
+
+
+def truncated_sampling_note(config: TrainConfig) -> str | None:
+    """The warning for rollouts sampled with ``rollout.top_p < 1`` or ``rollout.top_k > 0``:
+    the update's log-probs (behaviour, current and reference) and ``policy/entropy`` are those
+    of the whole ``softmax(logits / temperature)``, not of the truncated distribution the
+    tokens were drawn from; None when nothing truncates."""
+    rollout = config.rollout
+    keys = [f"rollout.top_p={rollout.top_p}"] if rollout.top_p < 1 else []
+    keys += [f"rollout.top_k={rollout.top_k}"] if rollout.top_k else []
+    if not keys:
+        return None
+    return (
+        f"{' and '.join(keys)}: rollouts are drawn from the truncated distribution, but the "
+        "update's log-probs and policy/entropy are those of the whole softmax(logits / "
+        "rollout.temperature), as in verl and TRL: the behaviour log-prob of each token is "
+        "below its sampling log-prob by the log of the mass kept, so the update is not exactly "
+        "on-policy (docs/training.md, 'What the update's log-probs are of')"
     )
 
 

@@ -28,13 +28,14 @@ def test_generate_groups_and_masks(tiny_model):
     assert torch.all(out.prompt_mask[:, -1] == 1)
 
 
-def test_generate_is_reproducible_under_seed(tiny_model):
+@pytest.mark.parametrize("sampler", ["lean", "hf"])
+def test_generate_is_reproducible_under_seed(tiny_model, sampler):
     model, tokenizer = tiny_model
-    cfg = SamplingConfig(max_new_tokens=6, temperature=1.0)
+    cfg = SamplingConfig(max_new_tokens=6, temperature=1.0, top_p=0.95)
     torch.manual_seed(3)
-    a = generate(model, tokenizer, ["What is"], n=4, sampling=cfg)
+    a = generate(model, tokenizer, ["What is", "Calculate"], n=4, sampling=cfg, sampler=sampler)
     torch.manual_seed(3)
-    b = generate(model, tokenizer, ["What is"], n=4, sampling=cfg)
+    b = generate(model, tokenizer, ["What is", "Calculate"], n=4, sampling=cfg, sampler=sampler)
     assert torch.equal(a.response_ids, b.response_ids)
 
 

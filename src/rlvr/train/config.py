@@ -248,7 +248,7 @@ class RolloutConfig:
     importance_cap: float = 2.0
     """Cap C of the truncated importance weight of ``importance_correction=tis``."""
     generation_batch_size: int | None = None
-    """Sequences per generation call, a multiple of ``group_size`` (``None``: the whole round at once)."""
+    """Sequences per generation call, a multiple of ``group_size`` (``None``: the whole round at once); the tokens a seed draws depend on it."""
     overlap_scoring: bool = True
     """Score each generation call's completions while the next call generates (when ``generation_batch_size`` splits a round)."""
     filter_zero_advantage: bool = False

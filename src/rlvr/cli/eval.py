@@ -48,7 +48,12 @@ from rlvr.cli.eval_run import (
     warn_other_verifier,
 )
 from rlvr.data.fields import DATASETS, FieldMap
-from rlvr.evaluation.harness import EvalConfig, EvalReport, warn_repeated_problems
+from rlvr.evaluation.harness import (
+    EvalConfig,
+    EvalReport,
+    report_document,
+    warn_repeated_problems,
+)
 from rlvr.evaluation.partial import PartialSamples, partial_path
 from rlvr.generation import SamplingConfig
 from rlvr.rewards.scoring import ScoringConfig
@@ -421,17 +426,17 @@ def main(argv: list[str]) -> int:
     if base is not None:  # other problems or another verifier: one line before sampling
         check_against(args.against, base, verifier.spec, options, examples)
     report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
-    written = {
-        "model": args.model,
-        "data": args.data,
-        "verifier": verifier.spec,
-        "verifier_options": options,  # as given: a +format verifier's own hold its inner one
-        "loading": _loading(args),
-        "sampler": {"name": args.sampler, "options": args.sampler_options},
-        "command": "rlvr eval " + shlex.join(argv),
-        "versions": _versions(args.sampler, verifier.spec),
-        **report.to_dict(),
-    }
+    written = report_document(
+        report,
+        model=args.model,
+        data=args.data,
+        verifier=verifier.spec,
+        verifier_options=options,  # as given: a +format verifier's own hold its inner one
+        loading=_loading(args),
+        sampler={"name": args.sampler, "options": args.sampler_options},
+        command="rlvr eval " + shlex.join(argv),
+        versions=_versions(args.sampler, verifier.spec),
+    )
     differences = None if base is None else paired(args.against, written, base)
     if differences is not None:
         written["against"] = differences[0]
@@ -490,12 +495,10 @@ def _scoring(args: argparse.Namespace, run: FromRun | None) -> tuple[Verifier, d
     and the scores 1 and 0 by default, with warnings when the model's run scored or prompted
     otherwise)."""
     from rlvr.rewards.registry import get_verifier
-    from rlvr.train.preflight import run_verifier
+    from rlvr.train.preflight import run_verifier, verifier_options
 
     if run is not None:
-        reward = run.reward
-        options = {"correct": reward.correct, "wrong": reward.wrong, **reward.options}
-        return run_verifier(reward), options
+        return run_verifier(run.reward), verifier_options(run.reward)
     if args.verifier is None:  # the default: say so when the model's run trained with another
         args.verifier = "math"
         warn_other_verifier(args.model, args.verifier)

@@ -161,6 +161,28 @@ class EvalReport:
         }
 
 
+def report_document(
+    report: EvalReport,
+    *,
+    model: str,
+    data: Any,
+    verifier: str,
+    verifier_options: dict[str, Any],
+    **about: Any,
+) -> dict[str, Any]:
+    """The JSON report of an evaluation, as ``rlvr eval`` writes it: what was evaluated
+    (``model``, ``data``), the verifier spec and the options it was built with (which
+    :func:`~rlvr.evaluation.paired.paired_differences` checks before pairing two reports),
+    ``about`` (how it was loaded, sampled, run), then :meth:`EvalReport.to_dict`."""
+    head = {
+        "model": model,
+        "data": data,
+        "verifier": verifier,
+        "verifier_options": verifier_options,
+    }
+    return {**head, **about, **report.to_dict()}
+
+
 def _json_numbers(values: dict[str, float]) -> dict[str, float | None]:
     """NaN (no standard error from one problem) as ``None``: ``null`` in JSON, not ``NaN``."""
     return {k: None if math.isnan(v) else v for k, v in values.items()}

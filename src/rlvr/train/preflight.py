@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import warnings
+from typing import Any
 
 from rlvr.generation.registry import missing_package
 from rlvr.rewards import Verifier, get_verifier
@@ -129,6 +130,12 @@ def truncated_sampling_note(config: TrainConfig) -> str | None:
         "below its sampling log-prob by the log of the mass kept, so the update is not exactly "
         "on-policy (docs/training.md, 'What the update's log-probs are of')"
     )
+
+
+def verifier_options(reward: RewardConfig) -> dict[str, Any]:
+    """The options a run's verifier is built with, as its evaluation reports record them
+    (``verifier_options``): ``reward.correct``, ``reward.wrong`` and ``reward.options``."""
+    return {"correct": reward.correct, "wrong": reward.wrong, **reward.options}
 
 
 def run_verifier(reward: RewardConfig) -> Verifier:

@@ -108,13 +108,18 @@ def _own_data(root: Path, tiny_model_dir: Path) -> None:
 
 def _report_to_compare_with(root: Path) -> None:
     """``grpo.json``, the report ``rlvr eval --against grpo.json`` reads, made as the command
-    before it in docs/evaluation.md makes it (which also runs, and writes it again)."""
+    before it in docs/evaluation.md makes it (which also runs, and writes it again), and a
+    copy as the demo run's ``eval_reports/step_000000.json`` (the same problems)."""
     from rlvr.cli.eval import main
 
     checkpoint = root / "runs" / "grpo" / "checkpoints" / "step_000060"
     output = root / "grpo.json"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["--model", str(checkpoint), *EVAL_SMALL, "--output", str(output)]) == 0
+    # a run's report of its evaluation before training, for --against <run>/eval_reports/...
+    reports = root / "runs" / "demo-20261122-101500" / "eval_reports"
+    reports.mkdir()
+    shutil.copy(output, reports / "step_000000.json")
 
 
 def _needed_marks(cmd: Command, sandbox: Path) -> set[str]:

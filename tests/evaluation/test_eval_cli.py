@@ -680,6 +680,29 @@ def test_a_checkpoint_alone_evaluates_its_runs_held_out_set_as_the_run_did(
     assert written["config"]["system_prompt"] == "Answer briefly."
 
 
+def test_a_runs_own_evaluation_report_is_a_base_for_against(tiny_model_dir, tmp_path, capsys):
+    """A run's held-out evaluations were lost with it; each is now <run>/eval_reports/step_N.json in
+    rlvr eval's format, so a model can be paired with the run's: its last checkpoint, on its
+    own held-out set, against its last evaluation differs by exactly 0."""
+    checkpoint = _tiny_run(tiny_model_dir, tmp_path)
+    base = tmp_path / "run" / "eval_reports" / "step_000001.json"
+    out = tmp_path / "eval.json"
+    capsys.readouterr()
+    assert main(["--model", str(checkpoint), "--against", str(base), "--output", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"against {base}, paired by problem (percentage points, 95%): avg@3 +0.0" in said
+    written, run = json.loads(out.read_text()), json.loads(base.read_text())
+    assert (
+        written["against"]["all"]["avg@3"]["mean"]
+        == 0
+        == written["against"]["all"]["pass@3"]["mean"]
+    )
+    assert written["against"]["all"]["avg@3"]["problems"] == 10
+    assert run["metrics"] == written["metrics"] and run["verifier"] == written["verifier"]
+    assert set(written) - set(run) == {"loading", "command", "versions", "against"}
+    assert set(run) - set(written) == {"run", "step"}
+
+
 RUN_WITH_HELD_OUT = """\
 data: {train: ../qa.jsonl, eval: ../qa.jsonl, max_eval_examples: 1, template: "Q: {prompt}"}
 reward: {verifier: math+format, options: {format_penalty: -0.5}}

@@ -84,6 +84,62 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert f"avg@1 {gain:+.1f} pts" in result.summary_lines()[2]
 
 
+def test_each_held_out_evaluation_writes_its_report(train_config):
+    """The per-problem results of a run's evaluations were lost with the run: each is now
+    <run>/eval_reports/step_N.json in rlvr eval's format."""
+    from rlvr.evaluation.paired import read_report
+
+    cfg = train_config("steps=3", "eval.every=2", "eval.at_start=true", "eval.at_end=true")
+    result = train(cfg)
+    files = sorted(p.name for p in (result.run_dir / "eval_reports").iterdir())
+    assert files == ["step_000000.json", "step_000002.json", "step_000003.json"]
+    for step in (0, 2, 3):
+        report = read_report(result.run_dir / "eval_reports" / f"step_{step:06d}.json")
+        problems = report["problems"]
+        assert report["step"] == step and report["verifier"] == "even"
+        assert report["verifier_options"] == {"correct": 1.0, "wrong": 0.0}
+        assert report["metrics"]["avg@1"] == result.evals[step]["avg@1"]
+        assert sum(p["c"] / p["n"] for p in problems) / len(problems) == pytest.approx(
+            result.evals[step]["avg@1"], abs=1e-12
+        )
+        assert all(p["n"] == 2 and p["completions"] == [] for p in problems)
+
+
+def test_a_generated_held_out_sets_reports_name_it_as_rlvr_eval_does(
+    train_config, monkeypatch, tmp_path
+):
+    """The run named a generated set's problems by its cache file's stem
+    (chain_sum-n3-s...), rlvr eval on the run's checkpoint by its source: the two reports held
+    "other problems" and --against refused to pair them."""
+    monkeypatch.setenv("RLVR_CACHE", str(tmp_path / "cache"))
+    source = "reasoning_gym:chain_sum"
+    cfg = train_config(
+        "steps=1", f"data.train={source}", f"data.eval={source}", "data.gym.train_size=4",
+        "data.gym.eval_size=3", "data.max_prompt_tokens=256", "eval.at_end=true",
+    )  # fmt: skip
+    report = json.loads((train(cfg).run_dir / "eval_reports" / "step_000001.json").read_text())
+    assert [p["dataset"] for p in report["problems"]] == [source] * 3
+    assert list(report["per_dataset"]) == [source] and report["data"] == [source]
+
+
+def test_a_resumed_run_keeps_its_reports(train_config):
+    """A resume keeps the reports of the steps before its checkpoint; a report of a step after
+    it goes (its step runs again), as its row does."""
+    first = train(train_config("steps=2", "eval.every=1", "eval.at_start=true"))
+    evals = first.run_dir / "eval_reports"
+    before = (evals / "step_000000.json").read_bytes()
+    (evals / "step_000003.json").write_text("{}")  # of a step after the checkpoint
+    result = train(train_config("steps=4", "eval.every=2", "eval.at_start=true"), resume=True)
+    assert sorted(p.name for p in evals.iterdir()) == [
+        "step_000000.json",
+        "step_000001.json",
+        "step_000002.json",
+        "step_000004.json",
+    ]
+    assert (evals / "step_000000.json").read_bytes() == before
+    assert sorted(result.evals) == [0, 1, 2, 4]
+
+
 @pytest.mark.parametrize(
     ("at_start", "at_end", "evaluated"), [(False, False, [2]), (True, True, [0, 2, 3])]
 )

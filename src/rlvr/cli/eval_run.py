@@ -362,7 +362,7 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     are named by the run's source (``reasoning_gym:chain_sum``), not by its cache file."""
     from rlvr.models import model_tokenizer_and_config
     from rlvr.train.loop import fit_context
-    from rlvr.train.prompts import generated_prefix, load_prompt_set
+    from rlvr.train.prompts import load_prompt_set, named_by_source
 
     tokenizer, model_config = model_tokenizer_and_config(args.model)
     cfg = run.config
@@ -371,14 +371,7 @@ def held_out(run: FromRun, args: argparse.Namespace) -> PromptSet:
     )
     with _flags_named():
         found = load_prompt_set(tokenizer, fit_context(cfg, model_config), role="eval")
-    source = cfg.data.eval
-    if generated_prefix(source) is None:
-        return found
-    prompts = [
-        dataclasses.replace(p, example=dataclasses.replace(p.example, dataset=source))
-        for p in found.prompts
-    ]
-    return dataclasses.replace(found, prompts=prompts)
+    return named_by_source(found, cfg.data.eval)
 
 
 _RUN_KEYS = {

@@ -170,8 +170,9 @@ def report_document(
     verifier_options: dict[str, Any],
     **about: Any,
 ) -> dict[str, Any]:
-    """The JSON report of an evaluation, as ``rlvr eval`` writes it: what was evaluated
-    (``model``, ``data``), the verifier spec and the options it was built with (which
+    """The JSON report of an evaluation, as ``rlvr eval`` writes it and a run writes each of its
+    held-out evaluations (``<run>/eval_reports/``): what was evaluated (``model``, ``data``), the
+    verifier spec and the options it was built with (which
     :func:`~rlvr.evaluation.paired.paired_differences` checks before pairing two reports),
     ``about`` (how it was loaded, sampled, run), then :meth:`EvalReport.to_dict`."""
     head = {

@@ -10,8 +10,8 @@ A run is three calls, each visible in ``train`` and ``sft``::
 threads and seeds; :func:`run_job` owns everything a run does around its steps: the
 directory's ``config.yaml``, restoring a checkpoint (optimiser, schedule, RNG, data order,
 held-out scores; the job loaded the weights), the step loop with evaluation and checkpoints
-on schedule, metrics (JSONL, TensorBoard, W&B), the progress bar, the plots at the end, and
-the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
+on schedule, metrics (JSONL, TensorBoard, W&B), each evaluation's report (``eval_reports/``),
+the progress bar, the plots at the end, and the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
 built, what one step does, and what its evaluation measures. The harness reads only the
 :class:`~rlvr.train.config.RunConfig` part of a configuration.
 
@@ -45,6 +45,7 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
+from rlvr.train.eval_reports import drop_reports_after, write_report
 from rlvr.train.interrupt import (
     ASKED,
     ASKED_BEFORE_TRAINING,
@@ -88,6 +89,9 @@ class EvalRecord:
     """The headline scores kept by step in :attr:`RunResult.evals` (``avg@4``, ``pass@4``)."""
     report: Any = None
     """The full evaluation report with per-problem results (RL: an ``EvalReport``), for callbacks."""
+    document: dict[str, Any] | None = None
+    """Its JSON report as ``rlvr eval`` writes it (RL), written to
+    ``<run>/eval_reports/step_N.json`` (:mod:`rlvr.train.eval_reports`); ``None``: none is."""
 
 
 class Job(Protocol):
@@ -148,7 +152,7 @@ class RunResult:
     """Where a run wrote its outputs, and its held-out scores."""
 
     run_dir: Path
-    """Run directory (config, metrics.jsonl, samples.jsonl, tb/, checkpoints/)."""
+    """Run directory (config, metrics.jsonl, samples.jsonl, eval_reports/, tb/, checkpoints/)."""
     model_dir: Path | None
     """Final checkpoint (a plain HF model directory), if saved."""
     metrics: dict[str, float | None]
@@ -324,6 +328,8 @@ class _Loop:
         job, config = self.job, self.config
         # A resume with no checkpoint starts over: whatever was logged before (step >= 0) goes.
         resumed = self.start_step if self.start_step else (-1 if self.resume else None)
+        if resumed is not None:  # their steps run again, as the rows of metrics.jsonl
+            drop_reports_after(self.run_dir, resumed)
         self.writer = MetricsWriter(
             self.run_dir, config.log, resume_step=resumed, config=to_dict(config)
         )
@@ -343,6 +349,7 @@ class _Loop:
         if record is None:
             return
         self.writer.write(0, record.metrics)
+        self._write_report(0, record)
         self.evals[0] = record.scores
         self.progress.message(_held_out("before training", record.scores))
         self.notify("on_eval", 0, record)
@@ -355,6 +362,8 @@ class _Loop:
             metrics.update(evaluation.metrics)
             self.evals[step] = evaluation.scores
         row = self.writer.write(step, metrics)
+        if evaluation is not None:
+            self._write_report(step, evaluation)
         self.writer.write_samples(step, record.samples)
         self.progress.step(step, row)
         if evaluation is not None:
@@ -362,6 +371,11 @@ class _Loop:
             self.notify("on_eval", step, evaluation)
         self.notify("on_step", step, StepRecord(dict(row), record.samples, record.prompts))
         return row
+
+    def _write_report(self, step: int, record: EvalRecord) -> None:
+        """The evaluation's JSON report to ``<run>/eval_reports/`` (a job that gives one)."""
+        if record.document is not None:
+            write_report(self.run_dir, step, record.document)
 
     def _checkpoint(self, step: int) -> Path:
         job = self.job

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from rlvr.evaluation import evaluate as evaluate_examples
-from rlvr.evaluation.harness import warn_repeated_problems
+from rlvr.evaluation.harness import EvalReport, report_document, warn_repeated_problems
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.models import device_notes
 from rlvr.objectives import ObjectiveConfig
@@ -37,12 +37,13 @@ from rlvr.train.lora import adapter_notes, has_adapters
 from rlvr.train.metrics import peak_gpu_mb, peak_rss_mb
 from rlvr.train.optim import build_optimizer, warn_long_warmup
 from rlvr.train.policy import load_policy
-from rlvr.train.preflight import UNCONFINED, preflight, run_verifier
+from rlvr.train.preflight import UNCONFINED, preflight, run_verifier, verifier_options
 from rlvr.train.progress import Headline
 from rlvr.train.prompts import (
     IndexSampler,
     PromptSet,
     load_prompt_set,
+    named_by_source,
     warn_few_prompts,
     warn_generated_held_out,
     warn_shared_prompts,
@@ -126,7 +127,7 @@ class RLRun:
 
     def evaluate(self, step: int) -> EvalRecord | None:
         """Held-out ``avg@k``/``pass@k`` when the schedule says so."""
-        return evaluate(self) if _eval_due(self, step) else None
+        return evaluate(self, step) if _eval_due(self, step) else None
 
     def close(self) -> None:
         """Stop the generation worker and the verifier workers, release the sampler."""
@@ -151,7 +152,9 @@ def build_run(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> RLRun
     train_set = load_prompt_set(tokenizer, data, role="train")
     warn_task_verifier(data, cfg.reward.verifier)
     warn_few_prompts(len(train_set.prompts), cfg.rollout.prompts_per_step)
-    eval_set = load_prompt_set(tokenizer, data, role="eval") if data.eval else None
+    eval_set = None
+    if data.eval:  # named as rlvr eval names them, so its reports pair with the run's
+        eval_set = named_by_source(load_prompt_set(tokenizer, data, role="eval"), data.eval)
     if eval_set is not None:
         warn_generated_held_out(data)
         warn_shared_prompts(train_set, eval_set)
@@ -293,8 +296,9 @@ def _update(run: RLRun, batch) -> dict[str, float]:
     return metrics
 
 
-def evaluate(run: RLRun) -> EvalRecord:
-    """Held-out metrics (``eval/avg@k``, ``eval/pass@k``, ...) through the evaluation harness."""
+def evaluate(run: RLRun, step: int | None = None) -> EvalRecord:
+    """Held-out metrics (``eval/avg@k``, ``eval/pass@k``, ...) through the evaluation harness,
+    and the report ``rlvr eval`` would write of them (the evaluation after ``step``)."""
     ev, cfg = run.cfg.eval, run.cfg
     sampling = SamplingConfig(
         max_new_tokens=ev.max_new_tokens or cfg.rollout.max_new_tokens,
@@ -320,7 +324,23 @@ def evaluate(run: RLRun) -> EvalRecord:
     metrics = {f"eval/{k}": v for k, v in scores.items()}
     metrics["time/eval"] = time.perf_counter() - t0
     headline = {k: v for k, v in scores.items() if "@" in k}
-    return EvalRecord(metrics, headline, report)
+    return EvalRecord(metrics, headline, report, _document(run, report, step))
+
+
+def _document(run: RLRun, report: EvalReport, step: int | None) -> dict[str, Any]:
+    """The evaluation's JSON report in ``rlvr eval``'s format (completions are not kept), so
+    ``rlvr eval --against`` pairs a model's report with it."""
+    cfg = run.cfg
+    return report_document(
+        report,
+        model=cfg.model.name,
+        data=[cfg.data.eval],
+        verifier=run.scorer.verifier.spec,
+        verifier_options=verifier_options(cfg.reward),
+        sampler={"name": cfg.rollout.sampler, "options": cfg.rollout.sampler_options},
+        run=str(run.run_dir),
+        step=step,
+    )
 
 
 def _checked(scorer: Scorer, reward: RewardConfig, texts, references) -> Scores:

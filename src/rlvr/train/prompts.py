@@ -98,6 +98,17 @@ def generated_prefix(source: str | None) -> str | None:
     return next((p for p in GENERATED if source and source.startswith(p)), None)
 
 
+def named_by_source(prompt_set: PromptSet, source: str | None) -> PromptSet:
+    """``prompt_set`` with the problems of a generated ``source`` named by it
+    (``reasoning_gym:chain_sum``), not by its cache file's stem
+    (``chain_sum-n200-s3000000-6d5261daa4``), so a run's held-out reports and ``rlvr eval``'s
+    of its checkpoints name them alike; any other set as it is."""
+    if generated_prefix(source) is None:
+        return prompt_set
+    prompts = [replace(p, example=replace(p.example, dataset=source)) for p in prompt_set.prompts]
+    return replace(prompt_set, prompts=prompts)
+
+
 def gym_files(cfg: DataConfig) -> dict[str, Path]:
     """``{"train": path, "eval": path}`` of the generated sets (``reasoning_gym:<task>``, ``code_tasks:<family>``).
 

@@ -54,6 +54,21 @@ def test_pass_at_k_uses_the_smaller_n_and_one_sample_gives_avg_only():
     assert list(paired_differences(_report([1, 0], n=1), _report([0, 0], n=1))) == ["avg@1"]
 
 
+def test_ks_add_the_pass_at_k_a_runs_held_out_scores_hold():
+    """A run's held-out scores hold avg@k and pass@k of each eval.ks (pass@2 with n 4), whose
+    paired intervals its summary gives: without ks there was only avg@4 and pass@4."""
+    new, base = [4, 3, 2, 4, 1, 0], [2, 3, 1, 4, 0, 1]
+    found = paired_differences(_report(new), _report(base), ks=[1, 2, 4, 8])
+    assert list(found) == ["avg@4", "pass@4", "avg@1", "pass@1", "avg@2", "pass@2"]
+    assert found["avg@1"] == found["avg@4"] and found["pass@1"].mean == found["avg@4"].mean
+    gains = [pass_at_k(4, a, 2) - pass_at_k(4, b, 2) for a, b in zip(new, base, strict=True)]
+    mean, se = statistics.mean(gains), statistics.stdev(gains) / math.sqrt(6)
+    half = student_t.ppf(0.975, 5) * se
+    two = found["pass@2"]
+    assert two.mean == pytest.approx(mean, abs=1e-15) and two.problems == 6
+    assert (two.low, two.high) == pytest.approx((mean - half, mean + half), abs=1e-12)
+
+
 def test_without_a_difference_the_interval_holds_zero_95_times_in_100():
     """Calibration: two evaluations of one model (200 problems of spread difficulty, n=4,
     independent samples) give an interval excluding 0 in about 5% of trials."""

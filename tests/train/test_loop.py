@@ -84,10 +84,11 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert f"avg@1 {gain:+.1f} pts" in result.summary_lines()[2]
 
 
-def test_each_held_out_evaluation_writes_its_report(train_config):
-    """The per-problem results of a run's evaluations were lost with the run: each is now
-    <run>/eval_reports/step_N.json in rlvr eval's format."""
-    from rlvr.evaluation.paired import read_report
+def test_each_held_out_evaluation_writes_its_report_and_the_change_has_an_interval(train_config):
+    """The per-problem results of a run's evaluations were lost with the run, and its
+    held-out change had no interval: each is now <run>/eval_reports/step_N.json in rlvr eval's
+    format, and the summary pairs the first with the last by problem."""
+    from rlvr.evaluation.paired import paired_differences, read_report
 
     cfg = train_config("steps=3", "eval.every=2", "eval.at_start=true", "eval.at_end=true")
     result = train(cfg)
@@ -103,6 +104,16 @@ def test_each_held_out_evaluation_writes_its_report(train_config):
             result.evals[step]["avg@1"], abs=1e-12
         )
         assert all(p["n"] == 2 and p["completions"] == [] for p in problems)
+    first, last = (
+        read_report(result.run_dir / "eval_reports" / f"step_{s:06d}.json") for s in (0, 3)
+    )
+    expected = paired_differences(last, first, ks=[1])
+    assert result.change_intervals == expected and set(expected) >= set(result.change_points())
+    d, gain = expected["avg@1"], result.change_points()["avg@1"]
+    assert 100 * d.mean == pytest.approx(gain, abs=1e-9)
+    line = next(x for x in result.summary_lines() if x.startswith("held-out change:"))
+    assert f"avg@1 {gain:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]" in line
+    assert line.endswith(f"(95%, paired over {len(first['problems'])} problems)")
 
 
 def test_a_generated_held_out_sets_reports_name_it_as_rlvr_eval_does(
@@ -122,9 +133,16 @@ def test_a_generated_held_out_sets_reports_name_it_as_rlvr_eval_does(
     assert list(report["per_dataset"]) == [source] and report["data"] == [source]
 
 
-def test_a_resumed_run_keeps_its_reports(train_config):
-    """A resume keeps the reports of the steps before its checkpoint; a report of a step after
-    it goes (its step runs again), as its row does."""
+def test_without_an_evaluation_before_training_there_is_no_change_line(train_config):
+    result = train(train_config("steps=2", "eval.every=1"))
+    assert sorted(result.evals) == [1, 2] and result.change_intervals == {}
+    assert not any(x.startswith("held-out change:") for x in result.summary_lines())
+    assert (result.run_dir / "eval_reports" / "step_000002.json").is_file()
+
+
+def test_a_resumed_run_keeps_its_reports_and_pairs_with_step_0(train_config):
+    """A resumed process never evaluated step 0, yet its summary pairs with step 0's report;
+    a report of a step after the checkpoint goes (its step runs again), as its row does."""
     first = train(train_config("steps=2", "eval.every=1", "eval.at_start=true"))
     evals = first.run_dir / "eval_reports"
     before = (evals / "step_000000.json").read_bytes()
@@ -137,7 +155,9 @@ def test_a_resumed_run_keeps_its_reports(train_config):
         "step_000004.json",
     ]
     assert (evals / "step_000000.json").read_bytes() == before
-    assert sorted(result.evals) == [0, 1, 2, 4]
+    assert sorted(result.evals) == [0, 1, 2, 4] and "avg@1" in result.change_intervals
+    line = next(x for x in result.summary_lines() if x.startswith("held-out change:"))
+    assert "paired over" in line
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """The run harness: callbacks see every step, evaluation and checkpoint, also on resume."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,23 @@ def test_sft_runs_in_the_same_harness(tiny_model_dir, sft_file, tmp_path):
         result.evals[4]["eval_loss"]
         == read_metrics(result.run_dir / "metrics.jsonl")[-1]["sft/eval_loss"]
     )
+
+
+def test_the_change_line_gives_each_paired_interval_and_its_problems():
+    from rlvr.evaluation.paired import Difference
+    from rlvr.train.harness import RunResult
+
+    evals = {0: {"avg@4": 0.5, "pass@4": 0.8, "pass@2": 0.7}, 10: {"avg@4": 0.754, "pass@4": 0.9}}
+    intervals = {
+        "avg@4": Difference(0.254, 0.21, 0.298, 1e-9, 200),
+        "pass@4": Difference(0.1, 0.012, 0.188, 0.03, 200),
+    }
+    result = RunResult(Path("run"), None, {}, evals, change_intervals=intervals)
+    assert result.summary_lines()[2] == (
+        "held-out change:  avg@4 +25.4 pts [+21.0, +29.8]  pass@4 +10.0 pts [+1.2, +18.8]"
+        "  (95%, paired over 200 problems)"
+    )
+    one = {"avg@4": Difference(0.254, math.nan, math.nan, math.nan, 1)}  # one problem: no interval
+    lonely = RunResult(Path("run"), None, {}, evals, change_intervals=one)
+    assert lonely.summary_lines()[2] == "held-out change:  avg@4 +25.4 pts  pass@4 +10.0 pts"
+    assert RunResult(Path("run"), None, {}, evals).summary_lines()[2] == lonely.summary_lines()[2]

@@ -40,10 +40,14 @@ class Difference(NamedTuple):
     problems: int
 
 
-def paired_differences(new: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Difference]:
+def paired_differences(
+    new: Mapping[str, Any], base: Mapping[str, Any], ks: Sequence[int] = ()
+) -> dict[str, Difference]:
     """``avg@k`` and ``pass@k`` differences of two ``rlvr eval`` reports (their JSON: problems
     with ``dataset``, ``id``, ``reference``, ``n``, ``c``), ``k`` the smaller ``n`` of a problem
-    (``avg@k`` is the share correct whatever ``k``; ``pass@1`` is ``avg@k``, left out).
+    (``avg@k`` is the share correct whatever ``k``; ``pass@1`` is ``avg@k``, left out); each of
+    ``ks`` up to that ``n`` adds its own ``avg@k`` and ``pass@k`` (the keys of
+    :func:`~rlvr.evaluation.metrics.summarize`, as a run's held-out scores hold them).
 
     ``ValueError`` when they scored with other verifiers or hold other problems.
 
@@ -53,8 +57,16 @@ def paired_differences(new: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     >>> d = paired_differences(one, two)["avg@2"]
     >>> (d.mean, d.problems, round(d.high, 3))
     (0.0, 4, 0.65)
+    >>> list(paired_differences(one, two, ks=[1, 4]))
+    ['avg@2', 'pass@2', 'avg@1', 'pass@1']
     """
-    return _differences(_checked_pairs(new, base))
+    pairs = _checked_pairs(new, base)
+    out = _differences(pairs)
+    n = min(min(a["n"], b["n"]) for a, b in pairs)
+    for k in (k for k in ks if 1 <= k <= n and f"pass@{k}" not in out):
+        out[f"avg@{k}"] = out[f"avg@{n}"]  # the share correct, whatever k
+        out[f"pass@{k}"] = _pass_difference(pairs, k)
+    return out
 
 
 class Comparison(NamedTuple):
@@ -144,9 +156,15 @@ def _differences(pairs: Sequence[tuple[dict, dict]]) -> dict[str, Difference]:
     k = min(min(a["n"], b["n"]) for a, b in pairs)
     out = {f"avg@{k}": _difference([a["c"] / a["n"] - b["c"] / b["n"] for a, b in pairs])}
     if k > 1:
-        gains = [pass_at_k(a["n"], a["c"], k) - pass_at_k(b["n"], b["c"], k) for a, b in pairs]
-        out[f"pass@{k}"] = _difference(gains)
+        out[f"pass@{k}"] = _pass_difference(pairs, k)
     return out
+
+
+def _pass_difference(pairs: Sequence[tuple[dict, dict]], k: int) -> Difference:
+    """The ``pass@k`` difference of paired problems (each side's unbiased estimate)."""
+    return _difference(
+        [pass_at_k(a["n"], a["c"], k) - pass_at_k(b["n"], b["c"], k) for a, b in pairs]
+    )
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

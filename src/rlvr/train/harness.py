@@ -11,7 +11,8 @@ threads and seeds; :func:`run_job` owns everything a run does around its steps: 
 directory's ``config.yaml``, restoring a checkpoint (optimiser, schedule, RNG, data order,
 held-out scores; the job loaded the weights), the step loop with evaluation and checkpoints
 on schedule, metrics (JSONL, TensorBoard, W&B), each evaluation's report (``eval_reports/``),
-the progress bar, the plots at the end, and the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
+the progress bar, the plots at the end, the held-out change with its paired interval, and
+the :class:`Callback` hooks. What differs between RL and SFT is a :class:`Job`: how it is
 built, what one step does, and what its evaluation measures. The harness reads only the
 :class:`~rlvr.train.config.RunConfig` part of a configuration.
 
@@ -27,6 +28,7 @@ Callbacks let tools observe a run without touching its code::
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -36,6 +38,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
+from rlvr.evaluation.paired import Difference
 from rlvr.train.checkpoint import (
     TrainerState,
     due,
@@ -45,7 +48,7 @@ from rlvr.train.checkpoint import (
     seed_everything,
 )
 from rlvr.train.config import RunConfig
-from rlvr.train.eval_reports import drop_reports_after, write_report
+from rlvr.train.eval_reports import drop_reports_after, paired_change, write_report
 from rlvr.train.interrupt import (
     ASKED,
     ASKED_BEFORE_TRAINING,
@@ -161,6 +164,10 @@ class RunResult:
     """Held-out scores by step (step 0: before training)."""
     plots: list[Path] = field(default_factory=list)
     """PNG files written at the end."""
+    change_intervals: dict[str, Difference] = field(default_factory=dict)
+    """The held-out change of :meth:`change_points` paired by problem (fractions, not points;
+    :mod:`rlvr.evaluation.paired`) from the reports in ``<run>/eval_reports/``; empty when
+    there is no change or no reports to pair."""
 
     def summary_lines(self) -> list[str]:
         """What the command line prints at the end."""
@@ -169,10 +176,7 @@ class RunResult:
             for name, m in self._eval_rows()
         ]
         if change := self.change_points():
-            lines.append(
-                f"{'held-out change:':<18}"
-                + "  ".join(f"{k} {v:+.1f} pts" for k, v in change.items())
-            )
+            lines.append(f"{'held-out change:':<18}" + self._change_text(change))
         lines.append(f"metrics:          {self.run_dir / METRICS_FILE}")
         if self.plots:
             lines.append(f"plots:            {self.plots[0].parent}")
@@ -183,6 +187,19 @@ class RunResult:
     def _eval_rows(self):
         for step in sorted(self.evals):
             yield (f"held-out @ {step}:" if step else "held-out before:"), self.evals[step]
+
+    def _change_text(self, change: Mapping[str, float]) -> str:
+        """``avg@4 +25.4 pts [+21.0, +29.8]  ...``, with how many problems the intervals pair."""
+        parts, problems = [], None
+        for name, points in change.items():
+            d = self.change_intervals.get(name)
+            if d is None or math.isnan(d.low):
+                parts.append(f"{name} {points:+.1f} pts")
+                continue
+            parts.append(f"{name} {points:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]")
+            problems = d.problems
+        said = "" if problems is None else f"  (95%, paired over {problems} problems)"
+        return "  ".join(parts) + said
 
     def change_points(self) -> dict[str, float]:
         """Held-out gain of the run in points (last evaluation minus the one before training)."""
@@ -238,9 +255,20 @@ def run_job(
         loop.close()
         held.close()
     plots = _plot(run.path) if config.log.plots else []
-    result = RunResult(run.path, model_dir, row, dict(loop.evals), plots)
+    intervals = _change_intervals(run.path, loop.evals)
+    result = RunResult(run.path, model_dir, row, dict(loop.evals), plots, intervals)
     loop.notify("on_end", result)
     return result
+
+
+def _change_intervals(
+    run_dir: Path, evals: Mapping[int, Mapping[str, float]]
+) -> dict[str, Difference]:
+    """The paired intervals of the held-out change (:func:`paired_change`) for the ``avg@k``
+    and ``pass@k`` of the run's held-out scores."""
+    names = {name for scores in evals.values() for name in scores}
+    ks = sorted({int(k) for name in names for k in [name.partition("@")[2]] if k.isdigit()})
+    return paired_change(run_dir, list(evals), ks)
 
 
 def _plot(run_dir: Path) -> list[Path]:

@@ -116,6 +116,16 @@ def test_each_held_out_evaluation_writes_its_report_and_the_change_has_an_interv
     assert line.endswith(f"(95%, paired over {len(first['problems'])} problems)")
 
 
+def test_a_runs_reports_record_the_time_limit_it_scored_with(train_config):
+    """The reports said timeout_s 10.0 and workers 1 (the harness's defaults) whatever
+    reward.timeout_s and reward.workers the run scored with; rlvr eval --against compares the
+    reports' time limits, so it would have compared the wrong one."""
+    cfg = train_config("steps=1", "eval.at_end=true", "reward.timeout_s=7.5")
+    report = json.loads((train(cfg).run_dir / "eval_reports" / "step_000001.json").read_text())
+    assert report["config"]["scoring"]["timeout_s"] == 7.5
+    assert report["config"]["scoring"]["workers"] == cfg.reward.workers == 0
+
+
 def test_a_generated_held_out_sets_reports_name_it_as_rlvr_eval_does(
     train_config, monkeypatch, tmp_path
 ):

@@ -16,6 +16,7 @@ from rlvr.generation import SamplingConfig
 from rlvr.generation.registry import named_options, sampler_entry
 from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.contrast import Contrast, parse_contrast
+from rlvr.rewards.scoring import ScoringConfig
 
 
 def _check(ok: bool, message: str) -> None:
@@ -446,8 +447,15 @@ class EvalConfig:
     seed: int = 1234
     """Seed of the evaluation's own RNG; training randomness is left untouched."""
 
-    def harness(self, sampling: SamplingConfig, *, system_prompt: str | None) -> HarnessConfig:
-        """The evaluation harness's settings for these (completions are not kept)."""
+    def harness(
+        self,
+        sampling: SamplingConfig,
+        *,
+        system_prompt: str | None,
+        scoring: ScoringConfig | None = None,
+    ) -> HarnessConfig:
+        """The evaluation harness's settings for these (completions are not kept); ``scoring``:
+        the time limit and workers of the scorer the run scores with, as its reports record."""
         return HarnessConfig(
             n=self.n,
             ks=tuple(self.ks),
@@ -455,6 +463,7 @@ class EvalConfig:
             batch_size=self.batch_size,
             seed=self.seed,
             system_prompt=system_prompt,
+            scoring=scoring or ScoringConfig(),
             keep_completions=False,
         )
 

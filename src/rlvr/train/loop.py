@@ -308,7 +308,9 @@ def evaluate(run: RLRun, step: int | None = None) -> EvalRecord:
     _mode(run, training=False)
     t0 = time.perf_counter()
     examples = [p.example for p in run.eval_set.prompts]
-    harness = ev.harness(sampling, system_prompt=cfg.data.system_prompt)
+    harness = ev.harness(
+        sampling, system_prompt=cfg.data.system_prompt, scoring=run.scorer.config
+    )  # the scorer's time limit recorded, as rlvr eval --against compares them
     with forward_context(cfg.model):
         report = evaluate_examples(
             run.policy,

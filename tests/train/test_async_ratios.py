@@ -1,0 +1,139 @@
+"""Asynchronous rollouts (``rollout.staleness = k``) checked from outside: every weight version
+the trainer publishes is snapshotted, and each batch's behaviour log-probs, proximal
+log-probs, ratio, clip metrics and loss are recomputed from the snapshots with a plain
+forward pass of their own."""
+
+import copy
+
+import pytest
+import torch
+
+import rlvr.train.loop as loop_module
+import rlvr.train.update as update_module
+from rlvr.train.harness import Callback
+from rlvr.train.loop import train
+from rlvr.train.metrics import read_metrics
+from rlvr.train.policy import load_policy
+
+
+class _Versions(Callback):
+    """The policy's weights by version: ``weights[v]``, after step ``v`` (0: the start)."""
+
+    def __init__(self):
+        self.weights = {}
+
+    def on_start(self, job, start_step):
+        self.weights[start_step] = copy.deepcopy(job.policy.state_dict())
+
+    def on_step(self, job, step, record):
+        self.weights[step] = copy.deepcopy(job.policy.state_dict())
+
+
+def _record(monkeypatch, versions, name, module, calls):
+    """Wrap ``module.name`` to record (step, model weights before the call, the call's batch,
+    its result); the step is the next version not yet snapshotted."""
+    inner = getattr(module, name)
+
+    def wrapped(model, optimizer, scheduler, batch, *args, **kwargs):
+        weights = copy.deepcopy(model.state_dict())
+        out = inner(model, optimizer, scheduler, batch, *args, **kwargs)
+        calls.append((max(versions.weights) + 1, weights, batch, out))
+        return out
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
+def _logp(model, seqs, temperature=1.0):
+    """[B, T] log-probs of the response tokens, 0 on padding: one plain forward pass."""
+    ids, attn, mask = seqs.input_ids, seqs.attention_mask, seqs.response_mask
+    positions = (attn.cumsum(1) - 1).clamp_min(0)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=positions).logits
+    t = mask.shape[1]
+    logp = (logits[:, -t - 1 : -1].float() / temperature).log_softmax(-1)
+    return logp.gather(-1, ids[:, -t:, None]).squeeze(-1) * mask
+
+
+class _Scorer:
+    """Log-probs under any snapshot, on one model reloaded per call."""
+
+    def __init__(self, cfg):
+        self.model, _ = load_policy(cfg.model)
+        self.model.eval()
+
+    def __call__(self, weights, seqs):
+        self.model.load_state_dict(weights)
+        return _logp(self.model, seqs)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_old_logp_are_the_sampling_weights_and_the_ratio_is_against_them(
+    train_config, monkeypatch, k
+):
+    """Batch s has old_logp under the weights of step s - 1 - d (d: its logged staleness,
+    min(s - 1, k)), not the current ones; the logged ratio and clip quadrants are
+    exp(logp_current - logp_sampling) on its first (only) optimiser step."""
+    versions, calls = _Versions(), []
+    _record(monkeypatch, versions, "update_policy", loop_module, calls)
+    cfg = train_config("steps=4", f"rollout.staleness={k}", "optim.lr=0.05", out=f"k{k}")
+    rows = read_metrics(train(cfg, callbacks=[versions]).run_dir / "metrics.jsonl")
+    assert sorted(versions.weights) == [0, 1, 2, 3, 4]
+    score = _Scorer(cfg)
+    assert [step for step, *_ in calls] == [1, 2, 3, 4]
+    for (step, weights, batch, _), row in zip(calls, rows, strict=True):
+        d = int(row["rollout/staleness_max"])
+        assert d == min(step - 1, k)
+        mask = batch.seqs.response_mask.bool()
+        sampling = score(versions.weights[step - 1 - d], batch.seqs)
+        torch.testing.assert_close(batch.old_logp * mask, sampling, atol=2e-5, rtol=0)
+        current = score(weights, batch.seqs)
+        ratio = (current - sampling).exp()[mask]
+        assert row["ratio/mean"] == pytest.approx(float(ratio.mean()), abs=1e-5)
+        if d == 0:
+            assert row["ratio/max"] == pytest.approx(1.0, abs=1e-5)
+            continue
+        assert (current - sampling)[mask].abs().max() > 1e-3  # the current weights differ
+        assert row["ratio/max"] == pytest.approx(float(ratio.max()), abs=1e-4)
+        adv = batch.advantages[:, None].expand_as(mask)[mask]
+        q1 = ((adv > 0) & (ratio > 1.2)).float().mean()
+        q3 = ((adv < 0) & (ratio < 0.8)).float().mean()
+        assert row["clip/q1_frac"] == pytest.approx(float(q1), abs=1e-6)
+        assert row["clip/q3_frac"] == pytest.approx(float(q3), abs=1e-6)
+
+
+def _decoupled_loss(current, prox, behaviour, advantages, mask, eps=0.2):
+    """GRPO's decoupled loss (AReaL, Fu et al. 2025), ``seq-mean-token-mean``:
+    mean over rows of the token mean of -pi_prox/pi_behav * min(u A, clip(u, 1 -+ eps) A),
+    u = pi_theta / pi_prox."""
+    u, w = (current - prox).exp(), (prox - behaviour).exp()
+    a = advantages[:, None]
+    per_token = -w * torch.minimum(u * a, u.clamp(1 - eps, 1 + eps) * a) * mask
+    return float((per_token.sum(1) / mask.sum(1)).mean())
+
+
+def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
+    """Under staleness 1 with two mini-batches, pi_prox is the weights at the start of the step
+    (version s - 1), pi_behav the sampling weights (version s - 1 - d), and each optimiser
+    step's loss is the decoupled objective on the weights it starts from."""
+    versions, batches, steps = _Versions(), [], []
+    _record(monkeypatch, versions, "update_policy", loop_module, batches)
+    _record(monkeypatch, versions, "optimizer_step", update_module, steps)
+    overrides = ("steps=3", "rollout.staleness=1", "rollout.decoupled=true", "optim.lr=0.05")
+    cfg = train_config(*overrides, "rollout.minibatches=2", out="decoupled")
+    rows = read_metrics(train(cfg, callbacks=[versions]).run_dir / "metrics.jsonl")
+    score = _Scorer(cfg)
+    for (step, _, batch, _), row in zip(batches, rows, strict=True):
+        d = int(row["rollout/staleness_max"])
+        mask = batch.seqs.response_mask.bool()
+        prox = score(versions.weights[step - 1], batch.seqs)
+        torch.testing.assert_close(batch.prox_logp * mask, prox, atol=2e-5, rtol=0)
+        behaviour = score(versions.weights[step - 1 - d], batch.seqs)
+        torch.testing.assert_close(batch.old_logp * mask, behaviour, atol=2e-5, rtol=0)
+    assert [step for step, *_ in steps] == [1, 1, 2, 2, 3, 3]
+    for step, weights, minibatch, out in steps:
+        mask = minibatch.seqs.response_mask.float()
+        current = score(weights, minibatch.seqs)
+        expected = _decoupled_loss(
+            current, minibatch.prox_logp, minibatch.old_logp, minibatch.advantages, mask
+        )
+        assert out["loss/policy"] == pytest.approx(expected, abs=1e-5), step

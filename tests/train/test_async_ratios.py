@@ -3,13 +3,18 @@ the trainer publishes is snapshotted, and each batch's behaviour log-probs, prox
 log-probs, ratio, clip metrics and loss are recomputed from the snapshots with a plain
 forward pass of their own."""
 
+import contextlib
 import copy
+import multiprocessing
+import threading
 
 import pytest
 import torch
 
 import rlvr.train.loop as loop_module
 import rlvr.train.update as update_module
+from rlvr.generation import register_sampler
+from rlvr.train.async_rollout import WorkerError
 from rlvr.train.harness import Callback
 from rlvr.train.loop import train
 from rlvr.train.metrics import read_metrics
@@ -137,3 +142,70 @@ def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
             current, minibatch.prox_logp, minibatch.old_logp, minibatch.advantages, mask
         )
         assert out["loss/policy"] == pytest.approx(expected, abs=1e-5), step
+
+
+def _stable(run_dir):
+    """Metric rows without timings."""
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    return [{k: v for k, v in r.items() if not k.startswith(("time/", "perf/"))} for r in rows]
+
+
+def test_staleness_one_is_reproducible(train_config):
+    overrides = ("steps=3", "rollout.staleness=1", "optim.lr=0.05")
+    first = train(train_config(*overrides, out="a")).run_dir
+    second = train(train_config(*overrides, out="b")).run_dir
+    assert _stable(first) == _stable(second)
+
+
+@register_sampler("test_always_fails")
+class _AlwaysFails:
+    """A sampler whose every ``generate`` call raises."""
+
+    def __init__(self, model, tokenizer, options):
+        pass
+
+    def generate(self, prompt_ids, *, n, sampling):
+        raise RuntimeError("sampler exploded")
+
+    def sync_weights(self):
+        pass
+
+    def close(self):
+        pass
+
+
+class _Keep(Callback):
+    """Keeps the job (as a caller's callback may), so nothing is left to garbage collection;
+    with ``interrupt``, Ctrl-C after the first step."""
+
+    def __init__(self, interrupt=False):
+        self.job, self.interrupt = None, interrupt
+
+    def on_start(self, job, start_step):
+        self.job = job
+
+    def on_step(self, job, step, record):
+        if self.interrupt:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("extra", "interrupt", "error"),
+    [
+        ((), False, None),
+        (("rollout.sampler=test_always_fails",), False, WorkerError),
+        ((), True, KeyboardInterrupt),
+    ],
+    ids=["finished", "worker-failed", "interrupted"],
+)
+def test_no_thread_or_process_outlives_the_run(train_config, extra, interrupt, error):
+    """After train() returns or raises, the generation worker and every thread the run
+    started are gone, also while the run's objects are still referenced."""
+    before = set(threading.enumerate())
+    cfg = train_config("steps=2", "rollout.staleness=1", *extra, out="leak")
+    with pytest.raises(error) if error else contextlib.nullcontext():
+        train(cfg, callbacks=[keep := _Keep(interrupt)])
+    assert keep.job is not None
+    assert multiprocessing.active_children() == []
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert left == [], [t.name for t in left]

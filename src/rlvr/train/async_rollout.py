@@ -391,12 +391,15 @@ class RolloutStream:
 
     def close(self) -> None:
         """Stop the worker (a stop message, then SIGKILL after a grace period: it ignores
-        SIGTERM)."""
+        SIGTERM) and close the queues, so no thread or process of the stream outlives it."""
         if self.process.is_alive():
             self.commands.put(None)
             self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(timeout=5)
-        self.commands.cancel_join_thread()
-        self.results.cancel_join_thread()
+        # End the commands' feeder thread now, not when the queue is garbage collected: it
+        # holds a few small messages at most, which the pipe takes without a reader.
+        self.commands.close()
+        self.commands.join_thread()
+        self.results.close()

@@ -71,16 +71,26 @@ class _Scorer:
         return _logp(self.model, seqs)
 
 
-@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize(
+    ("k", "extra"),
+    [
+        (1, ()),
+        (2, ()),
+        (1, ("rollout.dynamic_sampling=true", "optim.micro_batch_size=3")),
+        *[(1, (f"objective.name={name}",)) for name in ("abc_grpo", "etr", "gppo", "apmpo")],
+    ],
+    ids=["k1", "k2", "dynamic-micro", "abc_grpo", "etr", "gppo", "apmpo"],
+)
 def test_old_logp_are_the_sampling_weights_and_the_ratio_is_against_them(
-    train_config, monkeypatch, k
+    train_config, monkeypatch, k, extra
 ):
     """Batch s has old_logp under the weights of step s - 1 - d (d: its logged staleness,
-    min(s - 1, k)), not the current ones; the logged ratio and clip quadrants are
+    min(s - 1, k)), not the current ones; the logged ratio (and GRPO's clip quadrants) are
     exp(logp_current - logp_sampling) on its first (only) optimiser step."""
     versions, calls = _Versions(), []
     _record(monkeypatch, versions, "update_policy", loop_module, calls)
-    cfg = train_config("steps=4", f"rollout.staleness={k}", "optim.lr=0.05", out=f"k{k}")
+    overrides = ("steps=4", f"rollout.staleness={k}", "optim.lr=0.05", *extra)
+    cfg = train_config(*overrides, out="run")
     rows = read_metrics(train(cfg, callbacks=[versions]).run_dir / "metrics.jsonl")
     assert sorted(versions.weights) == [0, 1, 2, 3, 4]
     score = _Scorer(cfg)
@@ -99,6 +109,8 @@ def test_old_logp_are_the_sampling_weights_and_the_ratio_is_against_them(
             continue
         assert (current - sampling)[mask].abs().max() > 1e-3  # the current weights differ
         assert row["ratio/max"] == pytest.approx(float(ratio.max()), abs=1e-4)
+        if extra:  # the quadrants below are GRPO's band on one micro-batch
+            continue
         adv = batch.advantages[:, None].expand_as(mask)[mask]
         q1 = ((adv > 0) & (ratio > 1.2)).float().mean()
         q3 = ((adv < 0) & (ratio < 0.8)).float().mean()

@@ -156,6 +156,29 @@ def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
         assert out["loss/policy"] == pytest.approx(expected, abs=1e-5), step
 
 
+def test_decoupled_metrics_on_one_minibatch(train_config, monkeypatch):
+    """With one optimiser step per batch the decoupled ratio is to the current weights (1, no
+    clip) and the weight pi_prox / pi_behav carries the staleness, as docs/metrics.md says."""
+    versions, batches = _Versions(), []
+    _record(monkeypatch, versions, "update_policy", loop_module, batches)
+    overrides = ("steps=3", "rollout.staleness=1", "rollout.decoupled=true", "optim.lr=0.05")
+    rows = read_metrics(
+        train(train_config(*overrides), callbacks=[versions]).run_dir / "metrics.jsonl"
+    )
+    score = _Scorer(train_config())
+    for (step, _, batch, _), row in zip(batches, rows, strict=True):
+        d = int(row["rollout/staleness_max"])
+        assert row["ratio/min"] == pytest.approx(1.0, abs=1e-6)
+        assert row["ratio/max"] == pytest.approx(1.0, abs=1e-6)
+        assert row["clip/frac"] == 0
+        mask = batch.seqs.response_mask.bool()
+        prox = score(versions.weights[step - 1], batch.seqs)
+        weight = (prox - score(versions.weights[step - 1 - d], batch.seqs)).exp()[mask]
+        assert row["decoupled/weight_mean"] == pytest.approx(float(weight.mean()), abs=1e-5)
+        assert row["decoupled/weight_max"] == pytest.approx(float(weight.max()), abs=1e-4)
+        assert (float(weight.max()) > 1.001) == (d > 0)
+
+
 def _stable(run_dir):
     """Metric rows without timings."""
     rows = read_metrics(run_dir / "metrics.jsonl")

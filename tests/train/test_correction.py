@@ -159,6 +159,9 @@ RUNS = {
         "rollout.filter_zero_advantage=true",
         "rollout.generation_batch_size=4",
     ],
+    # train_logp = the generation worker's, under the weights that sampled (step 2: one
+    # update behind): the staleness is not part of the mismatch
+    "staleness": ["rollout.staleness=1", "optim.lr=0.05"],
 }
 
 

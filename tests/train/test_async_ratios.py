@@ -192,6 +192,15 @@ def test_staleness_one_is_reproducible(train_config):
     assert _stable(first) == _stable(second)
 
 
+def test_extending_a_finished_run_starts_the_schedule_again(train_config):
+    """A finished run holds no batches sampled ahead: resumed with more steps, its staleness
+    ramps up from 0 again, as docs/training.md says."""
+    train(train_config("steps=2", "rollout.staleness=2", out="extend"))
+    resumed = train(train_config("steps=6", "rollout.staleness=2", out="extend"), resume=True)
+    rows = read_metrics(resumed.run_dir / "metrics.jsonl")
+    assert [r["rollout/staleness_max"] for r in rows] == [0, 1, 0, 1, 2, 2]
+
+
 @register_sampler("test_always_fails")
 class _AlwaysFails:
     """A sampler whose every ``generate`` call raises."""

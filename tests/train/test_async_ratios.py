@@ -118,17 +118,20 @@ def test_old_logp_are_the_sampling_weights_and_the_ratio_is_against_them(
         assert row["clip/q3_frac"] == pytest.approx(float(q3), abs=1e-6)
 
 
-def _decoupled_loss(current, prox, behaviour, advantages, mask, eps=0.2):
+def _decoupled_loss(current, prox, behaviour, advantages, mask, cap=None, eps=0.2):
     """GRPO's decoupled loss (AReaL, Fu et al. 2025), ``seq-mean-token-mean``:
     mean over rows of the token mean of -pi_prox/pi_behav * min(u A, clip(u, 1 -+ eps) A),
-    u = pi_theta / pi_prox."""
+    u = pi_theta / pi_prox; a weight above ``cap`` is 0 (the token stays in the mean)."""
     u, w = (current - prox).exp(), (prox - behaviour).exp()
+    if cap is not None:
+        w = torch.where(w > cap, 0.0, w)
     a = advantages[:, None]
     per_token = -w * torch.minimum(u * a, u.clamp(1 - eps, 1 + eps) * a) * mask
     return float((per_token.sum(1) / mask.sum(1)).mean())
 
 
-def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
+@pytest.mark.parametrize("cap", [None, 1.1])
+def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch, cap):
     """Under staleness 1 with two mini-batches, pi_prox is the weights at the start of the step
     (version s - 1), pi_behav the sampling weights (version s - 1 - d), and each optimiser
     step's loss is the decoupled objective on the weights it starts from."""
@@ -136,7 +139,8 @@ def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
     _record(monkeypatch, versions, "update_policy", loop_module, batches)
     _record(monkeypatch, versions, "optimizer_step", update_module, steps)
     overrides = ("steps=3", "rollout.staleness=1", "rollout.decoupled=true", "optim.lr=0.05")
-    cfg = train_config(*overrides, "rollout.minibatches=2", out="decoupled")
+    cap_override = () if cap is None else (f"rollout.decoupled_cap={cap}",)
+    cfg = train_config(*overrides, "rollout.minibatches=2", *cap_override)
     rows = read_metrics(train(cfg, callbacks=[versions]).run_dir / "metrics.jsonl")
     score = _Scorer(cfg)
     for (step, _, batch, _), row in zip(batches, rows, strict=True):
@@ -151,9 +155,11 @@ def test_decoupled_proximal_policy_and_loss(train_config, monkeypatch):
         mask = minibatch.seqs.response_mask.float()
         current = score(weights, minibatch.seqs)
         expected = _decoupled_loss(
-            current, minibatch.prox_logp, minibatch.old_logp, minibatch.advantages, mask
+            current, minibatch.prox_logp, minibatch.old_logp, minibatch.advantages, mask, cap
         )
         assert out["loss/policy"] == pytest.approx(expected, abs=1e-5), step
+    if cap is not None:
+        assert max(r["decoupled/capped_frac"] for r in rows) > 0
 
 
 def test_decoupled_metrics_on_one_minibatch(train_config, monkeypatch):

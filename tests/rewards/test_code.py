@@ -80,6 +80,7 @@ def _fenced(program: str) -> str:
         (LEETCODE_RIGHT, LEETCODE_REF, 1.0),
         (SQUARE_RIGHT, SQUARE_ASSERTS, 1.0),
         (SQUARE_ABS_BUG, SQUARE_ASSERTS, 2 / 3),
+        (SUM_RIGHT + "\nexit()", SUM_REF, 1.0),
     ],
     ids=[
         "stdio-right",
@@ -91,6 +92,7 @@ def _fenced(program: str) -> str:
         "leetcode",
         "assert-right",
         "assert-2of3",
+        "stdio-exit",
     ],
 )
 def test_pass_rates(program: str, reference: object, rate: float) -> None:

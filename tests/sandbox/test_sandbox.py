@@ -78,6 +78,15 @@ def test_exit_status_and_exception_are_errors() -> None:
     assert "<string>" not in raised.stderr  # the bootstrap's frames are not shown
 
 
+def test_exit_and_quit_work_as_without_isolation() -> None:
+    """``python -S`` leaves out ``site``'s ``exit`` and ``quit``; programs use them to stop."""
+    for name in ("exit", "quit"):
+        done = run_untrusted(f"print(1)\n{name}()\nprint(2)", limits=FAST)
+        assert (done.status, done.stdout) == (SandboxStatus.OK, "1\n"), done.stderr
+        failed = run_untrusted(f"{name}(4)", limits=FAST)
+        assert (failed.status, failed.exit_code) == (SandboxStatus.ERROR, 4)
+
+
 def test_syntax_error_has_its_own_status() -> None:
     result = run_untrusted("def f(:\n    pass", limits=FAST)
     assert result.status is SandboxStatus.SYNTAX_ERROR

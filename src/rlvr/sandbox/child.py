@@ -337,9 +337,12 @@ def _run_program(source):
     """Run the program as ``__main__``; returns its namespace if it runs to the end. Errors are
     printed without the bootstrap's frames: a program that does not compile leaves with
     ``EXIT_SYNTAX``, a MemoryError with ``EXIT_MEMORY``, any other exception with 1, and
-    ``SystemExit`` keeps its meaning."""
+    ``SystemExit`` keeps its meaning (``exit()`` and ``quit()`` raise it, as with ``site``)."""
     main = type(sys)("__main__")
     sys.modules["__main__"] = main
+    import builtins  # ``-S`` skips ``site``, which defines ``exit`` and ``quit``
+
+    builtins.exit = builtins.quit = sys.exit
     sys.argv = ["solution.py"]
     try:
         code = compile(source, "solution.py", "exec")

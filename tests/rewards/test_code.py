@@ -513,6 +513,24 @@ ENCODE_TEST = (
 )
 
 
+TRUNCATE_PROMPT = 'def truncate_number(number: float) -> float:\n    """ The decimal part. """\n'
+
+
+@pytest.mark.parametrize(
+    ("completion", "rate"),
+    [
+        ("    return number % 1.0\n", 1.0),  # a base model continues the prompt: the body
+        ("    return number % 1.0\n\n\ndef unrelated():\n    pass\n", 1.0),
+        ("    return round(number)\n", 0.0),
+        (_fenced(TRUNCATE_RIGHT), 1.0),  # a whole function, as an instruct model writes it
+        ("```python\n    return number % 1.0\n```", 1.0),  # the body alone, fenced
+    ],
+)
+def test_a_humaneval_completion_may_be_the_body_of_the_prompts_function(completion, rate):
+    reference = {**HUMANEVAL, "prompt": TRUNCATE_PROMPT}
+    assert code_verifier(completion, reference, config=FAST) == rate
+
+
 def test_a_humaneval_checks_helpers_are_the_prompts():
     reference = {"prompt": ENCODE_PROMPT, "test": ENCODE_TEST, "entry_point": "decode"}
     uses_the_prompts = "def decode(s):\n    return encode(s)\n"  # the completion alone

@@ -125,6 +125,9 @@ class TestSuite:
     prefix: str = ""
     """Assert tests: code run before the program in its interpreter (a HumanEval prompt's
     imports and helpers, which the completion may use without writing them again)."""
+    prompt: str = ""
+    """HumanEval: the row's prompt, which a program that does not define ``fn_name`` continues
+    (a base model's completion is the function's body, as in HumanEval's own harness)."""
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -364,7 +367,9 @@ def _humaneval_suite(reference: Mapping[str, Any]) -> TestSuite:
             f"reference: HumanEval 'test' uses {', '.join(sorted(unknown))}, defined by neither"
             " 'test' nor 'prompt' (keep the row's 'prompt')"
         )
-    return TestSuite("assert", tuple(tests), (), entry, setup, helpers)
+    prompt = reference.get("prompt")
+    prompt = prompt if isinstance(prompt, str) else ""
+    return TestSuite("assert", tuple(tests), (), entry, setup, helpers, prompt)
 
 
 def _parses(sources: Iterable[str], what: str) -> None:
@@ -804,6 +809,8 @@ def run_tests(
     ``ValueError`` for a malformed reference.
     """
     suite = parse_reference(reference)
+    if suite.prompt and suite.fn_name not in _names(code).top:
+        code = suite.prompt + code  # the body of the prompt's function, in HumanEval's way
     run = _Run(code, suite, config, soft)
     workers = max(1, min(config.workers or len(os.sched_getaffinity(0)), len(suite)))
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -194,6 +194,11 @@ def test_a_program_leaving_with_the_setup_code_is_not_a_sandbox_failure(referenc
         ("<think>```python\nthought\n```</think>no code", "no code"),
         ("intro\n```python\nprint(1)\nprint(2", "print(1)\nprint(2"),
         ("print('bare')", "print('bare')"),
+        ("1. Code:\n   ```python\n   if x:\n       y()\n   ```", "if x:\n    y()\n"),  # list item
+        ("-\n\t```py\n\tx = 1\n\t```", "x = 1\n"),
+        ("Here ```python\n  x = 1\n```", "  x = 1\n"),  # only a fence's own indent goes
+        ("```\n    return x\n```", "    return x\n"),  # a function's body keeps its indent
+        ("```python title=sol.py\nx = 1\n```\n```\ny = 2\n```", "x = 1\n"),
     ],
 )
 def test_extract_code(completion: str, expected: str) -> None:

@@ -67,7 +67,7 @@ _PRELUDE = (
 _NUMBER = re.compile(r"(?a)[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")  # Decimal reads "٦" too
 _INTEGER = re.compile(r"[+-]?\d+")
 _PADDED = re.compile(r"[+-]?0\d+")
-_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"(^[ \t]*)?```([^\n`]*)\n(.*?)```", re.DOTALL | re.MULTILINE)
 _OPEN_PYTHON_FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n", re.IGNORECASE)
 _PYTHON_TAGS = frozenset({"python", "python3", "py"})
 _BUILTINS = frozenset(dir(builtins))
@@ -162,7 +162,8 @@ def extract_code(completion: str) -> str:
     """The program in a completion: its last fenced Python block, else the whole text.
 
     Text up to the last ``</think>`` is ignored; an untagged block and a final ``python`` fence
-    left open (a cut-off generation) are the fallbacks (``docs/sandbox.md``).
+    left open (a cut-off generation) are the fallbacks (``docs/sandbox.md``). A block's tag is
+    the first word of its info string; an indented fence's indent is taken off its lines.
 
     >>> extract_code("Idea...\\n```python\\nprint(1)\\n```\\nthen\\n```python\\nprint(2)\\n```")
     'print(2)\\n'
@@ -170,7 +171,11 @@ def extract_code(completion: str) -> str:
     'x = 1'
     """
     text = after_think(completion)
-    blocks = [(tag.strip().lower(), body) for tag, body in _FENCE.findall(text)]
+    found = _FENCE.findall(text)  # a fence's indent (in a list item) is not the program's
+    blocks = [
+        ((tag.split() or [""])[0].lower(), re.sub(f"(?m)^{pad}", "", body))
+        for pad, tag, body in found
+    ]
     for wanted in (_PYTHON_TAGS, frozenset({""})):
         chosen = [body for tag, body in blocks if tag in wanted]
         if chosen:

@@ -34,6 +34,15 @@ SUM_RIGHT = "a, b = map(int, input().split())\nprint(a + b)"
 SUM_ABS = "a, b = map(int, input().split())\nprint(abs(a) + abs(b))"  # right on 1 of 3
 SUM_NEG_ONLY_WRONG = "a, b = map(int, input().split())\nprint(a + b if b > 0 else 0)"  # 2 of 3
 SUM_WRONG = "print(0)"
+SUM_DEEP = """import resource, sys
+from functools import lru_cache
+resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+sys.setrecursionlimit(10**6)
+@lru_cache(maxsize=None)  # C frames: past 8 MiB of stack without the line above
+def count(n):
+    return 0 if n == 0 else count(n - 1) + 1
+a, b = map(int, input().split())
+print(a + b + count(50000) - 50000)"""
 
 # --- call style --------------------------------------------------------------------------
 MAX_REF = {
@@ -81,6 +90,7 @@ def _fenced(program: str) -> str:
         (SQUARE_RIGHT, SQUARE_ASSERTS, 1.0),
         (SQUARE_ABS_BUG, SQUARE_ASSERTS, 2 / 3),
         (SUM_RIGHT + "\nexit()", SUM_REF, 1.0),
+        (SUM_DEEP, SUM_REF, 1.0),
     ],
     ids=[
         "stdio-right",
@@ -93,6 +103,7 @@ def _fenced(program: str) -> str:
         "assert-right",
         "assert-2of3",
         "stdio-exit",
+        "stdio-deep-recursion",
     ],
 )
 def test_pass_rates(program: str, reference: object, rate: float) -> None:

@@ -87,6 +87,17 @@ def test_exit_and_quit_work_as_without_isolation() -> None:
         assert (failed.status, failed.exit_code) == (SandboxStatus.ERROR, 4)
 
 
+@BOTH
+def test_a_program_may_raise_its_stack_limit_and_no_other(policy: SandboxPolicy) -> None:
+    """``resource.setrlimit(RLIMIT_STACK, ...)`` is how programs prepare for deep recursion."""
+    raise_ = "import resource\nresource.setrlimit(resource.RLIMIT_{}, (-1, -1))\nprint('raised')"
+    stack = run_untrusted(raise_.format("STACK"), limits=FAST, policy=policy)
+    assert (stack.status, stack.stdout) == (SandboxStatus.OK, "raised\n"), stack.stderr
+    for name in ("CPU", "AS", "NOFILE", "FSIZE"):
+        other = run_untrusted(raise_.format(name), limits=FAST, policy=policy)
+        assert other.status is SandboxStatus.ERROR and "not permitted" in other.stderr
+
+
 def test_syntax_error_has_its_own_status() -> None:
     result = run_untrusted("def f(:\n    pass", limits=FAST)
     assert result.status is SandboxStatus.SYNTAX_ERROR

@@ -264,6 +264,14 @@ def _path_text(path):
     raise PermissionError("sandbox: file changes need a str, bytes or pathlib path")
 
 
+def _blocked(event, args):
+    """Whether the hook refuses ``event``; a program may set its stack limit (deep recursion's
+    idiom; ``RLIMIT_AS`` still bounds the stack), no other."""
+    if event == "resource.setrlimit" and args[0] == resource.RLIMIT_STACK:
+        return False
+    return event in _BLOCKED_EVENTS or event.startswith(_BLOCKED_PREFIXES)
+
+
 def _make_hook(workdir):
     realpath = os.path.realpath
     prefix = workdir.rstrip("/") + "/"
@@ -281,7 +289,7 @@ def _make_hook(workdir):
             raise PermissionError(f"sandbox: writing outside the working directory: {full}")
 
     def hook(event, args):
-        if event in _BLOCKED_EVENTS or event.startswith(_BLOCKED_PREFIXES):
+        if _blocked(event, args):
             raise PermissionError(f"sandbox: '{event}' is not permitted")
         if event == "import" and args[0] in _BLOCKED_IMPORTS:
             raise ImportError(f"sandbox: importing '{args[0]}' is not permitted")

@@ -30,6 +30,18 @@ def test_tokens_ignore_case_space_latex_spacing_and_punctuation():
     assert normalized("What is 3.5?") != normalized("What is 35?")
 
 
+def test_latex_line_break_is_one_token_whatever_whitespace_follows():
+    r"""``\\`` then a space lost its second backslash (read as a control space ``\ ``) while
+    ``\\`` then a new line kept both, so two prompts differing only in layout were not
+    duplicates, and a problem copied with its line breaks re-wrapped shared no n-gram."""
+    assert tokens("a \\\\ b") == tokens("a \\\\\nb") == tokens("a\\\\b") == ["a", "\\\\", "b"]
+    assert normalized("x \\ y") == normalized("x \\\ty") == normalized("x y")  # control space
+    assert tokens(r"\\, \\quad") == ["\\\\", "\\\\", "quad"]
+    index = NgramIndex(5)
+    index.add("eval", "eval.jsonl:1", "a = 1 \\\\\n b = 2")
+    assert index.match("a = 1 \\\\ b = 2").ngram == "a = 1 \\\\ b"
+
+
 def test_typographic_quotes_separate_tokens_as_straight_ones_do():
     """‘ ’ “ ” were tokens: "Let’s" and "Let's" were different prompts to dedup, and a problem
     copied with curly quotes from a set written with straight ones shared no 9-gram with it."""

@@ -6,10 +6,11 @@ only in layout compare equal:
 1. Unicode NFKC (full-width digits, ligatures and non-breaking spaces become their plain
    forms), then lower case;
 2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
-   ``~`` ``\left`` ``\right``, and the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
+   ``~`` ``\left`` ``\right``, a backslash before whitespace (``\ ``, the control space), and
+   the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
 3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, each Han or
    kana character (Chinese and Japanese put no spaces between words), LaTeX command names
-   (``\frac``), and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
+   (``\frac``) and the line break ``\\``, and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
    punctuation ``. , ; : ? ! ' "`` (and ``‘ ’ “ ” 。 、``) and braces ``{ }`` separate tokens and are
    not tokens themselves.
 
@@ -24,11 +25,15 @@ import re
 import unicodedata
 from typing import Any
 
-_LATEX_NOISE = re.compile(r"\\(?:quad|qquad|left|right)(?![a-z])|\\[,;:! ()\[\]]|[~$]")
+_LATEX_NOISE = re.compile(
+    r"(?P<keep>\\\\)|\\(?:quad|qquad|left|right)(?![a-z])|\\[\s,;:!()\[\]]|[~$]"
+)
+r"""LaTeX spacing, sizing and math delimiters; a line break ``\\`` is matched (and kept) first,
+so that its second backslash is never read as a control space ``\ `` or a ``\,``."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Kana and Han characters: scripts without spaces between words, one token per character."""
 _TOKEN = re.compile(
-    rf"\d+(?:\.\d+)?|[{_CJK}]|[^\W\d_{_CJK}]+|\\[a-z]+|[^\s.,;:?!'\"‘’“”{{}}\w。、]|_"
+    rf"\d+(?:\.\d+)?|[{_CJK}]|[^\W\d_{_CJK}]+|\\\\|\\[a-z]+|[^\s.,;:?!'\"‘’“”{{}}\w。、]|_"
 )
 
 
@@ -41,7 +46,12 @@ def tokens(text: str) -> list[str]:
     True
     """
     text = unicodedata.normalize("NFKC", text).lower()
-    return _TOKEN.findall(_LATEX_NOISE.sub(" ", text))
+    return _TOKEN.findall(_LATEX_NOISE.sub(_strip_noise, text))
+
+
+def _strip_noise(found: re.Match[str]) -> str:
+    """A space for LaTeX noise; a line break ``\\\\`` as it is."""
+    return found["keep"] or " "
 
 
 def normalized(text: str) -> str:

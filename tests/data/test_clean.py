@@ -244,6 +244,21 @@ def test_common_cuts_join_no_tokens_across_them():
     assert index(around).match(words) is None  # the problem's pieces
 
 
+def test_common_counts_a_problem_and_its_copies_once():
+    """A problem in two sets (or a set named twice) counted as two problems, so ``common=2``
+    cut all its text out and a prompt copying it whole was kept."""
+    head = "State the final answer to the following arithmetic problem:"
+    problem = "Alice has seven red apples and gives three of them to Bob today"
+    index = NgramIndex(9, common=2)
+    for name in ("aime", "heldout"):
+        index.add(name, f"{name}.jsonl:1", problem)
+        index.add(name, f"{name}.jsonl:2", f"{head} 1 + 2 =")
+    index.add("gym", "gym:1", f"{head} 3 - 4 =")
+    hit = index.match(f"Q: {problem}!")
+    assert (hit.set, hit.where) == ("aime", "aime.jsonl:1")
+    assert index.match(f"{head} 5 + 6 =") is None  # the instruction two problems share is cut
+
+
 def test_dataset_directories_by_path_and_split(tmp_path, monkeypatch):
     import datasets
     import pyarrow as pa

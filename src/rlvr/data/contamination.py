@@ -16,7 +16,8 @@ A set whose problems share an instruction of ``n`` tokens or more (reasoning-gym
 the final answer to the following arithmetic problem:" is 9 tokens) contaminates every
 prompt that carries the same instruction. ``common=K`` cuts the n-grams found in ``K`` or
 more evaluation problems out of both sides before they are compared, so only the problems'
-own text is: n-grams are formed within the pieces left between cuts, never across one
+own text is: n-grams are formed within the pieces left between cuts, never across one;
+identical problems (equal tokens: one problem in two sets, or a set named twice) count once
 (Klear's rule is ``common=0``: nothing cut; its sets are natural-language problems).
 
 An evaluation SET is named as ``rlvr eval --data`` names it: a named dataset (``math500``,
@@ -85,7 +86,8 @@ class NgramIndex:
         self._problems: list[tuple[str, str, list[str]]] = []  # (set, where, tokens)
         self._own: list[list[list[str]]] = []  # each problem's pieces between common n-grams
         self._grams: dict[int, tuple[int, int, int]] | None = None  # hash -> (problem, piece, i)
-        self._counts: dict[int, int] = {}  # hash -> problems holding it (common > 0)
+        self._counts: dict[int, int] = {}  # hash -> distinct problems holding it (common > 0)
+        self._counted: set[tuple[str, ...]] = set()  # the problems counted in _counts
         self._vocab: set[str] = set()
 
     def __len__(self) -> int:
@@ -93,12 +95,15 @@ class NgramIndex:
         return len(self._index())
 
     def add(self, set_name: str, where: str, text: str) -> None:
-        """Add one evaluation problem."""
+        """Add one evaluation problem. For ``common``, a problem whose tokens equal an earlier
+        one's (the same problem in two sets) is not counted again: its own text is not a
+        passage shared by several problems."""
         toks = tokens(text)
         self._problems.append((set_name, where, toks))
         self._vocab.update(toks)
         self._grams = None
-        if self.common:
+        if self.common and tuple(toks) not in self._counted:
+            self._counted.add(tuple(toks))
             for key in {hash(tuple(toks[i : i + self.n])) for i in range(len(toks) - self.n + 1)}:
                 self._counts[key] = self._counts.get(key, 0) + 1
 

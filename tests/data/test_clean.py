@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.cli.data import main as data_main
 from rlvr.data.contamination import GYM_EVAL_SEED, GYM_EVAL_SIZE, NgramIndex
-from rlvr.data.text import normalized, tokens
+from rlvr.data.text import normalized, prompt_text, tokens
 
 EVAL = "Let a b c d e f g h i j be ten distinct primes. Find their sum."
 # 9 consecutive eval tokens ("c d e f g h i j be"), re-spaced and re-cased
@@ -133,6 +133,24 @@ def test_chat_rows_are_found_by_their_messages_field(tmp_path, capsys):
     src = _write(tmp_path / "chat.jsonl", rows)
     assert data_main(["dedup", str(src), "-o", str(tmp_path / "u.jsonl")]) == 0
     assert "kept 2 of 3 (dropped 1 duplicate)" in capsys.readouterr().out
+
+
+def test_chat_content_parts_are_read_as_their_text():
+    """A message whose content is a list of parts (``{"type": "text", "text": ...}``) was read
+    as the list's Python repr: its words ``type`` and ``text`` became tokens, and each new line
+    became a ``\\n...`` command token glued to the next word, so the row was no duplicate of
+    the same prompt as a string and shared no n-gram across the line break."""
+    parts = [
+        {"type": "text", "text": "Find the value\nof x."},
+        {"type": "image_url", "image_url": {"url": "x.png"}},
+        {"type": "text", "text": "Then stop."},
+    ]
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": parts}]
+    assert prompt_text(chat) == "Find the value\nof x.\nThen stop."
+    assert normalized(prompt_text(chat)) == normalized("Find the value of x, then stop")
+    assert prompt_text([{"role": "user", "content": None}, {"role": "user", "content": "hi"}]) == (
+        "\nhi"
+    )
 
 
 def test_bad_input_is_one_clear_error(tmp_path):

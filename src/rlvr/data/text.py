@@ -64,10 +64,29 @@ def normalized(text: str) -> str:
 
 
 def prompt_text(prompt: Any) -> str:
-    """The text of a prompt: a string as it is, chat messages as their user contents."""
+    """The text of a prompt: a string as it is, chat messages as their user contents (all
+    contents when no message is the user's), joined by new lines.
+
+    >>> prompt_text([{"role": "system", "content": "Be brief."},
+    ...              {"role": "user", "content": [{"type": "text", "text": "2+2?"}]}])
+    '2+2?'
+    """
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt):
-        users = [str(m.get("content", "")) for m in prompt if m.get("role") == "user"]
-        return "\n".join(users or [str(m.get("content", "")) for m in prompt])
+        users = [_content_text(m.get("content")) for m in prompt if m.get("role") == "user"]
+        return "\n".join(users or [_content_text(m.get("content")) for m in prompt])
     raise ValueError(f"a prompt must be a string or a list of chat messages, got {prompt!r:.80}")
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: a string as it is, a list of content parts (``{"type": "text",
+    "text": ...}``, as OpenAI-style and multimodal chats write them) as its text parts joined
+    by new lines, no content (``None``) as ``""``."""
+    if content is None:
+        return ""
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if part.get("type") == "text"
+        )
+    return str(content)

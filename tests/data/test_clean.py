@@ -42,6 +42,20 @@ def test_latex_line_break_is_one_token_whatever_whitespace_follows():
     assert index.match("a = 1 \\\\ b = 2").ngram == "a = 1 \\\\ b"
 
 
+def test_invisible_format_characters_are_not_tokens():
+    """A byte order mark, zero-width space or soft hyphen (invisible: Unicode Cf) was a token of
+    its own, so a copy carrying one was no duplicate of the original and a problem with a soft
+    hyphen in a word shared no n-gram across it."""
+    assert normalized("\ufeffWhat is 2+2?") == normalized("What is 2+2?")
+    assert tokens("multi\u00adple\u200b choice \u200eleft") == ["multiple", "choice", "left"]
+    index = NgramIndex(9)
+    index.add(
+        "eval", "eval.jsonl:1", "Find the number of ordered pairs of inte\u00adgers such that"
+    )
+    hit = index.match("find the number of ordered pairs of integers such that x")
+    assert hit.ngram == "find the number of ordered pairs of integers such"
+
+
 def test_typographic_quotes_separate_tokens_as_straight_ones_do():
     """‘ ’ “ ” were tokens: "Let’s" and "Let's" were different prompts to dedup, and a problem
     copied with curly quotes from a set written with straight ones shared no 9-gram with it."""

@@ -4,7 +4,8 @@ r"""Normalised prompt text: the tokens deduplication and decontamination compare
 only in layout compare equal:
 
 1. Unicode NFKC (full-width digits, ligatures and non-breaking spaces become their plain
-   forms), then lower case;
+   forms), then lower case; invisible format characters (zero-width space, soft hyphen, byte
+   order mark, ...: Unicode category Cf) are removed;
 2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
    ``~`` ``\left`` ``\right``, a backslash before whitespace (``\ ``, the control space), and
    the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
@@ -21,7 +22,9 @@ joined by new lines (the system message is an instruction, not the problem).
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import unicodedata
 from typing import Any
 
@@ -46,7 +49,27 @@ def tokens(text: str) -> list[str]:
     True
     """
     text = unicodedata.normalize("NFKC", text).lower()
+    if not text.isascii():  # every invisible character is outside ASCII
+        text = _invisible().sub("", text)
     return _TOKEN.findall(_LATEX_NOISE.sub(_strip_noise, text))
+
+
+@functools.cache
+def _invisible() -> re.Pattern[str]:
+    """The invisible format characters (Unicode category Cf: zero-width space and joiners, soft
+    hyphen, byte order mark, direction marks), removed before tokenising: they show as
+    nothing, so a copy carrying them differs from the original only in layout. The class is
+    written as ranges (a class of each character one by one made tokenising 3x slower)."""
+    ranges: list[list[int]] = []
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code)) != "Cf":
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    spans = (re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges)
+    return re.compile(f"[{''.join(spans)}]+")
 
 
 def _strip_noise(found: re.Match[str]) -> str:

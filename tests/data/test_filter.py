@@ -189,6 +189,18 @@ def test_bad_rules_are_refused(text, error):
         parse_rule(text, n=4)
 
 
+@pytest.mark.parametrize(
+    ("text", "n"), [("0<mean<1", 1), ("mean==0.3", 16), ("0.5<mean<0.55", 16), ("0<pass@4<1", 4)]
+)
+def test_rules_between_the_values_n_samples_give_are_refused(text, n):
+    """With n samples the pass rate is one of 0, 1/n, ..., 1 (pass@n: 0 or 1); a rule between
+    them kept no prompt, found out only after sampling them all (``0<mean<1`` with ``-n 1``)."""
+    with pytest.raises(ValueError, match=rf"can keep no prompt \(with n={n}, "):
+        parse_rule(text, n=n)
+    assert parse_rule(text).text == text  # without n, only [0, 1] is known
+    assert parse_rule("0.5<mean<0.6", n=16).keeps(9 / 16)
+
+
 def test_rule_windows():
     rule = parse_rule(" 0.2 <= mean <= 0.8 ")
     assert [rule.keeps(v) for v in (0.1, 0.2, 0.8, 0.9)] == [False, True, True, False]

@@ -77,7 +77,10 @@ class KeepRule:
 
 
 def parse_rule(text: str, n: int | None = None) -> KeepRule:
-    """Parse a keep rule; ``n`` (completions per prompt) bounds ``pass@k``'s ``k``.
+    """Parse a keep rule; ``n`` (completions per prompt) bounds ``pass@k``'s ``k``. A rule no
+    prompt can meet is refused: outside [0, 1] for ``mean`` and ``pass@k``, an empty window,
+    or (given ``n``) between the values ``mean`` or ``pass@k`` can take (``0<mean<1`` with
+    ``n=1``, where the pass rate is 0 or 1).
 
     >>> parse_rule("0<mean<1").keeps(0.5), parse_rule("0<mean<1").keeps(1.0)
     (True, False)
@@ -108,7 +111,19 @@ def parse_rule(text: str, n: int | None = None) -> KeepRule:
     if _keeps_nothing(rule, bounded):
         why = f"{rule.measure} lies in [0, 1]" if bounded else "no number satisfies it"
         raise ValueError(f"--keep {text!r} can keep no prompt ({why})")
+    values = _values(rule, n) if bounded and n is not None else []
+    if values and not any(rule.keeps(v) for v in values):
+        shown = ", ".join(f"{v:.4g}" for v in values[:6]) + (", ..." if len(values) > 6 else "")
+        raise ValueError(
+            f"--keep {text!r} can keep no prompt (with n={n}, {rule.measure} is one of {shown})"
+        )
     return rule
+
+
+def _values(rule: KeepRule, n: int) -> list[float]:
+    """The values a ``mean`` or ``pass@k`` rule's measure can take with ``n`` samples (one per
+    count of correct completions, 0 to ``n``), ascending and distinct."""
+    return sorted({rule.measured(n, correct, 0.0) for correct in range(n + 1)})
 
 
 def _keeps_nothing(rule: KeepRule, bounded: bool) -> bool:

@@ -21,8 +21,9 @@ uninterrupted one. Changing only ``--keep`` re-filters from the recorded scores 
 sampling again; other changes (the verifier's options included) are refused, as is a file
 written before records were keyed by content (delete the file to start over).
 
-The kept rows are written unchanged but for one added field, ``filter``: ``{"n",
-"correct", "pass_rate", "score", "value"}`` (``value``: the rule's measure); the dropped ones
+The kept rows are written unchanged but for one added field, ``filter``: ``{"model", "rule",
+"n", "correct", "pass_rate", "score", "value"}`` (``value``: the rule's measure; an earlier
+``filter`` moves to the list ``earlier_filters``); the dropped ones
 go to ``<output stem>.dropped.jsonl`` with the reason (``rule`` or ``too_few_tests``).
 """
 

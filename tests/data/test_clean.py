@@ -42,6 +42,19 @@ def test_latex_line_break_is_one_token_whatever_whitespace_follows():
     assert index.match("a = 1 \\\\ b = 2").ngram == "a = 1 \\\\ b"
 
 
+def test_latex_escaped_characters_are_read_as_the_character():
+    r"""``\$5`` and ``20\%`` (a problem's LaTeX source) gave a lone ``\`` token that ``$5`` and
+    ``20%`` (the same problem copied from a rendered page) do not have: no duplicates, and no
+    n-gram shared across the amount."""
+    source = r"A shirt costs \$25 after a 20\% discount \& tax; find \{x\_1\}."
+    rendered = "A shirt costs $25 after a 20% discount & tax; find {x_1}."
+    assert normalized(source) == normalized(rendered)
+    assert tokens(r"\#3 \\% \\$x$") == ["#", "3", "\\\\", "%", "\\\\", "x"]
+    index = NgramIndex(9)
+    index.add("eval", "eval.jsonl:1", source)
+    assert index.match(rendered).ngram == "a shirt costs 25 after a 20 % discount"
+
+
 def test_invisible_format_characters_are_not_tokens():
     """A byte order mark, zero-width space or soft hyphen (invisible: Unicode Cf) was a token of
     its own, so a copy carrying one was no duplicate of the original and a problem with a soft

@@ -8,7 +8,8 @@ only in layout compare equal:
    order mark, ...: Unicode category Cf) are removed;
 2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
    ``~`` ``\left`` ``\right``, a backslash before whitespace (``\ ``, the control space), and
-   the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``;
+   the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``; an escaped character is read as
+   itself (``\%`` as ``%``, ``\{`` as ``{``, ``\$`` removed as ``$`` is);
 3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, each Han or
    kana character (Chinese and Japanese put no spaces between words), LaTeX command names
    (``\frac``) and the line break ``\\``, and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
@@ -29,10 +30,12 @@ import unicodedata
 from typing import Any
 
 _LATEX_NOISE = re.compile(
-    r"(?P<keep>\\\\)|\\(?:quad|qquad|left|right)(?![a-z])|\\[\s,;:!()\[\]]|[~$]"
+    r"(?P<keep>\\\\)|\\(?P<escaped>[%&#_{}])"
+    r"|\\(?:quad|qquad|left|right)(?![a-z])|\\[\s,;:!()\[\]$]|[~$]"
 )
-r"""LaTeX spacing, sizing and math delimiters; a line break ``\\`` is matched (and kept) first,
-so that its second backslash is never read as a control space ``\ `` or a ``\,``."""
+r"""LaTeX spacing, sizing and math delimiters, and the backslash of an escaped character
+(``\%`` is ``%``; ``\$`` goes with every ``$``); a line break ``\\`` is matched (and kept)
+first, so that its second backslash is never read as a control space ``\ `` or a ``\,``."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Kana and Han characters: scripts without spaces between words, one token per character."""
 _TOKEN = re.compile(
@@ -73,8 +76,9 @@ def _invisible() -> re.Pattern[str]:
 
 
 def _strip_noise(found: re.Match[str]) -> str:
-    """A space for LaTeX noise; a line break ``\\\\`` as it is."""
-    return found["keep"] or " "
+    """A space for LaTeX noise; a line break ``\\\\`` as it is; an escaped character as the
+    character."""
+    return found["keep"] or found["escaped"] or " "
 
 
 def normalized(text: str) -> str:

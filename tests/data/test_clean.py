@@ -55,6 +55,12 @@ def test_latex_escaped_characters_are_read_as_the_character():
     assert index.match(rendered).ngram == "a shirt costs 25 after a 20 % discount"
 
 
+def test_case_is_folded_the_unicode_way():
+    """``str.lower`` keeps ``ß`` while upper case writes it ``SS``: "Straße" and its upper-case
+    copy "STRASSE" were different prompts."""
+    assert normalized("Die Straße ist 5 km lang.") == normalized("DIE STRASSE IST 5 KM LANG")
+
+
 def test_invisible_format_characters_are_not_tokens():
     """A byte order mark, zero-width space or soft hyphen (invisible: Unicode Cf) was a token of
     its own, so a copy carrying one was no duplicate of the original and a problem with a soft

@@ -4,17 +4,18 @@ r"""Normalised prompt text: the tokens deduplication and decontamination compare
 only in layout compare equal:
 
 1. Unicode NFKC (full-width digits, ligatures and non-breaking spaces become their plain
-   forms), then lower case; invisible format characters (zero-width space, soft hyphen, byte
-   order mark, ...: Unicode category Cf) are removed;
+   forms), then lower case (Unicode case folding: ``ß`` and ``SS`` both become ``ss``);
+   invisible format characters (zero-width space, soft hyphen, byte order mark, ...: Unicode
+   category Cf) are removed;
 2. LaTeX spacing and sizing is removed: ``\,`` ``\;`` ``\:`` ``\!`` ``\quad`` ``\qquad``
    ``~`` ``\left`` ``\right``, a backslash before whitespace (``\ ``, the control space), and
    the math delimiters ``$`` ``\(`` ``\)`` ``\[`` ``\]``; an escaped character is read as
    itself (``\%`` as ``%``, ``\{`` as ``{``, ``\$`` removed as ``$`` is);
 3. the text is split into tokens: numbers (``12``, ``3.5``), runs of letters, each Han or
    kana character (Chinese and Japanese put no spaces between words), LaTeX command names
-   (``\frac``) and the line break ``\\``, and each remaining symbol (``+``, ``^``, ``=``, ``(``); whitespace, the
-   punctuation ``. , ; : ? ! ' "`` (and ``‘ ’ “ ” 。 、``) and braces ``{ }`` separate tokens and are
-   not tokens themselves.
+   (``\frac``) and the line break ``\\``, and each remaining symbol (``+``, ``^``, ``=``,
+   ``(``); whitespace, the punctuation ``. , ; : ? ! ' "`` (and ``‘ ’ “ ” 。 、``) and braces
+   ``{ }`` separate tokens and are not tokens themselves.
 
 So ``"Find $x^2 + 1$."``, ``"find x^2+1"`` and ``"FIND  $x ^{2}+1$ ."`` all give
 ``["find", "x", "^", "2", "+", "1"]``. A chat prompt's text is its user messages' contents,
@@ -51,7 +52,7 @@ def tokens(text: str) -> list[str]:
     >>> tokens("What is 3.5\\,kg?") == tokens("what is 3.5 KG")
     True
     """
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", text).casefold()
     if not text.isascii():  # every invisible character is outside ASCII
         text = _invisible().sub("", text)
     return _TOKEN.findall(_LATEX_NOISE.sub(_strip_noise, text))

@@ -47,6 +47,7 @@ CASES = {
         "rollout.decoupled=true",
         "rollout.minibatches=2",
     ),
+    "staleness-1-epoch": ("rollout.staleness=1", "rollout.prompts_per_step=4"),
     "held-out-eval": ("eval.every=1", "eval.at_start=true"),
     "hf-sampler": ("rollout.sampler=hf",),
     "micro-batches": ("optim.micro_batch_size=3", "rollout.mask_truncated=true"),

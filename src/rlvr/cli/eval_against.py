@@ -3,10 +3,10 @@ samples, and the paired differences (:mod:`rlvr.evaluation.paired`) as printed a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from rlvr.evaluation.harness import json_numbers
 from rlvr.evaluation.paired import (
     Difference,
     check_same_scoring,
@@ -51,13 +51,8 @@ def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
 
 def _json_differences(differences: Mapping[str, Difference]) -> dict[str, dict]:
     """Each difference as a JSON object; the interval and p-value one problem leaves undefined
-    (NaN) as ``None``, ``null`` in JSON rather than ``NaN``, which JSON readers refuse."""
-    return {
-        key: {
-            k: None if isinstance(v, float) and math.isnan(v) else v for k, v in d._asdict().items()
-        }
-        for key, d in differences.items()
-    }
+    (NaN) as ``None`` (:func:`~rlvr.evaluation.harness.json_numbers`)."""
+    return {key: json_numbers(d._asdict()) for key, d in differences.items()}
 
 
 def check_against(path: str, base: dict, spec: str, options: dict, examples: list) -> None:

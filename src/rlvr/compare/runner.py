@@ -36,7 +36,7 @@ from rlvr.compare.worker import (
 )
 from rlvr.locks import refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR
-from rlvr.train.interrupt import sigterm_as_ctrl_c
+from rlvr.train.interrupt import signal_name, sigterm_as_ctrl_c
 from rlvr.train.overrides import dump_yaml
 from rlvr.train.run_dir import LOCK_FILE as RUN_LOCK
 
@@ -220,8 +220,7 @@ def _stop(
     flight, with a checkpoint) and wait for it; a second Ctrl-C or SIGTERM terminates them at
     once. A run whose step in flight was its last finishes, and its checkpoints go
     (:func:`_reap`). ``signum``: the signal that asked."""
-    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-    print(STOPPING.format(name=name), file=sys.stderr, flush=True)
+    print(STOPPING.format(name=signal_name(signum)), file=sys.stderr, flush=True)
     try:
         for state in running:
             if state.process is not None:  # after its step, unless already stopping

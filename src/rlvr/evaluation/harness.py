@@ -26,6 +26,7 @@ from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
 from rlvr.evaluation.metrics import standard_errors, summarize
 from rlvr.evaluation.partial import PartialSamples, rng_state, set_rng_state
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
+from rlvr.models import context_length
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
 
@@ -152,9 +153,9 @@ class EvalReport:
         return {
             "metrics": self.metrics,
             "per_dataset": self.per_dataset,
-            "stderr": _json_numbers(self.stderr),
+            "stderr": json_numbers(self.stderr),
             "per_dataset_stderr": {
-                name: _json_numbers(se) for name, se in self.per_dataset_stderr.items()
+                name: json_numbers(se) for name, se in self.per_dataset_stderr.items()
             },
             "config": asdict(self.config),
             "problems": problems,
@@ -184,8 +185,9 @@ def report_document(
     return {**head, **about, **report.to_dict()}
 
 
-def _json_numbers(values: dict[str, float]) -> dict[str, float | None]:
-    """NaN (no standard error from one problem) as ``None``: ``null`` in JSON, not ``NaN``."""
+def json_numbers(values: dict[str, float]) -> dict[str, float | None]:
+    """NaN (no standard error from one problem, no interval over one) as ``None``: ``null`` in
+    JSON, not ``NaN``, which JSON readers refuse."""
     return {k: None if math.isnan(v) else v for k, v in values.items()}
 
 
@@ -250,7 +252,7 @@ def warn_past_context(model, prompt_ids: Sequence[Sequence[int]], budget: int) -
     """One warning when prompts plus ``budget`` new tokens pass the model's context: their
     completions are sampled at positions the model was not trained on (the trainer fits its
     prompts to the context instead, ``data.max_prompt_tokens``)."""
-    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    context = context_length(model)
     over = [len(ids) for ids in prompt_ids if context and len(ids) + budget > context]
     if over:
         warnings.warn(

@@ -98,6 +98,12 @@ def resolve_model_path(name_or_path: str) -> str:
     return os.path.expanduser(name_or_path) if name_or_path.startswith("~") else name_or_path
 
 
+def context_length(model: Any) -> int | None:
+    """The context of ``model`` (a model, or its ``config``) in tokens: its config's
+    ``max_position_embeddings``; ``None`` when it does not say."""
+    return getattr(getattr(model, "config", model), "max_position_embeddings", None)
+
+
 def preset_names() -> list[str]:
     """Every preset name :func:`load_model` accepts."""
     return available(PRESETS, BUILTIN_PRESETS)

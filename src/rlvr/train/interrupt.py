@@ -34,6 +34,11 @@ _ACTIVE: list[StopRequest] = []
 """The requests of the runs in progress in this process (:func:`ask_to_stop`)."""
 
 
+def signal_name(signum: int) -> str:
+    """How a stop's messages name its signal: ``Ctrl-C`` for SIGINT, else its name (``SIGTERM``)."""
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
 class Stopped(KeyboardInterrupt):
     """A run stopped by the signal ``signum`` (SIGINT or SIGTERM)."""
 
@@ -80,8 +85,7 @@ class StopRequest:
         """Stop after the step in flight, as a first ``signum`` would (nothing when asked)."""
         if not self.asked:
             self.asked, self.signum = True, signum
-            name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-            print(self.said.format(name=name), file=sys.stderr, flush=True)
+            print(self.said.format(name=signal_name(signum)), file=sys.stderr, flush=True)
 
     def __enter__(self) -> StopRequest:
         _ACTIVE.append(self)

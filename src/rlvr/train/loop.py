@@ -23,7 +23,7 @@ import torch
 from rlvr.evaluation import evaluate as evaluate_examples
 from rlvr.evaluation.harness import EvalReport, report_document, warn_repeated_problems
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
-from rlvr.models import device_notes
+from rlvr.models import context_length, device_notes
 from rlvr.objectives import ObjectiveConfig
 from rlvr.objectives.contrast import PREFIX as CONTRAST_PREFIX
 from rlvr.rewards import Scorer, Scores, ScoringConfig
@@ -220,7 +220,7 @@ def fit_context(cfg: TrainConfig, model_config) -> DataConfig:
     """``cfg.data`` with ``max_prompt_tokens`` lowered (and a warning) so prompt + completion
     fit the context of the model (``model_config``: its ``config``), for the rollout's budget
     and, with held-out data, the evaluation's."""
-    context = getattr(model_config, "max_position_embeddings", None)
+    context = context_length(model_config)
     data, (key, budget) = cfg.data, _largest_budget(cfg)
     if context is None or data.max_prompt_tokens + budget <= context:
         return data

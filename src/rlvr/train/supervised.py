@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from rlvr.models import device_notes
+from rlvr.models import context_length, device_notes
 from rlvr.train.batch import SequenceBatch, length_sorted_chunks, pack
 from rlvr.train.config import SFTConfig
 from rlvr.train.harness import Callback, EvalRecord, RunResult, StepRecord, run_job, start_run
@@ -129,7 +129,7 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
     )
     warn_shared_pairs(examples, held_out)
     for role, pairs in (("train", examples), ("eval", held_out)):
-        warn_past_context(model, pairs, role, data.max_tokens)
+        warn_pairs_past_context(model, pairs, role, data.max_tokens)
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = cfg.steps or cfg.epochs * per_epoch
     warn_long_warmup(cfg.optim, total)
@@ -149,10 +149,10 @@ def build_sft_run(cfg: SFTConfig, run_dir: Path, checkpoint: Path | None) -> SFT
     )
 
 
-def warn_past_context(model, pairs: Sequence[SFTExample], role: str, max_tokens: int) -> int:
+def warn_pairs_past_context(model, pairs: Sequence[SFTExample], role: str, max_tokens: int) -> int:
     """Warn when pairs of ``data.<role>`` are longer than the model's context
     (``max_position_embeddings``), which ``data.max_tokens`` let through; returns how many."""
-    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    context = context_length(model)
     lengths = [len(e.prompt_ids) + len(e.response_ids) for e in pairs]
     over = [n for n in lengths if context is not None and n > context]
     if over:

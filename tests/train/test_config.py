@@ -295,7 +295,7 @@ def test_lora_without_peft_is_refused_before_anything_loads(monkeypatch, tmp_pat
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda n, *a: None if n == "peft" else real(n, *a)
     )
-    with pytest.raises(ValueError, match=r"model.lora.rank: LoRA adapters need peft \(pip install"):
+    with pytest.raises(ValueError, match=r"model.lora.rank: LoRA adapters need peft: pip install"):
         preflight(cfg)
 
 

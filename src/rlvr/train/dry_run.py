@@ -29,7 +29,7 @@ def dry_run_checks(
     ``model.lora`` is checked on them, but the run does not fetch that model (no Hub note).
     """
     from rlvr.models import preset_needs
-    from rlvr.train.lora import check_adapters
+    from rlvr.train.lora import PEFT_MISSING, check_adapters
     from rlvr.train.prompts import check_local_data
 
     read = check_local_data(config.data, produced=produced)
@@ -41,9 +41,7 @@ def dry_run_checks(
     if own_model and (needs := preset_needs(config.model.name)):
         note(f"model.name: {needs} (a run here would stop)")
     if config.model.lora.rank and importlib.util.find_spec("peft") is None:
-        note(
-            "model.lora.rank: LoRA adapters need peft: pip install 'rlvr[lora]' (a run here would stop)"
-        )
+        note(f"{PEFT_MISSING} (a run here would stop)")
     rollout = getattr(config, "rollout", None)
     if rollout is not None and (line := sampler_note(rollout.sampler, "rollout.sampler")):
         note(line)

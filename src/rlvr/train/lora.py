@@ -34,15 +34,15 @@ then load the adapters onto their base instead of the merged model."""
 
 _WEIGHTS = "adapter_model.safetensors"
 _PEFT_PREFIX = "base_model.model."  # a PeftModel's prefix to its base model's names
+PEFT_MISSING = "model.lora.rank: LoRA adapters need peft: pip install 'rlvr[lora]'"
+"""What a run with ``model.lora`` says where peft is missing (its dry run adds that it would stop)."""
 
 
 def _tuner_layer() -> type:
     try:
         from peft.tuners.tuners_utils import BaseTunerLayer
     except ImportError as err:
-        raise ImportError(
-            "model.lora.rank > 0 needs peft: pip install 'rlvr[lora]' (or pip install peft)"
-        ) from err
+        raise ImportError(PEFT_MISSING) from err
     return BaseTunerLayer
 
 

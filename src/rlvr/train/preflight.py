@@ -179,7 +179,9 @@ def _check_model(model: ModelConfig, device: bool) -> None:
     except ValueError as err:
         raise ValueError(f"model.name: {err}") from None
     if device and model.lora.rank and importlib.util.find_spec("peft") is None:
-        raise ValueError("model.lora.rank: LoRA adapters need peft (pip install 'rlvr[lora]')")
+        from rlvr.train.lora import PEFT_MISSING
+
+        raise ValueError(PEFT_MISSING)
 
 
 UNCONFINED = ("fallback-uid", "fallback-minimal")

@@ -41,6 +41,35 @@ def max_logp_diff(model, gen, temperature: float) -> float:
     return float(diff[gen.response_mask.bool()].max())
 
 
+def float64_logp(model, gen, sampling) -> dict[str, float]:
+    """The sampler's log-probs of ``gen`` against a float64 forward of the same tokens: the
+    largest gap to the whole ``softmax(logits / T)`` and to the truncated distribution (top-k
+    and top-p applied as :func:`rlvr.generation.warp_logits` does), and the mean log of the
+    mass the truncation kept at the sampled positions."""
+    from rlvr.generation import position_ids_from_mask, warp_logits
+    from rlvr.train.batch import from_generation
+
+    seqs, mask = from_generation(gen), gen.response_mask.bool()
+    width = seqs.response_width
+    exact = copy.deepcopy(model).double()
+    with torch.no_grad():
+        logits = exact(
+            input_ids=seqs.input_ids,
+            attention_mask=seqs.attention_mask,
+            position_ids=position_ids_from_mask(seqs.attention_mask),
+        ).logits[:, -width - 1 : -1]  # [N, T, V]: what predicts each response token
+    warped = torch.stack([warp_logits(logits[:, t], sampling) for t in range(width)], 1)
+    ids = gen.response_ids[..., None]
+    whole = torch.log_softmax(logits / sampling.temperature, -1).gather(2, ids)[..., 0][mask]
+    kept = torch.log_softmax(warped, -1).gather(2, ids)[..., 0][mask]
+    got = gen.logprobs.double()[mask]
+    return {
+        "to_whole": float((got - whole).abs().max()),
+        "to_truncated": float((got - kept).abs().max()),
+        "log_kept_mass": float((whole - kept).mean()),
+    }
+
+
 def push_token(model, token: int, lr: float, steps: int = 1) -> None:
     """``steps`` fused AdamW steps raising ``token``'s log-prob at every position of the prompts."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)
@@ -117,6 +146,16 @@ def check_sampler(model_dir: str) -> dict:
     )
     out["other_seed_equal"] = torch.equal(first.response_ids, other.response_ids)
     out["logp_diff_hot"] = max_logp_diff(model, first, 0.8)
+    out["float64"] = {}
+    for name, sampling in {
+        "t1": SamplingConfig(max_new_tokens=16),
+        "t0.7": SamplingConfig(max_new_tokens=16, temperature=0.7),
+        "t1_p0.9": SamplingConfig(max_new_tokens=16, top_p=0.9),
+        "t0.7_k20_p0.9": SamplingConfig(max_new_tokens=16, temperature=0.7, top_k=20, top_p=0.9),
+    }.items():
+        torch.manual_seed(4)
+        gen = sampler.generate(PROMPTS, n=4, sampling=sampling)
+        out["float64"][name] = float64_logp(model, gen, sampling)
 
     before = sampler.generate(PROMPTS, n=1, sampling=greedy)
     out["greedy_before"], out["margin_before"] = rows(before), greedy_margin(model, before)

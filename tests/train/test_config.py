@@ -400,3 +400,21 @@ def test_truncated_rollout_sampling_is_warned(overrides, keys, prompt_file, recw
     assert len(messages) == (1 if keys else 0)
     if keys:
         assert messages[0].startswith(" and ".join(keys) + ": rollouts are drawn")
+        assert "rollout/logp_diff_mean" not in messages[0]  # lean reports no log-probs
+
+
+def test_truncated_sampling_note_names_the_mismatch_metrics_of_a_sampler_with_logprobs(
+    prompt_file,
+):
+    """With vllm the sampler's log-probs are the truncated distribution's, so the mismatch
+    metrics read the truncation (-log of the kept mass): the warning said nothing of them."""
+    from rlvr.train.preflight import truncated_sampling_note
+
+    data = {"data": {"train": prompt_file}, "rollout": {"sampler": "vllm", "top_p": 0.9}}
+    line = truncated_sampling_note(from_dict(TrainConfig, data))
+    assert line.startswith("rollout.top_p=0.9: rollouts are drawn from the truncated distribution")
+    assert (
+        "; rollout.sampler=vllm reports the truncated distribution's log-probs, so "
+        "rollout/logp_diff_mean and rollout/logp_diff_max include that gap as well as the "
+        "engine's mismatch (docs/training.md, 'What the update's log-probs are of')"
+    ) in line

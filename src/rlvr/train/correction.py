@@ -2,9 +2,11 @@
 
 A sampler with an engine of its own (``vllm``) reports the log-probs of the tokens it
 sampled, computed by its own kernels; the trainer's log-probs of the same tokens under the
-same weights differ by numerical error (and, with top-k/top-p set, by the sampler's
-truncation of the distribution). So the rollout policy ``mu`` is not exactly the policy
-``pi_old`` the objective's ratio assumes.
+same weights differ by numerical error. So the rollout policy ``mu`` is not exactly the
+policy ``pi_old`` the objective's ratio assumes. With top-k/top-p set the sampler's
+log-probs are of the truncated distribution and the trainer's of the whole softmax: the
+difference is then the log of the mass kept at each position, which the metrics include
+and which ``tis`` would turn into weights, so the configuration refuses ``tis`` there.
 
 What is compared: ``train_logp`` is the trainer's log-prob of each token under the weights
 the rollout was sampled with: the behaviour log-probs ``old_logp`` when the batch feeds

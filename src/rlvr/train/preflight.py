@@ -7,7 +7,7 @@ import inspect
 import warnings
 from typing import Any
 
-from rlvr.generation.registry import missing_package
+from rlvr.generation.registry import missing_package, sampler_entry
 from rlvr.rewards import Verifier, get_verifier
 from rlvr.rewards.registry import sandbox_isolation
 from rlvr.train.config import LoraConfig, ModelConfig, RewardConfig, SFTConfig, TrainConfig
@@ -117,19 +117,26 @@ def truncated_sampling_note(config: TrainConfig) -> str | None:
     """The warning for rollouts sampled with ``rollout.top_p < 1`` or ``rollout.top_k > 0``:
     the update's log-probs (behaviour, current and reference) and ``policy/entropy`` are those
     of the whole ``softmax(logits / temperature)``, not of the truncated distribution the
-    tokens were drawn from; None when nothing truncates."""
+    tokens were drawn from; with a sampler that reports log-probs (``vllm``), its
+    ``rollout/logp_diff_*`` measure that truncation too. None when nothing truncates."""
     rollout = config.rollout
-    keys = [f"rollout.top_p={rollout.top_p}"] if rollout.top_p < 1 else []
-    keys += [f"rollout.top_k={rollout.top_k}"] if rollout.top_k else []
+    keys = rollout.truncating_keys
     if not keys:
         return None
-    return (
+    line = (
         f"{' and '.join(keys)}: rollouts are drawn from the truncated distribution, but the "
         "update's log-probs and policy/entropy are those of the whole softmax(logits / "
         "rollout.temperature), as in verl and TRL: the behaviour log-prob of each token is "
         "below its sampling log-prob by the log of the mass kept, so the update is not exactly "
-        "on-policy (docs/training.md, 'What the update's log-probs are of')"
+        "on-policy"
     )
+    if sampler_entry(rollout.sampler).logprobs:
+        line += (
+            f"; rollout.sampler={rollout.sampler} reports the truncated distribution's "
+            "log-probs, so rollout/logp_diff_mean and rollout/logp_diff_max include that gap "
+            "as well as the engine's mismatch"
+        )
+    return line + " (docs/training.md, 'What the update's log-probs are of')"
 
 
 def verifier_options(reward: RewardConfig) -> dict[str, Any]:

@@ -900,3 +900,12 @@ def test_a_test_calling_the_program_through_another_function_is_kept():
     tests = ["assert list(map(f, [1])) == [2]", "assert f.__call__(1) == 2"]
     assert run_tests("def f(x):\n    return 2 * x", tests, config=FAST).passed == (True, True)
     assert run_tests("f = None", tests, config=FAST).passed == (False, False)
+
+
+def test_code_gives_no_answer_key_so_no_maj_at_k():
+    from rlvr.rewards import get_verifier
+
+    verifier = get_verifier("code")
+    assert not verifier.votes
+    with pytest.raises(ValueError, match="verifier 'code' gives no answer keys"):
+        verifier.answer_key("def f(): pass", {"inputs": [], "outputs": []})

@@ -81,3 +81,12 @@ def test_format_options_need_the_modifier():
 def test_bad_format_options_are_refused_when_built(options, message):
     with pytest.raises(ValueError, match=message):
         get_verifier("math+format", **options)
+
+
+def test_a_malformed_completion_does_not_vote_and_a_formed_one_votes_its_answer():
+    v = get_verifier("math+format")
+    assert v.votes and v.answer_key(r"<think>6/8</think> \boxed{3/4}", "1") == "0.750000000000"
+    assert v.answer_key(r"\boxed{3/4}", "1") is None  # no <think>: scored as malformed
+    inside = get_verifier("math+format", format_think_in_prompt=True)
+    assert inside.answer_key(r"6/8</think> \boxed{3/4}", "1") == "0.750000000000"
+    assert not get_verifier("code+format").votes  # the inner verifier gives no key

@@ -509,3 +509,33 @@ def test_a_float_reference_is_its_decimal_not_eulers_e(number, written, misread)
     for reference in (number, np.float64(number), str(number), {"answer": str(number)}):
         assert math_verifier(rf"\boxed{{{written}}}", reference) == 1.0
         assert math_verifier(rf"\boxed{{{misread}}}", reference) == 0.0
+
+
+def test_answers_the_verifier_calls_equal_share_an_answer_key():
+    """maj@k's votes: spellings of one value are one key, other values other keys."""
+    key = get_verifier("math").answer_key
+    spellings = [r"\boxed{3/4}", r"\boxed{\dfrac{3}{4}}", "The answer is 0.75", r"\boxed{75\%}"]
+    assert {key(c, "0.75") for c in spellings} == {"0.750000000000"}
+    assert key(r"\boxed{10^4}", "1") == key("Answer: 10,000", "1") == key(r"\boxed{x = 10000}", "1")
+    assert key(r"\boxed{\{3, 2\}}", "1") == key(r"\boxed{x = 2 \text{ or } x = 3}", "1")
+    assert key(r"\boxed{\frac{1}{\sqrt2}}", "1") == key(r"\boxed{\frac{\sqrt{2}}{2}}", "1")
+    different = [r"\boxed{2^{64}}", r"\boxed{2^{64} - 1}", r"\boxed{0.5}", r"\boxed{0.6}",
+                 r"\boxed{(0, 1]}", r"\boxed{(0, 1)}", r"\boxed{\{1, 2\}}", r"\boxed{\{1, 3\}}"]  # fmt: skip
+    assert len({key(c, "1") for c in different}) == len(different)
+    # no answer, or several (a hedge): no vote; one cut off unparsed is its spelling
+    assert key("no idea", "1") is None and key(r"\boxed{3} or \boxed{4}", "1") is None
+    assert key(r"\boxed{9^{9^{9^{9}}}}", "1") == "text:9^{9^{9^{9}}}"
+    assert get_verifier("math", extract="flexible").answer_key("3, or maybe 4", "4") == "4"
+
+
+def test_the_answer_key_splits_answers_equal_only_within_the_verifiers_tolerance():
+    """Documented (docs/evaluation.md): the key is exact where the verifier is not."""
+    key = get_verifier("math").answer_key
+    assert answers_match("0.333333", r"\frac13")
+    assert key(r"\boxed{0.333333}", "1") != key(r"\boxed{\frac13}", "1")
+    assert answers_match("(x+1)^2", "x^2+2x+1")
+    assert key(r"\boxed{(x+1)^2}", "1") != key(r"\boxed{x^2+2x+1}", "1")
+    from rlvr.rewards.math import canonical_answer, gold_answer
+
+    shared = [key(c, g) == canonical_answer(gold_answer(g)) for c, g in EQUIVALENT]
+    assert (sum(shared), len(shared)) == (39, 55)  # the count docs/evaluation.md gives

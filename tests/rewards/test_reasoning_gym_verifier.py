@@ -356,3 +356,15 @@ def test_a_nan_reference_is_an_error_not_the_answer_nan():
     with pytest.raises(ValueError, match="NaN"):
         reasoning_gym_verifier("<answer>nan</answer>", float("nan"), task="chain_sum")
     assert reasoning_gym_verifier("<answer>nan</answer>", "nan", task="spell_backward") == 1.0
+
+
+def test_the_answer_key_is_the_answer_scored_numbers_by_value():
+    key = get_verifier("reasoning_gym:chain_sum").answer_key
+    entry = {"question": "?", "answer": "1000", "metadata": {"source_dataset": "chain_sum"}}
+    same = ["<answer>1000</answer>", "<answer>+01,000.00</answer>", r"\boxed{1000}", "Answer: 1e3"]
+    assert [key(c, entry) for c in same[:3]] == ["1000"] * 3
+    assert key(same[3], entry) == "1e3"  # not a plain decimal: its text (the scorer pays it too)
+    assert key("<answer>1,2</answer>", entry) == "1,2"  # a list, not a number with commas
+    assert key("<answer> a   b </answer>", entry) == "a b"
+    assert key("<answer></answer>", entry) is None  # an empty answer does not vote
+    assert key(r"\boxed{3} and \boxed{4}", entry) is None  # a hedge

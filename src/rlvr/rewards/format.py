@@ -50,6 +50,18 @@ def formatted(
     return inner(completion.split(THINK_CLOSE, 1)[1], reference)
 
 
+def _formatted_key(
+    completion: str, reference: Any, *, inner: Verifier, think_in_prompt: bool = False, **_: Any
+) -> str | None:
+    """``inner``'s answer key of the answer part; ``None`` (no vote) where the format fails."""
+    if not think_format_ok(completion, think_in_prompt=think_in_prompt):
+        return None
+    return inner.answer_key(completion.split(THINK_CLOSE, 1)[1], reference)
+
+
+formatted.answer_key = _formatted_key  # type: ignore[attr-defined]
+
+
 def _check_options(inner: Verifier, penalty: float | None, think_in_prompt: bool) -> None:
     """Refuse a penalty that is not a number, or above the wrong score (a malformed completion
     would be paid more than a wrong one), or not below the correct score (it would count as

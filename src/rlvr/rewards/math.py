@@ -10,6 +10,7 @@ thread; cut-off answers score ``wrong`` and count as ``math_rejected`` (``docs/r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -490,9 +491,79 @@ def math_verifier(
     return correct if same else wrong
 
 
+def _unnamed(value: Any) -> Any:
+    """``value`` without the one unknown it names: ``x = 5`` is 5, ``x = 2, x = 3`` is the set
+    ``{2, 3}``; anything else as it is."""
+    if isinstance(value, sympy.Eq) and isinstance(value.lhs, sympy.Symbol):
+        return value.rhs
+    equations = _written(value) or ()
+    names = {e.lhs if isinstance(e, sympy.Eq) else None for e in equations}
+    if len(names) == 1 and isinstance(next(iter(names)), sympy.Symbol):
+        return sympy.FiniteSet(*(e.rhs for e in equations))
+    return value
+
+
+def canonical_answer(answer: str) -> str:
+    r"""One text for an answer's value, its vote in maj@k: :func:`parse_answer`'s value with one
+    named unknown dropped (:func:`_unnamed`); a number evaluated (``10^4``; ``75\%`` is 0.75) as
+    its integer (exact) or its 12 significant digits, anything else as SymPy writes it, decimals
+    made fractions (sets are sorted). Unparsed: ``text:`` and the answer without spacing.
+
+    >>> [canonical_answer(a) for a in (r"\dfrac34", "0.75", "10,000", "x = 10^4", r"\{2, 1\}")]
+    ['0.750000000000', '0.750000000000', '10000', '10000', '{1, 2}']
+    """
+    parsed = parse_answer(answer)
+    value = parsed[0] if parsed else None
+    if not isinstance(value, sympy.Basic):
+        return "text:" + _spelling(answer)
+    value = _unnamed(value).xreplace({f: sympy.Rational(str(f)) for f in value.atoms(sympy.Float)})
+    if not value.is_number:
+        return str(value)
+    try:
+        value = value.doit()
+        near = sympy.N(value, 15)
+        if value.is_Integer or not (near.is_extended_real and near.is_finite):
+            return str(value if value.is_Integer else sympy.N(near, 12))
+        whole = abs(near) < 2**53 and float(near).is_integer()
+        return str(int(near)) if whole else str(sympy.N(near, 12))
+    except (TypeError, ValueError, ArithmeticError):
+        return str(value)
+
+
+def math_answer_key(
+    completion: str,
+    reference: Any,
+    *,
+    extract: str = "strict",
+    compare_timeout_s: float = DEFAULT_TIMEOUT_S,
+    compare_memory_mb: int = DEFAULT_MEMORY_MB,
+    **_: Any,
+) -> str | None:
+    """The ``math`` verifier's answer key: :func:`canonical_answer` of the final answer it
+    compares (``None``: none, or a hedge), under its comparison's limits; an answer it cuts
+    off is keyed by its spelling (``text:...``).
+
+    >>> math_answer_key("so the answer is 0.5", None), math_answer_key(r"\boxed{1}, \boxed{2}", 1)
+    ('0.500000000000', None)
+    """
+    answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
+    if answer is None:
+        return None
+    if screen_answer(answer) is None:
+        with contextlib.suppress(LimitExceeded):
+            return call_bounded(
+                canonical_answer,
+                answer,
+                timeout_s=compare_timeout_s,
+                memory_mb=compare_memory_mb,
+            )
+    return "text:" + _spelling(answer)
+
+
 def _start_helper() -> None:
     """Start a comparison helper process (and import SymPy in it) ahead of the first answer."""
     call_bounded(answers_match, "0", "0")
 
 
 math_verifier.warm_up = _start_helper  # type: ignore[attr-defined]
+math_verifier.answer_key = math_answer_key  # type: ignore[attr-defined]

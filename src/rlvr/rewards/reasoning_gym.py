@@ -20,6 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -211,6 +212,28 @@ def gym_answer(completion: str, extract: str = "strict") -> str | None:
     return found
 
 
+_DECIMAL_RE = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|[-+]?\.\d+")
+
+
+def gym_answer_key(
+    completion: str, reference: Any, *, extract: str = "strict", **_: Any
+) -> str | None:
+    """The answer key (maj@k) of ``reasoning_gym``: the answer handed to the scorer, stripped,
+    runs of spacing made one space; a plain decimal number as its value (``+01,000.00`` is
+    ``1000``, as the arithmetic tasks' scorers read it). ``None``: no answer, or an empty one.
+
+    >>> gym_answer_key("<answer> 1,000.50 </answer>", None), gym_answer_key("a  b", None)
+    ('1000.5', 'a b')
+    """
+    text = " ".join((gym_answer(completion, extract) or "").split())
+    if not text:
+        return None
+    if _DECIMAL_RE.fullmatch(text):
+        number = Decimal(text.replace(",", "")).normalize()
+        return format(number + 0, "f")  # + 0: -0 is 0
+    return text
+
+
 def _check_options(*, task: str | None, binary: bool, extract: str, **_: Any) -> None:
     """Refuse bad option values when the verifier is built (the registry calls this)."""
     check_extract(extract)
@@ -260,3 +283,6 @@ def reasoning_gym_verifier(
     if binary:
         return correct if raw >= 1.0 else wrong
     return wrong + (correct - wrong) * min(max(raw, 0.0), 1.0)
+
+
+reasoning_gym_verifier.answer_key = gym_answer_key  # type: ignore[attr-defined]

@@ -45,6 +45,23 @@ class Verifier:
             raise TypeError(f"a verifier must return a number, got {score!r}")
         return float(score)
 
+    @property
+    def votes(self) -> bool:
+        """Whether it gives answer keys (maj@k): its function has an ``answer_key`` attribute,
+        and so does every verifier among its options (a ``+format`` wrapper's inner one)."""
+        inner = [o for o in self.options.values() if isinstance(o, Verifier)]
+        return callable(getattr(self.fn, "answer_key", None)) and all(o.votes for o in inner)
+
+    def answer_key(self, completion: str, reference: Any) -> str | None:
+        """The completion's vote in maj@k: ``fn.answer_key(completion, reference, **options)``,
+        text equal for answers the verifier judges alike, ``None`` for no answer (no vote)."""
+        if not self.votes:
+            raise ValueError(f"verifier {self.spec!r} gives no answer keys (no maj@k)")
+        key = self.fn.answer_key(completion, reference, **self.options)  # type: ignore[attr-defined]
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"an answer key must be text or None, got {key!r:.60}")
+        return key
+
     def warm_up(self) -> None:
         """Start what the verifier would start on its first call (the ``math`` verifier's
         helper), outside a completion's time limit: the function's ``warm_up`` attribute, if

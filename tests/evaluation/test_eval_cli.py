@@ -14,6 +14,7 @@ import pytest
 from rlvr.cli import main as rlvr_main
 from rlvr.cli.eval import main
 from rlvr.evaluation import pass_at_k
+from rlvr.evaluation.majority import maj_at_k
 from rlvr.models import torch_device
 
 ASSETS = resources.files("rlvr") / "assets"
@@ -80,6 +81,29 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         spread = sum((v - mean) ** 2 for v in values) / (len(values) - 1)  # ddof 1
         assert abs(data["stderr"][f"pass@{k}"] - (spread / len(values)) ** 0.5) < 1e-12
     assert data["config"]["sampling"]["max_new_tokens"] == 8 and data["config"]["n"] == 3
+
+
+def test_maj_at_k_is_in_the_table_and_the_json_recomputable_from_the_votes(
+    tiny_model_dir, tmp_path, capsys
+):
+    """maj@k for each k, from each completion's answer key (problems[].answers) and verdict."""
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "chain_sum-mini.jsonl"),
+            "--verifier", "reasoning_gym", "-n", "4", "-k", "1", "2", "4", "--max-tokens", "6",
+            "--temperature", "1.0", "--limit", "4", "--output", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    rows = [
+        line.split("│")[1].strip() for line in capsys.readouterr().out.splitlines() if "│" in line
+    ]
+    assert rows[rows.index("pass@2") + 1] == "maj@2"
+    data = json.loads(out.read_text())
+    problems = data["problems"]
+    assert all(len(p["answers"]) == 4 for p in problems)
+    for k in (1, 2, 4):
+        values = [maj_at_k(p["answers"], p["correct"], k) for p in problems]
+        assert data["metrics"][f"maj@{k}"] == pytest.approx(sum(values) / 4, abs=1e-12)
+        assert data["stderr"][f"maj@{k}"] is None or data["stderr"][f"maj@{k}"] >= 0
+    assert [k for k in data["metrics"] if k.startswith("maj@")] == ["maj@1", "maj@2", "maj@4"]
 
 
 def test_the_table_shows_the_share_of_truncated_completions(tiny_model_dir, tmp_path, capsys):
@@ -1099,7 +1123,8 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
     assert f"against {base}, paired by problem (percentage points, 95%): avg@2 +0.0" in out
     recorded = json.loads(again.read_text())["against"]
     assert recorded["file"] == str(base) and recorded["all"]["avg@2"]["mean"] == 0
-    assert recorded["all"]["avg@2"]["problems"] == 5 and set(recorded["all"]) == {"avg@2", "pass@2"}
+    assert recorded["all"]["avg@2"]["problems"] == 5
+    assert set(recorded["all"]) == {"avg@2", "pass@2", "maj@2"}  # math's answer keys: maj@k
     assert recorded["per_dataset"] == {"qa": recorded["all"]}
     assert "  qa: " not in out  # one dataset: no line of its own
     import rlvr.models

@@ -52,6 +52,21 @@ def test_metrics_from_known_completions(monkeypatch, tiny_model):
     assert report.per_dataset["easy"]["avg@4"] == pytest.approx(1.25 / 2, abs=1e-12)
     assert report.per_dataset["hard"]["pass@2"] == 0.0
     assert report.problems[0].scores == [1.0, -1.0, -1.0, -1.0]
+    # maj@k: a's votes 2 (right), 3, 5 and one without an answer; b's four spellings of 3/4 are
+    # one answer; c's answers are all wrong. a: maj@1 1/4, maj@2 ({2,3} 1/2, {2,-} 1, {2,5} 1/2
+    # of 6 pairs) 1/3; maj@k for the ks asked (as pass@k), not for n as avg@n
+    assert report.problems[0].answers == ["2", "3", None, "5"]
+    assert len(set(report.problems[1].answers)) == 1
+    assert m["maj@1"] == pytest.approx(1.25 / 3, abs=1e-12)
+    assert m["maj@2"] == pytest.approx((1 / 3 + 1) / 3, abs=1e-12)
+    assert report.per_dataset["easy"]["maj@2"] == pytest.approx((1 / 3 + 1) / 2, abs=1e-12)
+    # the standard error over problems as the others': per problem 1/3, 1, 0 about their mean
+    # 4/9: sqrt((1/81 + 25/81 + 16/81) / 2 / 3) = sqrt(7) / 9
+    assert report.stderr["maj@2"] == pytest.approx(7**0.5 / 9, abs=1e-12)
+    assert [k for k in m if "@" in k] == [
+        "avg@1", "pass@1", "maj@1", "avg@2", "pass@2", "maj@2", "avg@4",
+    ]  # fmt: skip
+    assert list(report.stderr) == [k for k in m if "@" in k]
 
 
 def test_real_sampling_is_seeded_and_leaves_state_alone(tiny_model):
@@ -121,6 +136,56 @@ def test_a_partial_test_pass_rate_is_a_score_not_a_solved_problem():
     report = harness.build_report(problems, config)
     assert report.metrics["avg@1"] == 0.5  # one of two problems passes every test
     assert report.metrics["score/mean"] == pytest.approx(0.9, abs=1e-12)
+    # code has no answer to vote on: no maj@k, and no error
+    assert not any(k.startswith("maj@") for k in [*report.metrics, *report.stderr])
+    assert [p.answers for p in problems] == [[], []]
+
+
+def _keyed(completion, reference, *, correct=1.0, wrong=0.0):
+    """Test verifier: right when the completion's first word is the reference."""
+    return correct if completion.split()[:1] == [reference] else wrong
+
+
+def _first_word(completion, reference, **options):
+    """Its answer key: the first word; none for an empty completion, and a bug on "boom"."""
+    if completion.startswith("boom"):
+        raise RuntimeError("broken key")
+    return (completion.split() or [None])[0]
+
+
+def test_a_verifier_of_your_own_votes_only_with_an_answer_key():
+    from rlvr.rewards import Scores, register
+    from rlvr.rewards.verifier import Verifier
+
+    register("first_word_test")(_keyed)
+    plain = get_verifier("first_word_test")
+    keyed = Verifier("first_word_test", _keyed)
+    assert not plain.votes
+    examples = [Example(prompt="?", reference="4", id="p", dataset="d")]
+    texts = ["4 yes", "5 no", "5 no again", "", "boom"]
+    samples = harness.Samples(texts, [1] * 5, [False] * 5)
+    config = EvalConfig(n=5, ks=(1, 5))
+
+    def scorer(completions, references):
+        return Scores(
+            values=[plain(c, r) for c, r in zip(completions, references, strict=True)],
+            status=["ok"] * 5,
+        )
+
+    without = harness.build_report(
+        harness.score_problems(examples, plain, samples, config, scorer), config
+    )
+    assert not any(k.startswith("maj@") for k in without.metrics)
+    _keyed.answer_key = _first_word
+    try:
+        assert keyed.votes and keyed.answer_key("4 yes", "4") == "4"
+        with pytest.warns(UserWarning, match="no answer key for 1 of 5 .*RuntimeError: broken key"):
+            problems = harness.score_problems(examples, keyed, samples, config, scorer)
+    finally:
+        del _keyed.answer_key
+    assert problems[0].answers == ["4", "5", "5", None, None]
+    report = harness.build_report(problems, config)
+    assert report.metrics["maj@1"] == pytest.approx(1 / 5) and report.metrics["maj@5"] == 0.0
 
 
 def test_a_score_above_the_correct_score_is_refused_not_counted_correct():

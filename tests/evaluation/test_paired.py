@@ -194,3 +194,29 @@ def test_other_time_limits_with_timeouts_are_warned_of():
         paired_differences(scored(new, 2.0, 0), scored(base, 10.0, 0))
         paired_differences(scored(new, 10.0, 3), scored(base, 10.0, 1))
         paired_differences(new, scored(base, 10.0, 1))  # a report without its limit
+
+
+def _voted(report, votes):
+    """``report`` with each problem's answer keys and verdicts (``votes``: one list of
+    ``(key, correct)`` per problem)."""
+    problems = [
+        {**p, "answers": [a for a, _ in v], "correct": [c for _, c in v], "c": sum(c for _, c in v)}
+        for p, v in zip(report["problems"], votes, strict=True)
+    ]
+    return {**report, "problems": problems}
+
+
+def test_maj_at_k_is_paired_when_both_reports_hold_answer_keys():
+    right, wrong, silent = ("7", True), ("8", False), (None, False)  # silent: no answer
+    new = _voted(_report([0, 0]), [[right, right, wrong, silent], [right, wrong, wrong, right]])
+    base = _voted(_report([0, 0]), [[wrong, wrong, right, silent], [wrong] * 4])
+    found = paired_differences(new, base, ks=[1, 2])
+    assert list(found) == ["avg@4", "pass@4", "maj@4", "avg@1", "pass@1", "maj@1", "avg@2",
+                           "pass@2", "maj@2"]  # fmt: skip
+    # maj@4: new 1 (7 7 8) and 1/2 (a tie of 7 7 and 8 8); base 0 and 0 -> +1, +1/2
+    assert found["maj@4"].mean == pytest.approx(0.75, abs=1e-15)
+    # maj@1: new 2/4 and 2/4; base 1/4 (a vote for 7) and 0 -> +1/4, +1/2
+    assert found["maj@1"].mean == pytest.approx(0.375, abs=1e-15)
+    assert "maj@4" in compare_reports(new, base).per_dataset["d"]
+    # a report without answer keys (code, or an rlvr before maj@k): no maj@k, no error
+    assert "maj@4" not in paired_differences(new, _report([1, 0]))

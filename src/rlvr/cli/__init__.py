@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sft": ("rlvr.cli.sft", "supervised fine-tuning on prompt/response JSONL"),
     "pipeline": ("rlvr.cli.pipeline", "SFT and RL stages in order, each from the last one's model"),
-    "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k"),
+    "eval": ("rlvr.cli.eval", "sample, verify and report avg@k / pass@k / maj@k"),
     "data": (
         "rlvr.cli.data",
         "prompt sets: generate, show, dedup, decontaminate, filter by pass rate",

@@ -1,4 +1,4 @@
-"""``rlvr eval``: sample, verify, print avg@k / pass@k, and write JSON.
+"""``rlvr eval``: sample, verify, print avg@k / pass@k / maj@k, and write JSON.
 
 ::
 
@@ -247,7 +247,7 @@ def _per_problem(n: int) -> str:
 
 
 def print_table(report: EvalReport, title: str) -> None:
-    """avg@k / pass@k (in %) per dataset as a rich table, one column per dataset (+ 'all'),
+    """avg@k / pass@k / maj@k (in %) per dataset as a rich table, one column per dataset (+ 'all'),
     with the share of completions cut at ``--max-tokens`` and the verifier's failures."""
     from rich.console import Console
     from rich.table import Table
@@ -260,7 +260,7 @@ def print_table(report: EvalReport, title: str) -> None:
     for name, _, _ in columns:
         table.add_column(name, justify="right")
     table.add_row("problems", *[f"{m['num_problems']:.0f}" for _, m, _ in columns])
-    for key in (k for k in report.metrics if k.startswith(("avg@", "pass@"))):
+    for key in (k for k in report.metrics if k.startswith(("avg@", "pass@", "maj@"))):
         table.add_row(key, *[_with_stderr(m[key], se[key]) for _, m, se in columns])
     table.add_row("mean length", *[f"{m['response/length_mean']:.0f}" for _, m, _ in columns])
     clipped = [f"{100 * m['response/clipped_frac']:.1f}" for _, m, _ in columns]

@@ -74,11 +74,11 @@ def reward_args(p: argparse.ArgumentParser) -> None:
 
 
 def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
-    """Sampling flags; ``ks``: with ``-k`` (the k of avg@k / pass@k)."""
+    """Sampling flags; ``ks``: with ``-k`` (the k of avg@k / pass@k / maj@k)."""
     p.add_argument("-n", type=positive, default=4, help="completions per problem (default 4)")
     if ks:
         p.add_argument(
-            "-k", type=int, nargs="+", help="k values for avg@k / pass@k (default: 1 and n)"
+            "-k", type=int, nargs="+", help="k values for avg@k / pass@k / maj@k (default: 1 and n)"
         )
     p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
@@ -136,7 +136,7 @@ def check_sampler(name: str, *, dry_run: bool) -> None:
 def eval_parser() -> argparse.ArgumentParser:
     """``rlvr eval``'s parser; the sampling options the run may give default to ``None``."""
     p = argparse.ArgumentParser(
-        prog="rlvr eval", description="Sample, verify, report avg@k / pass@k."
+        prog="rlvr eval", description="Sample, verify, report avg@k / pass@k / maj@k."
     )
     data_args(p)
     reward_args(p)
@@ -153,7 +153,7 @@ def eval_parser() -> argparse.ArgumentParser:
         "--against",
         metavar="BASE.json",
         help="an earlier rlvr eval report of the same problems and verifier (another model): "
-        "print and record the paired differences of avg@k and pass@k, with 95%% intervals "
+        "print and record the paired differences of avg@k, pass@k and maj@k, with 95%% intervals "
         "over problems",
     )
     p.add_argument("--dry-run", action="store_true", help=DRY_RUN_HELP)

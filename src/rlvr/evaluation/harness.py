@@ -1,4 +1,4 @@
-"""Evaluation: sample ``n`` completions per problem, verify them, report avg@k / pass@k.
+"""Evaluation: sample ``n`` completions per problem, verify them, report avg@k / pass@k / maj@k.
 
 :func:`evaluate` is shared by ``rlvr eval`` and the trainer's periodic held-out
 evaluation. Sampling goes through :func:`rlvr.generation.generate` (the trainer's own
@@ -23,6 +23,7 @@ import torch
 from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
 from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
+from rlvr.evaluation.majority import answer_keys, majority_summary, majority_values
 from rlvr.evaluation.metrics import standard_errors, summarize
 from rlvr.evaluation.partial import PartialSamples, rng_state, set_rng_state
 from rlvr.generation import Sampler, SamplingConfig, make_sampler
@@ -116,6 +117,9 @@ class ProblemResult:
     """The verifier's error message per completion (``None`` where it ran)."""
     diversity: Diversity | None = None
     """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
+    answers: list[str | None] = field(default_factory=list)
+    """Each completion's answer key, its vote in maj@k (``None``: no answer, no vote); empty
+    when the verifier gives none (``code``): :mod:`rlvr.evaluation.majority`."""
 
     @property
     def n(self) -> int:
@@ -131,7 +135,8 @@ class EvalReport:
     """Metrics overall and per dataset, with every problem's results."""
 
     metrics: dict[str, float]
-    """``avg@k``, ``pass@k`` (each k, and ``avg@n``), ``score/mean``, ``response/length_mean``,
+    """``avg@k``, ``pass@k``, ``maj@k`` (each k, ``maj@k`` where the verifier gives answer keys;
+    and ``avg@n``), ``score/mean``, ``response/length_mean``,
     ``response/clipped_frac``, ``verifier/failures``, ``verifier/timeouts``, ``num_problems``,
     ``diversity/distinct_1``, ``diversity/distinct_2``, ``diversity/self_bleu`` (``n >= 2``)."""
     per_dataset: dict[str, dict[str, float]]
@@ -139,7 +144,7 @@ class EvalReport:
     problems: list[ProblemResult]
     config: EvalConfig
     stderr: dict[str, float] = field(default_factory=dict)
-    """Standard error over problems of each ``avg@k`` / ``pass@k`` in ``metrics``
+    """Standard error over problems of each ``avg@k`` / ``pass@k`` / ``maj@k`` in ``metrics``
     (:func:`rlvr.evaluation.metrics.standard_errors`; NaN for one problem)."""
     per_dataset_stderr: dict[str, dict[str, float]] = field(default_factory=dict)
     """The same for each dataset name."""
@@ -191,11 +196,45 @@ def json_numbers(values: dict[str, float]) -> dict[str, float | None]:
     return {k: None if math.isnan(v) else v for k, v in values.items()}
 
 
-def _metrics(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, float]:
+Votes = dict[int, dict[str, float]]
+"""``id(problem)`` -> its ``maj@k`` values (:func:`_votes`)."""
+
+
+def _votes(problems: Sequence[ProblemResult], ks: Sequence[int]) -> Votes:
+    """Each problem's ``maj@k`` for each ``k``, computed once; empty unless every problem has
+    its completions' answer keys (the verifier gives them)."""
+    if not all(len(p.answers) == p.n for p in problems):
+        return {}
+    values = majority_values([(p.answers, p.correct) for p in problems], ks)
+    return {id(p): {name: v[i] for name, v in values.items()} for i, p in enumerate(problems)}
+
+
+def _with_majority(
+    problems: Sequence[ProblemResult], votes: Votes, base: dict[str, float], means: bool
+) -> dict[str, float]:
+    """``base`` (avg@k / pass@k, or their standard errors) with each ``maj@k`` after its
+    ``pass@k``: the mean over ``problems``, or (``means`` False) its standard error."""
+    if not votes:
+        return base
+    names = votes[id(problems[0])]
+    mean, stderr = majority_summary({n: [votes[id(p)][n] for p in problems] for n in names})
+    extra = mean if means else stderr
+    out: dict[str, float] = {}
+    for key, value in base.items():
+        out[key] = value
+        majority = key.replace("pass@", "maj@", 1)
+        if key.startswith("pass@") and majority in extra:
+            out[majority] = extra[majority]
+    return out | extra
+
+
+def _metrics(
+    problems: Sequence[ProblemResult], ks: Sequence[int], votes: Votes
+) -> dict[str, float]:
     scores = [s for p in problems for s in p.scores]
     lengths = [x for p in problems for x in p.lengths]
     status = [s for p in problems for s in p.status]
-    out = summarize([(p.n, p.c) for p in problems], ks)
+    out = _with_majority(problems, votes, summarize([(p.n, p.c) for p in problems], ks), True)
     out.update(
         {
             "score/mean": sum(scores) / len(scores),
@@ -217,19 +256,23 @@ def build_report(problems: list[ProblemResult], config: EvalConfig) -> EvalRepor
     groups: dict[str, list[ProblemResult]] = defaultdict(list)
     for problem in problems:
         groups[problem.dataset].append(problem)
-    per_dataset = {name: _metrics(group, config.ks) for name, group in groups.items()}
+    votes = _votes(problems, config.ks)
+    per_dataset = {name: _metrics(group, config.ks, votes) for name, group in groups.items()}
     return EvalReport(
-        _metrics(problems, config.ks),
+        _metrics(problems, config.ks, votes),
         per_dataset,
         problems,
         config,
-        stderr=_stderr(problems, config.ks),
-        per_dataset_stderr={name: _stderr(group, config.ks) for name, group in groups.items()},
+        stderr=_stderr(problems, config.ks, votes),
+        per_dataset_stderr={
+            name: _stderr(group, config.ks, votes) for name, group in groups.items()
+        },
     )
 
 
-def _stderr(problems: Sequence[ProblemResult], ks: Sequence[int]) -> dict[str, float]:
-    return standard_errors([(p.n, p.c) for p in problems], ks)
+def _stderr(problems: Sequence[ProblemResult], ks: Sequence[int], votes: Votes) -> dict[str, float]:
+    base = standard_errors([(p.n, p.c) for p in problems], ks)
+    return _with_majority(problems, votes, base, False)
 
 
 class Samples(NamedTuple):
@@ -391,6 +434,7 @@ def score_problems(
     else:
         scores = scorer(samples.texts, references)
     _check_range(scores.values, verifier)
+    keys = answer_keys(verifier, samples.texts, references) if verifier.votes else []
     problems = []
     for i, ex in enumerate(examples):
         rows = slice(i * config.n, (i + 1) * config.n)
@@ -409,6 +453,7 @@ def score_problems(
                 completions=samples.texts[rows] if config.keep_completions else [],
                 errors=scores.errors[rows] if scores.errors else [None] * config.n,
                 diversity=diversity(samples.texts[rows]),
+                answers=keys[rows],
             )
         )
     return problems

@@ -1,7 +1,8 @@
 """Two evaluations of the same problems, compared problem by problem.
 
 For each problem ``i`` both evaluations give a value (``avg@k``: ``c_i / n_i``; ``pass@k``: the
-unbiased estimate from ``n_i`` and ``c_i``), and ``d_i = new_i - base_i``. The difference of a
+unbiased estimate from ``n_i`` and ``c_i``; ``maj@k``, when both reports hold each completion's
+answer key: :func:`~rlvr.evaluation.majority.maj_at_k`), and ``d_i = new_i - base_i``. The difference of a
 metric is ``mean(d)`` with the Student-t interval over problems,
 ``mean(d) -+ t(P - 1) * sd(d) / sqrt(P)``: pairing by problem removes the problems'
 difficulty from the comparison, so it is far tighter than the two reports' standard errors
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 
 from scipy.stats import t as student_t
 
+from rlvr.evaluation.majority import maj_at_k
 from rlvr.evaluation.metrics import pass_at_k
 
 LEVEL = 0.95
@@ -47,7 +49,9 @@ def paired_differences(
     with ``dataset``, ``id``, ``reference``, ``n``, ``c``), ``k`` the smaller ``n`` of a problem
     (``avg@k`` is the share correct whatever ``k``; ``pass@1`` is ``avg@k``, left out); each of
     ``ks`` up to that ``n`` adds its own ``avg@k`` and ``pass@k`` (the keys of
-    :func:`~rlvr.evaluation.metrics.summarize`, as a run's held-out scores hold them).
+    :func:`~rlvr.evaluation.metrics.summarize`, as a run's held-out scores hold them). Where
+    every problem of both holds its completions' answer keys (``answers``), each ``k`` adds
+    ``maj@k`` too.
 
     ``ValueError`` when they scored with other verifiers or hold other problems.
 
@@ -66,6 +70,8 @@ def paired_differences(
     for k in (k for k in ks if 1 <= k <= n and f"pass@{k}" not in out):
         out[f"avg@{k}"] = out[f"avg@{n}"]  # the share correct, whatever k
         out[f"pass@{k}"] = _pass_difference(pairs, k)
+        if _voted(pairs) and f"maj@{k}" not in out:
+            out[f"maj@{k}"] = _maj_difference(pairs, k)
     return out
 
 
@@ -152,12 +158,34 @@ def _without_scores(settings: dict) -> dict:
 
 
 def _differences(pairs: Sequence[tuple[dict, dict]]) -> dict[str, Difference]:
-    """avg@k and (``k > 1``) pass@k differences of paired problems, ``k`` the smaller ``n``."""
+    """avg@k, (``k > 1``) pass@k and (both voting) maj@k differences of paired problems, ``k``
+    the smaller ``n``."""
     k = min(min(a["n"], b["n"]) for a, b in pairs)
     out = {f"avg@{k}": _difference([a["c"] / a["n"] - b["c"] / b["n"] for a, b in pairs])}
     if k > 1:
         out[f"pass@{k}"] = _pass_difference(pairs, k)
+    if _voted(pairs):
+        out[f"maj@{k}"] = _maj_difference(pairs, k)
     return out
+
+
+def _voted(pairs: Sequence[tuple[dict, dict]]) -> bool:
+    """Whether every problem of both sides holds an answer key and a verdict per completion."""
+    return all(
+        len(p.get("answers") or ()) == len(p.get("correct") or ()) == p["n"]
+        for pair in pairs
+        for p in pair
+    )
+
+
+def _maj_difference(pairs: Sequence[tuple[dict, dict]], k: int) -> Difference:
+    """The ``maj@k`` difference of paired problems (each side's exact expectation)."""
+    return _difference(
+        [
+            maj_at_k(a["answers"], a["correct"], k) - maj_at_k(b["answers"], b["correct"], k)
+            for a, b in pairs
+        ]
+    )
 
 
 def _pass_difference(pairs: Sequence[tuple[dict, dict]], k: int) -> Difference:

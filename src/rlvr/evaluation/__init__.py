@@ -1,4 +1,4 @@
-"""The evaluation harness: avg@k / pass@k metrics and :func:`evaluate`.
+"""The evaluation harness: avg@k / pass@k / maj@k metrics and :func:`evaluate`.
 
 ::
 
@@ -19,6 +19,7 @@ from rlvr.evaluation.harness import (
     build_report,
     evaluate,
 )
+from rlvr.evaluation.majority import maj_at_k
 from rlvr.evaluation.metrics import (
     avg_at_k,
     best_at_k,
@@ -39,6 +40,7 @@ __all__ = [
     "best_at_k",
     "build_report",
     "evaluate",
+    "maj_at_k",
     "mean_at_k",
     "mean_avg_at_k",
     "mean_pass_at_k",

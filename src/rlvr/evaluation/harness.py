@@ -67,7 +67,7 @@ class EvalConfig:
     n: int = 4
     """Completions sampled per problem."""
     ks: tuple[int, ...] = (1, 4)
-    """The k of avg@k / pass@k (each <= n)."""
+    """The k of avg@k / pass@k / maj@k (each <= n)."""
     sampling: SamplingConfig = EVAL_SAMPLING
     """Temperature, top-p and max new tokens (APMPO evaluates at temperature 0.6)."""
     batch_size: int = 8

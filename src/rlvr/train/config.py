@@ -458,7 +458,7 @@ class EvalConfig:
     n: int = 4
     """Samples per problem."""
     ks: tuple[int, ...] = (1,)
-    """k values of ``avg@k`` and ``pass@k`` (each <= n)."""
+    """k values of ``avg@k``, ``pass@k`` and ``maj@k`` (each <= n)."""
     temperature: float = 0.6
     """Sampling temperature of the evaluation (0: greedy)."""
     top_p: float = 1.0

@@ -56,7 +56,9 @@ def _stable(rows):
 def test_held_out_scores_are_shown_when_measured(train_config, capsys):
     train(train_config("steps=2", "eval.every=2", "eval.at_start=true", "log.progress=auto"))
     err = capsys.readouterr().err
-    assert "held-out before training: avg@1" in err and "held-out at step 2: avg@1" in err
+    # each number once: avg@n (n = 2 here) stands for every avg@k, pass@1 is avg@1
+    assert "held-out before training: avg@2" in err and "held-out at step 2: avg@2" in err
+    assert "pass@1" not in err and "avg@1" not in err
 
 
 def test_train_writes_finite_metrics_every_step(train_config):
@@ -81,7 +83,7 @@ def test_train_writes_finite_metrics_every_step(train_config):
     assert any("held-out" in line for line in result.summary_lines())
     gain = 100 * (result.evals[3]["avg@1"] - result.evals[0]["avg@1"])
     assert result.change_points()["avg@1"] == pytest.approx(gain)
-    assert f"avg@1 {gain:+.1f} pts" in result.summary_lines()[2]
+    assert f"avg@2 {gain:+.1f} pts" in result.summary_lines()[2]  # avg@2 is avg@1, shown once
 
 
 def test_each_held_out_evaluation_writes_its_report_and_the_change_has_an_interval(train_config):
@@ -112,7 +114,7 @@ def test_each_held_out_evaluation_writes_its_report_and_the_change_has_an_interv
     d, gain = expected["avg@1"], result.change_points()["avg@1"]
     assert 100 * d.mean == pytest.approx(gain, abs=1e-9)
     line = next(x for x in result.summary_lines() if x.startswith("held-out change:"))
-    assert f"avg@1 {gain:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]" in line
+    assert f"avg@2 {gain:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]" in line
     assert line.endswith(f"(95%, paired over {len(first['problems'])} problems)")
 
 

@@ -172,10 +172,10 @@ class RunResult:
     def summary_lines(self) -> list[str]:
         """What the command line prints at the end."""
         lines = [
-            f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in m.items())
+            f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in shown_scores(m).items())
             for name, m in self._eval_rows()
         ]
-        if change := self.change_points():
+        if change := shown_scores(self.change_points()):
             lines.append(f"{'held-out change:':<18}" + self._change_text(change))
         lines.append(f"metrics:          {self.run_dir / METRICS_FILE}")
         if self.plots:
@@ -280,9 +280,33 @@ def _plot(run_dir: Path) -> list[Path]:
         return []
 
 
+def shown_scores(scores: Mapping[str, float]) -> dict[str, float]:
+    """The held-out scores a printed line gives, each number once: ``avg@k`` of the largest k
+    only (every k's is the same estimate, the share correct), ``pass@k`` and ``maj@k`` for
+    k > 1 (``pass@1`` is ``avg@1``, and so is ``maj@1`` when every completion gives an answer);
+    other scores as they are. ``metrics.jsonl`` and ``eval_reports/`` keep them all.
+
+    >>> shown_scores({"avg@1": 0.6, "pass@1": 0.6, "maj@1": 0.6, "avg@4": 0.6, "pass@4": 0.9})
+    {'avg@4': 0.6, 'pass@4': 0.9}
+    """
+
+    def k_of(name: str) -> int:
+        return int(name.partition("@")[2])
+
+    avgs = [name for name in scores if name.startswith("avg@")]
+    top = max(avgs, key=k_of, default=None)
+    return {
+        name: value
+        for name, value in scores.items()
+        if not (name.startswith("avg@") and name != top)
+        and not (name.startswith(("pass@", "maj@")) and k_of(name) == 1 and top is not None)
+    }
+
+
 def _held_out(when: str, scores: Mapping[str, float]) -> str:
     """The progress line of one held-out evaluation."""
-    return f"held-out {when}: " + "  ".join(f"{k} {v:.3f}" for k, v in scores.items())
+    shown = shown_scores(scores)
+    return f"held-out {when}: " + "  ".join(f"{k} {v:.3f}" for k, v in shown.items())
 
 
 def _say_how_to_resume(run_dir: Path) -> None:

@@ -15,17 +15,23 @@ from rlvr.evaluation.majority import maj_at_k, majority_summary, majority_values
 
 def brute(answers, correct, k):
     """The mean over every k-subset of the vote's score: the top group's share correct (over
-    all n), a tie split evenly, no vote 0."""
+    all n), a tie split evenly, no vote 0. Completions scored correct, and those sharing a key
+    with one, vote "right"; a wrong one without a key does not vote."""
+    right = {a for a, c in zip(answers, correct, strict=True) if c}
+    votes = [
+        "right" if c or (a is not None and a in right) else a
+        for a, c in zip(answers, correct, strict=True)
+    ]
     share = {
         key: Fraction(
-            sum(c for a, c in zip(answers, correct, strict=True) if a == key), answers.count(key)
+            sum(c for v, c in zip(votes, correct, strict=True) if v == key), votes.count(key)
         )
-        for key in set(answers) - {None}
+        for key in set(votes) - {None}
     }
     total = Fraction(0)
-    subsets = list(itertools.combinations(range(len(answers)), k))
+    subsets = list(itertools.combinations(range(len(votes)), k))
     for subset in subsets:
-        counts = Counter(answers[i] for i in subset if answers[i] is not None)
+        counts = Counter(votes[i] for i in subset if votes[i] is not None)
         if counts:
             top = max(counts.values())
             winners = [key for key, count in counts.items() if count == top]
@@ -54,7 +60,22 @@ def test_no_vote_scores_zero_and_a_three_way_tie_a_third():
 def test_a_group_the_verifier_scored_both_ways_earns_its_share_correct():
     # one answer, scored right once and wrong once (a timeout, say): credit 1/2
     assert [maj_at_k(["a", "a"], [True, False], k) for k in (1, 2)] == [0.5, 0.5]
-    assert vote_groups(["a", None, "a", "b"], [True, True, False, False]) == [(2, 1), (1, 0)]
+    # a completion scored correct votes for the right answer even without a key
+    assert vote_groups(["a", None, "a", "b"], [True, True, False, False]) == [(3, 2), (1, 0)]
+
+
+def test_right_answers_with_different_keys_vote_as_one():
+    """Keys a and b both scored correct (0.333333 and 1/3 against 1/3): one right answer, not
+    two split votes that c c (wrong) outvotes."""
+    answers, correct = ["a", "b", "c", "c"], [True, True, False, False]
+    assert vote_groups(answers, correct) == [(2, 2), (2, 0)]
+    # 4 triples: {a,b,c} twice: right 2 beats c 1 -> 1 (split keys: a three-way tie, 2/3);
+    # {a,c,c}, {b,c,c}: c wins -> 0.  1/2 (split keys: 1/3)
+    assert maj_at_k(answers, correct, 3) == pytest.approx(1 / 2, abs=1e-15)
+    # all four: right 2 ties c 2 -> 1/2 (split keys: c's 2 beat 1 and 1 -> 0)
+    assert maj_at_k(answers, correct, 4) == pytest.approx(1 / 2, abs=1e-15)
+    # a wrong completion sharing a right key (its check timed out) joins the right answer
+    assert vote_groups(["a", "b", "a", "c"], [True, True, False, False]) == [(3, 2), (1, 0)]
 
 
 @given(
@@ -71,8 +92,11 @@ def test_equals_the_mean_over_every_k_subset(case):
     assert maj_at_k(answers, correct, k) == pytest.approx(brute(answers, correct, k), abs=1e-12)
 
 
-@given(st.lists(st.tuples(st.sampled_from("abcd"), st.booleans()), min_size=1, max_size=20))
-def test_maj_at_1_is_avg_at_1_when_every_completion_votes(rows):
+@given(
+    st.lists(st.tuples(st.sampled_from([None, "a", "b"]), st.booleans()), min_size=1, max_size=20)
+)
+def test_maj_at_1_is_avg_at_1(rows):
+    # every completion scored correct votes (for the right answer), whatever its key
     answers, correct = [a for a, _ in rows], [c for _, c in rows]
     assert maj_at_k(answers, correct, 1) == pytest.approx(sum(correct) / len(rows), abs=1e-12)
 

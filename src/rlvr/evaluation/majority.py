@@ -1,17 +1,25 @@
 r"""maj@k: majority-vote accuracy (self-consistency, Wang et al. 2023; DeepSeek-R1's cons@64).
 
-Each completion's *answer key* (:meth:`rlvr.rewards.verifier.Verifier.answer_key`: the math
-verifier's parsed final answer, reasoning-gym's extracted answer; ``None`` where no answer was
-found) is its vote. Completions with the same key form a group; a group's *credit* is the share
-of its completions scored correct (0 or 1 whenever the verifier judges one answer alike).
-Completions without a key do not vote.
+Each completion's *vote* is its answer key (:meth:`rlvr.rewards.verifier.Verifier.answer_key`:
+the math verifier's parsed final answer, reasoning-gym's extracted answer; ``None`` where no
+answer was found), with wrong answers the verifier judges equal given one key
+(:func:`rlvr.evaluation.grouping.merge_wrong_votes`). The groups are:
+
+- *the right answer*: every completion the verifier scored correct, whatever its key (each was
+  judged equal to the reference, so they agree), with every completion sharing a key with one
+  of them (a right answer whose check timed out);
+- each other key: the completions with that vote.
+
+Completions outside these (no key, not correct) do not vote. A group's *credit* is the share of
+its completions scored correct: the right answer's is 1 unless a completion with its key failed,
+every other group's 0.
 
 For ``k`` completions, the vote picks the largest group among them, a tie broken uniformly at
 random, and scores that group's credit; no vote at all scores 0. ``maj@k`` of a problem with
 ``n`` samples is the expected score over the ``C(n, k)`` subsets of ``k`` of its samples, ties
 counted at their expected value (fractional credit), computed exactly (not sampled) by
-:func:`maj_at_k`. ``maj@n`` is the vote of all ``n``; ``maj@1`` is the share of completions
-that vote and are correct, ``avg@1`` when every completion votes.
+:func:`maj_at_k`. ``maj@n`` is the vote of all ``n``; ``maj@1`` is ``avg@1``, the share of
+completions scored correct.
 
 Averaged over problems, with the standard error of a mean over problems as
 :func:`rlvr.evaluation.metrics.standard_errors` gives for avg@k and pass@k.
@@ -29,23 +37,28 @@ from typing import Any
 from rlvr.evaluation.metrics import _mean_stderr
 from rlvr.rewards.verifier import Verifier
 
+_RIGHT = object()
+"""The group of the right answer (no key can equal it)."""
+
 
 def vote_groups(answers: Sequence[str | None], correct: Sequence[bool]) -> list[tuple[int, int]]:
-    """``(size, correct)`` of each group of completions with the same answer key, in the
-    order keys first appear; completions whose key is ``None`` are in none.
+    """``(size, correct)`` of each group of votes (module docstring), in the order groups
+    first appear: the completions scored correct and those sharing a key with one form one
+    group, each other key its own; a wrong completion without a key is in none.
 
-    >>> vote_groups(["4", None, "5", "4"], [True, False, False, True])
-    [(2, 2), (1, 0)]
+    >>> vote_groups(["4", None, "5", "4.0", "5"], [True, False, False, True, False])
+    [(2, 2), (2, 0)]
     """
     if len(answers) != len(correct):
         raise ValueError(f"{len(answers)} answer keys for {len(correct)} completions")
-    groups: dict[str, list[int]] = {}
+    right = {key for key, ok in zip(answers, correct, strict=True) if ok}
+    groups: dict[object, list[int]] = {}
     for key, ok in zip(answers, correct, strict=True):
-        if key is not None:
-            counts = groups.setdefault(key, [0, 0])
+        if ok or key is not None:
+            counts = groups.setdefault(_RIGHT if ok or key in right else key, [0, 0])
             counts[0] += 1
             counts[1] += bool(ok)
-    return [(size, right) for size, right in groups.values()]
+    return [(size, right_count) for size, right_count in groups.values()]
 
 
 def maj_at_k(answers: Sequence[str | None], correct: Sequence[bool], k: int) -> float:

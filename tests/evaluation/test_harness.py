@@ -188,6 +188,27 @@ def test_a_verifier_of_your_own_votes_only_with_an_answer_key():
     assert report.metrics["maj@1"] == pytest.approx(1 / 5) and report.metrics["maj@5"] == 0.0
 
 
+def test_votes_follow_the_verifiers_judgement_not_only_the_keys():
+    """0.333333 and 1/3 are one answer to the math verifier, right or wrong, but two keys. Of
+    4 votes, right 1 + 1 lost to 2 wrong (maj@4 0, now a tie, 1/2), and wrong 1 + 1 lost to
+    2 right (maj@4 1, now a tie, 1/2)."""
+    from rlvr.evaluation.majority import maj_at_k
+
+    examples = [
+        Example(prompt="?", reference=r"\frac13", id="right", dataset="d"),
+        Example(prompt="?", reference="0.5", id="wrong", dataset="d"),
+    ]
+    texts = [r"\boxed{0.333333}", r"\boxed{1/3}", r"\boxed{2}", r"\boxed{2}"]
+    texts += [r"\boxed{0.333333}", r"\boxed{1/3}", r"\boxed{0.5}", r"\boxed{1/2}"]
+    samples = harness.Samples(texts, [1] * 8, [False] * 8)
+    config = EvalConfig(n=4, ks=(4,), scoring=ScoringConfig(workers=0))
+    problems = harness.score_problems(examples, get_verifier("math"), samples, config)
+    assert [p.correct for p in problems] == [[True, True, False, False], [False, False, True, True]]
+    assert problems[1].answers[0] == problems[1].answers[1]  # one wrong vote
+    assert [maj_at_k(p.answers, p.correct, 4) for p in problems] == [0.5, 0.5]
+    assert harness.build_report(problems, config).metrics["maj@4"] == 0.5
+
+
 def test_a_score_above_the_correct_score_is_refused_not_counted_correct():
     """`rlvr eval --verifier mymod.five` (a plain verifier returning 5) gave avg@1 1.0 with
     score/mean 5.0."""

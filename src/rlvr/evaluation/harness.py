@@ -23,6 +23,7 @@ import torch
 from rlvr.data.chat import format_prompt
 from rlvr.data.loading import Example
 from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
+from rlvr.evaluation.grouping import merge_wrong_votes
 from rlvr.evaluation.majority import answer_keys, majority_summary, majority_values
 from rlvr.evaluation.metrics import standard_errors, summarize
 from rlvr.evaluation.partial import PartialSamples, rng_state, set_rng_state
@@ -118,8 +119,9 @@ class ProblemResult:
     diversity: Diversity | None = None
     """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
     answers: list[str | None] = field(default_factory=list)
-    """Each completion's answer key, its vote in maj@k (``None``: no answer, no vote); empty
-    when the verifier gives none (``code``): :mod:`rlvr.evaluation.majority`."""
+    """Each completion's vote in maj@k: its answer key, or the key of a larger group of wrong
+    answers the verifier judged equal to it (``None``: no answer); empty when the verifier
+    gives no keys (``code``): :mod:`rlvr.evaluation.majority`, :mod:`rlvr.evaluation.grouping`."""
 
     @property
     def n(self) -> int:
@@ -439,6 +441,10 @@ def score_problems(
     for i, ex in enumerate(examples):
         rows = slice(i * config.n, (i + 1) * config.n)
         values = scores.values[rows]
+        correct = [v >= verifier.correct_value - 1e-9 for v in values]
+        votes = (
+            merge_wrong_votes(verifier, samples.texts[rows], keys[rows], correct) if keys else []
+        )
         problems.append(
             ProblemResult(
                 id=ex.id,
@@ -446,14 +452,14 @@ def score_problems(
                 prompt=ex.prompt,
                 reference=ex.reference,
                 scores=values,
-                correct=[v >= verifier.correct_value - 1e-9 for v in values],
+                correct=correct,
                 lengths=samples.lengths[rows],
                 truncated=samples.truncated[rows],
                 status=scores.status[rows],
                 completions=samples.texts[rows] if config.keep_completions else [],
                 errors=scores.errors[rows] if scores.errors else [None] * config.n,
                 diversity=diversity(samples.texts[rows]),
-                answers=keys[rows],
+                answers=votes,
             )
         )
     return problems

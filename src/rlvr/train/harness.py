@@ -283,8 +283,7 @@ def _plot(run_dir: Path) -> list[Path]:
 def shown_scores(scores: Mapping[str, float]) -> dict[str, float]:
     """The held-out scores a printed line gives, each number once: ``avg@k`` of the largest k
     only (every k's is the same estimate, the share correct), ``pass@k`` and ``maj@k`` for
-    k > 1 (``pass@1`` is ``avg@1``, and so is ``maj@1`` when every completion gives an answer);
-    other scores as they are. ``metrics.jsonl`` and ``eval_reports/`` keep them all.
+    k > 1 (``pass@1`` and ``maj@1`` are ``avg@1``); other scores as they are. ``metrics.jsonl`` and ``eval_reports/`` keep them all.
 
     >>> shown_scores({"avg@1": 0.6, "pass@1": 0.6, "maj@1": 0.6, "avg@4": 0.6, "pass@4": 0.9})
     {'avg@4': 0.6, 'pass@4': 0.9}

@@ -119,9 +119,9 @@ class ProblemResult:
     diversity: Diversity | None = None
     """distinct-1/2 and self-BLEU of the ``n`` completions (:mod:`rlvr.evaluation.diversity`)."""
     answers: list[str | None] = field(default_factory=list)
-    """Each completion's vote in maj@k: its answer key, or the key of a larger group of wrong
-    answers the verifier judged equal to it (``None``: no answer); empty when the verifier
-    gives no keys (``code``): :mod:`rlvr.evaluation.majority`, :mod:`rlvr.evaluation.grouping`."""
+    """Each completion's vote in maj@k: its answer key, or for a wrong answer the key of the
+    leading (largest) wrong answer the verifier judged equal to it (``None``: no answer); empty
+    when the verifier gives no keys (``code``): :mod:`rlvr.evaluation.grouping`."""
 
     @property
     def n(self) -> int:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from rlvr.evaluation.metrics import _mean_stderr
+from rlvr.evaluation.metrics import mean_stderr
 from rlvr.rewards.verifier import Verifier
 
 _RIGHT = object()
@@ -130,7 +130,7 @@ def majority_summary(values: dict[str, list[float]]) -> tuple[dict[str, float], 
     ({'maj@2': 0.75}, {'maj@2': 0.25})
     """
     means = {name: math.fsum(v) / len(v) for name, v in values.items()}
-    return means, {name: _mean_stderr(v) for name, v in values.items()}
+    return means, {name: mean_stderr(v) for name, v in values.items()}
 
 
 def answer_keys(

@@ -118,11 +118,12 @@ def standard_errors(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dic
         per_problem[f"avg@{k}"] = [avg_at_k(m, c, k) for m, c in counts]
         per_problem[f"pass@{k}"] = [pass_at_k(m, c, k) for m, c in counts]
     per_problem.setdefault(f"avg@{n}", [avg_at_k(m, c, n) for m, c in counts])
-    return {key: _mean_stderr(values) for key, values in per_problem.items()}
+    return {key: mean_stderr(values) for key, values in per_problem.items()}
 
 
-def _mean_stderr(values: Sequence[float]) -> float:
-    """Sample standard deviation (``ddof=1``) over the square root of the count."""
+def mean_stderr(values: Sequence[float]) -> float:
+    """Standard error of a mean: the sample standard deviation (``ddof=1``) over the square
+    root of the count (NaN for fewer than two values)."""
     if len(values) < 2:
         return math.nan
     mean = sum(values) / len(values)

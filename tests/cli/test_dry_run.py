@@ -522,3 +522,28 @@ def test_a_sampler_without_its_package_is_refused_before_anything_loads(tmp_path
     assert not out.exists()
     assert main([*argv, "--dry-run"]) == 0
     assert "--dry-run: rollout.sampler: the vllm sampler needs vLLM" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        (
+            ["data.train=reasoning_gym:chainsum"],
+            "data.train: unknown reasoning-gym task 'chainsum'",
+        ),
+        (["data.eval=code_tasks:nope"], "data.eval: unknown code task family 'nope'"),
+        (["data.gym.config.min_terms=ten"], "data.gym.config: task 'chain_sum': config field"),
+        (["data.gym.config.nope=1"], "data.gym.config: task 'chain_sum' has no config field"),
+        (
+            ["data.gym.config.min_terms=5", "data.gym.config.max_terms=2"],
+            "data.gym.config: invalid config for task 'chain_sum': max_terms must be >= min_terms",
+        ),
+    ],
+)
+def test_a_dry_run_checks_the_generated_sets_task_and_options(tmp_path, capsys, overrides, said):
+    """A dry run passed an unknown task and options the generator refuses (the run then
+    stopped, with a traceback for a value of the wrong type)."""
+    argv = ["train", "--dry-run", f"log.output_dir={tmp_path / 'r'}", *overrides]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rlvr: error: {said}")

@@ -1,6 +1,7 @@
 """The seeded code task generator: determinism, held-out separation, tests that judge."""
 
 import json
+import re
 
 import pytest
 
@@ -137,3 +138,19 @@ def test_hidden_tests_expect_distinct_outputs_where_the_draws_allow():
     assert repeated == {"count_letters", "count_in_range", "sum_multiples"}
     assert sum(count > 1 for count in most.values()) == 17 and max(most.values()) == 3
     assert most["count_letters|j"] == 3  # 'j' is in "jelly" only: [0, 1, 0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"tests": "ten"}, "code_tasks option tests must be a whole number, got 'ten'"),
+        ({"tests": 2.5}, "code_tasks option tests must be a whole number, got 2.5"),
+        ({"min_level": None}, "code_tasks option min_level must be a whole number, got None"),
+        ({"tests": 0}, "code_tasks option tests must be >= 1, got 0"),
+    ],
+)
+def test_an_option_that_is_no_whole_number_is_named(config, said):
+    """``tests=ten`` raised a ``TypeError`` traceback, ``min_level=null`` another, and
+    ``tests=2.5`` wrote 2 tests a problem."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        code_task_rows("all", size=1, seed=0, config=config)

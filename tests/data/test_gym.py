@@ -8,6 +8,7 @@ import pytest
 
 from rlvr.cli.data import main
 from rlvr.data import gym_rows, load_examples, questions_in, write_jsonl
+from rlvr.data.gym import check_gym_config
 
 
 def test_rows_are_reproducible_and_unique():
@@ -42,6 +43,34 @@ def test_bad_task_and_config():
         gym_rows("chain_sum", size=1, seed=0, config={"terms": 3})
     with pytest.raises(ValueError, match="invalid config"):
         gym_rows("chain_sum", size=1, seed=0, config={"min_terms": 5, "max_terms": 2})
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"min_terms": "ten"}, "config field min_terms must be a whole number, got 'ten'"),
+        ({"min_terms": None}, "config field min_terms must be a whole number, got None"),
+        ({"allow_negation": 1}, "config field allow_negation must be true or false, got 1"),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_named(tmp_path, capsys, config, said):
+    """``--set min_terms=ten`` reached reasoning-gym's own checks, whose ``assert`` raised a
+    ``TypeError`` (comparing 'ten' with 0): a traceback naming no field."""
+    with pytest.raises(ValueError, match=f"task 'chain_sum': {said}"):
+        gym_rows("chain_sum", size=1, seed=0, config=config)
+    (name, value), out = next(iter(config.items())), tmp_path / "x.jsonl"
+    argv = ["gen", "chain_sum", "-o", str(out), "--set", f"{name}={json.dumps(value)}"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rlvr: error: ") and said in line and not out.exists()
+
+
+def test_a_config_value_of_the_fields_type_passes():
+    """Optional fields take null, float fields whole numbers; the defaults of every task pass."""
+    rows = gym_rows("chain_sum", size=2, seed=0, config={"max_terms": 3, "allow_negation": False})
+    assert len(rows) == 2
+    check_gym_config("basic_arithmetic", {"whitespace": "single"})
+    check_gym_config("binary_matrix", {"p_zero": 1})  # a float field given a whole number
 
 
 def test_round_trip_through_jsonl(tmp_path):

@@ -443,9 +443,14 @@ def _question(problem: Problem, example: tuple, result: Any) -> str:
     )
 
 
-def _families(name: str, min_level: int, max_level: int) -> list[Family]:
+def check_code_family(name: str) -> None:
+    """Refuse, with one line, a name that is no code task family (nor ``all``)."""
     if name != "all" and name not in FAMILIES:
         raise ValueError(f"unknown code task family {name!r}; valid: all, {', '.join(FAMILIES)}")
+
+
+def _families(name: str, min_level: int, max_level: int) -> list[Family]:
+    check_code_family(name)
     chosen = list(FAMILIES.values()) if name == "all" else [FAMILIES[name]]
     chosen = [f for f in chosen if min_level <= f.level <= max_level]
     if not chosen:
@@ -484,6 +489,28 @@ def _tests(problem: Problem, rng: random.Random, count: int) -> tuple[list, list
     return inputs, outputs
 
 
+def code_task_options(config: Mapping[str, Any] | None) -> dict[str, int]:
+    """The :data:`OPTIONS` of ``config`` over their defaults; a ``ValueError`` naming an option
+    that is not one, or whose value is not a whole number (``tests`` >= 1)."""
+    options = {"min_level": 1, "max_level": 3, "tests": 5, **dict(config or {})}
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"code_tasks has no option(s) {unknown}; valid: {list(OPTIONS)}")
+    for name, value in options.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"code_tasks option {name} must be a whole number, got {value!r}")
+    if options["tests"] < 1:
+        raise ValueError(f"code_tasks option tests must be >= 1, got {options['tests']}")
+    return options
+
+
+def check_code_tasks(family: str, config: Mapping[str, Any] | None) -> None:
+    """Refuse, with one line, an unknown ``family`` or bad options (what
+    :func:`code_task_rows` would refuse), generating nothing."""
+    options = code_task_options(config)
+    _families(family, options["min_level"], options["max_level"])
+
+
 def code_task_rows(
     family: str = "all",
     *,
@@ -498,13 +525,10 @@ def code_task_rows(
     ``tests`` (hidden tests per problem, 5). The example in the question is not among
     the hidden tests.
     """
-    options = {"min_level": 1, "max_level": 3, "tests": 5, **dict(config or {})}
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"code_tasks has no option(s) {unknown}; valid: {list(OPTIONS)}")
-    if size < 1 or options["tests"] < 1:
-        raise ValueError(f"size and tests must be >= 1, got {size} and {options['tests']}")
-    families = _families(family, int(options["min_level"]), int(options["max_level"]))
+    options = code_task_options(config)
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    families = _families(family, options["min_level"], options["max_level"])
     seen, rows = set(exclude), []
     for index in range(size * MAX_DRAWS_PER_ROW):
         rng = random.Random(f"{seed}:{index}")
@@ -513,7 +537,7 @@ def code_task_rows(
         if problem.key in seen:
             continue
         seen.add(problem.key)
-        inputs, outputs = _tests(problem, rng, int(options["tests"]))
+        inputs, outputs = _tests(problem, rng, options["tests"])
         rows.append(
             {
                 "id": f"code_tasks-{seed}-{index}",

@@ -29,7 +29,7 @@ def preflight(
     ``produced``: data files an earlier pipeline stage will write (not checked for existence).
     """
     from rlvr.data import check_source
-    from rlvr.train.prompts import generated_prefix
+    from rlvr.train.prompts import check_generated, generated_prefix
 
     for key in ("train", "eval"):
         source = getattr(config.data, key, None)
@@ -41,7 +41,9 @@ def preflight(
                 f"data.{key}: {source} is a generated problem set with no responses; SFT needs "
                 "prompt/response pairs (e.g. worked solutions from rlvr.data.worked)"
             )
-        if not generated and source not in produced:
+        if generated:
+            check_generated(f"data.{key}", source, config.data.gym.config)
+        elif source not in produced:
             try:
                 check_source(source)
             except ValueError as err:

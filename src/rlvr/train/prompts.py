@@ -23,7 +23,8 @@ from rlvr.data import (
     write_jsonl,
 )
 from rlvr.data.code_tasks import VERSION as CODE_TASKS_VERSION
-from rlvr.data.code_tasks import code_task_rows, keys_in
+from rlvr.data.code_tasks import check_code_family, check_code_tasks, code_task_rows, keys_in
+from rlvr.data.gym import check_gym_config, check_gym_task
 from rlvr.data.loading import (
     MissingField,
     MissingSplit,
@@ -96,6 +97,28 @@ GENERATED = {GYM_PREFIX: "reasoning_gym", CODE_PREFIX: "code_tasks"}
 def generated_prefix(source: str | None) -> str | None:
     """The prefix of a generated source (``reasoning_gym:``, ``code_tasks:``), else ``None``."""
     return next((p for p in GENERATED if source and source.startswith(p)), None)
+
+
+def check_generated(key: str, source: str, config: dict[str, Any]) -> None:
+    """Refuse, with one line and generating nothing, a generated ``source`` (given as ``key``)
+    whose task or family is unknown, or whose options ``config`` (``data.gym.config``) its
+    generator refuses: a field it has not, a value of the wrong type or out of range."""
+    prefix = generated_prefix(source)
+    assert prefix is not None
+    task = source[len(prefix) :]
+    name_check, config_check = (
+        (check_code_family, check_code_tasks)
+        if prefix == CODE_PREFIX
+        else (check_gym_task, check_gym_config)
+    )
+    try:
+        name_check(task)
+    except ValueError as err:
+        raise ValueError(f"{key}: {err}") from None
+    try:
+        config_check(task, config)
+    except ValueError as err:
+        raise ValueError(f"data.gym.config: {err}") from None
 
 
 def named_by_source(prompt_set: PromptSet, source: str | None) -> PromptSet:

@@ -1,5 +1,8 @@
+import math
+
 import pytest
 
+from rlvr.generation import SamplingConfig
 from rlvr.objectives import AbcConfig, DapoConfig, GrpoConfig, ObjectiveConfig
 from rlvr.train.config import RolloutConfig, SFTConfig, TrainConfig
 from rlvr.train.overrides import (
@@ -281,6 +284,34 @@ def test_bad_eval_sampling_is_refused_when_the_config_is_read(override, message)
     eval.max_new_tokens=0 silently became the rollout's budget."""
     with pytest.raises(ValueError, match=message):
         from_dict(TrainConfig, apply_overrides(BASE, [override]))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("optim.lr=inf", r"optim.lr must be > 0 and finite, got inf"),
+        ("optim.weight_decay=inf", r"optim.weight_decay must be >= 0 and finite, got inf"),
+        ("optim.eps=nan", r"optim.eps must be >= 0 and finite, got nan"),
+        ("optim.eps=-1", r"optim.eps must be >= 0 and finite, got -1"),
+        ("model.lora.alpha=inf", r"model.lora.alpha must be > 0 and finite, got inf"),
+        ("rollout.temperature=inf", r"rollout.temperature must be > 0 and finite"),
+        ("eval.temperature=inf", r"eval.temperature must be >= 0 and finite"),
+        ("reward.correct=inf", r"reward.correct and reward.wrong must be finite, got inf and 0"),
+        ("reward.wrong=-inf", r"reward.correct and reward.wrong must be finite, got 1.0 and -inf"),
+    ],
+)
+def test_a_value_that_must_be_finite_is_refused_when_the_config_is_read(override, message):
+    """``optim.lr=inf`` passed (inf > 0) and the run trained: its first update left every
+    weight NaN and the held-out score fell to 0; ``optim.eps`` was not checked at all."""
+    with pytest.raises(ValueError, match=message):
+        from_dict(TrainConfig, apply_overrides(BASE, [override]))
+
+
+@pytest.mark.parametrize("temperature", [math.inf, math.nan])
+def test_a_sampling_temperature_must_be_finite(temperature):
+    """``rlvr eval --temperature nan`` (or ``inf``) passed: NaN fails ``< 0`` as it fails ``>= 0``."""
+    with pytest.raises(ValueError, match="temperature must be >= 0 and finite"):
+        SamplingConfig(temperature=temperature)
 
 
 def test_lora_without_peft_is_refused_before_anything_loads(monkeypatch, tmp_path):

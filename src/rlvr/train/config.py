@@ -8,6 +8,7 @@ from YAML plus ``key=value`` overrides by :mod:`rlvr.train.overrides`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -41,7 +42,9 @@ class LoraConfig:
 
     def __post_init__(self) -> None:
         _check(self.rank >= 0, f"model.lora.rank must be >= 0, got {self.rank}")
-        _check(self.alpha > 0, f"model.lora.alpha must be > 0, got {self.alpha}")
+        _check(
+            0 < self.alpha < math.inf, f"model.lora.alpha must be > 0 and finite, got {self.alpha}"
+        )
         _check(
             bool(self.targets) and all(self.targets),
             f"model.lora.targets must name at least one layer, each by a name; got {list(self.targets)}",
@@ -204,6 +207,10 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         _check(
+            math.isfinite(self.correct) and math.isfinite(self.wrong),
+            f"reward.correct and reward.wrong must be finite, got {self.correct} and {self.wrong}",
+        )
+        _check(
             self.correct > self.wrong,
             f"reward.correct ({self.correct}) must exceed reward.wrong ({self.wrong})",
         )
@@ -294,8 +301,9 @@ class RolloutConfig:
             _check(value >= 1, f"rollout.{name} must be >= 1, got {value}")
         self._check_correction()
         _check(
-            self.temperature > 0,
-            f"rollout.temperature must be > 0 (log-probs divide by it), got {self.temperature}",
+            0 < self.temperature < math.inf,
+            f"rollout.temperature must be > 0 and finite (log-probs divide by it), got "
+            f"{self.temperature}",
         )
         _check(
             self.generation_batch_size is None or self.generation_batch_size >= 1,
@@ -394,8 +402,12 @@ class OptimConfig:
     """Sequences per forward/backward; gradients accumulate (``None`` or >= the batch: one pass)."""
 
     def __post_init__(self) -> None:
-        _check(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
-        _check(self.weight_decay >= 0, f"optim.weight_decay must be >= 0, got {self.weight_decay}")
+        _check(0 < self.lr < math.inf, f"optim.lr must be > 0 and finite, got {self.lr}")
+        _check(
+            0 <= self.weight_decay < math.inf,
+            f"optim.weight_decay must be >= 0 and finite, got {self.weight_decay}",
+        )
+        _check(0 <= self.eps < math.inf, f"optim.eps must be >= 0 and finite, got {self.eps}")
         _check(
             len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
             f"optim.betas must be two numbers in [0, 1), got {self.betas}",
@@ -494,8 +506,8 @@ class EvalConfig:
         _check(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
         _check(self.n >= 1, f"eval.n must be >= 1, got {self.n}")
         _check(
-            self.temperature >= 0,
-            f"eval.temperature must be >= 0 (0: greedy), got {self.temperature}",
+            0 <= self.temperature < math.inf,
+            f"eval.temperature must be >= 0 and finite (0: greedy), got {self.temperature}",
         )
         _check(0 < self.top_p <= 1, f"eval.top_p must be in (0, 1], got {self.top_p}")
         _check(

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.bundled import bundled_names, read_source
+from rlvr.bundled import UniqueKeyLoader, bundled_names, read_source
 
 
 def _read(name: str):
@@ -71,3 +71,36 @@ def test_invalid_yaml_says_where_in_the_file_in_one_line(tmp_path):
     assert str(err.value) == (
         f"{path}: not valid YAML: mapping values are not allowed here at line 1, column 5"
     )
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    """PyYAML keeps the last of two equal keys: a second ``rollout:`` block dropped every key
+    of the first, and the run went on with the defaults, saying nothing."""
+    path = tmp_path / "run.yaml"
+    path.write_text("base: demo\nrollout:\n  group_size: 4\nsteps: 3\nrollout:\n  minibatches: 2\n")
+    with pytest.raises(ValueError) as err:
+        _read(str(path))
+    assert str(err.value) == (
+        f"{path}: not valid YAML: key 'rollout' given twice: first at line 2, again at line 5, "
+        "column 1"
+    )
+    path.write_text("a:\n  b: 1\n  b: 2\n")  # in a nested mapping too
+    with pytest.raises(ValueError, match="key 'b' given twice: first at line 2, again at line 3"):
+        _read(str(path))
+
+
+def test_a_merged_key_may_be_set_again(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("base: &b {lr: 1, wd: 0}\nother:\n  <<: *b\n  lr: 2\n")
+    assert _read(str(path)).data["other"] == {"lr": 2, "wd": 0}
+
+
+def test_every_bundled_yaml_file_names_each_key_once():
+    import yaml
+
+    import rlvr
+
+    files = sorted(Path(rlvr.__file__).parent.rglob("*.yaml"))
+    assert len(files) > 50
+    for path in files:
+        yaml.load(path.read_text(), Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader

@@ -8,6 +8,7 @@ True
 from __future__ import annotations
 
 import difflib
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -66,10 +67,41 @@ def read_source(
         where = f"{package.replace('.', '/')}/{folder}/{name_or_path}.yaml"
         parent = Path(str(bundled)).parent
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as err:
         raise ValueError(f"{where}: not valid YAML: {yaml_problem(err)}") from err
     return YamlSource(data, where, parent)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    r"""``yaml.SafeLoader`` that refuses a mapping naming one key twice, which PyYAML reads
+    as the last one: a second ``rollout:`` block would drop every key of the first.
+    A key a merge (``<<: *base``) brings in may still be set again.
+
+    >>> try:
+    ...     yaml.load("a: 1\nb: 2\na: 3\n", Loader=UniqueKeyLoader)
+    ... except yaml.YAMLError as err:
+    ...     print(yaml_problem(err))
+    key 'a' given twice: first at line 1, again at line 3, column 1
+    """
+
+    def construct_mapping(self, node, deep=False):
+        """The mapping of ``node``, after checking that no key is given twice."""
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, typing.Hashable):
+                    continue  # PyYAML refuses it with its own message
+                if key in first:
+                    raise yaml.constructor.ConstructorError(
+                        problem=f"key {key!r} given twice: first at line {first[key]}, again",
+                        problem_mark=key_node.start_mark,
+                    )
+                first[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 def _not_found(name_or_path: str, kind: str, choices: list[str]) -> str:

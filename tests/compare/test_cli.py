@@ -48,6 +48,42 @@ def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
     assert out.read_text() == "kept"
 
 
+@pytest.mark.parametrize("flag", [[], ["--dry-run"], ["--report-only"]])
+@pytest.mark.parametrize(
+    ("option", "below", "said"),
+    [
+        ("--report-dir", "", " is a file, not a folder"),
+        ("--report-dir", "report", ": {file} is a file"),
+        ("--out", "o", ": {file} is a file"),
+    ],
+)
+def test_a_report_dir_or_out_below_a_file_is_refused_before_any_run(
+    tmp_path, capsys, flag, option, below, said
+):
+    """``--report-dir`` naming a file passed the dry run, and the study ran every run before
+    the report stopped it with ``[Errno 17] File exists``; ``--out`` inside a file likewise."""
+    file = tmp_path / "afile"
+    file.write_text("kept")
+    folder = file / below if below else file
+    argv = ["compare", "abc", option, str(folder), *flag]
+    if option == "--report-dir":
+        argv += ["--out", str(tmp_path / "out")]
+    assert rlvr(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"rlvr: error: {option} {folder}" + said.format(file=file)
+    assert file.read_text() == "kept" and not (tmp_path / "out").exists()
+
+
+def test_a_folder_that_is_not_writable_is_named(tmp_path, monkeypatch, capsys):
+    """Checked with ``os.access`` (a root user may write anywhere, so it is made to say no)."""
+    import os
+
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    assert rlvr(["compare", "abc", "--dry-run", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"rlvr: error: --out {tmp_path / 'o'}: {tmp_path} is not writable"
+
+
 @pytest.mark.parametrize("flag", ["--dry-run", "--report-only"])
 def test_an_out_that_is_a_runs_folder_is_one_line(small_study, tmp_path, capsys, flag):
     """``--out OUT/runs`` looked for the runs under OUT/runs/runs and planned every one again."""

@@ -353,6 +353,23 @@ def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
     return found
 
 
+def check_folder(path: str | Path, flag: str = "") -> None:
+    """Refuse, before any work, a folder the command will write into that cannot be one: it,
+    or the nearest of its parents that exists, is a file, or that parent is not writable.
+    ``flag`` (``--out``) names the option in the message."""
+    path = Path(path)
+    named = f"{flag} {path}" if flag else str(path)
+    for existing in (path, *path.parents):
+        if not existing.exists():
+            continue
+        if not existing.is_dir():
+            where = "" if existing == path else f": {existing} is a file"
+            raise ValueError(f"{named} is a file, not a folder" if not where else f"{named}{where}")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(f"{named}: {existing} is not writable")
+        return
+
+
 def seconds(text: str) -> float:
     """An argparse type: a number of seconds > 0 (``nan`` is not one)."""
     try:

@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from rlvr.cli.common import command
+from rlvr.cli.common import check_folder, command
 
 
 def _parser(studies: list[str]) -> argparse.ArgumentParser:
@@ -96,8 +96,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out} is a file, not a folder")
+    check_folder(args.out, "--out")
+    if args.report_dir is not None:  # checked now, not when the report is written after the runs
+        check_folder(args.report_dir, "--report-dir")
     if args.fresh and args.report_only:
         raise ValueError("--fresh deletes the study's runs and --report-only runs none: use one")
     studies = [o for o in args.overrides if "=" not in o and o in bundled_studies()]

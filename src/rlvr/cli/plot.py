@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rlvr.cli.common import command
+from rlvr.cli.common import check_folder, command
 
 
 @command
@@ -25,8 +25,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     runs = load_runs(args.runs)
     out = Path(args.out) if args.out else _default_out(args.runs)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{'--out ' if args.out else ''}{out} is a file, not a folder")
+    check_folder(out, "--out" if args.out else "")
     written = plot_runs(runs, out)
     if not written:
         raise ValueError(

@@ -154,6 +154,43 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     assert line.startswith("rlvr: error: --set 'a=@3': value is not valid YAML")
 
 
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        (
+            "rows.parquet",
+            "unsupported file type '.parquet' (rows are written as JSON lines); name a .jsonl file",
+        ),
+        ("rows.txt", "unsupported file type '.txt'"),
+        ("folder", "is a directory; name a .jsonl file"),
+        ("afile/rows.jsonl", "afile is a file, not a directory"),
+    ],
+)
+def test_gen_refuses_an_output_no_command_reads_back_before_generating(
+    tmp_path, capsys, output, said
+):
+    """``-o rows.parquet`` wrote JSON lines that the next command failed to read as Parquet
+    ("magic bytes not found"), ``-o rows.txt`` a file no command reads; ``-o`` a folder failed
+    after the rows were made, naming a temporary file (``.folder.tmp123 -> folder``)."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "afile").write_text("kept")
+    assert main(["gen", "chain_sum", "--size", "2", "-o", str(tmp_path / output)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"rlvr: error: output {tmp_path / output}: ") and said in line
+    assert (tmp_path / "afile").read_text() == "kept" and not list((tmp_path / "folder").iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "folder"]
+
+
+def test_gen_names_a_missing_exclude_file(tmp_path, capsys):
+    """It said ``[Errno 2] No such file or directory: 'held.jsonl'``, naming no option."""
+    argv = ["gen", "chain_sum", "--size", "2", "-o", str(tmp_path / "x.jsonl")]
+    assert main([*argv, "--exclude", str(tmp_path / "held.jsonl")]) == 2
+    assert capsys.readouterr().err == (
+        f"rlvr: error: --exclude {tmp_path / 'held.jsonl'}: no such file; name a file rlvr data "
+        "gen wrote\n"
+    )
+
+
 def test_show_reads_a_file_with_its_own_field_names(tmp_path, capsys):
     """`rlvr data show` had no --prompt-field / --answer-field: a file with `problem` /
     `solution` could not be shown, and the error did not say how to name its fields."""

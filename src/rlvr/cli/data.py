@@ -129,14 +129,21 @@ def _filter_parser(sub) -> None:
 def _gen(args: argparse.Namespace) -> None:
     from rlvr.data.code_tasks import code_task_rows, keys_in
     from rlvr.data.gym import gym_rows, questions_in, write_jsonl
+    from rlvr.data.loading import JSON_SUFFIXES
+    from rlvr.data.rowfiles import check_output_file
 
     kind, _, name = args.task.rpartition(":")
     if kind not in ("", "reasoning_gym", "code_tasks"):
         raise ValueError(
             f"task {args.task!r}: expected <task>, reasoning_gym:<task> or code_tasks:<family>"
         )
-    output = Path(args.output).expanduser().resolve()
+    output = check_output_file(
+        args.output, JSON_SUFFIXES, "JSON lines", ".jsonl"
+    ).resolve()  # before the rows are generated
     for path in args.exclude:
+        if not Path(path).expanduser().is_file():
+            what = "is a directory" if Path(path).expanduser().is_dir() else "no such file"
+            raise ValueError(f"--exclude {path}: {what}; name a file rlvr data gen wrote")
         if Path(path).expanduser().resolve() == output:
             raise ValueError(
                 f"-o {args.output}: it would overwrite --exclude {path}; name another output file"

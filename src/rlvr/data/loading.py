@@ -33,8 +33,9 @@ from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap, field_map
 Messages = list[dict[str, str]]
 Row = tuple[str, dict[str, Any]]  # (location for error messages, row)
 
-_JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
-FILE_SUFFIXES = (*_JSON_SUFFIXES, ".parquet")
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+"""Suffixes of the files :func:`read_file` reads as JSON (lines, or one array)."""
+FILE_SUFFIXES = (*JSON_SUFFIXES, ".parquet")
 """Suffixes of the row files :func:`read_file` reads."""
 
 
@@ -175,7 +176,7 @@ def read_file(path: str | Path) -> Iterator[Row]:
     """Rows of a ``.jsonl`` / ``.json`` / ``.ndjson`` or ``.parquet`` file; another suffix is
     refused with the ones supported."""
     path = Path(path)
-    if path.suffix in _JSON_SUFFIXES:
+    if path.suffix in JSON_SUFFIXES:
         return read_jsonl(path)
     if path.suffix == ".parquet":
         return read_parquet(path)

@@ -203,6 +203,32 @@ def dropped_file(output: str | Path) -> Path:
     return output.with_name(f"{output.stem}.dropped.jsonl")
 
 
+def check_output_file(
+    output: str | Path,
+    suffixes: tuple[str, ...] = FILE_SUFFIXES,
+    written_as: str = "JSON lines or Parquet",
+    name_a: str = ".jsonl or .parquet",
+) -> Path:
+    """``output`` (``~`` expanded), or a ``ValueError`` before any work when it is a directory,
+    has a suffix not in ``suffixes`` (rows ``written_as`` that no rlvr command would read
+    back under that name; the message asks for a ``name_a`` file), or lies in a file or in a
+    folder that is not writable."""
+    output = Path(output).expanduser()
+    if output.is_dir():
+        raise ValueError(f"output {output}: is a directory; name a {name_a} file")
+    if output.suffix not in suffixes:  # JSON lines under another name: unreadable next
+        raise ValueError(
+            f"output {output}: unsupported file type {output.suffix or 'none'!r} (rows are "
+            f"written as {written_as}); name a {name_a} file"
+        )
+    existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"output {output}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK):  # found before the filter loads a model and samples
+        raise ValueError(f"output {output}: {existing} is not writable")
+    return output
+
+
 def check_step_output(
     output: str | Path, inputs: Iterable[str | Path], *, also: Iterable[Path] = ()
 ) -> None:
@@ -210,19 +236,7 @@ def check_step_output(
     rows' file or ``also``, the filter's scores, is one), in a folder that is not writable, or
     a file the next step could not read (``.csv``, no suffix), or whose kept rows, dropped rows
     (or ``also``) would overwrite one of ``inputs``."""
-    output = Path(output).expanduser()
-    if output.is_dir():
-        raise ValueError(f"output {output}: is a directory; name a .jsonl or .parquet file")
-    if output.suffix not in FILE_SUFFIXES:  # JSON lines under another name: unreadable next
-        raise ValueError(
-            f"output {output}: unsupported file type {output.suffix or 'none'!r} (rows are "
-            "written as JSON lines or Parquet); name a .jsonl or .parquet file"
-        )
-    existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise ValueError(f"output {output}: {existing} is a file, not a directory")
-    if not os.access(existing, os.W_OK):  # found before the filter loads a model and samples
-        raise ValueError(f"output {output}: {existing} is not writable")
+    output = check_output_file(output)
     for written in (output, dropped_file(output), *also):
         if written != output and written.is_dir():
             raise ValueError(f"output {output}: its {written.name} is a directory; remove it")

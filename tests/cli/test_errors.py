@@ -190,6 +190,39 @@ def test_a_command_stopped_by_ctrl_c_ends_its_process_by_sigint():
     assert done.stderr == "rlvr: interrupted\n"
 
 
+_INTERRUPTED_AFTER_AN_EVAL_AT_EXIT = """
+import atexit, collections, sys
+from rlvr import cli
+from rlvr.cli.common import command
+
+@command
+def stopped(argv):
+    atexit.register(lambda: collections.namedtuple("T", "a b"))  # evaluates a string
+    raise KeyboardInterrupt
+
+sys.modules["stopped_command"] = type(sys)("stopped_command")
+sys.modules["stopped_command"].main = stopped
+cli.COMMANDS["stopped"] = ("stopped_command", "a command stopped by Ctrl-C")
+sys.argv = ["rlvr", "stopped"]
+sys.exit(cli.main())
+"""
+
+
+def test_a_command_stopped_by_ctrl_c_ends_by_sigint_whatever_its_exit_functions_do():
+    """``rlvr sft`` stopped by Ctrl-C exited with status 1: torch's ``dump_compile_times``
+    exit function builds namedtuples (``eval``), which in CPython 3.11 makes the interpreter
+    forget that a KeyboardInterrupt ended the program. Here the command registers such an
+    exit function, as its imports register torch's."""
+    import signal
+    import subprocess
+    import sys
+
+    code = _INTERRUPTED_AFTER_AN_EVAL_AT_EXIT
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGINT, done.stderr
+    assert done.stderr == "rlvr: interrupted\n"
+
+
 @pytest.mark.parametrize(("stop", "status"), [(KeyboardInterrupt(), 130), ("SIGTERM", 143)])
 def test_a_stopped_command_exits_as_the_signal_would(stop, status, capsys):
     """A run stopped by SIGTERM (a cluster's pre-emption) exited 130, as after Ctrl-C; a

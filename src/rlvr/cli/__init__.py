@@ -9,7 +9,10 @@ error (missing file, malformed row, bad model path, bad value) prints one line
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
+import os
 import signal
 import sys
 
@@ -53,15 +56,41 @@ def main(argv: list[str] | None = None) -> int:
     uncaught ``KeyboardInterrupt``: a shell script that ran it then stops too, where an exit
     status of 130 would let it go on to its next line.
     """
+    if argv is None:  # before any command's imports register theirs: it runs after them
+        atexit.register(_exit_by_sigint)
     status = _run(argv)
     if argv is None and status == 128 + signal.SIGINT:
         _end_by_sigint()
     return status
 
 
+_ENDING_BY_SIGINT: list[bool] = []
+"""Holds ``True`` once the command has ended by Ctrl-C (:func:`_end_by_sigint`)."""
+
+
+def _exit_by_sigint() -> None:
+    """The last exit function: when the command ended by Ctrl-C, flush the output and kill the
+    process with SIGINT. The interpreter would do so itself after finalising, but CPython 3.11
+    forgets it when an exit function evaluates a string (``eval`` resets its flag): torch's
+    ``dump_compile_times``, registered once ``torch._dynamo`` is imported (``rlvr sft``
+    imports it), builds ``namedtuple`` s as it imports ``tabulate``, and the process then
+    exited with status 1."""
+    if not _ENDING_BY_SIGINT:
+        return
+    if "logging" in sys.modules:  # its own exit function, registered earlier, would run after
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def _end_by_sigint() -> None:
     """Raise ``KeyboardInterrupt`` out of the process, printing nothing more: the interpreter
-    finalises, then kills itself with SIGINT (Python >= 3.8)."""
+    finalises, then kills itself with SIGINT (Python >= 3.8; :func:`_exit_by_sigint` makes
+    sure it does)."""
+    _ENDING_BY_SIGINT.append(True)
     hook = sys.excepthook
 
     def quiet(kind, value, traceback) -> None:

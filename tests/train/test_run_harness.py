@@ -193,6 +193,40 @@ def test_a_finished_run_without_a_checkpoint_is_not_started_over(train_config):
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
 
 
+def test_a_run_whose_checkpoints_were_deleted_is_not_started_over(train_config):
+    """``rlvr compare`` deletes a finished run's checkpoints; ``rlvr train --resume RUN
+    steps=...`` on it (to extend it) warned 'no checkpoint; starting from scratch' and
+    replaced the metrics and samples of every step it had logged."""
+    import shutil
+
+    cfg = train_config("steps=3", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    shutil.rmtree(run_dir / "checkpoints")
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    with pytest.raises(ValueError, match=r"its metrics reach step 3 but no checkpoint is left"):
+        train(train_config("steps=4", "checkpoint.every=1"), resume=True)
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+
+
+def test_a_run_killed_while_writing_its_first_checkpoint_starts_over(train_config):
+    """The step of the first checkpoint is logged, then the kill: nothing to continue
+    from, and nothing lost by starting over."""
+
+    class Kill(Callback):
+        def on_step(self, job, step, record):
+            if step == 2:
+                raise KeyboardInterrupt  # as a kill before step 2's checkpoint is complete
+
+    cfg = train_config("steps=3", "checkpoint.every=2")
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, callbacks=[Kill()])
+    assert not list(Path(cfg.log.output_dir).glob("checkpoints/step_*"))
+    with pytest.warns(UserWarning, match="no checkpoint in .*; starting from scratch"):
+        result = train(cfg, resume=True)
+    assert [r["step"] for r in read_metrics(result.run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
 def test_a_resume_with_the_same_config_keeps_one_config_file(train_config, recwarn):
     cfg = train_config("steps=2", "checkpoint.every=1")
     train(cfg)

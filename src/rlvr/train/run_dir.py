@@ -85,7 +85,7 @@ def locate_run_dir(config: RunConfig, *, resume: bool) -> RunDir:
             "or choose another directory (log.output_dir=...; '{time}' in it expands to the start time)"
         )
     if resume and checkpoint is None:
-        _refuse_finished_without_checkpoint(run_dir)
+        _refuse_starting_over(run_dir)
         why = "no checkpoint in" if run_dir.exists() else "no run yet in"
         warnings.warn(f"--resume: {why} {run_dir}; starting from scratch", stacklevel=2)
     if checkpoint is not None:
@@ -109,17 +109,31 @@ def _busy(run_dir: Path) -> str:
     )
 
 
-def _refuse_finished_without_checkpoint(run_dir: Path) -> None:
-    """A run that ran all its steps with ``checkpoint.save_final: false`` (and none due before)
-    has nothing to continue from: resuming would start it over and drop its metrics."""
+def _refuse_starting_over(run_dir: Path) -> None:
+    """Refuse to start over a run with no checkpoint left whose metrics say it had one to
+    continue from, since starting over drops the metrics and samples of its steps: one that
+    ran all its steps with ``checkpoint.save_final: false`` (and none due before), and one
+    that logged a step after its first ``checkpoint.every`` (a step is logged only once the
+    checkpoint before it is written: its checkpoints were deleted since, as ``rlvr compare``
+    deletes a finished run's). A run killed before or while writing its first checkpoint
+    starts over."""
     saved, metrics = run_dir / CONFIG_FILE, run_dir / METRICS_FILE
     if not saved.is_file() or not metrics.is_file():
         return
     config = read_yaml(str(saved))
-    steps = config.get("steps")
-    if (config.get("checkpoint") or {}).get("save_final", True) or not isinstance(steps, int):
+    steps, checkpoint = config.get("steps"), config.get("checkpoint") or {}
+    last = max((row.get("step", 0) for row in read_metrics(metrics)), default=0)
+    every = checkpoint.get("every", 0)
+    if isinstance(every, int) and 0 < every < last:
+        raise ValueError(
+            f"--resume {run_dir}: its metrics reach step {last} but no checkpoint is left in "
+            f"{run_dir / CHECKPOINTS_DIR} (deleted since: rlvr compare deletes a finished run's "
+            "unless --keep-checkpoints); starting over would drop those steps' metrics and "
+            "samples: start a new run in another directory"
+        )
+    if checkpoint.get("save_final", True) or not isinstance(steps, int):
         return
-    if max((row.get("step", 0) for row in read_metrics(metrics)), default=0) >= steps:
+    if last >= steps:
         raise ValueError(
             f"--resume {run_dir}: the run finished its {steps} steps without a checkpoint "
             "(checkpoint.save_final=false): nothing to continue from, and starting over would "

@@ -1,5 +1,6 @@
 import json
 
+import pytest
 import yaml
 
 from rlvr.cli import main as rlvr
@@ -182,16 +183,22 @@ def test_plot_out_that_is_a_file_is_refused_before_drawing(tmp_path, capsys):
     assert out.read_text() == "kept"
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: data[:1000], lambda data: b"garbage\n", lambda data: b""],
+    ids=["cut-short", "text", "empty"],
+)
 def test_a_damaged_checkpoint_is_refused_in_one_line_and_the_run_kept(
-    train_config, tmp_path, capsys
+    train_config, tmp_path, capsys, damage
 ):
     """trainer_state.pt cut short: one line naming what to delete, and the run's config and
-    metrics as they were (the restore comes before config.yaml is rewritten)."""
+    metrics as they were (the restore comes before config.yaml is rewritten). Overwritten
+    with text, it said only ``invalid literal for int() with base 10: 'arbage\\n'``."""
     path = _write_config(train_config, tmp_path, "steps=2", "checkpoint.every=1")
     out = tmp_path / "r"
     assert rlvr(["train", "--config", str(path), f"log.output_dir={out}"]) == 0
     state = out / "checkpoints" / "step_000002" / "trainer_state.pt"
-    state.write_bytes(state.read_bytes()[:1000])
+    state.write_bytes(damage(state.read_bytes()))
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     capsys.readouterr()
     assert rlvr(["train", "--resume", str(out), "steps=3"]) == 2

@@ -214,8 +214,8 @@ def _read_state(path: Path) -> dict[str, Any]:
     one a resume would then continue from."""
     try:
         return torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
-    except (RuntimeError, EOFError, pickle.UnpicklingError) as err:
-        why = str(err).split(". ")[0]
+    except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as err:
+        why = str(err).split(". ")[0]  # ValueError: text where pickle expects a number
         raise ValueError(
             f"{path / STATE_FILE} is damaged ({why}); {delete_to_resume(path)}"
         ) from None

@@ -117,8 +117,10 @@ def test_a_file_that_is_no_report_is_one_line(tmp_path):
     bad.write_text('{"metrics": {}}')
     with pytest.raises(ValueError, match=r"bad.json: not an rlvr eval report \(no problems"):
         read_report(bad)
-    with pytest.raises(ValueError, match=r"missing.json: not an rlvr eval report \("):
-        read_report(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match=r"missing.json: no such file$"):
+        read_report(tmp_path / "missing.json")  # was "not an rlvr eval report ([Errno 2] ..."
+    with pytest.raises(ValueError, match=r": is a directory; name an rlvr eval report \(a .json"):
+        read_report(tmp_path)
 
 
 def test_each_datasets_differences_are_its_own_problems():

@@ -197,6 +197,10 @@ def _pass_difference(pairs: Sequence[tuple[dict, dict]], k: int) -> Difference:
 
 def read_report(path: str | Path) -> dict[str, Any]:
     """An ``rlvr eval`` JSON report, its problems checked; one line when it is none."""
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: is a directory; name an rlvr eval report (a .json file)")
+    if not Path(path).exists():
+        raise ValueError(f"{path}: no such file")
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:

@@ -170,6 +170,25 @@ def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path):
         load_examples(str(path))
 
 
+def test_a_compressed_file_is_named_with_the_tool_that_unpacks_it(tmp_path):
+    """A gzipped file named .jsonl said only ``not UTF-8 text (byte 0x8b at byte 2)``, and a
+    .jsonl.gz only which suffixes are read."""
+    import gzip
+
+    rows = b'{"prompt": "a", "answer": "1"}\n'
+    (tmp_path / "rows.jsonl").write_bytes(gzip.compress(rows))
+    (tmp_path / "rows.jsonl.gz").write_bytes(gzip.compress(rows))
+    with pytest.raises(ValueError) as err:
+        load_examples(str(tmp_path / "rows.jsonl"))
+    assert str(err.value).endswith(
+        "rows.jsonl:1: not UTF-8 text (byte 0x8b at byte 2); it is gzip-compressed: unpack it "
+        "first (gunzip)"
+    )
+    with pytest.raises(ValueError) as err:
+        load_examples(str(tmp_path / "rows.jsonl.gz"))
+    assert str(err.value).endswith(".gz is compressed: unpack it first, gunzip)")
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".json"])
 def test_a_byte_order_mark_is_not_data(tmp_path, suffix):
     path = tmp_path / f"bom{suffix}"

@@ -112,13 +112,28 @@ def _one_object_over_lines(text: str) -> bool:
         return False
 
 
+PACKED = {
+    b"\x1f\x8b": ("gzip-compressed", "gunzip"),
+    b"PK\x03\x04": ("a zip archive", "unzip"),
+    b"BZh": ("bzip2-compressed", "bunzip2"),
+    b"\xfd7zXZ\x00": ("xz-compressed", "unxz"),
+    b"\x28\xb5\x2f\xfd": ("zstd-compressed", "unzstd"),
+}
+"""Leading bytes of compressed files -> what the file is, and the tool that unpacks it."""
+PACKED_SUFFIXES = {".gz": "gunzip", ".zip": "unzip", ".bz2": "bunzip2", ".xz": "unxz"}
+PACKED_SUFFIXES |= {".zst": "unzstd"}
+"""Suffixes of compressed files -> the tool that unpacks them."""
+
+
 def _decode(raw: bytes, where: str) -> str:
     """UTF-8 text (a leading byte-order mark, as some editors write, dropped), or an error at ``where``."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
+        packed = next((how for magic, how in PACKED.items() if raw.startswith(magic)), None)
         raise ValueError(
             f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at byte {err.start + 1})"
+            + (f"; it is {packed[0]}: unpack it first ({packed[1]})" if packed else "")
         ) from None
 
 
@@ -181,6 +196,8 @@ def read_file(path: str | Path) -> Iterator[Row]:
     if path.suffix == ".parquet":
         return read_parquet(path)
     hint = ""
+    if path.suffix in PACKED_SUFFIXES:
+        hint = f" ({path.suffix} is compressed: unpack it first, {PACKED_SUFFIXES[path.suffix]})"
     if path.suffix in (".csv", ".tsv"):  # how to convert one, its answers kept as text
         sep = ", sep='\\t'" if path.suffix == ".tsv" else ""
         hint = (

@@ -615,3 +615,18 @@ def test_a_misspelt_claim_metric_stops_the_study_after_the_first_run(small_study
     with pytest.raises(ValueError, match="claim typo reads policy/entrpy"):  # at once, on start
         run_study(study, out, jobs=1, live=False)
     assert len(list(out.glob("runs/*/*"))) == 1
+
+
+@pytest.mark.parametrize(("text", "why"), [("{", "Expecting property name"), ("[1]", "not a JSON")])
+def test_a_damaged_final_json_is_named_with_the_run_to_delete(tmp_path, text, why):
+    """``rlvr compare --report-only`` (or a rerun) over an edited ``final.json`` said only
+    ``Expecting property name enclosed in double quotes: line 2 column 1 (char 2)``."""
+    from rlvr.compare.results import load_run
+    from rlvr.compare.worker import FINAL_FILE
+
+    (tmp_path / FINAL_FILE).write_text(text)
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
+    with pytest.raises(ValueError) as err:
+        load_run(tmp_path, 0)
+    assert str(err.value).startswith(f"{tmp_path / FINAL_FILE}: damaged ({why}")
+    assert str(err.value).endswith(f"; delete {tmp_path} to run that run again")

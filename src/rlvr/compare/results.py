@@ -18,7 +18,6 @@ it is inconclusive and says why, instead of quietly using the steps before a div
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr.compare.worker import FINAL_FILE
+from rlvr.compare.worker import FINAL_FILE, read_final
 from rlvr.evaluation.metrics import pass_at_k
 from rlvr.train.metrics import METRICS_FILE, read_metrics
 
@@ -193,7 +192,7 @@ def load_run(run_dir: Path, seed: int) -> RunData | None:
     final = run_dir / FINAL_FILE
     if not final.is_file():
         return None
-    return RunData(seed, read_metrics(run_dir / METRICS_FILE), json.loads(final.read_text()))
+    return RunData(seed, read_metrics(run_dir / METRICS_FILE), read_final(run_dir))
 
 
 def common_seeds(a: ArmData, b: ArmData | None = None) -> list[int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from rlvr.compare.runner import (
 )
 from rlvr.compare.stats import MIN_SEEDS
 from rlvr.compare.study import DEFAULT_REGIME, RunSpec, Study, plan
-from rlvr.compare.worker import FINAL_FILE, RUN_FILE, code_hash, module_hashes
+from rlvr.compare.worker import RUN_FILE, code_hash, module_hashes, read_final
 from rlvr.train.metrics import METRICS_FILE, read_metrics
 
 RUNS_DIR = "runs"
@@ -119,7 +118,7 @@ def mixed_code(specs: list[RunSpec]) -> str:
     if len(finished) == len(specs):
         return ""
     now = code_hash()
-    codes = Counter(json.loads((s.run_dir / FINAL_FILE).read_text()).get("code") for s in finished)
+    codes = Counter(read_final(s.run_dir).get("code") for s in finished)
     other = {code: n for code, n in codes.items() if code != now}
     if not other:
         return ""
@@ -137,7 +136,7 @@ def stale_modules(specs: list[RunSpec]) -> str:
     reused as they are. ``""`` when none were."""
     finished, stale, modules, gone = [s for s in specs if is_finished(s)], 0, set(), set()
     for spec in finished:
-        made = json.loads((spec.run_dir / FINAL_FILE).read_text()).get("modules") or {}
+        made = read_final(spec.run_dir).get("modules") or {}
         now = module_hashes(list(made))
         changed = {m for m, h in now.items() if h != made[m]}
         stale, modules = stale + bool(changed), modules | changed

@@ -48,6 +48,21 @@ RUNNER_ENV = "RLVR_STUDY_RUNNER"
 """The environment variable in which the runner gives its workers its process id."""
 
 
+def read_final(run_dir: Path) -> dict[str, Any]:
+    """The ``final.json`` of a finished run; a damaged one (edited, or a disk fault) is refused
+    in one line naming it and the run folder to delete to make that run again."""
+    path = run_dir / FINAL_FILE
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        final, why = None, str(err)
+    else:
+        why = "not a JSON object"
+    if not isinstance(final, dict):
+        raise ValueError(f"{path}: damaged ({why}); delete {run_dir} to run that run again")
+    return final
+
+
 def code_hash() -> str:
     """12 hex digits of the rlvr source this process runs (the package's ``.py`` files)."""
     root = Path(__file__).resolve().parents[1]

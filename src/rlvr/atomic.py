@@ -11,15 +11,27 @@ from pathlib import Path
 from typing import Any
 
 
+class NotWritten(OSError):
+    """A write that failed (a full disk, a file size limit) and left its target as it was."""
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (its folder made) to write in the block; renamed onto
-    ``path`` when the block ends, removed when it raises."""
+    ``path`` when the block ends, removed when it raises. An ``OSError`` that names no file,
+    or the temporary one (a full disk: ``[Errno 28] No space left on device``), is raised
+    again as :class:`NotWritten`, naming ``path`` (and the targets of the blocks around it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         yield tmp
         os.replace(tmp, path)
+    except NotWritten as err:  # a write nested in the block failed: nor is this one made
+        raise NotWritten(err.errno, f"{err.strerror} nor to {path}") from err
+    except OSError as err:
+        if err.filename not in (None, str(tmp), tmp) or err.errno is None:
+            raise
+        raise NotWritten(err.errno, f"{err.strerror}: nothing written to {path}") from err
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
-from rlvr.train.plots import plot_runs
+from rlvr.train.plots import load_runs, plot_runs
 
 
 @pytest.fixture()
@@ -182,3 +183,19 @@ def test_an_objective_metric_that_is_no_number_is_one_line(tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "mine/width": "wide", "note": "x"}\n')
     with pytest.raises(ValueError, match=r"row 1: mine/width is 'wide', not a number"):
         load_runs([str(tmp_path)])
+
+
+def test_a_line_that_is_not_json_is_warned_about_and_a_torn_last_one_is_not(tmp_path):
+    """A damaged line inside ``metrics.jsonl`` was left out of the plots without a word (as a
+    kill's torn last line rightly is)."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(
+        '{"step": 1, "reward/mean": 0.5}\nnot json\n{"step": 2, "reward/mean": 0.6}\n{"step": 3'
+    )
+    with pytest.warns(UserWarning, match=r"1 line\(s\) not JSON \(line 2\), left out of the plots"):
+        runs = load_runs([str(path)])
+    assert [row["step"] for row in next(iter(runs.values()))] == [1, 2]
+    path.write_text('{"step": 1, "reward/mean": 0.5}\n{"step": 2')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_runs([str(path)])

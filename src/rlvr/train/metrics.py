@@ -114,15 +114,18 @@ def _append(handle, text: str) -> None:
         raise OSError(err.errno, err.strerror, handle.name) from err
 
 
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The rows of a ``metrics.jsonl`` (a torn last line, left by a kill, is ignored)."""
-    rows = []
+def read_metrics(path: Path, unread: list[int] | None = None) -> list[dict[str, Any]]:
+    """The rows of a ``metrics.jsonl`` (a torn last line, left by a kill, is ignored); the
+    numbers (from 1) of the other lines that are not JSON are appended to ``unread``."""
+    rows, bad = [], []
     with open(path) as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError:
-                continue
+                bad.append((number, line.endswith("\n")))
+    if unread is not None:  # a line with its newline was written whole: not a torn last one
+        unread.extend(number for number, whole in bad if whole)
     return rows
 
 

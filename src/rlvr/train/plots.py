@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,7 +109,14 @@ def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
     for raw, file, label in zip(paths, files, _labels(files), strict=True):
         while label in runs:  # the same run twice
             label += "'"
-        runs[label] = _checked(raw, read_metrics(file))
+        unread: list[int] = []
+        runs[label] = _checked(raw, read_metrics(file, unread))
+        if unread:
+            lines = ", ".join(map(str, unread[:5])) + (", ..." if len(unread) > 5 else "")
+            warnings.warn(
+                f"{file}: {len(unread)} line(s) not JSON (line {lines}), left out of the plots",
+                stacklevel=2,
+            )
     return runs
 
 

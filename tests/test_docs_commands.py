@@ -162,6 +162,8 @@ def _rlvr(cmd: Command, argv: list[str], tiny: Path) -> list[str]:
     if sub == "eval":
         args = [str(tiny) if a == "tiny" else a for a in args]
         output = [] if "--output" in args else ["--output", "eval.json"]
+        written = Path([*args, *output][[*args, *output].index("--output") + 1])
+        written.unlink(missing_ok=True)  # as on its own: an earlier report there is refused
         return [sub, *args, *EVAL_SMALL, *output]
     return [sub, *args]
 

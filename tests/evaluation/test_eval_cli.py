@@ -137,11 +137,36 @@ def test_the_json_names_the_source_that_scored_it(tiny_model_dir, tmp_path, monk
     versions = json.loads(out.read_text())["versions"]
     assert versions["rlvr-source"] == code_hash() and len(code_hash()) == 12
     assert len(versions["myverify-source"]) == 12
-    assert main([*argv[:5], "math", *argv[6:]]) == 0
+    out2 = tmp_path / "eval2.json"
+    assert main([*argv[:5], "math", *argv[6:-1], str(out2)]) == 0
     assert not any(
         k.endswith("-source") and k != "rlvr-source"
-        for k in json.loads(out.read_text())["versions"]
+        for k in json.loads(out2.read_text())["versions"]
     )
+
+
+def test_an_earlier_report_is_not_replaced(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """An --output holding a report is refused before anything loads (also by --dry-run), and
+    the report is kept; an evaluation stopped before removing its partial samples finishes."""
+    from rlvr.evaluation.partial import PartialSamples, partial_path
+
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(tiny_model_dir), "--data", str(ASSETS / "math-mini.jsonl"),
+            "-n", "1", "--max-tokens", "2", "--limit", "1", "--output", str(out)]  # fmt: skip
+    with monkeypatch.context() as patched:  # stopped between writing the report and the removal
+        patched.setattr(PartialSamples, "remove", lambda self: None)
+        assert main(argv) == 0
+    assert partial_path(out).is_file()
+    assert main(argv) == 0  # its own evaluation: continued, finished
+    assert not partial_path(out).exists()
+    before = out.read_bytes()
+    for extra in ([], ["--dry-run"]):
+        assert main([*argv, *extra]) == 2
+        assert "holds an earlier report, which this evaluation would replace" in (
+            capsys.readouterr().err
+        )
+    assert out.read_bytes() == before
+    assert main([*argv, "--show-prompts", "1"]) == 0  # writes nothing
 
 
 def test_eval_is_reproducible_under_seed(tiny_model_dir, tmp_path):
@@ -404,6 +429,7 @@ def test_a_file_with_its_own_field_names_is_evaluated(tiny_model_dir, tmp_path, 
     written = json.loads(out.read_text())
     assert [p["reference"] for p in written["problems"]] == ["2", "4"]
     assert written["loading"]["prompt_field"] == "question"
+    out.unlink()
     assert main([*base, "--prompt-field", "question", "--fields", "amc23"]) == 2
     assert "--prompt-field" in capsys.readouterr().err
 
@@ -422,6 +448,7 @@ def test_a_file_naming_one_problem_twice_is_warned_of(tiny_model_dir, tmp_path):
     with pytest.warns(UserWarning, match=said):
         assert main(argv) == 0
     assert json.loads(out.read_text())["metrics"]["num_problems"] == 3
+    out.unlink()
     with pytest.warns(UserWarning, match=said):  # the dry run reads the file: it says so too
         assert main([*argv, "--dry-run"]) == 0
 
@@ -1003,8 +1030,9 @@ def test_eval_samples_with_the_sampler_named_and_records_it(
         "options": {"tag": "abc"},
     }
     assert "T=0.6, sampler eval_cli_spy" in capsys.readouterr().out
-    assert main([*argv, "--output", str(out)]) == 0
-    assert json.loads(out.read_text())["sampler"] == {"name": "lean", "options": {}}
+    lean = tmp_path / "lean.json"
+    assert main([*argv, "--output", str(lean)]) == 0
+    assert json.loads(lean.read_text())["sampler"] == {"name": "lean", "options": {}}
 
 
 @pytest.mark.parametrize(
@@ -1134,7 +1162,8 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
         (["--limit", "3"], "the reports hold other problems (3 and 5, 3 in both)"),
         (["--verifier", "math+format"], "scored with verifier 'math', this with 'math+format'"),
     ]:
-        assert main([*argv, *flags, "--output", str(again), "--against", str(base)]) == 2
+        fresh = tmp_path / "refused.json"
+        assert main([*argv, *flags, "--output", str(fresh), "--against", str(base)]) == 2
         assert capsys.readouterr().err == f"rlvr: error: --against {base}: {said}" + (
             ": give --verifier math to compare\n" if "verifier" in said else
             ": evaluate the same data with the same --limit\n"

@@ -355,6 +355,17 @@ def check_writable(path: Path) -> None:
         raise ValueError(f"--output {path}: {problem}")
 
 
+def check_not_replacing(path: Path) -> None:
+    """Refuse an output file holding an earlier report, which the evaluation would replace,
+    unless partial samples lie beside it (this evaluation's own, stopped before it removed
+    them: :mod:`rlvr.evaluation.partial`)."""
+    if path.is_file() and not partial_path(path).is_file():
+        raise ValueError(
+            f"--output {path}: holds an earlier report, which this evaluation would replace; "
+            "name another file or delete it"
+        )
+
+
 def _check_model(name: str) -> None:
     """Refuse a local model path that holds no model (a run's ``load_model`` does too, once
     the data are read), as training's preflight does."""
@@ -413,6 +424,8 @@ def main(argv: list[str]) -> int:
     args.device = _check_placement(args.dtype, args.device, dry_run=args.dry_run)
     check_sampler(args.sampler, dry_run=args.dry_run)
     base = read_against(args.against, output)
+    if not args.show_prompts:  # it writes nothing
+        check_not_replacing(output)
     if args.dry_run:
         against = None if base is None else Against(base, verifier.spec, options)
         _dry_run(args, config, run, against)

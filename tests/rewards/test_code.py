@@ -335,6 +335,11 @@ def test_an_integer_answer_must_be_that_integer(actual: str, expected: str, matc
         (10**400, 5.0, False),  # beyond float range: no overflow error
         (float("inf"), float("inf"), True),
         (10**9 + 7, 1e9, True),  # a float expected value keeps the tolerance
+        # An exact type rounds exactly: as floats, 10**17 + 3 is 10**17 and was paid.
+        (Decimal(10**17 + 3), 10**17, False),
+        (Fraction(10**17 + 3), 10**17, False),
+        (Decimal(10**17), 10**17, True),
+        (Fraction(10**34 + 1, 10**17), 10**17, True),  # 10**17 + 1e-17: rounds to it
     ],
 )
 def test_an_integer_value_must_be_that_integer(

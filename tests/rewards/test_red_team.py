@@ -648,3 +648,54 @@ def test_hostile_completion_scores_zero(
 def test_correct_program_still_scores_one(program, reference, policy_name: str) -> None:
     config = CodeConfig(limits=LIMITS, policy=POLICIES[policy_name], workers=1)
     assert code_verifier(f"```python\n{program}```", reference, config=config) == 1.0
+
+
+# Tricks on the judging itself (2026-11-29): output the parent reads leniently, or a value
+# it compares leniently. Each completion must score 0 where the right program scores 1.0.
+DOUBLE = {"inputs": ["3\n", "10\n"], "outputs": ["6\n", "20\n"]}
+EVEN = {"inputs": ["4\n", "3\n"], "outputs": ["YES\n", "NO\n"]}
+BIG = {"fn_name": "f", "inputs": [[1], [2]], "outputs": [10**17, 2 * 10**17]}
+PAIR = {"fn_name": "f", "inputs": [[1], [3]], "outputs": [[1, 2], [3, 4]]}
+TEXT = {"fn_name": "f", "inputs": [["a"], ["c"]], "outputs": ["ab", "cd"]}
+READ = "import sys\nn = int(sys.stdin.read())\n"
+RIGHT_BIG = "def f(k):\n    return k * 10**17\n"
+RIGHT_PAIR = "def f(x):\n    return [x, x + 1]\n"
+JUDGING_TRICKS = {
+    "two-answers-on-two-lines": (DOUBLE, READ + "print(2 * n)\nprint(2 * n + 1)\n"),
+    "two-answers-on-one-line": (DOUBLE, READ + "print(2 * n, 2 * n + 1)\n"),
+    "answer-on-stderr": (DOUBLE, READ + "print(2 * n, file=sys.stderr)\n"),
+    "answer-then-crash": (DOUBLE, READ + "print(2 * n, flush=True)\nraise ValueError\n"),
+    "answer-then-hang": (DOUBLE, READ + "print(2 * n, flush=True)\nwhile True:\n    pass\n"),
+    "answer-then-flood-stderr": (DOUBLE, READ + "print(2 * n)\nsys.stderr.write('x' * 10**6)\n"),
+    "other-case": (EVEN, READ + "print('yes' if n % 2 == 0 else 'no')\n"),
+    "nan-or-inf-as-text": (DOUBLE, "print('nan')\n"),
+    # an exact type near a big integer: as a float, 10**17 + 3 is 10**17 and was paid 1.0
+    "decimal-near-the-integer": (
+        BIG,
+        "from decimal import Decimal\ndef f(k):\n    return Decimal(k * 10**17 + 3)\n",
+    ),
+    "fraction-near-the-integer": (
+        BIG,
+        "from fractions import Fraction\ndef f(k):\n    return Fraction(k * 10**17 + 3)\n",
+    ),
+    "set-for-list": (PAIR, "def f(x):\n    return {x, x + 1}\n"),
+    "iterator-for-list": (PAIR, "def f(x):\n    return iter([x, x + 1])\n"),
+    "nan-for-numbers": (PAIR, "def f(x):\n    return [float('nan')] * 2\n"),
+    "bytes-for-text": (TEXT, "def f(s):\n    return (s + chr(ord(s) + 1)).encode()\n"),
+}
+RIGHT_FOR = {
+    id(DOUBLE): READ + "print(2 * n)\n",
+    id(EVEN): READ + "print('YES' if n % 2 == 0 else 'NO')\n",
+    id(BIG): RIGHT_BIG,
+    id(PAIR): RIGHT_PAIR,
+    id(TEXT): "def f(s):\n    return s + chr(ord(s) + 1)\n",
+}
+
+
+@pytest.mark.parametrize("trick", sorted(JUDGING_TRICKS))
+def test_a_trick_on_the_judging_pays_nothing(trick: str) -> None:
+    reference, program = JUDGING_TRICKS[trick]
+    config = CodeConfig(limits=LIMITS, workers=2)
+    assert code_verifier(f"```python\n{program}```", reference, config=config) == 0.0
+    right = RIGHT_FOR[id(reference)]
+    assert code_verifier(f"```python\n{right}```", reference, config=config) == 1.0

@@ -556,7 +556,7 @@ def _reals_close(a: Any, b: Any, cfg: CodeConfig) -> bool:
         return False
     if not (math.isfinite(x) and math.isfinite(y)):
         return a == b or (math.isnan(x) and math.isnan(y))
-    if isinstance(b, int) and round(x) != b:
+    if isinstance(b, int) and round(a) != b:  # exactly: float(Decimal(10**17 + 3)) is 1e17
         return False
     return abs(x - y) <= cfg.abs_tol + cfg.rel_tol * abs(y)
 

@@ -652,15 +652,25 @@ def test_correct_program_still_scores_one(program, reference, policy_name: str) 
 
 # Tricks on the judging itself (2026-11-29): output the parent reads leniently, or a value
 # it compares leniently. Each completion must score 0 where the right program scores 1.0.
-DOUBLE = {"inputs": ["3\n", "10\n"], "outputs": ["6\n", "20\n"]}
-EVEN = {"inputs": ["4\n", "3\n"], "outputs": ["YES\n", "NO\n"]}
-BIG = {"fn_name": "f", "inputs": [[1], [2]], "outputs": [10**17, 2 * 10**17]}
-PAIR = {"fn_name": "f", "inputs": [[1], [3]], "outputs": [[1, 2], [3, 4]]}
-TEXT = {"fn_name": "f", "inputs": [["a"], ["c"]], "outputs": ["ab", "cd"]}
 READ = "import sys\nn = int(sys.stdin.read())\n"
-RIGHT_BIG = "def f(k):\n    return k * 10**17\n"
-RIGHT_PAIR = "def f(x):\n    return [x, x + 1]\n"
-JUDGING_TRICKS = {
+DOUBLE = ({"inputs": ["3\n", "10\n"], "outputs": ["6\n", "20\n"]}, READ + "print(2 * n)\n")
+EVEN = (
+    {"inputs": ["4\n", "3\n"], "outputs": ["YES\n", "NO\n"]},
+    READ + "print('YES' if n % 2 == 0 else 'NO')\n",
+)
+BIG = (
+    {"fn_name": "f", "inputs": [[1], [2]], "outputs": [10**17, 2 * 10**17]},
+    "def f(k):\n    return k * 10**17\n",
+)
+PAIR = (
+    {"fn_name": "f", "inputs": [[1], [3]], "outputs": [[1, 2], [3, 4]]},
+    "def f(x):\n    return [x, x + 1]\n",
+)
+TEXT = (
+    {"fn_name": "f", "inputs": [["a"], ["c"]], "outputs": ["ab", "cd"]},
+    "def f(s):\n    return s + chr(ord(s) + 1)\n",
+)
+JUDGING_TRICKS = {  # name -> ((reference, right program), trick)
     "two-answers-on-two-lines": (DOUBLE, READ + "print(2 * n)\nprint(2 * n + 1)\n"),
     "two-answers-on-one-line": (DOUBLE, READ + "print(2 * n, 2 * n + 1)\n"),
     "answer-on-stderr": (DOUBLE, READ + "print(2 * n, file=sys.stderr)\n"),
@@ -683,19 +693,11 @@ JUDGING_TRICKS = {
     "nan-for-numbers": (PAIR, "def f(x):\n    return [float('nan')] * 2\n"),
     "bytes-for-text": (TEXT, "def f(s):\n    return (s + chr(ord(s) + 1)).encode()\n"),
 }
-RIGHT_FOR = {
-    id(DOUBLE): READ + "print(2 * n)\n",
-    id(EVEN): READ + "print('YES' if n % 2 == 0 else 'NO')\n",
-    id(BIG): RIGHT_BIG,
-    id(PAIR): RIGHT_PAIR,
-    id(TEXT): "def f(s):\n    return s + chr(ord(s) + 1)\n",
-}
 
 
 @pytest.mark.parametrize("trick", sorted(JUDGING_TRICKS))
 def test_a_trick_on_the_judging_pays_nothing(trick: str) -> None:
-    reference, program = JUDGING_TRICKS[trick]
+    (reference, right), program = JUDGING_TRICKS[trick]
     config = CodeConfig(limits=LIMITS, workers=2)
     assert code_verifier(f"```python\n{program}```", reference, config=config) == 0.0
-    right = RIGHT_FOR[id(reference)]
     assert code_verifier(f"```python\n{right}```", reference, config=config) == 1.0

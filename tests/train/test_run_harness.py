@@ -316,6 +316,25 @@ def test_sft_runs_in_the_same_harness(tiny_model_dir, sft_file, tmp_path):
     )
 
 
+def test_a_loss_changes_by_its_own_units_not_in_points():
+    """SFT's held-out ``eval_loss`` (nats) is no share of problems: its change is before ->
+    after (difference), where ``avg@k`` changes in percentage points (x 100, ``pts``)."""
+    from rlvr.train.harness import RunResult
+
+    evals = {0: {"eval_loss": 2.3104}, 4: {"eval_loss": 2.0}, 8: {"eval_loss": 1.8701}}
+    result = RunResult(Path("run"), None, {}, evals)
+    assert result.summary_lines()[:4] == [
+        "held-out before:  eval_loss 2.310",
+        "held-out @ 4:     eval_loss 2.000",
+        "held-out @ 8:     eval_loss 1.870",
+        "held-out change:  eval_loss 2.310 -> 1.870 (-0.440)",
+    ]
+    assert result.change_points() == {}
+    assert result.change_values() == {"eval_loss": (2.3104, 1.8701)}
+    late = RunResult(Path("run"), None, {}, {4: {"eval_loss": 2.0}, 8: {"eval_loss": 1.87}})
+    assert not any(line.startswith("held-out change") for line in late.summary_lines())
+
+
 def test_the_change_line_gives_each_paired_interval_and_its_problems():
     from rlvr.evaluation.paired import Difference
     from rlvr.train.harness import RunResult

@@ -175,7 +175,8 @@ class RunResult:
             f"{name:<18}" + "  ".join(f"{k} {v:.3f}" for k, v in shown_scores(m).items())
             for name, m in self._eval_rows()
         ]
-        if change := shown_scores(self.change_points()):
+        change = shown_scores(self.change_points())
+        if change or self.change_values():
             lines.append(f"{'held-out change:':<18}" + self._change_text(change))
         lines.append(f"metrics:          {self.run_dir / METRICS_FILE}")
         if self.plots:
@@ -189,7 +190,8 @@ class RunResult:
             yield (f"held-out @ {step}:" if step else "held-out before:"), self.evals[step]
 
     def _change_text(self, change: Mapping[str, float]) -> str:
-        """``avg@4 +25.4 pts [+21.0, +29.8]  ...``, with how many problems the intervals pair."""
+        """``avg@4 +25.4 pts [+21.0, +29.8]  ...``, with how many problems the intervals pair;
+        a score that is no share as ``eval_loss 2.310 -> 1.870 (-0.440)``."""
         parts, problems = [], None
         for name, points in change.items():
             d = self.change_intervals.get(name)
@@ -198,16 +200,35 @@ class RunResult:
                 continue
             parts.append(f"{name} {points:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]")
             problems = d.problems
+        for name, (before, after) in self.change_values().items():
+            parts.append(f"{name} {before:.3f} -> {after:.3f} ({after - before:+.3f})")
         said = "" if problems is None else f"  (95%, paired over {problems} problems)"
         return "  ".join(parts) + said
 
-    def change_points(self) -> dict[str, float]:
-        """Held-out gain of the run in points (last evaluation minus the one before training)."""
+    def _first_and_last(self) -> tuple[dict[str, float], dict[str, float]] | None:
+        """The scores before training and of the last evaluation (``None``: not both)."""
         steps = sorted(self.evals)
         if len(steps) < 2 or steps[0] != 0:
+            return None
+        return self.evals[0], self.evals[steps[-1]]
+
+    def change_points(self) -> dict[str, float]:
+        """Held-out gain of the run's shares (``avg@k``, ``pass@k``, ``maj@k``) in points: last
+        evaluation minus the one before training."""
+        ends = self._first_and_last()
+        if ends is None:
             return {}
-        first, last = self.evals[0], self.evals[steps[-1]]
-        return {k: 100 * (last[k] - first[k]) for k in first if k in last}
+        first, last = ends
+        return {k: 100 * (last[k] - first[k]) for k in first if k in last and is_share(k)}
+
+    def change_values(self) -> dict[str, tuple[float, float]]:
+        """The run's other held-out scores (SFT's ``eval_loss``, in nats) before training and
+        at the last evaluation, as they are: ``{name: (before, after)}``."""
+        ends = self._first_and_last()
+        if ends is None:
+            return {}
+        first, last = ends
+        return {k: (first[k], last[k]) for k in first if k in last and not is_share(k)}
 
 
 def set_threads(threads: int | None) -> None:
@@ -278,6 +299,16 @@ def _plot(run_dir: Path) -> list[Path]:
     except OSError as err:
         warnings.warn(f"plots not written ({err}); rlvr plot {run_dir} draws them", stacklevel=3)
         return []
+
+
+def is_share(name: str) -> bool:
+    """Whether held-out score ``name`` is a share of problems (``avg@4``, ``pass@4``, ``maj@4``:
+    its change is in percentage points), not a value such as SFT's ``eval_loss``.
+
+    >>> is_share("pass@4"), is_share("eval_loss")
+    (True, False)
+    """
+    return "@" in name
 
 
 def shown_scores(scores: Mapping[str, float]) -> dict[str, float]:

@@ -24,6 +24,7 @@ SECTIONS = [
     (C.CheckpointConfig, "checkpoint."),
     (C.SFTConfig, "(sft) "),
     (C.SFTDataConfig, "(sft) data."),
+    (C.SFTEvalConfig, "(sft) eval."),
 ]
 
 

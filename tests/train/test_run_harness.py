@@ -308,11 +308,17 @@ def test_sft_runs_in_the_same_harness(tiny_model_dir, sft_file, tmp_path):
     recorder = Recorder()
     result = sft(cfg, callbacks=[recorder])
     evals = [e for e in recorder.events if e[0] == "eval"]
-    assert evals == [("eval", 2, ["eval_loss"]), ("eval", 4, ["eval_loss"])]  # end of each epoch
+    # before training (eval.at_start, as rlvr train's), then at the end of each epoch
+    assert evals == [("eval", step, ["eval_loss"]) for step in (0, 2, 4)]
     assert [e[1] for e in recorder.events if e[0] == "step"] == [1, 2, 3, 4]
-    assert (
-        result.evals[4]["eval_loss"]
-        == read_metrics(result.run_dir / "metrics.jsonl")[-1]["sft/eval_loss"]
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert result.evals[0]["eval_loss"] == rows[0]["sft/eval_loss"] and rows[0]["step"] == 0
+    assert result.evals[4]["eval_loss"] == rows[-1]["sft/eval_loss"]
+    lines = result.summary_lines()
+    before, after = result.evals[0]["eval_loss"], result.evals[4]["eval_loss"]
+    assert lines[0] == f"held-out before:  eval_loss {before:.3f}"
+    assert lines[3] == (
+        f"held-out change:  eval_loss {before:.3f} -> {after:.3f} ({after - before:+.3f})"
     )
 
 

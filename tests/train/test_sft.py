@@ -35,11 +35,53 @@ def _cfg(tiny_model_dir, sft_file, out, **kw):
 def test_sft_lowers_held_out_nll_and_writes_metrics(tiny_model_dir, sft_file, tmp_path):
     result = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "run"))
     rows = read_metrics(result.run_dir / "metrics.jsonl")
-    assert [r["step"] for r in rows] == list(range(1, 9))  # 4 epochs x ceil(6 / 3)
+    # step 0: the held-out NLL before training; then 4 epochs x ceil(6 / 3) steps
+    assert [r["step"] for r in rows] == list(range(0, 9))
     evals = [r["sft/eval_loss"] for r in rows if "sft/eval_loss" in r]
-    assert len(evals) == 4 and evals[-1] < evals[0] - 0.5
-    assert all(r["sft/tokens"] > 0 and r["optim/lr"] == pytest.approx(3e-3) for r in rows)
+    assert len(evals) == 5 and evals[-1] < evals[1] < evals[0]
+    assert all(r["sft/tokens"] > 0 and r["optim/lr"] == pytest.approx(3e-3) for r in rows[1:])
     assert result.model_dir is not None and (result.model_dir / "config.json").exists()
+
+
+def test_the_held_out_nll_before_training_is_the_step_0_row(
+    tiny_model_dir, tiny_model, sft_file, tmp_path
+):
+    """As ``rlvr train`` evaluates before training (``eval.at_start``), ``rlvr sft`` writes the
+    untrained model's held-out NLL as step 0: plain cross_entropy over the held-out responses
+    (one unpadded sequence each); ``eval.at_start=false`` leaves it out, as without data.eval."""
+    from rlvr.models import load_model
+    from rlvr.train.config import SFTEvalConfig
+
+    held_out = tmp_path / "held.jsonl"
+    pairs = [{"prompt": "What is 9 + 1?", "response": "9 + 1 = 10. Answer: 10"}]
+    pairs.append({"prompt": "Name a colour.", "response": "Blue, the colour of the sky."})
+    held_out.write_text("".join(json.dumps(r) + "\n" for r in pairs))
+    data = SFTDataConfig(train=sft_file, eval=str(held_out))
+    result = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "run", epochs=1, data=data))
+    first = read_metrics(result.run_dir / "metrics.jsonl")[0]
+    examples, _ = load_sft_examples(str(held_out), tiny_model[1], data, limit=None)
+    with torch.no_grad():
+        expected = float(_hand_nll(load_model(str(tiny_model_dir))[0], examples))
+    assert set(first) == {"step", "sft/eval_loss"} and first["step"] == 0
+    assert first["sft/eval_loss"] == pytest.approx(expected, rel=1e-5)
+    assert result.evals[0] == {"eval_loss": first["sft/eval_loss"]}
+    assert sorted(result.evals) == [0, 2]
+    drop = ("time/", "perf/")
+    steps = [
+        {k: v for k, v in r.items() if not k.startswith(drop)}
+        for r in read_metrics(result.run_dir / "metrics.jsonl")[1:]
+    ]
+    for off in (
+        {"data": data, "eval": SFTEvalConfig(at_start=False)},
+        {"data": SFTDataConfig(train=sft_file)},
+    ):
+        again = sft(_cfg(tiny_model_dir, sft_file, tmp_path / f"off{len(off)}", epochs=1, **off))
+        rows = read_metrics(again.run_dir / "metrics.jsonl")
+        assert rows[0]["step"] == 1 and 0 not in again.evals
+        if "eval" in off:  # measuring before training changes nothing of the training
+            assert [{k: v for k, v in r.items() if not k.startswith(drop)} for r in rows] == steps
+            a, b = (load_model(str(r.model_dir))[0].state_dict() for r in (result, again))
+            assert all(torch.equal(value, b[name]) for name, value in a.items())
 
 
 def test_sft_loss_masks_prompt_tokens(tiny_model):
@@ -141,14 +183,9 @@ def test_rl_starts_from_an_sft_checkpoint(tiny_model_dir, sft_file, tmp_path, tr
 def test_sft_steps_override_epochs(tiny_model_dir, sft_file, tmp_path):
     result = sft(_cfg(tiny_model_dir, sft_file, tmp_path / "steps", epochs=1, steps=5))
     rows = read_metrics(result.run_dir / "metrics.jsonl")
-    assert [r["step"] for r in rows] == [
-        1,
-        2,
-        3,
-        4,
-        5,
-    ]  # 6 pairs, batches of 3: wraps into epoch 1 and 2
-    assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 1.0, 1.0, 2.0]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4, 5]  # step 0: the NLL before training
+    # 6 pairs, batches of 3: wraps into epoch 1 and 2
+    assert [r["data/epoch"] for r in rows[1:]] == [0.0, 0.0, 1.0, 1.0, 2.0]
 
 
 def test_resume_with_more_steps_follows_the_new_schedule(tiny_model_dir, sft_file, tmp_path):
@@ -158,7 +195,7 @@ def test_resume_with_more_steps_follows_the_new_schedule(tiny_model_dir, sft_fil
     short = _cfg(tiny_model_dir, sft_file, tmp_path / "run", steps=4, optim=optim)
     sft(short)
     longer = sft(dataclasses.replace(short, steps=8), resume=True)
-    lrs = [r["optim/lr"] for r in read_metrics(longer.run_dir / "metrics.jsonl")]
+    lrs = [r["optim/lr"] for r in read_metrics(longer.run_dir / "metrics.jsonl")[1:]]
     expected = [1e-3 * 0.5 * (1 + math.cos(math.pi * s / 8)) for s in range(8)]
     assert lrs[4:] == pytest.approx(expected[4:], rel=1e-9)
 
@@ -175,10 +212,11 @@ def test_epochs_are_exact_passes_when_the_batch_does_not_divide_the_data(
     examples, _ = load_sft_examples(str(path), tiny_model[1], cfg.data, limit=None)
     all_tokens = sum(len(e.response_ids) for e in examples)
     rows = read_metrics(sft(cfg).run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [0, 3, 6]  # 0: before training
+    rows = rows[1:]
     assert [r["data/epoch"] for r in rows] == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
     assert sum(r["sft/tokens"] for r in rows[:3]) == all_tokens
     assert sum(r["sft/tokens"] for r in rows[3:]) == all_tokens
-    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 6]
 
 
 def test_a_run_of_steps_evaluates_where_each_pass_ends(tiny_model_dir, sft_file, tmp_path):
@@ -190,7 +228,7 @@ def test_a_run_of_steps_evaluates_where_each_pass_ends(tiny_model_dir, sft_file,
     path.write_text(Path(sft_file).read_text() + json.dumps(extra) + "\n")
     cfg = _cfg(tiny_model_dir, str(path), tmp_path / "run", epochs=1, steps=10)
     rows = read_metrics(sft(cfg).run_dir / "metrics.jsonl")
-    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [3, 5, 7, 10]
+    assert [r["step"] for r in rows if "sft/eval_loss" in r] == [0, 3, 5, 7, 10]
 
 
 def test_held_out_pairs_with_a_training_prompt_are_warned(tiny_model_dir, sft_file, tmp_path):
@@ -375,7 +413,7 @@ def test_a_warm_up_as_long_as_the_run_is_warned(tiny_model_dir, sft_file, tmp_pa
     )
     with pytest.warns(UserWarning, match=message):
         result = sft(cfg)
-    lrs = [r["optim/lr"] for r in read_metrics(result.run_dir / "metrics.jsonl")]
+    lrs = [r["optim/lr"] for r in read_metrics(result.run_dir / "metrics.jsonl")[1:]]
     assert max(lrs) == pytest.approx(8e-4, rel=1e-9)
 
 
@@ -394,6 +432,19 @@ class _KillAt:
             raise RuntimeError("killed")
 
 
+class _Evaluated:
+    """A callback that records the steps the run evaluated at."""
+
+    def __init__(self):
+        self.steps = []
+
+    def __getattr__(self, hook):
+        return lambda job, *args: None
+
+    def on_eval(self, job, step, record):
+        self.steps.append(step)
+
+
 @pytest.mark.parametrize("steps", [None, 10])
 def test_a_run_killed_mid_way_resumes_to_the_same_metrics_and_weights(
     tiny_model_dir, sft_file, tmp_path, steps
@@ -401,7 +452,8 @@ def test_a_run_killed_mid_way_resumes_to_the_same_metrics_and_weights(
     """7 pairs in batches of 3 (short last batches, or batches that wrap with ``steps``),
     warm-up then cosine to a floor, micro-batches of 2, checkpoints every 2 steps: a run
     stopped after step 5 (its rows past step 4 written) and resumed from step_000004 logs and
-    ends exactly as a run that was never stopped."""
+    ends exactly as a run that was never stopped: one step-0 row (the held-out NLL before
+    training, not measured again on the resume) and each step's row once."""
     from rlvr.models import load_model
     from rlvr.train.config import CheckpointConfig
 
@@ -426,13 +478,16 @@ def test_a_run_killed_mid_way_resumes_to_the_same_metrics_and_weights(
     full = sft(cfg("full"))
     with pytest.raises(RuntimeError, match="killed"):
         sft(cfg("cut"), callbacks=[_KillAt(5)])
-    cut = sft(cfg("cut"), resume=True)
+    evaluated = _Evaluated()
+    cut = sft(cfg("cut"), resume=True, callbacks=[evaluated])
     drop = ("time/", "perf/")
     rows = [
         [{k: v for k, v in r.items() if not k.startswith(drop)} for r in read_metrics(d)]
         for d in (full.run_dir / "metrics.jsonl", cut.run_dir / "metrics.jsonl")
     ]
-    assert rows[0] == rows[1] and len(rows[0]) == (steps or 9)
+    assert rows[0] == rows[1] and [r["step"] for r in rows[1]] == list(range((steps or 9) + 1))
+    assert 0 not in evaluated.steps and evaluated.steps  # the resume evaluated after step 4 only
+    assert cut.evals == full.evals and 0 in cut.evals  # step 0's NLL from the checkpoint
     a, b = (load_model(str(r.model_dir))[0].state_dict() for r in (full, cut))
     for name, value in a.items():
         assert torch.equal(value, b[name]), name

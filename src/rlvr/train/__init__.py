@@ -28,6 +28,7 @@ from rlvr.train.config import (
     RolloutConfig,
     SFTConfig,
     SFTDataConfig,
+    SFTEvalConfig,
     TrainConfig,
 )
 from rlvr.train.overrides import dump_yaml, from_dict, load_config
@@ -59,6 +60,7 @@ __all__ = [
     "RunResult",
     "SFTConfig",
     "SFTDataConfig",
+    "SFTEvalConfig",
     "SFTResult",
     "StepRecord",
     "TrainConfig",

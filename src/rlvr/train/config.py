@@ -664,7 +664,7 @@ class SFTDataConfig:
     train: str
     """JSONL/Parquet file or dataset with one prompt and one response per row."""
     eval: str | None = None
-    """Held-out pairs whose NLL is reported at the end of each epoch (``None``: none)."""
+    """Held-out pairs whose NLL is reported before training (``eval.at_start``), after each pass and after the last step (``None``: none)."""
     prompt_field: str = "prompt"
     """Column holding the prompt."""
     response_field: str = "response"
@@ -701,6 +701,14 @@ class SFTDataConfig:
         )
 
 
+@dataclass(frozen=True)
+class SFTEvalConfig:
+    """When the held-out NLL (of data.eval) is measured, besides after each pass and the last step."""
+
+    at_start: bool = True
+    """Measure the held-out NLL before the first step too (step 0 of ``metrics.jsonl``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SFTConfig:
     """A supervised fine-tuning run (token-mean NLL on responses, prompt tokens masked)."""
@@ -727,6 +735,8 @@ class SFTConfig:
     """Metrics output."""
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     """Checkpointing."""
+    eval: SFTEvalConfig = field(default_factory=SFTEvalConfig)
+    """Held-out NLL (of ``data.eval``)."""
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")

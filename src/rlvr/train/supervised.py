@@ -104,11 +104,15 @@ class SFTRun:
         return drawn // self.order.size
 
     def evaluate(self, step: int) -> EvalRecord | None:
-        """Held-out NLL after each step whose batch ends a pass over the data (with ``steps``
-        the batch may go on into the next pass) and after the run's last step."""
-        if not self.held_out or step == 0:
+        """Held-out NLL before training (step 0, with ``eval.at_start``), after each step whose
+        batch ends a pass over the data (with ``steps`` the batch may go on into the next pass)
+        and after the run's last step."""
+        if not self.held_out:
             return None
-        if not self.ended_pass and step != self.total_steps:
+        if step == 0:  # before training, as rlvr train's eval.at_start
+            if not self.cfg.eval.at_start:
+                return None
+        elif not self.ended_pass and step != self.total_steps:
             return None
         nll = eval_nll(self.model, _pack(self.held_out, self.tokenizer.pad_token_id), self.cfg)
         return EvalRecord({"sft/eval_loss": nll}, {"eval_loss": nll})

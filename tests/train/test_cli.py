@@ -81,6 +81,31 @@ def test_sft_cli(tiny_model_dir, sft_file, tmp_path, capsys):
     assert "model:" in capsys.readouterr().out
 
 
+def test_sft_cli_says_the_held_out_nll_before_and_after(tiny_model_dir, sft_file, tmp_path, capsys):
+    """With data.eval, rlvr sft prints rlvr train's summary: the held-out NLL before training
+    (step 0 of metrics.jsonl), after it, and the change as before -> after (nats, not points).
+    A resume that extends the run keeps the one step-0 row and the line before training."""
+    out = tmp_path / "sft"
+    args = ["sft", "--config", "sft", f"data.train={sft_file}", f"data.eval={sft_file}"]
+    args += [f"model={tiny_model_dir}", f"log.output_dir={out}", "log.progress=off"]
+    args += ["log.tensorboard=false", "log.plots=false", "batch_size=3", "epochs=1"]
+    assert rlvr(args) == 0
+    rows = read_metrics(out / "metrics.jsonl")
+    before, after = rows[0]["sft/eval_loss"], rows[-1]["sft/eval_loss"]
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    change = f"held-out change:  eval_loss {before:.3f} -> {after:.3f} ({after - before:+.3f})"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        f"held-out before:  eval_loss {before:.3f}",
+        f"held-out @ 2:     eval_loss {after:.3f}",
+        change,
+    ]
+    assert rlvr(["sft", "--resume", str(out), "epochs=2"]) == 0
+    rows = read_metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4] and rows[0]["sft/eval_loss"] == before
+    assert capsys.readouterr().out.splitlines()[0] == f"held-out before:  eval_loss {before:.3f}"
+
+
 def test_plot_cli_writes_pngs_for_several_runs(tmp_path, capsys):
     for name, scale in (("a", 1.0), ("b", 2.0)):
         run = tmp_path / name

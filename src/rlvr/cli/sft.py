@@ -31,9 +31,8 @@ def main(argv: list[str]) -> int:
     if shown:
         return show_examples(cfg, shown)
     result = sft(cfg, resume=resume)
-    print(f"metrics: {result.run_dir / 'metrics.jsonl'}")
-    if result.model_dir is not None:
-        print(f"model:   {result.model_dir}")
+    for line in result.summary_lines():
+        print(line)
     return 0
 
 

@@ -118,6 +118,32 @@ def test_sleeping_program_hits_the_wall_clock() -> None:
     assert (result.status, result.signal) == (SandboxStatus.TIMEOUT, signal.SIGKILL)
 
 
+@pytest.mark.slow
+def test_waiting_for_a_cpu_held_by_busy_neighbours_is_not_the_programs_time() -> None:
+    """A concurrent run's busy threads (a hostile sibling in a GRPO group) starve a correct
+    program of CPU; that wait does not count against its wall-clock limit (up to the limit
+    again), so the neighbour cannot time it out. A sleeper still times out (test above)."""
+    hogs = [
+        subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(40 * len(os.sched_getaffinity(0)))  # each its own session and autogroup
+    ]
+    stop = threading.Timer(3.0, lambda: [hog.kill() for hog in hogs])
+    stop.start()
+    try:
+        spin = (
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass"
+        )
+        limits = SandboxLimits(wall_time_s=2.0, cpu_time_s=5.0)
+        result = run_untrusted(spin + "\nprint('done')", limits=limits)
+    finally:
+        stop.cancel()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert (result.status, result.stdout) == (SandboxStatus.OK, "done\n")
+    assert result.wall_time_s > limits.wall_time_s  # it was starved past the limit
+
+
 @BOTH
 def test_fork_bomb_is_refused(policy: SandboxPolicy) -> None:
     bomb = "import os\nwhile True:\n    os.fork()"

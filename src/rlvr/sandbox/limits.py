@@ -18,7 +18,8 @@ class SandboxLimits:
     """Resource limits of one sandboxed run."""
 
     wall_time_s: float = 10.0
-    """Wall-clock limit; past it the process group is killed and the status is ``timeout``."""
+    """Wall-clock limit; past it the process group is killed and the status is ``timeout``
+    (time the run waited for a CPU held by others does not count, up to this much again)."""
     cpu_time_s: float = 10.0
     """CPU-time limit (RLIMIT_CPU, rounded up to whole seconds; SIGKILL one second later)."""
     memory_mb: int = 1024

@@ -123,6 +123,7 @@ def test_waiting_for_a_cpu_held_by_busy_neighbours_is_not_the_programs_time() ->
     """A concurrent run's busy threads (a hostile sibling in a GRPO group) starve a correct
     program of CPU; that wait does not count against its wall-clock limit (up to the limit
     again), so the neighbour cannot time it out. A sleeper still times out (test above)."""
+    run_untrusted("pass", limits=FAST)  # the probe and the interpreter copy, before the hogs
     hogs = [
         subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
         for _ in range(40 * len(os.sched_getaffinity(0)))  # each its own session and autogroup

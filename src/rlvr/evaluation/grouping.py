@@ -35,9 +35,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr.rewards.extract import THINK_CLOSE, extract_with
+from rlvr.rewards.extract import THINK_CLOSE
 from rlvr.rewards.format import formatted
-from rlvr.rewards.math import answers_match, final_answer, math_verifier, screen_answer
+from rlvr.rewards.math import answers_match, compared_answer, math_verifier, screen_answer
 from rlvr.rewards.verifier import Verifier
 from rlvr.sandbox.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
 
@@ -132,10 +132,7 @@ def _math_same(reference: str, completion: str, options: dict[str, Any]) -> bool
     correct against ``reference``'s: :func:`~rlvr.rewards.math.answers_match` under its
     comparison limits, False for an answer it cuts off or a comparison that fails."""
     extract = options.get("extract", "strict")
-    answers = [
-        final_answer(c) if extract == "strict" else extract_with(c, extract)
-        for c in (reference, completion)
-    ]
+    answers = [compared_answer(c, extract) for c in (reference, completion)]
     if any(a is None or screen_answer(a) is not None for a in answers):
         return False
     with contextlib.suppress(LimitExceeded, RuntimeError):

@@ -430,6 +430,12 @@ def final_answer(completion: str) -> str | None:
     return answers[-1]
 
 
+def compared_answer(completion: str, extract: str = "strict") -> str | None:
+    """The answer of ``completion`` the ``math`` verifier compares: :func:`final_answer`
+    (``strict``), else the one ``extract`` takes (``flexible``: the last number)."""
+    return final_answer(completion) if extract == "strict" else extract_with(completion, extract)
+
+
 def _check_options(
     *, compare_timeout_s: float, compare_memory_mb: int, extract: str, **_: Any
 ) -> None:
@@ -471,7 +477,7 @@ def math_verifier(
     1.0
     """
     gold = gold_answer(reference)  # a bad reference is an error, before any answer is read
-    answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
+    answer = compared_answer(completion, extract)
     if answer is None:
         return wrong
     if screen_answer(answer) is not None:
@@ -546,7 +552,7 @@ def math_answer_key(
     >>> math_answer_key("so the answer is 0.5", None), math_answer_key(r"\boxed{1}, \boxed{2}", 1)
     ('0.500000000000', None)
     """
-    answer = final_answer(completion) if extract == "strict" else extract_with(completion, extract)
+    answer = compared_answer(completion, extract)
     if answer is None:
         return None
     if screen_answer(answer) is None:

@@ -158,13 +158,17 @@ def test_a_run_directory_named_like_a_hub_model_is_refused_as_a_run(tmp_path, mo
     assert not (tmp_path / "cache").exists() and not (tmp_path / "new").exists()
 
 
-_INTERRUPTED_COMMAND = """
-import sys
+def _stopped_command(before: str = "") -> str:
+    """A script running ``rlvr stopped``, a command that runs ``before`` (a line of its body)
+    and is stopped by Ctrl-C."""
+    return f"""
+import atexit, collections, sys
 from rlvr import cli
 from rlvr.cli.common import command
 
 @command
 def stopped(argv):
+    {before}
     raise KeyboardInterrupt
 
 sys.modules["stopped_command"] = type(sys)("stopped_command")
@@ -173,6 +177,9 @@ cli.COMMANDS["stopped"] = ("stopped_command", "a command stopped by Ctrl-C")
 sys.argv = ["rlvr", "stopped"]
 sys.exit(cli.main())
 """
+
+
+_INTERRUPTED_COMMAND = _stopped_command()
 
 
 def test_a_command_stopped_by_ctrl_c_ends_its_process_by_sigint():
@@ -190,22 +197,9 @@ def test_a_command_stopped_by_ctrl_c_ends_its_process_by_sigint():
     assert done.stderr == "rlvr: interrupted\n"
 
 
-_INTERRUPTED_AFTER_AN_EVAL_AT_EXIT = """
-import atexit, collections, sys
-from rlvr import cli
-from rlvr.cli.common import command
-
-@command
-def stopped(argv):
-    atexit.register(lambda: collections.namedtuple("T", "a b"))  # evaluates a string
-    raise KeyboardInterrupt
-
-sys.modules["stopped_command"] = type(sys)("stopped_command")
-sys.modules["stopped_command"].main = stopped
-cli.COMMANDS["stopped"] = ("stopped_command", "a command stopped by Ctrl-C")
-sys.argv = ["rlvr", "stopped"]
-sys.exit(cli.main())
-"""
+_INTERRUPTED_AFTER_AN_EVAL_AT_EXIT = _stopped_command(
+    'atexit.register(lambda: collections.namedtuple("T", "a b"))  # evaluates a string'
+)
 
 
 def test_a_command_stopped_by_ctrl_c_ends_by_sigint_whatever_its_exit_functions_do():

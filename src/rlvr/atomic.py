@@ -48,3 +48,14 @@ def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON to ``path`` atomically (values JSON lacks, such as
     paths, as their ``str``)."""
     write_text(path, json.dumps(data, indent=1, ensure_ascii=False, default=str) + "\n")
+
+
+def why_not_creatable(folder: Path) -> str | None:
+    """Why the directory ``folder`` could not be made (or written into), else ``None``;
+    checked on the nearest existing part of the path, without creating anything."""
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, not a directory"
+    if not os.access(existing, os.W_OK):
+        return f"{existing} is not writable"
+    return None

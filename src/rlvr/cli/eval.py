@@ -346,7 +346,7 @@ def _versions(sampler: str, verifier: str) -> dict[str, str]:
 def check_writable(path: Path) -> None:
     """Refuse an output file that could not be written, before the evaluation it would hold
     (nothing is created: :func:`write_json` makes the folder)."""
-    from rlvr.train.run_dir import why_not_creatable
+    from rlvr.atomic import why_not_creatable
 
     if path.is_dir():
         raise ValueError(f"--output {path}: is a directory; name a JSON file")

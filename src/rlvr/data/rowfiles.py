@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlvr.atomic import atomic_path
+from rlvr.atomic import atomic_path, why_not_creatable
 from rlvr.data.fields import DATASETS, FIELD_MAPS
 from rlvr.data.loading import FILE_SUFFIXES, Row, get_path, looks_like_path, read_file
 from rlvr.data.text import prompt_text
@@ -221,11 +221,8 @@ def check_output_file(
             f"output {output}: unsupported file type {output.suffix or 'none'!r} (rows are "
             f"written as {written_as}); name a {name_a} file"
         )
-    existing = next(p for p in (output.parent, *output.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise ValueError(f"output {output}: {existing} is a file, not a directory")
-    if not os.access(existing, os.W_OK):  # found before the filter loads a model and samples
-        raise ValueError(f"output {output}: {existing} is not writable")
+    if problem := why_not_creatable(output.parent):  # before the filter loads a model
+        raise ValueError(f"output {output}: {problem}")
     return output
 
 

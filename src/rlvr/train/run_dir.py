@@ -6,14 +6,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import glob
-import os
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from rlvr.atomic import write_text
+from rlvr.atomic import why_not_creatable, write_text
 from rlvr.dotted import changed_keys, flatten
 from rlvr.locks import holding, refuse_if_held
 from rlvr.train.checkpoint import CHECKPOINTS_DIR, latest_checkpoint
@@ -200,17 +199,6 @@ def _same_model(started: str, name: str) -> bool:
         return True
     a, b = Path(started).expanduser(), Path(name).expanduser()
     return a.is_dir() and b.is_dir() and a.resolve() == b.resolve()
-
-
-def why_not_creatable(folder: Path) -> str | None:
-    """Why the directory ``folder`` could not be made (or written into), else ``None``;
-    checked on the nearest existing part of the path, without creating anything."""
-    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        return f"{existing} is a file, not a directory"
-    if not os.access(existing, os.W_OK):
-        return f"{existing} is not writable"
-    return None
 
 
 def open_run_dir(config: RunConfig, run: RunDir) -> None:

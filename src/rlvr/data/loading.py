@@ -120,8 +120,13 @@ PACKED = {
     b"\x28\xb5\x2f\xfd": ("zstd-compressed", "unzstd"),
 }
 """Leading bytes of compressed files -> what the file is, and the tool that unpacks it."""
-PACKED_SUFFIXES = {".gz": "gunzip", ".zip": "unzip", ".bz2": "bunzip2", ".xz": "unxz"}
-PACKED_SUFFIXES |= {".zst": "unzstd"}
+PACKED_SUFFIXES = {
+    ".gz": "gunzip",
+    ".zip": "unzip",
+    ".bz2": "bunzip2",
+    ".xz": "unxz",
+    ".zst": "unzstd",
+}
 """Suffixes of compressed files -> the tool that unpacks them."""
 
 

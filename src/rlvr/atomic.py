@@ -56,6 +56,6 @@ def why_not_creatable(folder: Path) -> str | None:
     existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     if not existing.is_dir():
         return f"{existing} is a file, not a directory"
-    if not os.access(existing, os.W_OK):
+    if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable"
     return None

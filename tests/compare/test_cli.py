@@ -44,7 +44,7 @@ def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
     out = tmp_path / "afile"
     out.write_text("kept")
     assert rlvr(["compare", "abc", "--out", str(out), *flag]) == 2
-    assert capsys.readouterr().err.strip() == f"rlvr: error: --out {out} is a file, not a folder"
+    assert capsys.readouterr().err.strip() == f"rlvr: error: --out {out}: {out} is a file, not a directory"
     assert out.read_text() == "kept"
 
 
@@ -52,9 +52,9 @@ def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
 @pytest.mark.parametrize(
     ("option", "below", "said"),
     [
-        ("--report-dir", "", " is a file, not a folder"),
-        ("--report-dir", "report", ": {file} is a file"),
-        ("--out", "o", ": {file} is a file"),
+        ("--report-dir", "", ": {file} is a file, not a directory"),
+        ("--report-dir", "report", ": {file} is a file, not a directory"),
+        ("--out", "o", ": {file} is a file, not a directory"),
     ],
 )
 def test_a_report_dir_or_out_below_a_file_is_refused_before_any_run(

@@ -204,7 +204,7 @@ def test_plot_out_that_is_a_file_is_refused_before_drawing(tmp_path, capsys):
     out.write_text("kept")
     assert rlvr(["plot", str(run), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"rlvr: error: --out {out} is a file, not a folder"
+    assert err == f"rlvr: error: --out {out}: {out} is a file, not a directory"
     assert out.read_text() == "kept"
 
 

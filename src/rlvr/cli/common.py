@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlvr.atomic import why_not_creatable
+
 USER_ERRORS = (ValueError, OSError)
 """Exceptions that report a user's mistake (bad value, missing or unreadable file)."""
 
@@ -354,20 +356,11 @@ def key_values(pairs: list[str], flag: str) -> dict[str, Any]:
 
 
 def check_folder(path: str | Path, flag: str = "") -> None:
-    """Refuse, before any work, a folder the command will write into that cannot be one: it,
-    or the nearest of its parents that exists, is a file, or that parent is not writable.
-    ``flag`` (``--out``) names the option in the message."""
-    path = Path(path)
+    """Refuse, before any work, a folder the command will write into that cannot be one
+    (:func:`rlvr.atomic.why_not_creatable`). ``flag`` (``--out``) names the option."""
     named = f"{flag} {path}" if flag else str(path)
-    for existing in (path, *path.parents):
-        if not existing.exists():
-            continue
-        if not existing.is_dir():
-            where = "" if existing == path else f": {existing} is a file"
-            raise ValueError(f"{named} is a file, not a folder" if not where else f"{named}{where}")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise ValueError(f"{named}: {existing} is not writable")
-        return
+    if problem := why_not_creatable(Path(path)):
+        raise ValueError(f"{named}: {problem}")
 
 
 def seconds(text: str) -> float:

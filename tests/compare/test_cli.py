@@ -44,7 +44,10 @@ def test_an_out_that_is_a_file_is_one_line(tmp_path, capsys, flag):
     out = tmp_path / "afile"
     out.write_text("kept")
     assert rlvr(["compare", "abc", "--out", str(out), *flag]) == 2
-    assert capsys.readouterr().err.strip() == f"rlvr: error: --out {out}: {out} is a file, not a directory"
+    assert (
+        capsys.readouterr().err.strip()
+        == f"rlvr: error: --out {out}: {out} is a file, not a directory"
+    )
     assert out.read_text() == "kept"
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from rlvr.rewards import available_verifiers, get_verifier, parse_spec, register
-from rlvr.rewards.registry import VERIFIERS
+from rlvr.rewards.registry import BUILTIN_MODULES, VERIFIERS
 
 
 def test_builtin_names_are_listed():
@@ -73,6 +75,28 @@ def test_another_function_under_a_taken_verifier_name_is_refused():
         register("same_test")(fn)  # the same function again (its module reloaded) is fine
     finally:
         VERIFIERS.pop("same_test")
+
+
+def test_a_builtin_name_is_taken_before_its_module_is_imported(tmp_path, monkeypatch):
+    """Registered before the built-in module of its name was imported, another function took
+    the name (every run naming it then scored with it), and that module then failed to import."""
+    (tmp_path / "builtin_probe.py").write_text(
+        "from rlvr.rewards import register\n\n\n"
+        "@register('builtin_probe')\n"
+        "def probe(completion, reference):\n"
+        "    return 1.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(BUILTIN_MODULES, "builtin_probe", "builtin_probe")
+    try:
+        with pytest.raises(
+            ValueError, match=r"verifier 'builtin_probe' is already registered \(builtin_probe\)"
+        ):
+            register("builtin_probe")(lambda completion, reference: 0.0)
+        assert get_verifier("builtin_probe")("x", None) == 1.0  # the built-in one
+    finally:
+        VERIFIERS.pop("builtin_probe", None)
+        sys.modules.pop("builtin_probe", None)
 
 
 def test_register_rejects_bad_declarations():

@@ -64,6 +64,8 @@ def register(
             raise ValueError(
                 f"verifier {name!r}: spec_arg {spec_arg!r} is not a keyword option of {fn.__name__}"
             )
+        if BUILTIN_MODULES.get(name) != fn.__module__:  # a built-in name is taken before use
+            load_builtin(name, VERIFIERS, BUILTIN_MODULES)
         taken = VERIFIERS.get(name)
         if taken is not None and not same_function(taken.fn, fn):  # it would score in its place
             raise ValueError(f"verifier {name!r} is already registered ({taken.fn.__module__})")

@@ -37,3 +37,24 @@ def train_config(tiny_model_dir, prompt_file, tmp_path):
         return from_dict(TrainConfig, apply_overrides(base, list(overrides)))
 
     return make
+
+
+def _eos_likely(tiny_model_dir, path, boost: float):
+    """The tiny model saved to ``path`` with its EOS row pushed ``boost`` toward its hidden
+    states, so completions both stop and run out of tokens."""
+    from rlvr.models import load_model
+
+    model, tokenizer = load_model(str(tiny_model_dir))
+    ids = tokenizer("What is 12 + 7?", return_tensors="pt").input_ids
+    with torch.no_grad():
+        h = model.model(ids).last_hidden_state[0].mean(0)
+        model.lm_head.weight[tokenizer.eos_token_id] += boost * h / h.norm()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def eos_model_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny model with EOS likely (about one completion in three stops before 6 tokens)."""
+    return _eos_likely(tiny_model_dir, tmp_path_factory.mktemp("tiny-eos"), 1.6)

@@ -25,22 +25,6 @@ def _even(text: str) -> float:
     return 1.0 if len(text) % 2 == 0 else 0.0
 
 
-@pytest.fixture(scope="module")
-def eos_model_dir(tiny_model_dir, tmp_path_factory):
-    """The tiny model with EOS likely (about one completion in three stops before 6 tokens)."""
-    from rlvr.models import load_model
-
-    model, tokenizer = load_model(str(tiny_model_dir))
-    ids = tokenizer("What is 12 + 7?", return_tensors="pt").input_ids
-    with torch.no_grad():
-        h = model.model(ids).last_hidden_state[0].mean(0)
-        model.lm_head.weight[tokenizer.eos_token_id] += 1.6 * h / h.norm()
-    path = tmp_path_factory.mktemp("tiny-eos")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
 def _captured_run(train_config, monkeypatch, eos_model_dir, *overrides):
     """Run 3 steps; returns (run dir, {step: Rounds}, [(step, grad norm, lr)], eos id)."""
     rounds, steps, now = {}, [], {}

@@ -58,3 +58,9 @@ def _eos_likely(tiny_model_dir, path, boost: float):
 def eos_model_dir(tiny_model_dir, tmp_path_factory):
     """The tiny model with EOS likely (about one completion in three stops before 6 tokens)."""
     return _eos_likely(tiny_model_dir, tmp_path_factory.mktemp("tiny-eos"), 1.6)
+
+
+@pytest.fixture(scope="session")
+def short_model_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny model with EOS likelier still: completions of 1 to 8 tokens at seed 0."""
+    return _eos_likely(tiny_model_dir, tmp_path_factory.mktemp("tiny-short"), 3.0)

@@ -99,6 +99,13 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
         (["rollout.temperature=0"], r"rollout.temperature must be > 0"),
         (["model.lora.rank=-1"], r"model.lora.rank must be >= 0"),
         (["model.lora.rank=4", "model.lora.alpha=0"], r"model.lora.alpha must be > 0"),
+        (["reward.overlong_buffer=-1"], r"reward.overlong_buffer must be >= 0 \(0: off\), got -1$"),
+        (["reward.overlong_buffer=4.5"], r"reward.overlong_buffer must be int, got 4.5"),
+        (["reward.overlong_penalty=-0.5"], r"reward.overlong_penalty must be >= 0 and finite"),
+        (
+            ["rollout.max_new_tokens=64", "reward.overlong_buffer=65"],
+            r"^reward.overlong_buffer \(65\) must not exceed rollout.max_new_tokens \(64\)",
+        ),
         # a call generates whole groups: 4 or 12 with G=8 silently meant 8 per call
         (
             ["rollout.generation_batch_size=4"],
@@ -298,6 +305,8 @@ def test_bad_eval_sampling_is_refused_when_the_config_is_read(override, message)
         ("eval.temperature=inf", r"eval.temperature must be >= 0 and finite"),
         ("reward.correct=inf", r"reward.correct and reward.wrong must be finite, got inf and 0"),
         ("reward.wrong=-inf", r"reward.correct and reward.wrong must be finite, got 1.0 and -inf"),
+        ("reward.overlong_penalty=inf", r"reward.overlong_penalty must be >= 0 and finite"),
+        ("reward.overlong_penalty=nan", r"reward.overlong_penalty must be >= 0 and finite"),
     ],
 )
 def test_a_value_that_must_be_finite_is_refused_when_the_config_is_read(override, message):
@@ -366,6 +375,8 @@ def test_a_plain_verifier_without_correct_and_wrong_options_trains(tmp_path):
         (["rollout.generation_threads=2"], ["rollout.generation_threads"]),
         (["model.lora.rank=16", "model.lora.targets=[q_proj]", "model.lora.alpha=8"], []),
         (["rollout.staleness=1", "rollout.generation_threads=2"], []),
+        (["reward.overlong_penalty=0.5"], ["reward.overlong_penalty"]),
+        (["reward.overlong_penalty=0.5", "reward.overlong_buffer=16"], []),
         ([], []),
     ],
 )

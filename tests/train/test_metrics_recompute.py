@@ -2,7 +2,8 @@
 
 Each step's rounds are captured as the trainer got them; every number is then computed
 again from the completions' token ids and texts (lengths up to the first EOS, rewards from
-the verifier, groups from the prompt order), the learning rates from the schedule's formula
+the verifier, DAPO's overlong penalties from the lengths, groups from the prompt order), the
+learning rates from the schedule's formula
 and the gradient norms from the gradients, and compared with the row the run wrote, with
 ``samples.jsonl`` and with what TensorBoard received. The model's EOS row is pushed toward
 its hidden states, so completions both stop and run out of tokens.
@@ -56,8 +57,18 @@ def _captured_run(train_config, monkeypatch, eos_model_dir, *overrides):
     return result.run_dir, rounds, steps, cfg
 
 
-def _completions(rounds, eos):
-    """Per completion of the step, every round in turn: (length, truncated, reward, text, prompt)."""
+def _penalty(length, reward_cfg):
+    """DAPO eq. 13 of a completion of ``length`` tokens, scaled by ``reward.overlong_penalty``."""
+    buffer = reward_cfg.overlong_buffer
+    if not buffer:
+        return 0.0
+    over = min(max(length - (MAX_NEW - buffer), 0), buffer)
+    return 0.0 - reward_cfg.overlong_penalty * over / buffer
+
+
+def _completions(rounds, eos, reward_cfg):
+    """Per completion of the step, every round in turn: (length, truncated, reward, text,
+    prompt, overlong penalty)."""
     out = []
     for rnd in rounds.sampled:
         width = rnd.seqs.prompt_width
@@ -66,7 +77,8 @@ def _completions(rounds, eos):
             stops = eos in tokens
             length = tokens.index(eos) + 1 if stops else MAX_NEW
             prompt = rnd.prompts[i // G]
-            out.append((length, not stops, _even(text), text, prompt))
+            penalty = _penalty(length, reward_cfg)
+            out.append((length, not stops, _even(text), text, prompt, penalty))
     return out
 
 
@@ -74,11 +86,14 @@ def _expected_rollout(done):
     """The rollout metrics of one step's completions, computed here."""
     lengths, truncated, rewards = ([c[k] for c in done] for k in range(3))
     n, mean = len(done), sum(rewards) / len(done)
-    groups = [rewards[i : i + G] for i in range(0, n, G)]
+    shaped = [c[2] + c[5] for c in done]  # what the advantages are of
+    groups = [shaped[i : i + G] for i in range(0, n, G)]
     return {
         "reward/mean": mean,
         "reward/std": math.sqrt(sum((r - mean) ** 2 for r in rewards) / n),
         "reward/accuracy": sum(r == 1.0 for r in rewards) / n,
+        "reward/overlong_penalty_mean": sum(c[5] for c in done) / n,
+        "reward/overlong_frac": sum(c[5] < 0 for c in done) / n,
         "response/length_mean": sum(lengths) / n,
         "response/length_max": max(lengths),
         "response/clipped_frac": sum(truncated) / n,
@@ -96,11 +111,11 @@ def _expected_batch(done, ro):
     counts["rollout/masked_truncated"], rows, taken = 0, [], 0
     for start in range(0, len(done), G):
         group = done[start : start + G]
-        informative = len({c[2] for c in group}) > 1
+        informative = len({c[2] for c in group}) > 1  # verifier scores (DAPO eq. 11)
         if ro.dynamic_sampling and (not informative or taken == ro.prompts_per_step):
             continue
         taken += 1
-        if ro.filter_zero_advantage and not informative:
+        if ro.filter_zero_advantage and len({c[2] + c[5] for c in group}) == 1:
             counts["groups/filtered_zero_adv"] += 1
             continue
         counts["groups/kept"] += 1
@@ -163,6 +178,15 @@ SETUPS = {  # overrides, and metrics some step must have above a bound (the path
         ],
         {"sampling/rounds": 1, "groups/identical_frac": 0},
     ),
+    "overlong": (
+        [
+            "reward.overlong_buffer=3",
+            "reward.overlong_penalty=0.5",
+            "rollout.dynamic_sampling=true",
+            "rollout.filter_zero_advantage=true",
+        ],
+        {"reward/overlong_frac": 0, "groups/identical_frac": 0},
+    ),
 }
 
 
@@ -179,7 +203,7 @@ def test_logged_metrics_match_a_recomputation_from_the_steps_rollouts(
     eos = AutoTokenizer.from_pretrained(eos_model_dir).eos_token_id
     seen = []
     for step, row in rows.items():
-        done = _completions(rounds[step], eos)
+        done = _completions(rounds[step], eos, cfg.reward)
         seen += done
         want = _expected_rollout(done) | _expected_batch(done, cfg.rollout)
         want["sampling/rounds"] = len(rounds[step].sampled)
@@ -192,8 +216,12 @@ def test_logged_metrics_match_a_recomputation_from_the_steps_rollouts(
         assert row["perf/tokens_per_s"] == pytest.approx(
             want["perf/generated_tokens"] / row["time/step"]
         )
-        logged = [(s["prompt"], s["completion"], s["reward"]) for s in samples if s["step"] == step]
-        assert logged == [(c[4].example.prompt, c[3], c[2]) for c in done[:5]]
+        logged = [s for s in samples if s["step"] == step]
+        assert [(s["prompt"], s["completion"], s["reward"]) for s in logged] == [
+            (c[4].example.prompt, c[3], c[2]) for c in done[:5]
+        ]
+        if cfg.reward.overlong_buffer:
+            assert [s["overlong_penalty"] for s in logged] == [c[5] for c in done[:5]]
     lrs = _schedule_lrs(cfg, len(opt_steps))
     assert [lr for _, _, lr in opt_steps] == pytest.approx(lrs, rel=1e-12)
     assert {c[1] for c in seen} == {True, False}  # completions stopped and ran out

@@ -7,8 +7,9 @@ advantages ``group_std``. Optional dual clip (Ye et al. 2020, as in verl): for `
 and no gradient.
 
 - ``dapo``: the same loss with ``eps_high = 0.28`` and ``token-mean`` (DAPO clip-higher;
-  Klear eq. 6-7). Only the objective part of DAPO: dynamic sampling and overlong shaping
-  belong to the trainer.
+  Klear eq. 6-7). Only the objective part of DAPO: dynamic sampling (``rollout.dynamic_sampling``),
+  overlong filtering (``rollout.mask_truncated``) and the soft overlong punishment
+  (``reward.overlong_buffer``, :mod:`rlvr.train.overlong`) belong to the trainer.
 - ``dr_grpo``: the same loss with ``group_mean`` advantages and ``seq-mean-token-sum-norm``
   (Dr.GRPO); its ``L_max`` constant is the ``max_len`` argument of ``policy_loss``.
 

@@ -204,6 +204,10 @@ class RewardConfig:
     """Verifier worker processes (0: score in the training process)."""
     allow_unconfined: bool = False
     """Train with the ``code`` verifier even where its programs can read your files (``fallback-uid``, ``fallback-minimal``)."""
+    overlong_buffer: int = 0
+    """DAPO's soft overlong punishment (eq. 13, L_cache): a completion longer than ``rollout.max_new_tokens - overlong_buffer`` tokens (EOS included) loses reward linearly in its length, ``overlong_penalty`` at ``rollout.max_new_tokens`` (0: off)."""
+    overlong_penalty: float = 1.0
+    """Reward a completion of ``rollout.max_new_tokens`` tokens loses under ``overlong_buffer`` (DAPO's 1; verl's ``penalty_factor``)."""
 
     def __post_init__(self) -> None:
         _check(
@@ -219,6 +223,14 @@ class RewardConfig:
             f"reward.timeout_s must be > 0 or null, got {self.timeout_s}",
         )
         _check(self.workers >= 0, f"reward.workers must be >= 0, got {self.workers}")
+        _check(
+            self.overlong_buffer >= 0,
+            f"reward.overlong_buffer must be >= 0 (0: off), got {self.overlong_buffer}",
+        )
+        _check(
+            0 <= self.overlong_penalty < math.inf,
+            f"reward.overlong_penalty must be >= 0 and finite, got {self.overlong_penalty}",
+        )
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -262,7 +274,7 @@ class RolloutConfig:
     filter_zero_advantage: bool = False
     """Drop groups whose advantages are all zero before the update (Klear)."""
     dynamic_sampling: bool = False
-    """Resample until ``prompts_per_step`` groups with non-identical rewards are found (DAPO)."""
+    """Resample until ``prompts_per_step`` groups whose verifier scores differ are found (DAPO eq. 11)."""
     max_sampling_rounds: int = 3
     """Cap on generation rounds per step under dynamic sampling."""
     mask_truncated: bool = False
@@ -608,6 +620,11 @@ class TrainConfig:
             "each advantage is 0 and the policy loss has no gradient; use rollout.group_size >= 2",
         )
         self._check_reward_range()
+        _check(
+            self.reward.overlong_buffer <= self.rollout.max_new_tokens,
+            f"reward.overlong_buffer ({self.reward.overlong_buffer}) must not exceed "
+            f"rollout.max_new_tokens ({self.rollout.max_new_tokens}), the length it counts back from",
+        )
         if self.rollout.staleness:
             from rlvr.models import resolve_device
 

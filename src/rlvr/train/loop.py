@@ -269,7 +269,7 @@ def train_step(run: RLRun, step: int) -> StepRecord:
     if run.sandbox is not None:
         metrics["sandbox/isolation_level"] = float(isolation_level(run.sandbox))
     prompts = [p for rnd in rounds.sampled for p in rnd.prompts]
-    return StepRecord(metrics, samples(rounds.sampled, cfg.log.samples_per_step), prompts)
+    return StepRecord(metrics, samples(rounds.sampled, cfg.log.samples_per_step, cfg), prompts)
 
 
 def _rollout(run: RLRun, step: int) -> tuple[Rounds, dict[str, float]]:

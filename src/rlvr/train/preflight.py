@@ -69,7 +69,8 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
     """Warn about keys set to what changes nothing in this run, because the switch they
     belong to is off: ``model.lora.targets`` or ``alpha`` with ``model.lora.rank=0`` (every
     weight trains, no adapters), ``rollout.generation_threads`` with ``rollout.staleness=0``
-    (no generation worker). Returns the keys warned about."""
+    (no generation worker), ``reward.overlong_penalty`` with ``reward.overlong_buffer=0`` (no
+    overlong punishment). Returns the keys warned about."""
     lora, default = config.model.lora, LoraConfig()
     inert = []
     if not lora.rank:
@@ -90,6 +91,14 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
         warnings.warn(
             "rollout.generation_threads set, but rollout.staleness is 0: there is no "
             "generation worker; the run samples and updates in one process",
+            stacklevel=2,
+        )
+    reward = getattr(config, "reward", None)
+    if reward is not None and not reward.overlong_buffer and reward.overlong_penalty != 1.0:
+        inert.append("reward.overlong_penalty")
+        warnings.warn(
+            "reward.overlong_penalty set, but reward.overlong_buffer is 0: no completion is "
+            "punished for its length (reward.overlong_buffer=16 punishes the last 16 tokens)",
             stacklevel=2,
         )
     if isinstance(config, TrainConfig) and (line := on_policy_note(config)):

@@ -7,11 +7,12 @@ Order of operations (each line a function below):
    score them with the verifier; when ``rollout.generation_batch_size`` splits the round
    into chunks, chunk i is scored (in the verifier's worker processes) while chunk i + 1
    is generated.
-2. Dynamic sampling (DAPO): keep only groups whose rewards differ and draw further
+2. Dynamic sampling (DAPO): keep only groups whose verifier scores differ and draw further
    rounds until ``prompts_per_step`` groups are kept or ``max_sampling_rounds`` is hit.
-3. ``assemble``: advantages and group statistics over the whole, unfiltered batch
-   (never from part of a group); then Klear's zero-advantage group filter and DAPO's
-   truncated-completion mask drop rows.
+3. ``assemble``: advantages over the whole, unfiltered batch (never from part of a group)
+   from the shaped rewards (the verifier's scores plus DAPO's soft overlong punishment,
+   :mod:`rlvr.train.overlong`), group statistics from the verifier's scores; then Klear's
+   zero-advantage group filter and DAPO's truncated-completion mask drop rows.
 4. ``behaviour_logp``: old log-probs only when the batch feeds more than one optimiser
    step, reference log-probs only when ``kl_coef > 0``.
 """
@@ -42,6 +43,7 @@ from rlvr.train.batch import (
 from rlvr.train.config import RewardConfig, TrainConfig
 from rlvr.train.logprobs import forward_context, response_stats
 from rlvr.train.lora import adapters_off
+from rlvr.train.overlong import overlong_penalty
 from rlvr.train.prompts import IndexSampler, Prompt
 
 
@@ -56,7 +58,7 @@ class Round:
     texts: list[str]
     """n * G decoded completions."""
     rewards: torch.Tensor
-    """[n * G] rewards."""
+    """[n * G] the verifier's scores (without the overlong penalty, :meth:`shaped`)."""
     truncated: torch.Tensor
     """[n * G] bool: hit ``max_new_tokens`` without EOS."""
     verifier: dict[str, float] = field(default_factory=dict)
@@ -72,9 +74,22 @@ class Round:
     them, set by the generation worker of ``rollout.staleness >= 1`` (``None``: synchronous)."""
 
     def informative(self, group_size: int) -> torch.Tensor:
-        """[n] bool: groups whose rewards are not all equal."""
-        r = self.rewards.view(-1, group_size)
-        return (r.max(dim=1).values - r.min(dim=1).values) > 0
+        """[n] bool: groups whose verifier scores are not all equal (DAPO eq. 11 on accuracy)."""
+        return _differ(self.rewards, group_size)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """[n * G] tokens of each completion, EOS included."""
+        return self.seqs.response_mask.sum(1)
+
+    def penalties(self, cfg: TrainConfig) -> torch.Tensor:
+        """[n * G] DAPO's soft overlong punishment of each completion (0 when off)."""
+        cap, reward = cfg.rollout.max_new_tokens, cfg.reward
+        return overlong_penalty(self.lengths, cap, reward.overlong_buffer, reward.overlong_penalty)
+
+    def shaped(self, cfg: TrainConfig) -> torch.Tensor:
+        """[n * G] the rewards the update learns from: verifier score plus overlong penalty."""
+        return self.rewards + self.penalties(cfg)
 
     def groups(self, keep: torch.Tensor, group_size: int) -> Round:
         """The groups ``keep`` [n] bool of this round."""
@@ -88,6 +103,12 @@ class Round:
             rollout_logp=None if self.rollout_logp is None else self.rollout_logp[rows],
             behaviour_logp=None if self.behaviour_logp is None else self.behaviour_logp[rows],
         )
+
+
+def _differ(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """[n] bool: groups of ``rewards [n * G]`` whose values are not all equal."""
+    r = rewards.view(-1, group_size)
+    return (r.max(dim=1).values - r.min(dim=1).values) > 0
 
 
 def sample_round(
@@ -198,7 +219,9 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     """The update batch from the kept groups, after the configured filters; plus its counts.
 
     Advantages and group statistics come from the whole groups first; the filters then
-    drop rows, so filtered rows count in no denominator of the loss.
+    drop rows, so filtered rows count in no denominator of the loss. Advantages (and so the
+    zero-advantage filter) are of the shaped rewards; the group statistics, the batch's
+    ``rewards`` (the SFT term's positives) and ``contrast_stats`` of the verifier's scores.
     """
     g, ro = cfg.rollout.group_size, cfg.rollout
     groups = sum(len(r.prompts) for r in kept)
@@ -210,9 +233,10 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     counts["sampling/underfilled"] = float(ro.dynamic_sampling and groups < ro.prompts_per_step)
     if not kept:
         return Assembled(None, counts)
-    rewards = torch.cat([r.rewards for r in kept])  # [B]
+    rewards = torch.cat([r.rewards for r in kept])  # [B] verifier scores
+    shaped = torch.cat([r.shaped(cfg) for r in kept])  # [B] plus the overlong penalty
     truncated = torch.cat([r.truncated for r in kept])  # [B]
-    advantages = compute_advantages(rewards, g, cfg.objective.advantage_mode)  # [B]
+    advantages = compute_advantages(shaped, g, cfg.objective.advantage_mode)  # [B]
     stats = cfg.objective.group_stats(rewards, g)
     seqs = concat([r.seqs for r in kept], pad_id)
     batch = RolloutBatch(
@@ -226,7 +250,7 @@ def assemble(kept: list[Round], pad_id: int, cfg: TrainConfig) -> Assembled:
     )
     keep = torch.ones(batch.size, dtype=torch.bool)  # [B]
     if ro.filter_zero_advantage:
-        zero = zero_advantage_groups(rewards, g)  # [B / G]
+        zero = zero_advantage_groups(shaped, g)  # [B / G]
         keep &= ~zero.repeat_interleave(g)
         counts["groups/kept"] -= float(zero.sum())
         counts["groups/filtered_zero_adv"] = float(zero.sum())
@@ -318,38 +342,26 @@ def check_scores(scores: Iterable[float], reward: RewardConfig) -> None:
 
 
 def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
-    """Reward, accuracy, length and verifier metrics over every completion sampled this step."""
+    """Reward, accuracy, length and verifier metrics over every completion sampled this step.
+
+    ``reward/mean``, ``reward/std`` and ``reward/accuracy`` are of the verifier's scores;
+    ``groups/identical_frac`` of the shaped rewards (its groups have advantages all 0).
+    """
     rewards = torch.cat([r.rewards for r in sampled])
-    lengths = torch.cat([r.seqs.response_mask.sum(1) for r in sampled]).float()
+    penalties = torch.cat([r.penalties(cfg) for r in sampled])
+    lengths = torch.cat([r.lengths for r in sampled]).float()
     truncated = torch.cat([r.truncated for r in sampled]).float()
     empty = sum(not t.strip() for r in sampled for t in r.texts)
-    identical = torch.cat([~r.informative(cfg.rollout.group_size) for r in sampled]).float()
+    g = cfg.rollout.group_size
+    identical = torch.cat([~_differ(r.shaped(cfg), g) for r in sampled]).float()
     verifier = _summed(rnd.verifier for rnd in sampled)
-    failures = verifier.get("verifier/failures", 0.0)
-    timeouts = verifier.get("verifier/timeouts", 0.0)
-    # Constant messages: Python shows each once per run; the metrics count every step.
-    if empty:
-        warnings.warn(
-            "empty completions sampled; scored as given (counted in response/empty_frac)",
-            stacklevel=2,
-        )
-    if failures or timeouts:
-        first = next((r.verifier_error for r in sampled if r.verifier_error), None)
-        warnings.warn(
-            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, "
-            "verifier/timeouts)" + (f"; first: {first[:300]}" if first else ""),
-            stacklevel=2,
-        )
-    if bool(identical.all()):  # some such groups are normal; a step of only them learns nothing
-        warnings.warn(
-            "a step whose every group scored its completions alike: it has no learning signal "
-            "(advantages all 0; counted in groups/identical_frac)",
-            stacklevel=2,
-        )
+    _warn_rollout(sampled, empty, verifier, bool(identical.all()))
     return {
         "reward/mean": float(rewards.mean()),
         "reward/std": float(rewards.std(unbiased=False)),
         "reward/accuracy": float((rewards >= cfg.reward.correct - 1e-9).float().mean()),
+        "reward/overlong_penalty_mean": float(penalties.mean()),
+        "reward/overlong_frac": float((penalties < 0).float().mean()),
         "response/length_mean": float(lengths.mean()),
         "response/length_max": float(lengths.max()),
         "response/clipped_frac": float(truncated.mean()),
@@ -363,14 +375,48 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
     }
 
 
-def samples(sampled: list[Round], k: int) -> list[dict[str, Any]]:
+def _warn_rollout(
+    sampled: list[Round], empty: int, verifier: dict[str, float], identical: bool
+) -> None:
+    """Warn about empty completions, verifier failures or timeouts, and a step whose every
+    group has advantages all 0 (``identical``)."""
+    failures = verifier.get("verifier/failures", 0.0)
+    timeouts = verifier.get("verifier/timeouts", 0.0)
+    # Constant messages: Python shows each once per run; the metrics count every step.
+    if empty:
+        warnings.warn(
+            "empty completions sampled; scored as given (counted in response/empty_frac)",
+            stacklevel=3,
+        )
+    if failures or timeouts:
+        first = next((r.verifier_error for r in sampled if r.verifier_error), None)
+        warnings.warn(
+            "verifier failures or timeouts; scored reward.wrong (counted in verifier/failures, "
+            "verifier/timeouts)" + (f"; first: {first[:300]}" if first else ""),
+            stacklevel=3,
+        )
+    if identical:  # some such groups are normal; a step of only them learns nothing
+        warnings.warn(
+            "a step whose every group scored its completions alike: it has no learning signal "
+            "(advantages all 0; counted in groups/identical_frac)",
+            stacklevel=3,
+        )
+
+
+def samples(sampled: list[Round], k: int, cfg: TrainConfig | None = None) -> list[dict[str, Any]]:
     """The first ``k`` completions of the step, every round in turn, with prompt, reference
-    and reward."""
-    rows = []
+    and reward (the verifier's score); with ``cfg``'s ``reward.overlong_buffer`` set, also
+    the completion's ``overlong_penalty`` (the update learned from their sum)."""
+    rows: list[dict[str, Any]] = []
     for r in sampled:
         g = len(r.texts) // len(r.prompts)
+        punished = cfg is not None and cfg.reward.overlong_buffer > 0
+        penalties = r.penalties(cfg) if punished else None
         for i in range(min(k - len(rows), len(r.texts))):
             prompt = r.prompts[i // g]
             row = {"prompt": prompt.example.prompt, "reference": prompt.reference}
-            rows.append(row | {"completion": r.texts[i], "reward": float(r.rewards[i])})
+            row |= {"completion": r.texts[i], "reward": float(r.rewards[i])}
+            if penalties is not None:
+                row["overlong_penalty"] = float(penalties[i])
+            rows.append(row)
     return rows

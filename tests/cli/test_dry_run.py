@@ -45,6 +45,19 @@ def test_dry_runs_refuse_what_a_run_would_refuse(tmp_path, capsys):
     assert "missing.jsonl" in err[0] and "nope" in err[1] and "missing.jsonl" in err[2]
 
 
+def test_an_overlong_buffer_past_the_cap_is_refused_by_a_dry_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--dry-run", "--config", "dapo", "reward.overlong_buffer=65"]
+    assert main([*argv, f"log.output_dir={out}"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlvr: error: reward.overlong_buffer (65) must not exceed rollout.max_new_tokens (64), "
+        "the length it counts back from"
+    )
+    assert main(["train", "--dry-run", "--config", "dapo", f"log.output_dir={out}"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["reward"]["overlong_buffer"] == 16 and not out.exists()
+
+
 @pytest.mark.parametrize("flag", [["--dry-run"], []])
 def test_tis_with_the_lean_sampler_is_refused_before_anything_loads(tmp_path, capsys, flag):
     """``rollout.importance_correction=tis`` with ``lean`` passed --dry-run; the run stopped

@@ -976,3 +976,18 @@ def test_generation_and_the_step_run_with_attention_off_cudnn(tmp_path, tiny_mod
     trainer.train()
     assert seen and not any(seen)  # rewards (inside generation) and every loss call
     assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+@pytest.mark.parametrize(("max_len", "buffer"), [(16, 4), (64, 16), (8, 8), (5, 1)])
+def test_the_overlong_penalty_is_trls_soft_overlong_punishment(max_len, buffer):
+    """``reward.overlong_buffer``'s penalty (rlvr.train.overlong) equals TRL's own DAPO eq. 13
+    reward function at every length a sampler capped at ``max_len`` can give, so a TRL run
+    adding ``get_soft_overlong_punishment`` as a reward function shapes as ``rlvr train``."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    from rlvr.train.overlong import overlong_penalty
+
+    lengths = list(range(max_len + 1))
+    theirs = get_soft_overlong_punishment(max_len, buffer)([[0] * n for n in lengths])
+    ours = overlong_penalty(torch.tensor(lengths), max_len=max_len, buffer=buffer)
+    assert ours.tolist() == pytest.approx(theirs, abs=1e-6)

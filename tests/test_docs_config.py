@@ -118,6 +118,8 @@ def test_the_yaml_blocks_are_found_and_a_wrong_key_fails(tmp_path, monkeypatch):
 NOT_KEYS = {
     "model.generate": "Hugging Face's generate method",
     "data.max_response_length": "a verl key (docs/engines.md)",
+    "reward.reward_manager.name": "a verl key (docs/engines.md)",
+    "reward.reward_kwargs.overlong_buffer_cfg": "a verl key (docs/engines.md)",
     "objective.q4": "the hyperparameter of docs/objectives.md's own objective",
 }
 """Dotted names the docs give that are not ``rlvr`` configuration keys, and what they are."""

@@ -95,6 +95,25 @@ def test_a_resume_that_extends_steps_keeps_the_record_once(train_config):
     assert (run_dir / "config.step_000002.yaml").read_text() == before
 
 
+def test_a_finished_run_resumed_with_a_change_is_refused_and_keeps_its_record(train_config, capsys):
+    """`--resume RUN optim.lr=...` of a run at its last step ran no step, yet rewrote
+    config.yaml (the old one kept as config.step_N.yaml) as if it had trained with that lr.
+    A change of how steps train is refused now; a bookkeeping change leaves config.yaml."""
+    cfg = train_config("steps=2", "checkpoint.every=1")
+    train(cfg)
+    run_dir = Path(cfg.log.output_dir)
+    before = {p.name: p.read_text() for p in run_dir.glob("*.*") if p.is_file()}
+    with pytest.raises(
+        ValueError,
+        match=r"the run is finished \(step_000002 is its last step\), "
+        r"so optim.lr 0.001 -> 0.01 would train no step: resume with more steps",
+    ):
+        train(train_config("steps=2", "checkpoint.every=1", "optim.lr=0.01"), resume=True)
+    train(train_config("steps=2", "checkpoint.every=1", "eval.every=1"), resume=True)
+    assert "config.yaml is left as it was" in capsys.readouterr().err
+    assert {p.name: p.read_text() for p in run_dir.glob("*.*") if p.is_file()} == before
+
+
 def test_a_resume_that_drops_a_verifier_option_is_a_change(train_config):
     """reward.options held {extract: ...} and now holds {}: no key is on both sides, yet the
     run scores otherwise from here on."""

@@ -263,7 +263,9 @@ def run_job(
         if run.checkpoint is not None:  # a damaged checkpoint stops it here, as a failed build
             loop.restore(run.checkpoint)
         held.enter_context(only_run(run.path))  # one run at a time writes in the directory
-        open_run_dir(config, run)  # only now: a failed build or restore leaves no trace
+        finished = loop.restored is not None and loop.start_step >= job.total_steps
+        # only now: a failed build or restore leaves no trace; a finished run, no new record
+        open_run_dir(config, run, finished=finished)
         row, model_dir = loop.run()
     except KeyboardInterrupt:
         _say_how_to_resume(run.path)

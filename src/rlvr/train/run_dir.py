@@ -201,19 +201,21 @@ def _same_model(started: str, name: str) -> bool:
     return a.is_dir() and b.is_dir() and a.resolve() == b.resolve()
 
 
-def open_run_dir(config: RunConfig, run: RunDir) -> None:
+def open_run_dir(config: RunConfig, run: RunDir, *, finished: bool = False) -> None:
     """Create the run directory and write ``config.yaml``; a resume with no checkpoint drops
     the rows of a run killed before its first one. Called once the job is built, so a start
-    that fails (bad data, a model that does not load) leaves an earlier run as it was."""
+    that fails (bad data, a model that does not load) leaves an earlier run as it was.
+
+    ``finished``: the run resumes from the checkpoint of its last step, so no step runs and
+    ``config.yaml`` is left as it was (a change of how steps train is refused)."""
     if run.resume and run.checkpoint is None:
         for name in (METRICS_FILE, SAMPLES_FILE):
             truncate_after(run.path / name, -1)
     run.path.mkdir(parents=True, exist_ok=True)
     if run.checkpoint is not None:
-        _keep_changed_config(config, run)
-    write_text(
-        run.path / CONFIG_FILE, dump_yaml(saved_form(config))
-    )  # a full disk leaves the old one
+        _keep_changed_config(config, run, finished=finished)
+    if not finished:  # a full disk leaves the old one
+        write_text(run.path / CONFIG_FILE, dump_yaml(saved_form(config)))
 
 
 def saved_form(config: RunConfig | dict) -> dict:
@@ -229,11 +231,12 @@ _BOOKKEEPING = ("log.", "eval.", "checkpoint.", "threads")
 is not one: it stretches the learning-rate schedule)."""
 
 
-def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
+def _keep_changed_config(config: RunConfig, run: RunDir, *, finished: bool = False) -> None:
     """A resume whose configuration differs from the saved one in how steps train (another
     objective, learning rate, data) keeps the saved ``config.yaml`` as
     ``config.<checkpoint>.yaml``, the record of the steps run so far, and warns with the keys
-    that changed; a change of :data:`_BOOKKEEPING` keys only (``eval.every``) is printed."""
+    that changed; a change of :data:`_BOOKKEEPING` keys only (``eval.every``) is printed.
+    Of a ``finished`` run (no step left to run with it) such a change is refused."""
     saved_file = run.path / CONFIG_FILE
     if not saved_file.is_file() or run.checkpoint is None:
         return
@@ -244,8 +247,15 @@ def _keep_changed_config(config: RunConfig, run: RunDir) -> None:
     more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
     if all(k.startswith(_BOOKKEEPING) for k in changed):  # the steps so far are unaffected
         if changed:
-            print(f"--resume: {shown}{more}", file=sys.stderr)
+            left = f" (the run is finished: {CONFIG_FILE} is left as it was)" if finished else ""
+            print(f"--resume: {shown}{more}{left}", file=sys.stderr)
         return
+    if finished:
+        raise ValueError(
+            f"--resume {run.path}: the run is finished ({run.checkpoint.name} is its last "
+            f"step), so {shown}{more} would train no step: resume with more steps (steps=... "
+            "/ epochs=...) to train on with it, or start a new run"
+        )
     kept = run.path / f"config.{run.checkpoint.name}.yaml"
     if not kept.exists():  # a second changed resume from this checkpoint keeps the first record
         write_text(kept, saved_file.read_text())  # copied: config.yaml stays until replaced

@@ -285,3 +285,26 @@ def test_sft_without_data_names_the_key_to_give(argv, capsys):
 def test_a_misspelt_required_key_is_still_named_as_unknown(capsys):
     assert rlvr(["sft", "data.trian=pairs.jsonl"]) == 2
     assert "unknown key 'data.trian'; valid keys of data: train," in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["data", "show", "{run}"], ["train", "data.train={run}", "--dry-run"]],
+    ids=["data-show", "train"],
+)
+def test_a_run_directory_given_as_data_is_one_line(argv, tmp_path, capsys):
+    """A run's folder read as a data folder: `datasets` printed "Generating train split" and
+    failed on the columns of its metrics and samples ("Couldn't cast ... column names don't
+    match")."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("steps: 1\n")
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    (run / "samples.jsonl").write_text('{"step": 1, "completion": "2"}\n')
+    assert rlvr([arg.format(run=run) for arg in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert (
+        f"{run}: an rlvr run's directory, not data; give the file of its problems" in captured.err
+    )

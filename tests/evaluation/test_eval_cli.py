@@ -828,6 +828,27 @@ def test_a_run_directory_without_data_names_its_checkpoint(tmp_path, capsys, giv
     )
 
 
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_a_run_directory_as_data_is_one_line_before_anything_loads(tmp_path, capsys, dry):
+    """`--data runs/demo-...` read the run's metrics and reports as rows (`datasets` printing
+    its "Generating test split" lines) and then failed on their columns ("missing field
+    'prompt'"); now one line, first, names the checkpoint to give instead."""
+    checkpoint, _ = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT)
+    run = tmp_path / "run"
+    (run / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    (run / "eval_reports").mkdir()
+    (run / "eval_reports" / "step_000000.json").write_text('{"step": 0, "metrics": {}}')
+    argv = ["--model", "m", "--data", str(run), "--split", "test",
+            "--output", str(tmp_path / "o.json"), *dry]  # fmt: skip
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"rlvr: error: --data {run}: an rlvr run's directory, not data; to evaluate on its "
+        f"held-out set give its checkpoint and no --data (--model {checkpoint})\n"
+    )
+
+
 def test_a_checkpoint_path_that_is_not_there_is_named_without_data(tmp_path, capsys):
     """A mistyped checkpoint path without --data: 'no such directory', not '--data required'."""
     missing = tmp_path / "runs" / "demo-typo" / "checkpoints" / "step_000060"

@@ -107,6 +107,7 @@ def _check_sources(data: list[str]) -> None:
     also when one local file is spelt two ways (``test.jsonl``, ``./test.jsonl``)."""
     for item in data:
         source = item.partition("::")[0]
+        _refuse_run_dir(item, source)
         if source.startswith(("reasoning_gym:", "code_tasks:")) and not Path(source).exists():
             task = source.removeprefix("reasoning_gym:")
             code = source.startswith("code_tasks:")
@@ -120,6 +121,19 @@ def _check_sources(data: list[str]) -> None:
     repeated = [item for item, key in zip(data, keys, strict=True) if keys.count(key) > 1]
     if repeated:
         raise ValueError(f"--data {repeated[0]} is given twice")
+
+
+def _refuse_run_dir(item: str, source: str) -> None:
+    """Refuse a run's directory as ``--data``, naming how its held-out set is evaluated."""
+    from rlvr.data.loading import is_run_dir
+
+    if is_run_dir(source):
+        steps = sorted((Path(source).expanduser() / "checkpoints").glob("step_*"))
+        model = steps[-1] if steps else f"{source.rstrip('/')}/checkpoints/step_N"
+        raise ValueError(
+            f"--data {item}: an rlvr run's directory, not data; to evaluate on its held-out "
+            f"set give its checkpoint and no --data (--model {model})"
+        )
 
 
 def _source_key(item: str) -> str:

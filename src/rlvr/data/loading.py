@@ -681,10 +681,30 @@ def check_source(source: str) -> None:
 
     Named datasets, hub names and ``reasoning_gym:<task>`` pass (they are checked when read).
     """
+    refuse_run_dir(source)
     if source in DATASETS or not looks_like_path(source):
         return
     if not Path(source).expanduser().exists():
         raise ValueError(f"{source}: no such file or directory")
+
+
+def is_run_dir(source: str) -> bool:
+    """Whether ``source`` is the directory of an ``rlvr train`` / ``rlvr sft`` run: its
+    ``config.yaml`` beside its ``metrics.jsonl`` or ``checkpoints/``."""
+    path = Path(source).expanduser()
+    logged = (path / "metrics.jsonl").is_file() or (path / "checkpoints").is_dir()
+    return (path / "config.yaml").is_file() and logged
+
+
+def refuse_run_dir(source: str) -> None:
+    """Refuse a run's directory as data, before anything loads: ``datasets`` would read its
+    metrics, samples and reports as rows (printing its "Generating ... split" lines) and fail
+    on their columns."""
+    if is_run_dir(source):
+        raise ValueError(
+            f"{source}: an rlvr run's directory, not data; give "
+            "the file of its problems (its config.yaml names them under data:)"
+        )
 
 
 def folder_splits(source: str) -> list[str]:
@@ -756,6 +776,7 @@ def _rows(source: str, split: str | None, config: str | None) -> tuple[Iterator[
         return read_file(path), path.stem
     if looks_like_path(source) and not path.exists():
         raise ValueError(f"{source}: no such file")
+    refuse_run_dir(source)
     saved = _saved_split(path)
     if split is not None and saved not in (None, split):  # it was read whole as that split
         raise ValueError(

@@ -849,6 +849,26 @@ def test_a_run_directory_as_data_is_one_line_before_anything_loads(tmp_path, cap
     )
 
 
+def test_against_a_report_a_run_did_not_write_says_why(tmp_path, capsys):
+    """A run with eval.reports=false has no eval_reports/: `--against` one of them says that
+    the run wrote none, not only 'no such file'."""
+    checkpoint, _ = _checkpoint_and_data(tmp_path, RUN_WITH_HELD_OUT + "eval: {reports: false}\n")
+    base = tmp_path / "run" / "eval_reports" / "step_000000.json"
+    argv = ["--model", str(checkpoint), "--against", str(base), "--dry-run"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == (
+        f"rlvr: error: --against {base}: no such file: the run wrote no evaluation reports "
+        f"(eval.reports: false in {tmp_path / 'run' / 'config.yaml'}); for a base, evaluate the "
+        "model it started from with rlvr eval --output BASE.json"
+    )
+    (tmp_path / "run" / "config.yaml").write_text(RUN_WITH_HELD_OUT)  # reports written, one gone
+    assert main(argv) == 2
+    assert (
+        capsys.readouterr().err.splitlines()[-1] == f"rlvr: error: --against {base}: no such file"
+    )
+
+
 def test_a_checkpoint_path_that_is_not_there_is_named_without_data(tmp_path, capsys):
     """A mistyped checkpoint path without --data: 'no such directory', not '--data required'."""
     missing = tmp_path / "runs" / "demo-typo" / "checkpoints" / "step_000060"

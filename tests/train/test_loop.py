@@ -152,6 +152,19 @@ def test_without_an_evaluation_before_training_there_is_no_change_line(train_con
     assert (result.run_dir / "eval_reports" / "step_000002.json").is_file()
 
 
+def test_eval_reports_false_writes_no_reports(train_config):
+    """Every held-out evaluation wrote its per-problem report (the demo's: 235 kB each), with
+    no way to turn it off; `eval.reports=false` writes none, and the scores stay in metrics."""
+    cfg = train_config("steps=2", "eval.every=1", "eval.at_start=true", "eval.reports=false")
+    result = train(cfg)
+    assert not (result.run_dir / "eval_reports").exists()
+    rows = read_metrics(result.run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows if "eval/avg@1" in r] == [0, 1, 2] == sorted(result.evals)
+    assert result.change_intervals == {}
+    line = next(x for x in result.summary_lines() if x.startswith("held-out change:"))
+    assert line.endswith(" pts")  # the change, without an interval
+
+
 def test_a_resumed_run_keeps_its_reports_and_pairs_with_step_0(train_config):
     """A resumed process never evaluated step 0, yet its summary pairs with step 0's report;
     a report of a step after the checkpoint goes (its step runs again), as its row does."""

@@ -31,7 +31,27 @@ def read_against(path: str | None, output: Path) -> dict | None:
     try:
         return read_report(path)
     except ValueError as err:
-        raise ValueError(f"--against {err}") from None
+        raise ValueError(f"--against {err}{_unwritten(Path(path))}") from None
+
+
+def _unwritten(path: Path) -> str:
+    """Why a run's ``eval_reports/step_N.json`` that is not there was never written (its
+    ``config.yaml`` says ``eval.reports: false``), else ``""``."""
+    from rlvr.train.overrides import read_yaml
+
+    config = path.parent.parent / "config.yaml"
+    if path.exists() or path.parent.name != "eval_reports" or not config.is_file():
+        return ""
+    try:
+        reports = (read_yaml(str(config)).get("eval") or {}).get("reports", True)
+    except (ValueError, AttributeError):  # not a run's configuration
+        return ""
+    if reports is not False:
+        return ""
+    return (
+        f": the run wrote no evaluation reports (eval.reports: false in {config}); for a "
+        "base, evaluate the model it started from with rlvr eval --output BASE.json"
+    )
 
 
 def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:

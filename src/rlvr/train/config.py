@@ -493,6 +493,8 @@ class EvalConfig:
     """Problems per generation call."""
     seed: int = 1234
     """Seed of the evaluation's own RNG; training randomness is left untouched."""
+    reports: bool = True
+    """Write each evaluation's per-problem report to ``eval_reports/`` (false: none; the held-out change then has no interval)."""
 
     def harness(
         self,

@@ -298,7 +298,8 @@ def _update(run: RLRun, batch) -> dict[str, float]:
 
 def evaluate(run: RLRun, step: int | None = None) -> EvalRecord:
     """Held-out metrics (``eval/avg@k``, ``eval/pass@k``, ...) through the evaluation harness,
-    and the report ``rlvr eval`` would write of them (the evaluation after ``step``)."""
+    and the report ``rlvr eval`` would write of them (the evaluation after ``step``; with
+    ``eval.reports`` false, none)."""
     ev, cfg = run.cfg.eval, run.cfg
     sampling = SamplingConfig(
         max_new_tokens=ev.max_new_tokens or cfg.rollout.max_new_tokens,
@@ -326,7 +327,8 @@ def evaluate(run: RLRun, step: int | None = None) -> EvalRecord:
     metrics = {f"eval/{k}": v for k, v in scores.items()}
     metrics["time/eval"] = time.perf_counter() - t0
     headline = {k: v for k, v in scores.items() if "@" in k}
-    return EvalRecord(metrics, headline, report, _document(run, report, step))
+    document = _document(run, report, step) if ev.reports else None  # eval.reports=false: none
+    return EvalRecord(metrics, headline, report, document)
 
 
 def _document(run: RLRun, report: EvalReport, step: int | None) -> dict[str, Any]:

@@ -208,3 +208,47 @@ def test_train_help_says_why_the_command_lines_configuration_does_not_load(capsy
     with pytest.raises(SystemExit):
         rlvr(["sft", "--help"])  # nothing named, no default: no note
     assert "does not load" not in capsys.readouterr().out
+
+
+def test_a_key_given_twice_on_the_command_line_is_warned_with_the_value_kept(tmp_path, recwarn):
+    """`rlvr train optim.lr=1e-3 ... optim.lr=2e-3` kept the last without a word; one line
+    names the key and the value kept. A key given once (one on each side of --resume DIR,
+    which sets log.output_dir itself) says nothing."""
+    argv = ["optim.lr=1e-3", "--config", "demo", "steps=3", "optim.lr=2e-3", "seed=1"]
+    with pytest.warns(UserWarning) as said:
+        cfg, _, _, _ = _parse(TrainConfig, argv)
+    assert cfg.optim.lr == 2e-3
+    assert [str(w.message) for w in said] == [
+        "optim.lr is given twice on the command line (1e-3, then 2e-3); the last is kept: "
+        "optim.lr=2e-3"
+    ]
+    recwarn.clear()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("base: demo\nsteps: 2\nlog: {output_dir: elsewhere}\n")
+    _parse(TrainConfig, ["seed=5", "--resume", str(run), "steps=7"])
+    _parse(SFTConfig, ["data.train=x.jsonl", "steps=3"], None)
+    assert not [w for w in recwarn if "command line" in str(w.message)]
+
+
+def test_a_pipeline_and_a_study_warn_only_of_their_own_command_line(recwarn):
+    """A pipeline stage's overrides (klear's math stage: threads=2) and then the command
+    line's (threads=1) are one list by design: only a key repeated on the command line is
+    warned, by the command; `rlvr compare` likewise."""
+    from rlvr.cli import main as rlvr
+
+    def said() -> list[str]:
+        found = [str(w.message) for w in recwarn if "on the command line" in str(w.message)]
+        recwarn.clear()
+        return found
+
+    assert rlvr(["pipeline", "klear", "threads=1", "--dry-run"]) == 0
+    assert said() == []
+    assert rlvr(["pipeline", "klear", "threads=2", "threads=1", "--dry-run"]) == 0
+    assert said() == [
+        "threads is given twice on the command line (2, then 1); the last is kept: threads=1"
+    ]
+    assert rlvr(["compare", "abc", "steps=3", "steps=4", "steps=5", "--dry-run"]) == 0
+    assert said() == [
+        "steps is given 3 times on the command line (3, then 4, then 5); the last is kept: steps=5"
+    ]

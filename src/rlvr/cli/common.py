@@ -177,6 +177,7 @@ def _run_source(
     if isinstance(resume, str) and "=" in resume and not Path(resume).exists():
         overrides.insert(0, resume)
         resume = True
+    warn_repeated_keys(overrides)  # the command line's own, before --resume DIR adds its own
     if resume is True and config is None:
         resume = _run_continued(overrides, cls, default_config) or True
     if isinstance(resume, str):
@@ -189,6 +190,25 @@ def _run_source(
             "with the log.output_dir the run was started with"
         )
     return config or default_config, overrides, resume is not None
+
+
+def warn_repeated_keys(overrides: list[str]) -> None:
+    """Warn, in one line a key, of a ``key=value`` given more than once on one command line,
+    naming the value kept (the last: overrides are applied in order). Only for a command
+    line: a pipeline stage or a study run appends overrides to its config on purpose."""
+    given: dict[str, list[str]] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            given.setdefault(key.strip(), []).append(value)
+    for key, values in given.items():
+        if len(values) > 1:
+            times = "twice" if len(values) == 2 else f"{len(values)} times"
+            warnings.warn(
+                f"{key} is given {times} on the command line ({', then '.join(values)}); the "
+                f"last is kept: {key}={values[-1]}",
+                stacklevel=2,
+            )
 
 
 def _run_continued(overrides: list[str], cls, default_config: str | None) -> str | None:

@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from rlvr.cli.common import check_folder, command
+from rlvr.cli.common import check_folder, command, warn_repeated_keys
 
 
 def _parser(studies: list[str]) -> argparse.ArgumentParser:
@@ -91,6 +91,7 @@ def main(argv: list[str]) -> int:
     from rlvr.compare.multiplicity import p_text
 
     args = _parser(bundled_studies()).parse_intermixed_args(argv)
+    warn_repeated_keys(args.overrides)
     if args.list or not args.study:
         _list(bundled_studies())
         return 0

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from rlvr.cli.common import DRY_RUN_HELP, command
+from rlvr.cli.common import DRY_RUN_HELP, command, warn_repeated_keys
 
 
 @command
@@ -30,6 +30,7 @@ def main(argv: list[str]) -> int:
     from rlvr.train.run_dir import TIME_FORMAT
 
     args = _parser().parse_intermixed_args(argv)
+    warn_repeated_keys(args.overrides)
     if args.output_dir == "":  # -o "$OUT" with OUT unset: not the file's output_dir
         raise ValueError(
             "-o/--output-dir is empty: give a directory, or leave -o out for the file's output_dir"

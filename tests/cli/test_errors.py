@@ -308,3 +308,36 @@ def test_a_run_directory_given_as_data_is_one_line(argv, tmp_path, capsys):
     assert (
         f"{run}: an rlvr run's directory, not data; give the file of its problems" in captured.err
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        (
+            "metrics.jsonl.gz",
+            __import__("gzip").compress(b'{"step": 1, "reward/mean": 0.5}\n'),
+            "not UTF-8 text (byte 0x8b at byte 2); it is gzip-compressed: unpack it first (gunzip)",
+        ),
+        (
+            "config.yaml",
+            b"steps: 2\nmodel:\n  name: tiny\n",
+            "not a metrics.jsonl (none of its lines is a JSON row); give a run's directory or "
+            "its metrics.jsonl",
+        ),
+        (
+            "step_000000.json",
+            b'{\n  "model": "tiny",\n  "problems": [\n    "x"\n  ]\n}\n',
+            "not a metrics.jsonl (none of its lines is a JSON row); give a run's directory or "
+            "its metrics.jsonl",
+        ),
+    ],
+    ids=["gzipped", "config", "eval-report"],
+)
+def test_plot_of_a_file_that_is_no_metrics_file_names_it(name, content, said, tmp_path, capsys):
+    """`rlvr plot metrics.jsonl.gz` said only "'utf-8' codec can't decode byte 0x8b in position
+    1"; a run's config.yaml warned "3 line(s) not JSON" and then found nothing to plot; an
+    eval report stopped at "row 1 is a str, not a JSON object"."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert rlvr(["plot", str(path), "--out", str(tmp_path / "plots")]) == 2
+    assert _one_error_line(capsys) == f"rlvr: error: {path}: {said}"

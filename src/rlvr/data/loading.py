@@ -60,7 +60,7 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
     path = Path(path)
     with path.open("rb") as handle:
         if path.suffix == ".json":
-            text = _decode(handle.read(), str(path))
+            text = decode_text(handle.read(), str(path))
             if text.lstrip().startswith("["):
                 yield from _json_array(path, text)
                 return
@@ -77,7 +77,7 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
                 )
         handle.seek(0)
         for lineno, raw in enumerate(handle, start=1):
-            line = _decode(raw, f"{path}:{lineno}")
+            line = decode_text(raw, f"{path}:{lineno}")
             if not line.strip():
                 continue
             try:
@@ -130,7 +130,7 @@ PACKED_SUFFIXES = {
 """Suffixes of compressed files -> the tool that unpacks them."""
 
 
-def _decode(raw: bytes, where: str) -> str:
+def decode_text(raw: bytes, where: str) -> str:
     """UTF-8 text (a leading byte-order mark, as some editors write, dropped), or an error at ``where``."""
     try:
         return raw.decode("utf-8-sig")

@@ -116,14 +116,17 @@ def _append(handle, text: str) -> None:
 
 def read_metrics(path: Path, unread: list[int] | None = None) -> list[dict[str, Any]]:
     """The rows of a ``metrics.jsonl`` (a torn last line, left by a kill, is ignored); the
-    numbers (from 1) of the other lines that are not JSON are appended to ``unread``."""
+    numbers (from 1) of the other lines that are not JSON are appended to ``unread``. A file
+    that is not UTF-8 text (a compressed or binary one) is one line naming it."""
+    from rlvr.data.loading import decode_text
+
     rows, bad = [], []
-    with open(path) as fh:
-        for number, line in enumerate(fh, start=1):
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                bad.append((number, line.endswith("\n")))
+    text = decode_text(Path(path).read_bytes(), str(path))
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            bad.append((number, line.endswith("\n")))
     if unread is not None:  # a line with its newline was written whole: not a torn last one
         unread.extend(number for number, whole in bad if whole)
     return rows

@@ -110,7 +110,13 @@ def load_runs(paths: Sequence[str]) -> dict[str, list[dict]]:
         while label in runs:  # the same run twice
             label += "'"
         unread: list[int] = []
-        runs[label] = _checked(raw, read_metrics(file, unread))
+        rows = read_metrics(file, unread)
+        if (rows or unread) and not any(isinstance(row, dict) for row in rows):
+            raise ValueError(  # config.yaml, an eval report: no metrics file at all
+                f"{raw}: not a {METRICS_FILE} (none of its lines is a JSON row); give a run's "
+                f"directory or its {METRICS_FILE}"
+            )
+        runs[label] = _checked(raw, rows)
         if unread:
             lines = ", ".join(map(str, unread[:5])) + (", ..." if len(unread) > 5 else "")
             warnings.warn(

@@ -341,3 +341,19 @@ def test_plot_of_a_file_that_is_no_metrics_file_names_it(name, content, said, tm
     path.write_bytes(content)
     assert rlvr(["plot", str(path), "--out", str(tmp_path / "plots")]) == 2
     assert _one_error_line(capsys) == f"rlvr: error: {path}: {said}"
+
+
+def test_a_folder_whose_files_hold_other_columns_names_them(tmp_path, capsys, monkeypatch):
+    """A folder of JSON lines files with different fields (the bundled assets: chain sums as
+    rlvr data gen writes them, worked pairs, plain problems) stopped with `Couldn't cast ...
+    because column names don't match`, naming no file; a folder of CSV files said which."""
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"prompt": "1 + 1 =", "answer": "2"}\n')
+    (folder / "b.jsonl").write_text('{"id": "q1", "question": "2 + 2 =", "answer": "4"}\n')
+    assert rlvr(["data", "show", str(folder)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"rlvr: error: {folder}: its files have different columns (a.jsonl: prompt, answer; "
+        "b.jsonl: id, question, answer)"
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import difflib
+import itertools
 import json
 import logging
 import os
@@ -237,6 +238,8 @@ def _load_hf(source: str, split: str, config: str | None):
     try:
         return _load_dataset(source, config, split, text_columns)
     except datasets.exceptions.DatasetsError as err:  # files that do not make one table
+        if path.is_dir() and (differ := _different_columns(path)):
+            raise ValueError(f"{source}: its files have different columns ({differ})") from err
         cause = str(err.__cause__ or err).strip().splitlines() or [type(err).__name__]
         told = cause[0] if len(cause) == 1 else f"{cause[0]} ... {cause[-1]}"
         raise ValueError(f"{_cannot_load(source, config, split)}: {told}") from err
@@ -348,6 +351,26 @@ def _row_files(folder: Path) -> list[Path]:
             "would be read (the others dropped): keep one kind of file in the folder"
         )
     return files
+
+
+def _different_columns(folder: Path, rows: int = 100) -> str | None:
+    """``a.jsonl: id, prompt, answer; b.jsonl: prompt, response`` when the JSON or Parquet row
+    files of ``folder`` hold rows of different columns (the first ``rows`` of each), which
+    ``datasets`` cannot make one table of ("column names don't match"); else ``None``."""
+    columns = {}
+    for file in _row_files(folder):
+        if file.suffix not in (*JSON_SUFFIXES, ".parquet"):
+            return None
+        keys: dict[str, None] = {}
+        try:
+            for _, row in itertools.islice(read_file(file), rows):
+                keys.update(dict.fromkeys(row))
+        except ValueError:  # a file that does not read: datasets' own error says more
+            return None
+        columns[file] = list(keys)
+    if len({frozenset(keys) for keys in columns.values()}) < 2:
+        return None
+    return "; ".join(f"{f.relative_to(folder)}: {', '.join(k)}" for f, k in columns.items())
 
 
 def _csv_as_text(folder: Path) -> dict[str, Any]:

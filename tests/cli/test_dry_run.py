@@ -297,7 +297,8 @@ def test_a_file_rlvr_data_gen_wrote_trains_without_data_fields(tmp_path, capsys)
     assert "missing field 'problem'" in capsys.readouterr().err
     plain = tmp_path / "plain.jsonl"  # your own rows: the verifier of the demo's task is told
     plain.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
-    said = _said([*argv, f"data.train={plain}", "rollout.prompts_per_step=1"], capsys)[1]
+    own = [a for a in argv if not a.startswith(("data.train=", "rollout.prompts_per_step="))]
+    said = _said([*own, f"data.train={plain}", "rollout.prompts_per_step=1"], capsys)[1]
     assert len(said) == 1 and said[0].startswith("reward.verifier is reasoning_gym:chain_sum")
 
 

@@ -298,6 +298,29 @@ def test_a_response_ending_with_the_eos_text_gets_one_eos(tiny_model, tmp_path):
     assert all(e.response_ids[-1] == eos for e in examples)
 
 
+@pytest.mark.parametrize("after", ["\n", " \n\n"])
+def test_whitespace_after_a_final_eos_text_is_dropped_not_followed_by_a_second_eos(
+    tiny_model, tmp_path, after
+):
+    """A response copied out of a chat-templated conversation ends ``<|im_end|>\\n`` (the
+    template's newline after the turn): the target is the text and ONE EOS, not EOS, newline,
+    EOS (generation stops at the first EOS, so the newline is never produced). A response
+    that ends with a newline of its own and no EOS keeps it before the appended EOS."""
+    tokenizer = tiny_model[1]
+    eos = tokenizer.eos_token_id
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "2+2?", "response": "4" + tokenizer.eos_token + after},
+        {"prompt": "1+1?", "response": "2" + after},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    ids = tokenizer(["4", "2" + after], add_special_tokens=False)["input_ids"]
+    assert [list(e.response_ids) for e in examples] == [[*ids[0], eos], [*ids[1], eos]]
+
+
 @pytest.mark.parametrize("key", ["train", "eval"])
 @pytest.mark.parametrize("source", ["reasoning_gym:chain_sum", "code_tasks:all"])
 def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_file, key, source):

@@ -418,7 +418,7 @@ def load_sft_examples(
         raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
     out, over, empty = [], [], 0
     for p, r in zip(prompts, responses, strict=True):
-        r = r if r and r[-1] == eos else [*r, eos]  # text ending with the EOS string: once
+        r = end_with_one_eos(r, eos, tokenizer)
         if not p:
             empty += 1
         elif len(p) + len(r) > cfg.max_tokens:
@@ -431,6 +431,19 @@ def load_sft_examples(
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
     return SFTExamples(out, skipped)
+
+
+def end_with_one_eos(ids: Sequence[int], eos: int, tokenizer) -> list[int]:
+    """Response tokens ``ids`` ending with one ``eos``: appended, unless the text already ends
+    with it, or with it and then only whitespace, which is dropped (the newline a chat template
+    writes after ``<|im_end|>``: generation stops at the EOS, so the model never produces it).
+    A response's own trailing newline, with no EOS before it, is kept."""
+    end = len(ids)
+    while end and ids[end - 1] != eos and not tokenizer.decode([ids[end - 1]]).strip():
+        end -= 1
+    if end and ids[end - 1] == eos:
+        return list(ids[:end])
+    return [*ids, eos]
 
 
 def _skipped_rows(

@@ -595,7 +595,7 @@ def test_sft_step_on_chat_rows_is_the_plain_cross_entropy_gradient(
 
 
 @pytest.mark.parametrize("template", [True, False])
-@pytest.mark.parametrize("system_prompt", [None, "Be brief."])
+@pytest.mark.parametrize("system_prompt", [None, "", "Be brief."])
 def test_sft_prompts_are_the_prompts_rl_gives_the_same_model(
     tiny_model, tmp_path, template, system_prompt
 ):

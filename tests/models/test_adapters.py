@@ -102,3 +102,17 @@ def test_adapters_made_for_another_model_are_one_line(adapter_folder):
     with pytest.raises(ValueError, match="do not fit the base model") as err:
         load_model(str(folder))
     assert "\n" not in str(err.value)
+
+
+def test_an_adapter_folders_fingerprint_is_the_merged_model_evaluated(
+    adapter_folder, tiny_model_dir
+):
+    """``rlvr eval`` records the fingerprint of what it evaluates: a folder of adapters is its
+    base model with the adapters merged, not the base and not the folder's path."""
+    from rlvr.models.fingerprint import weights_sha256
+
+    folder, adapted = adapter_folder
+    model, _ = load_model(str(folder))
+    base, _ = load_model(str(tiny_model_dir))
+    assert weights_sha256(model) == weights_sha256(adapted.merge_and_unload())
+    assert weights_sha256(model) != weights_sha256(base)

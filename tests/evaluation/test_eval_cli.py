@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import pytest
+import torch
 
 from rlvr.cli import main as rlvr_main
 from rlvr.cli.eval import main
@@ -38,6 +40,7 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "verifier",
         "verifier_options",
         "loading",
+        "weights",
         "sampler",
         "command",
         "versions",
@@ -46,6 +49,7 @@ def test_eval_writes_json_and_avg_matches_problems(tiny_model_dir, tmp_path, cap
         "stderr",
         "per_dataset_stderr",
         "config",
+        "prompts",
         "problems",
     }
     assert data["loading"]["device"] == str(torch_device("auto"))  # the default, as it ran
@@ -741,8 +745,12 @@ def test_a_runs_own_evaluation_report_is_a_base_for_against(tiny_model_dir, tmp_
     capsys.readouterr()
     assert main(["--model", str(checkpoint), "--against", str(base), "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert f"against {base}, paired by problem (percentage points, 95%): avg@3 +0.0" in said
+    # the run's policy and its checkpoint are the same weights: its difference is no finding
+    noise = "percentage points, 95%; sampling noise, not a finding"
+    assert f"against {base}, paired by problem ({noise}): avg@3 +0.0 [+0.0, +0.0]; " in said
     written, run = json.loads(out.read_text()), json.loads(base.read_text())
+    assert written["weights"] == run["weights"] and written["against"]["same_weights"] is True
+    assert written["prompts"] == run["prompts"]  # its prompts as the run tokenised them
     assert (
         written["against"]["all"]["avg@3"]["mean"]
         == 0
@@ -750,7 +758,7 @@ def test_a_runs_own_evaluation_report_is_a_base_for_against(tiny_model_dir, tmp_
     )
     assert written["against"]["all"]["avg@3"]["problems"] == 10
     assert run["metrics"] == written["metrics"] and run["verifier"] == written["verifier"]
-    assert set(written) - set(run) == {"loading", "command", "versions", "against"}
+    assert set(written) - set(run) == {"command", "versions", "against"}
     assert set(run) - set(written) == {"run", "step"}
 
 
@@ -1189,8 +1197,11 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
     assert main([*argv, "--output", str(base)]) == 0
     assert main([*argv, "--output", str(again), "--against", str(base)]) == 0  # the same samples
     out = capsys.readouterr().out
-    assert f"against {base}, paired by problem (percentage points, 95%): avg@2 +0.0" in out
+    assert f"against {base}, paired by problem (percentage points, 95%; sampling noise, not a finding): avg@2 +0.0 [+0.0, +0.0]; pass@2 +0.0 [+0.0, +0.0]; maj@2 +0.0 [+0.0, +0.0]\n" in out  # fmt: skip
+    assert "the same way, so any difference is sampling noise (seed) and not a difference of models\n" in out  # fmt: skip
     recorded = json.loads(again.read_text())["against"]
+    assert recorded["same_weights"] is True and recorded["noise_only"] is True
+    assert recorded["other_settings"] == {}
     assert recorded["file"] == str(base) and recorded["all"]["avg@2"]["mean"] == 0
     assert recorded["all"]["avg@2"]["problems"] == 5
     assert set(recorded["all"]) == {"avg@2", "pass@2", "maj@2"}  # math's answer keys: maj@k
@@ -1211,6 +1222,59 @@ def test_against_an_earlier_report_prints_and_records_the_paired_differences(
         )  # fmt: skip
     assert main([*argv, "--against", str(data), "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith(f"rlvr: error: --against {data}: not an rlvr eval")
+
+
+def test_against_the_same_weights_says_what_the_difference_measures(
+    tiny_model_dir, tmp_path, capsys
+):
+    """Two evaluations of one checkpoint were compared as two models are, p-value and all.
+    The reports now record a fingerprint of the weights (not their path: a copy elsewhere is
+    the same weights) and the settings that change the scores: under another seed the
+    difference is a noise floor (no p-value); at another temperature, the temperature's
+    (warned, tested); other weights are compared as models."""
+    import shutil
+
+    from rlvr.models import load_model
+
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i} + 1 =", "answer": str(i + 1)}) + "\n" for i in range(5)))  # fmt: skip
+    copy = shutil.copytree(tiny_model_dir, tmp_path / "copy")
+    argv = ["--data", str(data), "-n", "2", "--max-tokens", "4"]
+    base = tmp_path / "base.json"
+    assert main(["--model", str(tiny_model_dir), *argv, "--output", str(base)]) == 0
+    digest = json.loads(base.read_text())["weights"]["sha256"]
+    capsys.readouterr()
+    against = ["--model", str(copy), *argv, "--against", str(base)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main([*against, "--seed", "1", "--output", str(tmp_path / "seed.json")]) == 0
+        said = capsys.readouterr().out
+        assert (
+            f"both reports evaluated the same weights ({digest[:12]}) the same way but for the "
+            "seed 1 against 0: the difference measures sampling noise (a noise floor), not a "
+            "difference of models\n"
+        ) in said
+        assert "95%; sampling noise, not a finding): avg@2 " in said and "] p " not in said
+        assert not [w for w in caught if "sampled differently" in str(w.message)]
+        assert main([*against, "--temperature", "1.0", "--output", str(tmp_path / "T.json")]) == 0
+    assert [str(w.message) for w in caught if "sampled differently" in str(w.message)] == [
+        "the reports were sampled differently: temperature 1.0 against 0.6; part of the "
+        "difference may be that"
+    ]
+    said = capsys.readouterr().out
+    assert "sampled otherwise: the difference is the settings', not the models'\n" in said
+    assert "(percentage points, 95%): avg@2 " in said and "] p " in said
+    model, tokenizer = load_model(str(tiny_model_dir))
+    with torch.no_grad():
+        next(model.parameters())[0, 0] += 1e-3
+    model.save_pretrained(tmp_path / "other")
+    tokenizer.save_pretrained(tmp_path / "other")
+    other = tmp_path / "other.json"
+    argv = ["--model", str(tmp_path / "other"), *argv, "--against", str(base)]
+    assert main([*argv, "--output", str(other)]) == 0
+    said = capsys.readouterr().out
+    assert "same weights" not in said and "(percentage points, 95%): avg@2 " in said
+    assert json.loads(other.read_text())["against"]["same_weights"] is False
 
 
 def test_against_with_several_datasets_gives_a_line_for_each():

@@ -91,6 +91,7 @@ def test_real_sampling_is_seeded_and_leaves_state_alone(tiny_model):
         "stderr",
         "per_dataset_stderr",
         "config",
+        "prompts",
         "problems",
     }
 
@@ -313,3 +314,18 @@ def test_problems_repeating_a_dataset_and_id_are_warned_of():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same id in another dataset is another problem
         harness.warn_repeated_problems([*EXAMPLES, other_set])
+
+
+def test_the_report_fingerprints_the_prompts_as_the_model_was_given_them(tiny_model):
+    """``rlvr eval --against`` compares the prompts as tokenised (the system prompt, chat
+    template, tokenizer, template or prompt field can each change them): the fingerprint is
+    of each problem's token ids, whatever the order of the problems."""
+    _, tokenizer = tiny_model
+    ids = harness.encode_prompts(tokenizer, EXAMPLES, EvalConfig())
+    record = harness.prompts_record(tokenizer, EXAMPLES, ids)
+    assert record["chat_template"] is bool(tokenizer.chat_template) is True
+    assert harness.prompts_record(tokenizer, EXAMPLES[::-1], ids[::-1]) == record
+    briefly = harness.encode_prompts(tokenizer, EXAMPLES, EvalConfig(system_prompt="Be brief."))
+    other = harness.prompts_record(tokenizer, EXAMPLES, briefly)
+    assert other["token_ids_sha256"] != record["token_ids_sha256"]
+    assert len(record["token_ids_sha256"]) == 64

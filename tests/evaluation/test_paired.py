@@ -222,3 +222,118 @@ def test_maj_at_k_is_paired_when_both_reports_hold_answer_keys():
     assert "maj@4" in compare_reports(new, base).per_dataset["d"]
     # a report without answer keys (code, or an rlvr before maj@k): no maj@k, no error
     assert "maj@4" not in paired_differences(new, _report([1, 0]))
+
+
+def _evaluated(report, weights="a" * 64, seed=0, temperature=0.6, dtype="float32", **config):
+    """``report`` with the settings and weights fingerprint ``rlvr eval`` records."""
+    sampling = {"temperature": temperature, "top_p": 1.0, "top_k": 0, "max_new_tokens": 256}
+    return {
+        **report,
+        "weights": {"sha256": weights},
+        "loading": {"template": None, "dtype": dtype, "device": "cpu", "autocast": "none"},
+        "sampler": {"name": "lean", "options": {}},
+        "prompts": {"chat_template": True, "token_ids_sha256": "c" * 64},
+        "config": {"n": 4, "seed": seed, "batch_size": 8, "system_prompt": None,
+                   "sampling": sampling, **config},
+    }  # fmt: skip
+
+
+def _said(new, base) -> list[str]:
+    """The warnings :func:`paired_differences` gives for two reports."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        paired_differences(new, base)
+    return [str(w.message) for w in caught]
+
+
+def test_each_setting_sampled_otherwise_is_one_warning_naming_both_values():
+    """Two reports sampled at other temperatures, in other dtypes or with another system prompt
+    were paired without a word, as if only their models differed; each such setting is now
+    one warning (not a refusal: comparing temperatures can be the point)."""
+    new = _evaluated(_report([1, 2]), weights="b" * 64, temperature=1.0, dtype="bfloat16")
+    new["config"]["system_prompt"] = "Be brief."
+    new["sampler"] = {"name": "vllm", "options": {}}
+    assert _said(new, _evaluated(_report([2, 2]))) == [
+        "the reports were sampled differently: temperature 1.0 against 0.6; part of the "
+        "difference may be that",
+        "the reports were sampled differently: system prompt 'Be brief.' against none; part of "
+        "the difference may be that",
+        "the reports were sampled differently: sampler 'vllm' against 'lean'; part of the "
+        "difference may be that",
+        "the reports were sampled differently: dtype 'bfloat16' against 'float32'; part of the "
+        "difference may be that",
+    ]
+
+
+def test_a_setting_a_report_does_not_record_and_another_seed_pass_without_a_word():
+    """A report written before a setting was recorded (no ``loading``, no ``sampling``) passes
+    for it; another seed, another n or batch size changes which completions are drawn, not
+    what they are drawn from: the paired interval covers it, so nothing is said."""
+    new = _evaluated(_report([1, 2]), weights="b" * 64, seed=1, n=8, batch_size=2)
+    old = {**_report([2, 2]), "config": {"seed": 0}}
+    assert _said(new, old) == []
+    assert _said(new, _evaluated(_report([2, 2]))) == []
+
+
+def test_the_same_weights_sampled_the_same_way_are_noise_not_a_finding():
+    """Two reports of one checkpoint sampled alike were printed as a comparison of two
+    models, p-value and all; they now say that any difference is sampling noise, without a
+    p-value, and the JSON records it."""
+    from rlvr.cli.eval_against import paired
+
+    new, base = _evaluated(_report([4, 3, 2, 1])), _evaluated(_report([3, 3, 2, 0]))
+    section, lines = paired("base.json", new, base)
+    assert lines[0] == (
+        "both reports evaluated the same weights (aaaaaaaaaaaa) the same way, so any difference "
+        "is sampling noise (seed) and not a difference of models"
+    )
+    assert lines[1].startswith(
+        "against base.json, paired by problem (percentage points, 95%; sampling noise, not a "
+        "finding): avg@4 +12.5 ["
+    )
+    assert " p " not in lines[1] and len(lines) == 2
+    assert section["same_weights"] is True and section["noise_only"] is True
+    assert section["other_settings"] == {} and section["all"]["avg@4"]["p"] is not None
+
+
+def test_the_same_weights_under_another_seed_measure_the_noise_floor():
+    from rlvr.cli.eval_against import paired
+
+    new = _evaluated(_report([4, 3, 2, 1]), seed=1)
+    section, lines = paired("base.json", new, _evaluated(_report([3, 3, 2, 0])))
+    assert lines[0] == (
+        "both reports evaluated the same weights (aaaaaaaaaaaa) the same way but for the seed 1 "
+        "against 0: the difference measures sampling noise (a noise floor), not a difference "
+        "of models"
+    )
+    assert " p " not in lines[1] and section["noise_only"] is True
+    assert section["other_settings"] == {"seed": [1, 0]}
+
+
+def test_the_same_weights_sampled_otherwise_are_the_settings_difference_tested():
+    from rlvr.cli.eval_against import paired
+
+    new = _evaluated(_report([4, 3, 2, 1]), temperature=1.0)
+    with pytest.warns(UserWarning, match="temperature 1.0 against 0.6"):
+        section, lines = paired("base.json", new, _evaluated(_report([3, 3, 2, 0])))
+    assert lines[0] == (
+        "both reports evaluated the same weights (aaaaaaaaaaaa) sampled otherwise: the "
+        "difference is the settings', not the models'"
+    )
+    assert lines[1].startswith("against base.json, paired by problem (percentage points, 95%): ")
+    assert " p " in lines[1] and section["noise_only"] is False
+
+
+@pytest.mark.parametrize("weights", ["b" * 64, None])
+def test_other_or_unrecorded_weights_are_compared_as_models(weights):
+    """Another fingerprint, or a report without one (written before it was recorded), is a
+    comparison of models as before: no line about the weights, p-values."""
+    from rlvr.cli.eval_against import paired
+
+    new = _evaluated(_report([4, 3, 2, 1]), weights=weights, seed=1)
+    if weights is None:
+        del new["weights"]
+    section, lines = paired("base.json", new, _evaluated(_report([3, 3, 2, 0])))
+    assert len(lines) == 1 and lines[0].startswith("against base.json, paired by problem (")
+    assert " p " in lines[0] and section["noise_only"] is False
+    assert section["same_weights"] is (False if weights else None)

@@ -111,6 +111,10 @@ def test_each_held_out_evaluation_writes_its_report_and_the_change_has_an_interv
     )
     expected = paired_differences(last, first, ks=[1])
     assert result.change_intervals == expected and set(expected) >= set(result.change_points())
+    # the policy's weights fingerprinted (trained: other weights) and how it computed
+    assert first["weights"]["sha256"] != last["weights"]["sha256"]
+    assert first["loading"] == {"template": None, "dtype": "float32", "autocast": "none"}
+    assert first["prompts"] == last["prompts"] and first["prompts"]["chat_template"] is True
     d, gain = expected["avg@1"], result.change_points()["avg@1"]
     assert 100 * d.mean == pytest.approx(gain, abs=1e-9)
     line = next(x for x in result.summary_lines() if x.startswith("held-out change:"))

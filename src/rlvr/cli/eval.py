@@ -316,9 +316,11 @@ def warn_unverified(report: EvalReport) -> None:
 
 def _loading(args: argparse.Namespace) -> dict[str, object]:
     """How the problems and the model were loaded (what ``config`` does not hold); ``fields``
-    is the mapping used, ``reasoning_gym`` too when the verifier chose it."""
+    is the mapping used, ``reasoning_gym`` too when the verifier chose it; ``autocast`` is
+    ``none`` (rlvr eval computes in ``dtype``)."""
     keys = ("prompt_field", "answer_field", "split", "template", "limit", "dtype", "device")
-    return {"fields": field_mapping(args)} | {key: getattr(args, key) for key in keys}
+    loaded = {"fields": field_mapping(args)} | {key: getattr(args, key) for key in keys}
+    return loaded | {"autocast": "none"}  # as a run records its model.autocast
 
 
 def _versions(sampler: str, verifier: str) -> dict[str, str]:
@@ -452,7 +454,7 @@ def main(argv: list[str]) -> int:
     warn_repeated_problems(examples)
     if base is not None:  # other problems or another verifier: one line before sampling
         check_against(args.against, base, verifier.spec, options, examples)
-    report = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
+    report, weights = _sample_and_score(args, examples, verifier, config, prompt_ids, keep, output)
     written = report_document(
         report,
         model=args.model,
@@ -460,6 +462,7 @@ def main(argv: list[str]) -> int:
         verifier=verifier.spec,
         verifier_options=options,  # as given: a +format verifier's own hold its inner one
         loading=_loading(args),
+        weights={"sha256": weights},
         sampler={"name": args.sampler, "options": args.sampler_options},
         command="rlvr eval " + shlex.join(argv),
         versions=_versions(args.sampler, verifier.spec),
@@ -486,19 +489,23 @@ def _sample_and_score(
     prompt_ids: list | None,
     keep: PartialSamples,
     output: Path,
-) -> EvalReport:
+) -> tuple[EvalReport, str]:
     """Load the model, sample with ``--sampler`` (released after; a progress bar on stderr)
-    and score; after Ctrl-C or SIGTERM, say how to continue."""
+    and score; after Ctrl-C or SIGTERM, say how to continue. Returns the report and the
+    fingerprint of the weights evaluated (:func:`~rlvr.models.fingerprint.weights_sha256`:
+    a folder of adapters merged)."""
     from rlvr.evaluation.harness import evaluate
     from rlvr.generation import make_sampler
     from rlvr.models import load_model
+    from rlvr.models.fingerprint import weights_sha256
     from rlvr.train.interrupt import sigterm_as_ctrl_c
 
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
+    weights = weights_sha256(model)
     sampler = make_sampler(args.sampler, model, tokenizer, **args.sampler_options)
     try:
         with sigterm_as_ctrl_c(), progress_bar("eval", "problems") as progress:
-            return evaluate(
+            report = evaluate(
                 model,
                 tokenizer,
                 examples,
@@ -509,6 +516,7 @@ def _sample_and_score(
                 keep=keep,
                 progress=progress,
             )
+        return report, weights
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (a scheduler's stop)
         _say_how_to_continue(keep, output, len(examples), config.n)
         raise

@@ -9,6 +9,7 @@ from pathlib import Path
 from rlvr.evaluation.harness import json_numbers
 from rlvr.evaluation.paired import (
     Difference,
+    arms,
     check_same_scoring,
     compare_reports,
     paired_problems,
@@ -55,17 +56,29 @@ def _unwritten(path: Path) -> str:
 
 
 def paired(path: str, written: dict, base: dict) -> tuple[dict, list[str]]:
-    """The JSON's ``against`` section and the lines printed under the table: the paired
-    differences over all problems and, with several datasets, over each one's."""
+    """The JSON's ``against`` section and the lines printed under the table: for reports of
+    the same weights what their difference measures (:meth:`~rlvr.evaluation.paired.Arms.line`),
+    then the paired differences over all problems and, with several datasets, over each one's;
+    without p-values, and said to be noise, when it is noise alone."""
     overall, datasets = compare_reports(written, base)
+    both = arms(written, base)
     section = {
         "file": path,
+        "same_weights": both.same_weights,
+        "other_settings": {o.setting.name: [o.new, o.base] for o in both.settings},
+        "noise_only": both.noise_only,
         "all": _json_differences(overall),
         "per_dataset": {name: _json_differences(ds) for name, ds in datasets.items()},
     }
-    lines = [f"against {path}, paired by problem (percentage points, 95%): {summary(overall)}"]
+    tested = not both.noise_only
+    what = "" if tested else "; sampling noise, not a finding"
+    lines = [] if both.line() is None else [str(both.line())]
+    lines.append(
+        f"against {path}, paired by problem (percentage points, 95%{what}): "
+        + summary(overall, tested)
+    )
     if len(datasets) > 1:
-        lines += [f"  {name}: {summary(ds)}" for name, ds in datasets.items()]
+        lines += [f"  {name}: {summary(ds, tested)}" for name, ds in datasets.items()]
     return section, lines
 
 

@@ -11,6 +11,8 @@ were. A completion counts as correct when its score reaches the verifier's
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import warnings
 from collections import defaultdict
@@ -20,7 +22,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from rlvr.data.chat import format_prompt
+from rlvr.data.chat import format_prompt, has_chat_template
 from rlvr.data.loading import Example
 from rlvr.evaluation.diversity import Diversity, diversity, mean_diversity
 from rlvr.evaluation.grouping import merge_wrong_votes
@@ -150,6 +152,8 @@ class EvalReport:
     (:func:`rlvr.evaluation.metrics.standard_errors`; NaN for one problem)."""
     per_dataset_stderr: dict[str, dict[str, float]] = field(default_factory=dict)
     """The same for each dataset name."""
+    prompts: dict[str, Any] | None = None
+    """The prompts as sampled (:func:`prompts_record`); ``None`` when not known."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what ``rlvr eval --output`` writes)."""
@@ -165,6 +169,7 @@ class EvalReport:
                 name: json_numbers(se) for name, se in self.per_dataset_stderr.items()
             },
             "config": asdict(self.config),
+            **({} if self.prompts is None else {"prompts": self.prompts}),
             "problems": problems,
         }
 
@@ -190,6 +195,21 @@ def report_document(
         "verifier_options": verifier_options,
     }
     return {**head, **about, **report.to_dict()}
+
+
+def prompts_record(
+    tokenizer, examples: Sequence[Example], prompt_ids: Sequence[Sequence[int]]
+) -> dict[str, Any]:
+    """The prompts as the model was given them, for a report: whether the tokenizer has a
+    chat template, and ``token_ids_sha256``, sha256 of each problem's (dataset, id) and prompt
+    token ids in (dataset, id) order, which changes with anything that changes a prompt (system
+    prompt, template, chat template, tokenizer, prompt field, a run's prompt length limit)."""
+    rows = sorted(
+        [ex.dataset, ex.id, [int(t) for t in ids]]
+        for ex, ids in zip(examples, prompt_ids, strict=True)
+    )
+    digest = hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+    return {"chat_template": has_chat_template(tokenizer), "token_ids_sha256": digest}
 
 
 def json_numbers(values: dict[str, float]) -> dict[str, float | None]:
@@ -503,4 +523,6 @@ def evaluate(
         prompt_ids = encode_prompts(tokenizer, examples, config)
         warn_past_context(model, prompt_ids, config.sampling.max_new_tokens)
     samples = sample_seeded(model, tokenizer, prompt_ids, config, sampler, keep, progress)
-    return build_report(score_problems(examples, verifier, samples, config, scorer), config)
+    report = build_report(score_problems(examples, verifier, samples, config, scorer), config)
+    report.prompts = prompts_record(tokenizer, examples, prompt_ids)
+    return report

@@ -95,10 +95,168 @@ def compare_reports(new: Mapping[str, Any], base: Mapping[str, Any]) -> Comparis
 
 
 def _checked_pairs(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[tuple[dict, dict]]:
-    """The two reports' problems paired; ``ValueError`` for other verifiers or problems."""
+    """The two reports' problems paired; ``ValueError`` for other verifiers or problems; a
+    warning for each sampling setting they differ in (:func:`warn_other_settings`)."""
     check_same_scoring(new, base)
     _warn_other_time_limits(new, base)
-    return paired_problems(new["problems"], base["problems"])
+    pairs = paired_problems(new["problems"], base["problems"])
+    warn_other_settings(new, base)
+    return pairs
+
+
+class Setting(NamedTuple):
+    """A setting a report records that changes its scores with the same model."""
+
+    name: str
+    """As the warning names it."""
+    path: tuple[str, ...]
+    """Where the report's JSON holds it."""
+    draw: bool = False
+    """It changes which completions are drawn, not what they are drawn from (the seed):
+    a difference of it is noise the paired interval covers, not a cause of the difference."""
+
+
+SETTINGS = (
+    Setting("temperature", ("config", "sampling", "temperature")),
+    Setting("top_p", ("config", "sampling", "top_p")),
+    Setting("top_k", ("config", "sampling", "top_k")),
+    Setting("max new tokens", ("config", "sampling", "max_new_tokens")),
+    Setting("system prompt", ("config", "system_prompt")),
+    Setting("prompt template", ("loading", "template")),
+    Setting("chat template", ("prompts", "chat_template")),
+    Setting("prompt token ids (sha256)", ("prompts", "token_ids_sha256")),
+    Setting("sampler", ("sampler", "name")),
+    Setting("sampler options", ("sampler", "options")),
+    Setting("dtype", ("loading", "dtype")),
+    Setting("autocast", ("loading", "autocast")),
+    Setting("device", ("loading", "device")),
+    Setting("seed", ("config", "seed"), draw=True),
+    Setting("samples per problem", ("config", "n"), draw=True),
+    Setting("batch size", ("config", "batch_size"), draw=True),
+)
+"""The settings :func:`other_settings` compares, as ``rlvr eval`` and a run's evaluation
+reports record them (docs/evaluation.md). A setting is one row here, nowhere else."""
+
+
+class OtherSetting(NamedTuple):
+    """A setting two reports recorded with other values."""
+
+    setting: Setting
+    new: Any
+    base: Any
+
+
+_UNRECORDED = object()
+
+
+def other_settings(new: Mapping[str, Any], base: Mapping[str, Any]) -> list[OtherSetting]:
+    """Each of :data:`SETTINGS` that both reports record, with other values (a report written
+    before a setting was recorded passes for it).
+
+    >>> one = {"config": {"seed": 0, "sampling": {"temperature": 1.0}}}
+    >>> [(o.setting.name, o.new, o.base) for o in other_settings(one, {"config": {"seed": 0}})]
+    []
+    >>> two = {"config": {"seed": 1, "sampling": {"temperature": 0.6}}}
+    >>> [(o.setting.name, o.new, o.base) for o in other_settings(one, two)]
+    [('temperature', 1.0, 0.6), ('seed', 0, 1)]
+    """
+    out = []
+    for setting in SETTINGS:
+        values = [_recorded(report, setting.path) for report in (new, base)]
+        if _UNRECORDED not in values and values[0] != values[1]:
+            out.append(OtherSetting(setting, *values))
+    return out
+
+
+def _recorded(report: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in a report's JSON, or :data:`_UNRECORDED`."""
+    value: Any = report
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return _UNRECORDED
+        value = value[key]
+    return value
+
+
+def _against(other: OtherSetting) -> str:
+    """``temperature 1.0 against 0.6``: the setting, the new report's value and the base's."""
+    return f"{other.setting.name} {shown(other.new)} against {shown(other.base)}"
+
+
+def warn_other_settings(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:
+    """One warning for each setting (not the seed's kind, :attr:`Setting.draw`) that the
+    reports recorded with other values: part of their difference may be that."""
+    for other in other_settings(new, base):
+        if not other.setting.draw:
+            warnings.warn(
+                f"the reports were sampled differently: {_against(other)}; part of the "
+                "difference may be that",
+                stacklevel=4,
+            )
+
+
+def shown(value: Any, width: int = 60) -> str:
+    """A setting's value for a line: text quoted, ``None`` as ``none``, a digest's first 12
+    characters, anything longer than ``width`` cut.
+
+    >>> shown(None), shown(0.6), shown("Be brief."), shown("ab" * 32)
+    ('none', '0.6', "'Be brief.'", 'abababababab')
+    """
+    if value is None:
+        return "none"
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+        return value[:12]
+    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Arms(NamedTuple):
+    """What two reports compare besides their problems: the weights and the settings."""
+
+    same_weights: bool | None
+    """Whether both evaluated the same weights (their ``weights.sha256``,
+    :func:`rlvr.models.fingerprint.weights_sha256`); ``None``: either does not record it."""
+    digest: str | None
+    """The new report's ``weights.sha256``."""
+    settings: list[OtherSetting]
+    """The settings they recorded with other values (:func:`other_settings`)."""
+
+    @property
+    def noise_only(self) -> bool:
+        """The same weights sampled the same way, but perhaps for the seed's kind of setting:
+        a difference is sampling noise, not a finding."""
+        return bool(self.same_weights) and all(o.setting.draw for o in self.settings)
+
+    def line(self) -> str | None:
+        """What the difference of the same weights' reports measures; ``None`` for others.
+
+        >>> print(Arms(True, "ab" * 32, []).line())  # doctest: +NORMALIZE_WHITESPACE
+        both reports evaluated the same weights (abababababab) the same way, so any
+        difference is sampling noise (seed) and not a difference of models
+        """
+        if not self.same_weights:
+            return None
+        same = f"both reports evaluated the same weights ({shown(self.digest)})"
+        if not self.noise_only:
+            return f"{same} sampled otherwise: the difference is the settings', not the models'"
+        if not self.settings:
+            return (
+                f"{same} the same way, so any difference is sampling noise (seed) and not a "
+                "difference of models"
+            )
+        but = ", ".join(_against(o) for o in self.settings)
+        return (
+            f"{same} the same way but for the {but}: the difference measures sampling noise "
+            "(a noise floor), not a difference of models"
+        )
+
+
+def arms(new: Mapping[str, Any], base: Mapping[str, Any]) -> Arms:
+    """:class:`Arms` of two reports (``new``'s weights first)."""
+    digests = [_recorded(report, ("weights", "sha256")) for report in (new, base)]
+    known = _UNRECORDED not in digests and None not in digests
+    same = digests[0] == digests[1] if known else None
+    return Arms(same, digests[0] if known else None, other_settings(new, base))
 
 
 def _warn_other_time_limits(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:
@@ -230,20 +388,22 @@ def _well_formed(problem: dict[str, Any]) -> bool:
     return texts and counts and 0 <= c <= n and n >= 1
 
 
-def summary(differences: Mapping[str, Difference]) -> str:
-    """The differences in percentage points, as ``rlvr eval --against`` prints them.
+def summary(differences: Mapping[str, Difference], tested: bool = True) -> str:
+    """The differences in percentage points, as ``rlvr eval --against`` prints them; without
+    ``tested``, no p-value (a difference of noise alone tests nothing: :attr:`Arms.noise_only`).
 
     >>> summary({"avg@4": Difference(0.012, -0.003, 0.027, 0.12, 500)})
     'avg@4 +1.2 [-0.3, +2.7] p 0.12'
+    >>> summary({"avg@4": Difference(0.012, -0.003, 0.027, 0.12, 500)}, tested=False)
+    'avg@4 +1.2 [-0.3, +2.7]'
     """
     parts = []
     for name, d in differences.items():
-        if math.isnan(d.low):
-            parts.append(f"{name} {100 * d.mean:+.1f}")
-        else:
-            parts.append(
-                f"{name} {100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] p {d.p:.2g}"
-            )
+        part = f"{name} {100 * d.mean:+.1f}"
+        if not math.isnan(d.low):
+            part += f" [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+            part += f" p {d.p:.2g}" if tested else ""
+        parts.append(part)
     return "; ".join(parts)
 
 

@@ -333,7 +333,11 @@ def evaluate(run: RLRun, step: int | None = None) -> EvalRecord:
 
 def _document(run: RLRun, report: EvalReport, step: int | None) -> dict[str, Any]:
     """The evaluation's JSON report in ``rlvr eval``'s format (completions are not kept), so
-    ``rlvr eval --against`` pairs a model's report with it."""
+    ``rlvr eval --against`` pairs a model's report with it: with the fingerprint of the
+    policy's weights (merged as its checkpoint holds them; one pass over them) and how it
+    computes (``loading``), which ``--against`` compares."""
+    from rlvr.models.fingerprint import weights_sha256
+
     cfg = run.cfg
     return report_document(
         report,
@@ -341,6 +345,12 @@ def _document(run: RLRun, report: EvalReport, step: int | None) -> dict[str, Any
         data=[cfg.data.eval],
         verifier=run.scorer.verifier.spec,
         verifier_options=verifier_options(cfg.reward),
+        loading={
+            "template": cfg.data.template,
+            "dtype": cfg.model.dtype,
+            "autocast": cfg.model.autocast,
+        },
+        weights={"sha256": weights_sha256(run.policy)},
         sampler={"name": cfg.rollout.sampler, "options": cfg.rollout.sampler_options},
         run=str(run.run_dir),
         step=step,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from rlvr.generation.turns import end_of_turn
+
 VARYING_SHAPE_ATTENTION = (
     SDPBackend.FLASH_ATTENTION,
     SDPBackend.EFFICIENT_ATTENTION,
@@ -83,7 +85,7 @@ class Generation:
     truncated: torch.Tensor
     """[N] bool: the completion hit ``max_new_tokens`` without an EOS."""
     texts: list[str]
-    """N decoded completions, special tokens removed."""
+    """N decoded completions, special tokens and the EOS removed."""
     prompt_index: list[int]
     """N indices into ``prompts``: completion j answers ``prompts[prompt_index[j]]``."""
     logprobs: torch.Tensor | None = None
@@ -98,12 +100,16 @@ class Generation:
 
 
 def eos_ids(model, tokenizer) -> list[int]:
-    """Every token id that ends a completion (model's generation config and tokenizer)."""
+    """Every token id that ends a completion: the model's generation config's, the
+    tokenizer's EOS, and the token its chat template ends an assistant turn with
+    (:func:`~rlvr.generation.turns.end_of_turn`: Gemma's ``<end_of_turn>``, Llama 3's
+    ``<|eot_id|>``), in that order."""
     config = getattr(model, "generation_config", None)
     ids = getattr(config, "eos_token_id", None)
     ids = [] if ids is None else ([ids] if isinstance(ids, int) else list(ids))
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids.append(tokenizer.eos_token_id)
+    for extra in (tokenizer.eos_token_id, end_of_turn(tokenizer)):
+        if extra is not None and extra not in ids:
+            ids.append(extra)
     if not ids:
         raise ValueError("the model and tokenizer define no EOS token; completions could never end")
     return ids
@@ -165,10 +171,12 @@ def finish(
     """A :class:`Generation` from ``[N, P]`` prompts and raw ``[N, T]`` sampled tokens.
 
     Tokens after each row's first EOS become padding (and their log-probs 0); texts are
-    decoded without special tokens.
+    decoded without special tokens, and without the EOS (an end-of-turn token the tokenizer
+    does not mark special, Phi-3's ``<|end|>`` in some releases, is not the verifier's to see).
     """
     padding = pad_id(tokenizer, eos)
     mask, truncated = response_mask_from_ids(response_ids, eos)
+    kept = (mask.sum(dim=1) - (~truncated).long()).tolist()  # [N] tokens before the EOS
     response_ids = torch.where(mask.bool(), response_ids, torch.full_like(response_ids, padding))
     if logprobs is not None:
         logprobs = torch.where(mask.bool(), logprobs.float(), torch.zeros_like(logprobs.float()))
@@ -178,7 +186,10 @@ def finish(
         response_ids=response_ids,
         response_mask=mask,
         truncated=truncated,
-        texts=tokenizer.batch_decode(response_ids, skip_special_tokens=True),
+        texts=tokenizer.batch_decode(
+            [row[:n] for row, n in zip(response_ids.tolist(), kept, strict=True)],
+            skip_special_tokens=True,
+        ),
         prompt_index=[i for i in range(prompt_ids.shape[0] // n) for _ in range(n)],
         logprobs=logprobs,
     )

@@ -34,6 +34,7 @@ from rlvr.data.loading import (
     is_local,
     source_splits,
 )
+from rlvr.generation.turns import end_of_turn
 from rlvr.models import cache_root
 from rlvr.train.config import DataConfig, SFTDataConfig
 
@@ -388,7 +389,7 @@ class SFTExample:
     prompt_ids: tuple[int, ...]
     """Formatted prompt tokens (masked out of the loss)."""
     response_ids: tuple[int, ...]
-    """Target tokens, ending with EOS."""
+    """Target tokens, ending with the end-of-turn token (:func:`load_sft_examples`)."""
 
 
 class SFTExamples(NamedTuple):
@@ -403,8 +404,10 @@ class SFTExamples(NamedTuple):
 def load_sft_examples(
     source: str, tokenizer, cfg: SFTDataConfig, *, limit: int | None, role: str = "train"
 ) -> SFTExamples:
-    """Prompt/response pairs of ``data.<role>`` tokenised, each response ending with one EOS;
-    rows over ``max_tokens`` (prompt + response + EOS) are skipped, counted and warned."""
+    """Prompt/response pairs of ``data.<role>`` tokenised, each response ending with one
+    end-of-turn token (the one the chat template writes after an assistant message:
+    :func:`~rlvr.generation.turns.end_of_turn`, the EOS where that is unknown); rows over
+    ``max_tokens`` (prompt + response + that token) are skipped, counted and warned."""
     rows = read_examples(cfg, source, limit=limit, role=role)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
@@ -413,12 +416,15 @@ def load_sft_examples(
         if rows
         else []
     )
-    eos = tokenizer.eos_token_id
-    if eos is None:
-        raise ValueError("the tokenizer has no EOS token; SFT targets could never end")
+    end = end_of_turn(tokenizer)
+    if end is None:
+        raise ValueError(
+            "the tokenizer has no EOS token and its chat template no end-of-turn token; SFT "
+            "targets could never end"
+        )
     out, over, empty = [], [], 0
     for p, r in zip(prompts, responses, strict=True):
-        r = end_with_one_eos(r, eos, tokenizer)
+        r = end_with_one(r, end, tokenizer)
         if not p:
             empty += 1
         elif len(p) + len(r) > cfg.max_tokens:
@@ -433,17 +439,18 @@ def load_sft_examples(
     return SFTExamples(out, skipped)
 
 
-def end_with_one_eos(ids: Sequence[int], eos: int, tokenizer) -> list[int]:
-    """Response tokens ``ids`` ending with one ``eos``: appended, unless the text already ends
-    with it, or with it and then only whitespace, which is dropped (the newline a chat template
-    writes after ``<|im_end|>``: generation stops at the EOS, so the model never produces it).
-    A response's own trailing newline, with no EOS before it, is kept."""
-    end = len(ids)
-    while end and ids[end - 1] != eos and not tokenizer.decode([ids[end - 1]]).strip():
-        end -= 1
-    if end and ids[end - 1] == eos:
-        return list(ids[:end])
-    return [*ids, eos]
+def end_with_one(ids: Sequence[int], end: int, tokenizer) -> list[int]:
+    """Response tokens ``ids`` ending with one ``end`` (the end-of-turn token): appended,
+    unless the text already ends with it, or with it and then only whitespace, which is
+    dropped (the newline a chat template writes after ``<|im_end|>`` or ``<end_of_turn>``:
+    generation stops at that token, so the model never produces it). A response's own
+    trailing newline, with no end-of-turn token before it, is kept."""
+    stop = len(ids)
+    while stop and ids[stop - 1] != end and not tokenizer.decode([ids[stop - 1]]).strip():
+        stop -= 1
+    if stop and ids[stop - 1] == end:
+        return list(ids[:stop])
+    return [*ids, end]
 
 
 def _skipped_rows(

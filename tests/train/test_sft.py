@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.chat_families import FAMILIES, family_tokenizer
 
+from rlvr.data import format_prompt
 from rlvr.train.batch import pack
 from rlvr.train.config import ModelConfig, OptimConfig, SFTConfig, SFTDataConfig
 from rlvr.train.metrics import read_metrics
@@ -319,6 +321,30 @@ def test_whitespace_after_a_final_eos_text_is_dropped_not_followed_by_a_second_e
     )
     ids = tokenizer(["4", "2" + after], add_special_tokens=False)["input_ids"]
     assert [list(e.response_ids) for e in examples] == [[*ids[0], eos], [*ids[1], eos]]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_sft_targets_end_with_the_token_the_chat_template_ends_a_turn_with(tmp_path, name):
+    """Gemma ends a turn with ``<end_of_turn>`` (EOS ``<eos>``), Llama 3 with ``<|eot_id|>``
+    (the 3.0 release's EOS ``<|end_of_text|>``), Phi-3 with ``<|end|>`` (EOS
+    ``<|endoftext|>``): the response ends with that token once, as the model writes it at
+    inference, also when the data already ends with it and the template's newline."""
+    tokenizer = family_tokenizer(name)
+    end_text = FAMILIES[name].end_of_turn
+    end = tokenizer.convert_tokens_to_ids(end_text)
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "What is 12 + 7?", "response": "19"},
+        {"prompt": "What is 12 + 7?", "response": "19" + end_text + "\n"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, _ = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    nineteen = tokenizer("19", add_special_tokens=False)["input_ids"]
+    assert [list(e.response_ids) for e in examples] == [[*nineteen, end]] * 2
+    prompt = tokenizer(format_prompt(tokenizer, "What is 12 + 7?"), add_special_tokens=False)
+    assert list(examples[0].prompt_ids) == prompt["input_ids"]
 
 
 @pytest.mark.parametrize("key", ["train", "eval"])

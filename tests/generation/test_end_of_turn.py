@@ -60,8 +60,8 @@ def test_a_completion_ending_its_turn_is_not_truncated_and_the_verifier_reads_no
 
 
 def test_an_end_of_turn_the_tokenizer_does_not_mark_special_is_left_out_of_the_text():
-    """Some Phi-3 tokenizers hold ``<|end|>`` as a plain added token: decoding without
-    special tokens kept it, and the verifier read ``19<|end|>``."""
+    """A tokenizer may hold its end-of-turn token (here Phi-3's ``<|end|>``) as a plain added
+    token: decoding without special tokens kept it, and the verifier read ``19<|end|>``."""
     from tests.chat_families import PHI3, WORDS
 
     from rlvr.models.tiny import build_tokenizer

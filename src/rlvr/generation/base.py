@@ -172,7 +172,7 @@ def finish(
 
     Tokens after each row's first EOS become padding (and their log-probs 0); texts are
     decoded without special tokens, and without the EOS (an end-of-turn token the tokenizer
-    does not mark special, Phi-3's ``<|end|>`` in some releases, is not the verifier's to see).
+    holds as a plain added token, not marked special, is not the verifier's to see either).
     """
     padding = pad_id(tokenizer, eos)
     mask, truncated = response_mask_from_ids(response_ids, eos)

@@ -398,7 +398,8 @@ class SFTExamples(NamedTuple):
     examples: list[SFTExample]
     """Usable pairs, in file order."""
     skipped: int
-    """Rows longer than ``max_tokens`` (prompt + response + EOS) or with an empty prompt."""
+    """Rows longer than ``max_tokens`` (prompt + response + end-of-turn token) or with an
+    empty prompt."""
 
 
 def load_sft_examples(

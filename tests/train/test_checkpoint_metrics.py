@@ -59,6 +59,27 @@ def test_checkpoint_restores_optimizer_scheduler_rng_and_data(tiny_model, tmp_pa
         assert torch.equal(reloaded.state_dict()[name], value), name
 
 
+def test_a_resume_trains_with_its_own_optimiser_settings(tiny_model, tmp_path):
+    """``--resume DIR optim.lr=...`` (warned, and recorded in ``config.yaml``) trains at the
+    new peak, betas, eps and weight decay; the checkpoint gives the moments and the position.
+    Loading the optimiser's state restored the old settings, so the change did nothing."""
+    model, tokenizer = tiny_model
+    optimizer, scheduler = _optim(model)
+    model(torch.tensor([[1, 2, 3]])).logits.sum().backward()
+    optimizer.step()
+    scheduler.step()
+    path = save_checkpoint(tmp_path, model, None, optimizer, scheduler, TrainerState(step=1))
+    new = OptimConfig(lr=4e-3, warmup_steps=2, betas=(0.5, 0.6), eps=1e-6, weight_decay=0.1)
+    fresh_opt, fresh_sched = build_optimizer(model, new, 10)
+    load_trainer_state(path, fresh_opt, fresh_sched)
+    assert fresh_sched.get_last_lr() == pytest.approx([4 * lr for lr in scheduler.get_last_lr()])
+    group = fresh_opt.param_groups[0]
+    assert (group["betas"], group["eps"], group["weight_decay"]) == ((0.5, 0.6), 1e-6, 0.1)
+    assert group["initial_lr"] == 4e-3
+    a, b = optimizer.state_dict()["state"], fresh_opt.state_dict()["state"]
+    assert all(torch.equal(a[k]["exp_avg"], b[k]["exp_avg"]) for k in a)
+
+
 def test_keep_last_and_half_written_checkpoints(tiny_model, tmp_path):
     model, tokenizer = tiny_model
     optimizer, scheduler = _optim(model)

@@ -197,10 +197,22 @@ def _write_files(tmp: Path, model, tokenizer, optimizer, scheduler, state: Train
     _fsync_tree(tmp)
 
 
+OPTIMISER_SETTINGS = ("lr", "initial_lr", "betas", "eps", "weight_decay")
+"""What a resumed run's optimiser keeps of its own configuration, not the checkpoint's (a
+``--resume DIR optim.lr=...`` is warned of and recorded in ``config.yaml``: it applies)."""
+
+
 def load_trainer_state(path: Path, optimizer, scheduler) -> TrainerState:
-    """Restore optimiser, scheduler and RNG states from a checkpoint; returns the rest."""
+    """Restore optimiser, scheduler and RNG states from a checkpoint; returns the rest.
+
+    The AdamW moments and the schedule's position come from the checkpoint; the peak
+    learning rate, betas, eps and weight decay stay those ``optimizer`` and ``scheduler``
+    were built with (the resumed run's configuration)."""
     payload = _read_state(Path(path))
+    own = [{k: g[k] for k in OPTIMISER_SETTINGS if k in g} for g in optimizer.param_groups]
     optimizer.load_state_dict(payload["optimizer"])
+    for group, settings in zip(optimizer.param_groups, own, strict=True):
+        group.update(settings)
     _load_schedule(scheduler, payload["scheduler"])
     set_rng_state(payload["rng"])
     return TrainerState(
@@ -230,12 +242,13 @@ def delete_to_resume(path: Path) -> str:
 
 
 def _load_schedule(scheduler, state: dict[str, Any]) -> None:
-    """The schedule's position from ``state``, its shape (warm-up, length, kind) from the
-    run being resumed, so ``--resume DIR steps=N`` stretches it to N steps.
+    """The schedule's position from ``state``, its shape (warm-up, length, kind) and peak
+    from the run being resumed, so ``--resume DIR steps=N`` stretches it to N steps.
 
     ``LambdaLR`` saves the attributes of a callable schedule and would restore the old
     length (a cosine then gives lr 0 to every step past it).
     """
+    state = {**state, "base_lrs": list(scheduler.base_lrs)}  # the peak: this run's optim.lr
     if "lr_lambdas" not in state:
         scheduler.load_state_dict(state)
         return

@@ -337,3 +337,39 @@ def test_other_or_unrecorded_weights_are_compared_as_models(weights):
     assert len(lines) == 1 and lines[0].startswith("against base.json, paired by problem (")
     assert " p " in lines[0] and section["noise_only"] is False
     assert section["same_weights"] is (False if weights else None)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"config": [1, 2]}, "'config' is an array, not an object"),
+        ({"config": {"sampling": "hot"}}, "'config.sampling' is a string, not an object"),
+        ({"weights": "abc"}, "'weights' is a string, not an object"),
+        ({"weights": {"sha256": 5}}, "'weights.sha256' is 5, not a sha256 digest"),
+        ({"weights": {"sha256": "x" * 64}}, "'weights.sha256' is 'xxxx"),
+        ({"prompts": None}, "'prompts' is null, not an object"),
+        ({"metrics": [0.5]}, "'metrics' is an array, not an object"),
+    ],
+)
+def test_a_report_whose_settings_or_fingerprint_have_another_shape_is_refused(tmp_path, edit, said):
+    """A hand-edited base report with ``config`` a list stopped with an ``AttributeError``
+    traceback after the new evaluation had sampled; a ``weights.sha256`` of 5 or a
+    ``config.sampling`` of text passed as unrecorded, without a word."""
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({**_evaluated(_report([1, 2])), **edit}))
+    with pytest.raises(
+        ValueError, match=r"base.json: not an rlvr eval report \(" + re.escape(said)
+    ):
+        read_report(path)
+    path.write_text(json.dumps({**_evaluated(_report([1, 2])), "weights": {"sha256": None}}))
+    assert read_report(path)["weights"] == {"sha256": None}  # unknown weights pass
+
+
+def test_a_recorded_timeout_count_that_is_no_number_counts_none():
+    """``verifier/timeouts`` of text went through ``int()``: a ValueError traceback."""
+    new = {**_report([1, 2]), "config": {"scoring": {"timeout_s": 2.0}}}
+    base = {**_report([2, 2]), "config": {"scoring": {"timeout_s": 10.0}},
+            "metrics": {"verifier/timeouts": "many"}}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paired_differences(new, base)

@@ -53,6 +53,14 @@ CASES = {
     "micro-batches": ("optim.micro_batch_size=3", "rollout.mask_truncated=true"),
     "generation-batches": ("rollout.generation_batch_size=4",),
     "no-shuffle": ("data.shuffle=false", "rollout.prompts_per_step=4"),
+    "overlong": (
+        "reward.overlong_buffer=4",
+        "rollout.mask_truncated=true",
+        "rollout.dynamic_sampling=true",
+        "objective.name=gppo",
+        "objective.sft_coef=0.1",
+    ),
+    "overlong-staleness-1": ("reward.overlong_buffer=8", "rollout.staleness=1"),
 }
 
 

@@ -204,7 +204,7 @@ def shown(value: Any, width: int = 60) -> str:
     """
     if value is None:
         return "none"
-    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+    if _is_digest(value):
         return value[:12]
     text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -263,15 +263,21 @@ def _warn_other_time_limits(new: Mapping[str, Any], base: Mapping[str, Any]) -> 
     """Warn when the reports' verifiers ran under other time limits (``config.scoring.timeout_s``,
     ``--timeout``) and a completion of either timed out: a timeout counts as wrong, so part of
     the difference may be the limits'. Reports that do not record a limit pass."""
-    limits = [r.get("config", {}).get("scoring", {}).get("timeout_s", "?") for r in (new, base)]
-    timed_out = [int(r.get("metrics", {}).get("verifier/timeouts") or 0) for r in (new, base)]
-    if "?" not in limits and limits[0] != limits[1] and any(timed_out):
+    limits = [_recorded(r, ("config", "scoring", "timeout_s")) for r in (new, base)]
+    timed_out = [_count(_recorded(r, ("metrics", "verifier/timeouts"))) for r in (new, base)]
+    if _UNRECORDED not in limits and limits[0] != limits[1] and any(timed_out):
         warnings.warn(
             f"the reports were scored under other verifier time limits ({limits[0]} s and "
             f"{limits[1]} s; {timed_out[0]} and {timed_out[1]} completions timed out, counted "
             "wrong): part of the difference may be the limits'",
             stacklevel=3,
         )
+
+
+def _count(value: Any) -> int:
+    """A recorded count as a whole number (0 when it is not recorded or no number)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return int(value) if number and math.isfinite(value) else 0
 
 
 def check_same_scoring(new: Mapping[str, Any], base: Mapping[str, Any]) -> None:
@@ -376,7 +382,59 @@ def read_report(path: str | Path) -> dict[str, Any]:
             f"{path}: not an rlvr eval report (a problem whose dataset and id are not text or "
             f"whose counts are not 0 <= c <= n, n >= 1: {json.dumps(shown)})"
         )
+    if (wrong := _misshapen(report)) is not None:
+        raise ValueError(f"{path}: not an rlvr eval report ({wrong})")
     return report
+
+
+_SECTIONS = (
+    ("config",),
+    ("config", "sampling"),
+    ("config", "scoring"),
+    ("loading",),
+    ("weights",),
+    ("prompts",),
+    ("sampler",),
+    ("metrics",),
+    ("verifier_options",),
+)
+"""The parts of a report that are JSON objects when it records them (a report written
+before one was recorded passes without it)."""
+
+
+def _misshapen(report: Mapping[str, Any]) -> str | None:
+    """What in a report that :func:`other_settings` and :func:`arms` read has another shape
+    than ``rlvr eval`` writes (a hand-edited report), else ``None``: a section of
+    :data:`_SECTIONS` that is no object, a ``weights.sha256`` that is no sha256 digest.
+
+    >>> _misshapen({"config": {"sampling": "hot"}})
+    "'config.sampling' is a string, not an object"
+    >>> _misshapen({"weights": {"sha256": 5}})
+    "'weights.sha256' is 5, not a sha256 digest (64 hex digits) or null"
+    """
+    for path in _SECTIONS:
+        value = _recorded(report, path)
+        if value is not _UNRECORDED and not isinstance(value, dict):
+            return f"{'.'.join(path)!r} is {_json_type(value)}, not an object"
+    digest = _recorded(report, ("weights", "sha256"))
+    if digest is _UNRECORDED or digest is None or _is_digest(digest):
+        return None
+    return f"'weights.sha256' is {shown(digest)}, not a sha256 digest (64 hex digits) or null"
+
+
+def _json_type(value: Any) -> str:
+    """What JSON calls ``value``'s type: ``a string``, ``an array``, ``null``, ..."""
+    if value is None:
+        return "null"
+    kinds = ((bool, "a boolean"), (str, "a string"), (list, "an array"), ((int, float), "a number"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "an object")
+
+
+def _is_digest(value: Any) -> bool:
+    """Whether ``value`` is a sha256 hex digest (64 lower-case hex digits)."""
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _well_formed(problem: dict[str, Any]) -> bool:

@@ -106,6 +106,12 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
             ["rollout.max_new_tokens=64", "reward.overlong_buffer=65"],
             r"^reward.overlong_buffer \(65\) must not exceed rollout.max_new_tokens \(64\)",
         ),
+        # 1e38: the group's float32 rewards overflowed, a NaN advantage at the first update
+        (
+            ["reward.overlong_buffer=16", "reward.overlong_penalty=1e38"],
+            r"^reward.overlong_penalty=1e\+38 is too large for float32 rewards: .* under 2.13e\+37 "
+            r"\(half float32's largest number over rollout.group_size=8\)",
+        ),
         # a call generates whole groups: 4 or 12 with G=8 silently meant 8 per call
         (
             ["rollout.generation_batch_size=4"],
@@ -377,6 +383,7 @@ def test_a_plain_verifier_without_correct_and_wrong_options_trains(tmp_path):
         (["rollout.staleness=1", "rollout.generation_threads=2"], []),
         (["reward.overlong_penalty=0.5"], ["reward.overlong_penalty"]),
         (["reward.overlong_penalty=0.5", "reward.overlong_buffer=16"], []),
+        (["reward.overlong_penalty=0", "reward.overlong_buffer=16"], ["reward.overlong_buffer"]),
         ([], []),
     ],
 )

@@ -201,3 +201,21 @@ def test_the_asynchronous_path_learns_from_the_penalised_reward(
     assert any(p < 0 for p in penalties)
     assert batch.advantages.tolist() == pytest.approx(expected, rel=1e-5, abs=1e-6)
     assert rows[1]["reward/overlong_frac"] == sum(p < 0 for p in penalties) / 8
+
+
+def test_a_large_factor_is_reached_without_overflow():
+    """``factor * over`` was computed before ``/ buffer``: at DAPO's 20,480-token cap a factor
+    of 1e35 overflowed float32 to -inf (and NaN advantages) though the penalty is 1e35."""
+    got = overlong_penalty(torch.tensor([20480, 18432]), max_len=20480, buffer=4096, factor=1e35)
+    assert got.tolist() == pytest.approx([-1e35, -0.5e35], rel=1e-6)
+
+
+def test_a_buffer_with_the_penalty_at_its_largest_trains_and_logs_its_mean(train_config):
+    """The largest penalty the configuration takes stays finite in the advantages and in
+    ``reward/overlong_penalty_mean`` (its float32 mean over the batch overflowed to null)."""
+    cfg = _config(train_config, "reward.overlong_penalty=4e37")  # G = 4: at most 4.25e37
+    rnd = _round(LENGTHS * 3, SCORES * 3)  # 24 penalties summing to -4.2e38
+    batch, _ = rollout.assemble([rnd], 0, cfg)
+    assert bool(torch.isfinite(batch.advantages).all())
+    mean = rollout.rollout_metrics([rnd], cfg)["reward/overlong_penalty_mean"]
+    assert mean == pytest.approx(-3.5 / 8 * 4e37, rel=1e-5)

@@ -19,6 +19,9 @@ from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.contrast import Contrast, parse_contrast
 from rlvr.rewards.scoring import ScoringConfig
 
+_FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32 number: rewards, advantages and losses are float32 tensors."""
+
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
@@ -627,6 +630,7 @@ class TrainConfig:
             f"reward.overlong_buffer ({self.reward.overlong_buffer}) must not exceed "
             f"rollout.max_new_tokens ({self.rollout.max_new_tokens}), the length it counts back from",
         )
+        self._check_overlong_scale()
         if self.rollout.staleness:
             from rlvr.models import resolve_device
 
@@ -641,6 +645,21 @@ class TrainConfig:
             )
         for contrast in self.contrasts:  # each log.contrast entry must name an objective
             self._check_reward_range(contrast)
+
+    def _check_overlong_scale(self) -> None:
+        """``reward.overlong_penalty`` small enough that a group's shaped rewards (float32)
+        sum without overflow in its advantages: ``(penalty + largest |score|) * group_size``
+        at most half float32's largest number (a larger one gave NaN advantages)."""
+        g, reward = self.rollout.group_size, self.reward
+        largest = max(abs(v) for v in reward.score_range) + reward.overlong_penalty
+        limit = _FLOAT32_MAX / 2
+        _check(
+            not reward.overlong_buffer or largest * g <= limit,
+            f"reward.overlong_penalty={reward.overlong_penalty:g} is too large for float32 "
+            f"rewards: with the largest score it must stay under {limit / g:.3g} "
+            f"(half float32's largest number over rollout.group_size={g}), or the "
+            "advantages overflow to NaN",
+        )
 
     @property
     def contrasts(self) -> tuple[Contrast, ...]:

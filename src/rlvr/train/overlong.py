@@ -39,4 +39,4 @@ def overlong_penalty(
     if buffer == 0:
         return torch.zeros_like(lengths)
     over = (lengths - (max_len - buffer)).clamp(min=0.0, max=float(buffer))  # [B]
-    return 0.0 - factor * over / buffer  # 0.0 - ...: no -0.0 where nothing is over
+    return 0.0 - factor * (over / buffer)  # at most factor (no overflow); 0.0 -: no -0.0

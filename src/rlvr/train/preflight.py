@@ -69,8 +69,9 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
     """Warn about keys set to what changes nothing in this run, because the switch they
     belong to is off: ``model.lora.targets`` or ``alpha`` with ``model.lora.rank=0`` (every
     weight trains, no adapters), ``rollout.generation_threads`` with ``rollout.staleness=0``
-    (no generation worker), ``reward.overlong_penalty`` with ``reward.overlong_buffer=0`` (no
-    overlong punishment). Returns the keys warned about."""
+    (no generation worker), ``reward.overlong_penalty`` with ``reward.overlong_buffer=0`` and
+    ``reward.overlong_buffer`` with ``reward.overlong_penalty=0`` (no overlong punishment).
+    Returns the keys warned about."""
     lora, default = config.model.lora, LoraConfig()
     inert = []
     if not lora.rank:
@@ -99,6 +100,13 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
         warnings.warn(
             "reward.overlong_penalty set, but reward.overlong_buffer is 0: no completion is "
             "punished for its length (reward.overlong_buffer=16 punishes the last 16 tokens)",
+            stacklevel=2,
+        )
+    if reward is not None and reward.overlong_buffer and not reward.overlong_penalty:
+        inert.append("reward.overlong_buffer")
+        warnings.warn(
+            "reward.overlong_buffer set, but reward.overlong_penalty is 0: no completion is "
+            "punished for its length (reward.overlong_penalty=1 is DAPO's)",
             stacklevel=2,
         )
     if isinstance(config, TrainConfig) and (line := on_policy_note(config)):

@@ -360,7 +360,7 @@ def rollout_metrics(sampled: list[Round], cfg: TrainConfig) -> dict[str, float]:
         "reward/mean": float(rewards.mean()),
         "reward/std": float(rewards.std(unbiased=False)),
         "reward/accuracy": float((rewards >= cfg.reward.correct - 1e-9).float().mean()),
-        "reward/overlong_penalty_mean": float(penalties.mean()),
+        "reward/overlong_penalty_mean": float(penalties.double().mean()),  # no float32 overflow
         "reward/overlong_frac": float((penalties < 0).float().mean()),
         "response/length_mean": float(lengths.mean()),
         "response/length_max": float(lengths.max()),

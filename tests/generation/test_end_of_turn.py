@@ -95,6 +95,36 @@ def test_a_template_with_no_end_token_falls_back_to_the_eos_in_one_line(template
         assert eos_ids(_model(tokenizer), tokenizer) == [tokenizer.eos_token_id]
 
 
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{{ 1 / 0 }}", "ZeroDivisionError: division by zero"),
+        ("{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}", "RecursionError: maximum"),
+    ],
+)
+def test_a_template_that_fails_in_python_falls_back_to_the_eos_in_one_line(template, why):
+    """A template's error other than jinja's (a division by zero, endless recursion) was a
+    traceback out of every command that samples or builds SFT targets."""
+    from rlvr.generation.turns import end_of_turn
+
+    tokenizer = family_tokenizer("phi-3", template)
+    with pytest.warns(UserWarning, match=f"refused a user/assistant/user conversation: {why}"):
+        assert end_of_turn(tokenizer) == tokenizer.eos_token_id
+
+
+def test_without_an_eos_the_fallback_says_no_token_ends_the_turn():
+    """The warning said ``the EOS token None is taken as its end``."""
+    from rlvr.generation.turns import end_of_turn
+
+    tokenizer = family_tokenizer("phi-3", GRANITE_CODE)
+    tokenizer.eos_token = None
+    with pytest.warns(UserWarning) as caught:
+        assert end_of_turn(tokenizer) is None
+    (line,) = [str(w.message) for w in caught]
+    assert line.endswith("no token is taken as its end: the tokenizer has no EOS token either")
+    assert "None" not in line
+
+
 def test_no_chat_template_ends_at_the_eos_without_a_word():
     from rlvr.generation.turns import end_of_turn
 

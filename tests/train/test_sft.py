@@ -423,8 +423,8 @@ def test_a_response_that_is_one_assistant_message_is_its_text(tiny_model, tmp_pa
 def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
     tiny_model, tmp_path, role, use
 ):
-    """A row of exactly data.max_tokens (prompt + response + EOS) is kept, a longer one is
-    skipped; the warning says which data set, how many of how many rows and the longest. It
+    """A row of exactly data.max_tokens (prompt + response + end-of-turn token) is kept, a
+    longer one is skipped; the warning says which data set, how many of how many rows and the longest. It
     read the same for data.train and data.eval (often the same file) and did not say how far
     over the limit the rows were."""
     tokenizer = tiny_model[1]
@@ -440,14 +440,39 @@ def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
     cfg = SFTDataConfig(train=str(path), max_tokens=long - 1)
     message = (
         rf"data\.{role}: .*pairs\.jsonl: skipped 1 of 2 rows, 1 longer than "
-        rf"data\.max_tokens={long - 1} \(prompt \+ response \+ EOS; the longest {long} tokens\); "
-        rf"they are not {use}"
+        rf"data\.max_tokens={long - 1} \(prompt \+ response \+ end-of-turn token; the longest "
+        rf"{long} tokens\); they are not {use}"
     )
     with pytest.warns(UserWarning, match=message):
         kept, skipped = load_sft_examples(str(path), tokenizer, cfg, limit=None, role=role)
     assert (len(kept), skipped) == (1, 1)
     exact = SFTDataConfig(train=str(path), max_tokens=long)
     assert load_sft_examples(str(path), tokenizer, exact, limit=None).skipped == 0
+
+
+def test_a_response_holding_the_end_of_turn_token_before_its_end_is_skipped(
+    tiny_model, tmp_path
+):
+    """``6<|im_end|> and then more`` trained the model to end its turn and go on writing;
+    sampling stops at that token, so the rest could never be generated. It was kept without a
+    word; a response ending with the token (then whitespace) is kept as before."""
+    tokenizer = tiny_model[1]
+    path = tmp_path / "pairs.jsonl"
+    rows = [
+        {"prompt": "What is 2 + 2?", "response": "4<|im_end|>\n"},
+        {"prompt": "What is 3 + 3?", "response": "6<|im_end|> and then more"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    message = (
+        r"pairs\.jsonl: skipped 1 of 2 rows, 1 whose response holds '<\|im_end\|>' before its "
+        r"end \(sampling stops there, so what follows could never be generated\); they are not "
+        r"trained on"
+    )
+    with pytest.warns(UserWarning, match=message):
+        cfg = SFTDataConfig(train=str(path))
+        kept, skipped = load_sft_examples(str(path), tokenizer, cfg, limit=None)
+    assert skipped == 1
+    assert [tokenizer.decode(e.response_ids) for e in kept] == ["4<|im_end|>"]
 
 
 def test_a_warm_up_as_long_as_the_run_is_warned(tiny_model_dir, sft_file, tmp_path):

@@ -718,7 +718,7 @@ class SFTDataConfig:
     system_prompt: str | None = None
     """System message before each prompt: through the chat template, or without one its text and a blank line."""
     max_tokens: int = 1024
-    """Longest prompt + response (with its EOS) in tokens; longer rows are skipped whole, not cut (counted in ``data/skipped``, warned)."""
+    """Longest prompt + response (with its end-of-turn token) in tokens; longer rows are skipped whole, not cut (counted in ``data/skipped``, warned)."""
     max_examples: int | None = None
     """Use only the first N rows (``None``: all)."""
 

@@ -398,8 +398,8 @@ class SFTExamples(NamedTuple):
     examples: list[SFTExample]
     """Usable pairs, in file order."""
     skipped: int
-    """Rows longer than ``max_tokens`` (prompt + response + end-of-turn token) or with an
-    empty prompt."""
+    """Rows longer than ``max_tokens`` (prompt + response + end-of-turn token), with an empty
+    prompt, or whose response holds the end-of-turn token (or EOS) before its end."""
 
 
 def load_sft_examples(
@@ -408,7 +408,8 @@ def load_sft_examples(
     """Prompt/response pairs of ``data.<role>`` tokenised, each response ending with one
     end-of-turn token (the one the chat template writes after an assistant message:
     :func:`~rlvr.generation.turns.end_of_turn`, the EOS where that is unknown); rows over
-    ``max_tokens`` (prompt + response + that token) are skipped, counted and warned."""
+    ``max_tokens`` (prompt + response + that token), and rows whose response holds that token
+    or the EOS before its end (sampling would stop there), are skipped, counted and warned."""
     rows = read_examples(cfg, source, limit=limit, role=role)
     texts = [format_prompt(tokenizer, r.prompt, cfg.system_prompt) for r in rows]
     prompts = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
@@ -423,18 +424,23 @@ def load_sft_examples(
             "the tokenizer has no EOS token and its chat template no end-of-turn token; SFT "
             "targets could never end"
         )
-    out, over, empty = [], [], 0
+    stops = {end, tokenizer.eos_token_id} - {None}
+    out, over, empty, inner = [], [], 0, 0
     for p, r in zip(prompts, responses, strict=True):
         r = end_with_one(r, end, tokenizer)
         if not p:
             empty += 1
+        elif any(t in stops for t in r[:-1]):  # sampling would stop there; the rest unreachable
+            inner += 1
         elif len(p) + len(r) > cfg.max_tokens:
             over.append(len(p) + len(r))
         else:
             out.append(SFTExample(prompt_ids=tuple(p), response_ids=tuple(r)))
-    skipped = len(over) + empty
+    skipped = len(over) + empty + inner
     if skipped:
-        warnings.warn(_skipped_rows(role, source, len(rows), over, empty, cfg), stacklevel=2)
+        named = [tokenizer.convert_ids_to_tokens(t) for t in sorted(stops)]
+        why = _skipped_rows(role, source, len(rows), over, empty, cfg, (inner, named))
+        warnings.warn(why, stacklevel=2)
     if not out:
         raise ValueError(f"{source}: no usable rows ({len(rows)} read, {skipped} skipped)")
     return SFTExamples(out, skipped)
@@ -455,21 +461,34 @@ def end_with_one(ids: Sequence[int], end: int, tokenizer) -> list[int]:
 
 
 def _skipped_rows(
-    role: str, source: str, read: int, over: list[int], empty: int, cfg: SFTDataConfig
+    role: str,
+    source: str,
+    read: int,
+    over: list[int],
+    empty: int,
+    cfg: SFTDataConfig,
+    inner: tuple[int, list[str]] = (0, []),
 ) -> str:
-    """The warning of the rows :func:`load_sft_examples` skipped: how many of how many, and
-    the longest of those over ``data.max_tokens``."""
+    """The warning of the rows :func:`load_sft_examples` skipped: how many of how many, the
+    longest of those over ``data.max_tokens``, and (``inner``: a count and the tokens' names)
+    those whose response holds a token that ends a turn before its end."""
     parts = []
     if over:
         parts.append(
             f"{len(over)} longer than data.max_tokens={cfg.max_tokens} (prompt + response + "
-            f"EOS; the longest {max(over)} tokens)"
+            f"end-of-turn token; the longest {max(over)} tokens)"
         )
     if empty:
         parts.append(f"{empty} with an empty prompt")
+    if inner[0]:
+        tokens = " or ".join(repr(t) for t in inner[1])
+        parts.append(
+            f"{inner[0]} whose response holds {tokens} before its end (sampling stops there, "
+            "so what follows could never be generated)"
+        )
     use = "trained on" if role == "train" else "in sft/eval_loss"
     return (
-        f"data.{role}: {source}: skipped {len(over) + empty} of {read} rows, "
+        f"data.{role}: {source}: skipped {len(over) + empty + inner[0]} of {read} rows, "
         f"{' and '.join(parts)}; they are not {use}"
     )
 

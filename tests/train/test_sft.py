@@ -450,9 +450,7 @@ def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
     assert load_sft_examples(str(path), tokenizer, exact, limit=None).skipped == 0
 
 
-def test_a_response_holding_the_end_of_turn_token_before_its_end_is_skipped(
-    tiny_model, tmp_path
-):
+def test_a_response_holding_the_end_of_turn_token_before_its_end_is_skipped(tiny_model, tmp_path):
     """``6<|im_end|> and then more`` trained the model to end its turn and go on writing;
     sampling stops at that token, so the rest could never be generated. It was kept without a
     word; a response ending with the token (then whitespace) is kept as before."""

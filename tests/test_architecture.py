@@ -16,6 +16,7 @@ LAYERS = {
     "atomic": 0,
     "locks": 0,
     "dotted": 0,
+    "seeds": 0,
     "advantages": 0,
     "ops": 0,
     "sandbox": 0,

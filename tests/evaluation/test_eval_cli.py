@@ -1430,3 +1430,18 @@ def test_a_dry_run_checks_the_against_report_on_local_data(tmp_path, capsys):
     assert f"--against {base}: the same 3 problems\n" in capsys.readouterr().out
     assert main([*argv, "--limit", "2"]) == 2
     assert "the reports hold other problems (2 and 3, 2 in both)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "-1", "4294967296", "1.5"])
+def test_a_seed_out_of_range_is_refused_by_its_flag_before_anything_loads(value, capsys):
+    """`rlvr eval --seed 99999999999999999999` loaded the model and sampled until torch said
+    `Overflow when unpacking long long`; rlvr data filter and rlvr data gen took it too."""
+    said = "argument --seed: expected a whole number from 0 to 4294967295 (2**32 - 1), got "
+    with pytest.raises(SystemExit, match="2"):
+        main(["--model", "tiny", "--data", "x.jsonl", "--seed", value])
+    assert said in capsys.readouterr().err.strip().splitlines()[-1]
+    filter_argv = ["data", "filter", "x.jsonl", "-o", "y.jsonl", "--model", "tiny", "--keep", "m>0"]
+    for argv in (filter_argv, ["data", "gen", "chain_sum", "--size", "2", "-o", "y.jsonl"]):
+        with pytest.raises(SystemExit, match="2"):
+            rlvr_main([*argv, "--seed", value])
+        assert said in capsys.readouterr().err

@@ -106,6 +106,11 @@ def test_new_objective_name_drops_the_old_objectives_hyperparameters():
             ["rollout.max_new_tokens=64", "reward.overlong_buffer=65"],
             r"^reward.overlong_buffer \(65\) must not exceed rollout.max_new_tokens \(64\)",
         ),
+        # torch's "Overflow when unpacking long long" after loading the model and evaluating
+        (["seed=99999999999999999999"], r"^seed must be a whole number from 0 to 4294967295"),
+        (["eval.seed=-1"], r"^eval.seed must be a whole number from 0 to 4294967295 .*got -1$"),
+        (["data.gym.seed=4294967296"], r"^data.gym.seed must be a whole number from 0 to"),
+        (["data.gym.eval_seed=-5"], r"^data.gym.eval_seed must be a whole number from 0 to"),
         # 1e38: the group's float32 rewards overflowed, a NaN advantage at the first update
         (
             ["reward.overlong_buffer=16", "reward.overlong_penalty=1e38"],

@@ -405,6 +405,19 @@ def positive(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """An argparse type: a seed, a whole number from 0 to 2**32 - 1 (:mod:`rlvr.seeds`)."""
+    from rlvr.seeds import seed_problem
+
+    try:
+        value: int | str = int(text)
+    except ValueError:
+        value = text
+    if (problem := seed_problem(value)) is not None:
+        raise argparse.ArgumentTypeError(problem.replace("must be", "expected", 1))
+    return int(value)
+
+
 def _saved_config(run_dir: str, cls) -> str:
     """The ``config.yaml`` of the run ``--resume`` names; a checkpoint directory, or a run of
     the other command (``rlvr sft`` / ``rlvr train``), is refused naming what to resume."""

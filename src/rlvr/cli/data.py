@@ -23,7 +23,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from rlvr.cli.common import command, key_values, progress_bar
+from rlvr.cli.common import command, key_values, progress_bar, seed
 from rlvr.cli.eval_args import (
     check_sampler,
     field_args,
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("-o", "--output", required=True, help="JSONL file to write")
     gen.add_argument("--size", type=int, default=100, help="number of problems (default 100)")
-    gen.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    gen.add_argument("--seed", type=seed, default=0, help="generator seed (default 0)")
     gen.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="task config field"
     )

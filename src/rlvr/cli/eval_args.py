@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rlvr.cli.common import DRY_RUN_HELP, key_values, positive, seconds
+from rlvr.cli.common import DRY_RUN_HELP, key_values, positive, seconds, seed
 from rlvr.data.fields import DATASETS, FIELD_MAPS, FieldMap
 
 
@@ -83,7 +83,7 @@ def sampling_args(p: argparse.ArgumentParser, *, ks: bool = True) -> None:
     p.add_argument("--temperature", type=float, default=0.6, help="default 0.6; 0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus mass (default 1.0)")
     p.add_argument("--max-tokens", type=positive, default=256, help="max new tokens (default 256)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
     p.add_argument(
         "--batch-size", type=positive, default=8, help="problems per generate call (default 8)"
     )

@@ -37,6 +37,7 @@ from rlvr.generation import SamplingConfig
 from rlvr.generation.registry import missing_package, named_options
 from rlvr.rewards.registry import get_verifier
 from rlvr.rewards.scoring import ScoringConfig
+from rlvr.seeds import check_seed
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ class FilterOptions:
             _text(name, getattr(self, name), optional=True)
         for name, least in (("n", 1), ("min_tests", 0), ("max_tokens", 1), ("batch_size", 1)):
             _whole(name, getattr(self, name), least)
-        _whole("seed", self.seed, least=None)
+        check_seed("seed", self.seed)
         _whole("workers", self.workers, least=0)
         for name in ("temperature", "top_p", "timeout"):
             _real(name, getattr(self, name))

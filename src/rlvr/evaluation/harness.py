@@ -33,6 +33,7 @@ from rlvr.generation import Sampler, SamplingConfig, make_sampler
 from rlvr.models import context_length
 from rlvr.rewards.registry import Verifier, get_verifier
 from rlvr.rewards.scoring import Scorer, Scores, ScoringConfig
+from rlvr.seeds import check_seed
 
 EVAL_SAMPLING = SamplingConfig(max_new_tokens=256, temperature=0.6, top_p=1.0)
 
@@ -91,6 +92,7 @@ class EvalConfig:
             raise ValueError(f"every k must be in [1, n={self.n}], got ks={self.ks}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        check_seed("seed", self.seed)
         if self.n > 1 and self.sampling.temperature == 0:
             warnings.warn(
                 f"{self.n} samples per problem at temperature 0 are one greedy completion "

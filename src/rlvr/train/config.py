@@ -18,6 +18,7 @@ from rlvr.generation.registry import named_options, sampler_entry
 from rlvr.objectives.config import ObjectiveConfig
 from rlvr.objectives.contrast import Contrast, parse_contrast
 from rlvr.rewards.scoring import ScoringConfig
+from rlvr.seeds import check_seed
 
 _FLOAT32_MAX = 3.4028234663852886e38
 """The largest float32 number: rewards, advantages and losses are float32 tensors."""
@@ -105,6 +106,9 @@ class GymConfig:
 
     def __post_init__(self) -> None:
         _check(self.train_size >= 1 and self.eval_size >= 1, "data.gym sizes must be >= 1")
+        check_seed("data.gym.seed", self.seed)
+        if self.eval_seed is not None:
+            check_seed("data.gym.eval_seed", self.eval_seed)
 
     @property
     def held_out_seed(self) -> int:
@@ -521,6 +525,7 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         _check(self.every >= 0, f"eval.every must be >= 0, got {self.every}")
+        check_seed("eval.seed", self.seed)
         _check(self.n >= 1, f"eval.n must be >= 1, got {self.n}")
         _check(
             0 <= self.temperature < math.inf,
@@ -586,7 +591,7 @@ class TrainConfig:
     steps: int = 100
     """Rollout steps (each runs ``rollout.minibatches * rollout.epochs`` optimiser steps)."""
     seed: int = 0
-    """Seeds torch, Python, NumPy and the data order."""
+    """Seeds torch, Python, NumPy and the data order (0 to 2**32 - 1)."""
     threads: int | None = None
     """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -610,6 +615,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check(self.steps >= 1, f"steps must be >= 1, got {self.steps}")
+        check_seed("seed", self.seed)
         _check(
             self.threads is None or self.threads >= 1,
             f"threads must be >= 1 or null, got {self.threads}",
@@ -758,7 +764,7 @@ class SFTConfig:
     batch_size: int = 16
     """Sequences per optimiser step."""
     seed: int = 0
-    """Seeds torch, Python, NumPy and the data order."""
+    """Seeds torch, Python, NumPy and the data order (0 to 2**32 - 1)."""
     threads: int | None = None
     """CPU threads torch may use (``None``: torch's default; 1 is often fastest for small models)."""
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -778,6 +784,7 @@ class SFTConfig:
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}")
+        check_seed("seed", self.seed)
         _check(
             self.steps is None or self.steps >= 1, f"steps must be >= 1 or null, got {self.steps}"
         )

@@ -310,6 +310,25 @@ def test_a_run_directory_given_as_data_is_one_line(argv, tmp_path, capsys):
     )
 
 
+def _torch_saved(obj) -> bytes:
+    """What ``torch.save`` writes of ``obj`` (a checkpoint's ``trainer_state.pt``)."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _safetensors_bytes() -> bytes:
+    """A safetensors file of 32 float32 ones."""
+    import torch
+    from safetensors.torch import save
+
+    return save({"w": torch.ones(32)})
+
+
 @pytest.mark.parametrize(
     ("name", "content", "said"),
     [
@@ -330,8 +349,20 @@ def test_a_run_directory_given_as_data_is_one_line(argv, tmp_path, capsys):
             "not a metrics.jsonl (none of its lines is a JSON row); give a run's directory or "
             "its metrics.jsonl",
         ),
+        (  # a zip: it said "it is a zip archive: unpack it first (unzip)"
+            "trainer_state.pt",
+            _torch_saved({"step": 2}),
+            "not UTF-8 text (byte 0x80 at byte 65); it is a PyTorch checkpoint (torch.save), "
+            "not a metrics.jsonl",
+        ),
+        (
+            "model.safetensors",
+            _safetensors_bytes(),
+            "not UTF-8 text (byte 0x80 at byte 75); it is a safetensors weights file, not a "
+            "metrics.jsonl",
+        ),
     ],
-    ids=["gzipped", "config", "eval-report"],
+    ids=["gzipped", "config", "eval-report", "checkpoint", "safetensors"],
 )
 def test_plot_of_a_file_that_is_no_metrics_file_names_it(name, content, said, tmp_path, capsys):
     """`rlvr plot metrics.jsonl.gz` said only "'utf-8' codec can't decode byte 0x8b in position

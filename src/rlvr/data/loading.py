@@ -131,16 +131,38 @@ PACKED_SUFFIXES = {
 """Suffixes of compressed files -> the tool that unpacks them."""
 
 
-def decode_text(raw: bytes, where: str) -> str:
-    """UTF-8 text (a leading byte-order mark, as some editors write, dropped), or an error at ``where``."""
+def decode_text(raw: bytes, where: str, expected: str = "a text file") -> str:
+    """UTF-8 text (a leading byte-order mark, as some editors write, dropped), or an error at
+    ``where`` naming what the bytes are when known: weights (:func:`weights_kind`, not
+    ``expected``) or a compressed file (and the tool that unpacks it)."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
+        said = f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at byte {err.start + 1})"
+        if (kind := weights_kind(raw)) is not None:
+            raise ValueError(f"{said}; it is {kind}, not {expected}") from None
         packed = next((how for magic, how in PACKED.items() if raw.startswith(magic)), None)
-        raise ValueError(
-            f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at byte {err.start + 1})"
-            + (f"; it is {packed[0]}: unpack it first ({packed[1]})" if packed else "")
-        ) from None
+        hint = f"; it is {packed[0]}: unpack it first ({packed[1]})" if packed else ""
+        raise ValueError(said + hint) from None
+
+
+def weights_kind(raw: bytes) -> str | None:
+    r"""What a file of weights starting with ``raw`` is: a PyTorch checkpoint (``torch.save``'s
+    zip, whose first entry is ``<name>/data.pkl``: a run's ``trainer_state.pt``) or a
+    safetensors file (an 8-byte header length, then its JSON header); ``None`` for others.
+
+    >>> weights_kind(b"PK\x03\x04" + bytes(22) + b"\x16\x00\x00\x00trainer_state/data.pkl")
+    'a PyTorch checkpoint (torch.save)'
+    >>> weights_kind((9).to_bytes(8, "little") + b'{"a": {}}'), weights_kind(b"PK\x03\x04")
+    ('a safetensors weights file', None)
+    """
+    if raw.startswith(b"PK\x03\x04") and len(raw) >= 30:
+        length = int.from_bytes(raw[26:28], "little")
+        if raw[30 : 30 + length].endswith(b"data.pkl"):
+            return "a PyTorch checkpoint (torch.save)"
+    if len(raw) > 9 and raw[8:10] == b'{"' and int.from_bytes(raw[:8], "little") <= len(raw) - 8:
+        return "a safetensors weights file"
+    return None
 
 
 def field_values(paths: Iterable[str | Path], name: str, hint: str = "") -> set[str]:

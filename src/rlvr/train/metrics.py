@@ -121,7 +121,7 @@ def read_metrics(path: Path, unread: list[int] | None = None) -> list[dict[str, 
     from rlvr.data.loading import decode_text
 
     rows, bad = [], []
-    text = decode_text(Path(path).read_bytes(), str(path))
+    text = decode_text(Path(path).read_bytes(), str(path), "a metrics.jsonl")
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         try:
             rows.append(json.loads(line))

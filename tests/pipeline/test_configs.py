@@ -146,3 +146,21 @@ def test_a_stage_whose_config_is_of_the_other_kind_is_told_so(tmp_path, kind, co
     stage["overrides"].append("stpes=1")
     with pytest.raises(ValueError, match=r"unknown key 'stpes'; [^(]*$"):  # a typo: no hint
         check_pipeline(parse_pipeline(data, source="p.yaml", folder=tmp_path))
+
+
+def test_a_command_line_key_only_the_other_kind_takes_names_the_stages_that_take_it():
+    """`rlvr pipeline klear eval.reports=false` reached the SFT stage too, whose `eval` has no
+    `reports`: `unknown key 'eval.reports'`, not saying how to give it to the RL stages alone."""
+    from rlvr.pipeline import stage_config
+
+    pipeline = read_pipeline("klear")
+    sft = next(s for s in pipeline.stages if s.kind == "sft")
+    said = (
+        r"stage 'sft': unknown key 'eval.reports'; .* \(a key=value on the command line reaches "
+        r"every SFT and RL stage; give it to the stages that take it by name: "
+        r"math:eval.reports=false code:eval.reports=false\)$"
+    )
+    with pytest.raises(ValueError, match=said):
+        stage_config(pipeline, sft, None, ["eval.reports=false"])
+    with pytest.raises(ValueError, match=r"unknown key 'eval.reprots'; [^(]*$"):  # a typo
+        stage_config(pipeline, sft, None, ["eval.reprots=false"])

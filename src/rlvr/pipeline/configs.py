@@ -57,8 +57,29 @@ def stage_config(
     try:
         return load_config(cls, _local(stage.config, pipeline.folder), overrides)
     except (TypeError, ValueError) as err:
-        hint = _other_kind(pipeline, stage)
+        hint = _other_kind(pipeline, stage) or _by_name(pipeline, stage, str(err), extra)
         raise ValueError(f"{pipeline.source}: stage {stage.name!r}: {err}{hint}") from None
+
+
+def _by_name(pipeline: Pipeline, stage: Stage, err: str, extra: Sequence[str]) -> str:
+    """`` (a key=value on the command line reaches every SFT and RL stage; ...)`` naming the
+    other kind's stages as ``NAME:key=value`` when ``err`` is an unknown key the command line
+    gave (``eval.reports=false`` reached the SFT stage, whose ``eval`` has no ``reports``),
+    else ``""``."""
+    from rlvr.train.config_keys import config_keys
+
+    key = err.removeprefix("unknown key '").partition("'")[0]
+    given = next((i for i in extra if i.partition("=")[0] == key), None)
+    others = [s.name for s in pipeline.stages if s.kind not in ("data", stage.kind)]
+    known = [k.key for k in config_keys(TrainConfig if stage.kind == "sft" else SFTConfig)]
+    takes = any(key == k or key.startswith(f"{k}.") for k in known)  # not a typo
+    if not err.startswith("unknown key '") or given is None or not others or not takes:
+        return ""
+    named = " ".join(f"{name}:{given}" for name in others)
+    return (
+        f" (a key=value on the command line reaches every SFT and RL stage; give it to the "
+        f"stages that take it by name: {named})"
+    )
 
 
 def _other_kind(pipeline: Pipeline, stage: Stage) -> str:

@@ -91,8 +91,12 @@ def test_a_template_with_no_end_token_falls_back_to_the_eos_in_one_line(template
     (line,) = [str(w.message) for w in caught]
     assert why in line and "the EOS token '<|endoftext|>' is taken as its end" in line
     assert "\n" not in line
-    with pytest.warns(UserWarning, match="is taken as its end"):
+    with warnings.catch_warnings():  # said once per tokenizer (rlvr sft said it twice)
+        warnings.simplefilter("error")
         assert eos_ids(_model(tokenizer), tokenizer) == [tokenizer.eos_token_id]
+    with pytest.warns(UserWarning, match="is taken as its end"):  # another tokenizer: again
+        other = family_tokenizer("phi-3", template)
+        assert eos_ids(_model(other), other) == [other.eos_token_id]
 
 
 @pytest.mark.parametrize(

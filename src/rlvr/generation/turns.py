@@ -12,6 +12,7 @@ stops on it (:func:`rlvr.generation.base.eos_ids`).
 from __future__ import annotations
 
 import warnings
+import weakref
 
 PROBE = "rlvr-end-of-turn-probe"
 """The assistant message :func:`end_of_turn` renders (found again in the template's text)."""
@@ -25,6 +26,11 @@ assistant's message and the next turn is what the model writes to end its turn (
 that writes nothing after a conversation's final assistant message still ends this one)."""
 
 
+_WARNED: weakref.WeakSet = weakref.WeakSet()
+"""Tokenizers whose unknown end of turn was warned about (once each: ``rlvr sft`` reads it for
+``data.train`` and again for ``data.eval``)."""
+
+
 def end_of_turn(tokenizer) -> int | None:
     """The id of the token the chat template ends an assistant turn with: the first token it
     writes after the assistant's message, whitespace aside, when that is a token the
@@ -32,7 +38,7 @@ def end_of_turn(tokenizer) -> int | None:
 
     Else the tokenizer's EOS id (``None`` if it has none): with no chat template (a base model,
     prompted with plain text) silently; when the template refuses the conversation or writes
-    no such token after the message, with a one-line warning saying so.
+    no such token after the message, with a one-line warning saying so (once per tokenizer).
     """
     eos = tokenizer.eos_token_id
     if not getattr(tokenizer, "chat_template", None):
@@ -46,10 +52,12 @@ def end_of_turn(tokenizer) -> int | None:
         if eos is not None
         else "no token is taken as its end: the tokenizer has no EOS token either"
     )
-    warnings.warn(
-        f"the chat template's end of an assistant turn is unknown ({why}): {taken}",
-        stacklevel=2,
-    )
+    if tokenizer not in _WARNED:
+        _WARNED.add(tokenizer)
+        warnings.warn(
+            f"the chat template's end of an assistant turn is unknown ({why}): {taken}",
+            stacklevel=2,
+        )
     return eos
 
 

@@ -373,3 +373,28 @@ def test_a_recorded_timeout_count_that_is_no_number_counts_none():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         paired_differences(new, base)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"answers": [{}, None]},
+        {"answers": "ab"},
+        {"answers": ["7"]},
+        {"answers": [7, 8]},
+        {"correct": [1, 0]},
+        {"correct": [True]},
+    ],
+)
+def test_a_problem_whose_votes_have_another_shape_is_refused_when_read(tmp_path, edit):
+    """A hand-edited ``answers`` of objects stopped maj@k with ``TypeError: unhashable type``
+    after the new evaluation had sampled; one of another length left maj@k out unsaid."""
+    report = _voted(_report([0, 0], n=2), [[("7", True), (None, False)], [("7", True)] * 2])
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(report))
+    assert read_report(path) == report
+    report["problems"][1] |= edit
+    path.write_text(json.dumps(report))
+    said = r"not an rlvr eval report \(a problem whose answers are not one text or null per sample"
+    with pytest.raises(ValueError, match=said + r".*\"id\": \"1\""):
+        read_report(path)

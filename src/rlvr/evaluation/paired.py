@@ -382,6 +382,13 @@ def read_report(path: str | Path) -> dict[str, Any]:
             f"{path}: not an rlvr eval report (a problem whose dataset and id are not text or "
             f"whose counts are not 0 <= c <= n, n >= 1: {json.dumps(shown)})"
         )
+    bad = next((p for p in problems if not _votes_well_formed(p)), None)
+    if bad is not None:
+        shown = {k: bad[k] for k in ("dataset", "id", "n")}
+        raise ValueError(
+            f"{path}: not an rlvr eval report (a problem whose answers are not one text or null "
+            f"per sample, or whose correct not one true or false per sample: {json.dumps(shown)})"
+        )
     if (wrong := _misshapen(report)) is not None:
         raise ValueError(f"{path}: not an rlvr eval report ({wrong})")
     return report
@@ -444,6 +451,17 @@ def _well_formed(problem: dict[str, Any]) -> bool:
     counts = all(isinstance(x, int) and not isinstance(x, bool) for x in (n, c))
     texts = isinstance(problem["dataset"], str) and isinstance(problem["id"], str)
     return texts and counts and 0 <= c <= n and n >= 1
+
+
+def _votes_well_formed(problem: dict[str, Any]) -> bool:
+    """Whether a problem's ``answers`` (when given: none, or one answer key, text or null, per
+    sample) and ``correct`` (when given: one true or false per sample) can vote in maj@k (a
+    hand-edited list of objects stopped maj@k with a ``TypeError`` after sampling)."""
+    n, answers, correct = problem["n"], problem.get("answers", []), problem.get("correct", [])
+    keys = isinstance(answers, list) and len(answers) in (0, n)
+    keys = keys and all(a is None or isinstance(a, str) for a in answers)
+    verdicts = isinstance(correct, list) and len(correct) in (0, n)
+    return keys and verdicts and all(isinstance(c, bool) for c in correct)
 
 
 def summary(differences: Mapping[str, Difference], tested: bool = True) -> str:

@@ -125,7 +125,7 @@ NOT_KEYS = {
 """Dotted names the docs give that are not ``rlvr`` configuration keys, and what they are."""
 FREE = ("reward.options.", "data.gym.config.")
 """Mappings whose keys belong to the verifier or the task generator."""
-FILES = {"md", "json", "jsonl", "yaml", "py", "png", "txt", "parquet"}
+FILES = {"md", "json", "jsonl", "yaml", "py", "png", "txt", "parquet", "safetensors", "pt"}
 
 
 def _known_keys() -> set[str]:

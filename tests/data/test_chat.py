@@ -48,6 +48,16 @@ def test_a_chat_template_that_raises_is_one_value_error(tiny_model):
         format_prompt(tokenizer, "Hi", system_prompt="Be brief.")
 
 
+def test_a_chat_template_that_fails_in_python_is_one_value_error(tiny_model):
+    """A template whose own code fails (``{{ 1 / 0 }}``) was a ZeroDivisionError traceback
+    through jinja out of rlvr train, rlvr eval and rlvr sft."""
+    _, tokenizer = tiny_model
+    tokenizer.chat_template = "{{ 1 / 0 }}"
+    said = r"chat template failed on a prompt with the roles user: ZeroDivisionError: division"
+    with pytest.raises(ValueError, match=said):
+        format_prompt(tokenizer, "Hi")
+
+
 def test_the_system_prompt_key_says_what_a_model_without_a_chat_template_gets(tiny_model):
     """data.system_prompt was documented as placed "when the tokenizer has a chat template";
     without one it is given too, as text before a blank line."""

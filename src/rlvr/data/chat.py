@@ -44,14 +44,19 @@ def format_prompt(tokenizer, prompt: str | Messages, system_prompt: str | None =
         return bos_prefix(tokenizer) + "\n\n".join(m["content"] for m in messages)
     from jinja2 import TemplateError
 
+    roles = ", ".join(m["role"] for m in messages)
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except TemplateError as err:  # raise_exception(...) in the template: Gemma, older Mistral
-        roles = ", ".join(m["role"] for m in messages)
         raise ValueError(
             f"the tokenizer's chat template refused a prompt with the roles {roles}: {err} "
             "(templates that take no system message refuse data.system_prompt, --system-prompt "
             "and system messages in the data; some want user and assistant to alternate)"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - a template is code of its own: {{ 1 / 0 }}
+        raise ValueError(
+            f"the tokenizer's chat template failed on a prompt with the roles {roles}: "
+            f"{type(err).__name__}: {err}"
         ) from None
     if not isinstance(text, str):
         raise TypeError(f"apply_chat_template returned {type(text).__name__}, expected str")

@@ -347,6 +347,23 @@ def test_sft_targets_end_with_the_token_the_chat_template_ends_a_turn_with(tmp_p
     assert list(examples[0].prompt_ids) == prompt["input_ids"]
 
 
+@pytest.mark.parametrize("after", ["", "\n"])
+def test_a_response_ending_with_the_eos_where_the_turn_ends_otherwise_keeps_it(tmp_path, after):
+    """Gemma's data ending ``<eos>`` (its turns end ``<end_of_turn>``): sampling stops on
+    either, so the row ends there, as given; it was skipped as holding a stop token before
+    its end (``<eos>``, then the appended ``<end_of_turn>``)."""
+    tokenizer = family_tokenizer("gemma")
+    path = tmp_path / "pairs.jsonl"
+    row = {"prompt": "What is 12 + 7?", "response": "19<eos>" + after}
+    path.write_text(json.dumps(row) + "\n")
+    examples, skipped = load_sft_examples(
+        str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
+    )
+    nineteen = tokenizer("19", add_special_tokens=False)["input_ids"]
+    assert skipped == 0
+    assert [list(e.response_ids) for e in examples] == [[*nineteen, tokenizer.eos_token_id]]
+
+
 @pytest.mark.parametrize("key", ["train", "eval"])
 @pytest.mark.parametrize("source", ["reasoning_gym:chain_sum", "code_tasks:all"])
 def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_file, key, source):

@@ -427,7 +427,7 @@ def load_sft_examples(
     stops = {end, tokenizer.eos_token_id} - {None}
     out, over, empty, inner = [], [], 0, 0
     for p, r in zip(prompts, responses, strict=True):
-        r = end_with_one(r, end, tokenizer)
+        r = end_with_one(r, end, stops, tokenizer)
         if not p:
             empty += 1
         elif any(t in stops for t in r[:-1]):  # sampling would stop there; the rest unreachable
@@ -446,16 +446,17 @@ def load_sft_examples(
     return SFTExamples(out, skipped)
 
 
-def end_with_one(ids: Sequence[int], end: int, tokenizer) -> list[int]:
-    """Response tokens ``ids`` ending with one ``end`` (the end-of-turn token): appended,
-    unless the text already ends with it, or with it and then only whitespace, which is
+def end_with_one(ids: Sequence[int], end: int, stops: set[int], tokenizer) -> list[int]:
+    """Response tokens ``ids`` ending with one stop token: ``end`` (the end-of-turn token)
+    appended, unless the text already ends with a token of ``stops`` (the end-of-turn token
+    or the EOS: sampling stops on either), or with one and then only whitespace, which is
     dropped (the newline a chat template writes after ``<|im_end|>`` or ``<end_of_turn>``:
     generation stops at that token, so the model never produces it). A response's own
-    trailing newline, with no end-of-turn token before it, is kept."""
+    trailing newline, with no stop token before it, is kept."""
     stop = len(ids)
-    while stop and ids[stop - 1] != end and not tokenizer.decode([ids[stop - 1]]).strip():
+    while stop and ids[stop - 1] not in stops and not tokenizer.decode([ids[stop - 1]]).strip():
         stop -= 1
-    if stop and ids[stop - 1] == end:
+    if stop and ids[stop - 1] in stops:
         return list(ids[:stop])
     return [*ids, end]
 

@@ -70,49 +70,62 @@ def warn_inert_settings(config: TrainConfig | SFTConfig) -> list[str]:
     belong to is off: ``model.lora.targets`` or ``alpha`` with ``model.lora.rank=0`` (every
     weight trains, no adapters), ``rollout.generation_threads`` with ``rollout.staleness=0``
     (no generation worker), ``reward.overlong_penalty`` with ``reward.overlong_buffer=0`` and
-    ``reward.overlong_buffer`` with ``reward.overlong_penalty=0`` (no overlong punishment).
-    Returns the keys warned about."""
-    lora, default = config.model.lora, LoraConfig()
+    ``reward.overlong_buffer`` with ``reward.overlong_penalty=0`` (no overlong punishment), an
+    off-policy objective updated on-policy (:func:`on_policy_note`). Returns the keys warned
+    about."""
     inert = []
-    if not lora.rank:
-        inert += [
-            f"model.lora.{key}"
-            for key in ("targets", "alpha")
-            if getattr(lora, key) != getattr(default, key)
-        ]
-    if inert:
-        warnings.warn(
-            f"{' and '.join(inert)} set, but model.lora.rank is 0: no adapters, every weight "
-            "trains (model.lora.rank=16 trains adapters)",
-            stacklevel=2,
+    for keys, line in _inert(config):
+        inert += keys
+        warnings.warn(line, stacklevel=2)
+    return inert
+
+
+def _inert(config: TrainConfig | SFTConfig) -> list[tuple[list[str], str]]:
+    """The inert keys of ``config`` (:func:`warn_inert_settings`), each group with its warning."""
+    lora, default = config.model.lora, LoraConfig()
+    out = []
+    changed = [k for k in ("targets", "alpha") if getattr(lora, k) != getattr(default, k)]
+    if not lora.rank and changed:
+        keys = [f"model.lora.{key}" for key in changed]
+        out.append(
+            (
+                keys,
+                f"{' and '.join(keys)} set, but model.lora.rank is 0: no adapters, "
+                "every weight trains (model.lora.rank=16 trains adapters)",
+            )
         )
     rollout = getattr(config, "rollout", None)
     if rollout is not None and rollout.generation_threads and not rollout.staleness:
-        inert.append("rollout.generation_threads")
-        warnings.warn(
-            "rollout.generation_threads set, but rollout.staleness is 0: there is no "
-            "generation worker; the run samples and updates in one process",
-            stacklevel=2,
+        out.append(
+            (
+                ["rollout.generation_threads"],
+                "rollout.generation_threads set, but "
+                "rollout.staleness is 0: there is no generation worker; the run samples "
+                "and updates in one process",
+            )
         )
     reward = getattr(config, "reward", None)
     if reward is not None and not reward.overlong_buffer and reward.overlong_penalty != 1.0:
-        inert.append("reward.overlong_penalty")
-        warnings.warn(
-            "reward.overlong_penalty set, but reward.overlong_buffer is 0: no completion is "
-            "punished for its length (reward.overlong_buffer=16 punishes the last 16 tokens)",
-            stacklevel=2,
+        out.append(
+            (
+                ["reward.overlong_penalty"],
+                "reward.overlong_penalty set, but "
+                "reward.overlong_buffer is 0: no completion is punished for its length "
+                "(reward.overlong_buffer=16 punishes the last 16 tokens)",
+            )
         )
     if reward is not None and reward.overlong_buffer and not reward.overlong_penalty:
-        inert.append("reward.overlong_buffer")
-        warnings.warn(
-            "reward.overlong_buffer set, but reward.overlong_penalty is 0: no completion is "
-            "punished for its length (reward.overlong_penalty=1 is DAPO's)",
-            stacklevel=2,
+        out.append(
+            (
+                ["reward.overlong_buffer"],
+                "reward.overlong_buffer set, but "
+                "reward.overlong_penalty is 0: no completion is punished for its length "
+                "(reward.overlong_penalty=1 is DAPO's)",
+            )
         )
     if isinstance(config, TrainConfig) and (line := on_policy_note(config)):
-        inert.append("objective.name")
-        warnings.warn(line, stacklevel=2)
-    return inert
+        out.append((["objective.name"], line))
+    return out
 
 
 def on_policy_note(config: TrainConfig) -> str | None:

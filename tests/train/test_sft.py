@@ -17,6 +17,13 @@ from rlvr.train.prompts import load_sft_examples, read_examples
 from rlvr.train.supervised import eval_nll, sft, sft_step
 
 
+def _pairs_file(tmp_path: Path, rows: list[dict]) -> Path:
+    """``tmp_path / pairs.jsonl`` holding ``rows``, one JSON object a line."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def _cfg(tiny_model_dir, sft_file, out, **kw):
     base = dict(
         epochs=4,
@@ -264,9 +271,8 @@ def test_held_out_pairs_with_a_training_prompt_are_warned(tiny_model_dir, sft_fi
 def test_a_response_that_is_not_text_names_file_and_line(tiny_model, tmp_path, response):
     """A list or mapping would otherwise be trained on as its Python repr (one assistant
     message is read as its text: see below)."""
-    path = tmp_path / "pairs.jsonl"
     rows = [{"prompt": "2+2?", "response": "4"}, {"prompt": "2+2?", "response": response}]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     cfg = SFTDataConfig(train=str(path))
     with pytest.raises(ValueError, match=r"pairs\.jsonl:2: field 'response' .* must be text"):
         load_sft_examples(str(path), tiny_model[1], cfg, limit=None)
@@ -286,12 +292,11 @@ def test_a_response_ending_with_the_eos_text_gets_one_eos(tiny_model, tmp_path):
     """Responses exported from a chat template often end with its EOS string (``<|im_end|>``):
     that token must not be appended again (the model would learn EOS after EOS)."""
     tokenizer = tiny_model[1]
-    path = tmp_path / "pairs.jsonl"
     rows = [
         {"prompt": "2+2?", "response": "4" + tokenizer.eos_token},
         {"prompt": "1+1?", "response": "2"},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     examples, _ = load_sft_examples(
         str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
     )
@@ -310,12 +315,11 @@ def test_whitespace_after_a_final_eos_text_is_dropped_not_followed_by_a_second_e
     that ends with a newline of its own and no EOS keeps it before the appended EOS."""
     tokenizer = tiny_model[1]
     eos = tokenizer.eos_token_id
-    path = tmp_path / "pairs.jsonl"
     rows = [
         {"prompt": "2+2?", "response": "4" + tokenizer.eos_token + after},
         {"prompt": "1+1?", "response": "2" + after},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     examples, _ = load_sft_examples(
         str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
     )
@@ -332,12 +336,11 @@ def test_sft_targets_end_with_the_token_the_chat_template_ends_a_turn_with(tmp_p
     tokenizer = family_tokenizer(name)
     end_text = FAMILIES[name].end_of_turn
     end = tokenizer.convert_tokens_to_ids(end_text)
-    path = tmp_path / "pairs.jsonl"
     rows = [
         {"prompt": "What is 12 + 7?", "response": "19"},
         {"prompt": "What is 12 + 7?", "response": "19" + end_text + "\n"},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     examples, _ = load_sft_examples(
         str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
     )
@@ -353,9 +356,8 @@ def test_a_response_ending_with_the_eos_where_the_turn_ends_otherwise_keeps_it(t
     either, so the row ends there, as given; it was skipped as holding a stop token before
     its end (``<eos>``, then the appended ``<end_of_turn>``)."""
     tokenizer = family_tokenizer("gemma")
-    path = tmp_path / "pairs.jsonl"
     row = {"prompt": "What is 12 + 7?", "response": "19<eos>" + after}
-    path.write_text(json.dumps(row) + "\n")
+    path = _pairs_file(tmp_path, [row])
     examples, skipped = load_sft_examples(
         str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None
     )
@@ -384,8 +386,7 @@ def test_a_generated_problem_set_is_refused_before_anything_loads(tmp_path, sft_
 )
 def test_a_missing_or_empty_response_is_called_the_response(tmp_path, row, message):
     """SFT's errors called the response "the answer" (the name of the field mapping's slot)."""
-    path = tmp_path / "pairs.jsonl"
-    path.write_text(json.dumps(row) + "\n")
+    path = _pairs_file(tmp_path, [row])
     with pytest.raises(ValueError, match=re.escape(f"pairs.jsonl:1: {message}")):
         read_examples(SFTDataConfig(train=str(path)), str(path), limit=None)
 
@@ -445,12 +446,11 @@ def test_rows_over_max_tokens_are_skipped_and_warned_with_their_length(
     read the same for data.train and data.eval (often the same file) and did not say how far
     over the limit the rows were."""
     tokenizer = tiny_model[1]
-    path = tmp_path / "pairs.jsonl"
     rows = [
         {"prompt": "What is 12 + 7?", "response": "12 + 7 = 19. Answer: 19"},
         {"prompt": "What is 5 - 3?", "response": "5 - 3 = 2. Answer: 2"},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     full = load_sft_examples(str(path), tokenizer, SFTDataConfig(train=str(path)), limit=None)
     long, short = (len(e.prompt_ids) + len(e.response_ids) for e in full.examples)
     assert long > short
@@ -472,12 +472,11 @@ def test_a_response_holding_the_end_of_turn_token_before_its_end_is_skipped(tiny
     sampling stops at that token, so the rest could never be generated. It was kept without a
     word; a response ending with the token (then whitespace) is kept as before."""
     tokenizer = tiny_model[1]
-    path = tmp_path / "pairs.jsonl"
     rows = [
         {"prompt": "What is 2 + 2?", "response": "4<|im_end|>\n"},
         {"prompt": "What is 3 + 3?", "response": "6<|im_end|> and then more"},
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     message = (
         r"pairs\.jsonl: skipped 1 of 2 rows, 1 whose response holds '<\|im_end\|>' before its "
         r"end \(sampling stops there, so what follows could never be generated\); they are not "
@@ -677,8 +676,7 @@ def test_sft_prompts_are_the_prompts_rl_gives_the_same_model(
         {"prompt": "What is 12 + 7?", "response": "19"},
         {"prompt": [{"role": "user", "content": "2+2?"}], "response": "4"},
     ]
-    path = tmp_path / "pairs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = _pairs_file(tmp_path, rows)
     sft_data = SFTDataConfig(train=str(path), system_prompt=system_prompt)
     examples, _ = load_sft_examples(str(path), tokenizer, sft_data, limit=None)
     rl_data = DataConfig(train=str(path), answer_field="response", system_prompt=system_prompt)

@@ -35,8 +35,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr.rewards.extract import THINK_CLOSE
-from rlvr.rewards.format import formatted
+from rlvr.rewards.format import answer_part, formatted
 from rlvr.rewards.math import answers_match, compared_answer, math_verifier, screen_answer
 from rlvr.rewards.verifier import Verifier
 from rlvr.sandbox.bounded import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, LimitExceeded, call_bounded
@@ -117,14 +116,10 @@ def comparison(verifier: Verifier) -> Same | None:
         if inner is None:
             return None
         # a key (not None) means the format held: one </think>, the answer after it
-        return lambda a, b: inner(_answer_part(a), _answer_part(b))
+        return lambda a, b: inner(answer_part(a), answer_part(b))
     if verifier.fn is math_verifier:
         return lambda a, b: _math_same(a, b, verifier.options)
     return None
-
-
-def _answer_part(completion: str) -> str:
-    return completion.split(THINK_CLOSE, 1)[-1]
 
 
 def _math_same(reference: str, completion: str, options: dict[str, Any]) -> bool:

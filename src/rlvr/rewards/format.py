@@ -36,6 +36,12 @@ def think_format_ok(completion: str, *, think_in_prompt: bool = False) -> bool:
     return bool(match and match["think"].strip() and match["rest"].strip())
 
 
+def answer_part(completion: str) -> str:
+    """What follows the one ``</think>`` of a completion whose format holds: the part the
+    inner verifier scores (the whole completion where there is none)."""
+    return completion.split(THINK_CLOSE, 1)[-1]
+
+
 def formatted(
     completion: str,
     reference: Any,
@@ -47,7 +53,7 @@ def formatted(
     """``inner``'s score on the answer part if the format holds, else the penalty."""
     if not think_format_ok(completion, think_in_prompt=think_in_prompt):
         return inner.failure_value if penalty is None else float(penalty)
-    return inner(completion.split(THINK_CLOSE, 1)[1], reference)
+    return inner(answer_part(completion), reference)
 
 
 def _formatted_key(
@@ -56,7 +62,7 @@ def _formatted_key(
     """``inner``'s answer key of the answer part; ``None`` (no vote) where the format fails."""
     if not think_format_ok(completion, think_in_prompt=think_in_prompt):
         return None
-    return inner.answer_key(completion.split(THINK_CLOSE, 1)[1], reference)
+    return inner.answer_key(answer_part(completion), reference)
 
 
 formatted.answer_key = _formatted_key  # type: ignore[attr-defined]

@@ -381,7 +381,7 @@ def _different_columns(folder: Path, rows: int = 100) -> str | None:
     ``datasets`` cannot make one table of ("column names don't match"); else ``None``."""
     columns = {}
     for file in _row_files(folder):
-        if file.suffix not in (*JSON_SUFFIXES, ".parquet"):
+        if file.suffix not in FILE_SUFFIXES:
             return None
         keys: dict[str, None] = {}
         try:
